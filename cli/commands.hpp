@@ -1,0 +1,20 @@
+// Sub-commands of the `twinscale` CLI. Each add_* registers one sub-command on `app`; its
+// callback stores the work to do in `action`, which main() runs inside one error policy:
+// typed errors → message on stderr and exit 1; CLI usage errors → exit 2.
+#pragma once
+
+#include <functional>
+
+#include <CLI/CLI.hpp>
+
+namespace twinscale::cli {
+
+using Action = std::function<int()>;
+
+void add_schedule_command(CLI::App& app, Action& action);
+void add_topology_command(CLI::App& app, Action& action);
+void add_simulate_command(CLI::App& app, Action& action);
+void add_fault_commands(CLI::App& app, Action& action);    // campaign, tune-checkpoint
+void add_backend_commands(CLI::App& app, Action& action);  // run, compare, calibrate
+
+} // namespace twinscale::cli

@@ -1,0 +1,173 @@
+#include "config/toml_reader.hpp"
+
+#include <fstream>
+#include <sstream>
+
+namespace twinscale::config {
+
+const toml::table TableReader::empty_{};
+
+TableReader::TableReader(const toml::table& table, std::string file, std::string prefix)
+    : table_(&table), file_(std::move(file)), prefix_(std::move(prefix)) {}
+
+std::string TableReader::full_key(std::string_view key) const {
+  return prefix_.empty() ? std::string(key) : prefix_ + "." + std::string(key);
+}
+
+void TableReader::fail(std::string_view key, const std::string& why) const {
+  throw ConfigError(file_ + ": key '" + full_key(key) + "' " + why);
+}
+
+bool TableReader::has(std::string_view key) const { return table_->contains(key); }
+
+const toml::node* TableReader::lookup(std::string_view key, const char* expected) {
+  read_.emplace(key);
+  known_.emplace_back(key);
+  (void)expected;
+  return table_->get(key);
+}
+
+static const char* type_name(const toml::node& n) {
+  switch (n.type()) {
+  case toml::node_type::string: return "a string";
+  case toml::node_type::integer: return "an integer";
+  case toml::node_type::floating_point: return "a number";
+  case toml::node_type::boolean: return "a boolean";
+  case toml::node_type::array: return "an array";
+  case toml::node_type::table: return "a table";
+  default: return "a date/time";
+  }
+}
+
+int64_t TableReader::get_int(std::string_view key, std::optional<int64_t> fallback, int64_t min,
+                             int64_t max) {
+  const toml::node* n = lookup(key, "integer");
+  if (!n) {
+    if (fallback) return *fallback;
+    fail(key, "is missing (an integer is required)");
+  }
+  auto v = n->value_exact<int64_t>();
+  if (!v) fail(key, std::string("must be an integer, got ") + type_name(*n));
+  if (*v < min || *v > max)
+    fail(key, "is " + std::to_string(*v) + "; must be in [" + std::to_string(min) + ", " +
+                  (max == INT64_MAX ? std::string("∞") : std::to_string(max)) + "]");
+  return *v;
+}
+
+double TableReader::get_double(std::string_view key, std::optional<double> fallback, double min,
+                               double max) {
+  const toml::node* n = lookup(key, "number");
+  if (!n) {
+    if (fallback) return *fallback;
+    fail(key, "is missing (a number is required)");
+  }
+  std::optional<double> v;
+  if (auto d = n->value_exact<double>()) v = *d;
+  else if (auto i = n->value_exact<int64_t>()) v = static_cast<double>(*i);
+  if (!v) fail(key, std::string("must be a number, got ") + type_name(*n));
+  if (!(*v >= min && *v <= max)) {
+    std::ostringstream os;
+    os << "is " << *v << "; must be in [" << min << ", " << max << "]";
+    fail(key, os.str());
+  }
+  return *v;
+}
+
+bool TableReader::get_bool(std::string_view key, std::optional<bool> fallback) {
+  const toml::node* n = lookup(key, "boolean");
+  if (!n) {
+    if (fallback) return *fallback;
+    fail(key, "is missing (true or false is required)");
+  }
+  auto v = n->value_exact<bool>();
+  if (!v) fail(key, std::string("must be true or false, got ") + type_name(*n));
+  return *v;
+}
+
+std::string TableReader::get_string(std::string_view key, std::optional<std::string> fallback) {
+  const toml::node* n = lookup(key, "string");
+  if (!n) {
+    if (fallback) return *fallback;
+    fail(key, "is missing (a string is required)");
+  }
+  auto v = n->value_exact<std::string>();
+  if (!v) fail(key, std::string("must be a string, got ") + type_name(*n));
+  return *v;
+}
+
+std::vector<double> TableReader::get_double_array(std::string_view key,
+                                                  std::optional<std::vector<double>> fallback) {
+  const toml::node* n = lookup(key, "array");
+  if (!n) {
+    if (fallback) return *fallback;
+    fail(key, "is missing (an array of numbers is required)");
+  }
+  const toml::array* arr = n->as_array();
+  if (!arr) fail(key, std::string("must be an array of numbers, got ") + type_name(*n));
+  std::vector<double> out;
+  for (size_t i = 0; i < arr->size(); ++i) {
+    const toml::node& e = (*arr)[i];
+    if (auto d = e.value_exact<double>()) out.push_back(*d);
+    else if (auto v = e.value_exact<int64_t>()) out.push_back(static_cast<double>(*v));
+    else fail(key, "[" + std::to_string(i) + "] must be a number, got " + type_name(e));
+  }
+  return out;
+}
+
+TableReader TableReader::table(std::string_view key, bool required) {
+  const toml::node* n = lookup(key, "table");
+  if (!n) {
+    if (required) fail(key, "is missing (a table [" + full_key(key) + "] is required)");
+    return TableReader(empty_, file_, full_key(key));
+  }
+  const toml::table* t = n->as_table();
+  if (!t) fail(key, std::string("must be a table, got ") + type_name(*n));
+  return TableReader(*t, file_, full_key(key));
+}
+
+std::vector<TableReader> TableReader::table_array(std::string_view key) {
+  const toml::node* n = lookup(key, "array of tables");
+  std::vector<TableReader> out;
+  if (!n) return out;
+  const toml::array* arr = n->as_array();
+  if (!arr) fail(key, std::string("must be an array of tables ([[") + full_key(key) + "]]), got " +
+                          type_name(*n));
+  for (size_t i = 0; i < arr->size(); ++i) {
+    const toml::table* t = (*arr)[i].as_table();
+    if (!t) fail(key, "[" + std::to_string(i) + "] must be a table");
+    out.emplace_back(*t, file_, full_key(key) + "[" + std::to_string(i) + "]");
+  }
+  return out;
+}
+
+void TableReader::finish() const {
+  for (auto&& [k, v] : *table_) {
+    if (read_.count(k.str())) continue;
+    std::set<std::string> valid(known_.begin(), known_.end());
+    std::string list;
+    for (auto& s : valid) list += (list.empty() ? "" : ", ") + s;
+    throw ConfigError(file_ + ": unknown key '" + full_key(k.str()) + "'" +
+                      (list.empty() ? std::string(" (this table takes no keys)")
+                                    : "; valid keys here: " + list));
+  }
+}
+
+toml::table parse_toml(std::string_view text, const std::string& file) {
+  try {
+    return toml::parse(text, file);
+  } catch (const toml::parse_error& e) {
+    const auto& b = e.source().begin;
+    throw ConfigError(file + ":" + std::to_string(b.line) + ":" + std::to_string(b.column) +
+                      ": TOML syntax error: " + std::string(e.description()));
+  }
+}
+
+toml::table parse_toml_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError(path + ": cannot open file");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return parse_toml(ss.str(), path);
+}
+
+} // namespace twinscale::config

@@ -1,0 +1,43 @@
+// Rank layout of a 3D-parallel job in Megatron-LM's "tp-dp-pp" order: tensor-parallel
+// rank varies fastest, then data-parallel, then pipeline
+// (global rank = tp + TP·(dp + DP·pp), as in megatron/core/parallel_state.py).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace twinscale::schedules {
+
+/// Communicator kinds. Membership of a rank's group follows from the layout.
+enum class GroupKind : uint8_t {
+  Tp,        // same (dp, pp), all tp
+  Dp,        // same (tp, pp), all dp
+  Pp,        // same (tp, dp), all pp (p2p neighbours; peer = pp rank)
+  Embedding, // same (tp, dp), pp ∈ {0, PP−1}: tied-embedding gradient all-reduce
+  World,
+};
+
+struct RankCoord {
+  int64_t tp = 0;
+  int64_t dp = 0;
+  int64_t pp = 0;
+};
+
+struct Layout {
+  int64_t tp = 1;
+  int64_t dp = 1;
+  int64_t pp = 1;
+
+  int64_t world() const { return tp * dp * pp; }
+  int64_t rank(RankCoord c) const { return c.tp + tp * (c.dp + dp * c.pp); }
+  RankCoord coord(int64_t rank) const {
+    return RankCoord{rank % tp, (rank / tp) % dp, rank / (tp * dp)};
+  }
+  /// Members of `rank`'s group of `kind`, in group-rank order.
+  std::vector<int64_t> group_members(GroupKind kind, int64_t rank) const;
+  /// This rank's index inside its group of `kind`.
+  int64_t group_rank(GroupKind kind, int64_t rank) const;
+  int64_t group_size(GroupKind kind) const;
+};
+
+} // namespace twinscale::schedules

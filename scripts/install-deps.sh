@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs twinscale's build and test dependencies from Debian (12, bookworm) with apt.
+# Nothing is downloaded from anywhere else. Safe to re-run: installs only what is missing.
+set -euo pipefail
+pkgs=(
+  build-essential cmake ninja-build pkg-config
+  libsimgrid-dev        # the simulator's engine (sim/)
+  libboost-graph-dev    # the fabric graph (topology/)
+  libeigen3-dev         # GEMMs of the CPU executor (backend/)
+  libcli11-dev          # the command line (cli/)
+  catch2                # tests
+  libopenmpi-dev openmpi-bin  # the CPU executor and its launcher (backend/)
+  libtomlplusplus-dev   # TOML job, cluster and fault files (config/)
+  nlohmann-json3-dev    # schedule IR, traces and --json output
+  libhiredis-dev redis-server # Redis rendezvous (backend/), tests start their own server
+  python3-matplotlib    # plots of experiments and campaigns
+)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
