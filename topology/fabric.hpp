@@ -45,9 +45,17 @@ struct Hop {
   bool up = true;
 };
 
+/// A hop carrying a fraction of a flow (fluid spreading over equal-cost paths).
+struct WeightedHop {
+  uint32_t link = 0;
+  bool up = true;
+  double fraction = 1;
+};
+
 enum class EcmpPolicy : uint8_t {
   Hash,        // hash of (src, dst, flow id, seed) over equal-cost next hops, as switches do
-  IdealSpread, // perfect spreading (round-robin by flow), the bound to compare against
+  IdealSpread, // round-robin by flow id at each up-hop (flows numbered consecutively per
+               // source spread perfectly over the uplinks); spread() is the fluid bound
 };
 
 /// The Clos arithmetic derived from a ClusterSpec when a Fabric is built (all counts are
@@ -128,6 +136,11 @@ public:
   /// up-path chosen per flow by `policy` (O(1) per hop, nothing precomputed per pair).
   void route(int64_t src_gpu, int64_t dst_gpu, uint64_t flow_id, uint64_t seed,
              EcmpPolicy policy, std::vector<Hop>& out) const;
+
+  /// Fluid ECMP: every link the flow's equal-cost paths cross, with the fraction of the
+  /// flow it carries when split evenly at every up-hop (the ideal-spreading bound).
+  /// O(up ports) per flow.
+  void spread(int64_t src_gpu, int64_t dst_gpu, std::vector<WeightedHop>& out) const;
 
 private:
   struct Impl;
