@@ -8,11 +8,16 @@
 #include <xbt/log.h>
 
 #include <cstdio>
+#include <deque>
 #include <exception>
 #include <sstream>
 #include <string>
 
 #include "schedules/error.hpp"
+#ifdef TWINSCALE_HAVE_FAULTS
+#include "faults/fault_plan.hpp"
+#endif
+#include <map>
 
 namespace twinscale::sim::detail {
 
@@ -70,6 +75,7 @@ struct FlowBackend::Impl {
     size_t phase = 0;
     size_t left_in_phase = 0;
     bool failed = false;
+    double stalled_s = 0;
   };
 
   CompletionListener& listener;
@@ -82,16 +88,27 @@ struct FlowBackend::Impl {
   std::vector<std::unique_ptr<Task>> tasks;
   int64_t flows = 0;
   std::exception_ptr error; // first exception thrown by the executor inside an actor
+  /// SimGrid calls the executor asked for. Every simcall (creating an actor, changing a
+  /// pstate) yields to other actors, which may run executor code: so the executor never
+  /// makes one itself; its requests are queued here and run once it has returned.
+  std::deque<std::function<void()>> pending;
 
-  /// Runs executor code inside an actor: an exception (a schedule that cannot run) must
-  /// not escape into SimGrid's context; it stops the simulation and is rethrown by run().
+  /// Runs executor code inside an actor, then the SimGrid calls it requested. An
+  /// exception (a schedule that cannot run) must not escape into SimGrid's context: it
+  /// stops the simulation and is rethrown by run().
   template <class F>
   void guarded(F&& fn) {
     if (error) return;
     try {
       fn();
+      while (!pending.empty() && !error) {
+        auto next = std::move(pending.front());
+        pending.pop_front();
+        next();
+      }
     } catch (...) {
-      error = std::current_exception();
+      if (!error) error = std::current_exception();
+      pending.clear();
       sg4::Actor::kill_all();
     }
   }
@@ -99,7 +116,11 @@ struct FlowBackend::Impl {
   Impl(CompletionListener& l, const NetworkPaths& p, std::vector<int64_t> sg, const SimOptions& o)
       : listener(l), paths(p), slot_gpu(std::move(sg)), options(o) {}
 
+  std::map<uint32_t, std::vector<std::pair<double, double>>> link_stalls; // link → [from, to)
+
   void build_platform();
+  void apply_fault_plan();
+  double stalled_seconds(const FlowSpec& f, double start, double end) const;
   void launch_phase(Task* task);
   void launch_flow(Task* task, uint32_t flow);
   void flow_done(Task* task, uint32_t flow, bool failed);
@@ -118,7 +139,6 @@ void FlowBackend::Impl::build_platform() {
     zone->down_[i] = l->get_link_down();
     zone->up_[i]->set_latency(paths.hop_latency_s(static_cast<uint32_t>(i), true));
     zone->down_[i]->set_latency(paths.hop_latency_s(static_cast<uint32_t>(i), false));
-    l->seal();
   }
   const int64_t gpus = fabric.gpus();
   const double slowed = kSpeed / (1.0 + options.device.nccl_compute_slowdown);
@@ -134,7 +154,90 @@ void FlowBackend::Impl::build_platform() {
       port_host[static_cast<size_t>(g)].push_back(p);
     }
   }
+  apply_fault_plan(); // profiles must be attached before links and hosts are sealed
+  for (size_t i = 0; i < links.size(); ++i) {
+    zone->up_[i]->seal();
+    zone->down_[i]->seal();
+  }
   z->seal();
+}
+
+/// Fault plan → SimGrid profiles (attached before sealing), M13 semantics:
+///  - link outage shorter than the tolerated one (timeout × retries): bandwidth 1 B/s for
+///    its duration on both directions, flows stall then resume;
+///  - longer: 1 B/s from at_s, then the link goes OFF at at_s + tolerated (flows on it
+///    fail: the collective and the job fail), ON again at until_s if it comes back;
+///  - GPU slowdown: the GPU host's speed scale is 1 − slowdown during the event;
+///  - server crash: the job fails at at_s (every rank of a synchronous job stops).
+void FlowBackend::Impl::apply_fault_plan() {
+#ifdef TWINSCALE_HAVE_FAULTS
+  if (options.faults == nullptr) return;
+  const faults::FaultPlan& plan = *options.faults;
+  const double tolerated = plan.retransmit.tolerated_outage_s();
+  std::map<uint32_t, std::vector<const faults::PlanEvent*>> by_link;
+  std::map<int64_t, std::vector<const faults::PlanEvent*>> by_gpu;
+  for (const auto& e : plan.events) {
+    if (e.target_index < 0)
+      throw std::invalid_argument("fault plan: event on '" + e.target + "' was not validated against the fabric");
+    if (e.is_link_outage()) {
+      if (e.target_index >= static_cast<int64_t>(zone->up_.size()))
+        throw std::invalid_argument("fault plan: link index " + std::to_string(e.target_index) + " outside the fabric");
+      by_link[static_cast<uint32_t>(e.target_index)].push_back(&e);
+    } else if (e.kind == faults::PlanEventKind::GpuSlowdown) {
+      if (e.target_index >= static_cast<int64_t>(gpu_host.size()))
+        throw std::invalid_argument("fault plan: GPU " + std::to_string(e.target_index) + " outside the fabric");
+      by_gpu[e.target_index].push_back(&e);
+    }
+  }
+  auto num = [](double v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.17g", v);
+    return std::string(buf);
+  };
+  for (auto& [link, events] : by_link) {
+    std::string bw_text, state_text;
+    const double bw = paths.link_bw(link);
+    for (const auto* e : events) {
+      const bool stall = faults::outage_outcome(e->duration_s(), plan.retransmit) == faults::OutageOutcome::Stall;
+      bw_text += num(e->at_s) + " 1\n";
+      if (e->until_s < faults::kForever) bw_text += num(e->until_s) + " " + num(bw) + "\n";
+      if (!stall) {
+        state_text += num(e->at_s + tolerated) + " 0\n";
+        if (e->until_s < faults::kForever) state_text += num(e->until_s) + " 1\n";
+      }
+      link_stalls[link].push_back({e->at_s, stall ? e->until_s : e->at_s + tolerated});
+    }
+    for (int dir = 0; dir < 2; ++dir) {
+      sg4::Link* l = dir == 0 ? zone->up_[link] : zone->down_[link];
+      const std::string name = "fault-l" + std::to_string(link) + (dir == 0 ? "-up" : "-down");
+      l->set_bandwidth_profile(simgrid::kernel::profile::ProfileBuilder::from_string(name + "-bw", bw_text, -1));
+      if (!state_text.empty())
+        l->set_state_profile(simgrid::kernel::profile::ProfileBuilder::from_string(name + "-state", state_text, -1));
+    }
+  }
+  for (auto& [gpu, events] : by_gpu) {
+    std::string text;
+    for (const auto* e : events) {
+      text += num(e->at_s) + " " + num(e->speed_factor()) + "\n";
+      if (e->until_s < faults::kForever) text += num(e->until_s) + " 1\n";
+    }
+    gpu_host[static_cast<size_t>(gpu)]->set_speed_profile(
+        simgrid::kernel::profile::ProfileBuilder::from_string("fault-gpu" + std::to_string(gpu), text, -1));
+  }
+#endif
+}
+
+double FlowBackend::Impl::stalled_seconds(const FlowSpec& f, double start, double end) const {
+  if (link_stalls.empty()) return 0;
+  std::vector<topology::Hop> hops;
+  paths.route(f.src_gpu, f.dst_gpu, f.channel, hops);
+  double stalled = 0;
+  for (const auto& h : hops) {
+    auto it = link_stalls.find(h.link);
+    if (it == link_stalls.end()) continue;
+    for (const auto& [a, b] : it->second) stalled += std::max(0.0, std::min(b, end) - std::max(a, start));
+  }
+  return stalled;
 }
 
 void FlowBackend::Impl::launch_phase(Task* task) {
@@ -160,14 +263,17 @@ void FlowBackend::Impl::launch_flow(Task* task, uint32_t flow) {
   sg4::Actor::create("f", src, [this, task, flow, src, dst]() {
     const FlowSpec& fs = task->spec.flows[flow];
     bool failed = false;
+    double start = -1;
     try {
       if (fs.delay_s > 0) sg4::this_actor::sleep_for(fs.delay_s);
+      start = sg4::Engine::get_clock();
       sg4::Comm::sendto(src, dst, static_cast<uint64_t>(fs.bytes + 0.5));
     } catch (const simgrid::NetworkFailureException&) {
       failed = true;
     } catch (const simgrid::HostFailureException&) {
       failed = true;
     }
+    if (start >= 0) task->stalled_s = std::max(task->stalled_s, stalled_seconds(fs, start, sg4::Engine::get_clock()));
     guarded([&] { flow_done(task, flow, failed); });
   });
 }
@@ -187,8 +293,13 @@ void FlowBackend::Impl::flow_done(Task* task, uint32_t flow, bool failed) {
   }
   const uint32_t id = task->comm_id;
   const bool f = task->failed;
+  const double stalled = task->stalled_s;
   tasks[id].reset();
-  listener.on_comm_done(id, f, 0.0);  // callers run it guarded
+  listener.on_comm_done(id, f, stalled); // callers run it guarded
+  if (f) {                               // the job has failed: stop the simulation
+    pending.clear();
+    sg4::Actor::kill_all();
+  }
 }
 
 FlowBackend::FlowBackend(CompletionListener& listener, const NetworkPaths& paths, std::vector<int64_t> slot_gpu,
@@ -201,18 +312,21 @@ double FlowBackend::now() const { return sg4::Engine::get_clock(); }
 
 int64_t FlowBackend::flows_started() const { return impl_->flows; }
 
-void FlowBackend::start_compute(int32_t slot, double seconds) {
+void FlowBackend::start_compute(int32_t slot, uint32_t op, double seconds) {
   sg4::Host* h = impl_->gpu_host[static_cast<size_t>(impl_->slot_gpu[static_cast<size_t>(slot)])];
   Impl* impl = impl_.get();
-  sg4::Actor::create("c", h, [impl, slot, seconds]() {
-    if (seconds > 0) sg4::this_actor::execute(seconds * kSpeed);
-    impl->guarded([&] { impl->listener.on_compute_done(slot); });
+  impl->pending.emplace_back([impl, h, slot, op, seconds]() {
+    sg4::Actor::create("c", h, [impl, slot, op, seconds]() {
+      if (seconds > 0) sg4::this_actor::execute(seconds * kSpeed);
+      impl->guarded([&] { impl->listener.on_compute_done(slot, op); });
+    });
   });
 }
 
 void FlowBackend::set_comm_active(int32_t slot, bool active) {
   if (impl_->options.device.nccl_compute_slowdown == 0) return;
-  impl_->gpu_host[static_cast<size_t>(impl_->slot_gpu[static_cast<size_t>(slot)])]->set_pstate(active ? 1 : 0);
+  sg4::Host* h = impl_->gpu_host[static_cast<size_t>(impl_->slot_gpu[static_cast<size_t>(slot)])];
+  impl_->pending.emplace_back([h, active]() { h->set_pstate(active ? 1 : 0); });
 }
 
 void FlowBackend::start_comm(uint32_t comm_id, CommTask task) {
@@ -225,10 +339,12 @@ void FlowBackend::start_comm(uint32_t comm_id, CommTask task) {
   if (raw->spec.closed_form_s >= 0) {
     const double d = raw->spec.closed_form_s;
     Impl* impl = impl_.get();
-    sg4::Actor::create("t", impl_->gpu_host[0], [impl, comm_id, d]() {
-      if (d > 0) sg4::this_actor::sleep_for(d);
-      impl->tasks[comm_id].reset();
-      impl->guarded([&] { impl->listener.on_comm_done(comm_id, false, 0.0); });
+    impl->pending.emplace_back([impl, comm_id, d]() {
+      sg4::Actor::create("t", impl->gpu_host[0], [impl, comm_id, d]() {
+        if (d > 0) sg4::this_actor::sleep_for(d);
+        impl->tasks[comm_id].reset();
+        impl->guarded([&] { impl->listener.on_comm_done(comm_id, false, 0.0); });
+      });
     });
     return;
   }
@@ -239,7 +355,8 @@ void FlowBackend::start_comm(uint32_t comm_id, CommTask task) {
     for (uint32_t i = 0; i < raw->spec.flows.size(); ++i)
       if (raw->spec.flows[i].after >= 0) raw->dependents[static_cast<size_t>(raw->spec.flows[i].after)].push_back(i);
   }
-  impl_->launch_phase(raw);
+  Impl* impl = impl_.get();
+  impl->pending.emplace_back([impl, raw]() { impl->launch_phase(raw); });
 }
 
 void FlowBackend::run(const std::function<void()>& start) {
@@ -261,6 +378,20 @@ void FlowBackend::run(const std::function<void()>& start) {
   impl_->build_platform();
   Impl* impl = impl_.get();
   sg4::Actor::create("start", impl_->gpu_host[0], [impl, &start]() { impl->guarded(start); });
+#ifdef TWINSCALE_HAVE_FAULTS
+  if (impl_->options.faults != nullptr) {
+    for (const auto& e : impl_->options.faults->events) {
+      if (e.kind != faults::PlanEventKind::ServerCrash) continue;
+      const double at = e.at_s;
+      const std::string why = "server '" + e.target + "' crashed at " + std::to_string(at) + " s";
+      sg4::Actor::create("crash", impl_->gpu_host[0], [impl, at, why]() {
+        sg4::this_actor::sleep_until(at);
+        impl->guarded([&] { impl->listener.on_job_fault(why); });
+        sg4::Actor::kill_all();
+      })->daemonize();
+    }
+  }
+#endif
   engine->run();
   if (impl_->error) std::rethrow_exception(impl_->error);
 }

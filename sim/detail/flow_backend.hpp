@@ -33,7 +33,7 @@ public:
   ~FlowBackend() override;
 
   double now() const override;
-  void start_compute(int32_t slot, double seconds) override;
+  void start_compute(int32_t slot, uint32_t op, double seconds) override;
   void set_comm_active(int32_t slot, bool active) override;
   void start_comm(uint32_t comm_id, CommTask task) override;
   void run(const std::function<void()>& start) override;
