@@ -14,6 +14,7 @@
 #include <string>
 
 #include "schedules/error.hpp"
+#include "sim/detail/event_core.hpp"
 #ifdef TWINSCALE_HAVE_FAULTS
 #include "faults/fault_plan.hpp"
 #endif
@@ -25,9 +26,6 @@ namespace sg4 = simgrid::s4u;
 namespace sgr = simgrid::kernel::routing;
 
 namespace {
-
-/// Nominal compute speed of a GPU host: one unit per nanosecond of device-model time.
-constexpr double kSpeed = 1e9;
 
 struct Endpoint {
   int64_t gpu = -1;
@@ -82,16 +80,24 @@ struct FlowBackend::Impl {
   const NetworkPaths& paths;
   std::vector<int64_t> slot_gpu;
   const SimOptions& options;
+  EventCore core;
   EcmpZone* zone = nullptr;
-  std::vector<sg4::Host*> gpu_host;              // by GPU
+  sg4::Host* driver_host = nullptr;
   std::vector<std::vector<sg4::Host*>> port_host; // by GPU, channel
   std::vector<std::unique_ptr<Task>> tasks;
   int64_t flows = 0;
-  std::exception_ptr error; // first exception thrown by the executor inside an actor
-  /// SimGrid calls the executor asked for. Every simcall (creating an actor, changing a
-  /// pstate) yields to other actors, which may run executor code: so the executor never
-  /// makes one itself; its requests are queued here and run once it has returned.
+  int64_t flows_in_flight = 0;
+  sg4::ConditionVariablePtr wake; // the driver waits on it for the next event or a flow
+  std::exception_ptr error;       // first exception thrown by the executor inside an actor
+  /// SimGrid calls the executor asked for. Every simcall (creating an actor) yields to
+  /// other actors, which may run executor code: so the executor never makes one itself;
+  /// its requests are queued here and run once it has returned.
   std::deque<std::function<void()>> pending;
+  std::map<uint32_t, std::vector<std::pair<double, double>>> link_stalls; // link → [from, to)
+
+  Impl(CompletionListener& l, const NetworkPaths& p, std::vector<int64_t> sg, const SimOptions& o)
+      : listener(l), paths(p), slot_gpu(std::move(sg)), options(o),
+        core(l, slot_gpu.size(), o.device.nccl_compute_slowdown) {}
 
   /// Runs executor code inside an actor, then the SimGrid calls it requested. An
   /// exception (a schedule that cannot run) must not escape into SimGrid's context: it
@@ -113,17 +119,13 @@ struct FlowBackend::Impl {
     }
   }
 
-  Impl(CompletionListener& l, const NetworkPaths& p, std::vector<int64_t> sg, const SimOptions& o)
-      : listener(l), paths(p), slot_gpu(std::move(sg)), options(o) {}
-
-  std::map<uint32_t, std::vector<std::pair<double, double>>> link_stalls; // link → [from, to)
-
   void build_platform();
   void apply_fault_plan();
   double stalled_seconds(const FlowSpec& f, double start, double end) const;
   void launch_phase(Task* task);
   void launch_flow(Task* task, uint32_t flow);
   void flow_done(Task* task, uint32_t flow, bool failed);
+  void drive(const std::function<void()>& start);
 };
 
 void FlowBackend::Impl::build_platform() {
@@ -141,15 +143,12 @@ void FlowBackend::Impl::build_platform() {
     zone->down_[i]->set_latency(paths.hop_latency_s(static_cast<uint32_t>(i), false));
   }
   const int64_t gpus = fabric.gpus();
-  const double slowed = kSpeed / (1.0 + options.device.nccl_compute_slowdown);
-  gpu_host.resize(static_cast<size_t>(gpus));
+  driver_host = z->create_host("driver", 1e9);
+  zone->add_endpoint(driver_host, -1, -1);
   port_host.resize(static_cast<size_t>(gpus));
   for (int64_t g = 0; g < gpus; ++g) {
-    auto* h = z->create_host("gpu" + std::to_string(g), std::vector<double>{kSpeed, slowed});
-    zone->add_endpoint(h, g, -1);
-    gpu_host[static_cast<size_t>(g)] = h;
     for (int c = 0; c < options.channels; ++c) {
-      auto* p = z->create_host("gpu" + std::to_string(g) + "." + std::to_string(c), kSpeed);
+      auto* p = z->create_host("gpu" + std::to_string(g) + "." + std::to_string(c), 1e9);
       zone->add_endpoint(p, g, c);
       port_host[static_cast<size_t>(g)].push_back(p);
     }
@@ -162,12 +161,15 @@ void FlowBackend::Impl::build_platform() {
   z->seal();
 }
 
-/// Fault plan → SimGrid profiles (attached before sealing), M13 semantics:
+/// Fault plan → SimGrid link profiles (attached before sealing) and compute speed
+/// changes, M13 semantics:
 ///  - link outage shorter than the tolerated one (timeout × retries): bandwidth 1 B/s for
 ///    its duration on both directions, flows stall then resume;
 ///  - longer: 1 B/s from at_s, then the link goes OFF at at_s + tolerated (flows on it
 ///    fail: the collective and the job fail), ON again at until_s if it comes back;
-///  - GPU slowdown: the GPU host's speed scale is 1 − slowdown during the event;
+///  - GPU slowdown: the executed rank on that GPU computes at 1 − slowdown of its speed
+///    during the event (the event core's speed scale: compute ops are not SimGrid
+///    activities, see flow_backend.hpp);
 ///  - server crash: the job fails at at_s (every rank of a synchronous job stops).
 void FlowBackend::Impl::apply_fault_plan() {
 #ifdef TWINSCALE_HAVE_FAULTS
@@ -175,7 +177,6 @@ void FlowBackend::Impl::apply_fault_plan() {
   const faults::FaultPlan& plan = *options.faults;
   const double tolerated = plan.retransmit.tolerated_outage_s();
   std::map<uint32_t, std::vector<const faults::PlanEvent*>> by_link;
-  std::map<int64_t, std::vector<const faults::PlanEvent*>> by_gpu;
   for (const auto& e : plan.events) {
     if (e.target_index < 0)
       throw std::invalid_argument("fault plan: event on '" + e.target + "' was not validated against the fabric");
@@ -184,9 +185,11 @@ void FlowBackend::Impl::apply_fault_plan() {
         throw std::invalid_argument("fault plan: link index " + std::to_string(e.target_index) + " outside the fabric");
       by_link[static_cast<uint32_t>(e.target_index)].push_back(&e);
     } else if (e.kind == faults::PlanEventKind::GpuSlowdown) {
-      if (e.target_index >= static_cast<int64_t>(gpu_host.size()))
-        throw std::invalid_argument("fault plan: GPU " + std::to_string(e.target_index) + " outside the fabric");
-      by_gpu[e.target_index].push_back(&e);
+      for (size_t s = 0; s < slot_gpu.size(); ++s) {
+        if (slot_gpu[s] != e.target_index) continue;
+        core.add_speed_change(e.at_s, static_cast<int32_t>(s), e.speed_factor());
+        if (e.until_s < faults::kForever) core.add_speed_change(e.until_s, static_cast<int32_t>(s), 1.0);
+      }
     }
   }
   auto num = [](double v) {
@@ -214,15 +217,6 @@ void FlowBackend::Impl::apply_fault_plan() {
       if (!state_text.empty())
         l->set_state_profile(simgrid::kernel::profile::ProfileBuilder::from_string(name + "-state", state_text, -1));
     }
-  }
-  for (auto& [gpu, events] : by_gpu) {
-    std::string text;
-    for (const auto* e : events) {
-      text += num(e->at_s) + " " + num(e->speed_factor()) + "\n";
-      if (e->until_s < faults::kForever) text += num(e->until_s) + " 1\n";
-    }
-    gpu_host[static_cast<size_t>(gpu)]->set_speed_profile(
-        simgrid::kernel::profile::ProfileBuilder::from_string("fault-gpu" + std::to_string(gpu), text, -1));
   }
 #endif
 }
@@ -260,6 +254,7 @@ void FlowBackend::Impl::launch_flow(Task* task, uint32_t flow) {
   sg4::Host* src = port_host[static_cast<size_t>(f.src_gpu)][f.channel];
   sg4::Host* dst = port_host[static_cast<size_t>(f.dst_gpu)][f.channel];
   ++flows;
+  ++flows_in_flight;
   sg4::Actor::create("f", src, [this, task, flow, src, dst]() {
     const FlowSpec& fs = task->spec.flows[flow];
     bool failed = false;
@@ -273,8 +268,13 @@ void FlowBackend::Impl::launch_flow(Task* task, uint32_t flow) {
     } catch (const simgrid::HostFailureException&) {
       failed = true;
     }
+    --flows_in_flight;
     if (start >= 0) task->stalled_s = std::max(task->stalled_s, stalled_seconds(fs, start, sg4::Engine::get_clock()));
-    guarded([&] { flow_done(task, flow, failed); });
+    guarded([&] {
+      core.set_now(std::max(core.now(), sg4::Engine::get_clock()));
+      flow_done(task, flow, failed);
+    });
+    wake->notify_all(); // the driver's next event may have moved earlier
   });
 }
 
@@ -302,52 +302,54 @@ void FlowBackend::Impl::flow_done(Task* task, uint32_t flow, bool failed) {
   }
 }
 
+/// The driver actor: dispatches the event core's events (compute completions, closed-form
+/// timers, speed changes) at their times, and sleeps in between until the next one or
+/// until a flow completes (flow actors notify `wake`).
+void FlowBackend::Impl::drive(const std::function<void()>& start) {
+  auto mutex = sg4::Mutex::create();
+  std::unique_lock<sg4::Mutex> lock(*mutex);
+  guarded(start);
+  while (!error) {
+    const double now = sg4::Engine::get_clock();
+    const double due = now + 1e-12 + 1e-15 * now; // absorbs the clock's rounding
+    while (!error && !core.empty() && core.next_time() <= due) guarded([&] { core.dispatch_next(); });
+    if (error) break;
+    if (core.empty()) {
+      if (flows_in_flight == 0 && pending.empty()) break;
+      wake->wait(lock);
+    } else {
+      wake->wait_until(lock, core.next_time());
+    }
+  }
+}
+
 FlowBackend::FlowBackend(CompletionListener& listener, const NetworkPaths& paths, std::vector<int64_t> slot_gpu,
                          const SimOptions& options)
     : impl_(std::make_unique<Impl>(listener, paths, std::move(slot_gpu), options)) {}
 
 FlowBackend::~FlowBackend() = default;
 
-double FlowBackend::now() const { return sg4::Engine::get_clock(); }
+double FlowBackend::now() const { return impl_->core.now(); }
 
 int64_t FlowBackend::flows_started() const { return impl_->flows; }
 
 void FlowBackend::start_compute(int32_t slot, uint32_t op, double seconds) {
-  sg4::Host* h = impl_->gpu_host[static_cast<size_t>(impl_->slot_gpu[static_cast<size_t>(slot)])];
-  Impl* impl = impl_.get();
-  impl->pending.emplace_back([impl, h, slot, op, seconds]() {
-    sg4::Actor::create("c", h, [impl, slot, op, seconds]() {
-      if (seconds > 0) sg4::this_actor::execute(seconds * kSpeed);
-      impl->guarded([&] { impl->listener.on_compute_done(slot, op); });
-    });
-  });
+  impl_->core.start_compute(slot, op, seconds);
 }
 
-void FlowBackend::set_comm_active(int32_t slot, bool active) {
-  if (impl_->options.device.nccl_compute_slowdown == 0) return;
-  sg4::Host* h = impl_->gpu_host[static_cast<size_t>(impl_->slot_gpu[static_cast<size_t>(slot)])];
-  impl_->pending.emplace_back([h, active]() { h->set_pstate(active ? 1 : 0); });
-}
+void FlowBackend::set_comm_active(int32_t slot, bool active) { impl_->core.set_comm_active(slot, active); }
 
 void FlowBackend::start_comm(uint32_t comm_id, CommTask task) {
+  if (task.closed_form_s >= 0) {
+    impl_->core.add_timer(impl_->core.now() + task.closed_form_s, comm_id);
+    return;
+  }
   if (impl_->tasks.size() <= comm_id) impl_->tasks.resize(comm_id + 1);
   auto t = std::make_unique<Impl::Task>();
   t->comm_id = comm_id;
   t->spec = std::move(task);
   Impl::Task* raw = t.get();
   impl_->tasks[comm_id] = std::move(t);
-  if (raw->spec.closed_form_s >= 0) {
-    const double d = raw->spec.closed_form_s;
-    Impl* impl = impl_.get();
-    impl->pending.emplace_back([impl, comm_id, d]() {
-      sg4::Actor::create("t", impl->gpu_host[0], [impl, comm_id, d]() {
-        if (d > 0) sg4::this_actor::sleep_for(d);
-        impl->tasks[comm_id].reset();
-        impl->guarded([&] { impl->listener.on_comm_done(comm_id, false, 0.0); });
-      });
-    });
-    return;
-  }
   bool has_deps = false;
   for (const auto& f : raw->spec.flows) has_deps = has_deps || f.after >= 0;
   if (has_deps) {
@@ -377,16 +379,20 @@ void FlowBackend::run(const std::function<void()>& start) {
   auto* engine = new sg4::Engine(&argc, argv.data());
   impl_->build_platform();
   Impl* impl = impl_.get();
-  sg4::Actor::create("start", impl_->gpu_host[0], [impl, &start]() { impl->guarded(start); });
+  impl->wake = sg4::ConditionVariable::create();
+  sg4::Actor::create("driver", impl->driver_host, [impl, &start]() { impl->drive(start); });
 #ifdef TWINSCALE_HAVE_FAULTS
   if (impl_->options.faults != nullptr) {
     for (const auto& e : impl_->options.faults->events) {
       if (e.kind != faults::PlanEventKind::ServerCrash) continue;
       const double at = e.at_s;
       const std::string why = "server '" + e.target + "' crashed at " + std::to_string(at) + " s";
-      sg4::Actor::create("crash", impl_->gpu_host[0], [impl, at, why]() {
+      sg4::Actor::create("crash", impl->driver_host, [impl, at, why]() {
         sg4::this_actor::sleep_until(at);
-        impl->guarded([&] { impl->listener.on_job_fault(why); });
+        impl->guarded([&] {
+          impl->core.set_now(std::max(impl->core.now(), sg4::Engine::get_clock()));
+          impl->listener.on_job_fault(why);
+        });
         sg4::Actor::kill_all();
       })->daemonize();
     }
