@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <set>
 
 #include "tests/topology/helpers.hpp"
@@ -119,4 +120,29 @@ TEST_CASE("names: every vertex and link name round-trips", "[fabric][names]") {
   CHECK_FALSE(f.find_link("garbage"));
   CHECK_FALSE(f.find_vertex("tor9.r0"));
   CHECK(f.link_name(*f.find_link("agg1.pod1.r0-spine3#1")) == "agg1.pod1.r0-spine3#1");
+}
+
+TEST_CASE("links_of_vertex: a switch's links, in id order", "[fabric]") {
+  const Fabric f = preset_fabric("tiny-3tier");
+  const auto tor = f.links_of_vertex(*f.find_vertex("tor1.r0"));
+  // 2 servers × 4 NICs on rail 0 below, 4 aggregation uplinks above
+  CHECK(tor.size() == 8 + 4);
+  CHECK(std::is_sorted(tor.begin(), tor.end()));
+  for (uint32_t l : tor) CHECK((f.links()[l].a == *f.find_vertex("tor1.r0") || f.links()[l].b == *f.find_vertex("tor1.r0")));
+  CHECK(f.links_of_vertex(*f.find_vertex("spine0")).size() == 4 * 2); // 4 pods × 2 links
+  CHECK(f.links_of_vertex(f.gpu_vertex(3)).size() == 2);               // NVLink + PCIe
+  size_t total = 0;
+  for (uint32_t v = 0; v < f.vertices().size(); ++v) total += f.links_of_vertex(v).size();
+  CHECK(total == 2 * f.links().size());
+}
+
+TEST_CASE("path_latency_s: cables plus one switch latency per network switch", "[fabric]") {
+  ClusterSpec spec = twinscale::config::load_cluster("tiny-3tier");
+  spec.fabric.cable_latency_s = 10e-9;
+  const Fabric f(spec);
+  std::vector<Hop> path;
+  f.route(0, 32, 5, 0, EcmpPolicy::Hash, path); // via spine: 5 switches, 4 cabled links
+  CHECK(f.path_latency_s(0, path) == Approx(5 * 600e-9 + 6 * 10e-9));
+  f.route(0, 1, 5, 0, EcmpPolicy::Hash, path); // inside a server
+  CHECK(f.path_latency_s(0, path) == 0);
 }
