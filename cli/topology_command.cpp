@@ -242,7 +242,7 @@ int run_ecmp(const TopologyArgs& a) {
   if (a.json) {
     Json j{{"cluster", f.spec().name}, {"job", a.job},         {"placement", a.placement},
            {"traffic", a.traffic},     {"seed", a.seed},       {"flows", flows.size()},
-           {"network_flows", hash.network_flows},
+           {"network_flows", hash.network_flows},    {"flows_leaving_tor", hash.flows_leaving_tor},
            {"hash", Json{{"worst_collision_factor", hash.worst_collision_factor},
                          {"worst_link", hash.worst_collision_factor > 0 ? f.link_name(hash.worst_link) : ""},
                          {"worst_direction", hash.worst_up ? "up" : "down"},
@@ -252,7 +252,8 @@ int run_ecmp(const TopologyArgs& a) {
   } else {
     std::cout << "cluster " << f.spec().name << ", job " << a.job << " (" << a.placement << "), traffic " << a.traffic
               << ", seed " << a.seed << "\n";
-    std::cout << "flows " << flows.size() << " (" << hash.network_flows << " leave their server)\n";
+    std::cout << "flows " << flows.size() << " (" << hash.network_flows << " leave their server, "
+              << hash.flows_leaving_tor << " their ToR)\n";
     std::cout << "ECMP hash:    worst collision factor " << fixed(hash.worst_collision_factor, 3);
     if (hash.worst_collision_factor > 0)
       std::cout << " on " << f.link_name(hash.worst_link) << " (" << (hash.worst_up ? "up" : "down") << "), "
