@@ -36,9 +36,13 @@ struct TopologyArgs {
   uint64_t seed = 0;
 };
 
-topology::ClusterSpec load(const TopologyArgs& a) {
+/// Usage check, run while parsing (so a violation exits 2).
+void check_cluster_choice(const TopologyArgs& a) {
   if (a.cluster.empty() == a.preset.empty())
-    throw config::ConfigError("topology: give exactly one of CLUSTER (a preset name or a file) or --preset NAME");
+    throw CLI::ValidationError("topology", "give exactly one of CLUSTER (a preset name or a file) or --preset NAME");
+}
+
+topology::ClusterSpec load(const TopologyArgs& a) {
   topology::ClusterSpec spec = config::load_cluster(a.preset.empty() ? a.cluster : a.preset);
   if (a.gpus > 0) spec.gpus = a.gpus;
   return spec;
@@ -280,7 +284,10 @@ void add_topology_command(CLI::App& app, Action& action) {
   CLI::App* show = topo->add_subcommand("show", "switch counts, links, bisection, diameter, rails");
   add_cluster_options(show, *args);
   show->add_option("--dot", args->dot, "write a GraphViz file (small fabrics only)");
-  show->callback([args, &action] { action = [args] { return run_show(*args); }; });
+  show->callback([args, &action] {
+    check_cluster_choice(*args);
+    action = [args] { return run_show(*args); };
+  });
 
   CLI::App* ecmp = topo->add_subcommand("ecmp", "per-flow ECMP collisions of a job's traffic (M11)");
   add_cluster_options(ecmp, *args);
@@ -289,7 +296,10 @@ void add_topology_command(CLI::App& app, Action& action) {
       ->check(CLI::IsMember({"linear", "tor-aware", "random"}));
   ecmp->add_option("--traffic", args->traffic, "dp-ring | pp")->check(CLI::IsMember({"dp-ring", "pp"}));
   ecmp->add_option("--seed", args->seed, "ECMP hash and placement seed");
-  ecmp->callback([args, &action] { action = [args] { return run_ecmp(*args); }; });
+  ecmp->callback([args, &action] {
+    check_cluster_choice(*args);
+    action = [args] { return run_ecmp(*args); };
+  });
 }
 
 } // namespace twinscale::cli

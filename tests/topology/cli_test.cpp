@@ -68,7 +68,9 @@ TEST_CASE("cli: topology show table and errors", "[cli]") {
   CHECK(big.rc == 1);
   CHECK_THAT(big.out, Catch::Contains("131072 GPUs"));
   const Run both = run_cli("topology show tiny-2tier --preset tiny-3tier");
-  CHECK(both.rc == 1);
+  CHECK(both.rc == 2);
+  CHECK_THAT(both.out, Catch::Contains("exactly one of CLUSTER"));
+  CHECK(run_cli("topology show").rc == 2);
   const Run usage = run_cli("topology show tiny-2tier --no-such-flag");
   CHECK(usage.rc == 2);
 }
