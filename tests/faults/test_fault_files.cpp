@@ -123,3 +123,31 @@ TEST_CASE("fault files: zero, negative and ambiguous rates are errors", "[faults
   CHECK_THROWS_WITH(config::parse_recovery("[comm_init]\nmethod = \"fast\"\n", "r.toml"),
                     Catch::Contains("global-barrier, local-barrier"));
 }
+
+#include "config/cluster_file.hpp"
+#include "faults/fabric_targets.hpp"
+
+TEST_CASE("fault files: a plan validates against a real fabric's names", "[faults][config][plan]") {
+  const topology::Fabric fabric(config::load_cluster("tiny-2tier"));
+  faults::FabricTargets targets(fabric);
+  const std::string link = fabric.link_name(static_cast<uint32_t>(fabric.links().size() - 1));
+  const std::string gpu = fabric.gpu_name(3);
+  const std::string server = fabric.server_name(1);
+  auto plan = config::parse_fault_plan("[[event]]\nkind = \"link-flap\"\nlink = \"" + link +
+                                           "\"\nat_s = 120\nduration_s = 3\n"
+                                           "[[event]]\nkind = \"gpu-slowdown\"\ngpu = \"" + gpu +
+                                           "\"\nat_s = 1\nslowdown = 0.1\n"
+                                           "[[event]]\nkind = \"server-crash\"\nserver = \"" + server + "\"\nat_s = 9\n",
+                                       "plan.toml");
+  config::check_fault_plan(plan, targets, "plan.toml");
+  CHECK(plan.events[0].target_index == 3);
+  CHECK(plan.events[1].target_index == 1);
+  CHECK(plan.events[2].target_index == static_cast<int64_t>(fabric.links().size() - 1));
+  auto bad = config::parse_fault_plan("[[event]]\nkind = \"link-down\"\nlink = \"tor99-spine99\"\nat_s = 1\n", "plan.toml");
+  CHECK_THROWS_WITH(config::check_fault_plan(bad, targets, "plan.toml"),
+                    Catch::Contains("unknown link name 'tor99-spine99'") && Catch::Contains(fabric.link_name(0)) &&
+                        Catch::Contains(link));
+  bad = config::parse_fault_plan("[[event]]\nkind = \"server-crash\"\nserver = \"node7\"\nat_s = 1\n", "plan.toml");
+  CHECK_THROWS_WITH(config::check_fault_plan(bad, targets, "plan.toml"),
+                    Catch::Contains("unknown server name 'node7'") && Catch::Contains("server0"));
+}
