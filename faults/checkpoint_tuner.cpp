@@ -38,6 +38,8 @@ TunerResult tune_checkpoint(const Campaign& base, const std::vector<double>& int
     Campaign c = base;
     c.checkpoint_interval_s = tau;
     const CampaignSummary s = run_campaign(c);
+    // Intervals are whole iterations: two requests that round alike are one point.
+    if (!r.points.empty() && r.points.back().interval_s == s.checkpoint_interval_s) continue;
     TunerPoint p;
     p.interval_s = s.checkpoint_interval_s;
     p.ettr = s.ettr;

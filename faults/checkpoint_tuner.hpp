@@ -52,6 +52,7 @@ struct TunerResult {
 };
 
 /// Runs `base` at each interval (every interval ≥ the checkpoint time, else FaultError).
+/// Intervals are rounded up to whole iterations; consecutive duplicates are dropped.
 TunerResult tune_checkpoint(const Campaign& base, const std::vector<double>& intervals_s);
 
 } // namespace twinscale::faults
