@@ -135,6 +135,9 @@ inline nlohmann::json tuner_json(const faults::TunerResult& r) {
   j["daly_s"] = r.daly_s;
   j["best_s"] = r.points[r.best].interval_s;
   j["band_s"] = {r.band_lo_s, r.band_hi_s};
+  j["bracket_s"] = {r.bracket_lo_s, r.bracket_hi_s};
+  j["young_consistent"] = r.consistent(r.young_s);
+  j["daly_consistent"] = r.consistent(r.daly_s);
   nlohmann::json pts = nlohmann::json::array();
   for (auto& p : r.points)
     pts.push_back({{"interval_s", p.interval_s}, {"ettr", ci_json(p.ettr)}, {"daly_model_ettr", p.daly_ettr},
@@ -166,9 +169,12 @@ inline std::string tuner_table(const std::string& job, const faults::TunerResult
     o += line;
   }
   o += "\n  simulated optimum " + fmt("%.0f", r.points[r.best].interval_s) + " s; band [" + fmt("%.0f", r.band_lo_s) +
-       ", " + fmt("%.0f", r.band_hi_s) + "] s (not significantly worse, paired over seeds)\n";
-  o += "  Young √(2δM) = " + fmt("%.0f", r.young_s) + " s; Daly (higher order) = " + fmt("%.0f", r.daly_s) + " s" +
-       (r.daly_s >= r.band_lo_s && r.daly_s <= r.band_hi_s ? " (inside the band)" : " (outside the band)") + "\n";
+       ", " + fmt("%.0f", r.band_hi_s) + "] s (* = not significantly worse than the best, paired over seeds);\n" +
+       "  at this grid's resolution the optimum lies in (" + fmt("%.0f", r.bracket_lo_s) + ", " +
+       fmt("%.0f", r.bracket_hi_s) + ") s\n";
+  auto verdict = [&](double v) { return r.consistent(v) ? " (consistent)" : " (outside)"; };
+  o += "  Young √(2δM) = " + fmt("%.0f", r.young_s) + " s" + verdict(r.young_s) + "; Daly (higher order) = " +
+       fmt("%.0f", r.daly_s) + " s" + verdict(r.daly_s) + "\n";
   return o;
 }
 
