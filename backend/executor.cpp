@@ -157,6 +157,13 @@ RankResult Executor::run() {
       continue;
     }
     if (now - last_progress > options_.timeout_s) break;
+    if (!on_device) {  // an op is issued only when ready: its age is how long it has waited
+      bool overdue = false;
+      for (size_t s = 0; s < stream_ops.size() && !overdue; ++s)
+        if (next_done[s] < next_issue[s] && now - issued_at[stream_ops[s][next_done[s]]] > options_.timeout_s)
+          overdue = true;
+      if (overdue) break;
+    }
     device_.wait_for_progress(std::min(options_.idle_wait_s, options_.timeout_s));
   }
   const double t_end = device_.now_s();

@@ -16,8 +16,9 @@
 namespace twinscale::backend {
 
 struct ExecutorOptions {
-  /// Stop when some op is outstanding and no op has completed for this long (every
-  /// wait of the executor is bounded by it).
+  /// Stop when no op has completed for this long while some are outstanding, or (on
+  /// devices where ops are issued only once ready, i.e. the CPU) when one issued op has
+  /// waited this long. Every wait of the executor is bounded by it.
   double timeout_s = 60;
   /// Longest idle sleep between two progress checks (no busy spinning).
   double idle_wait_s = 200e-6;

@@ -9,6 +9,7 @@
 
 #include <mpi.h>
 
+#include "backend/detail/atomic_file.hpp"
 #include "backend/detail/mpi_groups.hpp"
 #include "backend/detail/redis_store.hpp"
 #include "backend/error.hpp"
@@ -114,6 +115,14 @@ RunOutcome run_schedule(const schedules::Schedule& schedule, const RunOptions& o
   if (!wait_with_timeout(req, options.executor.timeout_s))
     throw BackendError("start-up: no epoch from rank 0 within the timeout");
   out.init_phases.push_back({"epoch", steady_s() - t});
+  if (!options.run_dir.empty()) {  // who runs where, for tools (and tests) that watch a run
+    std::error_code ec;
+    std::filesystem::create_directories(options.run_dir, ec);
+    detail::write_file_atomically(
+        (std::filesystem::path(options.run_dir) / ("rank-" + std::to_string(rank) + ".started")).string(),
+        "{\"rank\": " + std::to_string(rank) + ", \"pid\": " + std::to_string(::getpid()) +
+            ", \"host\": \"" + host_name() + "\"}\n");
+  }
 
   std::unique_ptr<Device> device;
   if (options.device == DeviceKind::Cpu) {
@@ -197,7 +206,8 @@ RunOutcome run_schedule(const schedules::Schedule& schedule, const RunOptions& o
     std::this_thread::sleep_for(std::chrono::duration<double>(options.settle_s));
     const HangReport report = analyse_run_dir(options.run_dir, size);
     write_hang_report(report, (std::filesystem::path(options.run_dir) / "report.json").string());
-    out.report_summary = report.summary();
+    // The lowest rank that logged prints the summary (every writer writes the same file).
+    if (!report.states.empty() && report.states.front().rank == rank) out.report_summary = report.summary();
   }
   device.reset();
   return out;
