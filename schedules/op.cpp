@@ -37,6 +37,7 @@ std::string_view to_string(Kernel k) {
   case Kernel::LambStep: return "lamb_step";
   case Kernel::Embedding: return "embedding";
   case Kernel::CrossEntropy: return "cross_entropy";
+  case Kernel::DataLoad: return "data_load";
   }
   TWINSCALE_ASSERT(false, "unknown Kernel");
 }
@@ -48,6 +49,7 @@ std::string_view to_string(Stream s) {
   case Stream::DpComm: return "dp_comm";
   case Stream::PpSend: return "pp_send";
   case Stream::PpRecv: return "pp_recv";
+  case Stream::Data: return "data";
   }
   TWINSCALE_ASSERT(false, "unknown Stream");
 }

@@ -43,6 +43,7 @@ enum class Kernel : uint8_t {
   LambStep,
   Embedding,         // embedding lookup / its gradient scatter
   CrossEntropy,      // vocabulary-parallel loss
+  DataLoad,          // host → device copy of a batch (Phase::Data; bytes = batch bytes)
 };
 
 enum class Stream : uint8_t {
@@ -51,8 +52,9 @@ enum class Stream : uint8_t {
   DpComm = 2,
   PpSend = 3,
   PpRecv = 4,
+  Data = 5,          // asynchronous data loading (M8)
 };
-inline constexpr int kStreamCount = 5;
+inline constexpr int kStreamCount = 6;
 
 enum class Phase : uint8_t { Forward, Backward, Optimizer, Recompute, Data };
 

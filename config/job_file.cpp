@@ -1,0 +1,185 @@
+// Job file format (TOML). Every key, its type, default and meaning:
+//
+//   name    = "gpt-175b"            string, required: the job's name (labels results)
+//   cluster = "megascale-ampere"    string, required: cluster preset name or cluster file
+//   gpus    = 12288                 integer ≥ 1, optional: total GPUs; when parallel.dp is
+//                                   omitted, dp = gpus / (tp·pp) (must divide exactly);
+//                                   when both are given they must agree
+//
+//   [model]                         required
+//   layers     = 96                 integer ≥ 1: transformer layers
+//   hidden     = 12288              integer ≥ 1: hidden size h
+//   heads      = 128                integer ≥ 1: attention heads (h % heads == 0)
+//   seq_len    = 2048               integer ≥ 1: sequence length s in tokens
+//   vocab      = 64000              integer ≥ 1: vocabulary size V
+//   ffn_hidden = 0                  integer ≥ 0: MLP inner size; 0 (default) means 4·hidden
+//   block      = "serial"           "serial" | "parallel" (M1: y = x + MLP(LN x) + Attn(LN x))
+//   attention  = "dense"            "dense" | "sliding" (M2)
+//   window     = 0                  integer ≥ 0: sliding-window width in tokens (sliding only,
+//                                   then 0 < window ≤ seq_len)
+//
+//   [parallel]                      required
+//   tp = 1, pp = 1, vpp = 1         integers ≥ 1: tensor, pipeline and virtual-pipeline sizes
+//   dp                              integer ≥ 1, optional if top-level gpus is given
+//   sequence_parallel = false       boolean: Megatron sequence parallelism (needs tp > 1 to matter)
+//   zero_stage = 0                  0 | 1 | 2: 0 all-reduce, 1 distributed optimizer,
+//                                   2 MegaScale per-chunk all-gather/reduce-scatter (M4)
+//   micro_batch = 1                 integer ≥ 1: sequences per micro-batch
+//   global_batch                    integer ≥ 1, required: sequences per iteration
+//
+//   [schedule]                      optional table
+//   pipeline = "1f1b"               "1f1b" | "interleaved" (M5; vpp > 1 needs interleaved)
+//   iterations = 1                  integer ≥ 1: iterations lowered back to back
+//   optimizer = "adam"              "adam" | "lamb" (M3)
+//   recompute = false               boolean: full activation recomputation in backward
+//   async_data_loading = false      boolean: M8, next batch loaded while gradients sync
+//   [schedule.overlap]
+//   dp = false                      boolean: M4 prefetch/early reduce-scatter/priorities
+//   pp = false                      boolean: M5 decoupled asynchronous send/recv
+//   tp = false                      boolean: M6 TP communication chunked against GEMMs
+//   tp_chunks = 1                   integer in [1, 64]: chunks of an overlapped GEMM
+//   [schedule.operators]            M7
+//   flash_attention = false         boolean: FlashAttention-2 instead of unfused attention
+//   fused_layernorm = false         boolean: one fused LayerNorm kernel instead of three passes
+//   fused_gelu = false              boolean: fused bias+GeLU instead of two kernels
+#include "config/job_file.hpp"
+
+#include <fstream>
+#include <sstream>
+
+#include "config/presets.hpp"
+#include "config/toml_reader.hpp"
+#include "schedules/check_job.hpp"
+#include "schedules/error.hpp"
+
+namespace twinscale::config {
+
+namespace s = twinscale::schedules;
+
+s::JobSpec parse_job(std::string_view text, const std::string& file) {
+  const toml::table root = parse_toml(text, file);
+  TableReader top(root, file);
+  s::JobSpec job;
+  job.name = top.get_string("name");
+  job.cluster = top.get_string("cluster");
+  std::optional<int64_t> gpus;
+  if (top.has("gpus")) gpus = top.get_int("gpus", std::nullopt, 1);
+
+  TableReader m = top.table("model", true);
+  job.model.name = job.name;
+  job.model.layers = m.get_int("layers", std::nullopt, 1);
+  job.model.hidden = m.get_int("hidden", std::nullopt, 1);
+  job.model.heads = m.get_int("heads", std::nullopt, 1);
+  job.model.seq_len = m.get_int("seq_len", std::nullopt, 1);
+  job.model.vocab = m.get_int("vocab", std::nullopt, 1);
+  job.model.ffn_hidden = m.get_int("ffn_hidden", 0, 0);
+  if (job.model.ffn_hidden == 0) job.model.ffn_hidden = 4 * job.model.hidden;
+  job.model.block = m.get_enum<s::BlockKind>(
+      "block", {{"serial", s::BlockKind::Serial}, {"parallel", s::BlockKind::Parallel}},
+      s::BlockKind::Serial);
+  job.model.attention = m.get_enum<s::AttentionKind>(
+      "attention", {{"dense", s::AttentionKind::Dense}, {"sliding", s::AttentionKind::Sliding}},
+      s::AttentionKind::Dense);
+  job.model.window = m.get_int("window", 0, 0);
+  if (job.model.attention == s::AttentionKind::Dense && m.has("window") && job.model.window != 0)
+    m.fail("window", "is set but attention is \"dense\"; set attention = \"sliding\" or remove it");
+  m.finish();
+
+  TableReader p = top.table("parallel", true);
+  auto& par = job.parallel;
+  par.tp = p.get_int("tp", 1, 1);
+  par.pp = p.get_int("pp", 1, 1);
+  par.vpp = p.get_int("vpp", 1, 1);
+  par.sequence_parallel = p.get_bool("sequence_parallel", false);
+  par.zero_stage = p.get_int("zero_stage", 0, 0, 2);
+  par.micro_batch = p.get_int("micro_batch", 1, 1);
+  par.global_batch = p.get_int("global_batch", std::nullopt, 1);
+  if (p.has("dp")) {
+    par.dp = p.get_int("dp", std::nullopt, 1);
+    if (gpus && *gpus != par.gpus())
+      top.fail("gpus", "is " + std::to_string(*gpus) + " but tp·pp·dp = " +
+                           std::to_string(par.tp) + "·" + std::to_string(par.pp) + "·" +
+                           std::to_string(par.dp) + " = " + std::to_string(par.gpus()) +
+                           "; make them agree or omit parallel.dp");
+  } else {
+    if (!gpus)
+      p.fail("dp", "is missing; give parallel.dp or a top-level gpus from which dp = "
+                   "gpus / (tp·pp) is derived");
+    const int64_t per_replica = par.tp * par.pp;
+    if (*gpus % per_replica != 0)
+      top.fail("gpus", "is " + std::to_string(*gpus) + ", not a multiple of tp·pp = " +
+                           std::to_string(per_replica) + "; dp = gpus / (tp·pp) must be whole");
+    par.dp = *gpus / per_replica;
+  }
+  p.finish();
+
+  TableReader sc = top.table("schedule");
+  auto& opt = job.options;
+  opt.pipeline = sc.get_enum<s::PipelineKind>(
+      "pipeline",
+      {{"1f1b", s::PipelineKind::OneFOneB}, {"interleaved", s::PipelineKind::Interleaved}},
+      s::PipelineKind::OneFOneB);
+  opt.iterations = sc.get_int("iterations", 1, 1, 1000);
+  opt.optimizer = sc.get_enum<s::OptimizerKind>(
+      "optimizer", {{"adam", s::OptimizerKind::Adam}, {"lamb", s::OptimizerKind::Lamb}},
+      s::OptimizerKind::Adam);
+  opt.recompute = sc.get_bool("recompute", false);
+  opt.async_data_loading = sc.get_bool("async_data_loading", false);
+  {
+    TableReader o = sc.table("overlap");
+    opt.overlap.dp = o.get_bool("dp", false);
+    opt.overlap.pp = o.get_bool("pp", false);
+    opt.overlap.tp = o.get_bool("tp", false);
+    opt.overlap.tp_chunks = o.get_int("tp_chunks", 1, 1, 64);
+    o.finish();
+  }
+  {
+    TableReader o = sc.table("operators");
+    opt.operators.flash_attention = o.get_bool("flash_attention", false);
+    opt.operators.fused_layernorm = o.get_bool("fused_layernorm", false);
+    opt.operators.fused_gelu = o.get_bool("fused_gelu", false);
+    o.finish();
+  }
+  sc.finish();
+  top.finish();
+
+  try {
+    s::check_job(job);
+  } catch (const s::JobError& e) {
+    throw s::JobError(file + ": " + e.what());
+  }
+  return job;
+}
+
+s::JobSpec load_job(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError(path + ": cannot open job file");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return parse_job(ss.str(), path);
+}
+
+s::JobSpec load_job_preset(const std::string& name) {
+  return parse_job(preset_text("jobs", name), "preset " + name);
+}
+
+void apply_overrides(s::JobSpec& job, std::optional<int64_t> gpus,
+                     std::optional<int64_t> global_batch) {
+  if (gpus) {
+    if (*gpus < 1) throw ConfigError("--gpus is " + std::to_string(*gpus) + "; must be ≥ 1");
+    const int64_t per_replica = job.parallel.tp * job.parallel.pp;
+    if (*gpus % per_replica != 0)
+      throw ConfigError("--gpus " + std::to_string(*gpus) + " is not a multiple of tp·pp = " +
+                        std::to_string(per_replica) + " (job " + job.name +
+                        "); dp = gpus / (tp·pp) must be whole");
+    job.parallel.dp = *gpus / per_replica;
+  }
+  if (global_batch) {
+    if (*global_batch < 1)
+      throw ConfigError("--global-batch is " + std::to_string(*global_batch) + "; must be ≥ 1");
+    job.parallel.global_batch = *global_batch;
+  }
+  s::check_job(job);
+}
+
+} // namespace twinscale::config

@@ -1,0 +1,249 @@
+// Abstract execution for the deadlock check.
+//
+// State: per rank, per stream, the next op of that stream; per op, started / done.
+// An op starts when it heads its stream (the previous op of the stream is done) and its
+// dependencies are done. A compute op is done when it starts. The k-th collective of a
+// rank on group kind g is done once every member of its group has started its k-th
+// collective on g; the i-th send from a to b is done once b has started its i-th recv
+// from a, and vice versa. Ops only ever become startable/done as others progress
+// (monotone), so repeating sweeps until nothing changes reaches the unique maximal
+// execution; the schedule is deadlock-free iff every op is done there.
+//
+// Symmetry (tp × dp): when every rank's program depends only on its pp coordinate, any
+// permutation of the tp coordinates and of the dp coordinates maps each group to a group
+// of the same kind (tp groups to tp groups, …; a send's peer is a pp rank, so a rank's
+// partners map to the image's partners) and each rank to a rank running the same
+// program. The maximal execution is unique, hence invariant under these permutations:
+// all ranks of one pipeline stage end in the same state. So it suffices to execute one
+// representative per stage, (tp 0, dp 0, pp p), treating every group member as its
+// stage's representative: a tp or dp collective completes once the representative
+// itself starts it; a pp, embedding or world collective once the representatives of all
+// member stages have. Without symmetry, every rank is executed.
+#include "schedules/detail/abstract_execution.hpp"
+
+#include <algorithm>
+#include <array>
+#include <map>
+#include <sstream>
+
+namespace twinscale::schedules::detail {
+
+namespace {
+
+constexpr int kGroupKinds = 5;
+
+struct ProgramIndex {
+  std::array<std::vector<uint32_t>, kStreamCount> stream_ops;
+  std::vector<uint32_t> ordinal; // collectives: among the same group kind; p2p: same peer
+};
+
+ProgramIndex index_program(const Program& prog, int64_t pp) {
+  ProgramIndex ix;
+  ix.ordinal.resize(prog.ops.size());
+  std::array<uint32_t, kGroupKinds> coll{};
+  std::vector<uint32_t> sends(static_cast<size_t>(pp), 0), recvs(static_cast<size_t>(pp), 0);
+  for (size_t i = 0; i < prog.ops.size(); ++i) {
+    const Op& op = prog.ops[i];
+    ix.stream_ops[static_cast<int>(op.stream)].push_back(static_cast<uint32_t>(i));
+    if (op.kind == OpKind::Send) ix.ordinal[i] = sends[op.peer]++;
+    else if (op.kind == OpKind::Recv) ix.ordinal[i] = recvs[op.peer]++;
+    else if (op.is_collective()) ix.ordinal[i] = coll[static_cast<int>(op.group)]++;
+  }
+  return ix;
+}
+
+struct RankState {
+  int64_t rank = 0;              // global rank
+  const Program* program = nullptr;
+  const ProgramIndex* index = nullptr;
+  std::vector<uint8_t> state;    // 0 waiting, 1 started, 2 done
+  std::array<size_t, kStreamCount> cursor{};
+  std::array<uint32_t, kGroupKinds> coll_started{};
+  std::vector<uint32_t> sends_started; // per peer pp rank
+  std::vector<uint32_t> recvs_started;
+  size_t done = 0;
+};
+
+class Executor {
+public:
+  Executor(const Schedule& s, bool by_symmetry) : s_(s), L_(s.layout), sym_(by_symmetry) {
+    std::vector<ProgramIndex> dummy;
+    indices_.resize(s.programs.size());
+    std::vector<bool> indexed(s.programs.size(), false);
+    auto add = [&](int64_t r) {
+      const uint32_t p = s.program_of_rank[r];
+      if (!indexed[p]) {
+        indices_[p] = index_program(s.programs[p], L_.pp);
+        indexed[p] = true;
+      }
+      RankState st;
+      st.rank = r;
+      st.program = &s.programs[p];
+      st.index = &indices_[p];
+      st.state.assign(st.program->ops.size(), 0);
+      st.sends_started.assign(static_cast<size_t>(L_.pp), 0);
+      st.recvs_started.assign(static_cast<size_t>(L_.pp), 0);
+      ranks_.push_back(std::move(st));
+    };
+    if (sym_)
+      for (int64_t p = 0; p < L_.pp; ++p) add(L_.rank({0, 0, p}));
+    else
+      for (int64_t r = 0; r < L_.world(); ++r) add(r);
+  }
+
+  // the executed state standing for global rank r
+  RankState& of(int64_t r) {
+    return sym_ ? ranks_[static_cast<size_t>(L_.coord(r).pp)] : ranks_[static_cast<size_t>(r)];
+  }
+
+  int64_t partner(const RankState& st, int32_t peer_pp) const {
+    const RankCoord c = L_.coord(st.rank);
+    return L_.rank({c.tp, c.dp, peer_pp});
+  }
+
+  bool complete(RankState& st, uint32_t i) {
+    const Op& op = st.program->ops[i];
+    const uint32_t k = st.index->ordinal[i];
+    if (op.kind == OpKind::Send)
+      return of(partner(st, op.peer)).recvs_started[L_.coord(st.rank).pp] > k;
+    if (op.kind == OpKind::Recv)
+      return of(partner(st, op.peer)).sends_started[L_.coord(st.rank).pp] > k;
+    if (op.is_collective()) {
+      if (sym_ && (op.group == GroupKind::Tp || op.group == GroupKind::Dp)) return true;
+      for (int64_t m : members(st.rank, op.group))
+        if (of(m).coll_started[static_cast<int>(op.group)] <= k) return false;
+      return true;
+    }
+    return true;
+  }
+
+  const std::vector<int64_t>& members(int64_t rank, GroupKind g) {
+    auto key = std::make_pair(rank, g);
+    auto it = members_.find(key);
+    if (it != members_.end()) return it->second;
+    std::vector<int64_t> m = L_.group_members(g, rank);
+    if (sym_) { // only distinct representatives matter
+      std::vector<int64_t> reps;
+      std::vector<bool> seen(static_cast<size_t>(L_.pp), false);
+      for (int64_t x : m) {
+        const int64_t p = L_.coord(x).pp;
+        if (!seen[p]) reps.push_back(L_.rank({0, 0, p}));
+        seen[p] = true;
+      }
+      m = std::move(reps);
+    }
+    return members_.emplace(key, std::move(m)).first->second;
+  }
+
+  bool sweep(RankState& st) {
+    bool progress = false;
+    for (int s = 0; s < kStreamCount; ++s) {
+      const auto& ops = st.index->stream_ops[s];
+      while (st.cursor[s] < ops.size()) {
+        const uint32_t i = ops[st.cursor[s]];
+        if (st.state[i] == 0) {
+          bool ready = true;
+          for (uint32_t d : st.program->deps_of(i))
+            if (st.state[d] != 2) {
+              ready = false;
+              break;
+            }
+          if (!ready) break;
+          st.state[i] = 1;
+          progress = true;
+          const Op& op = st.program->ops[i];
+          if (op.kind == OpKind::Send) ++st.sends_started[op.peer];
+          else if (op.kind == OpKind::Recv) ++st.recvs_started[op.peer];
+          else if (op.is_collective()) ++st.coll_started[static_cast<int>(op.group)];
+        }
+        if (!complete(st, i)) break;
+        st.state[i] = 2;
+        ++st.done;
+        ++st.cursor[s];
+        progress = true;
+      }
+    }
+    return progress;
+  }
+
+  void run() {
+    bool progress = true;
+    while (progress) {
+      progress = false;
+      for (auto& st : ranks_) progress |= sweep(st);
+    }
+  }
+
+  std::string waits_for(RankState& st, uint32_t i) {
+    const Op& op = st.program->ops[i];
+    std::ostringstream os;
+    if (st.state[i] == 0) {
+      for (uint32_t d : st.program->deps_of(i))
+        if (st.state[d] != 2) {
+          os << "waits for its dependency op " << d << " ("
+             << s_.names[st.program->ops[d].name] << ", stream "
+             << to_string(st.program->ops[d].stream) << ")";
+          return os.str();
+        }
+      return "waits for its stream";
+    }
+    const uint32_t k = st.index->ordinal[i];
+    if (op.kind == OpKind::Send || op.kind == OpKind::Recv) {
+      const int64_t q = partner(st, op.peer);
+      os << "waits for rank " << q << " to reach its matching "
+         << (op.kind == OpKind::Send ? "recv" : "send") << " #" << k;
+      return os.str();
+    }
+    os << "waits in " << to_string(op.kind) << " #" << k << " on its " << to_string(op.group)
+       << " group for rank(s)";
+    for (int64_t m : members(st.rank, op.group))
+      if (of(m).coll_started[static_cast<int>(op.group)] <= k) os << " " << m;
+    return os.str();
+  }
+
+  std::vector<Violation> report(size_t max_violations) {
+    std::vector<Violation> out;
+    for (auto& st : ranks_) {
+      if (st.done == st.program->ops.size()) continue;
+      if (out.size() >= max_violations) break;
+      // the earliest op among the heads of the blocked streams
+      uint32_t stuck = UINT32_MAX;
+      for (int s = 0; s < kStreamCount; ++s)
+        if (st.cursor[s] < st.index->stream_ops[s].size())
+          stuck = std::min(stuck, st.index->stream_ops[s][st.cursor[s]]);
+      Violation v;
+      v.kind = ViolationKind::Deadlock;
+      v.rank = st.rank;
+      v.op_index = stuck;
+      const Op& op = st.program->ops[stuck];
+      v.op_name = s_.names[op.name];
+      v.labels = describe_labels(op.labels);
+      std::ostringstream os;
+      os << "stuck at " << to_string(op.kind) << " on stream " << to_string(op.stream) << " after "
+         << st.done << " of " << st.program->ops.size() << " ops: " << waits_for(st, stuck);
+      if (sym_ && L_.tp * L_.dp > 1) os << " (as are all tp×dp ranks of pipeline stage " << L_.coord(st.rank).pp << ")";
+      v.reason = os.str();
+      out.push_back(std::move(v));
+    }
+    return out;
+  }
+
+private:
+  const Schedule& s_;
+  const Layout& L_;
+  bool sym_;
+  std::vector<ProgramIndex> indices_;
+  std::vector<RankState> ranks_;
+  std::map<std::pair<int64_t, GroupKind>, std::vector<int64_t>> members_;
+};
+
+} // namespace
+
+std::vector<Violation> find_deadlocks(const Schedule& schedule, bool by_symmetry,
+                                      size_t max_violations) {
+  Executor ex(schedule, by_symmetry);
+  ex.run();
+  return ex.report(max_violations);
+}
+
+} // namespace twinscale::schedules::detail

@@ -1,0 +1,109 @@
+#include "schedules/detail/builder.hpp"
+
+#include <algorithm>
+
+#include "schedules/error.hpp"
+
+namespace twinscale::schedules::detail {
+
+uint32_t NameTable::intern(std::string_view name) {
+  auto it = index_.find(name);
+  if (it != index_.end()) return it->second;
+  const auto id = static_cast<uint32_t>(names_.size());
+  names_.emplace_back(name);
+  index_.emplace(std::string(name), id);
+  return id;
+}
+
+Dims Dims::of(const JobSpec& job) {
+  Dims d;
+  d.b = job.parallel.micro_batch;
+  d.s = job.model.seq_len;
+  d.h = job.model.hidden;
+  d.a = job.model.heads;
+  d.f = job.model.ffn_hidden;
+  d.t = job.parallel.tp;
+  d.vocab = job.model.vocab;
+  d.window = job.model.attention == AttentionKind::Sliding ? job.model.window : 0;
+  d.tokens = d.b * d.s;
+  d.sp = job.parallel.sequence_parallel && d.t > 1;
+  d.tokens_local = d.sp ? d.tokens / d.t : d.tokens;
+  d.tp_chunks = (job.options.overlap.tp && d.t > 1) ? job.options.overlap.tp_chunks : 1;
+  return d;
+}
+
+uint32_t ProgramBuilder::add(Op op, std::string_view name, std::initializer_list<uint32_t> deps) {
+  return add(op, name, std::vector<uint32_t>(deps));
+}
+
+uint32_t ProgramBuilder::add(Op op, std::string_view name, const std::vector<uint32_t>& deps) {
+  const auto index = static_cast<uint32_t>(program_.ops.size());
+  std::vector<uint32_t> all;
+  all.reserve(deps.size() + pending_.size());
+  for (uint32_t d : deps)
+    if (d != kNoOp) all.push_back(d);
+  const bool is_compute = !op.is_communication();
+  if (is_compute) {
+    all.insert(all.end(), pending_.begin(), pending_.end());
+    pending_.clear();
+  }
+  std::sort(all.begin(), all.end());
+  all.erase(std::unique(all.begin(), all.end()), all.end());
+  for (uint32_t d : all) TWINSCALE_ASSERT(d < index, "dependency on a later op");
+  op.dep_begin = static_cast<uint32_t>(program_.deps.size());
+  op.dep_count = static_cast<uint32_t>(all.size());
+  program_.deps.insert(program_.deps.end(), all.begin(), all.end());
+  op.labels = labels;
+  op.name = names_->intern(name);
+  program_.ops.push_back(op);
+  if (is_compute && op.stream == Stream::Compute) last_compute_ = index;
+  return index;
+}
+
+uint32_t ProgramBuilder::compute(OpKind kind, Kernel kernel, std::string_view name, double flops,
+                                 double bytes, std::array<int64_t, 4> shape,
+                                 std::initializer_list<uint32_t> deps) {
+  Op op;
+  op.kind = kind;
+  op.kernel = kernel;
+  op.stream = Stream::Compute;
+  op.flops = flops;
+  op.bytes = bytes;
+  op.shape = shape;
+  return add(op, name, deps);
+}
+
+uint32_t ProgramBuilder::collective(OpKind kind, GroupKind group, Stream stream,
+                                    std::string_view name, double bytes,
+                                    const std::vector<uint32_t>& deps, int32_t priority,
+                                    DType dtype) {
+  Op op;
+  op.kind = kind;
+  op.stream = stream;
+  op.group = group;
+  op.bytes = bytes;
+  op.priority = priority;
+  op.dtype = dtype;
+  return add(op, name, deps);
+}
+
+uint32_t ProgramBuilder::p2p(OpKind kind, int32_t peer, std::string_view name, double bytes,
+                             const std::vector<uint32_t>& deps) {
+  Op op;
+  op.kind = kind;
+  op.stream = kind == OpKind::Send ? Stream::PpSend : Stream::PpRecv;
+  op.group = GroupKind::Pp;
+  op.peer = peer;
+  op.bytes = bytes;
+  return add(op, name, deps);
+}
+
+void ProgramBuilder::wait_before_next_compute(uint32_t op) {
+  if (op != kNoOp) pending_.push_back(op);
+}
+
+void ProgramBuilder::wait_before_next_compute(const std::vector<uint32_t>& ops) {
+  for (uint32_t op : ops) wait_before_next_compute(op);
+}
+
+} // namespace twinscale::schedules::detail

@@ -1,0 +1,81 @@
+// Private helpers of lowering: a program under construction and the job's dimensions.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "schedules/job.hpp"
+#include "schedules/schedule.hpp"
+
+namespace twinscale::schedules::detail {
+
+inline constexpr uint32_t kNoOp = UINT32_MAX;
+
+/// Op names shared by all programs of a schedule (Schedule::names).
+class NameTable {
+public:
+  uint32_t intern(std::string_view name);
+  std::vector<std::string> take() { return std::move(names_); }
+
+private:
+  std::map<std::string, uint32_t, std::less<>> index_;
+  std::vector<std::string> names_;
+};
+
+/// The job's sizes as used by the op formulas (all per rank unless noted).
+struct Dims {
+  int64_t b = 1;          // micro-batch (sequences)
+  int64_t s = 1;          // sequence length
+  int64_t h = 1;          // hidden
+  int64_t a = 1;          // heads
+  int64_t f = 1;          // ffn hidden
+  int64_t t = 1;          // tensor-parallel size
+  int64_t vocab = 1;
+  int64_t window = 0;     // 0 = dense attention
+  int64_t tokens = 1;     // b·s
+  int64_t tokens_local = 1; // b·s/t with sequence parallelism, else b·s
+  bool sp = false;
+  int64_t tp_chunks = 1;  // > 1 only when TP overlap is on and tp > 1
+  static Dims of(const JobSpec& job);
+};
+
+/// A program under construction. Compute ops get the pending dependencies (results of
+/// communication that the next computation must wait for) added automatically.
+class ProgramBuilder {
+public:
+  explicit ProgramBuilder(NameTable& names) : names_(&names) {}
+
+  OpLabels labels;                  // labels stamped on every op added
+
+  uint32_t add(Op op, std::string_view name, std::initializer_list<uint32_t> deps = {});
+  uint32_t add(Op op, std::string_view name, const std::vector<uint32_t>& deps);
+
+  uint32_t compute(OpKind kind, Kernel kernel, std::string_view name, double flops, double bytes,
+                   std::array<int64_t, 4> shape, std::initializer_list<uint32_t> deps = {});
+  uint32_t collective(OpKind kind, GroupKind group, Stream stream, std::string_view name,
+                      double bytes, const std::vector<uint32_t>& deps, int32_t priority = 0,
+                      DType dtype = DType::BF16);
+  uint32_t p2p(OpKind kind, int32_t peer, std::string_view name, double bytes,
+               const std::vector<uint32_t>& deps);
+
+  /// The next compute op waits for `op` (kNoOp ignored).
+  void wait_before_next_compute(uint32_t op);
+  void wait_before_next_compute(const std::vector<uint32_t>& ops);
+  /// The most recent compute op (kNoOp if none yet).
+  uint32_t last_compute() const { return last_compute_; }
+  size_t size() const { return program_.ops.size(); }
+  const Program& program() const { return program_; }
+  Program take() { return std::move(program_); }
+
+private:
+  NameTable* names_;
+  Program program_;
+  std::vector<uint32_t> pending_;
+  uint32_t last_compute_ = kNoOp;
+};
+
+} // namespace twinscale::schedules::detail

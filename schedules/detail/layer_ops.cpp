@@ -1,0 +1,314 @@
+// Ops of a GPT layer under Megatron-style tensor (+ sequence) parallelism.
+// Shapes per TP rank: m = micro_batch·seq tokens (m/tp for elementwise ops with sequence
+// parallelism); column-parallel GEMMs (QKV, FC1, LM head) split n by tp, row-parallel
+// (projection, FC2) split k by tp. Backward = dgrad + wgrad GEMMs (2× forward FLOPs).
+// TP communication: with sequence parallelism all-gather before and reduce-scatter after
+// each branch (mirrored in backward, plus the all-gather of the branch input for the
+// weight gradient); without it, all-reduce after each branch (forward) and of the input
+// gradient (backward). M6: with overlap.tp, GEMM + collective pairs are split into
+// tp_chunks pieces so that the collective of chunk i runs on TpComm while the GEMM of
+// chunk i±1 runs on Compute. M1: the parallel block shares one LayerNorm and one
+// all-gather, and the reduce-scatter of one branch overlaps the other branch's GEMMs.
+#include "schedules/detail/layer_ops.hpp"
+
+#include <algorithm>
+
+namespace twinscale::schedules::detail {
+
+namespace {
+constexpr double kBf16 = 2;
+constexpr double kFp32 = 4;
+} // namespace
+
+LayerEmitter::LayerEmitter(ProgramBuilder& builder, const JobSpec& job)
+    : b_(builder), job_(job), d_(Dims::of(job)),
+      parallel_block_(job.model.block == BlockKind::Parallel),
+      flash_(job.options.operators.flash_attention),
+      fused_ln_(job.options.operators.fused_layernorm),
+      fused_gelu_(job.options.operators.fused_gelu) {}
+
+OpKind LayerEmitter::reduce_kind() const {
+  return d_.sp ? OpKind::ReduceScatter : OpKind::AllReduce;
+}
+
+uint32_t LayerEmitter::gemm(const std::string& name, int64_t m, int64_t n, int64_t k,
+                            std::initializer_list<uint32_t> deps) {
+  const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  const double bytes = kBf16 * (static_cast<double>(m) * k + static_cast<double>(k) * n +
+                                static_cast<double>(m) * n);
+  return b_.compute(OpKind::Gemm, Kernel::Gemm, name, flops, bytes, {m, n, k, 0}, deps);
+}
+
+uint32_t LayerEmitter::tp_collective(OpKind kind, const std::string& name, double bytes,
+                                     std::vector<uint32_t> deps, DType dtype) {
+  return b_.collective(kind, GroupKind::Tp, Stream::TpComm, name, bytes, deps, 0, dtype);
+}
+
+std::vector<uint32_t> LayerEmitter::gemm_then_collective(const std::string& name, int64_t m,
+                                                         int64_t n, int64_t k,
+                                                         OpKind collective, double bytes) {
+  std::vector<uint32_t> out;
+  if (d_.t == 1) {
+    gemm(name, m, n, k);
+    return out;
+  }
+  const int64_t chunks = d_.tp_chunks;
+  const std::string coll_name = name + (collective == OpKind::ReduceScatter ? ".rs" : ".ar");
+  for (int64_t i = 0; i < chunks; ++i) {
+    const uint32_t g = gemm(name, m / chunks, n, k);
+    out.push_back(tp_collective(collective, coll_name, bytes / static_cast<double>(chunks), {g}));
+  }
+  return out;
+}
+
+void LayerEmitter::collective_then_gemm(OpKind collective, double bytes, const std::string& name,
+                                        int64_t m, int64_t n, int64_t k) {
+  if (d_.t == 1 || !d_.sp) {
+    gemm(name, m, n, k);
+    return;
+  }
+  const int64_t chunks = d_.tp_chunks;
+  const uint32_t input = b_.last_compute();
+  for (int64_t i = 0; i < chunks; ++i) {
+    const uint32_t c =
+        tp_collective(collective, name + ".ag", bytes / static_cast<double>(chunks), {input});
+    gemm(name, m / chunks, n, k, {c});
+  }
+}
+
+void LayerEmitter::layernorm(const std::string& name, bool backward) {
+  const double e = static_cast<double>(d_.tokens_local) * static_cast<double>(d_.h);
+  const std::array<int64_t, 4> shape{d_.tokens_local * d_.h, 0, 0, 0};
+  if (!backward) {
+    if (fused_ln_) {
+      b_.compute(OpKind::Elementwise, Kernel::FusedLayerNorm, name, 8 * e, 2 * e * kBf16, shape);
+    } else { // mean, variance, normalise + affine: three passes over the activation
+      b_.compute(OpKind::Elementwise, Kernel::LayerNorm, name + ".mean", 1 * e, e * kBf16, shape);
+      b_.compute(OpKind::Elementwise, Kernel::LayerNorm, name + ".var", 3 * e, e * kBf16, shape);
+      b_.compute(OpKind::Elementwise, Kernel::LayerNorm, name + ".norm", 4 * e, 2 * e * kBf16, shape);
+    }
+    return;
+  }
+  if (fused_ln_) {
+    b_.compute(OpKind::Elementwise, Kernel::FusedLayerNorm, name + ".bwd", 10 * e, 3 * e * kBf16, shape);
+  } else {
+    b_.compute(OpKind::Elementwise, Kernel::LayerNorm, name + ".bwd.wgrad", 3 * e, 2 * e * kBf16, shape);
+    b_.compute(OpKind::Elementwise, Kernel::LayerNorm, name + ".bwd.sums", 3 * e, 2 * e * kBf16, shape);
+    b_.compute(OpKind::Elementwise, Kernel::LayerNorm, name + ".bwd.dx", 4 * e, 3 * e * kBf16, shape);
+  }
+}
+
+void LayerEmitter::gelu(bool backward) {
+  const int64_t elements = d_.tokens * (d_.f / d_.t);
+  const double e = static_cast<double>(elements);
+  const std::array<int64_t, 4> shape{elements, 0, 0, 0};
+  if (!backward) {
+    if (fused_gelu_) {
+      b_.compute(OpKind::Elementwise, Kernel::FusedBiasGelu, "mlp.gelu", 9 * e, 2 * e * kBf16, shape);
+    } else {
+      b_.compute(OpKind::Elementwise, Kernel::Gelu, "mlp.bias_add", e, 2 * e * kBf16, shape);
+      b_.compute(OpKind::Elementwise, Kernel::Gelu, "mlp.gelu", 8 * e, 2 * e * kBf16, shape);
+    }
+    return;
+  }
+  if (fused_gelu_) {
+    b_.compute(OpKind::Elementwise, Kernel::FusedBiasGelu, "mlp.gelu.bwd", 12 * e, 3 * e * kBf16, shape);
+  } else {
+    b_.compute(OpKind::Elementwise, Kernel::Gelu, "mlp.gelu.bwd", 11 * e, 3 * e * kBf16, shape);
+    b_.compute(OpKind::Elementwise, Kernel::Gelu, "mlp.bias.bwd", e, e * kBf16, shape);
+  }
+}
+
+void LayerEmitter::dropout(const std::string& name, bool backward) {
+  const double e = static_cast<double>(d_.tokens_local) * static_cast<double>(d_.h);
+  // read, write (bf16) and a one-byte mask
+  b_.compute(OpKind::Elementwise, Kernel::Dropout, backward ? name + ".bwd" : name, 2 * e,
+             2 * e * kBf16 + e, {d_.tokens_local * d_.h, 0, 0, 0});
+}
+
+void LayerEmitter::residual(const std::string& name, int64_t inputs) {
+  const double e = static_cast<double>(d_.tokens_local) * static_cast<double>(d_.h);
+  b_.compute(OpKind::Elementwise, Kernel::ResidualAdd, name, static_cast<double>(inputs - 1) * e,
+             static_cast<double>(inputs + 1) * e * kBf16, {d_.tokens_local * d_.h, 0, 0, 0});
+}
+
+void LayerEmitter::attention_core(bool backward) {
+  const int64_t heads_local = d_.a / d_.t;
+  const int64_t head_dim = d_.h / d_.a;
+  const int64_t keys = d_.window > 0 ? std::min(d_.window, d_.s) : d_.s; // keys per query
+  // QKᵀ and P·V: 2 GEMMs of 2·s·keys·head_dim per head (all keys counted, as in
+  // Narayanan et al.'s model-FLOPs convention; sliding window: s·w instead of s²).
+  const double fwd_flops = 4.0 * static_cast<double>(d_.b * heads_local) *
+                           static_cast<double>(d_.s) * static_cast<double>(keys) *
+                           static_cast<double>(head_dim);
+  const double qkvo = static_cast<double>(d_.tokens) * static_cast<double>(d_.h / d_.t) * kBf16;
+  const double scores = static_cast<double>(d_.b * heads_local) * static_cast<double>(d_.s) *
+                        static_cast<double>(keys) * kBf16;
+  const std::array<int64_t, 4> shape{d_.b * heads_local, d_.s, head_dim, d_.window};
+  const Kernel kernel = flash_ ? Kernel::FlashAttention2 : Kernel::AttentionUnfused;
+  if (!backward) {
+    // Flash: read Q, K, V, write O. Unfused: also write, softmax (read+write), dropout
+    // (read+write) and read again the s×keys scores.
+    const double bytes = 4 * qkvo + (flash_ ? 0.0 : 6 * scores);
+    b_.compute(OpKind::Attention, kernel, "attn.core", fwd_flops, bytes, shape);
+  } else {
+    // Model FLOPs of the backward: 2× forward (FlashAttention-2 recomputes the scores on
+    // top; that cost belongs to the device model's efficiency for the kernel).
+    const double bytes = 8 * qkvo + (flash_ ? 0.0 : 6 * scores);
+    b_.compute(OpKind::Attention, kernel, "attn.core.bwd", 2 * fwd_flops, bytes, shape);
+  }
+}
+
+void LayerEmitter::layer_forward() {
+  const int64_t m = d_.tokens;
+  const int64_t h = d_.h;
+  const int64_t t = d_.t;
+  const double act_bytes = static_cast<double>(m) * static_cast<double>(h) * kBf16;
+  if (!parallel_block_) {
+    layernorm("attn.ln", false);
+    collective_then_gemm(OpKind::AllGather, act_bytes, "attn.qkv", m, 3 * h / t, h);
+    attention_core(false);
+    b_.wait_before_next_compute(gemm_then_collective("attn.proj", m, h, h / t, reduce_kind(), act_bytes));
+    dropout("attn.dropout", false);
+    residual("attn.residual", 2);
+    layernorm("mlp.ln", false);
+    collective_then_gemm(OpKind::AllGather, act_bytes, "mlp.fc1", m, d_.f / t, h);
+    gelu(false);
+    b_.wait_before_next_compute(gemm_then_collective("mlp.fc2", m, h, d_.f / t, reduce_kind(), act_bytes));
+    dropout("mlp.dropout", false);
+    residual("mlp.residual", 2);
+    return;
+  }
+  // M1: one LayerNorm, one all-gather feeding both branches; the attention branch's
+  // reduce-scatter runs while the MLP GEMMs compute.
+  layernorm("ln", false);
+  collective_then_gemm(OpKind::AllGather, act_bytes, "attn.qkv", m, 3 * h / t, h);
+  attention_core(false);
+  const auto attn_out = gemm_then_collective("attn.proj", m, h, h / t, reduce_kind(), act_bytes);
+  gemm("mlp.fc1", m, d_.f / t, h);
+  gelu(false);
+  const auto mlp_out = gemm_then_collective("mlp.fc2", m, h, d_.f / t, reduce_kind(), act_bytes);
+  b_.wait_before_next_compute(attn_out);
+  b_.wait_before_next_compute(mlp_out);
+  dropout("attn.dropout", false);
+  dropout("mlp.dropout", false);
+  residual("residual", 3);
+}
+
+void LayerEmitter::layer_backward() {
+  const int64_t m = d_.tokens;
+  const int64_t h = d_.h;
+  const int64_t t = d_.t;
+  const double act_bytes = static_cast<double>(m) * static_cast<double>(h) * kBf16;
+  // With sequence parallelism the weight gradient of a column-parallel GEMM needs its
+  // all-gathered input again; it is issued early and overlaps the data-gradient GEMM.
+  auto gather_input = [&](const std::string& name) -> uint32_t {
+    if (!d_.sp) return kNoOp;
+    return tp_collective(OpKind::AllGather, name, act_bytes, {b_.last_compute()});
+  };
+  if (!parallel_block_) {
+    // MLP branch (last in forward, first in backward)
+    dropout("mlp.dropout", true);
+    collective_then_gemm(OpKind::AllGather, act_bytes, "mlp.fc2.dgrad", m, d_.f / t, h);
+    gemm("mlp.fc2.wgrad", h, d_.f / t, m);
+    gelu(true);
+    uint32_t ag = gather_input("mlp.fc1.wgrad.ag");
+    auto rs = gemm_then_collective("mlp.fc1.dgrad", m, h, d_.f / t, reduce_kind(), act_bytes);
+    gemm("mlp.fc1.wgrad", d_.f / t, h, m, {ag});
+    b_.wait_before_next_compute(rs);
+    layernorm("mlp.ln", true);
+    residual("mlp.residual.bwd", 2);
+    // attention branch
+    dropout("attn.dropout", true);
+    collective_then_gemm(OpKind::AllGather, act_bytes, "attn.proj.dgrad", m, h / t, h);
+    gemm("attn.proj.wgrad", h, h / t, m);
+    attention_core(true);
+    ag = gather_input("attn.qkv.wgrad.ag");
+    rs = gemm_then_collective("attn.qkv.dgrad", m, h, 3 * h / t, reduce_kind(), act_bytes);
+    gemm("attn.qkv.wgrad", 3 * h / t, h, m, {ag});
+    b_.wait_before_next_compute(rs);
+    layernorm("attn.ln", true);
+    residual("attn.residual.bwd", 2);
+    return;
+  }
+  dropout("mlp.dropout", true);
+  dropout("attn.dropout", true);
+  // one all-gather of the output gradient serves both branches
+  collective_then_gemm(OpKind::AllGather, act_bytes, "mlp.fc2.dgrad", m, d_.f / t, h);
+  gemm("mlp.fc2.wgrad", h, d_.f / t, m);
+  gelu(true);
+  const uint32_t ag = gather_input("ln.wgrad.ag");
+  const auto rs_mlp = gemm_then_collective("mlp.fc1.dgrad", m, h, d_.f / t, reduce_kind(), act_bytes);
+  gemm("mlp.fc1.wgrad", d_.f / t, h, m, {ag});
+  // the MLP's reduce-scatter overlaps the whole attention backward
+  gemm("attn.proj.dgrad", m, h / t, h);
+  gemm("attn.proj.wgrad", h, h / t, m);
+  attention_core(true);
+  const auto rs_attn = gemm_then_collective("attn.qkv.dgrad", m, h, 3 * h / t, reduce_kind(), act_bytes);
+  gemm("attn.qkv.wgrad", 3 * h / t, h, m);
+  b_.wait_before_next_compute(rs_mlp);
+  b_.wait_before_next_compute(rs_attn);
+  layernorm("ln", true);
+  residual("residual.bwd", 3);
+}
+
+void LayerEmitter::embedding_forward() {
+  const double e = static_cast<double>(d_.tokens) * static_cast<double>(d_.h);
+  b_.compute(OpKind::Elementwise, Kernel::Embedding, "embedding", 0, 2 * e * kBf16,
+             {d_.tokens * d_.h, 0, 0, 0});
+  if (d_.t > 1) // vocabulary-parallel lookup: partial rows summed over TP
+    b_.wait_before_next_compute(tp_collective(reduce_kind(), "embedding.reduce", e * kBf16, {b_.last_compute()}));
+  dropout("embedding.dropout", false);
+}
+
+void LayerEmitter::embedding_backward() {
+  const double e = static_cast<double>(d_.tokens) * static_cast<double>(d_.h);
+  dropout("embedding.dropout", true);
+  if (d_.sp)
+    b_.wait_before_next_compute(tp_collective(OpKind::AllGather, "embedding.bwd.ag", e * kBf16, {b_.last_compute()}));
+  b_.compute(OpKind::Elementwise, Kernel::Embedding, "embedding.bwd", e, 2 * e * kBf16,
+             {d_.tokens * d_.h, 0, 0, 0});
+}
+
+void LayerEmitter::head_forward() {
+  const int64_t m = d_.tokens;
+  const int64_t v = d_.vocab / d_.t;
+  const double act_bytes = static_cast<double>(m) * static_cast<double>(d_.h) * kBf16;
+  const double logits = static_cast<double>(m) * static_cast<double>(v);
+  layernorm("final_ln", false);
+  collective_then_gemm(OpKind::AllGather, act_bytes, "lm_head", m, v, d_.h);
+  // Vocabulary-parallel cross entropy (Megatron): max, then predicted logit and Σexp,
+  // each all-reduced over TP in FP32.
+  const std::array<int64_t, 4> shape{m * v, 0, 0, 0};
+  const double row_bytes = static_cast<double>(m) * kFp32;
+  b_.compute(OpKind::Elementwise, Kernel::CrossEntropy, "loss.max", logits, logits * kBf16, shape);
+  if (d_.t > 1)
+    b_.wait_before_next_compute(tp_collective(OpKind::AllReduce, "loss.max.ar", row_bytes, {b_.last_compute()}, DType::FP32));
+  b_.compute(OpKind::Elementwise, Kernel::CrossEntropy, "loss.exp", 3 * logits,
+             logits * (kBf16 + kFp32), shape);
+  if (d_.t > 1) {
+    const uint32_t c = b_.last_compute();
+    b_.wait_before_next_compute(tp_collective(OpKind::AllReduce, "loss.target.ar", row_bytes, {c}, DType::FP32));
+    b_.wait_before_next_compute(tp_collective(OpKind::AllReduce, "loss.sum.ar", row_bytes, {c}, DType::FP32));
+  }
+  b_.compute(OpKind::Elementwise, Kernel::CrossEntropy, "loss", static_cast<double>(m) * 4,
+             row_bytes * 3, {m, 0, 0, 0});
+}
+
+void LayerEmitter::head_backward() {
+  const int64_t m = d_.tokens;
+  const int64_t v = d_.vocab / d_.t;
+  const double act_bytes = static_cast<double>(m) * static_cast<double>(d_.h) * kBf16;
+  const double logits = static_cast<double>(m) * static_cast<double>(v);
+  b_.compute(OpKind::Elementwise, Kernel::CrossEntropy, "loss.bwd", 2 * logits,
+             logits * (kFp32 + kBf16), {m * v, 0, 0, 0});
+  const uint32_t ag = d_.sp ? tp_collective(OpKind::AllGather, "lm_head.wgrad.ag", act_bytes,
+                                            {b_.last_compute()})
+                            : kNoOp;
+  const auto rs = gemm_then_collective("lm_head.dgrad", m, d_.h, v, reduce_kind(), act_bytes);
+  gemm("lm_head.wgrad", v, d_.h, m, {ag});
+  b_.wait_before_next_compute(rs);
+  layernorm("final_ln", true);
+}
+
+} // namespace twinscale::schedules::detail

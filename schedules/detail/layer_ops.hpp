@@ -1,0 +1,55 @@
+// Private: the ops of one transformer layer (forward, backward), of the embedding and of
+// the LM head + loss, for one micro-batch on one rank.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "schedules/detail/builder.hpp"
+
+namespace twinscale::schedules::detail {
+
+class LayerEmitter {
+public:
+  LayerEmitter(ProgramBuilder& builder, const JobSpec& job);
+
+  void layer_forward();   // labels (layer, phase, …) are set by the caller on the builder
+  void layer_backward();
+  void embedding_forward();
+  void embedding_backward();
+  void head_forward();    // final LayerNorm, LM head (tied embedding), vocab-parallel loss
+  void head_backward();
+
+private:
+  uint32_t gemm(const std::string& name, int64_t m, int64_t n, int64_t k,
+                std::initializer_list<uint32_t> deps = {});
+  /// GEMM followed by a TP collective on its output (split into tp_chunks pipelined
+  /// pieces when TP overlap is on). Returns the collective ops (empty when tp = 1).
+  std::vector<uint32_t> gemm_then_collective(const std::string& name, int64_t m, int64_t n,
+                                             int64_t k, OpKind collective, double bytes);
+  /// TP collective (all-gather) on the GEMM's input, then the GEMM (chunked likewise).
+  void collective_then_gemm(OpKind collective, double bytes, const std::string& name, int64_t m,
+                            int64_t n, int64_t k);
+  uint32_t tp_collective(OpKind kind, const std::string& name, double bytes,
+                         std::vector<uint32_t> deps, DType dtype = DType::BF16);
+
+  void layernorm(const std::string& name, bool backward);
+  void gelu(bool backward);
+  void dropout(const std::string& name, bool backward);
+  void residual(const std::string& name, int64_t inputs);
+  void attention_core(bool backward);
+
+  void attention_branch_backward_tail(); // attention core backward … QKV wgrad
+  OpKind reduce_kind() const;            // reduce-scatter with SP, else all-reduce
+
+  ProgramBuilder& b_;
+  const JobSpec& job_;
+  Dims d_;
+  bool parallel_block_;
+  bool flash_;
+  bool fused_ln_;
+  bool fused_gelu_;
+};
+
+} // namespace twinscale::schedules::detail

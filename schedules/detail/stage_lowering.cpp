@@ -1,0 +1,299 @@
+// One pipeline rank's program: per iteration, the data load (M8), the pipeline passes in
+// Megatron's order with their point-to-point transfers (M5), the data-parallel gradient
+// and parameter collectives by ZeRO stage (M4), the tied-embedding gradient all-reduce
+// and the optimizer step (M3).
+//
+// Point-to-point: a forward pass of virtual stage vs = chunk·P + rank receives its input
+// from rank−1 (rank P−1 → rank 0 moves to the next chunk) unless vs = 0, and sends its
+// output to rank+1 unless vs is the last; a backward pass mirrors that. Receives are
+// emitted in the order the sender sends (the executors match a pair's sends and
+// receives in order), each no later than the pass that needs it. overlap.pp = false is
+// Megatron's coupled send_forward_recv_backward: the next computation waits for the
+// previous sends and its receive. overlap.pp = true (M5) decouples them: sends are not
+// waited for and the next pass's receive is posted one pass ahead.
+#include "schedules/detail/stage_lowering.hpp"
+
+#include <algorithm>
+
+#include "schedules/error.hpp"
+#include "schedules/memory.hpp"
+
+namespace twinscale::schedules::detail {
+
+std::vector<PpMessage> pp_messages(const JobSpec& job, int64_t src, int64_t dst) {
+  const int64_t P = job.parallel.pp;
+  const int64_t V = job.parallel.vpp;
+  const int64_t last = P * V - 1;
+  const auto order = pipeline_order(job.options.pipeline, P, V, job.parallel.micro_batches(), src);
+  std::vector<PpMessage> out;
+  for (int64_t it = 0; it < job.options.iterations; ++it) {
+    for (const auto& st : order) {
+      const int64_t vs = st.chunk * P + src;
+      if (st.forward && vs < last && (src + 1) % P == dst)
+        out.push_back({it, true, st.micro_batch, src == P - 1 ? st.chunk + 1 : st.chunk});
+      if (!st.forward && vs > 0 && (src - 1 + P) % P == dst)
+        out.push_back({it, false, st.micro_batch, src == 0 ? st.chunk - 1 : st.chunk});
+    }
+  }
+  return out;
+}
+
+StageLowering::StageLowering(const JobSpec& job, int64_t pp_rank, NameTable& names)
+    : job_(job), pp_rank_(pp_rank), P_(job.parallel.pp), V_(job.parallel.vpp),
+      M_(job.parallel.micro_batches()), b_(names), layers_(b_, job) {
+  const Dims d = Dims::of(job);
+  act_bytes_ = static_cast<double>(d.tokens_local) * static_cast<double>(d.h) * 2;
+  order_ = pipeline_order(job.options.pipeline, P_, V_, M_, pp_rank_);
+  first_forward_.assign(V_, SIZE_MAX);
+  last_backward_.assign(V_, 0);
+  for (size_t i = 0; i < order_.size(); ++i) {
+    const auto& st = order_[i];
+    if (st.forward && first_forward_[st.chunk] == SIZE_MAX) first_forward_[st.chunk] = i;
+    if (!st.forward) last_backward_[st.chunk] = i;
+  }
+  if (P_ > 1) {
+    for (int64_t src : {(pp_rank_ - 1 + P_) % P_, (pp_rank_ + 1) % P_}) {
+      if (incoming_.count(src)) continue;
+      incoming_[src] = pp_messages(job, src, pp_rank_);
+      auto& pos = incoming_pos_[src];
+      for (size_t i = 0; i < incoming_[src].size(); ++i) pos[incoming_[src][i].key()] = i;
+    }
+  }
+  param_ready_.assign(V_, kNoOp);
+}
+
+bool StageLowering::has_embedding_chunk(int64_t chunk) const {
+  if (P_ * V_ == 1) return false;
+  const int64_t vs = chunk * P_ + pp_rank_;
+  return P_ > 1 && (vs == 0 || vs == P_ * V_ - 1);
+}
+
+std::pair<int64_t, PpMessage> StageLowering::needed_message(const PipelineStep& st) const {
+  const int64_t vs = st.chunk * P_ + pp_rank_;
+  if (st.forward && vs > 0) return {(pp_rank_ - 1 + P_) % P_, {iteration_, true, st.micro_batch, st.chunk}};
+  if (!st.forward && vs < P_ * V_ - 1)
+    return {(pp_rank_ + 1) % P_, {iteration_, false, st.micro_batch, st.chunk}};
+  return {-1, {}};
+}
+
+uint32_t StageLowering::ensure_recv(int64_t src, const PpMessage& message) {
+  const auto& list = incoming_.at(src);
+  const auto found = incoming_pos_.at(src).find(message.key());
+  TWINSCALE_ASSERT(found != incoming_pos_.at(src).end(), "needed message is never sent");
+  auto& ops = recv_ops_[src];
+  const OpLabels saved = b_.labels;
+  while (ops.size() <= found->second) {
+    const PpMessage& m = list[ops.size()];
+    b_.labels = OpLabels{static_cast<int32_t>(m.iteration), static_cast<int32_t>(m.micro_batch),
+                         static_cast<int32_t>(m.chunk), -1,
+                         m.forward ? Phase::Forward : Phase::Backward};
+    ops.push_back(b_.p2p(OpKind::Recv, static_cast<int32_t>(src),
+                         m.forward ? "pp.recv.activation" : "pp.recv.gradient", act_bytes_, {}));
+  }
+  b_.labels = saved;
+  return ops[found->second];
+}
+
+void StageLowering::emit_data_op(int64_t for_iteration, bool async) {
+  const bool first = pp_rank_ == 0;
+  const bool last = pp_rank_ == P_ - 1;
+  if (!first && !last) return; // only the first stage (tokens) and last (labels) load data
+  const int64_t tokens = M_ * job_.parallel.micro_batch * job_.model.seq_len;
+  const double bytes = static_cast<double>(tokens) * 8 * ((first ? 1 : 0) + (last ? 1 : 0));
+  const OpLabels saved = b_.labels;
+  b_.labels = OpLabels{static_cast<int32_t>(for_iteration), -1, -1, -1, Phase::Data};
+  Op op;
+  op.kind = OpKind::Elementwise;
+  op.kernel = Kernel::DataLoad;
+  op.stream = async ? Stream::Data : Stream::Compute;
+  op.bytes = bytes;
+  op.shape = {tokens, 0, 0, 0};
+  const uint32_t id = b_.add(op, "data.load", {async ? b_.last_compute() : kNoOp});
+  b_.labels = saved;
+  if (async) next_data_ = id;
+}
+
+void StageLowering::emit_embedding_allreduce() {
+  if (embedding_ar_ != kNoOp) return;
+  const double bytes = static_cast<double>(job_.model.vocab / job_.parallel.tp) *
+                       static_cast<double>(job_.model.hidden) * 2;
+  embedding_ar_ = b_.collective(OpKind::AllReduce, GroupKind::Embedding, Stream::DpComm,
+                                "embedding.grad.ar", bytes, {b_.last_compute()});
+  grad_reduced_.push_back(embedding_ar_);
+}
+
+void StageLowering::emit_grad_reduce(int64_t chunk) {
+  const auto& par = job_.parallel;
+  if (has_embedding_chunk(chunk)) emit_embedding_allreduce();
+  if (par.dp == 1) return;
+  const double bytes = chunk_parameters(job_, pp_rank_, chunk) * 2;
+  const OpKind kind = par.zero_stage == 0 ? OpKind::AllReduce : OpKind::ReduceScatter;
+  const int32_t priority = job_.options.overlap.dp ? 1 : 0;
+  const uint32_t op = b_.collective(kind, GroupKind::Dp, Stream::DpComm,
+                                    kind == OpKind::AllReduce ? "dp.grad.ar" : "dp.grad.rs", bytes,
+                                    {b_.last_compute(), embedding_ar_}, priority);
+  grad_reduced_.push_back(op);
+  if (par.zero_stage == 2 && !job_.options.overlap.dp) b_.wait_before_next_compute(op);
+}
+
+void StageLowering::emit_step(size_t j) {
+  const PipelineStep& st = order_[j];
+  const auto& opt = job_.options;
+  const auto& par = job_.parallel;
+  const int64_t vs = st.chunk * P_ + pp_rank_;
+  const int64_t last_vs = P_ * V_ - 1;
+  const int64_t layers_per_chunk = job_.model.layers / (P_ * V_);
+  b_.labels = OpLabels{static_cast<int32_t>(iteration_), static_cast<int32_t>(st.micro_batch),
+                       static_cast<int32_t>(st.chunk), -1,
+                       st.forward ? Phase::Forward : Phase::Backward};
+
+  // receives
+  if (auto [src, msg] = needed_message(st); src >= 0) b_.wait_before_next_compute(ensure_recv(src, msg));
+  if (opt.overlap.pp && j + 1 < order_.size())
+    if (auto [src, msg] = needed_message(order_[j + 1]); src >= 0) ensure_recv(src, msg);
+  if (!opt.overlap.pp) {
+    b_.wait_before_next_compute(unfinished_sends_);
+    unfinished_sends_.clear();
+  }
+
+  // parameters of this chunk (ZeRO all-gathers)
+  if (st.forward && j == first_forward_[st.chunk]) {
+    if (par.zero_stage == 2 && par.dp > 1 && param_ready_[st.chunk] == kNoOp) {
+      const double bytes = chunk_parameters(job_, pp_rank_, st.chunk) * 2;
+      param_ready_[st.chunk] = b_.collective(OpKind::AllGather, GroupKind::Dp, Stream::DpComm,
+                                             "dp.param.ag", bytes,
+                                             {b_.last_compute(), previous_optimizer_});
+    }
+    b_.wait_before_next_compute(param_ready_[st.chunk]);
+  }
+
+  if (st.forward) {
+    if (vs == 0) layers_.embedding_forward();
+    for (int64_t i = 0; i < layers_per_chunk; ++i) {
+      b_.labels.layer = static_cast<int32_t>(vs * layers_per_chunk + i);
+      layers_.layer_forward();
+    }
+    b_.labels.layer = -1;
+    if (vs == last_vs) layers_.head_forward();
+  } else {
+    if (vs == last_vs) layers_.head_backward();
+    for (int64_t i = layers_per_chunk - 1; i >= 0; --i) {
+      b_.labels.layer = static_cast<int32_t>(vs * layers_per_chunk + i);
+      if (opt.recompute) {
+        b_.labels.phase = Phase::Recompute;
+        layers_.layer_forward();
+        b_.labels.phase = Phase::Backward;
+      }
+      layers_.layer_backward();
+    }
+    b_.labels.layer = -1;
+    if (vs == 0) layers_.embedding_backward();
+  }
+
+  // sends
+  if (st.forward && vs < last_vs)
+    unfinished_sends_.push_back(b_.p2p(OpKind::Send, static_cast<int32_t>((pp_rank_ + 1) % P_),
+                                       "pp.send.activation", act_bytes_, {b_.last_compute()}));
+  if (!st.forward && vs > 0)
+    unfinished_sends_.push_back(b_.p2p(OpKind::Send, static_cast<int32_t>((pp_rank_ - 1 + P_) % P_),
+                                       "pp.send.gradient", act_bytes_, {b_.last_compute()}));
+
+  // M4 with overlap: the next chunk's all-gather is launched during this chunk's forward
+  if (st.forward && j == first_forward_[st.chunk] && par.zero_stage == 2 && par.dp > 1 &&
+      opt.overlap.dp && st.chunk + 1 < V_) {
+    const int64_t next = st.chunk + 1;
+    const double bytes = chunk_parameters(job_, pp_rank_, next) * 2;
+    param_ready_[next] = b_.collective(OpKind::AllGather, GroupKind::Dp, Stream::DpComm,
+                                       "dp.param.ag", bytes,
+                                       {b_.last_compute(), previous_optimizer_},
+                                       static_cast<int32_t>(2 * V_ - next));
+  }
+  // gradients of this chunk are final after its last backward
+  if (!st.forward && j == last_backward_[st.chunk] && (opt.overlap.dp || par.zero_stage == 2))
+    emit_grad_reduce(st.chunk);
+}
+
+void StageLowering::emit_iteration_end() {
+  const auto& opt = job_.options;
+  const auto& par = job_.parallel;
+  b_.labels = OpLabels{static_cast<int32_t>(iteration_), -1, -1, -1, Phase::Optimizer};
+  if (!(opt.overlap.dp || par.zero_stage == 2)) // after the pipeline flush, all exposed
+    for (int64_t c = V_ - 1; c >= 0; --c) emit_grad_reduce(c);
+  if (opt.async_data_loading && iteration_ + 1 < opt.iterations) emit_data_op(iteration_ + 1, true);
+
+  b_.wait_before_next_compute(grad_reduced_);
+  grad_reduced_.clear();
+  embedding_ar_ = kNoOp;
+  const bool sharded = par.zero_stage >= 1;
+  const double elements = stage_parameters(job_, pp_rank_) / (sharded ? static_cast<double>(par.dp) : 1.0);
+  const std::array<int64_t, 4> shape{static_cast<int64_t>(elements), 0, 0, 0};
+  Op op;
+  op.kind = OpKind::OptimizerStep;
+  op.stream = Stream::Compute;
+  op.dtype = DType::FP32;
+  op.shape = shape;
+  if (opt.optimizer == OptimizerKind::Adam) {
+    // read grad (2 B), master, m, v (12 B); write master, m, v (12 B) and BF16 param (2 B)
+    op.kernel = Kernel::AdamStep;
+    op.flops = 12 * elements;
+    op.bytes = 28 * elements;
+    previous_optimizer_ = b_.add(op, "optimizer.adam");
+  } else {
+    // LAMB: pass 1 computes the Adam-style update and the per-tensor norms of weights and
+    // updates; the trust ratio needs those norms summed over the shards; pass 2 applies.
+    op.kernel = Kernel::LambStep;
+    op.flops = 14 * elements;
+    op.bytes = 26 * elements;
+    const uint32_t pass1 = b_.add(op, "optimizer.lamb.update");
+    if (sharded && par.dp > 1) {
+      const double tensors = static_cast<double>(job_.model.layers / (P_)) * 12 + 4;
+      b_.wait_before_next_compute(b_.collective(OpKind::AllReduce, GroupKind::Dp, Stream::DpComm,
+                                                "optimizer.lamb.norms.ar", tensors * 2 * 4,
+                                                {pass1}, 0, DType::FP32));
+    }
+    op.flops = 4 * elements;
+    op.bytes = 14 * elements;
+    previous_optimizer_ = b_.add(op, "optimizer.lamb.apply");
+  }
+  if (par.zero_stage == 1 && par.dp > 1) { // distributed optimizer: gather updated params
+    for (int64_t c = 0; c < V_; ++c) {
+      const double bytes = chunk_parameters(job_, pp_rank_, c) * 2;
+      param_ready_[c] = b_.collective(OpKind::AllGather, GroupKind::Dp, Stream::DpComm,
+                                      "dp.param.ag", bytes, {previous_optimizer_},
+                                      opt.overlap.dp ? static_cast<int32_t>(2 * V_ - c) : 0);
+      if (!opt.overlap.dp) b_.wait_before_next_compute(param_ready_[c]);
+    }
+  } else {
+    std::fill(param_ready_.begin(), param_ready_.end(), kNoOp);
+  }
+}
+
+Program StageLowering::run() {
+  const auto& opt = job_.options;
+  const auto& par = job_.parallel;
+  for (iteration_ = 0; iteration_ < opt.iterations; ++iteration_) {
+    if (opt.async_data_loading) {
+      if (iteration_ == 0) emit_data_op(0, true);
+      b_.wait_before_next_compute(next_data_);
+      next_data_ = kNoOp;
+    } else {
+      emit_data_op(iteration_, false);
+    }
+    // M4: prefetch the first chunk's parameters at the start of the iteration
+    if (par.zero_stage == 2 && par.dp > 1 && opt.overlap.dp) {
+      b_.labels = OpLabels{static_cast<int32_t>(iteration_), -1, 0, -1, Phase::Forward};
+      const double bytes = chunk_parameters(job_, pp_rank_, 0) * 2;
+      param_ready_[0] = b_.collective(OpKind::AllGather, GroupKind::Dp, Stream::DpComm,
+                                      "dp.param.ag", bytes, {previous_optimizer_},
+                                      static_cast<int32_t>(2 * V_));
+    }
+    for (size_t j = 0; j < order_.size(); ++j) emit_step(j);
+    emit_iteration_end();
+  }
+  // every message sent to this rank has been received
+  for (auto& [src, list] : incoming_)
+    TWINSCALE_ASSERT(recv_ops_[src].size() == list.size(), "unreceived pipeline messages");
+  return b_.take();
+}
+
+} // namespace twinscale::schedules::detail

@@ -1,0 +1,69 @@
+// Private: lowers the program of one pipeline rank (shared by all its tp × dp ranks).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <tuple>
+#include <vector>
+
+#include "schedules/detail/builder.hpp"
+#include "schedules/detail/layer_ops.hpp"
+#include "schedules/pipeline.hpp"
+
+namespace twinscale::schedules::detail {
+
+/// A point-to-point message between neighbouring pipeline ranks.
+struct PpMessage {
+  int64_t iteration = 0;
+  bool forward = true;          // activation (forward) or gradient (backward)
+  int64_t micro_batch = 0;
+  int64_t chunk = 0;            // the receiver's model chunk that consumes it
+  auto key() const { return std::make_tuple(iteration, forward, micro_batch, chunk); }
+};
+
+/// Messages that pipeline rank `src` sends to `dst`, in the order it sends them.
+std::vector<PpMessage> pp_messages(const JobSpec& job, int64_t src, int64_t dst);
+
+class StageLowering {
+public:
+  StageLowering(const JobSpec& job, int64_t pp_rank, NameTable& names);
+  Program run();
+
+private:
+  void emit_step(size_t step_index);
+  void emit_iteration_end();
+  void emit_data_op(int64_t for_iteration, bool async);
+  void emit_grad_reduce(int64_t chunk);
+  void emit_embedding_allreduce();
+  /// Emits, in the sender's order, the receives from `src` up to `message`; returns the
+  /// receive of `message`.
+  uint32_t ensure_recv(int64_t src, const PpMessage& message);
+  /// The message the step needs from a neighbour, if any (src = −1 when none).
+  std::pair<int64_t, PpMessage> needed_message(const PipelineStep& step) const;
+  bool has_embedding_chunk(int64_t chunk) const;
+
+  const JobSpec& job_;
+  int64_t pp_rank_;
+  int64_t P_, V_, M_;
+  int64_t iteration_ = 0;
+  double act_bytes_;            // one pipeline message
+  ProgramBuilder b_;
+  LayerEmitter layers_;
+  std::vector<PipelineStep> order_;
+  std::vector<size_t> first_forward_;  // step index per chunk
+  std::vector<size_t> last_backward_;  // step index per chunk
+
+  // receives: per source rank, messages in the sender's order and the ops emitted so far
+  std::map<int64_t, std::vector<PpMessage>> incoming_;
+  std::map<int64_t, std::map<std::tuple<int64_t, bool, int64_t, int64_t>, size_t>> incoming_pos_;
+  std::map<int64_t, std::vector<uint32_t>> recv_ops_;
+
+  std::vector<uint32_t> unfinished_sends_;  // coupled PP: next compute waits for these
+  std::vector<uint32_t> param_ready_;       // per chunk: the all-gather its forward needs
+  std::vector<uint32_t> grad_reduced_;      // reduce-scatters/all-reduces the optimizer needs
+  uint32_t embedding_ar_ = kNoOp;
+  uint32_t previous_optimizer_ = kNoOp;
+  uint32_t next_data_ = kNoOp;              // async data op for the coming iteration
+};
+
+} // namespace twinscale::schedules::detail

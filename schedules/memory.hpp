@@ -1,0 +1,32 @@
+// Parameter counts and memory per pipeline stage (per rank of that stage).
+#pragma once
+
+#include <cstdint>
+
+#include "schedules/job.hpp"
+#include "schedules/schedule.hpp"
+
+namespace twinscale::schedules {
+
+/// Parameters held by one TP rank for model chunk `chunk` of pipeline rank `pp_rank`
+/// (layers of virtual stage chunk·pp + pp_rank, plus the embedding on the first virtual
+/// stage and the tied LM head + final LayerNorm on the last).
+double chunk_parameters(const JobSpec& job, int64_t pp_rank, int64_t chunk);
+/// Sum of chunk_parameters over the rank's chunks.
+double stage_parameters(const JobSpec& job, int64_t pp_rank);
+
+/// Memory of one rank of pipeline stage `pp_rank`:
+///  - parameters: BF16 (2 B/param);
+///  - gradients: BF16 (2 B/param), divided by dp for ZeRO stage 2;
+///  - optimizer: FP32 master weights + two moments (12 B/param; Adam and LAMB alike),
+///    divided by dp for ZeRO stages 1 and 2;
+///  - activations (Korthikanti et al., MLSys'23, Table 2): per layer and micro-batch
+///    s·b·h·(34/t + 5·a·keys/(h·t)) with sequence parallelism, s·b·h·(10 + 24/t +
+///    5·a·keys/(h·t)) without; FlashAttention-2 removes the 5·a·keys/(h·t) term (no
+///    stored scores); keys = s (dense) or the window (sliding). Full recomputation
+///    stores only each layer's BF16 input plus one layer's full activations. Multiplied
+///    by the most forward passes in flight on that rank (from the pipeline order), plus
+///    one micro-batch of FP32 logits on the last stage.
+MemoryEstimate estimate_memory(const JobSpec& job, int64_t pp_rank);
+
+} // namespace twinscale::schedules

@@ -1,0 +1,329 @@
+// Static checks of a schedule: structure, dependencies, collective sequences per group,
+// send/receive pairing, memory; the deadlock check is in detail/abstract_execution.cpp.
+//
+// Sharing: the checks work on programs, not ranks, wherever the property is a property
+// of the programs involved (a group whose members run the same program trivially issues
+// the same collectives; a rank pair's messages are compared once per pair of programs
+// and pp positions), so a 12,288-rank schedule with eight programs costs little more
+// than an eight-rank one.
+#include "schedules/validate.hpp"
+
+#include <map>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+#include "schedules/detail/abstract_execution.hpp"
+
+namespace twinscale::schedules {
+
+std::string_view to_string(ViolationKind k) {
+  switch (k) {
+  case ViolationKind::Structure: return "structure";
+  case ViolationKind::Dependency: return "dependency";
+  case ViolationKind::CollectiveMismatch: return "collective mismatch";
+  case ViolationKind::UnmatchedP2p: return "unmatched send/recv";
+  case ViolationKind::Deadlock: return "deadlock";
+  case ViolationKind::Memory: return "memory";
+  }
+  return "?";
+}
+
+std::string describe_labels(const OpLabels& l) {
+  std::ostringstream os;
+  os << "it " << l.iteration;
+  if (l.micro_batch >= 0) os << " mb " << l.micro_batch;
+  if (l.chunk >= 0) os << " chunk " << l.chunk;
+  if (l.layer >= 0) os << " layer " << l.layer;
+  os << " " << to_string(l.phase);
+  return os.str();
+}
+
+std::string describe(const Violation& v) {
+  std::ostringstream os;
+  if (v.rank >= 0) os << "rank " << v.rank;
+  if (v.op_index >= 0) os << " op " << v.op_index << " (" << v.op_name << "; " << v.labels << ")";
+  if (v.rank >= 0) os << ": ";
+  os << to_string(v.kind) << ": " << v.reason;
+  return os.str();
+}
+
+bool is_pp_symmetric(const Schedule& s) {
+  const Layout& L = s.layout;
+  if (static_cast<int64_t>(s.program_of_rank.size()) != L.world()) return false;
+  for (int64_t r = 0; r < L.world(); ++r)
+    if (s.program_of_rank[r] != s.program_of_rank[L.rank({0, 0, L.coord(r).pp})]) return false;
+  return true;
+}
+
+namespace {
+
+std::string mib(double bytes) {
+  std::ostringstream os;
+  os.setf(std::ios::fixed);
+  os.precision(3);
+  os << bytes / (1024.0 * 1024.0) << " MiB";
+  return os.str();
+}
+
+class Checker {
+public:
+  Checker(const Schedule& s, const ValidateOptions& o, std::vector<Violation>& out)
+      : s_(s), o_(o), out_(out) {}
+
+  bool full() const { return out_.size() >= o_.max_violations; }
+
+  void add(ViolationKind kind, int64_t rank, int64_t op, std::string reason) {
+    if (full()) return;
+    Violation v;
+    v.kind = kind;
+    v.rank = rank;
+    v.op_index = op;
+    if (rank >= 0 && op >= 0) {
+      const Op& o = s_.program(rank).ops[op];
+      v.op_name = o.name < s_.names.size() ? s_.names[o.name] : "?";
+      v.labels = describe_labels(o.labels);
+    }
+    v.reason = std::move(reason);
+    out_.push_back(std::move(v));
+  }
+
+  int64_t first_rank_of_program(size_t p) const {
+    for (size_t r = 0; r < s_.program_of_rank.size(); ++r)
+      if (s_.program_of_rank[r] == p) return static_cast<int64_t>(r);
+    return -1;
+  }
+
+  /// Returns false when the schedule is too malformed for the other checks.
+  bool structure() {
+    const Layout& L = s_.layout;
+    if (L.tp < 1 || L.dp < 1 || L.pp < 1) {
+      add(ViolationKind::Structure, -1, -1, "layout sizes must be ≥ 1");
+      return false;
+    }
+    if (static_cast<int64_t>(s_.program_of_rank.size()) != L.world()) {
+      add(ViolationKind::Structure, -1, -1,
+          "program_of_rank has " + std::to_string(s_.program_of_rank.size()) +
+              " entries; the layout has " + std::to_string(L.world()) + " ranks");
+      return false;
+    }
+    bool ok = true;
+    for (int64_t r = 0; r < L.world(); ++r)
+      if (s_.program_of_rank[r] >= s_.programs.size()) {
+        add(ViolationKind::Structure, r, -1,
+            "program index " + std::to_string(s_.program_of_rank[r]) + " ≥ " +
+                std::to_string(s_.programs.size()) + " programs");
+        ok = false;
+      }
+    if (!ok) return false;
+    for (size_t p = 0; p < s_.programs.size(); ++p) {
+      const int64_t rank = first_rank_of_program(p);
+      if (rank < 0) continue; // unused program
+      const int64_t pp = L.coord(rank).pp;
+      const Program& prog = s_.programs[p];
+      for (size_t i = 0; i < prog.ops.size() && !full(); ++i) {
+        const Op& op = prog.ops[i];
+        const auto idx = static_cast<int64_t>(i);
+        if (op.name >= s_.names.size()) {
+          add(ViolationKind::Structure, rank, -1,
+              "op " + std::to_string(i) + " names entry " + std::to_string(op.name) +
+                  " but there are " + std::to_string(s_.names.size()) + " names");
+          ok = false;
+          continue;
+        }
+        if (static_cast<size_t>(op.dep_begin) + op.dep_count > prog.deps.size()) {
+          add(ViolationKind::Structure, rank, idx, "dependency range outside Program::deps");
+          ok = false;
+          continue;
+        }
+        for (uint32_t d : prog.deps_of(op))
+          if (d >= i) {
+            add(ViolationKind::Dependency, rank, idx,
+                "depends on op " + std::to_string(d) +
+                    (d == i ? " (itself)" : " which comes later: a forward dependency, so a cycle is possible") );
+            ok = false;
+          }
+        if (static_cast<int>(op.stream) >= kStreamCount) {
+          add(ViolationKind::Structure, rank, idx, "unknown stream");
+          ok = false;
+        }
+        if (op.kind == OpKind::Send || op.kind == OpKind::Recv) {
+          if (op.group != GroupKind::Pp || op.peer < 0 || op.peer >= L.pp || op.peer == pp) {
+            add(ViolationKind::Structure, rank, idx,
+                "send/recv needs group pp and a peer pp rank in [0, " + std::to_string(L.pp) +
+                    ") other than its own (" + std::to_string(pp) + "); got group " +
+                    std::string(to_string(op.group)) + ", peer " + std::to_string(op.peer));
+            ok = false;
+          }
+        } else if (op.is_collective() && op.group == GroupKind::Embedding && L.pp > 1 &&
+                   pp != 0 && pp != L.pp - 1) {
+          add(ViolationKind::Structure, rank, idx,
+              "embedding-group collective on pipeline stage " + std::to_string(pp) +
+                  "; only the first and last stages are members");
+          ok = false;
+        }
+      }
+    }
+    return ok;
+  }
+
+  struct CollectiveRef {
+    OpKind kind;
+    double bytes;
+    uint32_t op;
+  };
+
+  const std::vector<CollectiveRef>& collectives(size_t program, GroupKind g) {
+    auto key = std::make_pair(program, g);
+    auto it = coll_cache_.find(key);
+    if (it != coll_cache_.end()) return it->second;
+    std::vector<CollectiveRef> v;
+    const Program& prog = s_.programs[program];
+    for (size_t i = 0; i < prog.ops.size(); ++i)
+      if (prog.ops[i].is_collective() && prog.ops[i].group == g)
+        v.push_back({prog.ops[i].kind, prog.ops[i].bytes, static_cast<uint32_t>(i)});
+    return coll_cache_.emplace(key, std::move(v)).first->second;
+  }
+
+  void collective_sequences() {
+    const Layout& L = s_.layout;
+    std::set<std::tuple<size_t, size_t, int>> compared;
+    for (GroupKind g : {GroupKind::Tp, GroupKind::Dp, GroupKind::Pp, GroupKind::Embedding, GroupKind::World}) {
+      for (int64_t r = 0; r < L.world() && !full(); ++r) {
+        if (L.group_rank(g, r) != 0) continue; // each group once, from its first member
+        if (g == GroupKind::World && r != 0) continue;
+        if (g == GroupKind::Embedding && L.pp > 1 && L.coord(r).pp != 0) continue;
+        const auto members = L.group_members(g, r);
+        const size_t p0 = s_.program_of_rank[members[0]];
+        for (size_t mi = 1; mi < members.size(); ++mi) {
+          const size_t pm = s_.program_of_rank[members[mi]];
+          if (pm == p0) continue;
+          if (!compared.emplace(p0, pm, static_cast<int>(g)).second) continue;
+          compare(g, members[0], members[mi], collectives(p0, g), collectives(pm, g));
+        }
+      }
+    }
+  }
+
+  void compare(GroupKind g, int64_t a, int64_t b, const std::vector<CollectiveRef>& x,
+               const std::vector<CollectiveRef>& y) {
+    const size_t n = std::min(x.size(), y.size());
+    for (size_t i = 0; i < n; ++i) {
+      if (x[i].kind == y[i].kind && x[i].bytes == y[i].bytes) continue;
+      add(ViolationKind::CollectiveMismatch, b, y[i].op,
+          "collective #" + std::to_string(i) + " on its " + std::string(to_string(g)) +
+              " group is " + std::string(to_string(y[i].kind)) + " of " + mib(y[i].bytes) +
+              ", but group member rank " + std::to_string(a) + " issues " +
+              std::string(to_string(x[i].kind)) + " of " + mib(x[i].bytes) + " (its op " +
+              std::to_string(x[i].op) + " " + s_.names[s_.program(a).ops[x[i].op].name] + ")");
+      return;
+    }
+    if (x.size() != y.size())
+      add(ViolationKind::CollectiveMismatch, b, -1,
+          "issues " + std::to_string(y.size()) + " collectives on its " +
+              std::string(to_string(g)) + " group but member rank " + std::to_string(a) +
+              " issues " + std::to_string(x.size()));
+  }
+
+  // sends (or receives) of a program toward (from) one peer pp rank, in program order
+  const std::vector<uint32_t>& p2p(size_t program, OpKind kind, int32_t peer) {
+    auto key = std::make_tuple(program, kind, peer);
+    auto it = p2p_cache_.find(key);
+    if (it != p2p_cache_.end()) return it->second;
+    std::vector<uint32_t> v;
+    const Program& prog = s_.programs[program];
+    for (size_t i = 0; i < prog.ops.size(); ++i)
+      if (prog.ops[i].kind == kind && prog.ops[i].peer == peer) v.push_back(static_cast<uint32_t>(i));
+    return p2p_cache_.emplace(key, std::move(v)).first->second;
+  }
+
+  void send_recv_pairs() {
+    const Layout& L = s_.layout;
+    std::set<std::tuple<size_t, int64_t, size_t, int64_t>> compared;
+    std::map<size_t, std::set<int32_t>> send_peers, recv_peers;
+    for (size_t p = 0; p < s_.programs.size(); ++p)
+      for (const Op& op : s_.programs[p].ops) {
+        if (op.kind == OpKind::Send) send_peers[p].insert(op.peer);
+        if (op.kind == OpKind::Recv) recv_peers[p].insert(op.peer);
+      }
+    for (int64_t r = 0; r < L.world() && !full(); ++r) {
+      const RankCoord c = L.coord(r);
+      const size_t pr = s_.program_of_rank[r];
+      auto check_pair = [&](int64_t sender, int64_t receiver) {
+        const size_t ps = s_.program_of_rank[sender];
+        const size_t pq = s_.program_of_rank[receiver];
+        const int64_t sp = L.coord(sender).pp;
+        const int64_t rp = L.coord(receiver).pp;
+        if (!compared.emplace(ps, sp, pq, rp).second) return;
+        const auto& sends = p2p(ps, OpKind::Send, static_cast<int32_t>(rp));
+        const auto& recvs = p2p(pq, OpKind::Recv, static_cast<int32_t>(sp));
+        const size_t n = std::min(sends.size(), recvs.size());
+        for (size_t i = 0; i < n; ++i) {
+          const double sb = s_.programs[ps].ops[sends[i]].bytes;
+          const double rb = s_.programs[pq].ops[recvs[i]].bytes;
+          if (sb != rb) {
+            add(ViolationKind::UnmatchedP2p, sender, sends[i],
+                "send #" + std::to_string(i) + " to rank " + std::to_string(receiver) + " carries " +
+                    mib(sb) + " but the matching recv (its op " + std::to_string(recvs[i]) +
+                    ") expects " + mib(rb));
+            return;
+          }
+        }
+        if (sends.size() > recvs.size())
+          add(ViolationKind::UnmatchedP2p, sender, sends[n],
+              "send #" + std::to_string(n) + " to rank " + std::to_string(receiver) +
+                  " has no matching recv (" + std::to_string(sends.size()) + " sends, " +
+                  std::to_string(recvs.size()) + " recvs)");
+        else if (recvs.size() > sends.size())
+          add(ViolationKind::UnmatchedP2p, receiver, recvs[n],
+              "recv #" + std::to_string(n) + " from rank " + std::to_string(sender) +
+                  " has no matching send (" + std::to_string(sends.size()) + " sends, " +
+                  std::to_string(recvs.size()) + " recvs)");
+      };
+      for (int32_t q : send_peers[pr]) check_pair(r, L.rank({c.tp, c.dp, q}));
+      for (int32_t q : recv_peers[pr]) check_pair(L.rank({c.tp, c.dp, q}), r);
+    }
+  }
+
+  void memory() {
+    if (!o_.check_memory) return;
+    for (size_t p = 0; p < s_.memory_by_stage.size(); ++p) {
+      const double total = s_.memory_by_stage[p].total_bytes();
+      if (total > o_.gpu_memory_bytes)
+        add(ViolationKind::Memory, s_.layout.rank({0, 0, static_cast<int64_t>(p)}), -1,
+            "pipeline stage " + std::to_string(p) + " needs " + mib(total) + " per GPU, more than the " +
+                mib(o_.gpu_memory_bytes) + " it has");
+    }
+  }
+
+private:
+  const Schedule& s_;
+  const ValidateOptions& o_;
+  std::vector<Violation>& out_;
+  std::map<std::pair<size_t, GroupKind>, std::vector<CollectiveRef>> coll_cache_;
+  std::map<std::tuple<size_t, OpKind, int32_t>, std::vector<uint32_t>> p2p_cache_;
+};
+
+} // namespace
+
+std::vector<Violation> validate(const Schedule& schedule, const ValidateOptions& options) {
+  std::vector<Violation> out;
+  Checker c(schedule, options, out);
+  if (!c.structure()) return out;
+  c.collective_sequences();
+  c.send_recv_pairs();
+  const bool matched = out.empty();
+  c.memory();
+  // The abstract execution assumes matched collectives and messages; it runs only on a
+  // schedule that passed the checks above.
+  if (matched) {
+    for (auto& v : detail::find_deadlocks(schedule, options.use_symmetry && is_pp_symmetric(schedule),
+                                          options.max_violations)) {
+      if (out.size() >= options.max_violations) break;
+      out.push_back(std::move(v));
+    }
+  }
+  return out;
+}
+
+} // namespace twinscale::schedules

@@ -1,0 +1,158 @@
+// Job files: presets parse, every key is checked, impossible combinations are rejected.
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "config/error.hpp"
+#include "config/job_file.hpp"
+#include "config/presets.hpp"
+#include "schedules/error.hpp"
+
+using namespace twinscale;
+
+namespace {
+const char* kTiny = R"(
+name = "t"
+cluster = "tiny-2tier"
+[model]
+layers = 4
+hidden = 256
+heads = 8
+seq_len = 128
+vocab = 1024
+[parallel]
+tp = 2
+pp = 2
+dp = 2
+global_batch = 8
+)";
+
+std::string replace(std::string text, const std::string& from, const std::string& to) {
+  const auto at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  text.replace(at, from.size(), to);
+  return text;
+}
+
+template <class E>
+void expect_error(const std::string& text, const std::string& needle1, const std::string& needle2) {
+  try {
+    config::parse_job(text, "job.toml");
+    FAIL("no error for a bad job");
+  } catch (const E& e) {
+    const std::string msg = e.what();
+    INFO(msg);
+    CHECK(msg.find(needle1) != std::string::npos);
+    CHECK(msg.find(needle2) != std::string::npos);
+  }
+}
+} // namespace
+
+TEST_CASE("every job preset parses and passes check_job", "[config]") {
+  const auto names = config::preset_names("jobs");
+  REQUIRE(names.size() >= 7);
+  for (const auto& n : names) {
+    INFO(n);
+    const auto job = config::load_job_preset(n);
+    CHECK(job.name == n);
+  }
+}
+
+TEST_CASE("gpt-175b presets follow megascale.md", "[config]") {
+  for (const char* n : {"gpt-175b-megatron", "gpt-175b-megascale"}) {
+    const auto job = config::load_job_preset(n);
+    CHECK(job.model.layers == 96);
+    CHECK(job.model.hidden == 12288);
+    CHECK(job.model.heads == 128);
+    CHECK(job.model.ffn_hidden == 4 * 12288);
+    CHECK(job.parallel.gpus() == 12288);
+    CHECK(job.parallel.dp == 192);
+    CHECK(job.parallel.micro_batches() == 32);
+    CHECK(job.model.attention == schedules::AttentionKind::Dense);
+  }
+  const auto a = config::load_job_preset("gpt-175b-megatron");
+  const auto b = config::load_job_preset("gpt-175b-megascale");
+  CHECK(a.model.block == schedules::BlockKind::Serial);
+  CHECK(b.model.block == schedules::BlockKind::Parallel);
+  CHECK(a.parallel.zero_stage == 1);
+  CHECK(b.parallel.zero_stage == 2);
+  CHECK(b.options.overlap.tp_chunks >= 2);
+}
+
+TEST_CASE("a minimal job takes the documented defaults", "[config]") {
+  const auto job = config::parse_job(kTiny, "job.toml");
+  CHECK(job.parallel.vpp == 1);
+  CHECK(job.parallel.zero_stage == 0);
+  CHECK(job.options.pipeline == schedules::PipelineKind::OneFOneB);
+  CHECK(job.options.optimizer == schedules::OptimizerKind::Adam);
+  CHECK(job.options.overlap.tp_chunks == 1);
+  CHECK(job.model.ffn_hidden == 1024);
+}
+
+TEST_CASE("dp may be derived from gpus", "[config]") {
+  auto text = replace(kTiny, "dp = 2\n", "");
+  text = replace(text, "[model]", "gpus = 16\n[model]");
+  const auto job = config::parse_job(text, "job.toml");
+  CHECK(job.parallel.dp == 4);
+  expect_error<config::ConfigError>(replace(text, "gpus = 16", "gpus = 10"), "gpus", "tp·pp");
+  expect_error<config::ConfigError>(replace(kTiny, "dp = 2\n", ""), "parallel.dp", "gpus");
+}
+
+TEST_CASE("unknown keys are rejected with the valid ones", "[config][bad-input]") {
+  expect_error<config::ConfigError>(replace(kTiny, "tp = 2", "tp = 2\ntpp = 3"), "parallel.tpp",
+                                    "valid keys here");
+  expect_error<config::ConfigError>(replace(kTiny, "name = \"t\"", "name = \"t\"\nfoo = 1"), "'foo'",
+                                    "valid keys");
+}
+
+TEST_CASE("wrong types are rejected naming the key", "[config][bad-input]") {
+  expect_error<config::ConfigError>(replace(kTiny, "tp = 2", "tp = \"2\""), "parallel.tp",
+                                    "integer");
+  expect_error<config::ConfigError>(replace(kTiny, "dp = 2", "dp = 2\nsequence_parallel = 1"),
+                                    "parallel.sequence_parallel", "true or false");
+  expect_error<config::ConfigError>(replace(kTiny, "vocab = 1024", "vocab = 1024\nblock = \"x\""),
+                                    "model.block", "serial, parallel");
+  expect_error<config::ConfigError>(replace(kTiny, "dp = 2", "dp = 2\nzero_stage = 3"),
+                                    "parallel.zero_stage", "[0, 2]");
+}
+
+TEST_CASE("impossible parallelism is a JobError naming the constraint", "[config][bad-input]") {
+  expect_error<schedules::JobError>(replace(kTiny, "layers = 4", "layers = 5"), "model.layers",
+                                    "pp·vpp");
+  expect_error<schedules::JobError>(replace(kTiny, "heads = 8", "heads = 3"), "model.hidden",
+                                    "model.heads");
+  expect_error<schedules::JobError>(replace(kTiny, "tp = 2", "tp = 16"), "model.heads",
+                                    "parallel.tp");
+  expect_error<schedules::JobError>(replace(kTiny, "global_batch = 8", "global_batch = 9"),
+                                    "global_batch", "dp·micro_batch");
+  expect_error<schedules::JobError>(
+      replace(kTiny, "dp = 2", "dp = 2\nvpp = 2"), "vpp", "interleaved");
+  expect_error<schedules::JobError>(
+      replace(kTiny, "global_batch = 8", "global_batch = 6\nvpp = 2\n[schedule]\npipeline = \"interleaved\""),
+      "micro-batches % pp", "3");
+  expect_error<schedules::JobError>(
+      replace(kTiny, "vocab = 1024", "vocab = 1024\nattention = \"sliding\""), "window", "0 <");
+}
+
+TEST_CASE("tp·pp·dp ≠ gpus is rejected", "[config][bad-input]") {
+  const auto text = replace(kTiny, "[model]", "gpus = 12\n[model]");
+  expect_error<config::ConfigError>(text, "gpus", "tp·pp·dp");
+}
+
+TEST_CASE("apply_overrides re-derives dp and re-checks", "[config]") {
+  auto job = config::load_job_preset("gpt-175b-megascale");
+  config::apply_overrides(job, 3072, std::nullopt);
+  CHECK(job.parallel.dp == 48);
+  CHECK(job.parallel.micro_batches() == 128);
+  config::apply_overrides(job, 256, 768);
+  CHECK(job.parallel.dp == 4);
+  CHECK_THROWS_AS(config::apply_overrides(job, 100, std::nullopt), config::ConfigError);
+  CHECK_THROWS_AS(config::apply_overrides(job, 512, 100), schedules::JobError);
+}
+
+TEST_CASE("missing files and syntax errors name the file", "[config][bad-input]") {
+  CHECK_THROWS_WITH(config::load_job("/nonexistent/job.toml"),
+                    Catch::Contains("/nonexistent/job.toml"));
+  CHECK_THROWS_WITH(config::parse_job("name = ", "bad.toml"), Catch::Contains("bad.toml"));
+  CHECK_THROWS_WITH(config::load_job_preset("nope"), Catch::Contains("tiny-1f1b"));
+}

@@ -1,0 +1,286 @@
+// Lowering: program sharing, op shapes and counts, options, FLOPs and memory.
+#include <catch2/catch.hpp>
+
+#include <map>
+
+#include "config/job_file.hpp"
+#include "schedules/error.hpp"
+#include "schedules/memory.hpp"
+#include "schedules/schedule.hpp"
+#include "schedules/validate.hpp"
+
+using namespace twinscale;
+using namespace twinscale::schedules;
+
+namespace {
+std::map<std::string, int> count_names(const Schedule& s, const Program& p, Phase phase) {
+  std::map<std::string, int> out;
+  for (const Op& op : p.ops)
+    if (op.labels.phase == phase) ++out[s.names[op.name]];
+  return out;
+}
+int count_kind(const Program& p, OpKind k) {
+  int n = 0;
+  for (const Op& op : p.ops) n += op.kind == k;
+  return n;
+}
+} // namespace
+
+TEST_CASE("tiny presets lower into one program per stage and validate", "[schedules][lower]") {
+  for (const char* name : {"tiny-1f1b", "tiny-interleaved", "tiny-megascale"}) {
+    INFO(name);
+    const auto job = config::load_job_preset(name);
+    const Schedule s = lower(job);
+    CHECK(s.world() == 8);
+    CHECK(s.programs.size() == 2);
+    for (int64_t r = 0; r < 8; ++r) CHECK(s.program_of_rank[r] == s.layout.coord(r).pp);
+    const auto v = validate(s);
+    for (const auto& x : v) INFO(describe(x));
+    CHECK(v.empty());
+    ValidateOptions per_rank;
+    per_rank.use_symmetry = false;
+    CHECK(validate(s, per_rank).empty());
+  }
+}
+
+TEST_CASE("model FLOPs match Narayanan's closed form", "[schedules][lower][flops]") {
+  for (const char* name : {"tiny-1f1b", "tiny-interleaved"}) {
+    auto job = config::load_job_preset(name);
+    const Schedule s = lower(job);
+    const double expected = narayanan_model_flops(job.model, job.parallel.global_batch);
+    // Exact: the formula counts the same GEMMs, the full s² attention and the LM head;
+    // embedding lookups, norms and elementwise ops are excluded on both sides.
+    CHECK(s.model_flops_per_iteration == Approx(expected).epsilon(1e-12));
+  }
+  // recomputation is not model FLOPs; more iterations do not change the per-iteration sum
+  auto job = config::load_job_preset("tiny-interleaved");
+  job.options.recompute = true;
+  job.options.iterations = 3;
+  const Schedule s = lower(job);
+  CHECK(s.model_flops_per_iteration ==
+        Approx(narayanan_model_flops(job.model, job.parallel.global_batch)).epsilon(1e-12));
+}
+
+TEST_CASE("sliding-window attention costs s·w instead of s²", "[schedules][lower]") {
+  auto job = config::load_job_preset("tiny-1f1b");
+  const Schedule dense = lower(job);
+  job.model.attention = AttentionKind::Sliding;
+  job.model.window = 32;
+  const Schedule sliding = lower(job);
+  auto attention_flops = [](const Schedule& s) {
+    double f = 0;
+    for (const Op& op : s.programs[0].ops)
+      if (op.kind == OpKind::Attention) f += op.flops;
+    return f;
+  };
+  CHECK(attention_flops(sliding) == Approx(attention_flops(dense) * 32.0 / 128.0));
+  for (const Op& op : sliding.programs[0].ops)
+    if (op.kind == OpKind::Attention) CHECK(op.shape[3] == 32);
+}
+
+TEST_CASE("GEMM shapes split n or k by tp", "[schedules][lower]") {
+  const auto job = config::load_job_preset("tiny-1f1b"); // h 256, tp 2, s 128, mb 1
+  const Schedule s = lower(job);
+  std::map<std::string, std::array<int64_t, 4>> shapes;
+  for (const Op& op : s.programs[0].ops)
+    if (op.kind == OpKind::Gemm) shapes[s.names[op.name]] = op.shape;
+  CHECK(shapes["attn.qkv"] == std::array<int64_t, 4>{128, 384, 256, 0});
+  CHECK(shapes["attn.proj"] == std::array<int64_t, 4>{128, 256, 128, 0});
+  CHECK(shapes["mlp.fc1"] == std::array<int64_t, 4>{128, 512, 256, 0});
+  CHECK(shapes["mlp.fc2"] == std::array<int64_t, 4>{128, 256, 512, 0});
+  CHECK(shapes["mlp.fc1.wgrad"] == std::array<int64_t, 4>{512, 256, 128, 0});
+}
+
+TEST_CASE("fused kernels replace chains of small kernels", "[schedules][lower]") {
+  auto job = config::load_job_preset("tiny-1f1b");
+  const Schedule unfused = lower(job);
+  job.options.operators = {true, true, true};
+  const Schedule fused = lower(job);
+  const auto a = count_names(unfused, unfused.programs[0], Phase::Forward);
+  const auto b = count_names(fused, fused.programs[0], Phase::Forward);
+  CHECK(a.count("attn.ln.mean") == 1);
+  CHECK(b.count("attn.ln.mean") == 0);
+  CHECK(b.at("attn.ln") == a.at("attn.ln.norm"));
+  CHECK(a.count("mlp.bias_add") == 1);
+  CHECK(b.count("mlp.bias_add") == 0);
+  CHECK(fused.programs[0].ops.size() < unfused.programs[0].ops.size());
+  double unfused_bytes = 0, fused_bytes = 0;
+  for (const Op& op : unfused.programs[0].ops) if (!op.is_communication()) unfused_bytes += op.bytes;
+  for (const Op& op : fused.programs[0].ops) if (!op.is_communication()) fused_bytes += op.bytes;
+  CHECK(fused_bytes < unfused_bytes);
+  bool flash = false;
+  for (const Op& op : fused.programs[0].ops) flash |= op.kernel == Kernel::FlashAttention2;
+  CHECK(flash);
+}
+
+TEST_CASE("sequence parallelism: all-gather/reduce-scatter; without: all-reduce", "[schedules][lower]") {
+  auto job = config::load_job_preset("tiny-1f1b");
+  const Schedule sp = lower(job);
+  job.parallel.sequence_parallel = false;
+  const Schedule no_sp = lower(job);
+  int sp_ar = 0, sp_rs = 0, nosp_rs = 0, nosp_ag = 0;
+  for (const Op& op : sp.programs[0].ops)
+    if (op.group == GroupKind::Tp && op.labels.layer >= 0) {
+      sp_ar += op.kind == OpKind::AllReduce;
+      sp_rs += op.kind == OpKind::ReduceScatter;
+    }
+  for (const Op& op : no_sp.programs[0].ops)
+    if (op.group == GroupKind::Tp && op.is_collective()) {
+      nosp_rs += op.kind == OpKind::ReduceScatter;
+      nosp_ag += op.kind == OpKind::AllGather;
+    }
+  CHECK(sp_ar == 0);
+  CHECK(sp_rs > 0);
+  CHECK(nosp_rs == 0);
+  CHECK(nosp_ag == 0);
+  // pipeline messages are sharded by tp with sequence parallelism
+  double sp_send = 0, nosp_send = 0;
+  for (const Op& op : sp.programs[0].ops) if (op.kind == OpKind::Send) sp_send = op.bytes;
+  for (const Op& op : no_sp.programs[0].ops) if (op.kind == OpKind::Send) nosp_send = op.bytes;
+  CHECK(nosp_send == 128.0 * 256 * 2);
+  CHECK(sp_send == nosp_send / 2);
+}
+
+TEST_CASE("TP overlap splits GEMM + collective into chunks linked by dependencies", "[schedules][lower]") {
+  auto job = config::load_job_preset("tiny-1f1b");
+  job.options.overlap.tp = true;
+  job.options.overlap.tp_chunks = 4;
+  const Schedule s = lower(job);
+  const Program& p = s.programs[0];
+  // first layer forward: four attn.proj GEMM chunks, each followed by its reduce-scatter
+  std::vector<size_t> gemms, rs;
+  for (size_t i = 0; i < p.ops.size(); ++i) {
+    if (p.ops[i].labels.layer != 0 || p.ops[i].labels.micro_batch != 0 ||
+        p.ops[i].labels.phase != Phase::Forward) continue;
+    if (s.names[p.ops[i].name] == "attn.proj") gemms.push_back(i);
+    if (s.names[p.ops[i].name] == "attn.proj.rs") rs.push_back(i);
+  }
+  REQUIRE(gemms.size() == 4);
+  REQUIRE(rs.size() == 4);
+  for (size_t c = 0; c < 4; ++c) {
+    CHECK(p.ops[gemms[c]].shape[0] == 32);
+    CHECK(p.ops[rs[c]].stream == Stream::TpComm);
+    const auto deps = p.deps_of(rs[c]);
+    CHECK(std::find(deps.begin(), deps.end(), gemms[c]) != deps.end());
+    if (c + 1 < 4) CHECK(rs[c] < gemms[c + 1]); // chunk c's collective runs during GEMM c+1
+  }
+}
+
+TEST_CASE("parallel block: one LayerNorm, attention RS overlaps MLP GEMMs", "[schedules][lower]") {
+  auto job = config::load_job_preset("tiny-1f1b");
+  job.model.block = BlockKind::Parallel;
+  const Schedule s = lower(job);
+  const auto fwd = count_names(s, s.programs[0], Phase::Forward);
+  CHECK(fwd.count("attn.ln.norm") == 0);
+  CHECK(fwd.at("ln.norm") == fwd.at("attn.qkv"));
+  const Program& p = s.programs[0];
+  // the MLP fc1 GEMM after attn.proj.rs must not depend on it
+  for (size_t i = 0; i < p.ops.size(); ++i) {
+    if (s.names[p.ops[i].name] != "attn.proj.rs") continue;
+    size_t j = i + 1;
+    while (s.names[p.ops[j].name] != "mlp.fc1") ++j;
+    const auto deps = p.deps_of(j);
+    CHECK(std::find(deps.begin(), deps.end(), i) == deps.end());
+    break;
+  }
+  CHECK(s.model_flops_per_iteration ==
+        Approx(narayanan_model_flops(job.model, job.parallel.global_batch)).epsilon(1e-12));
+}
+
+TEST_CASE("ZeRO stages place DP collectives as specified", "[schedules][lower]") {
+  auto job = config::load_job_preset("tiny-interleaved");
+  job.parallel.zero_stage = 0;
+  Schedule s = lower(job);
+  CHECK(count_kind(s.programs[0], OpKind::AllReduce) > 0);
+  int dp_ar = 0;
+  for (const Op& op : s.programs[0].ops) dp_ar += op.group == GroupKind::Dp && op.kind == OpKind::AllReduce;
+  CHECK(dp_ar == 2); // one per model chunk
+  job.parallel.zero_stage = 1;
+  s = lower(job);
+  int rs = 0, ag = 0;
+  for (const Op& op : s.programs[0].ops) {
+    rs += op.group == GroupKind::Dp && op.kind == OpKind::ReduceScatter;
+    ag += op.group == GroupKind::Dp && op.kind == OpKind::AllGather;
+  }
+  CHECK(rs == 2);
+  CHECK(ag == 2);
+  // ZeRO-2 with overlap: the first all-gather is the first DP op, before any compute
+  job.parallel.zero_stage = 2;
+  job.options.overlap.dp = true;
+  s = lower(job);
+  const Program& p = s.programs[0];
+  size_t first_ag = SIZE_MAX, first_compute = SIZE_MAX;
+  for (size_t i = 0; i < p.ops.size(); ++i) {
+    if (first_ag == SIZE_MAX && p.ops[i].kind == OpKind::AllGather && p.ops[i].group == GroupKind::Dp) first_ag = i;
+    if (first_compute == SIZE_MAX && p.ops[i].stream == Stream::Compute && p.ops[i].kind != OpKind::Elementwise) first_compute = i;
+  }
+  CHECK(first_ag < first_compute);
+  CHECK(p.ops[first_ag].priority > 0);
+  CHECK(validate(s).empty());
+}
+
+TEST_CASE("LAMB adds the trust-ratio norm all-reduce; recompute adds Phase::Recompute", "[schedules][lower]") {
+  auto job = config::load_job_preset("tiny-1f1b");
+  job.options.optimizer = OptimizerKind::Lamb;
+  job.options.recompute = true;
+  const Schedule s = lower(job);
+  const auto opt = count_names(s, s.programs[0], Phase::Optimizer);
+  CHECK(opt.count("optimizer.lamb.update") == 1);
+  CHECK(opt.count("optimizer.lamb.norms.ar") == 1);
+  const auto rec = count_names(s, s.programs[0], Phase::Recompute);
+  CHECK(rec.at("attn.qkv") == 2 * 4); // 2 layers × 4 micro-batches on stage 0
+  CHECK(validate(s).empty());
+}
+
+TEST_CASE("async data loading moves the load to the data stream", "[schedules][lower]") {
+  auto job = config::load_job_preset("tiny-1f1b");
+  job.options.iterations = 2;
+  Schedule s = lower(job);
+  for (const Op& op : s.programs[0].ops)
+    if (op.kernel == Kernel::DataLoad) CHECK(op.stream == Stream::Compute);
+  job.options.async_data_loading = true;
+  s = lower(job);
+  int loads = 0;
+  for (const Op& op : s.programs[0].ops)
+    if (op.kernel == Kernel::DataLoad) {
+      CHECK(op.stream == Stream::Data);
+      CHECK(op.labels.phase == Phase::Data);
+      ++loads;
+    }
+  CHECK(loads == 2);
+  CHECK(validate(s).empty());
+}
+
+TEST_CASE("memory: recompute and flash attention shrink activations; overflow names the stage", "[schedules][lower][memory]") {
+  auto job = config::load_job_preset("gpt-175b-megatron");
+  const auto base = estimate_memory(job, 0);
+  job.options.recompute = true;
+  CHECK(estimate_memory(job, 0).activations_bytes < base.activations_bytes);
+  job.options.recompute = false;
+  job.options.operators.flash_attention = true;
+  CHECK(estimate_memory(job, 0).activations_bytes < base.activations_bytes);
+  job.parallel.zero_stage = 0;
+  CHECK(estimate_memory(job, 0).optimizer_bytes > base.optimizer_bytes);
+
+  auto big = config::load_job_preset("tiny-1f1b");
+  big.model.hidden = 8192;
+  big.model.ffn_hidden = 4 * 8192;
+  big.model.heads = 64;
+  big.model.layers = 64;
+  big.parallel.tp = 1;
+  big.parallel.pp = 2;
+  big.parallel.dp = 1;
+  big.parallel.global_batch = 4;
+  try {
+    lower(big);
+    FAIL("an oversized model lowered");
+  } catch (const JobError& e) {
+    CHECK_THAT(e.what(), Catch::Contains("pipeline stage 0") && Catch::Contains("GB"));
+  }
+  LoweringTarget unchecked;
+  unchecked.check_memory = false;
+  const Schedule s = lower(big, unchecked);
+  const auto v = validate(s);
+  REQUIRE(!v.empty());
+  CHECK(v[0].kind == ViolationKind::Memory);
+}
