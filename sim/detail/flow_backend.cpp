@@ -368,6 +368,7 @@ void FlowBackend::run(const std::function<void()>& start) {
                                           "--cfg=network/crosstraffic:0",
                                           "--cfg=network/TCP-gamma:1e18",
                                           "--cfg=contexts/stack-size:64",
+                                          "--cfg=contexts/guard-size:0",
                                           "--log=root.thres:critical"};
   static std::vector<char*> argv;
   argv.clear();
