@@ -84,6 +84,7 @@ struct FlowBackend::Impl {
   EcmpZone* zone = nullptr;
   sg4::Host* driver_host = nullptr;
   std::vector<std::vector<sg4::Host*>> port_host; // by GPU, channel
+  std::vector<std::vector<sg4::Mailbox*>> port_mailbox; // by GPU, channel
   std::vector<std::unique_ptr<Task>> tasks;
   int64_t flows = 0;
   int64_t flows_in_flight = 0;
@@ -146,11 +147,13 @@ void FlowBackend::Impl::build_platform() {
   driver_host = z->create_host("driver", 1e9);
   zone->add_endpoint(driver_host, -1, -1);
   port_host.resize(static_cast<size_t>(gpus));
+  port_mailbox.resize(static_cast<size_t>(gpus));
   for (int64_t g = 0; g < gpus; ++g) {
     for (int c = 0; c < options.channels; ++c) {
       auto* p = z->create_host("gpu" + std::to_string(g) + "." + std::to_string(c), 1e9);
       zone->add_endpoint(p, g, c);
       port_host[static_cast<size_t>(g)].push_back(p);
+      port_mailbox[static_cast<size_t>(g)].push_back(sg4::Mailbox::by_name(p->get_name()));
     }
   }
   apply_fault_plan(); // profiles must be attached before links and hosts are sealed
@@ -249,20 +252,34 @@ void FlowBackend::Impl::launch_phase(Task* task) {
     if (spec.flows[f].after < 0) launch_flow(task, static_cast<uint32_t>(f));
 }
 
+/// A flow is a sender actor on the source port host putting `bytes` into the destination
+/// port's mailbox, and a receiver actor on the destination port host taking one message
+/// from it. Receivers of one port are interchangeable (every message to that mailbox
+/// goes from some source port to this port), so FIFO matching is exact. Host-to-host
+/// Comm::sendto is not used: its completions scan an engine-wide list in 3.32.
 void FlowBackend::Impl::launch_flow(Task* task, uint32_t flow) {
+  static char payload = 0;
   const FlowSpec& f = task->spec.flows[flow];
   sg4::Host* src = port_host[static_cast<size_t>(f.src_gpu)][f.channel];
   sg4::Host* dst = port_host[static_cast<size_t>(f.dst_gpu)][f.channel];
+  sg4::Mailbox* mbox = port_mailbox[static_cast<size_t>(f.dst_gpu)][f.channel];
   ++flows;
   ++flows_in_flight;
-  sg4::Actor::create("f", src, [this, task, flow, src, dst]() {
+  sg4::Actor::create("r", dst, [mbox]() {
+    try {
+      mbox->get<char>();
+    } catch (const simgrid::Exception&) {
+      // the sender reports the failure
+    }
+  });
+  sg4::Actor::create("f", src, [this, task, flow, mbox]() {
     const FlowSpec& fs = task->spec.flows[flow];
     bool failed = false;
     double start = -1;
     try {
       if (fs.delay_s > 0) sg4::this_actor::sleep_for(fs.delay_s);
       start = sg4::Engine::get_clock();
-      sg4::Comm::sendto(src, dst, static_cast<uint64_t>(fs.bytes + 0.5));
+      mbox->put(&payload, static_cast<uint64_t>(fs.bytes + 0.5));
     } catch (const simgrid::NetworkFailureException&) {
       failed = true;
     } catch (const simgrid::HostFailureException&) {
