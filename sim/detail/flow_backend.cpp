@@ -384,7 +384,7 @@ void FlowBackend::run(const std::function<void()>& start) {
                                           "--cfg=network/model:CM02",
                                           "--cfg=network/crosstraffic:0",
                                           "--cfg=network/TCP-gamma:1e18",
-                                          "--cfg=contexts/stack-size:64",
+                                          "--cfg=contexts/stack-size:32",
                                           "--cfg=contexts/guard-size:0",
                                           "--log=root.thres:critical"};
   static std::vector<char*> argv;
