@@ -123,6 +123,7 @@ struct FlowBackend::Impl {
   void build_platform();
   void apply_fault_plan();
   double stalled_seconds(const FlowSpec& f, double start, double end) const;
+  double stall_end(const FlowSpec& f, double t) const;
   void launch_phase(Task* task);
   void launch_flow(Task* task, uint32_t flow);
   void flow_done(Task* task, uint32_t flow, bool failed);
@@ -237,6 +238,30 @@ double FlowBackend::Impl::stalled_seconds(const FlowSpec& f, double start, doubl
   return stalled;
 }
 
+/// When a flow that wants to start at `t` can start: after every outage on its path that
+/// covers `t`. CM02 bounds a comm by the bandwidth its links have when it starts, so a
+/// comm started at 1 B/s would stay at 1 B/s after the link recovers; a flow that would
+/// start during an outage therefore waits for its end (the same stall: no progress, then
+/// resume), or for the retransmit limit, after which the link is OFF and it fails.
+double FlowBackend::Impl::stall_end(const FlowSpec& f, double t) const {
+  if (link_stalls.empty()) return t;
+  std::vector<topology::Hop> hops;
+  paths.route(f.src_gpu, f.dst_gpu, f.channel, hops);
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (const auto& h : hops) {
+      auto it = link_stalls.find(h.link);
+      if (it == link_stalls.end()) continue;
+      for (const auto& [a, b] : it->second)
+        if (t >= a && t < b) {
+          t = b;
+          moved = true;
+        }
+    }
+  }
+  return t;
+}
+
 void FlowBackend::Impl::launch_phase(Task* task) {
   const auto& spec = task->spec;
   const size_t begin = spec.phase_begin.empty() ? 0 : spec.phase_begin[task->phase];
@@ -278,6 +303,11 @@ void FlowBackend::Impl::launch_flow(Task* task, uint32_t flow) {
     double start = -1;
     try {
       if (fs.delay_s > 0) sg4::this_actor::sleep_for(fs.delay_s);
+      const double now = sg4::Engine::get_clock();
+      if (const double resume = stall_end(fs, now); resume > now) {
+        task->stalled_s = std::max(task->stalled_s, resume - now);
+        sg4::this_actor::sleep_until(resume);
+      }
       start = sg4::Engine::get_clock();
       mbox->put(&payload, static_cast<uint64_t>(fs.bytes + 0.5));
     } catch (const simgrid::NetworkFailureException&) {
