@@ -153,8 +153,9 @@ nlohmann::json setup_json(const Setup& s, const FaultOptions& o) {
   j["shape"] = {{"tp", s.state.shape.tp}, {"dp", s.state.shape.dp}, {"pp", s.state.shape.pp}};
   j["parameters"] = s.state.parameters;
   j["checkpoint_bytes"] = s.state.unique_bytes;
-  j["fault_model"] = {{"name", s.model.name}, {"source", s.model.source}};
-  j["recovery"] = {{"name", s.recovery.policy.name}, {"source", s.recovery.source}};
+  j["fault_model"] = detail::model_json(s.model);
+  j["recovery"] = detail::policy_json(s.campaign.recovery, s.recovery.checkpoint);
+  j["recovery"]["source"] = s.recovery.source;
   j["days"] = o.days;
   j["seeds"] = o.seeds;
   j["seed"] = o.seed;
