@@ -23,12 +23,11 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/job_args.hpp"
 #include "cli/detail/fault_report.hpp"
 #include "config/cluster_file.hpp"
 #include "config/error.hpp"
 #include "config/fault_file.hpp"
-#include "config/job_file.hpp"
-#include "config/presets.hpp"
 #include "config/recovery_file.hpp"
 #include "faults/checkpoint_tuner.hpp"
 
@@ -37,9 +36,7 @@ namespace twinscale::cli {
 namespace {
 
 struct FaultOptions {
-  std::string job_path;
-  std::string preset;
-  std::optional<int64_t> gpus;
+  JobArgs job;
   std::string faults = "llama3-405b";
   std::string recovery = "megascale";
   double days = 28;
@@ -55,9 +52,7 @@ struct FaultOptions {
 };
 
 void add_common(CLI::App* cmd, FaultOptions& o) {
-  cmd->add_option("job", o.job_path, "job file (TOML); or use --preset");
-  cmd->add_option("--preset", o.preset, "built-in job preset (e.g. gpt-175b-megascale)");
-  cmd->add_option("--gpus", o.gpus, "total GPUs (re-derives DP = GPUs / (TP·PP))");
+  o.job.add_to(*cmd);
   cmd->add_option("--faults", o.faults, "fault model: preset name or TOML file")->capture_default_str();
   cmd->add_option("--recovery", o.recovery, "recovery + checkpoint policy: preset name or TOML file")
       ->capture_default_str();
@@ -80,16 +75,8 @@ struct Setup {
 };
 
 Setup resolve(const FaultOptions& o) {
-  if (o.job_path.empty() == o.preset.empty())
-    throw config::ConfigError("give a job: either a JOB file or --preset NAME (not both); presets: " +
-                              [] {
-                                std::string s;
-                                for (auto& n : config::preset_names("jobs")) s += (s.empty() ? "" : ", ") + n;
-                                return s;
-                              }());
   Setup s;
-  s.job = o.preset.empty() ? config::load_job(o.job_path) : config::load_job_preset(o.preset);
-  config::apply_overrides(s.job, o.gpus, std::nullopt);
+  s.job = o.job.load();
   int64_t gpus_per_node = 8;
   if (!s.job.cluster.empty()) gpus_per_node = config::load_cluster(s.job.cluster).server.gpus;
   s.model = config::resolve_fault_model(o.faults);
@@ -110,17 +97,6 @@ Setup resolve(const FaultOptions& o) {
   c.spec.seeds = o.seeds;
   c.spec.seed = o.seed;
   return s;
-}
-
-void write_atomic(const std::filesystem::path& path, const std::string& text) {
-  const auto tmp = path.string() + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw config::ConfigError(tmp + ": cannot write");
-    f << text;
-    if (!f.flush()) throw config::ConfigError(tmp + ": write failed");
-  }
-  std::filesystem::rename(tmp, path);
 }
 
 std::filesystem::path plot_script() {
@@ -176,9 +152,9 @@ int run_campaign_command(const FaultOptions& o) {
   if (!o.out.empty()) {
     const std::filesystem::path dir(o.out);
     std::filesystem::create_directories(dir);
-    write_atomic(dir / "campaign.json", j.dump(2) + "\n");
-    write_atomic(dir / "campaign_states.csv", detail::states_csv(sum));
-    write_atomic(dir / "campaign_causes.csv", detail::causes_csv(sum, s.campaign));
+    write_file_atomically((dir / "campaign.json").string(), j.dump(2) + "\n");
+    write_file_atomically((dir / "campaign_states.csv").string(), detail::states_csv(sum));
+    write_file_atomically((dir / "campaign_causes.csv").string(), detail::causes_csv(sum, s.campaign));
     plot(dir, "--states '" + (dir / "campaign_states.csv").string() + "'");
   }
   if (o.json) std::cout << j.dump(2) << "\n";
@@ -204,8 +180,8 @@ int run_tune_command(const FaultOptions& o) {
   if (!o.out.empty()) {
     const std::filesystem::path dir(o.out);
     std::filesystem::create_directories(dir);
-    write_atomic(dir / "tune_checkpoint.json", j.dump(2) + "\n");
-    write_atomic(dir / "tune_checkpoint.csv", detail::sweep_csv(result));
+    write_file_atomically((dir / "tune_checkpoint.json").string(), j.dump(2) + "\n");
+    write_file_atomically((dir / "tune_checkpoint.csv").string(), detail::sweep_csv(result));
     plot(dir, "--sweep '" + (dir / "tune_checkpoint.csv").string() + "'");
   }
   if (o.json) std::cout << j.dump(2) << "\n";
@@ -221,7 +197,10 @@ void add_fault_commands(CLI::App& app, Action& action) {
   add_common(campaign, *campaign_opts);
   campaign->add_option("--checkpoint-interval", campaign_opts->interval_s,
                        "seconds of training between checkpoints (default: the recovery file's)");
-  campaign->callback([&action, campaign_opts] { action = [campaign_opts] { return run_campaign_command(*campaign_opts); }; });
+  campaign->callback([&action, campaign_opts] {
+    campaign_opts->job.check_usage();
+    action = [campaign_opts] { return run_campaign_command(*campaign_opts); };
+  });
 
   auto tune_opts = std::make_shared<FaultOptions>();
   CLI::App* tune = app.add_subcommand("tune-checkpoint", "sweep the checkpoint interval; compare with Young and Daly");
@@ -229,7 +208,10 @@ void add_fault_commands(CLI::App& app, Action& action) {
   tune->add_option("--min", tune_opts->min_s, "shortest interval, s (default max(checkpoint time, Daly/8))");
   tune->add_option("--max", tune_opts->max_s, "longest interval, s (default 8 × Daly)");
   tune->add_option("--points", tune_opts->points, "intervals in the sweep (geometric)")->capture_default_str();
-  tune->callback([&action, tune_opts] { action = [tune_opts] { return run_tune_command(*tune_opts); }; });
+  tune->callback([&action, tune_opts] {
+    tune_opts->job.check_usage();
+    action = [tune_opts] { return run_tune_command(*tune_opts); };
+  });
 }
 
 } // namespace twinscale::cli

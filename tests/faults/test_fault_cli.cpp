@@ -50,8 +50,8 @@ TEST_CASE("fault CLI: bad input exits 1 with the reason, usage errors exit 2", "
   CHECK(r.out.find("shorter than the checkpoint itself") != std::string::npos);
   r = run("campaign --preset gpt-175b-megascale --iteration-time 0");
   CHECK(r.rc == 1);
-  r = run("campaign --iteration-time 10");
-  CHECK(r.rc == 1);
+  r = run("campaign --iteration-time 10"); // no job: a usage error
+  CHECK(r.rc == 2);
   CHECK(r.out.find("--preset") != std::string::npos);
   r = run("campaign --preset gpt-175b-megascale");
   CHECK(r.rc == 2); // --iteration-time is required
