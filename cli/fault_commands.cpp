@@ -117,7 +117,10 @@ void plot(const std::filesystem::path& dir, const std::string& args) {
     std::cerr << "twinscale: scripts/plot_campaign.py not found; CSVs are in " << dir << "\n";
     return;
   }
-  const std::string cmd = "python3 '" + script.string() + "' " + args + " --out '" + dir.string() + "' 1>&2";
+  // Debian's python3-matplotlib lives under /usr/bin/python3; a python3 earlier on PATH
+  // (pyenv, venv) may lack it.
+  const std::string python = std::filesystem::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+  const std::string cmd = python + " '" + script.string() + "' " + args + " --out '" + dir.string() + "' 1>&2";
   if (std::system(cmd.c_str()) != 0)
     std::cerr << "twinscale: plotting failed (python3 with matplotlib needed); the CSVs are in " << dir << "\n";
 }
