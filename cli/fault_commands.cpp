@@ -108,6 +108,9 @@ std::filesystem::path plot_script() {
       if (std::filesystem::exists(p)) return p;
     }
   }
+  // A build tree outside the sources: the source tree it was configured from.
+  const auto p = std::filesystem::path(TWINSCALE_SOURCE_DIR) / "scripts" / "plot_campaign.py";
+  if (std::filesystem::exists(p)) return p;
   return {};
 }
 
