@@ -79,11 +79,13 @@ struct ClosShape {
   int64_t tor_down_ports_used = 0;      // by servers_per_tor full server groups
   int64_t tors = 0;                     // server_groups × rails
   // 3 tiers: a pod is one rail's ToRs from tors_per_pod consecutive server groups, wired
-  // to aggs_per_pod (= tor_up_ports) aggregation switches, one link per ToR–agg pair.
+  // to aggs_per_pod aggregation switches with links_per_agg parallel links per ToR–agg
+  // pair (aggs_per_pod · links_per_agg = tor_up_ports).
   int64_t tors_per_pod = 0;
   int64_t blocks = 0;                   // server groups / tors_per_pod, rounded up
   int64_t pods = 0;                     // blocks × rails
   int64_t aggs_per_pod = 0;
+  int64_t links_per_agg = 0;            // parallel links from a ToR to each agg of its pod
   int64_t agg_down_ports = 0;
   int64_t agg_up_ports = 0;
   int64_t aggs = 0;

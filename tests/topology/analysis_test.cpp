@@ -55,6 +55,27 @@ TEST_CASE("analysis: megascale-ampere at 12,288 GPUs matches the hand calculatio
   }
 }
 
+TEST_CASE("analysis: the aggregation and spine tiers are sized to the populated pods", "[analysis]") {
+  // megascale-ampere with 256 GPUs: 32 servers = 1 group → 8 ToRs, 8 pods of one ToR.
+  // A ToR's 32 uplinks fit one aggregation switch (32 down ports) → 1 agg per pod with
+  // 32 parallel links; 1 spine plane: 8 aggs × 32 uplinks = 256 links → 4 spines.
+  const Fabric f = preset_fabric("megascale-ampere", 256);
+  const FabricAnalysis a = analyze(f);
+  CHECK(f.shape().aggs_per_pod == 1);
+  CHECK(f.shape().links_per_agg == 32);
+  CHECK(a.tors == 8);
+  CHECK(a.aggs == 8);
+  CHECK(a.spines == 4);
+  CHECK(f.shape().links_per_spine == 8);
+  CHECK(a.bisection_bw_bytes_per_s == Approx(256 * 25e9 / 2));
+  // route() sends cross-rail traffic over the spine (8 links); the graph has a shorter
+  // way through the NVSwitch to a GPU of the destination's rail (6 links, as PXN does).
+  CHECK(a.route_diameter_links == 8);
+  CHECK(a.diameter_links == 6);
+  // at 12,288 GPUs a pod holds 24 ToRs: 24 × 32 links need all 32 aggs, 1 link each
+  CHECK(preset_fabric("megascale-ampere", 12288).shape().links_per_agg == 1);
+}
+
 TEST_CASE("analysis: single-rail unsplit halves the servers' share of the ToR", "[analysis]") {
   const FabricAnalysis a = analyze(preset_fabric("megascale-ampere-single-rail", 12288));
   // 4 servers per ToR → 384 ToRs; 200G NICs on whole 400G ports: ToR down:up = 0.5
@@ -74,7 +95,7 @@ TEST_CASE("analysis: graph BFS diameter agrees with route() on the small fabrics
   CHECK(two.route_diameter_links == 6);
   const FabricAnalysis three = analyze(preset_fabric("tiny-3tier"));
   CHECK(three.diameter_links == 8);
-  CHECK(three.switches == 8 + 16 + 8);
+  CHECK(three.switches == 8 + 8 + 4);
   // two blocks: a rail's NICs are split over two pods, joined only through spines
   for (const RailSummary& r : three.rails_summary) CHECK(r.plane_components == 2);
 }
