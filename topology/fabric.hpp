@@ -140,15 +140,20 @@ public:
   std::string gpu_name(int64_t gpu) const;                 // "server12.gpu3"
   std::optional<int64_t> find_gpu(std::string_view name) const;
 
-  /// The links a flow from `src_gpu` to `dst_gpu` crosses. Inside a server: GPU →
-  /// NVSwitch → GPU. Between servers: GPU → its rail NIC → ToR → … → NIC → GPU, the
-  /// up-path chosen per flow by `policy` (O(1) per hop, nothing precomputed per pair).
+  /// The links a flow from `src_gpu` to `dst_gpu` crosses (replaces `out`). Inside a
+  /// server: GPU → NVSwitch → GPU. Between servers: GPU → its NIC (PCIe) → ToR → … →
+  /// NIC → GPU. Same-rail traffic of one block stays in the rail's ToR/aggregation plane;
+  /// other traffic crosses a spine. Every equal-cost choice (uplink at a ToR and at an
+  /// aggregation switch, parallel link down from a spine or an aggregation switch) is
+  /// made per flow by `policy` at that switch: O(1) per hop, no per-pair tables. A flow
+  /// keeps its path for a given (src, dst, flow_id, seed). src == dst gives an empty
+  /// path; a GPU id out of range throws TopologyError.
   void route(int64_t src_gpu, int64_t dst_gpu, uint64_t flow_id, uint64_t seed,
              EcmpPolicy policy, std::vector<Hop>& out) const;
 
   /// Fluid ECMP: every link the flow's equal-cost paths cross, with the fraction of the
   /// flow it carries when split evenly at every up-hop (the ideal-spreading bound).
-  /// O(up ports) per flow.
+  /// O(ToR up ports + aggs per pod × agg up ports) per flow.
   void spread(int64_t src_gpu, int64_t dst_gpu, std::vector<WeightedHop>& out) const;
 
 private:

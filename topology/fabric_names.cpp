@@ -19,6 +19,7 @@ bool take(std::string_view& s, std::string_view prefix, int64_t& out) {
   s.remove_prefix(prefix.size());
   size_t n = 0;
   while (n < s.size() && s[n] >= '0' && s[n] <= '9') ++n;
+  if (n > 1 && s[0] == '0') return false; // canonical names have no leading zeros
   if (!parse_int(s.substr(0, n), out)) return false;
   s.remove_prefix(n);
   return true;

@@ -116,6 +116,8 @@ TEST_CASE("names: every vertex and link name round-trips", "[fabric][names]") {
   const Fabric f = preset_fabric("tiny-3tier");
   CHECK(f.find_server("server7") == 7);
   CHECK_FALSE(f.find_server("server8"));
+  CHECK_FALSE(f.find_server("server07"));
+  CHECK_FALSE(f.find_server("server-1"));
   CHECK(f.find_gpu("server2.gpu3") == 19);
   CHECK_FALSE(f.find_gpu("server2.gpu8"));
   CHECK_FALSE(f.find_gpu("server2.nic3"));
