@@ -55,8 +55,9 @@ struct WeightedHop {
 
 enum class EcmpPolicy : uint8_t {
   Hash,        // hash of (src, dst, flow id, seed) over equal-cost next hops, as switches do
-  IdealSpread, // round-robin by flow id at each up-hop (flows numbered consecutively per
-               // source spread perfectly over the uplinks); spread() is the fluid bound
+  IdealSpread, // round-robin at each up-hop by flow id + the source NIC's port position
+               // under its ToR (a ToR's flows with one id take distinct uplinks); one
+               // path per flow, so not a bound: spread() is the fluid bound
 };
 
 /// The Clos arithmetic derived from a ClusterSpec when a Fabric is built (all counts are

@@ -201,3 +201,17 @@ TEST_CASE("spread: fractions cover exactly the links hashing can use, one flow p
       }
   }
 }
+
+TEST_CASE("route IdealSpread: one ToR's flows with equal ids share its uplinks evenly", "[fabric][ecmp]") {
+  const Fabric f = preset_fabric("tiny-3tier"); // a ToR: 8 NIC ports below, 4 uplinks
+  std::map<uint32_t, int> per_uplink;
+  std::vector<Hop> path;
+  for (int64_t g = 0; g < 16; ++g) {
+    if (f.rail_of_gpu(g) != 0) continue; // the 8 GPUs behind tor0.r0
+    f.route(g, 32 + g, 0, 0, EcmpPolicy::IdealSpread, path);
+    REQUIRE(path.size() == 8);
+    ++per_uplink[path[2].link];
+  }
+  CHECK(per_uplink.size() == 4);
+  for (const auto& [link, n] : per_uplink) CHECK(n == 2);
+}
