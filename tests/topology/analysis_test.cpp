@@ -106,3 +106,45 @@ TEST_CASE("graph view: two directed edges per link", "[analysis]") {
   CHECK(boost::num_vertices(g) == f.vertices().size());
   CHECK(boost::num_edges(g) == 2 * f.links().size());
 }
+
+TEST_CASE("analysis: 16,384 GPUs fill one block of megascale-ampere exactly", "[analysis]") {
+  // 2,048 servers = 32 groups = 32 ToRs per rail pod (the aggregation down ports)
+  const Fabric f = preset_fabric("megascale-ampere", 16384);
+  const FabricAnalysis a = analyze(f);
+  CHECK(f.shape().blocks == 1);
+  CHECK(a.tors == 256);
+  CHECK(a.aggs == 256);
+  CHECK(a.spines == 128);
+  CHECK(a.tiers_summary[2].oversubscription == Approx(1.0));
+  CHECK(a.bisection_bw_bytes_per_s == Approx(16384 * 25e9 / 2));
+  CHECK(a.diameter_links == 8);
+}
+
+TEST_CASE("analysis: dgx-a100-superpod preset", "[analysis]") {
+  // 140 servers, 20 per leaf (40 × 200G at 1:1, whole ports) → 7 groups × 8 rails = 56
+  // ToRs; 8 rail pods of 7 ToRs × 20 uplinks over 20-down aggs → 10 aggs per pod with 2
+  // links each = 80; 10 planes: 8 pods × 20 uplinks on 40-port spines → 4 spines, 5 links.
+  const FabricAnalysis a = analyze(preset_fabric("dgx-a100-superpod"));
+  CHECK(a.servers == 140);
+  CHECK(a.tors == 56);
+  CHECK(a.aggs == 80);
+  CHECK(a.spines == 40);
+  CHECK(a.bisection_bw_bytes_per_s == Approx(1120 * 25e9 / 2));
+}
+
+TEST_CASE("analysis: the largest megascale-ampere fabric (131,072 GPUs)", "[analysis][slow]") {
+  const Fabric f = preset_fabric("megascale-ampere", 131072);
+  const FabricAnalysis a = analyze(f);
+  CHECK(f.shape().blocks == 8);
+  CHECK(f.shape().pods == 64);
+  CHECK(a.tors == 2048);
+  CHECK(a.aggs == 2048);
+  CHECK(a.spines == 32 * 32); // 64 pods × 32 uplinks per plane = 2,048 links / 64 ports
+  CHECK(f.shape().links_per_spine == 1);
+  CHECK(a.diameter_links == 8);
+  std::vector<Hop> path;
+  for (int64_t g = 0; g < f.gpus(); g += 997) {
+    f.route(g, f.gpus() - 1 - g, static_cast<uint64_t>(g), 1, EcmpPolicy::Hash, path);
+    REQUIRE(twinscale::topology::test::walk(f, g, path) == f.gpu_vertex(f.gpus() - 1 - g));
+  }
+}
