@@ -280,6 +280,12 @@ void StageLowering::emit_iteration_end() {
 Program StageLowering::run() {
   const auto& opt = job_.options;
   const auto& par = job_.parallel;
+  { // a generous estimate of the ops, to avoid regrowing a multi-megabyte vector
+    const int64_t per_layer = 40 * Dims::of(job_).tp_chunks + (opt.recompute ? 40 : 0);
+    const auto ops = static_cast<size_t>(opt.iterations) * order_.size() *
+                     static_cast<size_t>(job_.model.layers / (P_ * V_) * per_layer + 24);
+    b_.reserve(ops, ops * 3 / 2);
+  }
   for (iteration_ = 0; iteration_ < opt.iterations; ++iteration_) {
     if (opt.async_data_loading) {
       if (iteration_ == 0) emit_data_op(0, true);
