@@ -33,8 +33,8 @@ TEST_CASE("check_job rejects impossible parallelism", "[schedules][check_job][ba
   expect([](JobSpec& j) { j.model.layers = 6; }, "model.layers", "pp·vpp");
   expect([](JobSpec& j) { j.model.heads = 3; j.model.hidden = 255; }, "model.heads", "parallel.tp");
   expect([](JobSpec& j) { j.model.hidden = 250; }, "model.hidden", "model.heads");
-  expect([](JobSpec& j) { j.parallel.global_batch = 10; }, "global_batch", "dp·micro_batch");
-  expect([](JobSpec& j) { j.parallel.global_batch = 12; }, "micro-batches % pp", "Megatron");
+  expect([](JobSpec& j) { j.parallel.global_batch = 9; }, "global_batch", "dp·micro_batch");
+  expect([](JobSpec& j) { j.parallel.global_batch = 10; }, "micro-batches % pp", "Megatron");
   expect([](JobSpec& j) { j.options.pipeline = PipelineKind::OneFOneB; }, "parallel.vpp", "interleaved");
   expect([](JobSpec& j) { j.parallel.pp = 1; j.parallel.vpp = 4; }, "interleaved", "pp > 1");
   expect([](JobSpec& j) { j.parallel.zero_stage = 3; }, "zero_stage", "0, 1, 2");
