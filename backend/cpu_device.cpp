@@ -1,0 +1,310 @@
+#include "backend/cpu_device.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include <mpi.h>
+
+#include "backend/detail/cpu_kernels.hpp"
+#include "backend/detail/mpi_groups.hpp"
+#include "backend/error.hpp"
+#include "backend/executor.hpp"
+#include "schedules/error.hpp"
+
+namespace twinscale::backend {
+
+using schedules::GroupKind;
+using schedules::Op;
+using schedules::OpKind;
+
+namespace {
+
+double steady_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+struct CommState {
+  MPI_Request request = MPI_REQUEST_NULL;
+  std::vector<float> send, recv;
+  int64_t group_rank = 0, group_size = 1, sequence = 0, per_member = 0;
+};
+
+} // namespace
+
+struct CpuDevice::Impl {
+  CpuDeviceOptions options;
+  const detail::MpiGroups& groups;
+  double epoch;
+  const schedules::Schedule* schedule = nullptr;
+  const schedules::Program* program = nullptr;
+  int64_t rank = 0;
+  std::vector<OpTiming> timing;
+  std::vector<std::unique_ptr<CommState>> comm;
+  std::vector<int64_t> sequence;                // op → index on its channel
+  std::unique_ptr<std::atomic<uint8_t>[]> compute_state;  // 0 pending, 1 done, 2 failed
+
+  // The compute stream: one thread running kernels in issue order.
+  std::mutex mutex;
+  std::condition_variable work_cv, done_cv;
+  std::deque<uint32_t> queue;
+  uint64_t completions = 0, seen_completions = 0;
+  bool stop = false;
+  std::thread worker;
+  detail::CpuKernels kernels;
+
+  Impl(CpuDeviceOptions o, const detail::MpiGroups& g, double e)
+      : options(o), groups(g), epoch(e), kernels(o.max_buffer_bytes) {
+    if (options.shape_divisor < 1)
+      throw BackendError("CPU device: shape divisor " + std::to_string(options.shape_divisor) +
+                         " must be >= 1");
+  }
+
+  double now() const { return steady_s() - epoch; }
+
+  void worker_loop() {
+    for (;;) {
+      uint32_t i;
+      {
+        std::unique_lock lock(mutex);
+        work_cv.wait(lock, [&] { return stop || !queue.empty(); });
+        if (stop) return;
+        i = queue.front();
+        queue.pop_front();
+      }
+      const Op& op = program->ops[i];
+      timing[i].start_s = now();
+      uint8_t outcome = 1;
+      try {
+        kernels.run(op, detail::scaled_shape(op, options.shape_divisor));
+        timing[i].end_s = now();
+        timing[i].valid = true;
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "twinscale run: rank %lld: op %u failed: %s\n",
+                     static_cast<long long>(rank), i, e.what());
+        outcome = 2;
+      }
+      compute_state[i].store(outcome, std::memory_order_release);
+      {
+        std::lock_guard lock(mutex);
+        ++completions;
+      }
+      done_cv.notify_all();
+    }
+  }
+
+  MPI_Comm comm_of(const Op& op) const {
+    MPI_Comm c = groups.comm(op.group);
+    TWINSCALE_ASSERT(c != MPI_COMM_NULL, "op on a group this rank is not a member of");
+    return c;
+  }
+
+  void post(uint32_t i) {
+    const Op& op = program->ops[i];
+    auto st = std::make_unique<CommState>();
+    st->group_rank = schedule->layout.group_rank(op.group, rank);
+    st->group_size = schedule->layout.group_size(op.group);
+    st->sequence = sequence[i];
+    const int64_t floats =
+        static_cast<int64_t>(std::ceil(detail::scaled_bytes(op, options.shape_divisor) / 4.0));
+    const int64_t n = st->group_size;
+    const int64_t per = std::max<int64_t>(1, (floats + n - 1) / n);
+    st->per_member = per;
+    const float mine = static_cast<float>(st->group_rank + 1);
+    MPI_Comm c = comm_of(op);
+    int rc = MPI_SUCCESS;
+    timing[i].start_s = now();
+    switch (op.kind) {
+    case OpKind::AllReduce:
+      st->send.assign(static_cast<size_t>(floats), mine);
+      st->recv.resize(static_cast<size_t>(floats));
+      rc = MPI_Iallreduce(st->send.data(), st->recv.data(), static_cast<int>(floats), MPI_FLOAT,
+                          MPI_SUM, c, &st->request);
+      break;
+    case OpKind::AllGather:
+      st->send.assign(static_cast<size_t>(per), mine);
+      st->recv.resize(static_cast<size_t>(per * n));
+      rc = MPI_Iallgather(st->send.data(), static_cast<int>(per), MPI_FLOAT, st->recv.data(),
+                          static_cast<int>(per), MPI_FLOAT, c, &st->request);
+      break;
+    case OpKind::ReduceScatter:
+      st->send.assign(static_cast<size_t>(per * n), mine);
+      st->recv.resize(static_cast<size_t>(per));
+      rc = MPI_Ireduce_scatter_block(st->send.data(), st->recv.data(), static_cast<int>(per),
+                                     MPI_FLOAT, MPI_SUM, c, &st->request);
+      break;
+    case OpKind::AllToAll:
+      st->send.resize(static_cast<size_t>(per * n));
+      for (int64_t j = 0; j < n; ++j)  // block j goes to member j
+        std::fill_n(st->send.begin() + j * per, per, static_cast<float>(st->group_rank * 1000 + j));
+      st->recv.resize(static_cast<size_t>(per * n));
+      rc = MPI_Ialltoall(st->send.data(), static_cast<int>(per), MPI_FLOAT, st->recv.data(),
+                         static_cast<int>(per), MPI_FLOAT, c, &st->request);
+      break;
+    case OpKind::Broadcast: {
+      const int root = op.peer >= 0 ? op.peer : 0;
+      st->recv.assign(static_cast<size_t>(floats),
+                      st->group_rank == root ? static_cast<float>(7 + st->sequence % 1000) : 0.0f);
+      rc = MPI_Ibcast(st->recv.data(), static_cast<int>(floats), MPI_FLOAT, root, c, &st->request);
+      break;
+    }
+    case OpKind::Send:
+      st->send.assign(static_cast<size_t>(floats), static_cast<float>(1 + st->sequence % 30000));
+      rc = MPI_Isend(st->send.data(), static_cast<int>(floats), MPI_FLOAT, op.peer,
+                     static_cast<int>(st->sequence % 30000), c, &st->request);
+      break;
+    case OpKind::Recv:
+      st->recv.resize(static_cast<size_t>(floats));
+      rc = MPI_Irecv(st->recv.data(), static_cast<int>(floats), MPI_FLOAT, op.peer,
+                     static_cast<int>(st->sequence % 30000), c, &st->request);
+      break;
+    default:
+      TWINSCALE_ASSERT(false, "post() of a compute op");
+    }
+    if (rc != MPI_SUCCESS) st->request = MPI_REQUEST_NULL;  // poll() reports it failed
+    comm[i] = std::move(st);
+  }
+
+  /// True when the received data is what the peers sent.
+  bool verify(uint32_t i) const {
+    const Op& op = program->ops[i];
+    const CommState& st = *comm[i];
+    const double n = static_cast<double>(st.group_size);
+    auto all_equal = [](const std::vector<float>& v, size_t from, size_t count, double want) {
+      if (count == 0) return true;
+      return v[from] == static_cast<float>(want) && v[from + count - 1] == static_cast<float>(want);
+    };
+    switch (op.kind) {
+    case OpKind::AllReduce:
+    case OpKind::ReduceScatter: return all_equal(st.recv, 0, st.recv.size(), n * (n + 1) / 2);
+    case OpKind::AllGather:
+      for (int64_t j = 0; j < st.group_size; ++j)
+        if (!all_equal(st.recv, static_cast<size_t>(j * st.per_member),
+                       static_cast<size_t>(st.per_member), static_cast<double>(j + 1)))
+          return false;
+      return true;
+    case OpKind::AllToAll:
+      for (int64_t j = 0; j < st.group_size; ++j)
+        if (!all_equal(st.recv, static_cast<size_t>(j * st.per_member),
+                       static_cast<size_t>(st.per_member),
+                       static_cast<double>(j * 1000 + st.group_rank)))
+          return false;
+      return true;
+    case OpKind::Broadcast: return all_equal(st.recv, 0, st.recv.size(), 7 + st.sequence % 1000);
+    case OpKind::Recv: return all_equal(st.recv, 0, st.recv.size(), 1 + st.sequence % 30000);
+    default: return true;
+    }
+  }
+};
+
+CpuDevice::CpuDevice(CpuDeviceOptions options, const detail::MpiGroups& groups,
+                     double epoch_steady_s)
+    : impl_(std::make_unique<Impl>(options, groups, epoch_steady_s)) {}
+
+CpuDevice::~CpuDevice() {
+  {
+    std::lock_guard lock(impl_->mutex);
+    impl_->stop = true;
+  }
+  impl_->work_cv.notify_all();
+  if (impl_->worker.joinable()) impl_->worker.join();
+}
+
+void CpuDevice::prepare(const schedules::Schedule& schedule, int64_t rank) {
+  Impl& d = *impl_;
+  TWINSCALE_ASSERT(d.program == nullptr, "CpuDevice prepared twice");
+  d.schedule = &schedule;
+  d.program = &schedule.program(rank);
+  d.rank = rank;
+  const size_t n = d.program->ops.size();
+  d.timing.assign(n, OpTiming{});
+  d.comm.resize(n);
+  d.sequence.assign(n, 0);
+  d.compute_state = std::make_unique<std::atomic<uint8_t>[]>(n);
+  std::map<std::string, int64_t> next;
+  for (size_t i = 0; i < n; ++i) {
+    const Op& op = d.program->ops[i];
+    d.compute_state[i].store(0);
+    const std::string ch = op_channel(schedule, rank, op);
+    if (!ch.empty()) d.sequence[i] = next[ch]++;
+  }
+  d.worker = std::thread([&d] { d.worker_loop(); });
+}
+
+void CpuDevice::issue(uint32_t index, std::span<const uint32_t>) {
+  Impl& d = *impl_;
+  const Op& op = d.program->ops[index];
+  if (op.is_communication()) {
+    d.post(index);
+    return;
+  }
+  {
+    std::lock_guard lock(d.mutex);
+    d.queue.push_back(index);
+  }
+  d.work_cv.notify_one();
+}
+
+OpStatus CpuDevice::poll(uint32_t index) {
+  Impl& d = *impl_;
+  const Op& op = d.program->ops[index];
+  if (!op.is_communication()) {
+    const uint8_t s = d.compute_state[index].load(std::memory_order_acquire);
+    return s == 0 ? OpStatus::Pending : s == 1 ? OpStatus::Done : OpStatus::Failed;
+  }
+  CommState& st = *d.comm[index];
+  if (st.request == MPI_REQUEST_NULL && !d.timing[index].valid) return OpStatus::Failed;
+  int flag = 0;
+  if (MPI_Test(&st.request, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS) return OpStatus::Failed;
+  if (!flag) return OpStatus::Pending;
+  d.timing[index].end_s = d.now();
+  d.timing[index].valid = true;
+  const bool ok = !d.options.verify || d.verify(index);
+  if (!ok)
+    std::fprintf(stderr, "twinscale run: rank %lld: op %u (%s on %s) received wrong data\n",
+                 static_cast<long long>(d.rank), index, std::string(to_string(op.kind)).c_str(),
+                 std::string(to_string(op.group)).c_str());
+  st.send = {};
+  st.recv = {};
+  return ok ? OpStatus::Done : OpStatus::Failed;
+}
+
+void CpuDevice::wait_for_progress(double max_wait_s) {
+  Impl& d = *impl_;
+  std::unique_lock lock(d.mutex);
+  d.done_cv.wait_for(lock, std::chrono::duration<double>(max_wait_s),
+                     [&] { return d.completions != d.seen_completions; });
+  d.seen_completions = d.completions;
+}
+
+std::vector<OpTiming> CpuDevice::timings() {
+  Impl& d = *impl_;
+  // The compute thread writes timing[] before publishing done; take the lock so
+  // every write it made is visible here.
+  std::lock_guard lock(d.mutex);
+  return d.timing;
+}
+
+void CpuDevice::abort() {
+  Impl& d = *impl_;
+  {
+    std::lock_guard lock(d.mutex);
+    d.stop = true;
+    d.queue.clear();
+  }
+  d.work_cv.notify_all();
+  if (d.worker.joinable()) d.worker.join();
+  // Outstanding MPI requests towards dead or hung peers are abandoned (not freed: a
+  // request of a non-blocking collective cannot be cancelled).
+  for (auto& st : d.comm)
+    if (st) (void)st.release();
+}
+
+double CpuDevice::now_s() const { return impl_->now(); }
+
+} // namespace twinscale::backend

@@ -1,0 +1,52 @@
+// The CPU device: real processes under mpirun, real bytes. Compute ops run on a compute
+// thread (Eigen, fp32, shapes divided by shape_divisor); communication ops are
+// non-blocking MPI operations (MPI_Iallreduce, MPI_Isend, …) on the rank's group
+// communicators, progressed by MPI_Test from the executor's thread — so communication
+// overlaps compute wherever the schedule allows. Results of every collective and
+// receive are checked against the values the peers sent (verify).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "backend/device.hpp"
+
+namespace twinscale::backend {
+
+namespace detail {
+class MpiGroups;
+}
+
+struct CpuDeviceOptions {
+  /// Every compute dimension (GEMM m, n, k; attention heads, sequence, head dim;
+  /// elementwise elements) and every message size is divided by this (rounded up).
+  int64_t shape_divisor = 1;
+  /// Check received data (all-reduce sums, gathered blocks, p2p payloads).
+  bool verify = true;
+  /// A kernel needing a larger single buffer is an error (asks for a larger divisor).
+  double max_buffer_bytes = 1e9;
+};
+
+class CpuDevice final : public Device {
+public:
+  /// `groups` must outlive the device; `epoch_steady_s` is the common epoch
+  /// (std::chrono::steady_clock seconds, agreed by all ranks of one host).
+  CpuDevice(CpuDeviceOptions options, const detail::MpiGroups& groups, double epoch_steady_s);
+  ~CpuDevice() override;
+
+  std::string_view name() const override { return "cpu"; }
+  bool orders_on_device() const override { return false; }
+  void prepare(const schedules::Schedule& schedule, int64_t rank) override;
+  void issue(uint32_t index, std::span<const uint32_t> wait_for) override;
+  OpStatus poll(uint32_t index) override;
+  void wait_for_progress(double max_wait_s) override;
+  std::vector<OpTiming> timings() override;
+  void abort() override;
+  double now_s() const override;
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace twinscale::backend

@@ -1,0 +1,16 @@
+// Errors of the real backend that come from user input or the launch environment
+// (bad CLI values, a rank count that does not match the schedule, an unreachable store).
+// Expected run outcomes (a timeout, a dead peer) are values in RunOutcome, not errors.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace twinscale::backend {
+
+class BackendError : public std::runtime_error {
+public:
+  explicit BackendError(const std::string& what) : std::runtime_error(what) {}
+};
+
+} // namespace twinscale::backend

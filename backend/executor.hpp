@@ -1,0 +1,77 @@
+// The one executor: walks one rank's program and issues each op on its stream through a
+// Device, honouring stream order, dependencies and the order of each communicator's
+// operations; records per-op times (read back once at the end: M18) and, when nothing
+// has completed for `timeout_s`, stops and says what it waits for (M19).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "backend/device.hpp"
+#include "schedules/schedule.hpp"
+#include "schedules/trace.hpp"
+
+namespace twinscale::backend {
+
+struct ExecutorOptions {
+  /// Stop when no op has completed for this long while some are outstanding, or (on
+  /// devices where ops are issued only once ready, i.e. the CPU) when one issued op has
+  /// waited this long. Every wait of the executor is bounded by it.
+  double timeout_s = 60;
+  /// Longest idle sleep between two progress checks (no busy spinning).
+  double idle_wait_s = 200e-6;
+};
+
+enum class RunStatus : uint8_t { Completed, TimedOut, OpFailed };
+std::string_view to_string(RunStatus);
+
+/// An op this rank issued and that has not completed: what it waits for (M19).
+struct PendingOp {
+  uint32_t op_index = 0;
+  std::string name;
+  schedules::OpKind kind = schedules::OpKind::Gemm;
+  schedules::GroupKind group = schedules::GroupKind::World;
+  schedules::Stream stream = schedules::Stream::Compute;
+  /// Ordered channel of the op: a group kind for collectives ("tp", "dp", …), or
+  /// "send:<group>:<peer global rank>" / "recv:<group>:<peer global rank>" for p2p.
+  std::string channel;
+  int64_t sequence = 0;              // index of the op among this rank's ops on `channel`
+  std::vector<int64_t> peers;        // global ranks it needs (group members, or the peer)
+  double waiting_s = 0;              // since it was issued
+};
+
+struct RankResult {
+  int64_t rank = 0;
+  RunStatus status = RunStatus::Completed;
+  uint32_t ops_total = 0;
+  uint32_t ops_completed = 0;
+  double elapsed_s = 0;
+  std::vector<PendingOp> waiting;            // issued, not completed (empty if Completed)
+  std::vector<uint32_t> failed_ops;          // ops the device reported as failed
+  std::map<std::string, int64_t> issued;     // channel → ops issued on it
+  std::vector<schedules::TraceEvent> events; // completed ops, and failed/pending ones
+};
+
+/// Channel of op `op` of `rank` (see PendingOp::channel); empty for compute ops.
+std::string op_channel(const schedules::Schedule& schedule, int64_t rank, const schedules::Op& op);
+/// Global ranks an op of `rank` needs: its group's members (collectives) or its peer.
+std::vector<int64_t> op_peers(const schedules::Schedule& schedule, int64_t rank,
+                              const schedules::Op& op);
+
+class Executor {
+public:
+  /// `device` must not have been prepared; the executor prepares it for `rank`.
+  Executor(const schedules::Schedule& schedule, int64_t rank, Device& device,
+           ExecutorOptions options = {});
+  RankResult run();
+
+private:
+  const schedules::Schedule& schedule_;
+  int64_t rank_;
+  Device& device_;
+  ExecutorOptions options_;
+};
+
+} // namespace twinscale::backend

@@ -1,0 +1,183 @@
+// Cluster file format (TOML). Every key, its unit and default:
+//
+//   name = "megascale-ampere"   # optional; default: the preset name or the file's stem
+//   gpus = 12288                # GPUs the fabric is built for; 0 = taken from the job
+//
+//   [gpu]
+//   model = "A100-SXM-80GB"     # A100-SXM-80GB | A100-SXM-40GB | H100-SXM | H200-SXM |
+//                               # custom; a named model fills the four numbers below from
+//                               # shared/reference/hardware.md, explicit keys override them
+//   peak_flops = 312e12         # dense BF16 FLOP/s
+//   hbm_bw_bytes_per_s = 2.039e12
+//   memory_bytes = 80e9
+//   nvlink_bw_bytes_per_s = 300e9   # per GPU, per direction (half the bidirectional figure)
+//
+//   [server]
+//   gpus = 8                    # GPUs per server, on one non-blocking NVSwitch
+//   pcie_bw_bytes_per_s = 32e9  # GPU ↔ NIC, per direction (default: PCIe Gen4 x16 nominal)
+//   nics = 8                    # NICs per server; GPU i uses NIC (i mod nics)
+//   nic_gbit_per_s = 200        # per NIC, per direction
+//   rails = 8                   # NIC i is wired to the ToR of rail (i mod rails); ≤ nics
+//
+//   [switch]
+//   model = "tomahawk4"         # tomahawk4 (64 × 400G, 25.6 Tb/s) | qm8790 (40 × 200G HDR) |
+//                               # custom; explicit keys below override the model's values
+//   radix = 64                  # ports at port_gbit_per_s
+//   port_gbit_per_s = 400
+//   latency_ns = 600            # per switch hop (cut-through)
+//
+//   [fabric]
+//   tiers = 3                   # 2 (ToR–spine) or 3 (ToR–aggregation–spine)
+//   oversubscription = [1, 1]   # down:up bandwidth ratio at the ToR (and aggregation)
+//                               # tier, one entry per tier below the spine; the radix
+//                               # must split into whole down and up port counts
+//   split_downlinks = true      # one ToR port carries two NIC ports at half its speed (M10)
+//   servers_per_tor = 64        # servers in a group sharing one ToR per rail
+//   tors_per_pod = 0            # 3 tiers: server groups per pod (0 = aggregation down ports)
+//   cable_latency_ns = 0        # propagation per link
+//
+// How the Clos is built from these numbers (full rules at the top of topology/fabric.cpp),
+// worked for megascale-ampere at 12,288 GPUs:
+//   servers   = 12288 GPUs / 8                         = 1,536
+//   ToR ports : radix 64 at 1:1 → 32 down + 32 up; split → 32 × 2 = 64 NIC ports;
+//               8 NICs on 8 rails = 1 NIC port per server per ToR → 64 servers per ToR
+//   groups    = 1536 / 64 = 24;  ToRs = 24 groups × 8 rails      = 192
+//   pods      : one rail's ToRs of ≤ 32 groups (aggregation down ports) → 1 block,
+//               8 pods (one per rail) × 32 aggs (one per ToR uplink) = 256 aggs
+//   spines    : 32 planes (aggregation index); a plane's 8 pods × 32 uplinks = 256
+//               links on 64-port spines → 4 spines per plane, 8 links agg→spine = 128
+//   capacity  : NICs 12288 × 200G = ToR up 192 × 32 × 400G = 2,457.6 Tb/s,
+//               bisection half of it = 1,228.8 Tb/s; diameter 8 links (5 switches)
+//   limit     : a spine reaches ≤ 64 pods → ⌊64/8⌋ = 8 blocks × 32 groups × 64 servers
+//               × 8 GPUs = 131,072 GPUs.
+// Values that are each well formed but do not fit together (servers over the radix, more
+// GPUs than the Clos holds, rails > NICs, ports left unused by the oversubscription, …)
+// are rejected when the fabric is built, with a TopologyError naming key and arithmetic.
+//
+// Switch latencies are not in hardware.md: tomahawk4 uses an assumed 600 ns per hop and
+// qm8790 the 130 ns port-to-port figure of NVIDIA's QM8700-series datasheet; override
+// latency_ns when a measurement exists.
+#include "config/cluster_file.hpp"
+
+#include <filesystem>
+
+#include "config/presets.hpp"
+
+namespace twinscale::config {
+
+bool gpu_model_spec(std::string_view model, topology::GpuSpec& g) {
+  g.model = std::string(model);
+  if (model == "A100-SXM-80GB") {
+    g.peak_flops = 312e12; g.hbm_bw_bytes_per_s = 2039e9; g.memory_bytes = 80e9; g.nvlink_bw_bytes_per_s = 300e9;
+  } else if (model == "A100-SXM-40GB") {
+    g.peak_flops = 312e12; g.hbm_bw_bytes_per_s = 1555e9; g.memory_bytes = 40e9; g.nvlink_bw_bytes_per_s = 300e9;
+  } else if (model == "H100-SXM") {
+    g.peak_flops = 989.4e12; g.hbm_bw_bytes_per_s = 3350e9; g.memory_bytes = 80e9; g.nvlink_bw_bytes_per_s = 450e9;
+  } else if (model == "H200-SXM") {
+    g.peak_flops = 989.4e12; g.hbm_bw_bytes_per_s = 4800e9; g.memory_bytes = 141e9; g.nvlink_bw_bytes_per_s = 450e9;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+bool switch_model_spec(std::string_view model, topology::SwitchSpec& s) {
+  s.model = std::string(model);
+  if (model == "tomahawk4") {
+    s.radix = 64; s.port_bw_bytes_per_s = 400e9 / 8; s.latency_s = 600e-9;
+  } else if (model == "qm8790") {
+    s.radix = 40; s.port_bw_bytes_per_s = 200e9 / 8; s.latency_s = 130e-9;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+topology::ClusterSpec parse_cluster(TableReader& t, const std::string& default_name) {
+  topology::ClusterSpec c;
+  c.name = t.get_string("name", default_name);
+  c.gpus = t.get_int("gpus", 0, 0);
+
+  {
+    TableReader g = t.table("gpu", true);
+    const std::string model = g.get_string("model", std::string("custom"));
+    const bool named = gpu_model_spec(model, c.gpu);
+    if (!named && model != "custom")
+      g.fail("model", "is \"" + model + "\"; valid values: A100-SXM-80GB, A100-SXM-40GB, H100-SXM, H200-SXM, custom");
+    const auto num = [&](std::string_view key, double preset) {
+      return g.get_double(key, named ? std::optional<double>(preset) : std::nullopt, 1e-300);
+    };
+    c.gpu.peak_flops = num("peak_flops", c.gpu.peak_flops);
+    c.gpu.hbm_bw_bytes_per_s = num("hbm_bw_bytes_per_s", c.gpu.hbm_bw_bytes_per_s);
+    c.gpu.memory_bytes = num("memory_bytes", c.gpu.memory_bytes);
+    c.gpu.nvlink_bw_bytes_per_s = num("nvlink_bw_bytes_per_s", c.gpu.nvlink_bw_bytes_per_s);
+    g.finish();
+  }
+  {
+    TableReader s = t.table("server", true);
+    c.server.gpus = s.get_int("gpus", 8, 1, 1024);
+    c.server.pcie_bw_bytes_per_s = s.get_double("pcie_bw_bytes_per_s", 32e9, 1e-300);
+    c.server.nics = s.get_int("nics", 8, 1, 1024);
+    c.server.nic_bw_bytes_per_s = s.get_double("nic_gbit_per_s", std::nullopt, 1e-300) * 1e9 / 8;
+    c.server.rails = s.get_int("rails", c.server.nics, 1, 1024);
+    s.finish();
+  }
+  {
+    TableReader s = t.table("switch", true);
+    const std::string model = s.get_string("model", std::string("custom"));
+    const bool named = switch_model_spec(model, c.switch_spec);
+    if (!named && model != "custom")
+      s.fail("model", "is \"" + model + "\"; valid values: tomahawk4, qm8790, custom");
+    const auto opt = [&](auto v) { return named ? std::optional(v) : std::nullopt; };
+    c.switch_spec.radix = s.get_int("radix", opt(c.switch_spec.radix), 2, 4096);
+    c.switch_spec.port_bw_bytes_per_s =
+        s.get_double("port_gbit_per_s", opt(c.switch_spec.port_bw_bytes_per_s * 8 / 1e9), 1e-300) * 1e9 / 8;
+    c.switch_spec.latency_s = s.get_double("latency_ns", opt(c.switch_spec.latency_s * 1e9), 0) * 1e-9;
+    s.finish();
+  }
+  {
+    TableReader f = t.table("fabric", true);
+    c.fabric.tiers = f.get_int("tiers", 3, 2, 3);
+    const std::vector<double> dflt(static_cast<size_t>(c.fabric.tiers - 1), 1.0);
+    c.fabric.oversubscription = f.get_double_array("oversubscription", dflt);
+    if (static_cast<int64_t>(c.fabric.oversubscription.size()) != c.fabric.tiers - 1)
+      f.fail("oversubscription", "has " + std::to_string(c.fabric.oversubscription.size()) + " entries; " +
+                                     std::to_string(c.fabric.tiers) + " tiers need " +
+                                     std::to_string(c.fabric.tiers - 1) +
+                                     (c.fabric.tiers == 3 ? " ([ToR, aggregation] down:up ratios)"
+                                                          : " ([ToR] down:up ratio)"));
+    for (size_t i = 0; i < c.fabric.oversubscription.size(); ++i)
+      if (!(c.fabric.oversubscription[i] > 0))
+        f.fail("oversubscription", "[" + std::to_string(i) + "] must be a down:up ratio > 0 (1 = 1:1)");
+    c.fabric.split_downlinks = f.get_bool("split_downlinks", false);
+    c.fabric.servers_per_tor = f.get_int("servers_per_tor", std::nullopt, 1, 4096);
+    c.fabric.tors_per_pod = f.get_int("tors_per_pod", 0, 0, 4096);
+    c.fabric.cable_latency_s = f.get_double("cable_latency_ns", 0, 0) * 1e-9;
+    f.finish();
+  }
+  t.finish();
+  return c;
+}
+
+topology::ClusterSpec load_cluster(std::string_view name_or_path) {
+  const std::string arg(name_or_path);
+  const bool looks_like_path = arg.find('/') != std::string::npos || arg.ends_with(".toml");
+  if (!looks_like_path) {
+    for (const auto& n : preset_names("clusters"))
+      if (n == arg) {
+        const toml::table tbl = parse_toml(preset_text("clusters", arg), "preset " + arg);
+        TableReader r(tbl, "preset " + arg);
+        return parse_cluster(r, arg);
+      }
+    if (!std::filesystem::exists(arg)) {
+      std::string valid;
+      for (const auto& n : preset_names("clusters")) valid += (valid.empty() ? "" : ", ") + n;
+      throw ConfigError("cluster '" + arg + "' is neither a preset nor a file; presets: " + valid);
+    }
+  }
+  const toml::table tbl = parse_toml_file(arg);
+  TableReader r(tbl, arg);
+  return parse_cluster(r, std::filesystem::path(arg).stem().string());
+}
+
+} // namespace twinscale::config

@@ -1,0 +1,26 @@
+// Cluster files: TOML → topology::ClusterSpec. Every key is documented in cluster_file.cpp
+// (the one place the format is defined); presets live in presets/clusters/<name>.toml.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "config/toml_reader.hpp"
+#include "topology/cluster.hpp"
+
+namespace twinscale::config {
+
+/// A preset name (see preset_names("clusters")) or a path to a TOML file. Throws
+/// ConfigError naming the file and key for bad input.
+topology::ClusterSpec load_cluster(std::string_view name_or_path);
+
+/// Parses one cluster table (the whole file, or a [cluster] table of another file);
+/// calls finish() on it, so unknown keys are rejected. `default_name` is used when the
+/// table has no `name`.
+topology::ClusterSpec parse_cluster(TableReader& table, const std::string& default_name);
+
+/// Presets for [gpu] model and [switch] model (names as written in cluster files).
+bool gpu_model_spec(std::string_view model, topology::GpuSpec& out);
+bool switch_model_spec(std::string_view model, topology::SwitchSpec& out);
+
+} // namespace twinscale::config

@@ -1,0 +1,137 @@
+#include "faults/fault_plan.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <utility>
+
+#include "faults/error.hpp"
+#include "faults/plan_targets.hpp"
+
+namespace twinscale::faults {
+
+const char* to_string(PlanEventKind kind) {
+  switch (kind) {
+  case PlanEventKind::LinkFlap: return "link-flap";
+  case PlanEventKind::LinkDown: return "link-down";
+  case PlanEventKind::GpuSlowdown: return "gpu-slowdown";
+  case PlanEventKind::ServerCrash: return "server-crash";
+  }
+  return "?";
+}
+
+namespace {
+
+std::string seconds_text(double s) {
+  if (std::isinf(s)) return "∞";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%g s", s);
+  return buf;
+}
+
+std::string describe(const PlanEvent& e, size_t index) {
+  return "event[" + std::to_string(index) + "] (" + to_string(e.kind) + " of '" + e.target +
+         "' during [" + seconds_text(e.at_s) + ", " + seconds_text(e.until_s) + "))";
+}
+
+[[noreturn]] void fail(const PlanEvent& e, size_t index, const std::string& why) {
+  throw FaultError("fault plan: " + describe(e, index) + ": " + why);
+}
+
+void check_times(const PlanEvent& e, size_t i) {
+  if (!std::isfinite(e.at_s) || e.at_s < 0)
+    fail(e, i, "start time must be a finite number of seconds ≥ 0");
+  if (std::isnan(e.until_s) || !(e.until_s > e.at_s))
+    fail(e, i, "end must be later than the start (a positive duration)");
+  switch (e.kind) {
+  case PlanEventKind::LinkFlap:
+    if (std::isinf(e.until_s))
+      fail(e, i, "a flap needs a finite duration; use link-down for an outage that lasts");
+    break;
+  case PlanEventKind::ServerCrash:
+    if (!std::isinf(e.until_s)) fail(e, i, "a server crash is permanent (no end time)");
+    break;
+  default: break;
+  }
+  if (e.kind == PlanEventKind::GpuSlowdown) {
+    if (!(e.slowdown > 0 && e.slowdown < 1))
+      fail(e, i, "slowdown must be a fraction of speed lost in (0, 1), e.g. 0.1 for 10 % slower");
+  } else if (e.slowdown != 0) {
+    fail(e, i, "only gpu-slowdown events take a slowdown");
+  }
+}
+
+void resolve(PlanEvent& e, size_t i, const PlanTargets& targets) {
+  std::optional<int64_t> idx;
+  std::string what, examples;
+  switch (e.kind) {
+  case PlanEventKind::LinkFlap:
+  case PlanEventKind::LinkDown:
+    idx = targets.find_link(e.target);
+    what = "link";
+    if (!idx) examples = targets.link_name_examples();
+    break;
+  case PlanEventKind::GpuSlowdown:
+    idx = targets.find_gpu(e.target);
+    what = "GPU";
+    if (!idx) examples = targets.gpu_name_examples();
+    break;
+  case PlanEventKind::ServerCrash:
+    idx = targets.find_server(e.target);
+    what = "server";
+    if (!idx) examples = targets.server_name_examples();
+    break;
+  }
+  if (!idx) fail(e, i, "unknown " + what + " name '" + e.target + "'; " + what + " names look like: " + examples);
+  e.target_index = *idx;
+}
+
+} // namespace
+
+void validate_plan(FaultPlan& plan, const PlanTargets& targets) {
+  const RetransmitPolicy& rt = plan.retransmit;
+  if (!(rt.timeout_per_retry_s > 0) || !std::isfinite(rt.timeout_per_retry_s))
+    throw FaultError("fault plan: retransmit timeout per retry must be > 0 seconds");
+  if (rt.retries < 1) throw FaultError("fault plan: retransmit retries must be ≥ 1");
+
+  for (size_t i = 0; i < plan.events.size(); ++i) {
+    check_times(plan.events[i], i);
+    resolve(plan.events[i], i, targets);
+  }
+
+  // Contradictions: events of one "resource" class on one target must not overlap.
+  // Link outages (flap or down) share a class; slowdowns of a GPU; crashes of a server.
+  std::map<std::pair<int, int64_t>, std::vector<size_t>> by_target;
+  for (size_t i = 0; i < plan.events.size(); ++i) {
+    const PlanEvent& e = plan.events[i];
+    const int cls = e.is_link_outage() ? 0 : e.kind == PlanEventKind::GpuSlowdown ? 1 : 2;
+    by_target[{cls, e.target_index}].push_back(i);
+  }
+  for (auto& [key, idx] : by_target) {
+    std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) {
+      return std::pair(plan.events[a].at_s, a) < std::pair(plan.events[b].at_s, b);
+    });
+    for (size_t k = 1; k < idx.size(); ++k) {
+      const PlanEvent& prev = plan.events[idx[k - 1]];
+      const PlanEvent& cur = plan.events[idx[k]];
+      if (key.first == 2)
+        fail(cur, idx[k], "server '" + cur.target + "' already crashes in " + describe(prev, idx[k - 1]));
+      if (cur.at_s < prev.until_s) {
+        const std::string why = key.first == 0
+            ? "link '" + cur.target + "' is already out then, in "
+            : "GPU '" + cur.target + "' is already slowed then, in ";
+        fail(cur, idx[k], why + describe(prev, idx[k - 1]) +
+                              "; merge the two events or make them not overlap");
+      }
+    }
+  }
+
+  std::stable_sort(plan.events.begin(), plan.events.end(), [](const PlanEvent& a, const PlanEvent& b) {
+    if (a.at_s != b.at_s) return a.at_s < b.at_s;
+    if (a.kind != b.kind) return a.kind < b.kind;
+    return a.target_index < b.target_index;
+  });
+}
+
+} // namespace twinscale::faults

@@ -1,0 +1,262 @@
+#include "schedules/calibration.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <ostream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "schedules/error.hpp"
+
+namespace twinscale::schedules {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kFormatName = "twinscale-calibration";
+
+template <class E>
+std::optional<E> enum_from_name(const std::string& name, int count) {
+  for (int i = 0; i < count; ++i)
+    if (to_string(static_cast<E>(i)) == name) return static_cast<E>(i);
+  return std::nullopt;
+}
+
+template <class E>
+std::string enum_names(int first, int count) {
+  std::string out;
+  for (int i = first; i < count; ++i) {
+    out += out.empty() ? "" : ", ";
+    out += std::string(to_string(static_cast<E>(i)));
+  }
+  return out;
+}
+
+constexpr int kKernelCount = static_cast<int>(Kernel::CrossEntropy) + 1;
+constexpr int kOpKindCount = static_cast<int>(OpKind::Recv) + 1;
+constexpr int kDTypeCount = static_cast<int>(DType::FP32) + 1;
+
+double median(std::vector<double> v) {
+  TWINSCALE_ASSERT(!v.empty(), "median of no samples");
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+[[noreturn]] void fail(const std::string& path, const std::string& where, const std::string& what) {
+  throw ScheduleError("calibration table " + path + ": " + where + ": " + what);
+}
+
+/// A checked field of one entry: present, of the right type, within range.
+double get_number(const json& j, const char* key, const std::string& path,
+                  const std::string& where, double min) {
+  if (!j.contains(key) || !j[key].is_number())
+    fail(path, where, std::string("\"") + key + "\" must be a number");
+  const double v = j[key].get<double>();
+  if (!std::isfinite(v) || v < min)
+    fail(path, where, std::string("\"") + key + "\" = " + std::to_string(v) +
+                          " is out of range (must be finite and >= " + std::to_string(min) + ")");
+  return v;
+}
+
+std::string get_string(const json& j, const char* key, const std::string& path,
+                       const std::string& where) {
+  if (!j.contains(key) || !j[key].is_string())
+    fail(path, where, std::string("\"") + key + "\" must be a string");
+  return j[key].get<std::string>();
+}
+
+} // namespace
+
+double bus_factor(OpKind kind, int64_t group_size) {
+  const double n = static_cast<double>(std::max<int64_t>(group_size, 1));
+  switch (kind) {
+  case OpKind::AllReduce: return 2.0 * (n - 1.0) / n;
+  case OpKind::AllGather:
+  case OpKind::ReduceScatter:
+  case OpKind::AllToAll: return (n - 1.0) / n;
+  default: return 1.0;
+  }
+}
+
+const KernelTiming* CalibrationTable::find_kernel(Kernel kernel, DType dtype,
+                                                  const std::array<int64_t, 4>& shape) const {
+  for (const KernelTiming& k : kernels)
+    if (k.kernel == kernel && k.dtype == dtype && k.shape == shape) return &k;
+  return nullptr;
+}
+
+const CommBandwidth* CalibrationTable::find_comm(OpKind kind, int64_t group_size,
+                                                 double bytes) const {
+  for (const CommBandwidth& c : comms)
+    if (c.kind == kind && c.group_size == group_size && c.bytes == bytes) return &c;
+  return nullptr;
+}
+
+std::optional<double> CalibrationTable::busbw_bytes_per_s(OpKind kind, int64_t group_size,
+                                                          double bytes) const {
+  std::vector<const CommBandwidth*> row;
+  for (const CommBandwidth& c : comms)
+    if (c.kind == kind && c.group_size == group_size && c.bytes > 0) row.push_back(&c);
+  if (row.empty()) return std::nullopt;
+  std::sort(row.begin(), row.end(), [](auto* a, auto* b) { return a->bytes < b->bytes; });
+  if (bytes <= row.front()->bytes) return row.front()->busbw_bytes_per_s;
+  if (bytes >= row.back()->bytes) return row.back()->busbw_bytes_per_s;
+  for (size_t i = 1; i < row.size(); ++i) {
+    if (bytes > row[i]->bytes) continue;
+    const double x0 = std::log(row[i - 1]->bytes), x1 = std::log(row[i]->bytes);
+    const double t = x1 > x0 ? (std::log(bytes) - x0) / (x1 - x0) : 1.0;
+    return row[i - 1]->busbw_bytes_per_s +
+           t * (row[i]->busbw_bytes_per_s - row[i - 1]->busbw_bytes_per_s);
+  }
+  return row.back()->busbw_bytes_per_s;
+}
+
+void CalibrationBuilder::add_kernel_sample(Kernel kernel, DType dtype,
+                                           const std::array<int64_t, 4>& shape, double seconds) {
+  kernel_samples_[{static_cast<int>(kernel), static_cast<int>(dtype), shape}].push_back(seconds);
+}
+
+void CalibrationBuilder::add_comm_sample(OpKind kind, int64_t group_size, double bytes,
+                                         double seconds) {
+  comm_samples_[{static_cast<int>(kind), group_size, bytes}].push_back(seconds);
+}
+
+CalibrationTable CalibrationBuilder::build(std::string source, std::string device) const {
+  CalibrationTable t;
+  t.source = std::move(source);
+  t.device = std::move(device);
+  for (const auto& [key, samples] : kernel_samples_) {
+    KernelTiming k;
+    k.kernel = static_cast<Kernel>(std::get<0>(key));
+    k.dtype = static_cast<DType>(std::get<1>(key));
+    k.shape = std::get<2>(key);
+    k.seconds = median(samples);
+    k.samples = static_cast<int64_t>(samples.size());
+    t.kernels.push_back(k);
+  }
+  for (const auto& [key, samples] : comm_samples_) {
+    CommBandwidth c;
+    c.kind = static_cast<OpKind>(std::get<0>(key));
+    c.group_size = std::get<1>(key);
+    c.bytes = std::get<2>(key);
+    c.seconds = median(samples);
+    c.samples = static_cast<int64_t>(samples.size());
+    c.algbw_bytes_per_s = c.seconds > 0 ? c.bytes / c.seconds : 0;
+    c.busbw_bytes_per_s = c.algbw_bytes_per_s * bus_factor(c.kind, c.group_size);
+    t.comms.push_back(c);
+  }
+  return t;
+}
+
+void write_calibration(const CalibrationTable& table, std::ostream& out) {
+  json j;
+  j["format"] = kFormatName;
+  j["version"] = table.version;
+  j["source"] = table.source;
+  j["device"] = table.device;
+  j["kernels"] = json::array();
+  for (const KernelTiming& k : table.kernels)
+    j["kernels"].push_back({{"kernel", std::string(to_string(k.kernel))},
+                            {"dtype", std::string(to_string(k.dtype))},
+                            {"shape", k.shape},
+                            {"seconds", k.seconds},
+                            {"samples", k.samples}});
+  j["comms"] = json::array();
+  for (const CommBandwidth& c : table.comms)
+    j["comms"].push_back({{"kind", std::string(to_string(c.kind))},
+                          {"group_size", c.group_size},
+                          {"bytes", c.bytes},
+                          {"seconds", c.seconds},
+                          {"algbw_bytes_per_s", c.algbw_bytes_per_s},
+                          {"busbw_bytes_per_s", c.busbw_bytes_per_s},
+                          {"samples", c.samples}});
+  out << j.dump(1) << "\n";
+}
+
+CalibrationTable read_calibration(std::istream& in, const std::string& path) {
+  json j;
+  try {
+    j = json::parse(in);
+  } catch (const json::parse_error& e) {
+    fail(path, "file", std::string("is not valid JSON: ") + e.what());
+  }
+  if (!j.is_object()) fail(path, "file", "must be a JSON object");
+  if (!j.contains("format") || j["format"] != kFormatName)
+    fail(path, "\"format\"", std::string("must be \"") + kFormatName + "\"");
+  if (!j.contains("version") || !j["version"].is_number_integer() ||
+      j["version"].get<int>() != kCalibrationFormatVersion)
+    fail(path, "\"version\"", "unsupported; this build reads version " +
+                                  std::to_string(kCalibrationFormatVersion));
+  CalibrationTable t;
+  t.source = j.contains("source") && j["source"].is_string() ? j["source"].get<std::string>() : "";
+  t.device = j.contains("device") && j["device"].is_string() ? j["device"].get<std::string>() : "";
+  for (const char* key : {"kernels", "comms"})
+    if (j.contains(key) && !j[key].is_array())
+      fail(path, std::string("\"") + key + "\"", "must be an array");
+
+  if (j.contains("kernels")) {
+    size_t i = 0;
+    for (const json& e : j["kernels"]) {
+      const std::string where = "kernels[" + std::to_string(i++) + "]";
+      if (!e.is_object()) fail(path, where, "must be an object");
+      KernelTiming k;
+      const std::string kname = get_string(e, "kernel", path, where);
+      const auto kernel = enum_from_name<Kernel>(kname, kKernelCount);
+      if (!kernel || *kernel == Kernel::None)
+        fail(path, where, "unknown kernel \"" + kname + "\"; valid: " +
+                              enum_names<Kernel>(1, kKernelCount));
+      k.kernel = *kernel;
+      const std::string dname = get_string(e, "dtype", path, where);
+      const auto dtype = enum_from_name<DType>(dname, kDTypeCount);
+      if (!dtype)
+        fail(path, where, "unknown dtype \"" + dname + "\"; valid: " +
+                              enum_names<DType>(0, kDTypeCount));
+      k.dtype = *dtype;
+      if (!e.contains("shape") || !e["shape"].is_array() || e["shape"].size() != 4)
+        fail(path, where + " (" + kname + ")", "\"shape\" must be an array of 4 integers");
+      for (size_t d = 0; d < 4; ++d) {
+        if (!e["shape"][d].is_number_integer() || e["shape"][d].get<int64_t>() < 0)
+          fail(path, where + " (" + kname + ")", "\"shape\" must hold non-negative integers");
+        k.shape[d] = e["shape"][d].get<int64_t>();
+      }
+      k.seconds = get_number(e, "seconds", path, where + " (" + kname + ")", 0);
+      k.samples = static_cast<int64_t>(get_number(e, "samples", path, where + " (" + kname + ")", 1));
+      t.kernels.push_back(k);
+    }
+  }
+  if (j.contains("comms")) {
+    size_t i = 0;
+    for (const json& e : j["comms"]) {
+      const std::string where = "comms[" + std::to_string(i++) + "]";
+      if (!e.is_object()) fail(path, where, "must be an object");
+      CommBandwidth c;
+      const std::string kname = get_string(e, "kind", path, where);
+      const auto kind = enum_from_name<OpKind>(kname, kOpKindCount);
+      if (!kind || *kind < OpKind::AllGather || *kind == OpKind::Recv)
+        fail(path, where, "unknown communication kind \"" + kname +
+                              "\"; valid: all_gather, reduce_scatter, all_reduce, all_to_all, "
+                              "broadcast, send");
+      c.kind = *kind;
+      const std::string w = where + " (" + kname + ")";
+      c.group_size = static_cast<int64_t>(get_number(e, "group_size", path, w, 1));
+      c.bytes = get_number(e, "bytes", path, w, 0);
+      c.seconds = get_number(e, "seconds", path, w, 0);
+      c.algbw_bytes_per_s = get_number(e, "algbw_bytes_per_s", path, w, 0);
+      c.busbw_bytes_per_s = get_number(e, "busbw_bytes_per_s", path, w, 0);
+      c.samples = static_cast<int64_t>(get_number(e, "samples", path, w, 1));
+      t.comms.push_back(c);
+    }
+  }
+  return t;
+}
+
+CalibrationTable read_calibration_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ScheduleError("calibration table " + path + ": cannot open file for reading");
+  return read_calibration(in, path);
+}
+
+} // namespace twinscale::schedules

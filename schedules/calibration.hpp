@@ -1,0 +1,95 @@
+// The calibration table: measured kernel times and achieved communication bandwidths,
+// written by `twinscale calibrate` from a real (backend/) trace and read by the
+// simulator in place of its analytical device model. It sits below both executors.
+//
+// File format (JSON, versioned; docs/backend.md "Calibration table"):
+//   { "format": "twinscale-calibration", "version": 1, "source": "cuda", "device": "...",
+//     "kernels": [ {"kernel": "gemm", "dtype": "bf16", "shape": [m, n, k, 0],
+//                   "seconds": 1.2e-4, "samples": 12}, ... ],
+//     "comms":   [ {"kind": "all_reduce", "group_size": 8, "bytes": 1048576,
+//                   "seconds": 3.1e-5, "algbw_bytes_per_s": ..., "busbw_bytes_per_s": ...,
+//                   "samples": 4}, ... ] }
+// "seconds" is the median of the samples. Entries are sorted (kernel, dtype, shape) and
+// (kind, group_size, bytes), so equal inputs give byte-identical files.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <iosfwd>
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "schedules/op.hpp"
+
+namespace twinscale::schedules {
+
+inline constexpr int kCalibrationFormatVersion = 1;
+
+struct KernelTiming {
+  Kernel kernel = Kernel::Gemm;
+  DType dtype = DType::BF16;
+  std::array<int64_t, 4> shape{0, 0, 0, 0};   // as Op::shape
+  double seconds = 0;                         // median over samples
+  int64_t samples = 0;
+};
+
+/// Achieved bandwidth of one communication kind at one group size and message size.
+/// kind is a collective (AllReduce, AllGather, ReduceScatter, AllToAll, Broadcast) or
+/// Send (a point-to-point link; group_size 2). bytes follows Op::bytes.
+struct CommBandwidth {
+  OpKind kind = OpKind::AllReduce;
+  int64_t group_size = 0;
+  double bytes = 0;
+  double seconds = 0;                         // median over samples
+  double algbw_bytes_per_s = 0;               // bytes / seconds
+  double busbw_bytes_per_s = 0;               // algbw × bus_factor(kind, group_size)
+  int64_t samples = 0;
+};
+
+struct CalibrationTable {
+  int version = kCalibrationFormatVersion;
+  std::string source;                         // "cuda", "cpu"
+  std::string device;                         // free text, e.g. "NVIDIA H100 80GB HBM3"
+  std::vector<KernelTiming> kernels;
+  std::vector<CommBandwidth> comms;
+
+  /// Exact match on kernel, dtype and shape; nullptr when absent.
+  const KernelTiming* find_kernel(Kernel kernel, DType dtype,
+                                  const std::array<int64_t, 4>& shape) const;
+  /// Exact match on kind, group size and bytes; nullptr when absent.
+  const CommBandwidth* find_comm(OpKind kind, int64_t group_size, double bytes) const;
+  /// Bus bandwidth for (kind, group_size) at `bytes`: exact entry, else linear
+  /// interpolation in log(bytes) between the two neighbouring entries, clamped to the
+  /// smallest/largest measured size. nullopt when no entry has this kind and group size.
+  std::optional<double> busbw_bytes_per_s(OpKind kind, int64_t group_size, double bytes) const;
+};
+
+/// nccl-tests' bus-bandwidth factor (hardware.md): all-reduce 2(n−1)/n; all-gather,
+/// reduce-scatter, all-to-all (n−1)/n; broadcast, send/recv 1.
+double bus_factor(OpKind kind, int64_t group_size);
+
+/// Accumulates samples and produces a table of medians (deterministic order).
+class CalibrationBuilder {
+public:
+  void add_kernel_sample(Kernel kernel, DType dtype, const std::array<int64_t, 4>& shape,
+                         double seconds);
+  void add_comm_sample(OpKind kind, int64_t group_size, double bytes, double seconds);
+  CalibrationTable build(std::string source, std::string device) const;
+
+private:
+  using KernelKey = std::tuple<int, int, std::array<int64_t, 4>>;
+  using CommKey = std::tuple<int, int64_t, double>;
+  std::map<KernelKey, std::vector<double>> kernel_samples_;
+  std::map<CommKey, std::vector<double>> comm_samples_;
+};
+
+void write_calibration(const CalibrationTable& table, std::ostream& out);
+/// Throws ScheduleError naming `path` and the offending entry (index and key) on
+/// malformed input, an unknown kernel/kind name or an unsupported version.
+CalibrationTable read_calibration(std::istream& in, const std::string& path);
+CalibrationTable read_calibration_file(const std::string& path);
+
+} // namespace twinscale::schedules

@@ -1,0 +1,151 @@
+// The executor's ordering rules (stream order, dependencies, a group's ops in program
+// order) with both device kinds, and its timeout / failure outcomes (M19), on the
+// synthetic schedule with an in-process fake device.
+#include <algorithm>
+#include <map>
+
+#include <catch2/catch.hpp>
+
+#include "backend/executor.hpp"
+#include "backend/synthetic.hpp"
+#include "fake_device.hpp"
+
+using namespace twinscale;
+using backend::test::FakeDevice;
+
+namespace {
+
+schedules::Schedule tiny() {
+  return backend::synthetic_schedule(schedules::Layout{2, 2, 2}, {3, 16, 8, 2});
+}
+
+} // namespace
+
+TEST_CASE("executor: every op of every rank runs, in an order the semantics allow") {
+  const schedules::Schedule s = tiny();
+  for (bool on_device : {false, true}) {
+    for (int64_t rank = 0; rank < s.world(); ++rank) {
+      FakeDevice dev(on_device);
+      backend::Executor ex(s, rank, dev, {5.0, 1e-6});
+      const backend::RankResult r = ex.run();
+      const auto& prog = s.program(rank);
+      INFO("rank " << rank << " on_device " << on_device);
+      REQUIRE(r.status == backend::RunStatus::Completed);
+      CHECK(r.ops_completed == prog.ops.size());
+      CHECK(r.events.size() == prog.ops.size());
+      CHECK(r.waiting.empty());
+      std::vector<size_t> pos(prog.ops.size());
+      for (size_t k = 0; k < dev.issue_order.size(); ++k) pos[dev.issue_order[k]] = k;
+      std::map<int, int64_t> last_on_stream;
+      std::map<std::string, int64_t> last_on_channel;
+      for (uint32_t i = 0; i < prog.ops.size(); ++i) {
+        const auto& op = prog.ops[i];
+        for (uint32_t d : prog.deps_of(i)) {
+          if (on_device) {
+            CHECK(pos[d] < pos[i]);                       // issued before, waited on device
+            CHECK(std::count(dev.wait_lists[i].begin(), dev.wait_lists[i].end(), d) == 1);
+          } else {
+            CHECK(dev.done_at[d] < dev.issued_at[i]);     // completed before issue
+          }
+        }
+        const int st = static_cast<int>(op.stream);
+        if (last_on_stream.count(st)) {
+          const auto prev = static_cast<uint32_t>(last_on_stream[st]);
+          CHECK(pos[prev] < pos[i]);
+          if (!on_device) CHECK(dev.done_at[prev] < dev.issued_at[i]);
+        }
+        last_on_stream[st] = i;
+        const std::string ch = backend::op_channel(s, rank, op);
+        if (!ch.empty()) {
+          if (last_on_channel.count(ch)) CHECK(pos[static_cast<uint32_t>(last_on_channel[ch])] < pos[i]);
+          last_on_channel[ch] = i;
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("executor: a collective that never completes times out and says what it waits for") {
+  const schedules::Schedule s = tiny();
+  const int64_t rank = 5;                        // tp 1, dp 0, pp 1
+  const auto& prog = s.program(rank);
+  uint32_t second_tp = 0;
+  int seen = 0;
+  for (uint32_t i = 0; i < prog.ops.size(); ++i)
+    if (prog.ops[i].kind == schedules::OpKind::AllReduce && prog.ops[i].group == schedules::GroupKind::Tp &&
+        ++seen == 2) {
+      second_tp = i;
+      break;
+    }
+  FakeDevice dev(false);
+  dev.stuck.insert(second_tp);
+  backend::Executor ex(s, rank, dev, {0.05, 1e-3});
+  const backend::RankResult r = ex.run();
+  REQUIRE(r.status == backend::RunStatus::TimedOut);
+  CHECK(dev.aborted);
+  REQUIRE(r.waiting.size() == 1);
+  const backend::PendingOp& w = r.waiting[0];
+  CHECK(w.op_index == second_tp);
+  CHECK(w.channel == "tp");
+  CHECK(w.sequence == 1);
+  CHECK(w.peers == std::vector<int64_t>{4, 5});
+  CHECK(w.waiting_s >= 0.05);
+  CHECK(r.issued.at("tp") == 2);
+  CHECK(r.ops_completed < prog.ops.size());
+  const auto failed = std::find_if(r.events.begin(), r.events.end(), [&](auto& e) { return e.op_index == second_tp; });
+  REQUIRE(failed != r.events.end());
+  CHECK(failed->failed);
+}
+
+TEST_CASE("executor: a p2p receive names its peer's global rank and direction") {
+  const schedules::Schedule s = tiny();
+  const int64_t rank = 6;                        // tp 0, dp 1, pp 1: receives from rank 2
+  const auto& prog = s.program(rank);
+  const auto it = std::find_if(prog.ops.begin(), prog.ops.end(),
+                               [](auto& op) { return op.kind == schedules::OpKind::Recv; });
+  REQUIRE(it != prog.ops.end());
+  FakeDevice dev(true);
+  dev.stuck.insert(static_cast<uint32_t>(it - prog.ops.begin()));
+  backend::Executor ex(s, rank, dev, {0.02, 1e-3});
+  const backend::RankResult r = ex.run();
+  REQUIRE(r.status == backend::RunStatus::TimedOut);
+  // Device-ordered: everything was issued; what waits is the stuck recv and what follows on streams.
+  REQUIRE(!r.waiting.empty());
+  CHECK(r.waiting[0].channel == "recv:pp:2");
+  CHECK(r.waiting[0].peers == std::vector<int64_t>{2});
+}
+
+TEST_CASE("executor: a failed op stops the rank with OpFailed") {
+  const schedules::Schedule s = tiny();
+  FakeDevice dev(false);
+  dev.failing.insert(3);
+  backend::Executor ex(s, 0, dev, {5.0, 1e-6});
+  const backend::RankResult r = ex.run();
+  CHECK(r.status == backend::RunStatus::OpFailed);
+  CHECK(r.failed_ops == std::vector<uint32_t>{3});
+}
+
+TEST_CASE("synthetic schedule: p2p pairs and collectives match across ranks") {
+  const schedules::Schedule s = tiny();
+  // Per channel, the number of ops on each side agrees (sends ↔ receives, collective counts).
+  std::map<std::pair<int64_t, std::string>, int64_t> count;
+  for (int64_t r = 0; r < s.world(); ++r)
+    for (const auto& op : s.program(r).ops) {
+      const std::string ch = backend::op_channel(s, r, op);
+      if (!ch.empty()) ++count[{r, ch}];
+    }
+  for (const auto& [key, n] : count) {
+    const auto& [r, ch] = key;
+    if (ch.rfind("send:", 0) == 0 || ch.rfind("recv:", 0) == 0) {
+      const auto colon = ch.rfind(':');
+      const int64_t peer = std::stoll(ch.substr(colon + 1));
+      const std::string mirror = (ch[0] == 's' ? "recv:" : "send:") + ch.substr(5, colon - 5) + ":" + std::to_string(r);
+      CHECK(count[{peer, mirror}] == n);
+    } else {
+      const schedules::GroupKind g = ch == "tp" ? schedules::GroupKind::Tp
+                                     : ch == "dp" ? schedules::GroupKind::Dp
+                                                  : schedules::GroupKind::Embedding;
+      for (int64_t m : s.layout.group_members(g, r)) CHECK(count[{m, ch}] == n);
+    }
+  }
+}

@@ -1,0 +1,80 @@
+// The calibration table (schedules/calibration.hpp): medians, bus bandwidth,
+// interpolation, a byte-identical round trip, and read errors that name file and entry.
+#include <sstream>
+
+#include <catch2/catch.hpp>
+
+#include "schedules/calibration.hpp"
+#include "schedules/error.hpp"
+
+using namespace twinscale::schedules;
+
+namespace {
+CalibrationTable sample_table() {
+  CalibrationBuilder b;
+  b.add_kernel_sample(Kernel::Gemm, DType::BF16, {128, 256, 64, 0}, 3e-6);
+  b.add_kernel_sample(Kernel::Gemm, DType::BF16, {128, 256, 64, 0}, 1e-6);
+  b.add_kernel_sample(Kernel::Gemm, DType::BF16, {128, 256, 64, 0}, 2e-6);
+  b.add_kernel_sample(Kernel::FusedLayerNorm, DType::BF16, {4096, 0, 0, 0}, 5e-6);
+  b.add_comm_sample(OpKind::AllReduce, 8, 1 << 20, 1e-4);
+  b.add_comm_sample(OpKind::AllReduce, 8, 1 << 20, 3e-4);
+  b.add_comm_sample(OpKind::AllReduce, 8, 1 << 24, 1e-3);
+  return b.build("cpu", "test");
+}
+} // namespace
+
+TEST_CASE("calibration: medians and nccl-tests bus bandwidth") {
+  const CalibrationTable t = sample_table();
+  const KernelTiming* g = t.find_kernel(Kernel::Gemm, DType::BF16, {128, 256, 64, 0});
+  REQUIRE(g != nullptr);
+  CHECK(g->seconds == Approx(2e-6));
+  CHECK(g->samples == 3);
+  CHECK(t.find_kernel(Kernel::Gemm, DType::FP32, {128, 256, 64, 0}) == nullptr);
+  const CommBandwidth* c = t.find_comm(OpKind::AllReduce, 8, 1 << 20);
+  REQUIRE(c != nullptr);
+  CHECK(c->seconds == Approx(2e-4));                       // median of two = mean
+  CHECK(c->algbw_bytes_per_s == Approx((1 << 20) / 2e-4));
+  CHECK(c->busbw_bytes_per_s == Approx(c->algbw_bytes_per_s * 2.0 * 7.0 / 8.0));
+  CHECK(bus_factor(OpKind::AllGather, 4) == Approx(0.75));
+  CHECK(bus_factor(OpKind::Send, 2) == Approx(1.0));
+}
+
+TEST_CASE("calibration: bandwidth interpolates in log(bytes) and clamps") {
+  const CalibrationTable t = sample_table();
+  const double lo = t.find_comm(OpKind::AllReduce, 8, 1 << 20)->busbw_bytes_per_s;
+  const double hi = t.find_comm(OpKind::AllReduce, 8, 1 << 24)->busbw_bytes_per_s;
+  CHECK(*t.busbw_bytes_per_s(OpKind::AllReduce, 8, 1 << 10) == Approx(lo));
+  CHECK(*t.busbw_bytes_per_s(OpKind::AllReduce, 8, 1 << 30) == Approx(hi));
+  CHECK(*t.busbw_bytes_per_s(OpKind::AllReduce, 8, 1 << 22) == Approx(0.5 * (lo + hi)));
+  CHECK_FALSE(t.busbw_bytes_per_s(OpKind::AllGather, 8, 1 << 20).has_value());
+}
+
+TEST_CASE("calibration: write/read round trip is byte-identical") {
+  std::ostringstream a;
+  write_calibration(sample_table(), a);
+  std::istringstream in(a.str());
+  const CalibrationTable back = read_calibration(in, "a.json");
+  CHECK(back.kernels.size() == 2);
+  CHECK(back.comms.size() == 2);
+  std::ostringstream b;
+  write_calibration(back, b);
+  CHECK(a.str() == b.str());
+}
+
+TEST_CASE("calibration: read errors name the file and the entry") {
+  auto read = [](const std::string& text) {
+    std::istringstream in(text);
+    return read_calibration(in, "cal.json");
+  };
+  CHECK_THROWS_WITH(read("{"), Catch::Contains("cal.json") && Catch::Contains("not valid JSON"));
+  CHECK_THROWS_WITH(read(R"({"format":"twinscale-calibration","version":99})"),
+                    Catch::Contains("cal.json") && Catch::Contains("version"));
+  CHECK_THROWS_WITH(
+      read(R"({"format":"twinscale-calibration","version":1,"kernels":[{"kernel":"gemm","dtype":"bf16","shape":[1,2,3,0],"seconds":1e-6,"samples":1},{"kernel":"gemmm","dtype":"bf16"}]})"),
+      Catch::Contains("cal.json") && Catch::Contains("kernels[1]") && Catch::Contains("gemmm") &&
+          Catch::Contains("flash_attention2"));
+  CHECK_THROWS_WITH(
+      read(R"({"format":"twinscale-calibration","version":1,"comms":[{"kind":"all_reduce","group_size":8,"bytes":-1}]})"),
+      Catch::Contains("comms[0] (all_reduce)") && Catch::Contains("\"bytes\""));
+  CHECK_THROWS_AS(read_calibration_file("/nonexistent/cal.json"), ScheduleError);
+}
