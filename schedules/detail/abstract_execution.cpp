@@ -69,7 +69,6 @@ struct RankState {
 class Executor {
 public:
   Executor(const Schedule& s, bool by_symmetry) : s_(s), L_(s.layout), sym_(by_symmetry) {
-    std::vector<ProgramIndex> dummy;
     indices_.resize(s.programs.size());
     std::vector<bool> indexed(s.programs.size(), false);
     auto add = [&](int64_t r) {
