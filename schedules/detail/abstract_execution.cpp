@@ -37,15 +37,18 @@ constexpr int kGroupKinds = 5;
 struct ProgramIndex {
   std::array<std::vector<uint32_t>, kStreamCount> stream_ops;
   std::vector<uint32_t> ordinal; // collectives: among the same group kind; p2p: same peer
+  std::vector<uint32_t> position; // index of the op within its stream
 };
 
 ProgramIndex index_program(const Program& prog, int64_t pp) {
   ProgramIndex ix;
   ix.ordinal.resize(prog.ops.size());
+  ix.position.resize(prog.ops.size());
   std::array<uint32_t, kGroupKinds> coll{};
   std::vector<uint32_t> sends(static_cast<size_t>(pp), 0), recvs(static_cast<size_t>(pp), 0);
   for (size_t i = 0; i < prog.ops.size(); ++i) {
     const Op& op = prog.ops[i];
+    ix.position[i] = static_cast<uint32_t>(ix.stream_ops[static_cast<int>(op.stream)].size());
     ix.stream_ops[static_cast<int>(op.stream)].push_back(static_cast<uint32_t>(i));
     if (op.kind == OpKind::Send) ix.ordinal[i] = sends[op.peer]++;
     else if (op.kind == OpKind::Recv) ix.ordinal[i] = recvs[op.peer]++;
@@ -58,8 +61,10 @@ struct RankState {
   int64_t rank = 0;              // global rank
   const Program* program = nullptr;
   const ProgramIndex* index = nullptr;
-  std::vector<uint8_t> state;    // 0 waiting, 1 started, 2 done
+  // Ops of a stream complete in order, so the state of a rank is its stream cursors
+  // (ops before the cursor are done) and whether each stream's head has started.
   std::array<size_t, kStreamCount> cursor{};
+  std::array<bool, kStreamCount> head_started{};
   std::array<uint32_t, kGroupKinds> coll_started{};
   std::vector<uint32_t> sends_started; // per peer pp rank
   std::vector<uint32_t> recvs_started;
@@ -81,7 +86,6 @@ public:
       st.rank = r;
       st.program = &s.programs[p];
       st.index = &indices_[p];
-      st.state.assign(st.program->ops.size(), 0);
       st.sends_started.assign(static_cast<size_t>(L_.pp), 0);
       st.recvs_started.assign(static_cast<size_t>(L_.pp), 0);
       ranks_.push_back(std::move(st));
@@ -171,21 +175,25 @@ public:
     return members_.emplace(key, std::move(m)).first->second;
   }
 
+  static bool is_done(const RankState& st, uint32_t op) {
+    return st.index->position[op] < st.cursor[static_cast<int>(st.program->ops[op].stream)];
+  }
+
   bool sweep(RankState& st) {
     bool progress = false;
     for (int s = 0; s < kStreamCount; ++s) {
       const auto& ops = st.index->stream_ops[s];
       while (st.cursor[s] < ops.size()) {
         const uint32_t i = ops[st.cursor[s]];
-        if (st.state[i] == 0) {
+        if (!st.head_started[s]) {
           bool ready = true;
           for (uint32_t d : st.program->deps_of(i))
-            if (st.state[d] != 2) {
+            if (!is_done(st, d)) {
               ready = false;
               break;
             }
           if (!ready) break;
-          st.state[i] = 1;
+          st.head_started[s] = true;
           progress = true;
           const Op& op = st.program->ops[i];
           if (op.kind == OpKind::Send) ++st.sends_started[op.peer];
@@ -194,7 +202,7 @@ public:
           if (op.is_communication()) notify_partners(st, op, st.index->ordinal[i]);
         }
         if (!complete(st, i)) break;
-        st.state[i] = 2;
+        st.head_started[s] = false;
         ++st.done;
         ++st.cursor[s];
         progress = true;
@@ -243,9 +251,9 @@ public:
   std::string waits_for(RankState& st, uint32_t i) {
     const Op& op = st.program->ops[i];
     std::ostringstream os;
-    if (st.state[i] == 0) {
+    if (!st.head_started[static_cast<int>(op.stream)]) {
       for (uint32_t d : st.program->deps_of(i))
-        if (st.state[d] != 2) {
+        if (!is_done(st, d)) {
           os << "waits for its dependency op " << d << " ("
              << s_.names[st.program->ops[d].name] << ", stream "
              << to_string(st.program->ops[d].stream) << ")";
