@@ -27,10 +27,10 @@ E parse_enum(const std::string& name, int count, const std::string& path, const 
 }
 
 RunStatus parse_status(const std::string& name, const std::string& path) {
-  for (RunStatus s : {RunStatus::Completed, RunStatus::TimedOut, RunStatus::OpFailed})
+  for (RunStatus s : {RunStatus::Completed, RunStatus::TimedOut, RunStatus::OpFailed, RunStatus::Aborted})
     if (to_string(s) == name) return s;
   throw BackendError("rank state " + path + ": \"status\" has unknown value \"" + name +
-                     "\"; valid: completed, timed_out, op_failed");
+                     "\"; valid: completed, timed_out, op_failed, aborted");
 }
 
 std::string rank_file(const std::string& dir, int64_t rank) {

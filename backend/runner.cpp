@@ -102,6 +102,16 @@ RunOutcome run_schedule(const schedules::Schedule& schedule, const RunOptions& o
   detail::MpiGroups groups(schedule.layout, rank, MPI_COMM_WORLD, options.group_init);
   for (const InitPhase& p : groups.phases()) out.init_phases.push_back(p);
 
+  if (rank == 0 && !options.run_dir.empty()) {  // a run directory reused: clear the last run's files
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    fs::create_directories(options.run_dir, ec);
+    for (const char* name : {"abort", "report.json"}) fs::remove(fs::path(options.run_dir) / name, ec);
+    for (int r = 0; r < size; ++r)
+      for (const char* ext : {".json", ".started"})
+        fs::remove(fs::path(options.run_dir) / ("rank-" + std::to_string(r) + ext), ec);
+  }
+
   // The common epoch: rank 0's clock when every rank has passed a barrier (exact on
   // one host, where steady_clock is shared; across hosts it is off by their offset).
   t = steady_s();
@@ -136,9 +146,18 @@ RunOutcome run_schedule(const schedules::Schedule& schedule, const RunOptions& o
     throw BackendError("--device cuda: this build has no CUDA device (no toolkit at configure time)");
 #endif
   }
-  Executor executor(schedule, rank, *device, options.executor);
+  ExecutorOptions exec_options = options.executor;
+  const std::string abort_flag =
+      options.run_dir.empty() ? "" : (std::filesystem::path(options.run_dir) / "abort").string();
+  if (!abort_flag.empty()) {
+    exec_options.should_abort = [abort_flag] { return std::filesystem::exists(abort_flag); };
+  }
+  Executor executor(schedule, rank, *device, exec_options);
   out.result = executor.run();
   const bool completed = out.result.status == RunStatus::Completed;
+  if (!abort_flag.empty() && (out.result.status == RunStatus::TimedOut || out.result.status == RunStatus::OpFailed))
+    detail::write_file_atomically(abort_flag, "{\"rank\": " + std::to_string(rank) + ", \"status\": \"" +
+                                                  std::string(to_string(out.result.status)) + "\"}\n");
   if (!completed) groups.leak();
 
   if (!options.run_dir.empty()) {
