@@ -10,6 +10,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   twinscale::cli::Action action;
   twinscale::cli::add_schedule_command(app, action);
+  twinscale::cli::add_topology_command(app, action);
+  twinscale::cli::add_fault_commands(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

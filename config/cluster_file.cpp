@@ -36,10 +36,23 @@
 //   tors_per_pod = 0            # 3 tiers: server groups per pod (0 = aggregation down ports)
 //   cable_latency_ns = 0        # propagation per link
 //
-// How the Clos is built from these numbers (ToR/aggregation/spine counts, the radix and
-// size checks) is documented at the top of topology/fabric.cpp. Values that are each
-// well formed but do not fit together (servers over the radix, more GPUs than the Clos
-// holds, rails > NICs, …) are rejected when the fabric is built, with a TopologyError.
+// How the Clos is built from these numbers (full rules at the top of topology/fabric.cpp),
+// worked for megascale-ampere at 12,288 GPUs:
+//   servers   = 12288 GPUs / 8                         = 1,536
+//   ToR ports : radix 64 at 1:1 → 32 down + 32 up; split → 32 × 2 = 64 NIC ports;
+//               8 NICs on 8 rails = 1 NIC port per server per ToR → 64 servers per ToR
+//   groups    = 1536 / 64 = 24;  ToRs = 24 groups × 8 rails      = 192
+//   pods      : one rail's ToRs of ≤ 32 groups (aggregation down ports) → 1 block,
+//               8 pods (one per rail) × 32 aggs (one per ToR uplink) = 256 aggs
+//   spines    : 32 planes (aggregation index); a plane's 8 pods × 32 uplinks = 256
+//               links on 64-port spines → 4 spines per plane, 8 links agg→spine = 128
+//   capacity  : NICs 12288 × 200G = ToR up 192 × 32 × 400G = 2,457.6 Tb/s,
+//               bisection half of it = 1,228.8 Tb/s; diameter 8 links (5 switches)
+//   limit     : a spine reaches ≤ 64 pods → ⌊64/8⌋ = 8 blocks × 32 groups × 64 servers
+//               × 8 GPUs = 131,072 GPUs.
+// Values that are each well formed but do not fit together (servers over the radix, more
+// GPUs than the Clos holds, rails > NICs, ports left unused by the oversubscription, …)
+// are rejected when the fabric is built, with a TopologyError naming key and arithmetic.
 //
 // Switch latencies are not in hardware.md: tomahawk4 uses an assumed 600 ns per hop and
 // qm8790 the 130 ns port-to-port figure of NVIDIA's QM8700-series datasheet; override

@@ -179,7 +179,14 @@ void apply_overrides(s::JobSpec& job, std::optional<int64_t> gpus,
       throw ConfigError("--global-batch is " + std::to_string(*global_batch) + "; must be ≥ 1");
     job.parallel.global_batch = *global_batch;
   }
-  s::check_job(job);
+  try {
+    s::check_job(job);
+  } catch (const s::JobError& e) {
+    std::string given;
+    if (gpus) given += "--gpus " + std::to_string(*gpus) + " (dp = " + std::to_string(job.parallel.dp) + ")";
+    if (global_batch) given += std::string(given.empty() ? "" : ", ") + "--global-batch " + std::to_string(*global_batch);
+    throw s::JobError(given.empty() ? std::string(e.what()) : "with " + given + ": " + e.what());
+  }
 }
 
 } // namespace twinscale::config

@@ -1,6 +1,8 @@
 #include "faults/checkpoint_tuner.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "faults/error.hpp"
 
@@ -38,6 +40,8 @@ TunerResult tune_checkpoint(const Campaign& base, const std::vector<double>& int
     Campaign c = base;
     c.checkpoint_interval_s = tau;
     const CampaignSummary s = run_campaign(c);
+    // Intervals are whole iterations: two requests that round alike are one point.
+    if (!r.points.empty() && r.points.back().interval_s == s.checkpoint_interval_s) continue;
     TunerPoint p;
     p.interval_s = s.checkpoint_interval_s;
     p.ettr = s.ettr;
@@ -66,6 +70,14 @@ TunerResult tune_checkpoint(const Campaign& base, const std::vector<double>& int
       r.band_lo_s = std::min(r.band_lo_s, p.interval_s);
       r.band_hi_s = std::max(r.band_hi_s, p.interval_s);
     }
+  }
+  // Open-ended where the band reaches the end of the grid: the optimum may lie beyond.
+  r.bracket_lo_s = 0;
+  r.bracket_hi_s = std::numeric_limits<double>::infinity();
+  for (const auto& p : r.points) {
+    if (p.in_band) continue;
+    if (p.interval_s < r.band_lo_s) r.bracket_lo_s = std::max(r.bracket_lo_s, p.interval_s);
+    if (p.interval_s > r.band_hi_s) r.bracket_hi_s = std::min(r.bracket_hi_s, p.interval_s);
   }
   return r;
 }

@@ -44,14 +44,21 @@ struct TunerPoint {
 struct TunerResult {
   std::vector<TunerPoint> points;
   size_t best = 0;                  // index of the highest mean ETTR
-  double band_lo_s = 0, band_hi_s = 0;
+  double band_lo_s = 0, band_hi_s = 0;   // smallest and largest interval in the band
+  /// The grid's resolution around the band: the nearest out-of-band intervals below and
+  /// above it (0 and ∞ where the band reaches the end of the grid). The optimum lies in (bracket_lo_s,
+  /// bracket_hi_s); a formula is consistent with the simulation when its interval does.
+  double bracket_lo_s = 0, bracket_hi_s = 0;
   double checkpoint_s = 0;          // δ: blocking time per checkpoint
   double mtbf_s = 0;                // M: interruption MTBF of the model at the job's size
   double young_s = 0;
   double daly_s = 0;
+
+  bool consistent(double interval_s) const { return interval_s > bracket_lo_s && interval_s < bracket_hi_s; }
 };
 
 /// Runs `base` at each interval (every interval ≥ the checkpoint time, else FaultError).
+/// Intervals are rounded up to whole iterations; consecutive duplicates are dropped.
 TunerResult tune_checkpoint(const Campaign& base, const std::vector<double>& intervals_s);
 
 } // namespace twinscale::faults

@@ -84,4 +84,30 @@ std::string_view to_string(DType d) {
   TWINSCALE_ASSERT(false, "unknown DType");
 }
 
+namespace {
+template <class E>
+std::optional<E> parse(std::string_view text, int count) {
+  for (int i = 0; i < count; ++i)
+    if (to_string(static_cast<E>(i)) == text) return static_cast<E>(i);
+  return std::nullopt;
+}
+} // namespace
+
+std::optional<OpKind> op_kind_from_string(std::string_view s) {
+  return parse<OpKind>(s, static_cast<int>(OpKind::Recv) + 1);
+}
+std::optional<Kernel> kernel_from_string(std::string_view s) {
+  return parse<Kernel>(s, static_cast<int>(Kernel::DataLoad) + 1);
+}
+std::optional<Stream> stream_from_string(std::string_view s) { return parse<Stream>(s, kStreamCount); }
+std::optional<Phase> phase_from_string(std::string_view s) {
+  return parse<Phase>(s, static_cast<int>(Phase::Data) + 1);
+}
+std::optional<GroupKind> group_kind_from_string(std::string_view s) {
+  return parse<GroupKind>(s, static_cast<int>(GroupKind::World) + 1);
+}
+std::optional<DType> dtype_from_string(std::string_view s) {
+  return parse<DType>(s, static_cast<int>(DType::FP32) + 1);
+}
+
 } // namespace twinscale::schedules

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "schedules/layout.hpp"
@@ -99,5 +100,13 @@ std::string_view to_string(Stream);
 std::string_view to_string(Phase);
 std::string_view to_string(GroupKind);
 std::string_view to_string(DType);
+
+/// Inverses of to_string (for schedule and trace files); std::nullopt when unknown.
+std::optional<OpKind> op_kind_from_string(std::string_view);
+std::optional<Kernel> kernel_from_string(std::string_view);
+std::optional<Stream> stream_from_string(std::string_view);
+std::optional<Phase> phase_from_string(std::string_view);
+std::optional<GroupKind> group_kind_from_string(std::string_view);
+std::optional<DType> dtype_from_string(std::string_view);
 
 } // namespace twinscale::schedules

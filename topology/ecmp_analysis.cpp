@@ -26,6 +26,11 @@ EcmpReport analyze_ecmp(const Fabric& f, const std::vector<Flow>& flows, EcmpPol
     double line_rate = links[fluid.front().link].bw_bytes_per_s;
     for (const WeightedHop& h : fluid) line_rate = std::min(line_rate, links[h.link].bw_bytes_per_s);
     if (fluid.size() > 2) ++rep.network_flows;
+    for (const WeightedHop& h : fluid)
+      if (h.up && (links[h.link].kind == LinkKind::TorToAggregation || links[h.link].kind == LinkKind::TorToSpine)) {
+        ++rep.flows_leaving_tor;
+        break;
+      }
     for (const WeightedHop& h : fluid) {
       const size_t i = 2 * static_cast<size_t>(h.link) + (h.up ? 0 : 1);
       ++count[i];

@@ -39,6 +39,7 @@ struct EcmpReport {
   int64_t max_flows_on_link = 0;        // over network links
   double max_link_busy_s = 0;           // max over all link directions of bytes ÷ bw
   int64_t network_flows = 0;            // flows that leave their server
+  int64_t flows_leaving_tor = 0;        // flows exposed to ECMP: they leave their ToR
 };
 
 /// Routes every flow with `policy` and `seed`. With IdealSpread every flow is split evenly

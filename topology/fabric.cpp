@@ -20,11 +20,10 @@
 //    A 3-tier fabric therefore holds at most ⌊R/rails⌋ blocks.
 #include "topology/fabric.hpp"
 
-#include <charconv>
 #include <cmath>
 #include <sstream>
 
-#include "topology/detail/hash.hpp"
+#include "topology/detail/fabric_impl.hpp"
 
 namespace twinscale::topology {
 
@@ -41,10 +40,6 @@ std::string gbit(double bytes_per_s) { return num(bytes_per_s * 8 / 1e9) + " Gb/
 
 [[noreturn]] void fail(const std::string& cluster, const std::string& key, const std::string& why) {
   throw TopologyError("cluster '" + cluster + "': " + key + ": " + why);
-}
-
-void check(bool ok, const char* what) {
-  if (!ok) throw std::logic_error(std::string("internal error in topology/fabric.cpp: ") + what);
 }
 
 /// Splits `radix` into (down, up) by down:up = o; throws if that leaves ports unused.
@@ -70,54 +65,11 @@ int64_t spines_per_plane(int64_t up, int64_t lower, int64_t radix) {
   return 0;
 }
 
-bool parse_int(std::string_view s, int64_t& out) {
-  if (s.empty()) return false;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  return ec == std::errc() && p == s.data() + s.size() && out >= 0;
-}
-
-/// Consumes `prefix` followed by a decimal number from `s`.
-bool take(std::string_view& s, std::string_view prefix, int64_t& out) {
-  if (s.substr(0, prefix.size()) != prefix) return false;
-  s.remove_prefix(prefix.size());
-  size_t n = 0;
-  while (n < s.size() && s[n] >= '0' && s[n] <= '9') ++n;
-  if (!parse_int(s.substr(0, n), out)) return false;
-  s.remove_prefix(n);
-  return true;
-}
-
 } // namespace
 
-struct Fabric::Impl {
-  ClusterSpec spec;
-  ClosShape shape;
-  std::vector<Vertex> vertices;
-  std::vector<Link> links;
-  // First vertex id of each kind, and first link id of each kind.
-  uint32_t v_nvswitch = 0, v_nic = 0, v_tor = 0, v_agg = 0, v_spine = 0;
-  uint32_t l_pcie = 0, l_nic = 0, l_tor_up = 0, l_agg_up = 0;
 
-  int64_t server_of(int64_t gpu) const { return gpu / shape.gpus_per_server; }
-  int64_t nic_of(int64_t gpu) const {
-    return server_of(gpu) * shape.nics_per_server + (gpu % shape.gpus_per_server) % shape.nics_per_server;
-  }
-  int64_t tor_of_nic(int64_t nic) const {
-    const int64_t server = nic / shape.nics_per_server;
-    const int64_t rail = (nic % shape.nics_per_server) % shape.rails;
-    return (server / shape.servers_per_tor) * shape.rails + rail;
-  }
-  // 3 tiers: the pod of a ToR (block·rails + rail) and its position inside the pod.
-  int64_t pod_of_tor(int64_t tor) const {
-    const int64_t group = tor / shape.rails, rail = tor % shape.rails;
-    return (group / shape.tors_per_pod) * shape.rails + rail;
-  }
-  int64_t pos_in_pod(int64_t tor) const { return (tor / shape.rails) % shape.tors_per_pod; }
-
-  void add_link(uint32_t a, uint32_t b, LinkKind kind, double bw, double lat) {
-    links.push_back(Link{a, b, kind, bw, lat});
-  }
-};
+using detail::check;
+using detail::check_gpu;
 
 Fabric::Fabric(const ClusterSpec& spec) {
   auto impl = std::make_shared<Impl>();
@@ -298,6 +250,20 @@ Fabric::Fabric(const ClusterSpec& spec) {
     impl->l_agg_up = static_cast<uint32_t>(L.size());
   }
   check(L.size() < (size_t{1} << 32), "link count fits uint32");
+  // Incidence lists (CSR), links in id order for every vertex.
+  auto& off = impl->incident_offset;
+  off.assign(v.size() + 1, 0);
+  for (const Link& l : L) {
+    ++off[l.a + 1];
+    ++off[l.b + 1];
+  }
+  for (size_t i = 1; i < off.size(); ++i) off[i] += off[i - 1];
+  impl->incident.resize(2 * L.size());
+  std::vector<uint32_t> fill(off.begin(), off.end() - 1);
+  for (uint32_t id = 0; id < L.size(); ++id) {
+    impl->incident[fill[L[id].a]++] = id;
+    impl->incident[fill[L[id].b]++] = id;
+  }
   impl_ = std::move(impl);
 }
 
@@ -308,11 +274,6 @@ const std::vector<Link>& Fabric::links() const { return impl_->links; }
 int64_t Fabric::gpus() const { return impl_->shape.gpus; }
 int64_t Fabric::servers() const { return impl_->shape.servers; }
 
-static void check_gpu(const Fabric& f, int64_t gpu) {
-  if (gpu < 0 || gpu >= f.gpus())
-    throw TopologyError("GPU " + std::to_string(gpu) + " does not exist: cluster '" + f.spec().name +
-                        "' has GPUs 0.." + std::to_string(f.gpus() - 1));
-}
 
 int64_t Fabric::server_of_gpu(int64_t gpu) const { check_gpu(*this, gpu); return impl_->server_of(gpu); }
 uint32_t Fabric::gpu_vertex(int64_t gpu) const { check_gpu(*this, gpu); return static_cast<uint32_t>(gpu); }
@@ -333,239 +294,30 @@ uint32_t Fabric::nic_vertex(int64_t nic) const {
   check(nic >= 0 && nic < servers() * impl_->shape.nics_per_server, "NIC index in range");
   return impl_->v_nic + static_cast<uint32_t>(nic);
 }
+std::span<const uint32_t> Fabric::links_of_vertex(uint32_t vertex) const {
+  check(vertex < impl_->vertices.size(), "vertex id in range");
+  const uint32_t* first = impl_->incident.data() + impl_->incident_offset[vertex];
+  return {first, impl_->incident_offset[vertex + 1] - impl_->incident_offset[vertex]};
+}
+
+double Fabric::path_latency_s(int64_t src_gpu, const std::vector<Hop>& path) const {
+  uint32_t at = gpu_vertex(src_gpu);
+  double latency = 0;
+  for (size_t i = 0; i < path.size(); ++i) {
+    const Link& l = impl_->links[path[i].link];
+    check(at == (path[i].up ? l.a : l.b), "path hops are contiguous");
+    at = path[i].up ? l.b : l.a;
+    latency += l.latency_s;
+    const VertexKind k = impl_->vertices[at].kind;
+    if (i + 1 < path.size() && (k == VertexKind::Tor || k == VertexKind::Aggregation || k == VertexKind::Spine))
+      latency += impl_->spec.switch_spec.latency_s;
+  }
+  return latency;
+}
+
 uint32_t Fabric::tor_vertex(int64_t tor) const {
   check(tor >= 0 && tor < impl_->shape.tors, "ToR index in range");
   return impl_->v_tor + static_cast<uint32_t>(tor);
-}
-
-// ---- names ---------------------------------------------------------------------------
-
-std::string Fabric::server_name(int64_t server) const { return "server" + std::to_string(server); }
-std::string Fabric::gpu_name(int64_t gpu) const { return vertex_name(gpu_vertex(gpu)); }
-
-std::string Fabric::vertex_name(uint32_t vertex) const {
-  const Impl& m = *impl_;
-  check(vertex < m.vertices.size(), "vertex id in range");
-  const Vertex& x = m.vertices[vertex];
-  const ClosShape& s = m.shape;
-  switch (x.kind) {
-  case VertexKind::Gpu:
-    return server_name(x.index / s.gpus_per_server) + ".gpu" + std::to_string(x.index % s.gpus_per_server);
-  case VertexKind::NvSwitch: return server_name(x.index) + ".nvswitch";
-  case VertexKind::Nic:
-    return server_name(x.index / s.nics_per_server) + ".nic" + std::to_string(x.index % s.nics_per_server);
-  case VertexKind::Tor: return "tor" + std::to_string(x.index / s.rails) + ".r" + std::to_string(x.index % s.rails);
-  case VertexKind::Aggregation: {
-    const int64_t pod = x.index / s.aggs_per_pod;
-    return "agg" + std::to_string(x.index % s.aggs_per_pod) + ".pod" + std::to_string(pod / s.rails) + ".r" +
-           std::to_string(pod % s.rails);
-  }
-  case VertexKind::Spine: return "spine" + std::to_string(x.index);
-  }
-  return "?";
-}
-
-std::optional<int64_t> Fabric::find_server(std::string_view name) const {
-  int64_t server = 0;
-  if (!take(name, "server", server) || !name.empty() || server >= servers()) return std::nullopt;
-  return server;
-}
-
-std::optional<uint32_t> Fabric::find_vertex(std::string_view name) const {
-  const Impl& m = *impl_;
-  const ClosShape& s = m.shape;
-  int64_t a = 0, b = 0, c = 0;
-  std::string_view rest = name;
-  if (take(rest, "server", a)) {
-    if (a >= s.servers) return std::nullopt;
-    if (rest == ".nvswitch") return m.v_nvswitch + static_cast<uint32_t>(a);
-    if (take(rest, ".gpu", b) && rest.empty() && b < s.gpus_per_server)
-      return static_cast<uint32_t>(a * s.gpus_per_server + b);
-    rest = name;
-    take(rest, "server", a);
-    if (take(rest, ".nic", b) && rest.empty() && b < s.nics_per_server)
-      return m.v_nic + static_cast<uint32_t>(a * s.nics_per_server + b);
-    return std::nullopt;
-  }
-  rest = name;
-  if (take(rest, "tor", a) && take(rest, ".r", b) && rest.empty() && a < s.server_groups && b < s.rails)
-    return m.v_tor + static_cast<uint32_t>(a * s.rails + b);
-  rest = name;
-  if (s.tiers == 3 && take(rest, "agg", a) && take(rest, ".pod", b) && take(rest, ".r", c) && rest.empty() &&
-      a < s.aggs_per_pod && b < s.blocks && c < s.rails)
-    return m.v_agg + static_cast<uint32_t>((b * s.rails + c) * s.aggs_per_pod + a);
-  rest = name;
-  if (take(rest, "spine", a) && rest.empty() && a < s.spines) return m.v_spine + static_cast<uint32_t>(a);
-  return std::nullopt;
-}
-
-std::optional<int64_t> Fabric::find_gpu(std::string_view name) const {
-  auto v = find_vertex(name);
-  if (!v || impl_->vertices[*v].kind != VertexKind::Gpu) return std::nullopt;
-  return static_cast<int64_t>(*v);
-}
-
-std::string Fabric::link_name(uint32_t link) const {
-  const Impl& m = *impl_;
-  check(link < m.links.size(), "link id in range");
-  const Link& l = m.links[link];
-  int64_t parallel = 0;
-  if (l.kind == LinkKind::AggregationToSpine)
-    parallel = (link - m.l_agg_up) % m.shape.links_per_spine;
-  else if (l.kind == LinkKind::TorToSpine)
-    parallel = (link - m.l_tor_up) % m.shape.links_per_spine;
-  return vertex_name(l.a) + "-" + vertex_name(l.b) + "#" + std::to_string(parallel);
-}
-
-std::optional<uint32_t> Fabric::find_link(std::string_view name) const {
-  const Impl& m = *impl_;
-  const ClosShape& s = m.shape;
-  const size_t dash = name.find('-');
-  if (dash == std::string_view::npos) return std::nullopt;
-  std::string_view b_name = name.substr(dash + 1);
-  int64_t parallel = 0;
-  if (const size_t hash = b_name.find('#'); hash != std::string_view::npos) {
-    if (!parse_int(b_name.substr(hash + 1), parallel)) return std::nullopt;
-    b_name = b_name.substr(0, hash);
-  }
-  const auto a = find_vertex(name.substr(0, dash));
-  const auto b = find_vertex(b_name);
-  if (!a || !b) return std::nullopt;
-  // The links whose lower end is `a` form one contiguous range per kind.
-  const Vertex& va = m.vertices[*a];
-  uint32_t first = 0, count = 0;
-  switch (va.kind) {
-  case VertexKind::Gpu:
-    if (m.links[va.index].b == *b && parallel == 0) return static_cast<uint32_t>(va.index);
-    if (m.links[m.l_pcie + va.index].b == *b && parallel == 0) return m.l_pcie + static_cast<uint32_t>(va.index);
-    return std::nullopt;
-  case VertexKind::Nic: first = m.l_nic + static_cast<uint32_t>(va.index); count = 1; break;
-  case VertexKind::Tor:
-    if (s.tiers == 3) {
-      first = m.l_tor_up + static_cast<uint32_t>(va.index * s.aggs_per_pod);
-      count = static_cast<uint32_t>(s.aggs_per_pod);
-    } else {
-      first = m.l_tor_up + static_cast<uint32_t>(va.index * s.tor_up_ports);
-      count = static_cast<uint32_t>(s.tor_up_ports);
-    }
-    break;
-  case VertexKind::Aggregation:
-    first = m.l_agg_up + static_cast<uint32_t>(va.index * s.agg_up_ports);
-    count = static_cast<uint32_t>(s.agg_up_ports);
-    break;
-  default: return std::nullopt;
-  }
-  int64_t seen = 0;
-  for (uint32_t id = first; id < first + count; ++id)
-    if (m.links[id].b == *b && seen++ == parallel) return id;
-  return std::nullopt;
-}
-
-// ---- routing --------------------------------------------------------------------------
-
-void Fabric::route(int64_t src_gpu, int64_t dst_gpu, uint64_t flow_id, uint64_t seed, EcmpPolicy policy,
-                   std::vector<Hop>& out) const {
-  check_gpu(*this, src_gpu);
-  check_gpu(*this, dst_gpu);
-  out.clear();
-  if (src_gpu == dst_gpu) return;
-  const Impl& m = *impl_;
-  const ClosShape& s = m.shape;
-  const auto u32 = [](int64_t x) { return static_cast<uint32_t>(x); };
-  if (m.server_of(src_gpu) == m.server_of(dst_gpu)) {
-    out.push_back(Hop{u32(src_gpu), true});
-    out.push_back(Hop{u32(dst_gpu), false});
-    return;
-  }
-  const bool hash = policy == EcmpPolicy::Hash;
-  // Equal-cost choice among n next hops at switch vertex `sw`; `level` spreads the
-  // round-robin of IdealSpread over successive tiers.
-  const auto pick = [&](int64_t n, uint32_t sw, uint64_t rr) -> int64_t {
-    if (n == 1) return 0;
-    if (hash) {
-      return static_cast<int64_t>(detail::flow_hash(static_cast<uint64_t>(src_gpu), static_cast<uint64_t>(dst_gpu),
-                                                    flow_id, seed, sw) % static_cast<uint64_t>(n));
-    }
-    return static_cast<int64_t>(rr % static_cast<uint64_t>(n));
-  };
-  const int64_t nic_s = m.nic_of(src_gpu), nic_d = m.nic_of(dst_gpu);
-  const int64_t tor_s = m.tor_of_nic(nic_s), tor_d = m.tor_of_nic(nic_d);
-  out.push_back(Hop{m.l_pcie + u32(src_gpu), true});
-  out.push_back(Hop{m.l_nic + u32(nic_s), true});
-  if (tor_s != tor_d) {
-    const uint32_t tor_sv = m.v_tor + u32(tor_s);
-    if (s.tiers == 2) {
-      const int64_t up = pick(s.tor_up_ports, tor_sv, flow_id);
-      const int64_t spine = up / s.links_per_spine;
-      const int64_t down = pick(s.links_per_spine, m.v_spine + u32(spine), flow_id / static_cast<uint64_t>(s.tor_up_ports));
-      out.push_back(Hop{m.l_tor_up + u32(tor_s * s.tor_up_ports + up), true});
-      out.push_back(Hop{m.l_tor_up + u32(tor_d * s.tor_up_ports + spine * s.links_per_spine + down), false});
-    } else {
-      const int64_t pod_s = m.pod_of_tor(tor_s), pod_d = m.pod_of_tor(tor_d);
-      const int64_t a = pick(s.aggs_per_pod, tor_sv, flow_id);
-      out.push_back(Hop{m.l_tor_up + u32(tor_s * s.aggs_per_pod + a), true});
-      if (pod_s != pod_d) {
-        const int64_t agg_s = pod_s * s.aggs_per_pod + a, agg_d = pod_d * s.aggs_per_pod + a;
-        const uint64_t rr = flow_id / static_cast<uint64_t>(s.aggs_per_pod) + static_cast<uint64_t>(m.pos_in_pod(tor_s));
-        const int64_t up = pick(s.agg_up_ports, m.v_agg + u32(agg_s), rr);
-        const int64_t spine = up / s.links_per_spine;
-        const int64_t down = pick(s.links_per_spine, m.v_spine + u32(a * s.spines_per_plane + spine),
-                                  rr / static_cast<uint64_t>(s.agg_up_ports) + static_cast<uint64_t>(pod_s));
-        out.push_back(Hop{m.l_agg_up + u32(agg_s * s.agg_up_ports + up), true});
-        out.push_back(Hop{m.l_agg_up + u32(agg_d * s.agg_up_ports + spine * s.links_per_spine + down), false});
-      }
-      out.push_back(Hop{m.l_tor_up + u32(tor_d * s.aggs_per_pod + a), false});
-    }
-  }
-  out.push_back(Hop{m.l_nic + u32(nic_d), false});
-  out.push_back(Hop{m.l_pcie + u32(dst_gpu), false});
-}
-
-void Fabric::spread(int64_t src_gpu, int64_t dst_gpu, std::vector<WeightedHop>& out) const {
-  check_gpu(*this, src_gpu);
-  check_gpu(*this, dst_gpu);
-  out.clear();
-  if (src_gpu == dst_gpu) return;
-  const Impl& m = *impl_;
-  const ClosShape& s = m.shape;
-  const auto u32 = [](int64_t x) { return static_cast<uint32_t>(x); };
-  if (m.server_of(src_gpu) == m.server_of(dst_gpu)) {
-    out.push_back(WeightedHop{u32(src_gpu), true, 1});
-    out.push_back(WeightedHop{u32(dst_gpu), false, 1});
-    return;
-  }
-  const int64_t nic_s = m.nic_of(src_gpu), nic_d = m.nic_of(dst_gpu);
-  const int64_t tor_s = m.tor_of_nic(nic_s), tor_d = m.tor_of_nic(nic_d);
-  out.push_back(WeightedHop{m.l_pcie + u32(src_gpu), true, 1});
-  out.push_back(WeightedHop{m.l_nic + u32(nic_s), true, 1});
-  if (tor_s != tor_d) {
-    if (s.tiers == 2) {
-      // Each uplink carries 1/U; spine j gets m/U and splits it over its m links to tor_d.
-      const double f = 1.0 / static_cast<double>(s.tor_up_ports);
-      for (int64_t i = 0; i < s.tor_up_ports; ++i)
-        out.push_back(WeightedHop{m.l_tor_up + u32(tor_s * s.tor_up_ports + i), true, f});
-      for (int64_t i = 0; i < s.tor_up_ports; ++i)
-        out.push_back(WeightedHop{m.l_tor_up + u32(tor_d * s.tor_up_ports + i), false, f});
-    } else {
-      const int64_t pod_s = m.pod_of_tor(tor_s), pod_d = m.pod_of_tor(tor_d);
-      const double fa = 1.0 / static_cast<double>(s.aggs_per_pod);
-      for (int64_t a = 0; a < s.aggs_per_pod; ++a)
-        out.push_back(WeightedHop{m.l_tor_up + u32(tor_s * s.aggs_per_pod + a), true, fa});
-      if (pod_s != pod_d) {
-        const double fs = fa / static_cast<double>(s.agg_up_ports);
-        for (int64_t a = 0; a < s.aggs_per_pod; ++a)
-          for (int64_t i = 0; i < s.agg_up_ports; ++i)
-            out.push_back(WeightedHop{m.l_agg_up + u32((pod_s * s.aggs_per_pod + a) * s.agg_up_ports + i), true, fs});
-        for (int64_t a = 0; a < s.aggs_per_pod; ++a)
-          for (int64_t i = 0; i < s.agg_up_ports; ++i)
-            out.push_back(WeightedHop{m.l_agg_up + u32((pod_d * s.aggs_per_pod + a) * s.agg_up_ports + i), false, fs});
-      }
-      for (int64_t a = 0; a < s.aggs_per_pod; ++a)
-        out.push_back(WeightedHop{m.l_tor_up + u32(tor_d * s.aggs_per_pod + a), false, fa});
-    }
-  }
-  out.push_back(WeightedHop{m.l_nic + u32(nic_d), false, 1});
-  out.push_back(WeightedHop{m.l_pcie + u32(dst_gpu), false, 1});
 }
 
 } // namespace twinscale::topology

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -116,6 +117,12 @@ public:
   int64_t group_of_server(int64_t server) const;
   uint32_t nic_vertex(int64_t nic) const;
   uint32_t tor_vertex(int64_t tor) const;
+  /// The links incident to a vertex, in id order (e.g. every link a failed switch takes down).
+  std::span<const uint32_t> links_of_vertex(uint32_t vertex) const;
+  /// Zero-load latency of a path from `src_gpu`: the links' latencies plus the switch
+  /// latency for every ToR, aggregation and spine switch crossed (NVSwitch and NIC
+  /// latencies are not modelled here).
+  double path_latency_s(int64_t src_gpu, const std::vector<Hop>& path) const;
 
   // Names (for fault plans, traces and reports). Vertices: "server12.gpu3",
   // "server12.nvswitch", "server12.nic3", "tor5.r3" (server group 5, rail 3),

@@ -124,7 +124,6 @@ void StageLowering::emit_embedding_allreduce() {
 
 void StageLowering::emit_grad_reduce(int64_t chunk) {
   const auto& par = job_.parallel;
-  if (has_embedding_chunk(chunk)) emit_embedding_allreduce();
   if (par.dp == 1) return;
   const double bytes = chunk_parameters(job_, pp_rank_, chunk) * 2;
   const OpKind kind = par.zero_stage == 0 ? OpKind::AllReduce : OpKind::ReduceScatter;
@@ -209,16 +208,26 @@ void StageLowering::emit_step(size_t j) {
                                        static_cast<int32_t>(2 * V_ - next));
   }
   // gradients of this chunk are final after its last backward
-  if (!st.forward && j == last_backward_[st.chunk] && (opt.overlap.dp || par.zero_stage == 2))
-    emit_grad_reduce(st.chunk);
+  // (the chunk holding the tied embedding waits for the embedding all-reduce at the end)
+  if (!st.forward && j == last_backward_[st.chunk] && (opt.overlap.dp || par.zero_stage == 2)) {
+    if (has_embedding_chunk(st.chunk)) deferred_reduce_.push_back(st.chunk);
+    else emit_grad_reduce(st.chunk);
+  }
 }
 
 void StageLowering::emit_iteration_end() {
   const auto& opt = job_.options;
   const auto& par = job_.parallel;
   b_.labels = OpLabels{static_cast<int32_t>(iteration_), -1, -1, -1, Phase::Optimizer};
-  if (!(opt.overlap.dp || par.zero_stage == 2)) // after the pipeline flush, all exposed
+  // After the pipeline flush (Megatron's finalize_model_grads): the tied-embedding
+  // gradient all-reduce between the first and last stage, then the DP reductions not yet
+  // launched (all of them without DP overlap; with it, the embedding chunk's).
+  for (int64_t c = 0; c < V_; ++c)
+    if (has_embedding_chunk(c)) emit_embedding_allreduce();
+  if (!(opt.overlap.dp || par.zero_stage == 2))
     for (int64_t c = V_ - 1; c >= 0; --c) emit_grad_reduce(c);
+  for (int64_t c : deferred_reduce_) emit_grad_reduce(c);
+  deferred_reduce_.clear();
   if (opt.async_data_loading && iteration_ + 1 < opt.iterations) emit_data_op(iteration_ + 1, true);
 
   b_.wait_before_next_compute(grad_reduced_);

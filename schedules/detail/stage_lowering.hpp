@@ -60,6 +60,7 @@ private:
 
   std::vector<uint32_t> unfinished_sends_;  // coupled PP: next compute waits for these
   std::vector<uint32_t> param_ready_;       // per chunk: the all-gather its forward needs
+  std::vector<int64_t> deferred_reduce_;    // chunks whose DP reduction waits for the flush
   std::vector<uint32_t> grad_reduced_;      // reduce-scatters/all-reduces the optimizer needs
   uint32_t embedding_ar_ = kNoOp;
   uint32_t previous_optimizer_ = kNoOp;

@@ -63,6 +63,8 @@ TEST_CASE("tuner: the simulated optimum agrees with Daly's within sampling error
   CHECK(result.daly_s / kMin == Approx(56.7).epsilon(0.01));
   INFO("band [" << result.band_lo_s / kMin << ", " << result.band_hi_s / kMin << "] min, best "
                 << result.points[result.best].interval_s / kMin);
+  CHECK(result.consistent(result.daly_s));
+  CHECK(result.bracket_lo_s < result.band_lo_s);
   CHECK(result.band_lo_s <= result.daly_s);
   CHECK(result.daly_s <= result.band_hi_s);
   // The band is informative: it excludes the ends of a 16× sweep.

@@ -284,3 +284,129 @@ TEST_CASE("memory: recompute and flash attention shrink activations; overflow na
   REQUIRE(!v.empty());
   CHECK(v[0].kind == ViolationKind::Memory);
 }
+
+TEST_CASE("interleaved PP wraps from the last pipeline rank to the first", "[schedules][lower]") {
+  auto job = config::load_job_preset("tiny-interleaved");
+  job.parallel.pp = 4;
+  job.parallel.dp = 1;
+  job.model.layers = 8;
+  job.parallel.global_batch = 4;
+  const Schedule s = lower(job);
+  const Program& last = s.programs[3];
+  const Program& first = s.programs[0];
+  bool last_sends_to_first = false, first_recvs_from_last = false;
+  for (const Op& op : last.ops)
+    if (op.kind == OpKind::Send && op.labels.phase == Phase::Forward) {
+      CHECK(op.peer == 0);
+      CHECK(op.labels.chunk == 0); // chunk 0 of the last rank feeds chunk 1 of rank 0
+      last_sends_to_first = true;
+    }
+  for (const Op& op : first.ops)
+    if (op.kind == OpKind::Recv && op.labels.phase == Phase::Forward) {
+      CHECK(op.peer == 3);
+      CHECK(op.labels.chunk == 1);
+      first_recvs_from_last = true;
+    }
+  CHECK(last_sends_to_first);
+  CHECK(first_recvs_from_last);
+  // every forward send carries mb·s·h·2/tp bytes (sequence parallel)
+  for (const Op& op : first.ops)
+    if (op.kind == OpKind::Send) CHECK(op.bytes == 128.0 * 256 * 2 / 2);
+  CHECK(validate(s).empty());
+}
+
+TEST_CASE("PP coupled (Megatron) vs decoupled (M5)", "[schedules][lower]") {
+  auto job = config::load_job_preset("tiny-1f1b");
+  auto compute_waits_on_send = [](const Program& p) {
+    int n = 0;
+    for (size_t i = 0; i < p.ops.size(); ++i)
+      for (uint32_t d : p.deps_of(i)) n += p.ops[d].kind == OpKind::Send && !p.ops[i].is_communication();
+    return n;
+  };
+  const Schedule coupled = lower(job);
+  CHECK(compute_waits_on_send(coupled.programs[0]) > 0);
+  job.options.overlap.pp = true;
+  const Schedule decoupled = lower(job);
+  CHECK(compute_waits_on_send(decoupled.programs[0]) == 0);
+  CHECK(validate(coupled).empty());
+  CHECK(validate(decoupled).empty());
+}
+
+TEST_CASE("ZeRO-2 without overlap blocks compute on every DP collective", "[schedules][lower]") {
+  auto job = config::load_job_preset("tiny-interleaved");
+  job.parallel.zero_stage = 2;
+  job.options.overlap.dp = false;
+  const Schedule s = lower(job);
+  const Program& p = s.programs[0];
+  for (size_t i = 0; i < p.ops.size(); ++i) {
+    if (p.ops[i].group != GroupKind::Dp || !p.ops[i].is_collective()) continue;
+    bool waited = false; // some later compute op depends on it
+    for (size_t j = i + 1; j < p.ops.size() && !waited; ++j)
+      for (uint32_t d : p.deps_of(j)) waited |= d == i && p.ops[j].stream == Stream::Compute;
+    CHECK(waited);
+    CHECK(p.ops[i].priority == 0);
+  }
+  CHECK(validate(s).empty());
+}
+
+TEST_CASE("gpt-175b presets lower and validate at 12,288 GPUs", "[schedules][lower][scale]") {
+  for (const char* name : {"gpt-175b-megatron", "gpt-175b-megascale"}) {
+    INFO(name);
+    const auto job = config::load_job_preset(name);
+    const Schedule s = lower(job);
+    CHECK(s.world() == 12288);
+    CHECK(s.programs.size() == 8);
+    CHECK(s.model_flops_per_iteration ==
+          Approx(narayanan_model_flops(job.model, job.parallel.global_batch)).epsilon(1e-12));
+    const auto v = validate(s);
+    for (const auto& x : v) INFO(describe(x));
+    CHECK(v.empty());
+  }
+}
+
+TEST_CASE("gpt-530b presets lower and validate", "[schedules][lower][scale][slow]") {
+  for (const char* name : {"gpt-530b-megatron", "gpt-530b-megascale"}) {
+    INFO(name);
+    const auto job = config::load_job_preset(name);
+    const Schedule s = lower(job);
+    CHECK(s.world() == 11200);
+    CHECK(s.programs.size() == 35);
+    CHECK(validate(s).empty());
+  }
+}
+
+TEST_CASE("every option combination on a small job validates", "[schedules][lower][slow]") {
+  auto base = config::load_job_preset("tiny-interleaved");
+  base.parallel.pp = 4;
+  base.parallel.dp = 2;
+  base.model.layers = 8;
+  base.parallel.global_batch = 16; // 8 micro-batches
+  int checked = 0;
+  for (int mask = 0; mask < 256; ++mask) {
+    auto job = base;
+    job.options.pipeline = (mask & 1) ? PipelineKind::Interleaved : PipelineKind::OneFOneB;
+    job.parallel.vpp = (mask & 1) ? 2 : 1;
+    job.options.overlap.pp = mask & 2;
+    job.options.overlap.dp = mask & 4;
+    job.options.overlap.tp = mask & 8;
+    job.options.overlap.tp_chunks = (mask & 8) ? 2 : 1;
+    job.model.block = (mask & 16) ? BlockKind::Parallel : BlockKind::Serial;
+    job.parallel.sequence_parallel = mask & 32;
+    job.options.recompute = mask & 64;
+    job.options.async_data_loading = mask & 128;
+    for (int64_t zero = 0; zero <= 2; ++zero) {
+      job.parallel.zero_stage = zero;
+      job.options.optimizer = zero == 1 ? OptimizerKind::Lamb : OptimizerKind::Adam;
+      job.options.iterations = zero == 2 ? 2 : 1;
+      const Schedule s = lower(job);
+      const auto v = validate(s);
+      INFO("mask " << mask << " zero " << zero);
+      for (const auto& x : v) INFO(describe(x));
+      CHECK(v.empty());
+      CHECK(s.model_flops_per_iteration ==
+            Approx(narayanan_model_flops(job.model, job.parallel.global_batch)).epsilon(1e-12));
+      ++checked;
+    }
+  }
+  CHECK(checked == 768);
+}

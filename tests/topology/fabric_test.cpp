@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <map>
 #include <set>
 
 #include "tests/topology/helpers.hpp"
@@ -119,4 +121,75 @@ TEST_CASE("names: every vertex and link name round-trips", "[fabric][names]") {
   CHECK_FALSE(f.find_link("garbage"));
   CHECK_FALSE(f.find_vertex("tor9.r0"));
   CHECK(f.link_name(*f.find_link("agg1.pod1.r0-spine3#1")) == "agg1.pod1.r0-spine3#1");
+}
+
+TEST_CASE("links_of_vertex: a switch's links, in id order", "[fabric]") {
+  const Fabric f = preset_fabric("tiny-3tier");
+  const auto tor = f.links_of_vertex(*f.find_vertex("tor1.r0"));
+  // 2 servers × 4 NICs on rail 0 below, 4 aggregation uplinks above
+  CHECK(tor.size() == 8 + 4);
+  CHECK(std::is_sorted(tor.begin(), tor.end()));
+  for (uint32_t l : tor) CHECK((f.links()[l].a == *f.find_vertex("tor1.r0") || f.links()[l].b == *f.find_vertex("tor1.r0")));
+  CHECK(f.links_of_vertex(*f.find_vertex("spine0")).size() == 4 * 2); // 4 pods × 2 links
+  CHECK(f.links_of_vertex(f.gpu_vertex(3)).size() == 2);               // NVLink + PCIe
+  size_t total = 0;
+  for (uint32_t v = 0; v < f.vertices().size(); ++v) total += f.links_of_vertex(v).size();
+  CHECK(total == 2 * f.links().size());
+}
+
+TEST_CASE("path_latency_s: cables plus one switch latency per network switch", "[fabric]") {
+  ClusterSpec spec = twinscale::config::load_cluster("tiny-3tier");
+  spec.fabric.cable_latency_s = 10e-9;
+  const Fabric f(spec);
+  std::vector<Hop> path;
+  f.route(0, 32, 5, 0, EcmpPolicy::Hash, path); // via spine: 5 switches, 4 cabled links
+  CHECK(f.path_latency_s(0, path) == Approx(5 * 600e-9 + 6 * 10e-9));
+  f.route(0, 1, 5, 0, EcmpPolicy::Hash, path); // inside a server
+  CHECK(f.path_latency_s(0, path) == 0);
+}
+
+TEST_CASE("wiring: GPUs sharing NICs, several NICs per rail", "[fabric]") {
+  ClusterSpec spec = twinscale::config::load_cluster("tiny-3tier");
+  spec.server.nics = 4;  // GPU i → NIC i mod 4; NIC n → rail n mod 2
+  spec.server.rails = 2; // 2 NIC ports per server on each ToR
+  spec.fabric.servers_per_tor = 4; // 8 NIC ports = 4 split 400G ports
+  const Fabric f(spec);
+  CHECK(f.shape().nics_per_server_per_tor == 2);
+  CHECK(f.shape().tor_down_ports_used == 4);
+  CHECK(f.shape().server_groups == 2);
+  CHECK(f.nic_of_gpu(6) == 2);
+  CHECK(f.rail_of_gpu(6) == 0);
+  CHECK(f.tor_of_gpu(8 * 5 + 7) == 1 * 2 + 1); // server 5 = group 1, NIC 3 → rail 1
+  CHECK(f.links_of_vertex(*f.find_vertex("server0.nic1")).size() == 2 + 1); // GPUs 1, 5 + ToR
+  std::vector<Hop> path;
+  for (int64_t s = 0; s < f.gpus(); s += 3)
+    for (int64_t d = 0; d < f.gpus(); ++d) {
+      f.route(s, d, 1, 2, EcmpPolicy::Hash, path);
+      REQUIRE(walk(f, s, path) == f.gpu_vertex(d));
+    }
+}
+
+TEST_CASE("spread: fractions cover exactly the links hashing can use, one flow per tier", "[fabric][ecmp]") {
+  for (const char* name : {"tiny-2tier", "tiny-3tier"}) {
+    const Fabric f = preset_fabric(name);
+    std::vector<WeightedHop> fluid;
+    std::vector<Hop> path;
+    for (int64_t s : {0, 9, 17}) // rails 0/1, several groups
+      for (int64_t d = 0; d < f.gpus(); d += 5) {
+        f.spread(s, d, fluid);
+        std::set<std::pair<uint32_t, bool>> spread_links, hashed_links;
+        std::map<std::pair<int, bool>, double> per_kind; // (kind, up) → Σ fraction
+        for (const auto& h : fluid) {
+          spread_links.insert({h.link, h.up});
+          per_kind[{static_cast<int>(f.links()[h.link].kind), h.up}] += h.fraction;
+        }
+        for (const auto& [k, total] : per_kind) CHECK(total == Approx(1.0));
+        for (uint64_t flow = 0; flow < 400; ++flow) {
+          f.route(s, d, flow, 3, EcmpPolicy::Hash, path);
+          for (const Hop& h : path) hashed_links.insert({h.link, h.up});
+        }
+        INFO(name << " " << s << " → " << d);
+        CHECK(hashed_links == spread_links);
+      }
+  }
 }

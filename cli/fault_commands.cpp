@@ -1,0 +1,234 @@
+// `twinscale campaign` and `twinscale tune-checkpoint`: weeks of training under a fault
+// model, a recovery policy and a checkpoint policy (faults/campaign.hpp), and the sweep of
+// the checkpoint interval against Young's and Daly's formulas (faults/checkpoint_tuner.hpp).
+//
+//   twinscale campaign (JOB | --preset NAME) [--gpus N] [--faults PRESET|FILE]
+//       [--recovery PRESET|FILE] [--days D] [--seeds K] [--seed S] --iteration-time S
+//       [--checkpoint-interval S] [--json] [--out DIR]
+//   twinscale tune-checkpoint (same job/fault/recovery options) [--min S] [--max S]
+//       [--points N] [--json] [--out DIR]
+//
+// With --out DIR: <cmd>.json (the full result and the effective configuration), CSVs
+// (states, causes; sweep for tune-checkpoint) and PNG plots drawn by
+// scripts/plot_campaign.py when python3 + matplotlib are available.
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.hpp"
+#include "cli/detail/fault_report.hpp"
+#include "config/cluster_file.hpp"
+#include "config/error.hpp"
+#include "config/fault_file.hpp"
+#include "config/job_file.hpp"
+#include "config/presets.hpp"
+#include "config/recovery_file.hpp"
+#include "faults/checkpoint_tuner.hpp"
+
+namespace twinscale::cli {
+
+namespace {
+
+struct FaultOptions {
+  std::string job_path;
+  std::string preset;
+  std::optional<int64_t> gpus;
+  std::string faults = "llama3-405b";
+  std::string recovery = "megascale";
+  double days = 28;
+  int64_t seeds = 5;
+  uint64_t seed = 1;
+  std::optional<double> iteration_time_s;
+  std::optional<double> interval_s;
+  bool json = false;
+  std::string out;
+  // tune-checkpoint
+  std::optional<double> min_s, max_s;
+  int points = 15;
+};
+
+void add_common(CLI::App* cmd, FaultOptions& o) {
+  cmd->add_option("job", o.job_path, "job file (TOML); or use --preset");
+  cmd->add_option("--preset", o.preset, "built-in job preset (e.g. gpt-175b-megascale)");
+  cmd->add_option("--gpus", o.gpus, "total GPUs (re-derives DP = GPUs / (TP·PP))");
+  cmd->add_option("--faults", o.faults, "fault model: preset name or TOML file")->capture_default_str();
+  cmd->add_option("--recovery", o.recovery, "recovery + checkpoint policy: preset name or TOML file")
+      ->capture_default_str();
+  cmd->add_option("--days", o.days, "wall time simulated per seed, days")->capture_default_str();
+  cmd->add_option("--seeds", o.seeds, "independent runs (confidence intervals over seeds)")->capture_default_str();
+  cmd->add_option("--seed", o.seed, "first seed")->capture_default_str();
+  cmd->add_option("--iteration-time", o.iteration_time_s, "seconds per training iteration (from the simulator)")
+      ->required();
+  cmd->add_flag("--json", o.json, "print JSON instead of a table");
+  cmd->add_option("--out", o.out, "directory for JSON, CSVs and plots");
+}
+
+/// Everything a campaign needs, resolved from the options.
+struct Setup {
+  schedules::JobSpec job;
+  faults::FaultModel model;
+  config::RecoveryFile recovery;
+  faults::CheckpointState state;
+  faults::Campaign campaign;
+};
+
+Setup resolve(const FaultOptions& o) {
+  if (o.job_path.empty() == o.preset.empty())
+    throw config::ConfigError("give a job: either a JOB file or --preset NAME (not both); presets: " +
+                              [] {
+                                std::string s;
+                                for (auto& n : config::preset_names("jobs")) s += (s.empty() ? "" : ", ") + n;
+                                return s;
+                              }());
+  Setup s;
+  s.job = o.preset.empty() ? config::load_job(o.job_path) : config::load_job_preset(o.preset);
+  config::apply_overrides(s.job, o.gpus, std::nullopt);
+  int64_t gpus_per_node = 8;
+  if (!s.job.cluster.empty()) gpus_per_node = config::load_cluster(s.job.cluster).server.gpus;
+  s.model = config::resolve_fault_model(o.faults);
+  s.recovery = config::resolve_recovery(o.recovery);
+  if (o.interval_s) s.recovery.checkpoint.interval_s = *o.interval_s;
+  if (!(o.days > 0)) throw config::ConfigError("--days must be > 0");
+  if (!(*o.iteration_time_s > 0)) throw config::ConfigError("--iteration-time must be > 0 seconds");
+  if (o.seeds < 1) throw config::ConfigError("--seeds must be ≥ 1");
+  s.state = faults::checkpoint_state(s.job, gpus_per_node);
+  faults::Campaign& c = s.campaign;
+  c.model = s.model;
+  c.recovery = s.recovery.policy;
+  c.checkpoint_interval_s = s.recovery.checkpoint.interval_s;
+  c.checkpoint = faults::checkpoint_times(s.recovery.checkpoint, s.state, s.recovery.policy.load_method);
+  c.shape = s.state.shape;
+  c.spec.duration_s = o.days * 86400.0;
+  c.spec.iteration_time_s = *o.iteration_time_s;
+  c.spec.seeds = o.seeds;
+  c.spec.seed = o.seed;
+  return s;
+}
+
+void write_atomic(const std::filesystem::path& path, const std::string& text) {
+  const auto tmp = path.string() + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) throw config::ConfigError(tmp + ": cannot write");
+    f << text;
+    if (!f.flush()) throw config::ConfigError(tmp + ": write failed");
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+std::filesystem::path plot_script() {
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    for (auto dir = exe.parent_path(); !dir.empty() && dir != dir.root_path(); dir = dir.parent_path()) {
+      const auto p = dir / "scripts" / "plot_campaign.py";
+      if (std::filesystem::exists(p)) return p;
+    }
+  }
+  return {};
+}
+
+void plot(const std::filesystem::path& dir, const std::string& args) {
+  const auto script = plot_script();
+  if (script.empty()) {
+    std::cerr << "twinscale: scripts/plot_campaign.py not found; CSVs are in " << dir << "\n";
+    return;
+  }
+  const std::string cmd = "python3 '" + script.string() + "' " + args + " --out '" + dir.string() + "' 1>&2";
+  if (std::system(cmd.c_str()) != 0)
+    std::cerr << "twinscale: plotting failed (python3 with matplotlib needed); the CSVs are in " << dir << "\n";
+}
+
+nlohmann::json setup_json(const Setup& s, const FaultOptions& o) {
+  nlohmann::json j;
+  j["job"] = s.job.name;
+  j["gpus"] = s.state.gpus();
+  j["shape"] = {{"tp", s.state.shape.tp}, {"dp", s.state.shape.dp}, {"pp", s.state.shape.pp}};
+  j["parameters"] = s.state.parameters;
+  j["checkpoint_bytes"] = s.state.unique_bytes;
+  j["fault_model"] = {{"name", s.model.name}, {"source", s.model.source}};
+  j["recovery"] = {{"name", s.recovery.policy.name}, {"source", s.recovery.source}};
+  j["days"] = o.days;
+  j["seeds"] = o.seeds;
+  j["seed"] = o.seed;
+  j["iteration_time_s"] = *o.iteration_time_s;
+  j["checkpoint"] = {{"interval_s", s.campaign.checkpoint_interval_s},
+                     {"blocking_s", s.campaign.checkpoint.blocking_s},
+                     {"persist_s", s.campaign.checkpoint.persist_s},
+                     {"load_s", s.campaign.checkpoint.load_s},
+                     {"async_persist", s.recovery.checkpoint.async_persist}};
+  return j;
+}
+
+int run_campaign_command(const FaultOptions& o) {
+  Setup s = resolve(o);
+  const faults::CampaignSummary sum = faults::run_campaign(s.campaign);
+  nlohmann::json j = setup_json(s, o);
+  j["result"] = detail::summary_json(sum, s.campaign);
+  if (!o.out.empty()) {
+    const std::filesystem::path dir(o.out);
+    std::filesystem::create_directories(dir);
+    write_atomic(dir / "campaign.json", j.dump(2) + "\n");
+    write_atomic(dir / "campaign_states.csv", detail::states_csv(sum));
+    write_atomic(dir / "campaign_causes.csv", detail::causes_csv(sum, s.campaign));
+    plot(dir, "--states '" + (dir / "campaign_states.csv").string() + "'");
+  }
+  if (o.json) std::cout << j.dump(2) << "\n";
+  else std::cout << detail::campaign_table(s.job.name, sum, s.campaign);
+  return 0;
+}
+
+int run_tune_command(const FaultOptions& o) {
+  Setup s = resolve(o);
+  const double delta = s.campaign.checkpoint.blocking_s;
+  const int64_t gpus = s.state.gpus();
+  const double mtbf = s.model.interrupt_mtbf_s(gpus);
+  const double daly = faults::daly_interval_s(delta, mtbf);
+  // The sweep must start at or above the checkpoint's own length (validate_checkpoint).
+  const double floor_s = std::max(s.campaign.checkpoint.blocking_s + s.campaign.checkpoint.persist_s,
+                                  s.campaign.spec.iteration_time_s);
+  const double lo = o.min_s.value_or(std::max(floor_s, daly / 8));
+  const double hi = o.max_s.value_or(std::max(lo * 2, daly * 8));
+  if (o.points < 2) throw config::ConfigError("--points must be ≥ 2");
+  const auto result = faults::tune_checkpoint(s.campaign, faults::geometric_intervals(lo, hi, o.points));
+  nlohmann::json j = setup_json(s, o);
+  j["result"] = detail::tuner_json(result);
+  if (!o.out.empty()) {
+    const std::filesystem::path dir(o.out);
+    std::filesystem::create_directories(dir);
+    write_atomic(dir / "tune_checkpoint.json", j.dump(2) + "\n");
+    write_atomic(dir / "tune_checkpoint.csv", detail::sweep_csv(result));
+    plot(dir, "--sweep '" + (dir / "tune_checkpoint.csv").string() + "'");
+  }
+  if (o.json) std::cout << j.dump(2) << "\n";
+  else std::cout << detail::tuner_table(s.job.name, result, s.campaign);
+  return 0;
+}
+
+} // namespace
+
+void add_fault_commands(CLI::App& app, Action& action) {
+  auto campaign_opts = std::make_shared<FaultOptions>();
+  CLI::App* campaign = app.add_subcommand("campaign", "weeks of training under faults: ETTR, lost work, time by state");
+  add_common(campaign, *campaign_opts);
+  campaign->add_option("--checkpoint-interval", campaign_opts->interval_s,
+                       "seconds of training between checkpoints (default: the recovery file's)");
+  campaign->callback([&action, campaign_opts] { action = [campaign_opts] { return run_campaign_command(*campaign_opts); }; });
+
+  auto tune_opts = std::make_shared<FaultOptions>();
+  CLI::App* tune = app.add_subcommand("tune-checkpoint", "sweep the checkpoint interval; compare with Young and Daly");
+  add_common(tune, *tune_opts);
+  tune->add_option("--min", tune_opts->min_s, "shortest interval, s (default max(checkpoint time, Daly/8))");
+  tune->add_option("--max", tune_opts->max_s, "longest interval, s (default 8 × Daly)");
+  tune->add_option("--points", tune_opts->points, "intervals in the sweep (geometric)")->capture_default_str();
+  tune->callback([&action, tune_opts] { action = [tune_opts] { return run_tune_command(*tune_opts); }; });
+}
+
+} // namespace twinscale::cli

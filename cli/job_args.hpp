@@ -1,0 +1,38 @@
+// Shared command-line handling of "which job": JOB (a TOML file) | --preset NAME, with
+// --gpus N (re-derives dp) and --global-batch B. Used by schedule, simulate, campaign, run.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "schedules/job.hpp"
+
+namespace twinscale::cli {
+
+class JobArgs {
+public:
+  /// Adds the positional JOB and --preset, --gpus, --global-batch to `command`.
+  void add_to(CLI::App& command);
+  /// Throws CLI::ValidationError (usage, exit 2) unless exactly one of JOB / --preset is
+  /// given. Call from the sub-command's callback (it runs inside CLI::App::parse).
+  void check_usage() const;
+  /// Loads the job and applies the overrides (ConfigError / JobError on bad input).
+  schedules::JobSpec load() const;
+  /// "preset NAME" or the file path, for messages.
+  std::string source() const;
+
+private:
+  std::string file_;
+  std::string preset_;
+  std::optional<int64_t> gpus_;
+  std::optional<int64_t> global_batch_;
+};
+
+/// Writes `text` to `path` atomically (a temporary next to it, then rename).
+/// Throws std::runtime_error naming the path on failure.
+void write_file_atomically(const std::string& path, const std::string& text);
+
+} // namespace twinscale::cli

@@ -1,0 +1,215 @@
+// `twinscale schedule show|export|validate`: lower a job and look at the schedule, write
+// it as versioned JSON, or validate a schedule file.
+//
+//   twinscale schedule show (JOB | --preset NAME) [--gpus N] [--global-batch B] [--json]
+//   twinscale schedule export (JOB | --preset NAME) [...] --out FILE
+//   twinscale schedule validate FILE [--gpu-memory-gb G] [--json]
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.hpp"
+#include "cli/job_args.hpp"
+#include "schedules/error.hpp"
+#include "schedules/schedule.hpp"
+#include "schedules/schedule_json.hpp"
+#include "schedules/validate.hpp"
+
+namespace twinscale::cli {
+
+namespace {
+namespace s = twinscale::schedules;
+
+constexpr int kOpKinds = static_cast<int>(s::OpKind::Recv) + 1;
+constexpr int kGroupKinds = static_cast<int>(s::GroupKind::World) + 1;
+
+std::string num(double v, const char* fmt = "%.3g") {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, fmt, v);
+  return buf;
+}
+
+struct StageSummary {
+  std::array<int64_t, kOpKinds> ops_by_kind{};
+  std::array<double, kGroupKinds> bytes_by_group{}; // per iteration, per rank
+  int64_t ops = 0;
+};
+
+std::vector<StageSummary> summarize(const s::Schedule& sch) {
+  std::vector<StageSummary> out;
+  const double iterations = static_cast<double>(sch.job.options.iterations);
+  for (int64_t p = 0; p < sch.layout.pp; ++p) {
+    const s::Program& prog = sch.program(sch.layout.rank({0, 0, p}));
+    StageSummary st;
+    st.ops = static_cast<int64_t>(prog.ops.size());
+    for (const s::Op& op : prog.ops) {
+      ++st.ops_by_kind[static_cast<int>(op.kind)];
+      if (op.is_communication()) st.bytes_by_group[static_cast<int>(op.group)] += op.bytes / iterations;
+    }
+    out.push_back(st);
+  }
+  return out;
+}
+
+int show(const s::Schedule& sch, bool as_json) {
+  const auto stages = summarize(sch);
+  const auto& job = sch.job;
+  const double narayanan = s::narayanan_model_flops(job.model, job.parallel.global_batch);
+  if (as_json) {
+    nlohmann::json j;
+    j["job"] = nlohmann::json::parse(s::job_to_json(job));
+    j["ranks"] = sch.world();
+    j["programs"] = sch.programs.size();
+    j["micro_batches"] = job.parallel.micro_batches();
+    j["model_flops_per_iteration"] = sch.model_flops_per_iteration;
+    j["narayanan_model_flops"] = narayanan;
+    nlohmann::json st = nlohmann::json::array();
+    for (size_t p = 0; p < stages.size(); ++p) {
+      nlohmann::json e;
+      e["pp_rank"] = p;
+      e["ops"] = stages[p].ops;
+      for (int k = 0; k < kOpKinds; ++k)
+        if (stages[p].ops_by_kind[k]) e["ops_by_kind"][std::string(s::to_string(static_cast<s::OpKind>(k)))] = stages[p].ops_by_kind[k];
+      for (int g = 0; g < kGroupKinds; ++g)
+        if (stages[p].bytes_by_group[g] > 0)
+          e["bytes_per_iteration_by_group"][std::string(s::to_string(static_cast<s::GroupKind>(g)))] = stages[p].bytes_by_group[g];
+      const auto& m = sch.memory_by_stage[p];
+      e["memory_bytes"] = {{"parameters", m.parameters_bytes}, {"gradients", m.gradients_bytes},
+                           {"optimizer", m.optimizer_bytes}, {"activations", m.activations_bytes},
+                           {"total", m.total_bytes()}};
+      st.push_back(e);
+    }
+    j["stages"] = st;
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  const auto& p = job.parallel;
+  std::cout << "job            " << job.name << " (cluster " << job.cluster << ")\n"
+            << "ranks          " << sch.world() << " = tp " << p.tp << " × dp " << p.dp << " × pp " << p.pp
+            << "; " << sch.programs.size() << " distinct programs\n"
+            << "pipeline       " << (job.options.pipeline == s::PipelineKind::Interleaved ? "interleaved 1F1B" : "1F1B")
+            << ", vpp " << p.vpp << ", " << p.micro_batches() << " micro-batches of " << p.micro_batch
+            << " per pipeline, " << job.options.iterations << " iteration(s)\n"
+            << "model FLOPs    " << num(sch.model_flops_per_iteration) << " per iteration (Narayanan closed form, dense attention: "
+            << num(narayanan) << ")\n\n";
+  std::cout << "ops per rank, by pipeline stage (kinds that occur)\n";
+  std::array<bool, kOpKinds> used{};
+  for (const auto& st : stages)
+    for (int k = 0; k < kOpKinds; ++k) used[k] = used[k] || st.ops_by_kind[k] > 0;
+  std::printf("%5s %9s", "stage", "total");
+  for (int k = 0; k < kOpKinds; ++k)
+    if (used[k]) std::printf(" %14s", std::string(s::to_string(static_cast<s::OpKind>(k))).c_str());
+  std::printf("\n");
+  for (size_t i = 0; i < stages.size(); ++i) {
+    std::printf("%5zu %9lld", i, static_cast<long long>(stages[i].ops));
+    for (int k = 0; k < kOpKinds; ++k)
+      if (used[k]) std::printf(" %14lld", static_cast<long long>(stages[i].ops_by_kind[k]));
+    std::printf("\n");
+  }
+  std::printf("\ncommunication bytes per rank per iteration, by group kind (GB)\n%5s", "stage");
+  for (int g = 0; g < kGroupKinds; ++g) std::printf(" %10s", std::string(s::to_string(static_cast<s::GroupKind>(g))).c_str());
+  std::printf("\n");
+  for (size_t i = 0; i < stages.size(); ++i) {
+    std::printf("%5zu", i);
+    for (int g = 0; g < kGroupKinds; ++g) std::printf(" %10.4g", stages[i].bytes_by_group[g] / 1e9);
+    std::printf("\n");
+  }
+  std::printf("\nmemory per rank (GB)\n%5s %10s %10s %10s %11s %10s\n", "stage", "params", "grads", "optimizer",
+              "activations", "total");
+  for (size_t i = 0; i < sch.memory_by_stage.size(); ++i) {
+    const auto& m = sch.memory_by_stage[i];
+    std::printf("%5zu %10.2f %10.2f %10.2f %11.2f %10.2f\n", i, m.parameters_bytes / 1e9, m.gradients_bytes / 1e9,
+                m.optimizer_bytes / 1e9, m.activations_bytes / 1e9, m.total_bytes() / 1e9);
+  }
+  std::fflush(stdout);
+  return 0;
+}
+
+struct ScheduleArgs {
+  JobArgs job;
+  bool json = false;
+  std::string out;
+  std::string file;
+  double gpu_memory_gb = 80;
+};
+
+s::LoweringTarget target_of(const ScheduleArgs& a) {
+  s::LoweringTarget t;
+  t.gpu_memory_bytes = a.gpu_memory_gb * 1e9;
+  return t;
+}
+} // namespace
+
+void add_schedule_command(CLI::App& app, Action& action) {
+  auto args = std::make_shared<ScheduleArgs>();
+  CLI::App* cmd = app.add_subcommand("schedule", "lower a job into a schedule, export or validate it");
+  cmd->require_subcommand(1);
+
+  CLI::App* show_cmd = cmd->add_subcommand("show", "lower a job and summarise its schedule");
+  args->job.add_to(*show_cmd);
+  show_cmd->add_flag("--json", args->json, "machine-readable output");
+  show_cmd->add_option("--gpu-memory-gb", args->gpu_memory_gb, "GPU memory for the memory check (GB)");
+  show_cmd->callback([args, &action] {
+    args->job.check_usage();
+    action = [args] { return show(s::lower(args->job.load(), target_of(*args)), args->json); };
+  });
+
+  CLI::App* export_cmd = cmd->add_subcommand("export", "lower a job and write the schedule JSON");
+  args->job.add_to(*export_cmd);
+  export_cmd->add_option("--out", args->out, "output file (written atomically)")->required();
+  export_cmd->add_option("--gpu-memory-gb", args->gpu_memory_gb, "GPU memory for the memory check (GB)");
+  export_cmd->callback([args, &action] {
+    args->job.check_usage();
+    action = [args] {
+      const s::Schedule sch = s::lower(args->job.load(), target_of(*args));
+      std::ostringstream os;
+      s::write_schedule_json(sch, os);
+      write_file_atomically(args->out, os.str());
+      std::cerr << "twinscale: wrote " << args->out << " (" << sch.world() << " ranks, "
+                << sch.programs.size() << " programs)\n";
+      return 0;
+    };
+  });
+
+  CLI::App* validate_cmd = cmd->add_subcommand("validate", "check that a schedule file can run");
+  validate_cmd->add_option("file", args->file, "schedule JSON file")->required();
+  validate_cmd->add_flag("--json", args->json, "machine-readable output");
+  validate_cmd->add_option("--gpu-memory-gb", args->gpu_memory_gb, "GPU memory per rank (GB)");
+  validate_cmd->callback([args, &action] {
+    action = [args] {
+      std::ifstream in(args->file, std::ios::binary);
+      if (!in) throw s::ScheduleError(args->file + ": cannot open schedule file");
+      const s::Schedule sch = s::read_schedule_json(in, args->file);
+      s::ValidateOptions opt;
+      opt.gpu_memory_bytes = args->gpu_memory_gb * 1e9;
+      const auto violations = s::validate(sch, opt);
+      if (args->json) {
+        nlohmann::json j;
+        j["file"] = args->file;
+        j["valid"] = violations.empty();
+        j["ranks"] = sch.world();
+        j["symmetric"] = s::is_pp_symmetric(sch);
+        j["violations"] = nlohmann::json::array();
+        for (const auto& v : violations)
+          j["violations"].push_back({{"kind", s::to_string(v.kind)}, {"rank", v.rank}, {"op", v.op_index},
+                                     {"name", v.op_name}, {"labels", v.labels}, {"reason", v.reason}});
+        std::cout << j.dump(2) << "\n";
+      } else if (violations.empty()) {
+        std::cout << args->file << ": valid (" << sch.world() << " ranks, " << sch.programs.size()
+                  << " programs" << (s::is_pp_symmetric(sch) ? ", checked by tp×dp symmetry" : "") << ")\n";
+      } else {
+        for (const auto& v : violations) std::cout << s::describe(v) << "\n";
+      }
+      if (!violations.empty())
+        std::cerr << "twinscale: " << args->file << ": " << violations.size() << " violation(s)\n";
+      return violations.empty() ? 0 : 1;
+    };
+  });
+}
+
+} // namespace twinscale::cli

@@ -1,0 +1,229 @@
+// Fault files.
+//
+// A fault MODEL (presets/faults/<name>.toml):
+//   name = "…"                       model name (default: the file name)
+//   source = "…"                     citation, copied into results
+//   gpus_per_node = 8                converts rate_per_node_day
+//   inter_arrival = "exponential"    or "weibull" (then weibull_shape = k > 0)
+//   [observed] gpus = N, days = D    optional: lets categories give a `count` observed on
+//                                    N GPUs over D days (rate = count / (N · 24 · D) per GPU-hour)
+//   [[category]]                     one per fault category:
+//     kind        gpu | hbm | gpu-sram | gpu-system-processor | gpu-thermal | nic |
+//                 switch-cable | host | software-bug | nccl-watchdog |
+//                 silent-data-corruption | link-flap | straggler | other
+//     name        label as in the source table (default: kind)
+//     exactly one of: count (needs [observed]) | rate_per_gpu_hour | rate_per_node_day  (> 0)
+//     scope       gpu | node | nic | link | switch | software
+//     effect      interrupt (default) | outage (link flap: stall or fail by the retransmit
+//                 limit) | slowdown (straggler)
+//     detection   explicit-error | missed-heartbeat | traffic-drop | none
+//     needs_eviction   true: hardware stays faulty until evicted (default true)
+//     diagnosable      P(diagnostics find it) in [0, 1] (default 1)
+//     duration_s       outage / slowdown length (default 0); duration_distribution fixed | exponential
+//     slowdown         slowdown only: fraction of speed lost in (0, 1)
+//
+// A fault PLAN (explicit events):
+//   [retransmit] timeout_per_retry_s = 4.29 (or ib_timeout = 20: 4.096 µs · 2^20),
+//                retries = 7          (M13; defaults: NCCL_IB_TIMEOUT 14, 7 retries)
+//   [[event]]
+//     kind = "link-flap"  link = "<link name>"  at_s = 120  duration_s = 3
+//     kind = "link-down"  link = "…"  at_s = …  [until_s = … | duration_s = …]   (absent: for good)
+//     kind = "gpu-slowdown"  gpu = "…"  at_s = …  slowdown = 0.1  [until_s | duration_s]
+//     kind = "server-crash"  server = "…"  at_s = …
+#include "config/fault_file.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "config/error.hpp"
+#include "config/presets.hpp"
+#include "config/toml_reader.hpp"
+#include "faults/error.hpp"
+
+namespace twinscale::config {
+
+using namespace twinscale::faults;
+
+namespace {
+
+FaultCategory read_kind(TableReader& t) {
+  return t.get_enum<FaultCategory>(
+      "kind", {{"gpu", FaultCategory::Gpu},
+               {"hbm", FaultCategory::Hbm},
+               {"gpu-sram", FaultCategory::GpuSram},
+               {"gpu-system-processor", FaultCategory::GpuSystemProcessor},
+               {"gpu-thermal", FaultCategory::GpuThermal},
+               {"nic", FaultCategory::Nic},
+               {"switch-cable", FaultCategory::SwitchCable},
+               {"host", FaultCategory::Host},
+               {"software-bug", FaultCategory::SoftwareBug},
+               {"nccl-watchdog", FaultCategory::NcclWatchdog},
+               {"silent-data-corruption", FaultCategory::SilentDataCorruption},
+               {"link-flap", FaultCategory::LinkFlap},
+               {"straggler", FaultCategory::Straggler},
+               {"other", FaultCategory::Other}});
+}
+
+double positive_rate(TableReader& t, std::string_view key) {
+  const double v = t.get_double(key);
+  if (!(v > 0)) t.fail(key, "is " + std::to_string(v) + "; a rate must be > 0 (leave out a category that never happens)");
+  return v;
+}
+
+FaultCategorySpec read_category(TableReader& t, const std::optional<double>& observed_gpu_hours, int64_t gpus_per_node) {
+  FaultCategorySpec c;
+  c.category = read_kind(t);
+  c.name = t.get_string("name", std::string(to_string(c.category)));
+  const int given = int(t.has("count")) + int(t.has("rate_per_gpu_hour")) + int(t.has("rate_per_node_day"));
+  if (given != 1)
+    t.fail("rate_per_gpu_hour", "— give exactly one of count (with [observed]), rate_per_gpu_hour, rate_per_node_day");
+  if (t.has("count")) {
+    if (!observed_gpu_hours) t.fail("count", "needs an [observed] table (gpus, days) to become a rate");
+    c.rate_per_gpu_hour = positive_rate(t, "count") / *observed_gpu_hours;
+  } else if (t.has("rate_per_gpu_hour")) {
+    c.rate_per_gpu_hour = positive_rate(t, "rate_per_gpu_hour");
+  } else {
+    c.rate_per_gpu_hour = per_gpu_hour_from_node_day(positive_rate(t, "rate_per_node_day"), gpus_per_node);
+  }
+  c.scope = t.get_enum<FaultScope>("scope", {{"gpu", FaultScope::Gpu}, {"node", FaultScope::Node},
+                                             {"nic", FaultScope::Nic}, {"link", FaultScope::Link},
+                                             {"switch", FaultScope::Switch}, {"software", FaultScope::Software}});
+  c.effect = t.get_enum<FaultEffect>("effect", {{"interrupt", FaultEffect::Interrupt},
+                                               {"outage", FaultEffect::Outage},
+                                               {"slowdown", FaultEffect::Slowdown}},
+                                     FaultEffect::Interrupt);
+  c.detection = t.get_enum<DetectionSignal>("detection", {{"explicit-error", DetectionSignal::ExplicitError},
+                                                         {"missed-heartbeat", DetectionSignal::MissedHeartbeat},
+                                                         {"traffic-drop", DetectionSignal::TrafficDrop},
+                                                         {"none", DetectionSignal::None}});
+  c.needs_eviction = t.get_bool("needs_eviction", true);
+  c.diagnosable = t.get_double("diagnosable", 1.0, 0.0, 1.0);
+  c.duration_s = t.get_double("duration_s", 0.0, 0.0);
+  c.duration_distribution = t.get_enum<DurationDistribution>(
+      "duration_distribution", {{"fixed", DurationDistribution::Fixed}, {"exponential", DurationDistribution::Exponential}},
+      DurationDistribution::Fixed);
+  c.slowdown = t.get_double("slowdown", 0.0, 0.0, 0.999);
+  t.finish();
+  return c;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError(path + ": cannot open file");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string file_stem(const std::string& file) {
+  return std::filesystem::path(file).stem().string();
+}
+
+} // namespace
+
+FaultModel parse_fault_model(std::string_view text, const std::string& file) {
+  const toml::table root = parse_toml(text, file);
+  TableReader t(root, file);
+  FaultModel m;
+  m.name = t.get_string("name", file_stem(file));
+  m.source = t.get_string("source", std::string());
+  m.gpus_per_node = t.get_int("gpus_per_node", 8, 1, 1024);
+  m.inter_arrival = t.get_enum<InterArrival>(
+      "inter_arrival", {{"exponential", InterArrival::Exponential}, {"weibull", InterArrival::Weibull}},
+      InterArrival::Exponential);
+  m.weibull_shape = t.get_double("weibull_shape", 1.0, 1e-3, 100.0);
+  std::optional<double> observed_gpu_hours;
+  if (t.has("observed")) {
+    TableReader o = t.table("observed");
+    const double gpus = static_cast<double>(o.get_int("gpus", std::nullopt, 1));
+    const double days = o.get_double("days", std::nullopt, 1e-6);
+    o.finish();
+    observed_gpu_hours = gpus * days * 24.0;
+  }
+  auto cats = t.table_array("category");
+  if (cats.empty()) t.fail("category", "is missing: a fault model needs at least one [[category]]");
+  for (auto& c : cats) m.categories.push_back(read_category(c, observed_gpu_hours, m.gpus_per_node));
+  t.finish();
+  try {
+    validate_model(m);
+  } catch (const FaultError& e) {
+    throw ConfigError(file + ": " + e.what());
+  }
+  return m;
+}
+
+FaultModel load_fault_model(const std::string& path) {
+  return parse_fault_model(read_text(path), path);
+}
+
+FaultModel load_fault_model_preset(const std::string& name) {
+  FaultModel m = parse_fault_model(preset_text("faults", name), "preset " + name);
+  if (m.name == "preset " + name) m.name = name;
+  return m;
+}
+
+FaultModel resolve_fault_model(const std::string& spec) {
+  if (std::filesystem::is_regular_file(spec) || spec.ends_with(".toml")) return load_fault_model(spec);
+  return load_fault_model_preset(spec);
+}
+
+void read_retransmit(TableReader& r, RetransmitPolicy& out) {
+  if (r.has("ib_timeout") && r.has("timeout_per_retry_s"))
+    r.fail("ib_timeout", "and timeout_per_retry_s both given; give one");
+  if (r.has("ib_timeout"))
+    out.timeout_per_retry_s = RetransmitPolicy::ib_timeout_s(static_cast<int>(r.get_int("ib_timeout", std::nullopt, 1, 31)));
+  else
+    out.timeout_per_retry_s = r.get_double("timeout_per_retry_s", out.timeout_per_retry_s, 1e-9);
+  out.retries = r.get_int("retries", out.retries, 1, 1000);
+  r.finish();
+}
+
+FaultPlan parse_fault_plan(std::string_view text, const std::string& file) {
+  const toml::table root = parse_toml(text, file);
+  TableReader t(root, file);
+  FaultPlan plan;
+  if (t.has("retransmit")) {
+    TableReader r = t.table("retransmit");
+    read_retransmit(r, plan.retransmit);
+  }
+  for (auto& e : t.table_array("event")) {
+    PlanEvent ev;
+    ev.kind = e.get_enum<PlanEventKind>("kind", {{"link-flap", PlanEventKind::LinkFlap},
+                                                {"link-down", PlanEventKind::LinkDown},
+                                                {"gpu-slowdown", PlanEventKind::GpuSlowdown},
+                                                {"server-crash", PlanEventKind::ServerCrash}});
+    switch (ev.kind) {
+    case PlanEventKind::LinkFlap:
+    case PlanEventKind::LinkDown: ev.target = e.get_string("link"); break;
+    case PlanEventKind::GpuSlowdown: ev.target = e.get_string("gpu"); break;
+    case PlanEventKind::ServerCrash: ev.target = e.get_string("server"); break;
+    }
+    ev.at_s = e.get_double("at_s", std::nullopt, 0.0);
+    if (ev.kind != PlanEventKind::ServerCrash) {
+      if (e.has("until_s") && e.has("duration_s")) e.fail("until_s", "and duration_s both given; give one");
+      if (e.has("duration_s")) ev.until_s = ev.at_s + e.get_double("duration_s", std::nullopt, 1e-9);
+      else if (e.has("until_s")) ev.until_s = e.get_double("until_s");
+      else if (ev.kind == PlanEventKind::LinkFlap) e.fail("duration_s", "is missing: a link flap needs its duration (seconds > 0)");
+    }
+    if (ev.kind == PlanEventKind::GpuSlowdown) ev.slowdown = e.get_double("slowdown");
+    e.finish();
+    plan.events.push_back(std::move(ev));
+  }
+  t.finish();
+  return plan;
+}
+
+FaultPlan load_fault_plan(const std::string& path) {
+  return parse_fault_plan(read_text(path), path);
+}
+
+void check_fault_plan(FaultPlan& plan, const PlanTargets& targets, const std::string& file) {
+  try {
+    validate_plan(plan, targets);
+  } catch (const FaultError& e) {
+    throw ConfigError(file + ": " + e.what());
+  }
+}
+
+} // namespace twinscale::config

@@ -1,0 +1,35 @@
+// Fault files: TOML → faults::FaultModel (statistical categories) and faults::FaultPlan
+// (explicit timed events). Every key is documented in fault_file.cpp.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "faults/fault_model.hpp"
+#include "faults/fault_plan.hpp"
+#include "faults/plan_targets.hpp"
+#include "config/toml_reader.hpp"
+
+namespace twinscale::config {
+
+/// Parses a fault model; `file` names the source in messages. Throws ConfigError for
+/// syntax errors, unknown keys, wrong types, missing or non-positive rates, and any
+/// violation faults::validate_model finds (prefixed with the file).
+faults::FaultModel parse_fault_model(std::string_view text, const std::string& file);
+faults::FaultModel load_fault_model(const std::string& path);
+faults::FaultModel load_fault_model_preset(const std::string& name);
+/// `spec` is a path if it names an existing file or ends in ".toml", else a preset name.
+faults::FaultModel resolve_fault_model(const std::string& spec);
+
+/// Parses a fault plan (events and retransmit parameters). Names are not resolved here:
+/// call check_fault_plan with the cluster's targets.
+faults::FaultPlan parse_fault_plan(std::string_view text, const std::string& file);
+faults::FaultPlan load_fault_plan(const std::string& path);
+/// faults::validate_plan, with FaultErrors turned into ConfigErrors naming `file`.
+void check_fault_plan(faults::FaultPlan& plan, const faults::PlanTargets& targets, const std::string& file);
+
+/// Reads a [retransmit] table (ib_timeout | timeout_per_retry_s, retries) over `out`'s
+/// defaults; shared by fault plans and recovery policies.
+void read_retransmit(TableReader& table, faults::RetransmitPolicy& out);
+
+} // namespace twinscale::config

@@ -1,0 +1,309 @@
+#include "schedules/schedule_json.hpp"
+
+#include <istream>
+#include <limits>
+#include <type_traits>
+#include <ostream>
+
+#include <nlohmann/json.hpp>
+
+#include "schedules/error.hpp"
+
+namespace twinscale::schedules {
+
+namespace {
+using nlohmann::json;
+
+std::string_view block_name(BlockKind k) { return k == BlockKind::Serial ? "serial" : "parallel"; }
+std::string_view attention_name(AttentionKind k) { return k == AttentionKind::Dense ? "dense" : "sliding"; }
+std::string_view pipeline_name(PipelineKind k) { return k == PipelineKind::OneFOneB ? "1f1b" : "interleaved"; }
+std::string_view optimizer_name(OptimizerKind k) { return k == OptimizerKind::Adam ? "adam" : "lamb"; }
+
+json job_json(const JobSpec& j) {
+  const auto& m = j.model;
+  const auto& p = j.parallel;
+  const auto& o = j.options;
+  return json{
+      {"name", j.name},
+      {"cluster", j.cluster},
+      {"model",
+       {{"layers", m.layers}, {"hidden", m.hidden}, {"heads", m.heads}, {"seq_len", m.seq_len},
+        {"vocab", m.vocab}, {"ffn_hidden", m.ffn_hidden}, {"block", block_name(m.block)},
+        {"attention", attention_name(m.attention)}, {"window", m.window}}},
+      {"parallel",
+       {{"tp", p.tp}, {"pp", p.pp}, {"vpp", p.vpp}, {"dp", p.dp},
+        {"sequence_parallel", p.sequence_parallel}, {"zero_stage", p.zero_stage},
+        {"micro_batch", p.micro_batch}, {"global_batch", p.global_batch}}},
+      {"schedule",
+       {{"pipeline", pipeline_name(o.pipeline)}, {"iterations", o.iterations},
+        {"optimizer", optimizer_name(o.optimizer)}, {"recompute", o.recompute},
+        {"async_data_loading", o.async_data_loading},
+        {"overlap", {{"dp", o.overlap.dp}, {"pp", o.overlap.pp}, {"tp", o.overlap.tp},
+                     {"tp_chunks", o.overlap.tp_chunks}}},
+        {"operators", {{"flash_attention", o.operators.flash_attention},
+                       {"fused_layernorm", o.operators.fused_layernorm},
+                       {"fused_gelu", o.operators.fused_gelu}}}}}};
+}
+
+json op_json(const Op& op, const Program& p) {
+  json deps = json::array();
+  for (uint32_t d : p.deps_of(op)) deps.push_back(d);
+  return json{{"kind", to_string(op.kind)},
+              {"kernel", to_string(op.kernel)},
+              {"stream", to_string(op.stream)},
+              {"dtype", to_string(op.dtype)},
+              {"group", to_string(op.group)},
+              {"priority", op.priority},
+              {"peer", op.peer},
+              {"flops", op.flops},
+              {"bytes", op.bytes},
+              {"shape", op.shape},
+              {"iteration", op.labels.iteration},
+              {"micro_batch", op.labels.micro_batch},
+              {"chunk", op.labels.chunk},
+              {"layer", op.labels.layer},
+              {"phase", to_string(op.labels.phase)},
+              {"name", op.name},
+              {"deps", deps}};
+}
+
+// ---- reading ----
+class Reader {
+public:
+  explicit Reader(std::string path) : path_(std::move(path)) {}
+
+  [[noreturn]] void fail(const std::string& where, const std::string& why) const {
+    throw ScheduleError(path_ + ": " + where + ": " + why);
+  }
+
+  const json& at(const json& obj, const char* key, const std::string& where) const {
+    if (!obj.is_object()) fail(where, "expected an object");
+    auto it = obj.find(key);
+    if (it == obj.end()) fail(where, std::string("missing \"") + key + "\"");
+    return *it;
+  }
+
+  template <class T>
+  T get(const json& obj, const char* key, const std::string& where) const {
+    const json& v = at(obj, key, where);
+    const std::string here = where + "." + key;
+    if constexpr (std::is_same_v<T, bool>) {
+      if (!v.is_boolean()) fail(here, "expected true or false, got " + std::string(v.type_name()));
+    } else if constexpr (std::is_integral_v<T>) {
+      if (!v.is_number_integer()) fail(here, "expected an integer, got " + std::string(v.type_name()));
+      const auto x = v.get<int64_t>();
+      if (x < static_cast<int64_t>(std::numeric_limits<T>::min()) ||
+          (x > 0 && static_cast<uint64_t>(x) > static_cast<uint64_t>(std::numeric_limits<T>::max())))
+        fail(here, "integer " + std::to_string(x) + " out of range");
+      return static_cast<T>(x);
+    } else if constexpr (std::is_floating_point_v<T>) {
+      if (!v.is_number()) fail(here, "expected a number, got " + std::string(v.type_name()));
+    } else {
+      if (!v.is_string()) fail(here, "expected a string, got " + std::string(v.type_name()));
+    }
+    return v.get<T>();
+  }
+
+  template <class E>
+  E get_enum(const json& obj, const char* key, const std::string& where,
+             std::optional<E> (*parse)(std::string_view)) const {
+    const auto text = get<std::string>(obj, key, where);
+    const auto v = parse(text);
+    if (!v) fail(where + "." + key, "unknown value \"" + text + "\"");
+    return *v;
+  }
+
+  template <class E>
+  E get_choice(const json& obj, const char* key, const std::string& where,
+               std::initializer_list<std::pair<std::string_view, E>> choices) const {
+    const auto text = get<std::string>(obj, key, where);
+    std::string valid;
+    for (auto& [n, v] : choices) {
+      if (n == text) return v;
+      valid += (valid.empty() ? "" : ", ") + std::string(n);
+    }
+    fail(where + "." + key, "unknown value \"" + text + "\"; valid: " + valid);
+  }
+
+  JobSpec job(const json& j, const std::string& w) const {
+    JobSpec out;
+    out.name = get<std::string>(j, "name", w);
+    out.cluster = get<std::string>(j, "cluster", w);
+    const json& m = at(j, "model", w);
+    const std::string mw = w + ".model";
+    out.model.name = out.name;
+    out.model.layers = get<int64_t>(m, "layers", mw);
+    out.model.hidden = get<int64_t>(m, "hidden", mw);
+    out.model.heads = get<int64_t>(m, "heads", mw);
+    out.model.seq_len = get<int64_t>(m, "seq_len", mw);
+    out.model.vocab = get<int64_t>(m, "vocab", mw);
+    out.model.ffn_hidden = get<int64_t>(m, "ffn_hidden", mw);
+    out.model.block = get_choice<BlockKind>(m, "block", mw, {{"serial", BlockKind::Serial}, {"parallel", BlockKind::Parallel}});
+    out.model.attention = get_choice<AttentionKind>(m, "attention", mw, {{"dense", AttentionKind::Dense}, {"sliding", AttentionKind::Sliding}});
+    out.model.window = get<int64_t>(m, "window", mw);
+    const json& p = at(j, "parallel", w);
+    const std::string pw = w + ".parallel";
+    auto& par = out.parallel;
+    par.tp = get<int64_t>(p, "tp", pw);
+    par.pp = get<int64_t>(p, "pp", pw);
+    par.vpp = get<int64_t>(p, "vpp", pw);
+    par.dp = get<int64_t>(p, "dp", pw);
+    par.sequence_parallel = get<bool>(p, "sequence_parallel", pw);
+    par.zero_stage = get<int64_t>(p, "zero_stage", pw);
+    par.micro_batch = get<int64_t>(p, "micro_batch", pw);
+    par.global_batch = get<int64_t>(p, "global_batch", pw);
+    const json& s = at(j, "schedule", w);
+    const std::string sw = w + ".schedule";
+    auto& o = out.options;
+    o.pipeline = get_choice<PipelineKind>(s, "pipeline", sw, {{"1f1b", PipelineKind::OneFOneB}, {"interleaved", PipelineKind::Interleaved}});
+    o.iterations = get<int64_t>(s, "iterations", sw);
+    o.optimizer = get_choice<OptimizerKind>(s, "optimizer", sw, {{"adam", OptimizerKind::Adam}, {"lamb", OptimizerKind::Lamb}});
+    o.recompute = get<bool>(s, "recompute", sw);
+    o.async_data_loading = get<bool>(s, "async_data_loading", sw);
+    const json& ov = at(s, "overlap", sw);
+    o.overlap.dp = get<bool>(ov, "dp", sw + ".overlap");
+    o.overlap.pp = get<bool>(ov, "pp", sw + ".overlap");
+    o.overlap.tp = get<bool>(ov, "tp", sw + ".overlap");
+    o.overlap.tp_chunks = get<int64_t>(ov, "tp_chunks", sw + ".overlap");
+    const json& op = at(s, "operators", sw);
+    o.operators.flash_attention = get<bool>(op, "flash_attention", sw + ".operators");
+    o.operators.fused_layernorm = get<bool>(op, "fused_layernorm", sw + ".operators");
+    o.operators.fused_gelu = get<bool>(op, "fused_gelu", sw + ".operators");
+    return out;
+  }
+
+  Op op(const json& j, const std::string& w, Program& prog, size_t index, size_t names) const {
+    Op o;
+    o.kind = get_enum<OpKind>(j, "kind", w, op_kind_from_string);
+    o.kernel = get_enum<Kernel>(j, "kernel", w, kernel_from_string);
+    o.stream = get_enum<Stream>(j, "stream", w, stream_from_string);
+    o.dtype = get_enum<DType>(j, "dtype", w, dtype_from_string);
+    o.group = get_enum<GroupKind>(j, "group", w, group_kind_from_string);
+    o.priority = get<int32_t>(j, "priority", w);
+    o.peer = get<int32_t>(j, "peer", w);
+    o.flops = get<double>(j, "flops", w);
+    o.bytes = get<double>(j, "bytes", w);
+    const json& shape = at(j, "shape", w);
+    if (!shape.is_array() || shape.size() != 4) fail(w + ".shape", "expected an array of 4 integers");
+    for (size_t i = 0; i < 4; ++i) {
+      if (!shape[i].is_number_integer()) fail(w + ".shape[" + std::to_string(i) + "]", "expected an integer");
+      o.shape[i] = shape[i].get<int64_t>();
+    }
+    o.labels.iteration = get<int32_t>(j, "iteration", w);
+    o.labels.micro_batch = get<int32_t>(j, "micro_batch", w);
+    o.labels.chunk = get<int32_t>(j, "chunk", w);
+    o.labels.layer = get<int32_t>(j, "layer", w);
+    o.labels.phase = get_enum<Phase>(j, "phase", w, phase_from_string);
+    o.name = get<uint32_t>(j, "name", w);
+    if (o.name >= names) fail(w + ".name", "index " + std::to_string(o.name) + " but there are " + std::to_string(names) + " names");
+    const json& deps = at(j, "deps", w);
+    if (!deps.is_array()) fail(w + ".deps", "expected an array");
+    o.dep_begin = static_cast<uint32_t>(prog.deps.size());
+    o.dep_count = static_cast<uint32_t>(deps.size());
+    for (size_t i = 0; i < deps.size(); ++i) {
+      const std::string dw = w + ".deps[" + std::to_string(i) + "]";
+      if (!deps[i].is_number_unsigned()) fail(dw, "expected an op index");
+      const auto d = deps[i].get<uint64_t>();
+      if (d >= index) fail(dw, "op " + std::to_string(d) + " is not an earlier op (this is op " + std::to_string(index) + ")");
+      prog.deps.push_back(static_cast<uint32_t>(d));
+    }
+    return o;
+  }
+
+private:
+  std::string path_;
+};
+} // namespace
+
+std::string job_to_json(const JobSpec& job) { return job_json(job).dump(); }
+
+void write_schedule_json(const Schedule& s, std::ostream& out) {
+  json mem = json::array();
+  for (const auto& m : s.memory_by_stage)
+    mem.push_back({{"parameters_bytes", m.parameters_bytes}, {"gradients_bytes", m.gradients_bytes},
+                   {"optimizer_bytes", m.optimizer_bytes}, {"activations_bytes", m.activations_bytes}});
+  out << "{\"format\":\"twinscale-schedule\",\"format_version\":" << kScheduleFormatVersion
+      << ",\n\"job\":" << job_json(s.job).dump()
+      << ",\n\"layout\":" << json{{"tp", s.layout.tp}, {"dp", s.layout.dp}, {"pp", s.layout.pp}}.dump()
+      << ",\n\"model_flops_per_iteration\":" << json(s.model_flops_per_iteration).dump()
+      << ",\n\"memory_by_stage\":" << mem.dump()
+      << ",\n\"names\":" << json(s.names).dump()
+      << ",\n\"program_of_rank\":" << json(s.program_of_rank).dump()
+      << ",\n\"programs\":[";
+  for (size_t p = 0; p < s.programs.size(); ++p) {
+    out << (p ? ",\n" : "\n") << "{\"ops\":[";
+    const Program& prog = s.programs[p];
+    for (size_t i = 0; i < prog.ops.size(); ++i)
+      out << (i ? ",\n" : "\n") << op_json(prog.ops[i], prog).dump();
+    out << "\n]}";
+  }
+  out << "\n]}\n";
+}
+
+Schedule read_schedule_json(std::istream& in, const std::string& path) {
+  json doc;
+  try {
+    doc = json::parse(in);
+  } catch (const json::parse_error& e) {
+    throw ScheduleError(path + ": not valid JSON (" + e.what() + ")");
+  }
+  Reader r(path);
+  if (!doc.is_object()) r.fail("$", "expected an object");
+  if (r.get<std::string>(doc, "format", "$") != "twinscale-schedule")
+    r.fail("$.format", "expected \"twinscale-schedule\"");
+  const int version = r.get<int>(doc, "format_version", "$");
+  if (version != kScheduleFormatVersion)
+    r.fail("$.format_version", "unsupported version " + std::to_string(version) + " (this reader: " +
+                                   std::to_string(kScheduleFormatVersion) + ")");
+  Schedule s;
+  s.version = version;
+  s.job = r.job(r.at(doc, "job", "$"), "$.job");
+  const json& L = r.at(doc, "layout", "$");
+  s.layout.tp = r.get<int64_t>(L, "tp", "$.layout");
+  s.layout.dp = r.get<int64_t>(L, "dp", "$.layout");
+  s.layout.pp = r.get<int64_t>(L, "pp", "$.layout");
+  if (s.layout.tp < 1 || s.layout.dp < 1 || s.layout.pp < 1) r.fail("$.layout", "sizes must be ≥ 1");
+  s.model_flops_per_iteration = r.get<double>(doc, "model_flops_per_iteration", "$");
+  const json& mem = r.at(doc, "memory_by_stage", "$");
+  if (!mem.is_array()) r.fail("$.memory_by_stage", "expected an array");
+  for (size_t i = 0; i < mem.size(); ++i) {
+    const std::string w = "$.memory_by_stage[" + std::to_string(i) + "]";
+    MemoryEstimate m;
+    m.parameters_bytes = r.get<double>(mem[i], "parameters_bytes", w);
+    m.gradients_bytes = r.get<double>(mem[i], "gradients_bytes", w);
+    m.optimizer_bytes = r.get<double>(mem[i], "optimizer_bytes", w);
+    m.activations_bytes = r.get<double>(mem[i], "activations_bytes", w);
+    s.memory_by_stage.push_back(m);
+  }
+  const json& names = r.at(doc, "names", "$");
+  if (!names.is_array()) r.fail("$.names", "expected an array of strings");
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (!names[i].is_string()) r.fail("$.names[" + std::to_string(i) + "]", "expected a string");
+    s.names.push_back(names[i].get<std::string>());
+  }
+  const json& programs = r.at(doc, "programs", "$");
+  if (!programs.is_array()) r.fail("$.programs", "expected an array");
+  for (size_t p = 0; p < programs.size(); ++p) {
+    const std::string pw = "$.programs[" + std::to_string(p) + "]";
+    const json& ops = r.at(programs[p], "ops", pw);
+    if (!ops.is_array()) r.fail(pw + ".ops", "expected an array");
+    Program prog;
+    prog.ops.reserve(ops.size());
+    for (size_t i = 0; i < ops.size(); ++i)
+      prog.ops.push_back(r.op(ops[i], pw + ".ops[" + std::to_string(i) + "]", prog, i, s.names.size()));
+    s.programs.push_back(std::move(prog));
+  }
+  const json& por = r.at(doc, "program_of_rank", "$");
+  if (!por.is_array() || static_cast<int64_t>(por.size()) != s.layout.world())
+    r.fail("$.program_of_rank", "expected an array of " + std::to_string(s.layout.world()) +
+                                    " program indices (one per rank of the layout)");
+  for (size_t i = 0; i < por.size(); ++i) {
+    const std::string w = "$.program_of_rank[" + std::to_string(i) + "]";
+    if (!por[i].is_number_unsigned() || por[i].get<uint64_t>() >= s.programs.size())
+      r.fail(w, "expected a program index below " + std::to_string(s.programs.size()));
+    s.program_of_rank.push_back(por[i].get<uint32_t>());
+  }
+  return s;
+}
+
+} // namespace twinscale::schedules

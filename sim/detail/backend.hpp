@@ -1,0 +1,54 @@
+// The seam between the executor (stream semantics, collectives, p2p matching) and the
+// engine that advances time: the analytic event queue or SimGrid. The executor decides
+// *what* runs; a backend decides *when* it finishes.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+namespace twinscale::sim::detail {
+
+/// One network flow of a communication task.
+struct FlowSpec {
+  int64_t src_gpu = 0;
+  int64_t dst_gpu = 0;
+  uint32_t channel = 0;   // NCCL channel = queue pair: part of the ECMP hash
+  double bytes = 0;
+  double delay_s = 0;     // waited before sending (restored step latencies)
+  int32_t after = -1;     // flow of the same task that must complete first (explicit steps)
+};
+
+/// A communication op's transfer: either a closed-form duration or flows. Flows of
+/// phase p+1 start once every flow of phase p has completed.
+struct CommTask {
+  double closed_form_s = -1;           // ≥ 0: completes after this long, no flows
+  std::vector<FlowSpec> flows;
+  std::vector<uint32_t> phase_begin;   // first flow of each phase (empty: one phase)
+};
+
+/// What a backend reports back to the executor.
+class CompletionListener {
+public:
+  virtual ~CompletionListener() = default;
+  virtual void on_compute_done(int32_t slot) = 0;
+  /// failed: a flow of the task failed (link down past the retransmit limit…);
+  /// stalled_s: time its flows made no progress because of an outage.
+  virtual void on_comm_done(uint32_t comm_id, bool failed, double stalled_s) = 0;
+};
+
+class Backend {
+public:
+  virtual ~Backend() = default;
+  virtual double now() const = 0;
+  /// Runs `seconds` of nominal compute on executed rank `slot` (one at a time per slot).
+  virtual void start_compute(int32_t slot, double seconds) = 0;
+  /// Whether NCCL kernels of `slot` are moving data (compute slows down meanwhile).
+  virtual void set_comm_active(int32_t slot, bool active) = 0;
+  virtual void start_comm(uint32_t comm_id, CommTask task) = 0;
+  /// Calls `start` at time 0, then advances time until nothing is left to run.
+  virtual void run(const std::function<void()>& start) = 0;
+  virtual int64_t flows_started() const { return 0; }
+};
+
+} // namespace twinscale::sim::detail

@@ -1,0 +1,48 @@
+// The flow backend: SimGrid 3.32 (CM02, no cross-traffic, TCP window bound disabled)
+// on a platform built from the topology::Fabric.
+//
+// Platform: one SimGrid host per GPU (compute; speed = nominal seconds, pstate 1 is the
+// NCCL-slowed speed, fault plans add speed profiles), plus `channels` "port" hosts per
+// GPU, the endpoints of that GPU's NCCL queue pairs. Every fabric link (NVLink, PCIe,
+// NIC–ToR, switch–switch) is a split-duplex SimGrid link with the achieved bandwidth of
+// sim::detail::NetworkPaths. Routing is a custom zone (EcmpZone, a NetZoneImpl subclass)
+// whose get_local_route asks Fabric::route for (src GPU, dst GPU, flow id = channel):
+// every queue pair keeps one ECMP path, as RoCE connections do, and nothing is stored
+// per pair. Cost: SimGrid asks the zone for each comm (O(hops)); memory stays
+// proportional to links and hosts (~1 KB each). SimGrid's stock zones cannot do this:
+// FatTree routes by destination only and Full/Floyd tables need O(n²) memory.
+//
+// Flows run in actors (one per flow, created when the flow may start): comms started
+// without actors are quadratic in 3.32 (simgrid-notes.md).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "sim/detail/backend.hpp"
+#include "sim/detail/network_paths.hpp"
+#include "sim/simulate.hpp"
+
+namespace twinscale::sim::detail {
+
+class FlowBackend final : public Backend {
+public:
+  FlowBackend(CompletionListener& listener, const NetworkPaths& paths, std::vector<int64_t> slot_gpu,
+              const SimOptions& options);
+  ~FlowBackend() override;
+
+  double now() const override;
+  void start_compute(int32_t slot, double seconds) override;
+  void set_comm_active(int32_t slot, bool active) override;
+  void start_comm(uint32_t comm_id, CommTask task) override;
+  void run(const std::function<void()>& start) override;
+  int64_t flows_started() const override;
+
+  struct Impl;
+
+private:
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace twinscale::sim::detail

@@ -1,0 +1,114 @@
+#include "sim/detail/network_paths.hpp"
+
+#include <algorithm>
+#include <limits>
+
+#include "schedules/error.hpp"
+
+namespace twinscale::sim::detail {
+
+using topology::Hop;
+using topology::LinkKind;
+
+NetworkPaths::NetworkPaths(const topology::Fabric& fabric, uint64_t seed, topology::EcmpPolicy policy,
+                           double nvlink_efficiency, double network_efficiency)
+    : fabric_(fabric), seed_(seed), policy_(policy) {
+  const auto& links = fabric_.links();
+  link_bw_.resize(links.size());
+  for (size_t i = 0; i < links.size(); ++i) {
+    const auto& l = links[i];
+    double eff = 1.0;
+    if (l.kind == LinkKind::NvLink) eff = nvlink_efficiency;
+    else if (l.kind != LinkKind::Pcie) eff = network_efficiency;
+    link_bw_[i] = l.bw_bytes_per_s * eff;
+  }
+  const auto& vertices = fabric_.vertices();
+  const double sw = fabric_.spec().switch_spec.latency_s;
+  auto is_switch = [&](uint32_t v) {
+    const auto k = vertices[v].kind;
+    return k == topology::VertexKind::Tor || k == topology::VertexKind::Aggregation ||
+           k == topology::VertexKind::Spine;
+  };
+  lat_up_.resize(links.size());
+  lat_down_.resize(links.size());
+  for (size_t i = 0; i < links.size(); ++i) {
+    lat_up_[i] = links[i].latency_s + (is_switch(links[i].b) ? sw : 0.0);
+    lat_down_[i] = links[i].latency_s + (is_switch(links[i].a) ? sw : 0.0);
+  }
+  load_.assign(2 * links.size(), 0);
+}
+
+void NetworkPaths::route(int64_t src, int64_t dst, uint32_t channel, std::vector<Hop>& out) const {
+  out.clear();
+  fabric_.route(src, dst, channel, seed_, policy_, out);
+}
+
+double NetworkPaths::path_latency_s(int64_t src, int64_t dst, uint32_t channel) const {
+  route(src, dst, channel, hops_);
+  double lat = 0;
+  for (const Hop& h : hops_) lat += hop_latency_s(h.link, h.up);
+  return lat;
+}
+
+double NetworkPaths::closed_form_s(const CollectivePlan& plan,
+                                   const std::vector<std::vector<int64_t>>& gpu_groups,
+                                   int channels) const {
+  TWINSCALE_ASSERT(channels >= 1, "channels must be ≥ 1");
+  const auto& links = fabric_.links();
+  double total = 0;
+  struct FlowPath {
+    size_t hop_begin, hop_end;
+    double latency;
+  };
+  std::vector<Hop> all_hops;
+  std::vector<FlowPath> flows;
+  for (const auto& phase : plan.phases) {
+    all_hops.clear();
+    flows.clear();
+    for (const auto& gpus : gpu_groups) {
+      for (const auto& t : phase.transfers) {
+        const int64_t s = gpus[static_cast<size_t>(t.src)], d = gpus[static_cast<size_t>(t.dst)];
+        if (s == d) continue;
+        for (int c = 0; c < channels; ++c) {
+          route(s, d, static_cast<uint32_t>(c), hops_);
+          FlowPath fp{all_hops.size(), 0, 0};
+          for (const Hop& h : hops_) {
+            all_hops.push_back(h);
+            fp.latency += hop_latency_s(h.link, h.up);
+            const uint32_t key = 2 * h.link + (h.up ? 0 : 1);
+            if (load_[key]++ == 0) touched_.push_back(key);
+          }
+          fp.hop_end = all_hops.size();
+          flows.push_back(fp);
+        }
+      }
+    }
+    const double bytes = phase.bytes_per_step / channels;
+    double phase_s = 0;
+    for (const auto& f : flows) {
+      double rate = std::numeric_limits<double>::infinity();
+      for (size_t i = f.hop_begin; i < f.hop_end; ++i) {
+        const Hop& h = all_hops[i];
+        rate = std::min(rate, link_bw_[h.link] / load_[2 * h.link + (h.up ? 0 : 1)]);
+      }
+      const double t = static_cast<double>(phase.latency_steps) * f.latency +
+                       (bytes > 0 ? static_cast<double>(phase.steps) * bytes / rate : 0.0);
+      phase_s = std::max(phase_s, t);
+    }
+    for (uint32_t key : touched_) load_[key] = 0;
+    touched_.clear();
+    total += phase_s;
+  }
+  return total;
+}
+
+double NetworkPaths::p2p_s(int64_t src, int64_t dst, double bytes, int channels) const {
+  CollectivePlan plan;
+  CollectivePhase p;
+  p.transfers.push_back({0, 1});
+  p.bytes_per_step = bytes;
+  plan.phases.push_back(p);
+  return closed_form_s(plan, {{src, dst}}, channels);
+}
+
+} // namespace twinscale::sim::detail

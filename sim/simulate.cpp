@@ -1,0 +1,235 @@
+#include "sim/simulate.hpp"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <set>
+
+#include "schedules/error.hpp"
+#include "sim/detail/analytic_backend.hpp"
+#include "sim/detail/breakdown.hpp"
+#include "sim/detail/executor.hpp"
+#include "sim/detail/flow_backend.hpp"
+#include "sim/detail/network_paths.hpp"
+#include "sim/detail/report_codec.hpp"
+
+namespace twinscale::sim {
+
+std::string_view to_string(SimMode m) {
+  switch (m) {
+  case SimMode::Flow: return "flow";
+  case SimMode::Analytic: return "analytic";
+  }
+  TWINSCALE_ASSERT(false, "unknown SimMode");
+}
+
+namespace {
+
+void check_options(const SimOptions& o) {
+  if (o.channels < 1 || o.channels > 64)
+    throw std::invalid_argument("simulate: channels = " + std::to_string(o.channels) + " (valid: 1..64)");
+  if (!(o.nvlink_efficiency > 0 && o.nvlink_efficiency <= 1) || !(o.network_efficiency > 0 && o.network_efficiency <= 1))
+    throw std::invalid_argument("simulate: link efficiencies must be in (0, 1]");
+  if (o.device.nccl_compute_slowdown < 0)
+    throw std::invalid_argument("simulate: nccl_compute_slowdown must be ≥ 0");
+}
+
+void add(Breakdown& a, const Breakdown& b, double w) {
+  a.compute_s += w * b.compute_s;
+  a.exposed_tp_s += w * b.exposed_tp_s;
+  a.exposed_pp_s += w * b.exposed_pp_s;
+  a.exposed_dp_s += w * b.exposed_dp_s;
+  a.bubble_s += w * b.bubble_s;
+  a.idle_s += w * b.idle_s;
+}
+
+SimReport run_in_process(const schedules::Schedule& schedule, const topology::Fabric& fabric,
+                         const std::vector<int64_t>& gpu_of_rank, const SimOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  check_options(options);
+  DeviceModel device(fabric.spec().gpu, options.device, options.calibration);
+  detail::NetworkPaths paths(fabric, options.seed, options.ecmp, options.nvlink_efficiency,
+                             options.network_efficiency);
+  detail::Executor ex(schedule, gpu_of_rank, options, device, paths, options.aggregate);
+  std::unique_ptr<detail::Backend> backend;
+  if (options.mode == SimMode::Analytic)
+    backend = std::make_unique<detail::AnalyticBackend>(ex, ex.slot_ranks().size(), options.device.nccl_compute_slowdown);
+  else
+    backend = std::make_unique<detail::FlowBackend>(ex, paths, ex.gpu_of_slot(), options);
+  ex.attach(backend.get());
+  backend->run([&ex]() { ex.start(); });
+  ex.check_finished();
+
+  SimReport r;
+  r.mode = options.mode;
+  r.aggregated = ex.aggregated();
+  r.executed_ranks = static_cast<int64_t>(ex.slot_ranks().size());
+  r.ops_executed = ex.ops_executed();
+  r.flows = backend->flows_started();
+  r.completed = !ex.job_failed();
+  r.failure = ex.failure();
+  r.incidents = ex.incidents();
+
+  const auto& slots = ex.slot_ranks();
+  double makespan = 0;
+  for (size_t s = 0; s < slots.size(); ++s)
+    for (const auto& t : ex.timings(static_cast<int32_t>(s))) makespan = std::max(makespan, t.end_s);
+  r.makespan_s = makespan;
+  const auto iterations = std::max<int64_t>(1, schedule.job.options.iterations);
+  r.iteration_time_s = makespan / static_cast<double>(iterations);
+  const auto& L = schedule.layout;
+  const double world = static_cast<double>(L.world());
+  if (r.iteration_time_s > 0) {
+    r.tokens_per_s = static_cast<double>(schedule.job.parallel.global_batch) *
+                     static_cast<double>(schedule.job.model.seq_len) / r.iteration_time_s;
+    const double flops_per_s = schedule.model_flops_per_iteration / r.iteration_time_s;
+    r.tflops_per_gpu = flops_per_s / world / 1e12;
+    r.mfu = flops_per_s / (world * fabric.spec().gpu.peak_flops);
+  }
+
+  // Breakdowns: every executed rank stands for the same number of ranks.
+  std::vector<Breakdown> by_slot(slots.size());
+  std::vector<RankTimes> times(slots.size());
+  r.per_stage.assign(static_cast<size_t>(L.pp), Breakdown{});
+  std::vector<int64_t> per_stage_count(static_cast<size_t>(L.pp), 0);
+  for (size_t s = 0; s < slots.size(); ++s) {
+    const auto& program = schedule.program(slots[s]);
+    by_slot[s] = detail::rank_breakdown(program, ex.timings(static_cast<int32_t>(s)), makespan, L.pp > 1);
+    times[s] = detail::rank_times(program, ex.timings(static_cast<int32_t>(s)), by_slot[s]);
+    add(r.breakdown, by_slot[s], 1.0 / static_cast<double>(slots.size()));
+    ++per_stage_count[static_cast<size_t>(L.coord(slots[s]).pp)];
+  }
+  for (size_t s = 0; s < slots.size(); ++s) {
+    const auto pp = static_cast<size_t>(L.coord(slots[s]).pp);
+    add(r.per_stage[pp], by_slot[s], 1.0 / static_cast<double>(per_stage_count[pp]));
+  }
+  r.per_rank.resize(static_cast<size_t>(L.world()));
+  for (int64_t rank = 0; rank < L.world(); ++rank) {
+    RankTimes t = times[static_cast<size_t>(ex.representative_slot(rank))];
+    const auto c = L.coord(rank);
+    t.rank = rank;
+    t.tp = c.tp;
+    t.pp = c.pp;
+    t.dp = c.dp;
+    r.per_rank[static_cast<size_t>(rank)] = t;
+  }
+
+  if (options.record_trace) {
+    r.trace.source = "sim";
+    std::set<int64_t> ranks(options.trace_ranks.begin(), options.trace_ranks.end());
+    if (ranks.empty()) ranks.insert(slots.begin(), slots.end());
+    for (int64_t rank : ranks) {
+      if (rank < 0 || rank >= L.world())
+        throw std::invalid_argument("trace ranks: rank " + std::to_string(rank) + " outside 0.." +
+                                    std::to_string(L.world() - 1));
+      const auto& timing = ex.timings(ex.representative_slot(rank));
+      for (uint32_t i = 0; i < timing.size(); ++i) {
+        const auto& t = timing[i];
+        if (t.start_s < 0) continue;
+        r.trace.events.push_back({rank, i, t.start_s, t.end_s >= 0 ? t.end_s : makespan, t.failed || t.end_s < 0});
+      }
+    }
+  }
+  r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+void write_all(int fd, const std::string& data) {
+  size_t off = 0;
+  while (off < data.size()) {
+    const ssize_t n = ::write(fd, data.data() + off, data.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    off += static_cast<size_t>(n);
+  }
+}
+
+/// Flow mode: SimGrid's engine is a process-wide singleton that 3.32 cannot re-create,
+/// so each run happens in a forked child that sends its report back through a pipe.
+SimReport run_in_child(const schedules::Schedule& schedule, const topology::Fabric& fabric,
+                       const std::vector<int64_t>& gpu_of_rank, const SimOptions& options) {
+  int fds[2];
+  if (::pipe(fds) != 0) throw SimError("simulate: cannot create a pipe for the SimGrid process");
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    throw SimError("simulate: cannot fork the SimGrid process");
+  }
+  if (pid == 0) {
+    ::close(fds[0]);
+    char tag = 'R';
+    std::string payload;
+    try {
+      payload = detail::encode_report(run_in_process(schedule, fabric, gpu_of_rank, options));
+    } catch (const schedules::ScheduleError& e) {
+      tag = 'S';
+      payload = e.what();
+    } catch (const topology::TopologyError& e) {
+      tag = 'T';
+      payload = e.what();
+    } catch (const std::invalid_argument& e) {
+      tag = 'I';
+      payload = e.what();
+    } catch (const std::logic_error& e) {
+      tag = 'L';
+      payload = e.what();
+    } catch (const std::exception& e) {
+      tag = 'E';
+      payload = e.what();
+    }
+    write_all(fds[1], std::string(1, tag) + payload);
+    ::close(fds[1]);
+    std::fflush(stdout);
+    std::fflush(stderr);
+    ::_exit(0); // a forked child must not run the parent's atexit handlers or destructors
+  }
+  ::close(fds[1]);
+  std::string data;
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fds[0], buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    data.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (data.empty()) {
+    const std::string why = WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status))
+                                                : "exit status " + std::to_string(WEXITSTATUS(status));
+    throw SimError("simulate: the SimGrid process ended without a result (" + why + ")");
+  }
+  const char tag = data[0];
+  std::string payload = data.substr(1);
+  switch (tag) {
+  case 'R': return detail::decode_report(payload);
+  case 'S': throw schedules::ScheduleError(payload);
+  case 'T': throw topology::TopologyError(payload);
+  case 'I': throw std::invalid_argument(payload);
+  case 'L': throw std::logic_error(payload);
+  default: throw SimError(payload);
+  }
+}
+
+} // namespace
+
+SimReport simulate(const schedules::Schedule& schedule, const topology::Fabric& fabric,
+                   const std::vector<int64_t>& gpu_of_rank, const SimOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  SimReport r = options.mode == SimMode::Analytic ? run_in_process(schedule, fabric, gpu_of_rank, options)
+                                                  : run_in_child(schedule, fabric, gpu_of_rank, options);
+  r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+} // namespace twinscale::sim

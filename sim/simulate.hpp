@@ -1,0 +1,140 @@
+// The simulator's public entry point: run one schedule on a model of the cluster and
+// report iteration time, throughput, MFU and where the time goes.
+//
+//   sim::SimOptions opts;                       // mode, seed, ECMP, algorithms…
+//   sim::SimReport r = sim::simulate(schedule, fabric, gpu_of_rank, opts);
+//
+// Two modes share one executor (the stream semantics of schedules/schedule.hpp) and one
+// collective decomposition (sim/collective_algorithms.hpp):
+//  - Flow: SimGrid 3.32 (CM02, no cross-traffic) on a platform built from the fabric.
+//    Every inter-server transfer is a flow on the ECMP path topology::Fabric::route()
+//    picks, so flows contend on NICs and switch links. Runs in a forked child process
+//    because SimGrid's engine is a process-wide singleton that cannot be re-created.
+//  - Analytic: no SimGrid. A collective takes the closed form of its plan: per phase,
+//    latency_steps·path latency + steps·bytes / rate, where a transfer's rate is the
+//    tightest link on its path divided by the number of the collective's own transfers
+//    (and those of its symmetric images) crossing that link. Contention between
+//    different collectives is ignored.
+//
+// Aggregation (SimOptions::aggregate, on by default), each shortcut tested against the
+// unaggregated run on small cases (tests/sim/):
+//  - Symmetry: when every rank of a pipeline stage runs the same program, only the ranks
+//    (tp 0, dp 0, pp) are executed; other ranks behave identically because every DP/TP
+//    collective synchronises them and their programs are equal. Data-parallel (and
+//    embedding) collectives still put the flows of *all* images (all tp, all dp) on the
+//    fabric, so ECMP contention is real; pipeline p2p flows are those of the executed
+//    ranks only.
+//  - TP collectives inside a server: closed form over NVSwitch (private, non-blocking
+//    per GPU links: exact).
+//  - Rings: one flow per member and channel carrying all steps' bytes, with the
+//    (steps − 1) extra path latencies restored as a delay before the flow.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "schedules/schedule.hpp"
+#include "schedules/trace.hpp"
+#include "sim/collective_algorithms.hpp"
+#include "sim/device_model.hpp"
+#include "topology/fabric.hpp"
+
+#ifdef TWINSCALE_HAVE_FAULTS
+#include "faults/fault_plan.hpp"
+#endif
+
+namespace twinscale::schedules {
+struct CalibrationTable;
+}
+
+namespace twinscale::sim {
+
+enum class SimMode : uint8_t { Flow, Analytic };
+std::string_view to_string(SimMode);
+
+/// A simulator failure that is not the user's input (SimGrid refused the platform…).
+class SimError : public std::runtime_error {
+public:
+  explicit SimError(const std::string& what) : std::runtime_error(what) {}
+};
+
+struct SimOptions {
+  SimMode mode = SimMode::Flow;
+  uint64_t seed = 1;                                       // ECMP hash salt
+  topology::EcmpPolicy ecmp = topology::EcmpPolicy::Hash;
+  CollectiveAlgorithm all_reduce_algorithm = CollectiveAlgorithm::Ring;
+  bool aggregate = true;          // symmetry + merged ring steps (see header comment)
+  int channels = 2;               // NCCL channels: flows (queue pairs) per transfer
+  double nvlink_efficiency = 0.77;  // achieved/raw NVLink: 8×A100 all-reduce busbw ~230 of 300 GB/s
+  double network_efficiency = 0.96; // achieved/raw NIC and switch links: ~24 of 25 GB/s on HDR
+  DeviceModelParams device;
+  const schedules::CalibrationTable* calibration = nullptr; // overrides the device model
+  bool record_trace = false;      // fill SimReport::trace
+  std::vector<int64_t> trace_ranks; // ranks to trace (empty: every executed rank)
+#ifdef TWINSCALE_HAVE_FAULTS
+  const faults::FaultPlan* faults = nullptr; // validated plan (flow mode)
+#endif
+};
+
+/// Where one rank's time goes over the iteration, seconds. compute + exposed_* + bubble
+/// + idle = iteration time. Exposed communication = compute stream idle while a
+/// communication op of that kind moves data (TP before DP before PP when several do);
+/// bubble = compute idle while a pipeline receive waits for its peer, before the first
+/// and after the last op of a pipelined job; idle = any other wait.
+struct Breakdown {
+  double compute_s = 0;
+  double exposed_tp_s = 0;
+  double exposed_pp_s = 0;
+  double exposed_dp_s = 0;
+  double bubble_s = 0;
+  double idle_s = 0;
+};
+
+struct RankTimes {
+  int64_t rank = 0;
+  int64_t tp = 0, pp = 0, dp = 0;
+  double forward_s = 0;      // compute ops of the forward phase
+  double backward_s = 0;     // compute ops of backward and recompute
+  double comm_wait_s = 0;    // compute idle waiting on communication (exposed + bubble)
+};
+
+/// An op that stalled (a flow made no progress for a while) or failed (fault).
+struct OpIncident {
+  int64_t rank = 0;
+  uint32_t op_index = 0;
+  std::string name;
+  bool failed = false;
+  double at_s = 0;
+  double stalled_s = 0;
+};
+
+struct SimReport {
+  SimMode mode = SimMode::Flow;
+  bool completed = true;            // false when a fault failed the job
+  std::string failure;              // why it did not complete
+  double makespan_s = 0;            // all iterations lowered into the schedule
+  double iteration_time_s = 0;
+  double tokens_per_s = 0;
+  double tflops_per_gpu = 0;        // model FLOPs (no recomputation) per GPU, TFLOP/s
+  double mfu = 0;
+  Breakdown breakdown;              // average over ranks
+  std::vector<Breakdown> per_stage; // average over the ranks of each pipeline stage
+  std::vector<RankTimes> per_rank;  // every rank (aggregated runs: from its representative)
+  std::vector<OpIncident> incidents;
+  schedules::Trace trace;           // when SimOptions::record_trace
+  // Statistics of the run.
+  bool aggregated = false;          // symmetry used
+  int64_t executed_ranks = 0;
+  int64_t ops_executed = 0;
+  int64_t flows = 0;                // network flows put on the fabric (flow mode)
+  double wall_s = 0;
+};
+
+/// Runs `schedule` on `fabric` with rank r on GPU gpu_of_rank[r]. Throws
+/// schedules::ScheduleError for a schedule that cannot run (unmatched send, deadlock,
+/// collective mismatch — naming rank and op), SimError when SimGrid fails.
+SimReport simulate(const schedules::Schedule& schedule, const topology::Fabric& fabric,
+                   const std::vector<int64_t>& gpu_of_rank, const SimOptions& options);
+
+} // namespace twinscale::sim

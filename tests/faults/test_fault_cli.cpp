@@ -1,0 +1,58 @@
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+namespace {
+struct Result {
+  int rc = -1;
+  std::string out;
+};
+Result run(const std::string& args) {
+  const std::string cmd = std::string(TWINSCALE_CLI) + " " + args + " 2>&1";
+  Result r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, p)) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+} // namespace
+
+TEST_CASE("fault CLI: campaign prints ETTR and is deterministic", "[faults][cli]") {
+  const auto a = run("campaign --preset gpt-175b-megascale --iteration-time 10 --days 7 --seeds 3 --json");
+  const auto b = run("campaign --preset gpt-175b-megascale --iteration-time 10 --days 7 --seeds 3 --json");
+  REQUIRE(a.rc == 0);
+  CHECK(a.out == b.out);
+  CHECK(a.out.find("\"ettr\"") != std::string::npos);
+  const auto t = run("campaign --preset gpt-175b-megascale --iteration-time 10 --days 7 --seeds 2 --recovery megatron-baseline");
+  REQUIRE(t.rc == 0);
+  CHECK(t.out.find("ETTR") != std::string::npos);
+  CHECK(t.out.find("Faulty GPU") != std::string::npos);
+}
+
+TEST_CASE("fault CLI: tune-checkpoint reports Young and Daly", "[faults][cli]") {
+  const auto r = run("tune-checkpoint --preset gpt-175b-megascale --iteration-time 10 --days 7 --seeds 3 --points 6");
+  REQUIRE(r.rc == 0);
+  CHECK(r.out.find("Young") != std::string::npos);
+  CHECK(r.out.find("Daly") != std::string::npos);
+}
+
+TEST_CASE("fault CLI: bad input exits 1 with the reason, usage errors exit 2", "[faults][cli][errors]") {
+  auto r = run("campaign --preset gpt-175b-megascale --iteration-time 10 --faults no-such-model");
+  CHECK(r.rc == 1);
+  CHECK(r.out.find("llama3-405b") != std::string::npos);
+  r = run("campaign --preset gpt-175b-megascale --iteration-time 10 --checkpoint-interval 1");
+  CHECK(r.rc == 1);
+  CHECK(r.out.find("shorter than the checkpoint itself") != std::string::npos);
+  r = run("campaign --preset gpt-175b-megascale --iteration-time 0");
+  CHECK(r.rc == 1);
+  r = run("campaign --iteration-time 10");
+  CHECK(r.rc == 1);
+  CHECK(r.out.find("--preset") != std::string::npos);
+  r = run("campaign --preset gpt-175b-megascale");
+  CHECK(r.rc == 2); // --iteration-time is required
+}

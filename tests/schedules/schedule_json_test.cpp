@@ -1,0 +1,81 @@
+// Schedule JSON: round trip, determinism, and errors that name the file and JSON path.
+#include <catch2/catch.hpp>
+
+#include <sstream>
+
+#include "config/job_file.hpp"
+#include "schedules/error.hpp"
+#include "schedules/schedule_json.hpp"
+#include "schedules/validate.hpp"
+
+using namespace twinscale;
+using namespace twinscale::schedules;
+
+namespace {
+std::string to_json(const Schedule& s) {
+  std::ostringstream os;
+  write_schedule_json(s, os);
+  return os.str();
+}
+Schedule from_json(const std::string& text) {
+  std::istringstream in(text);
+  return read_schedule_json(in, "s.json");
+}
+std::string replace_first(std::string text, const std::string& from, const std::string& to) {
+  const auto at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  return text.replace(at, from.size(), to);
+}
+} // namespace
+
+TEST_CASE("schedule JSON round trip", "[schedules][json]") {
+  for (const char* name : {"tiny-1f1b", "tiny-megascale"}) {
+    INFO(name);
+    const Schedule s = lower(config::load_job_preset(name));
+    const std::string text = to_json(s);
+    const Schedule back = from_json(text);
+    CHECK(back.version == kScheduleFormatVersion);
+    CHECK(back.job.name == s.job.name);
+    CHECK(back.job.parallel.dp == s.job.parallel.dp);
+    CHECK(back.job.options.overlap.tp_chunks == s.job.options.overlap.tp_chunks);
+    CHECK(back.job.model.attention == s.job.model.attention);
+    CHECK(back.layout.world() == s.layout.world());
+    CHECK(back.names == s.names);
+    CHECK(back.program_of_rank == s.program_of_rank);
+    CHECK(back.model_flops_per_iteration == s.model_flops_per_iteration);
+    REQUIRE(back.programs.size() == s.programs.size());
+    for (size_t p = 0; p < s.programs.size(); ++p) {
+      const auto& a = s.programs[p];
+      const auto& b = back.programs[p];
+      REQUIRE(a.ops.size() == b.ops.size());
+      CHECK(a.deps == b.deps);
+      for (size_t i = 0; i < a.ops.size(); ++i) {
+        const Op& x = a.ops[i];
+        const Op& y = b.ops[i];
+        CHECK((x.kind == y.kind && x.kernel == y.kernel && x.stream == y.stream &&
+               x.dtype == y.dtype && x.group == y.group && x.priority == y.priority &&
+               x.peer == y.peer && x.flops == y.flops && x.bytes == y.bytes &&
+               x.shape == y.shape && x.name == y.name && x.dep_begin == y.dep_begin &&
+               x.dep_count == y.dep_count && x.labels.iteration == y.labels.iteration &&
+               x.labels.micro_batch == y.labels.micro_batch && x.labels.chunk == y.labels.chunk &&
+               x.labels.layer == y.labels.layer && x.labels.phase == y.labels.phase));
+      }
+    }
+    CHECK(to_json(back) == text); // byte-identical
+    CHECK(validate(back).empty());
+  }
+}
+
+TEST_CASE("schedule JSON errors name the file and the JSON path", "[schedules][json]") {
+  const std::string text = to_json(lower(config::load_job_preset("tiny-1f1b")));
+  CHECK_THROWS_WITH(from_json(replace_first(text, "\"kind\":\"elementwise\"", "\"kind\":\"elementwize\"")),
+                    Catch::Contains("s.json") && Catch::Contains("$.programs[0].ops[0].kind") &&
+                        Catch::Contains("elementwize"));
+  CHECK_THROWS_WITH(from_json(replace_first(text, "\"format_version\":1", "\"format_version\":7")),
+                    Catch::Contains("$.format_version") && Catch::Contains("7"));
+  CHECK_THROWS_WITH(from_json(replace_first(text, "\"tp\":2,\"vpp\"", "\"tp\":\"2\",\"vpp\"")),
+                    Catch::Contains("$.job.parallel.tp"));
+  CHECK_THROWS_WITH(from_json(replace_first(text, "\"program_of_rank\":[0,", "\"program_of_rank\":[5,")),
+                    Catch::Contains("$.program_of_rank[0]"));
+  CHECK_THROWS_WITH(from_json("{\"format\": 3"), Catch::Contains("s.json") && Catch::Contains("JSON"));
+}

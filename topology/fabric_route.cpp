@@ -1,0 +1,115 @@
+// Routing: per-flow ECMP paths (route) and the fluid ideal spread (spread).
+#include "topology/detail/fabric_impl.hpp"
+#include "topology/detail/hash.hpp"
+
+namespace twinscale::topology {
+
+using detail::check_gpu;
+
+
+void Fabric::route(int64_t src_gpu, int64_t dst_gpu, uint64_t flow_id, uint64_t seed, EcmpPolicy policy,
+                   std::vector<Hop>& out) const {
+  check_gpu(*this, src_gpu);
+  check_gpu(*this, dst_gpu);
+  out.clear();
+  if (src_gpu == dst_gpu) return;
+  const Impl& m = *impl_;
+  const ClosShape& s = m.shape;
+  const auto u32 = [](int64_t x) { return static_cast<uint32_t>(x); };
+  if (m.server_of(src_gpu) == m.server_of(dst_gpu)) {
+    out.push_back(Hop{u32(src_gpu), true});
+    out.push_back(Hop{u32(dst_gpu), false});
+    return;
+  }
+  const bool hash = policy == EcmpPolicy::Hash;
+  // Equal-cost choice among n next hops at switch vertex `sw`; `level` spreads the
+  // round-robin of IdealSpread over successive tiers.
+  const auto pick = [&](int64_t n, uint32_t sw, uint64_t rr) -> int64_t {
+    if (n == 1) return 0;
+    if (hash) {
+      return static_cast<int64_t>(detail::flow_hash(static_cast<uint64_t>(src_gpu), static_cast<uint64_t>(dst_gpu),
+                                                    flow_id, seed, sw) % static_cast<uint64_t>(n));
+    }
+    return static_cast<int64_t>(rr % static_cast<uint64_t>(n));
+  };
+  const int64_t nic_s = m.nic_of(src_gpu), nic_d = m.nic_of(dst_gpu);
+  const int64_t tor_s = m.tor_of_nic(nic_s), tor_d = m.tor_of_nic(nic_d);
+  out.push_back(Hop{m.l_pcie + u32(src_gpu), true});
+  out.push_back(Hop{m.l_nic + u32(nic_s), true});
+  if (tor_s != tor_d) {
+    const uint32_t tor_sv = m.v_tor + u32(tor_s);
+    if (s.tiers == 2) {
+      const int64_t up = pick(s.tor_up_ports, tor_sv, flow_id);
+      const int64_t spine = up / s.links_per_spine;
+      const int64_t down = pick(s.links_per_spine, m.v_spine + u32(spine), flow_id / static_cast<uint64_t>(s.tor_up_ports));
+      out.push_back(Hop{m.l_tor_up + u32(tor_s * s.tor_up_ports + up), true});
+      out.push_back(Hop{m.l_tor_up + u32(tor_d * s.tor_up_ports + spine * s.links_per_spine + down), false});
+    } else {
+      const int64_t pod_s = m.pod_of_tor(tor_s), pod_d = m.pod_of_tor(tor_d);
+      const int64_t a = pick(s.aggs_per_pod, tor_sv, flow_id);
+      out.push_back(Hop{m.l_tor_up + u32(tor_s * s.aggs_per_pod + a), true});
+      if (pod_s != pod_d) {
+        const int64_t agg_s = pod_s * s.aggs_per_pod + a, agg_d = pod_d * s.aggs_per_pod + a;
+        const uint64_t rr = flow_id / static_cast<uint64_t>(s.aggs_per_pod) + static_cast<uint64_t>(m.pos_in_pod(tor_s));
+        const int64_t up = pick(s.agg_up_ports, m.v_agg + u32(agg_s), rr);
+        const int64_t spine = up / s.links_per_spine;
+        const int64_t down = pick(s.links_per_spine, m.v_spine + u32(a * s.spines_per_plane + spine),
+                                  rr / static_cast<uint64_t>(s.agg_up_ports) + static_cast<uint64_t>(pod_s));
+        out.push_back(Hop{m.l_agg_up + u32(agg_s * s.agg_up_ports + up), true});
+        out.push_back(Hop{m.l_agg_up + u32(agg_d * s.agg_up_ports + spine * s.links_per_spine + down), false});
+      }
+      out.push_back(Hop{m.l_tor_up + u32(tor_d * s.aggs_per_pod + a), false});
+    }
+  }
+  out.push_back(Hop{m.l_nic + u32(nic_d), false});
+  out.push_back(Hop{m.l_pcie + u32(dst_gpu), false});
+}
+
+void Fabric::spread(int64_t src_gpu, int64_t dst_gpu, std::vector<WeightedHop>& out) const {
+  check_gpu(*this, src_gpu);
+  check_gpu(*this, dst_gpu);
+  out.clear();
+  if (src_gpu == dst_gpu) return;
+  const Impl& m = *impl_;
+  const ClosShape& s = m.shape;
+  const auto u32 = [](int64_t x) { return static_cast<uint32_t>(x); };
+  if (m.server_of(src_gpu) == m.server_of(dst_gpu)) {
+    out.push_back(WeightedHop{u32(src_gpu), true, 1});
+    out.push_back(WeightedHop{u32(dst_gpu), false, 1});
+    return;
+  }
+  const int64_t nic_s = m.nic_of(src_gpu), nic_d = m.nic_of(dst_gpu);
+  const int64_t tor_s = m.tor_of_nic(nic_s), tor_d = m.tor_of_nic(nic_d);
+  out.push_back(WeightedHop{m.l_pcie + u32(src_gpu), true, 1});
+  out.push_back(WeightedHop{m.l_nic + u32(nic_s), true, 1});
+  if (tor_s != tor_d) {
+    if (s.tiers == 2) {
+      // Each uplink carries 1/U; spine j gets m/U and splits it over its m links to tor_d.
+      const double f = 1.0 / static_cast<double>(s.tor_up_ports);
+      for (int64_t i = 0; i < s.tor_up_ports; ++i)
+        out.push_back(WeightedHop{m.l_tor_up + u32(tor_s * s.tor_up_ports + i), true, f});
+      for (int64_t i = 0; i < s.tor_up_ports; ++i)
+        out.push_back(WeightedHop{m.l_tor_up + u32(tor_d * s.tor_up_ports + i), false, f});
+    } else {
+      const int64_t pod_s = m.pod_of_tor(tor_s), pod_d = m.pod_of_tor(tor_d);
+      const double fa = 1.0 / static_cast<double>(s.aggs_per_pod);
+      for (int64_t a = 0; a < s.aggs_per_pod; ++a)
+        out.push_back(WeightedHop{m.l_tor_up + u32(tor_s * s.aggs_per_pod + a), true, fa});
+      if (pod_s != pod_d) {
+        const double fs = fa / static_cast<double>(s.agg_up_ports);
+        for (int64_t a = 0; a < s.aggs_per_pod; ++a)
+          for (int64_t i = 0; i < s.agg_up_ports; ++i)
+            out.push_back(WeightedHop{m.l_agg_up + u32((pod_s * s.aggs_per_pod + a) * s.agg_up_ports + i), true, fs});
+        for (int64_t a = 0; a < s.aggs_per_pod; ++a)
+          for (int64_t i = 0; i < s.agg_up_ports; ++i)
+            out.push_back(WeightedHop{m.l_agg_up + u32((pod_d * s.aggs_per_pod + a) * s.agg_up_ports + i), false, fs});
+      }
+      for (int64_t a = 0; a < s.aggs_per_pod; ++a)
+        out.push_back(WeightedHop{m.l_tor_up + u32(tor_d * s.aggs_per_pod + a), false, fa});
+    }
+  }
+  out.push_back(WeightedHop{m.l_nic + u32(nic_d), false, 1});
+  out.push_back(WeightedHop{m.l_pcie + u32(dst_gpu), false, 1});
+}
+
+} // namespace twinscale::topology
