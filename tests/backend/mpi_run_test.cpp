@@ -17,6 +17,7 @@
 #include "config/job_file.hpp"
 #include "backend/synthetic.hpp"
 #include "backend/trace_check.hpp"
+#include "schedules/calibration.hpp"
 #include "mpi_helpers.hpp"
 
 using namespace twinscale;
@@ -49,7 +50,8 @@ TEST_CASE("mpi run: 8 CPU ranks run the synthetic schedule in a valid order") {
 namespace {
 
 /// Runs `args` on `ranks` CPU ranks and checks the events of every rank against `s`.
-void run_and_check(const schedules::Schedule& s, int ranks, const std::string& args, const std::string& name) {
+void run_and_check(const schedules::Schedule& s, int ranks, const std::string& args, const std::string& name,
+                   bool calibrate = false) {
   const std::string dir = fresh_dir(name);
   const auto r = shell(mpirun(ranks) + " " TWINSCALE_CLI " run " + args + " --timeout 30 --run-dir " + dir +
                            " --trace " + dir + "/trace.json",
@@ -67,6 +69,22 @@ void run_and_check(const schedules::Schedule& s, int ranks, const std::string& a
   const auto violations = backend::check_trace_semantics(s, events);
   for (size_t i = 0; i < std::min<size_t>(violations.size(), 20); ++i) UNSCOPED_INFO(violations[i]);
   CHECK(violations.empty());
+  if (calibrate) {  // the real trace → compare with itself, and a calibration table
+    const auto cmp = shell(TWINSCALE_CLI " compare " + dir + "/trace.json " + dir + "/trace.json --json", 60);
+    REQUIRE(cmp.status == 0);
+    const auto j = nlohmann::json::parse(cmp.output);
+    CHECK(j.at("matched").get<size_t>() == ops);
+    for (const auto& k : j.at("kinds")) CHECK(k.at("max_abs_rel_error").get<double>() == 0.0);
+    const auto cal = shell(TWINSCALE_CLI " calibrate " + dir + "/trace.json " + args + " --out " + dir + "/cal.json", 60);
+    INFO(cal.output);
+    REQUIRE(cal.status == 0);
+    const schedules::CalibrationTable t = schedules::read_calibration_file(dir + "/cal.json");
+    CHECK(t.source == "cpu");
+    CHECK(!t.kernels.empty());
+    CHECK(!t.comms.empty());
+    for (const auto& k : t.kernels) CHECK(k.dtype == schedules::DType::FP32);  // the CPU device computes in fp32
+    for (const auto& c : t.comms) CHECK(c.busbw_bytes_per_s > 0);
+  }
   fs::remove_all(dir);
 }
 
@@ -79,7 +97,7 @@ TEST_CASE("mpi run: the tiny presets run on 8 CPU ranks in a valid order") {
     schedules::LoweringTarget target;
     target.check_memory = false;
     const schedules::Schedule s = schedules::lower(config::load_job_preset(preset), target);
-    run_and_check(s, 8, "--preset " + preset, preset);
+    run_and_check(s, 8, "--preset " + preset, preset, preset == "tiny-megascale");
   }
 }
 
