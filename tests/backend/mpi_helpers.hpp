@@ -50,11 +50,12 @@ inline ShellResult finish(Job& job) {
 
 inline bool have_mpirun() { return std::system("command -v mpirun > /dev/null 2>&1") == 0; }
 
-/// OpenMPI 4.1: --enable-recovery keeps mpirun from killing the survivors when one
-/// rank dies, so that they can time out and report (docs/backend.md).
-inline std::string mpirun(int ranks) {
-  return "mpirun --oversubscribe --allow-run-as-root --enable-recovery -np " +
-         std::to_string(ranks);
+/// OpenMPI 4.1 command line. `survive_death`: --enable-recovery keeps mpirun from
+/// killing the survivors when one rank dies, so that they can time out and report
+/// (docs/backend.md); mpirun's own exit status is then 0 whatever the ranks return.
+inline std::string mpirun(int ranks, bool survive_death = false) {
+  return std::string("mpirun --oversubscribe --allow-run-as-root ") + (survive_death ? "--enable-recovery " : "") +
+         "-np " + std::to_string(ranks);
 }
 
 inline std::string fresh_dir(const std::string& name) {

@@ -114,7 +114,7 @@ TEST_CASE("mpi run: kill -9 of one rank; the others stop within the timeout and 
   if (!backend::test::have_mpirun()) { WARN("mpirun not found"); return; }
   const std::string dir = fresh_dir("kill");
   const double timeout_s = 3;
-  auto job = backend::test::spawn(mpirun(8) + " " TWINSCALE_CLI " run --synthetic 2x2x2 "
+  auto job = backend::test::spawn(mpirun(8, true) + " " TWINSCALE_CLI " run --synthetic 2x2x2 "
                                   "--synthetic-micro-batches 400 --synthetic-hidden 128 --timeout 3 --run-dir " + dir,
                                   180);
   // Wait until every rank has started executing, then kill rank 3.
@@ -172,7 +172,7 @@ TEST_CASE("mpi run: kill -9 during the checkpoint persist leaves the last good c
   REQUIRE(r.status == 0);
   REQUIRE(backend::latest_complete_step(ckpt) == 1);
   // 2. Step 2 persists slowly (1 MB at 200 kB/s); kill a shard writer (rank 5: tp1 dp0 pp1) meanwhile.
-  auto job = backend::test::spawn(mpirun(8) + common + " --run-dir " + dir +
+  auto job = backend::test::spawn(mpirun(8, true) + common + " --run-dir " + dir +
                                       "/run2 --checkpoint-step 2 --checkpoint-bytes 1000000 --checkpoint-persist-bw 200000",
                                   120);
   const std::string tmp_prefix = "shard-tp1-pp1.bin.tmp.";
