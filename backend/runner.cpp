@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <memory>
 #include <thread>
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include <mpi.h>
@@ -126,6 +127,13 @@ RunOutcome run_schedule(const schedules::Schedule& schedule, const RunOptions& o
   const LaunchEnv env = detect_launch_env();
   out.launcher = env.launcher;
 
+  // An executable that also links SimGrid may bind MPI_* to SMPI's copies in
+  // libsimgrid (they share names): refuse clearly instead of crashing inside SimGrid.
+  Dl_info where{};
+  if (::dladdr(reinterpret_cast<void*>(&MPI_Init_thread), &where) && where.dli_fname &&
+      std::string(where.dli_fname).find("simgrid") != std::string::npos)
+    throw BackendError(std::string("MPI_Init_thread resolves to ") + where.dli_fname +
+                       " (SimGrid's SMPI), not to the MPI library: link twinscale_backend before twinscale_sim");
   double t = steady_s();
   int initialised = 0;
   MPI_Initialized(&initialised);
@@ -276,6 +284,7 @@ RunOutcome run_schedule(const schedules::Schedule& schedule, const RunOptions& o
     st.waiting = out.result.waiting;
     st.issued = out.result.issued;
     st.events = out.result.events;
+    st.init_phases = out.init_phases;
     write_rank_state(options.run_dir, st);
   }
   if (!completed) {
