@@ -23,12 +23,11 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/job_args.hpp"
 #include "cli/detail/fault_report.hpp"
 #include "config/cluster_file.hpp"
 #include "config/error.hpp"
 #include "config/fault_file.hpp"
-#include "config/job_file.hpp"
-#include "config/presets.hpp"
 #include "config/recovery_file.hpp"
 #include "faults/checkpoint_tuner.hpp"
 
@@ -37,9 +36,7 @@ namespace twinscale::cli {
 namespace {
 
 struct FaultOptions {
-  std::string job_path;
-  std::string preset;
-  std::optional<int64_t> gpus;
+  JobArgs job;
   std::string faults = "llama3-405b";
   std::string recovery = "megascale";
   double days = 28;
@@ -55,9 +52,7 @@ struct FaultOptions {
 };
 
 void add_common(CLI::App* cmd, FaultOptions& o) {
-  cmd->add_option("job", o.job_path, "job file (TOML); or use --preset");
-  cmd->add_option("--preset", o.preset, "built-in job preset (e.g. gpt-175b-megascale)");
-  cmd->add_option("--gpus", o.gpus, "total GPUs (re-derives DP = GPUs / (TP·PP))");
+  o.job.add_to(*cmd);
   cmd->add_option("--faults", o.faults, "fault model: preset name or TOML file")->capture_default_str();
   cmd->add_option("--recovery", o.recovery, "recovery + checkpoint policy: preset name or TOML file")
       ->capture_default_str();
@@ -80,16 +75,8 @@ struct Setup {
 };
 
 Setup resolve(const FaultOptions& o) {
-  if (o.job_path.empty() == o.preset.empty())
-    throw config::ConfigError("give a job: either a JOB file or --preset NAME (not both); presets: " +
-                              [] {
-                                std::string s;
-                                for (auto& n : config::preset_names("jobs")) s += (s.empty() ? "" : ", ") + n;
-                                return s;
-                              }());
   Setup s;
-  s.job = o.preset.empty() ? config::load_job(o.job_path) : config::load_job_preset(o.preset);
-  config::apply_overrides(s.job, o.gpus, std::nullopt);
+  s.job = o.job.load();
   int64_t gpus_per_node = 8;
   if (!s.job.cluster.empty()) gpus_per_node = config::load_cluster(s.job.cluster).server.gpus;
   s.model = config::resolve_fault_model(o.faults);
@@ -112,17 +99,6 @@ Setup resolve(const FaultOptions& o) {
   return s;
 }
 
-void write_atomic(const std::filesystem::path& path, const std::string& text) {
-  const auto tmp = path.string() + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw config::ConfigError(tmp + ": cannot write");
-    f << text;
-    if (!f.flush()) throw config::ConfigError(tmp + ": write failed");
-  }
-  std::filesystem::rename(tmp, path);
-}
-
 std::filesystem::path plot_script() {
   std::error_code ec;
   const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
@@ -132,6 +108,9 @@ std::filesystem::path plot_script() {
       if (std::filesystem::exists(p)) return p;
     }
   }
+  // A build tree outside the sources: the source tree it was configured from.
+  const auto p = std::filesystem::path(TWINSCALE_SOURCE_DIR) / "scripts" / "plot_campaign.py";
+  if (std::filesystem::exists(p)) return p;
   return {};
 }
 
@@ -141,7 +120,10 @@ void plot(const std::filesystem::path& dir, const std::string& args) {
     std::cerr << "twinscale: scripts/plot_campaign.py not found; CSVs are in " << dir << "\n";
     return;
   }
-  const std::string cmd = "python3 '" + script.string() + "' " + args + " --out '" + dir.string() + "' 1>&2";
+  // Debian's python3-matplotlib lives under /usr/bin/python3; a python3 earlier on PATH
+  // (pyenv, venv) may lack it.
+  const std::string python = std::filesystem::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+  const std::string cmd = python + " '" + script.string() + "' " + args + " --out '" + dir.string() + "' 1>&2";
   if (std::system(cmd.c_str()) != 0)
     std::cerr << "twinscale: plotting failed (python3 with matplotlib needed); the CSVs are in " << dir << "\n";
 }
@@ -153,8 +135,9 @@ nlohmann::json setup_json(const Setup& s, const FaultOptions& o) {
   j["shape"] = {{"tp", s.state.shape.tp}, {"dp", s.state.shape.dp}, {"pp", s.state.shape.pp}};
   j["parameters"] = s.state.parameters;
   j["checkpoint_bytes"] = s.state.unique_bytes;
-  j["fault_model"] = {{"name", s.model.name}, {"source", s.model.source}};
-  j["recovery"] = {{"name", s.recovery.policy.name}, {"source", s.recovery.source}};
+  j["fault_model"] = detail::model_json(s.model);
+  j["recovery"] = detail::policy_json(s.campaign.recovery, s.recovery.checkpoint);
+  j["recovery"]["source"] = s.recovery.source;
   j["days"] = o.days;
   j["seeds"] = o.seeds;
   j["seed"] = o.seed;
@@ -175,9 +158,9 @@ int run_campaign_command(const FaultOptions& o) {
   if (!o.out.empty()) {
     const std::filesystem::path dir(o.out);
     std::filesystem::create_directories(dir);
-    write_atomic(dir / "campaign.json", j.dump(2) + "\n");
-    write_atomic(dir / "campaign_states.csv", detail::states_csv(sum));
-    write_atomic(dir / "campaign_causes.csv", detail::causes_csv(sum, s.campaign));
+    write_file_atomically((dir / "campaign.json").string(), j.dump(2) + "\n");
+    write_file_atomically((dir / "campaign_states.csv").string(), detail::states_csv(sum));
+    write_file_atomically((dir / "campaign_causes.csv").string(), detail::causes_csv(sum, s.campaign));
     plot(dir, "--states '" + (dir / "campaign_states.csv").string() + "'");
   }
   if (o.json) std::cout << j.dump(2) << "\n";
@@ -203,8 +186,8 @@ int run_tune_command(const FaultOptions& o) {
   if (!o.out.empty()) {
     const std::filesystem::path dir(o.out);
     std::filesystem::create_directories(dir);
-    write_atomic(dir / "tune_checkpoint.json", j.dump(2) + "\n");
-    write_atomic(dir / "tune_checkpoint.csv", detail::sweep_csv(result));
+    write_file_atomically((dir / "tune_checkpoint.json").string(), j.dump(2) + "\n");
+    write_file_atomically((dir / "tune_checkpoint.csv").string(), detail::sweep_csv(result));
     plot(dir, "--sweep '" + (dir / "tune_checkpoint.csv").string() + "'");
   }
   if (o.json) std::cout << j.dump(2) << "\n";
@@ -220,7 +203,10 @@ void add_fault_commands(CLI::App& app, Action& action) {
   add_common(campaign, *campaign_opts);
   campaign->add_option("--checkpoint-interval", campaign_opts->interval_s,
                        "seconds of training between checkpoints (default: the recovery file's)");
-  campaign->callback([&action, campaign_opts] { action = [campaign_opts] { return run_campaign_command(*campaign_opts); }; });
+  campaign->callback([&action, campaign_opts] {
+    campaign_opts->job.check_usage();
+    action = [campaign_opts] { return run_campaign_command(*campaign_opts); };
+  });
 
   auto tune_opts = std::make_shared<FaultOptions>();
   CLI::App* tune = app.add_subcommand("tune-checkpoint", "sweep the checkpoint interval; compare with Young and Daly");
@@ -228,7 +214,10 @@ void add_fault_commands(CLI::App& app, Action& action) {
   tune->add_option("--min", tune_opts->min_s, "shortest interval, s (default max(checkpoint time, Daly/8))");
   tune->add_option("--max", tune_opts->max_s, "longest interval, s (default 8 × Daly)");
   tune->add_option("--points", tune_opts->points, "intervals in the sweep (geometric)")->capture_default_str();
-  tune->callback([&action, tune_opts] { action = [tune_opts] { return run_tune_command(*tune_opts); }; });
+  tune->callback([&action, tune_opts] {
+    tune_opts->job.check_usage();
+    action = [tune_opts] { return run_tune_command(*tune_opts); };
+  });
 }
 
 } // namespace twinscale::cli

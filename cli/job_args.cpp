@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <unistd.h>
 
+#include "config/cluster_file.hpp"
+#include "config/error.hpp"
 #include "config/job_file.hpp"
 #include "config/presets.hpp"
 
@@ -17,6 +19,8 @@ void JobArgs::add_to(CLI::App& command) {
   command.add_option("--preset", preset_, "built-in job preset: " + presets);
   command.add_option("--gpus", gpus_, "total GPUs; dp = gpus / (tp·pp)");
   command.add_option("--global-batch", global_batch_, "global batch in sequences");
+  command.add_option("--gpu-memory-gb", gpu_memory_gb_,
+                     "GPU memory for the memory check (default: the job's cluster)");
 }
 
 void JobArgs::check_usage() const {
@@ -28,6 +32,29 @@ schedules::JobSpec JobArgs::load() const {
   schedules::JobSpec job = preset_.empty() ? config::load_job(file_) : config::load_job_preset(preset_);
   config::apply_overrides(job, gpus_, global_batch_);
   return job;
+}
+
+schedules::LoweringTarget JobArgs::target_for(const schedules::JobSpec& job) const {
+  schedules::LoweringTarget t;
+  t.gpu_memory_bytes = gpu_memory_bytes(job.cluster, gpu_memory_gb_);
+  return t;
+}
+
+double gpu_memory_bytes(const std::string& cluster, std::optional<double> override_gb) {
+  if (override_gb) {
+    if (!(*override_gb > 0)) throw config::ConfigError("--gpu-memory-gb must be > 0");
+    return *override_gb * 1e9;
+  }
+  topology::ClusterSpec spec;
+  try {
+    spec = config::load_cluster(cluster);
+  } catch (const config::ConfigError& e) {
+    throw config::ConfigError(std::string(e.what()) + " (the job's cluster '" + cluster +
+                              "' gives the GPU memory; or pass --gpu-memory-gb)");
+  }
+  if (!(spec.gpu.memory_bytes > 0))
+    throw config::ConfigError("cluster '" + cluster + "' has no GPU memory size; pass --gpu-memory-gb");
+  return spec.gpu.memory_bytes;
 }
 
 std::string JobArgs::source() const { return preset_.empty() ? file_ : "preset " + preset_; }

@@ -9,12 +9,14 @@
 #include <CLI/CLI.hpp>
 
 #include "schedules/job.hpp"
+#include "schedules/schedule.hpp"
 
 namespace twinscale::cli {
 
 class JobArgs {
 public:
-  /// Adds the positional JOB and --preset, --gpus, --global-batch to `command`.
+  /// Adds the positional JOB and --preset, --gpus, --global-batch, --gpu-memory-gb to
+  /// `command`.
   void add_to(CLI::App& command);
   /// Throws CLI::ValidationError (usage, exit 2) unless exactly one of JOB / --preset is
   /// given. Call from the sub-command's callback (it runs inside CLI::App::parse).
@@ -23,13 +25,21 @@ public:
   schedules::JobSpec load() const;
   /// "preset NAME" or the file path, for messages.
   std::string source() const;
+  /// What lowering checks memory against: --gpu-memory-gb if given, else the memory of
+  /// one GPU of the job's cluster (config::load_cluster; ConfigError if it cannot be read).
+  schedules::LoweringTarget target_for(const schedules::JobSpec& job) const;
 
 private:
   std::string file_;
   std::string preset_;
   std::optional<int64_t> gpus_;
   std::optional<int64_t> global_batch_;
+  std::optional<double> gpu_memory_gb_;
 };
+
+/// GPU memory of `cluster` (a cluster preset name or file) in bytes, or `override_gb`
+/// (GB) when given. Throws ConfigError naming the cluster and suggesting --gpu-memory-gb.
+double gpu_memory_bytes(const std::string& cluster, std::optional<double> override_gb);
 
 /// Writes `text` to `path` atomically (a temporary next to it, then rename).
 /// Throws std::runtime_error naming the path on failure.

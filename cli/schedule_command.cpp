@@ -4,11 +4,13 @@
 //   twinscale schedule show (JOB | --preset NAME) [--gpus N] [--global-batch B] [--json]
 //   twinscale schedule export (JOB | --preset NAME) [...] --out FILE
 //   twinscale schedule validate FILE [--gpu-memory-gb G] [--json]
+// The memory check uses the GPU memory of the job's cluster unless --gpu-memory-gb.
 #include <array>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -135,13 +137,12 @@ struct ScheduleArgs {
   bool json = false;
   std::string out;
   std::string file;
-  double gpu_memory_gb = 80;
+  std::optional<double> gpu_memory_gb; // validate FILE only (show/export: in JobArgs)
 };
 
-s::LoweringTarget target_of(const ScheduleArgs& a) {
-  s::LoweringTarget t;
-  t.gpu_memory_bytes = a.gpu_memory_gb * 1e9;
-  return t;
+s::Schedule lower_job(const ScheduleArgs& a) {
+  const s::JobSpec job = a.job.load();
+  return s::lower(job, a.job.target_for(job));
 }
 } // namespace
 
@@ -153,20 +154,18 @@ void add_schedule_command(CLI::App& app, Action& action) {
   CLI::App* show_cmd = cmd->add_subcommand("show", "lower a job and summarise its schedule");
   args->job.add_to(*show_cmd);
   show_cmd->add_flag("--json", args->json, "machine-readable output");
-  show_cmd->add_option("--gpu-memory-gb", args->gpu_memory_gb, "GPU memory for the memory check (GB)");
   show_cmd->callback([args, &action] {
     args->job.check_usage();
-    action = [args] { return show(s::lower(args->job.load(), target_of(*args)), args->json); };
+    action = [args] { return show(lower_job(*args), args->json); };
   });
 
   CLI::App* export_cmd = cmd->add_subcommand("export", "lower a job and write the schedule JSON");
   args->job.add_to(*export_cmd);
   export_cmd->add_option("--out", args->out, "output file (written atomically)")->required();
-  export_cmd->add_option("--gpu-memory-gb", args->gpu_memory_gb, "GPU memory for the memory check (GB)");
   export_cmd->callback([args, &action] {
     args->job.check_usage();
     action = [args] {
-      const s::Schedule sch = s::lower(args->job.load(), target_of(*args));
+      const s::Schedule sch = lower_job(*args);
       std::ostringstream os;
       s::write_schedule_json(sch, os);
       write_file_atomically(args->out, os.str());
@@ -179,14 +178,15 @@ void add_schedule_command(CLI::App& app, Action& action) {
   CLI::App* validate_cmd = cmd->add_subcommand("validate", "check that a schedule file can run");
   validate_cmd->add_option("file", args->file, "schedule JSON file")->required();
   validate_cmd->add_flag("--json", args->json, "machine-readable output");
-  validate_cmd->add_option("--gpu-memory-gb", args->gpu_memory_gb, "GPU memory per rank (GB)");
+  validate_cmd->add_option("--gpu-memory-gb", args->gpu_memory_gb,
+                           "GPU memory per rank (default: the cluster named in the schedule's job)");
   validate_cmd->callback([args, &action] {
     action = [args] {
       std::ifstream in(args->file, std::ios::binary);
       if (!in) throw s::ScheduleError(args->file + ": cannot open schedule file");
       const s::Schedule sch = s::read_schedule_json(in, args->file);
       s::ValidateOptions opt;
-      opt.gpu_memory_bytes = args->gpu_memory_gb * 1e9;
+      opt.gpu_memory_bytes = gpu_memory_bytes(sch.job.cluster, args->gpu_memory_gb);
       const auto violations = s::validate(sch, opt);
       if (args->json) {
         nlohmann::json j;

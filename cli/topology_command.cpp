@@ -74,6 +74,7 @@ Json shape_json(const topology::ClosShape& s) {
               {"blocks", s.blocks},
               {"pods", s.pods},
               {"aggs_per_pod", s.aggs_per_pod},
+              {"links_per_agg", s.links_per_agg},
               {"agg_down_ports", s.agg_down_ports},
               {"agg_up_ports", s.agg_up_ports},
               {"spine_planes", s.spine_planes},

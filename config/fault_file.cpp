@@ -40,6 +40,7 @@
 #include "config/presets.hpp"
 #include "config/toml_reader.hpp"
 #include "faults/error.hpp"
+#include "faults/fabric_targets.hpp"
 
 namespace twinscale::config {
 
@@ -224,6 +225,12 @@ void check_fault_plan(FaultPlan& plan, const PlanTargets& targets, const std::st
   } catch (const FaultError& e) {
     throw ConfigError(file + ": " + e.what());
   }
+}
+
+FaultPlan load_checked_fault_plan(const std::string& path, const topology::Fabric& fabric) {
+  FaultPlan plan = load_fault_plan(path);
+  check_fault_plan(plan, FabricTargets(fabric), path);
+  return plan;
 }
 
 } // namespace twinscale::config

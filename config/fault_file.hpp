@@ -8,6 +8,7 @@
 #include "faults/fault_model.hpp"
 #include "faults/fault_plan.hpp"
 #include "faults/plan_targets.hpp"
+#include "topology/fabric.hpp"
 #include "config/toml_reader.hpp"
 
 namespace twinscale::config {
@@ -27,6 +28,9 @@ faults::FaultPlan parse_fault_plan(std::string_view text, const std::string& fil
 faults::FaultPlan load_fault_plan(const std::string& path);
 /// faults::validate_plan, with FaultErrors turned into ConfigErrors naming `file`.
 void check_fault_plan(faults::FaultPlan& plan, const faults::PlanTargets& targets, const std::string& file);
+/// load_fault_plan + check_fault_plan against the fabric's link, GPU and server names:
+/// the one call an executor needs (events sorted, names resolved to indices).
+faults::FaultPlan load_checked_fault_plan(const std::string& path, const topology::Fabric& fabric);
 
 /// Reads a [retransmit] table (ib_timeout | timeout_per_retry_s, retries) over `out`'s
 /// defaults; shared by fault plans and recovery policies.

@@ -2,7 +2,9 @@
 //  - forward_backward_pipelining_without_interleaving: warm-up = min(P − r − 1, M)
 //    forwards, then (M − warm-up) × (forward, backward), then the remaining backwards;
 //  - forward_backward_pipelining_with_interleaving: M·V virtual micro-batches; warm-up =
-//    (P − r − 1)·2 + (V − 1)·G with the micro-batch group size G = P, clamped to M·V;
+//    (P − r − 1)·2 + (V − 1)·G with the micro-batch group size G = P, clamped to M·V
+//    (and all M·V when M = P, "all_warmup_microbatches" in the Megatron-LM/Apex versions
+//    with that special case);
 //    virtual micro-batch k runs model chunk (k mod (P·V)) / P (reversed, V − 1 − that,
 //    for backward) on micro-batch (k / (P·V))·P + k mod P (get_model_chunk_id,
 //    get_microbatch_id_in_model_chunk). Steady state: forward k + warm-up, then

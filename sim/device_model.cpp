@@ -28,8 +28,8 @@ double DeviceModel::gemm_efficiency(int64_t m, int64_t n, int64_t k) const {
   double e = params_.gemm_max_efficiency;
   for (int64_t d : {m, n, k}) {
     if (d <= 0) continue; // unknown dimension: no penalty
-    const double dd = static_cast<double>(d);
-    e *= dd / (dd + params_.gemm_half_dim);
+    const double dd = static_cast<double>(d), h = params_.gemm_half_dim;
+    e *= dd * dd / (dd * dd + h * h);
   }
   return e;
 }

@@ -3,9 +3,10 @@
 // fractions of those per kernel kind, and a launch overhead per kernel.
 //
 //   GEMM       t = max(F / (peak · e_gemm(m,n,k)), B / (hbm · e_hbm)) + t_launch
-//              e_gemm = e_max · Π_{d∈{m,n,k}} d / (d + d_half): large GEMMs reach e_max
-//              (0.85, inside cuBLAS's 70–90 %); a dimension of d_half (64) halves the
-//              efficiency, so skinny GEMMs (m = 8: 0.11 of e_max) fall well below.
+//              e_gemm = e_max · Π_{d∈{m,n,k}} d² / (d² + d_half²): large GEMMs reach e_max
+//              (0.85, inside cuBLAS's 70–90 %; every dimension ≥ 1,024 keeps > 99 % of
+//              it); a dimension of d_half (96, under one 128-wide tile) halves it, so
+//              skinny GEMMs fall well below (m = 32: 0.10 of e_max; m = 8: 0.007).
 //   Attention  FlashAttention-2: F / (peak · e_fa) + t_launch, e_fa 0.60 forward (50–70 %),
 //              0.45 backward ("less in the backward pass"). Unfused: the two batched
 //              GEMMs at e_gemm(seq, seq|window, head_dim) plus the s×s (or s×w) score
@@ -37,7 +38,7 @@ namespace twinscale::sim {
 
 struct DeviceModelParams {
   double gemm_max_efficiency = 0.85;    // cuBLAS on large BF16 GEMMs: 70–90 % of peak
-  double gemm_half_dim = 64;            // a GEMM dimension this small halves efficiency
+  double gemm_half_dim = 96;            // a GEMM dimension this small halves efficiency
   double flash_fwd_efficiency = 0.60;   // FlashAttention-2 forward: 50–70 % of peak
   double flash_bwd_efficiency = 0.45;   // backward: less than forward
   double vector_flop_efficiency = 0.25; // FLOPs of memory-bound kernels (never the bound)

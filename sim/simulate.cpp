@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <set>
 
@@ -55,7 +57,25 @@ SimReport run_in_process(const schedules::Schedule& schedule, const topology::Fa
   DeviceModel device(fabric.spec().gpu, options.device, options.calibration);
   detail::NetworkPaths paths(fabric, options.seed, options.ecmp, options.nvlink_efficiency,
                              options.network_efficiency);
-  detail::Executor ex(schedule, gpu_of_rank, options, device, paths, options.aggregate);
+  // The executed pipeline (aggregated runs): the one holding the most slowed GPU of a
+  // fault plan, since every DP/TP collective makes its whole stage wait for it.
+  schedules::RankCoord representative{};
+#ifdef TWINSCALE_HAVE_FAULTS
+  if (options.faults != nullptr) {
+    if (options.mode == SimMode::Analytic)
+      throw std::invalid_argument("simulate: fault plans need the flow mode (--mode flow)");
+    double worst = 0;
+    for (const auto& e : options.faults->events) {
+      if (e.kind != faults::PlanEventKind::GpuSlowdown || e.slowdown <= worst) continue;
+      for (size_t r = 0; r < gpu_of_rank.size(); ++r)
+        if (gpu_of_rank[r] == e.target_index) {
+          representative = schedule.layout.coord(static_cast<int64_t>(r));
+          worst = e.slowdown;
+        }
+    }
+  }
+#endif
+  detail::Executor ex(schedule, gpu_of_rank, options, device, paths, options.aggregate, representative);
   std::unique_ptr<detail::Backend> backend;
   if (options.mode == SimMode::Analytic)
     backend = std::make_unique<detail::AnalyticBackend>(ex, ex.slot_ranks().size(), options.device.nccl_compute_slowdown);
@@ -79,6 +99,7 @@ SimReport run_in_process(const schedules::Schedule& schedule, const topology::Fa
   double makespan = 0;
   for (size_t s = 0; s < slots.size(); ++s)
     for (const auto& t : ex.timings(static_cast<int32_t>(s))) makespan = std::max(makespan, t.end_s);
+  if (ex.job_failed()) makespan = ex.failure_time_s();
   r.makespan_s = makespan;
   const auto iterations = std::max<int64_t>(1, schedule.job.options.iterations);
   r.iteration_time_s = makespan / static_cast<double>(iterations);
@@ -164,6 +185,8 @@ SimReport run_in_child(const schedules::Schedule& schedule, const topology::Fabr
     throw SimError("simulate: cannot fork the SimGrid process");
   }
   if (pid == 0) {
+    // The parent's crash handlers (a test framework's) must not run in the child.
+    for (int sig : {SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL, SIGTERM, SIGINT}) std::signal(sig, SIG_DFL);
     ::close(fds[0]);
     char tag = 'R';
     std::string payload;
@@ -226,8 +249,12 @@ SimReport run_in_child(const schedules::Schedule& schedule, const topology::Fabr
 SimReport simulate(const schedules::Schedule& schedule, const topology::Fabric& fabric,
                    const std::vector<int64_t>& gpu_of_rank, const SimOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
-  SimReport r = options.mode == SimMode::Analytic ? run_in_process(schedule, fabric, gpu_of_rank, options)
-                                                  : run_in_child(schedule, fabric, gpu_of_rank, options);
+  // TWINSCALE_SIM_NO_FORK=1 runs the flow mode in this process (debuggers, profilers):
+  // then only one flow-mode simulation may run per process.
+  const char* no_fork = std::getenv("TWINSCALE_SIM_NO_FORK");
+  const bool in_process = options.mode == SimMode::Analytic || (no_fork != nullptr && no_fork[0] == '1');
+  SimReport r = in_process ? run_in_process(schedule, fabric, gpu_of_rank, options)
+                           : run_in_child(schedule, fabric, gpu_of_rank, options);
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }

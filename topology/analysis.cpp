@@ -34,22 +34,6 @@ const char* to_string(VertexKind kind) {
   return "?";
 }
 
-FabricGraph make_graph_view(const Fabric& fabric) {
-  const auto& links = fabric.links();
-  std::vector<std::pair<uint32_t, uint32_t>> edges;
-  std::vector<GraphEdge> props;
-  edges.reserve(2 * links.size());
-  props.reserve(2 * links.size());
-  for (uint32_t l = 0; l < links.size(); ++l) {
-    edges.emplace_back(links[l].a, links[l].b);
-    props.push_back(GraphEdge{l, true});
-    edges.emplace_back(links[l].b, links[l].a);
-    props.push_back(GraphEdge{l, false});
-  }
-  return FabricGraph(boost::edges_are_unsorted_multi_pass, edges.begin(), edges.end(), props.begin(),
-                     static_cast<uint32_t>(fabric.vertices().size()));
-}
-
 namespace {
 
 /// Longest shortest path (in links) from any of `sources` to any GPU.
@@ -114,7 +98,7 @@ FabricAnalysis analyze(const Fabric& f) {
   // Tier capacities (per direction).
   const double port_bw = spec.switch_spec.port_bw_bytes_per_s;
   const double nic_total = static_cast<double>(r.nics) * s.nic_link_bw_bytes_per_s;
-  const int64_t tor_up_links = s.tiers == 3 ? s.tors * s.aggs_per_pod : s.tors * s.tor_up_ports;
+  const int64_t tor_up_links = s.tors * s.tor_up_ports;
   const double tor_up_total = static_cast<double>(tor_up_links) * port_bw;
   r.tiers_summary.push_back(TierSummary{"server", r.nics, r.nics, nic_total, 0});
   // Bandwidth from below per ToR (full groups) against its uplinks.
@@ -128,7 +112,8 @@ FabricAnalysis analyze(const Fabric& f) {
     const double agg_up_total = static_cast<double>(agg_up_links) * port_bw;
     const int64_t tors_in_full_pod = std::min(s.tors_per_pod, s.server_groups);
     r.tiers_summary.push_back(TierSummary{"aggregation", s.aggs, agg_up_links, agg_up_total,
-                                          static_cast<double>(tors_in_full_pod) / static_cast<double>(s.agg_up_ports)});
+                                          static_cast<double>(tors_in_full_pod * s.links_per_agg) /
+                                              static_cast<double>(s.agg_up_ports)});
     if (agg_up_total < smallest) {
       smallest = agg_up_total;
       r.bisection_limited_by = "aggregation uplinks";

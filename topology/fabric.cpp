@@ -12,14 +12,17 @@
 //  * 2 tiers: every ToR has `up` links spread evenly over S spines (m = up/S parallel
 //    links to each); S is the smallest divisor of `up` with tors·m ≤ R.
 //  * 3 tiers: a pod is one rail's ToRs from tors_per_pod consecutive server groups
-//    (default and maximum: the aggregation down ports), wired to aggs_per_pod = tor up
-//    aggregation switches, one link per ToR–agg pair; so same-rail traffic between
-//    servers of one block stays in that rail's plane. pods = blocks × rails. Aggregation
-//    switch p of every pod belongs to spine plane p; each plane has S spines, S the
-//    smallest divisor of agg up with pods·(agg up / S) ≤ R (all spine ports face down).
-//    A 3-tier fabric therefore holds at most ⌊R/rails⌋ blocks.
+//    (default and maximum: the aggregation down ports); same-rail traffic between
+//    servers of one block so stays in that rail's plane. pods = blocks × rails. A ToR's
+//    `up` links go to the A aggregation switches of its pod, up/A parallel links to
+//    each; A is the smallest divisor of `up` with (ToRs in the fullest pod)·(up/A) ≤
+//    agg down, so the tier is sized to what is populated (A = up when pods are full).
+//    Aggregation switch p of every pod belongs to spine plane p; each plane has S
+//    spines, S the smallest divisor of agg up with pods·(agg up / S) ≤ R (all spine
+//    ports face down). A 3-tier fabric therefore holds at most ⌊R/rails⌋ blocks.
 #include "topology/fabric.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -58,7 +61,8 @@ std::pair<int64_t, int64_t> split_ports(const std::string& cluster, const std::s
   return {down_i, radix - down_i};
 }
 
-/// Smallest divisor S of `up` such that `lower` switches with up/S links each fit R ports.
+/// Smallest divisor S of `up` such that `lower` switches with up/S links each fit R ports
+/// (the number of upper switches `up` links are spread over evenly); 0 if none.
 int64_t spines_per_plane(int64_t up, int64_t lower, int64_t radix) {
   for (int64_t s = 1; s <= up; ++s)
     if (up % s == 0 && lower * (up / s) <= radix) return s;
@@ -166,7 +170,10 @@ Fabric::Fabric(const ClusterSpec& spec) {
                                          std::to_string(sw.radix) + " at " + num(fs.oversubscription[1]) +
                                          ":1), one per ToR of its pod: valid 1.." + std::to_string(s.agg_down_ports) +
                                          " (0 = " + std::to_string(s.agg_down_ports) + ")");
-    s.aggs_per_pod = s.tor_up_ports;
+    const int64_t fullest_pod = std::min(s.tors_per_pod, s.server_groups);
+    s.aggs_per_pod = spines_per_plane(s.tor_up_ports, fullest_pod, s.agg_down_ports);
+    check(s.aggs_per_pod > 0, "one link per ToR–agg pair always fits (tors_per_pod ≤ agg down)");
+    s.links_per_agg = s.tor_up_ports / s.aggs_per_pod;
     s.blocks = (s.server_groups + s.tors_per_pod - 1) / s.tors_per_pod;
     s.pods = s.blocks * s.rails;
     s.aggs = s.pods * s.aggs_per_pod;
@@ -212,7 +219,7 @@ Fabric::Fabric(const ClusterSpec& spec) {
   s.nic_link_bw_bytes_per_s = nic_link_bw;
   const double lat = fs.cable_latency_s;
   auto& L = impl->links;
-  const int64_t tor_up_links = s.tiers == 3 ? s.tors * s.aggs_per_pod : s.tors * s.tor_up_ports;
+  const int64_t tor_up_links = s.tors * s.tor_up_ports;
   L.reserve(static_cast<size_t>(2 * s.gpus + s.servers * s.nics_per_server + tor_up_links + s.aggs * s.agg_up_ports));
   for (int64_t g = 0; g < s.gpus; ++g)
     impl->add_link(static_cast<uint32_t>(g), impl->v_nvswitch + static_cast<uint32_t>(impl->server_of(g)),
@@ -229,9 +236,10 @@ Fabric::Fabric(const ClusterSpec& spec) {
   if (s.tiers == 3) {
     for (int64_t t = 0; t < s.tors; ++t)
       for (int64_t a = 0; a < s.aggs_per_pod; ++a)
-        impl->add_link(impl->v_tor + static_cast<uint32_t>(t),
-                       impl->v_agg + static_cast<uint32_t>(impl->pod_of_tor(t) * s.aggs_per_pod + a),
-                       LinkKind::TorToAggregation, port_bw, lat);
+        for (int64_t l = 0; l < s.links_per_agg; ++l)
+          impl->add_link(impl->v_tor + static_cast<uint32_t>(t),
+                         impl->v_agg + static_cast<uint32_t>(impl->pod_of_tor(t) * s.aggs_per_pod + a),
+                         LinkKind::TorToAggregation, port_bw, lat);
     impl->l_agg_up = static_cast<uint32_t>(L.size());
     for (int64_t x = 0; x < s.aggs; ++x) {
       const int64_t plane = x % s.aggs_per_pod;

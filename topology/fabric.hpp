@@ -55,8 +55,9 @@ struct WeightedHop {
 
 enum class EcmpPolicy : uint8_t {
   Hash,        // hash of (src, dst, flow id, seed) over equal-cost next hops, as switches do
-  IdealSpread, // round-robin by flow id at each up-hop (flows numbered consecutively per
-               // source spread perfectly over the uplinks); spread() is the fluid bound
+  IdealSpread, // round-robin at each up-hop by flow id + the source NIC's port position
+               // under its ToR (a ToR's flows with one id take distinct uplinks); one
+               // path per flow, so not a bound: spread() is the fluid bound
 };
 
 /// The Clos arithmetic derived from a ClusterSpec when a Fabric is built (all counts are
@@ -79,11 +80,13 @@ struct ClosShape {
   int64_t tor_down_ports_used = 0;      // by servers_per_tor full server groups
   int64_t tors = 0;                     // server_groups × rails
   // 3 tiers: a pod is one rail's ToRs from tors_per_pod consecutive server groups, wired
-  // to aggs_per_pod (= tor_up_ports) aggregation switches, one link per ToR–agg pair.
+  // to aggs_per_pod aggregation switches with links_per_agg parallel links per ToR–agg
+  // pair (aggs_per_pod · links_per_agg = tor_up_ports).
   int64_t tors_per_pod = 0;
   int64_t blocks = 0;                   // server groups / tors_per_pod, rounded up
   int64_t pods = 0;                     // blocks × rails
   int64_t aggs_per_pod = 0;
+  int64_t links_per_agg = 0;            // parallel links from a ToR to each agg of its pod
   int64_t agg_down_ports = 0;
   int64_t agg_up_ports = 0;
   int64_t aggs = 0;
@@ -138,15 +141,20 @@ public:
   std::string gpu_name(int64_t gpu) const;                 // "server12.gpu3"
   std::optional<int64_t> find_gpu(std::string_view name) const;
 
-  /// The links a flow from `src_gpu` to `dst_gpu` crosses. Inside a server: GPU →
-  /// NVSwitch → GPU. Between servers: GPU → its rail NIC → ToR → … → NIC → GPU, the
-  /// up-path chosen per flow by `policy` (O(1) per hop, nothing precomputed per pair).
+  /// The links a flow from `src_gpu` to `dst_gpu` crosses (replaces `out`). Inside a
+  /// server: GPU → NVSwitch → GPU. Between servers: GPU → its NIC (PCIe) → ToR → … →
+  /// NIC → GPU. Same-rail traffic of one block stays in the rail's ToR/aggregation plane;
+  /// other traffic crosses a spine. Every equal-cost choice (uplink at a ToR and at an
+  /// aggregation switch, parallel link down from a spine or an aggregation switch) is
+  /// made per flow by `policy` at that switch: O(1) per hop, no per-pair tables. A flow
+  /// keeps its path for a given (src, dst, flow_id, seed). src == dst gives an empty
+  /// path; a GPU id out of range throws TopologyError.
   void route(int64_t src_gpu, int64_t dst_gpu, uint64_t flow_id, uint64_t seed,
              EcmpPolicy policy, std::vector<Hop>& out) const;
 
   /// Fluid ECMP: every link the flow's equal-cost paths cross, with the fraction of the
   /// flow it carries when split evenly at every up-hop (the ideal-spreading bound).
-  /// O(up ports) per flow.
+  /// O(ToR up ports + aggs per pod × agg up ports) per flow.
   void spread(int64_t src_gpu, int64_t dst_gpu, std::vector<WeightedHop>& out) const;
 
 private:

@@ -19,6 +19,7 @@ bool take(std::string_view& s, std::string_view prefix, int64_t& out) {
   s.remove_prefix(prefix.size());
   size_t n = 0;
   while (n < s.size() && s[n] >= '0' && s[n] <= '9') ++n;
+  if (n > 1 && s[0] == '0') return false; // canonical names have no leading zeros
   if (!parse_int(s.substr(0, n), out)) return false;
   s.remove_prefix(n);
   return true;
@@ -99,7 +100,9 @@ std::string Fabric::link_name(uint32_t link) const {
   check(link < m.links.size(), "link id in range");
   const Link& l = m.links[link];
   int64_t parallel = 0;
-  if (l.kind == LinkKind::AggregationToSpine)
+  if (l.kind == LinkKind::TorToAggregation)
+    parallel = (link - m.l_tor_up) % m.shape.links_per_agg;
+  else if (l.kind == LinkKind::AggregationToSpine)
     parallel = (link - m.l_agg_up) % m.shape.links_per_spine;
   else if (l.kind == LinkKind::TorToSpine)
     parallel = (link - m.l_tor_up) % m.shape.links_per_spine;
@@ -130,13 +133,8 @@ std::optional<uint32_t> Fabric::find_link(std::string_view name) const {
     return std::nullopt;
   case VertexKind::Nic: first = m.l_nic + static_cast<uint32_t>(va.index); count = 1; break;
   case VertexKind::Tor:
-    if (s.tiers == 3) {
-      first = m.l_tor_up + static_cast<uint32_t>(va.index * s.aggs_per_pod);
-      count = static_cast<uint32_t>(s.aggs_per_pod);
-    } else {
-      first = m.l_tor_up + static_cast<uint32_t>(va.index * s.tor_up_ports);
-      count = static_cast<uint32_t>(s.tor_up_ports);
-    }
+    first = m.l_tor_up + static_cast<uint32_t>(va.index * s.tor_up_ports);
+    count = static_cast<uint32_t>(s.tor_up_ports);
     break;
   case VertexKind::Aggregation:
     first = m.l_agg_up + static_cast<uint32_t>(va.index * s.agg_up_ports);

@@ -34,23 +34,29 @@ void Fabric::route(int64_t src_gpu, int64_t dst_gpu, uint64_t flow_id, uint64_t 
   };
   const int64_t nic_s = m.nic_of(src_gpu), nic_d = m.nic_of(dst_gpu);
   const int64_t tor_s = m.tor_of_nic(nic_s), tor_d = m.tor_of_nic(nic_d);
+  // IdealSpread: round-robin over the ToR's uplinks by flow id, offset by the source
+  // NIC's port position under its ToR so that equal flow ids from different NICs spread.
+  const int64_t port_s = (m.server_of(src_gpu) % s.servers_per_tor) * s.nics_per_server_per_tor +
+                         (nic_s % s.nics_per_server) / s.rails;
+  const uint64_t rr0 = flow_id + static_cast<uint64_t>(port_s);
   out.push_back(Hop{m.l_pcie + u32(src_gpu), true});
   out.push_back(Hop{m.l_nic + u32(nic_s), true});
   if (tor_s != tor_d) {
     const uint32_t tor_sv = m.v_tor + u32(tor_s);
     if (s.tiers == 2) {
-      const int64_t up = pick(s.tor_up_ports, tor_sv, flow_id);
+      const int64_t up = pick(s.tor_up_ports, tor_sv, rr0);
       const int64_t spine = up / s.links_per_spine;
-      const int64_t down = pick(s.links_per_spine, m.v_spine + u32(spine), flow_id / static_cast<uint64_t>(s.tor_up_ports));
+      const int64_t down = pick(s.links_per_spine, m.v_spine + u32(spine), rr0 / static_cast<uint64_t>(s.tor_up_ports));
       out.push_back(Hop{m.l_tor_up + u32(tor_s * s.tor_up_ports + up), true});
       out.push_back(Hop{m.l_tor_up + u32(tor_d * s.tor_up_ports + spine * s.links_per_spine + down), false});
     } else {
       const int64_t pod_s = m.pod_of_tor(tor_s), pod_d = m.pod_of_tor(tor_d);
-      const int64_t a = pick(s.aggs_per_pod, tor_sv, flow_id);
-      out.push_back(Hop{m.l_tor_up + u32(tor_s * s.aggs_per_pod + a), true});
+      const int64_t up_tor = pick(s.tor_up_ports, tor_sv, rr0);
+      const int64_t a = up_tor / s.links_per_agg;
+      out.push_back(Hop{m.l_tor_up + u32(tor_s * s.tor_up_ports + up_tor), true});
       if (pod_s != pod_d) {
         const int64_t agg_s = pod_s * s.aggs_per_pod + a, agg_d = pod_d * s.aggs_per_pod + a;
-        const uint64_t rr = flow_id / static_cast<uint64_t>(s.aggs_per_pod) + static_cast<uint64_t>(m.pos_in_pod(tor_s));
+        const uint64_t rr = rr0 / static_cast<uint64_t>(s.tor_up_ports) + static_cast<uint64_t>(m.pos_in_pod(tor_s));
         const int64_t up = pick(s.agg_up_ports, m.v_agg + u32(agg_s), rr);
         const int64_t spine = up / s.links_per_spine;
         const int64_t down = pick(s.links_per_spine, m.v_spine + u32(a * s.spines_per_plane + spine),
@@ -58,7 +64,10 @@ void Fabric::route(int64_t src_gpu, int64_t dst_gpu, uint64_t flow_id, uint64_t 
         out.push_back(Hop{m.l_agg_up + u32(agg_s * s.agg_up_ports + up), true});
         out.push_back(Hop{m.l_agg_up + u32(agg_d * s.agg_up_ports + spine * s.links_per_spine + down), false});
       }
-      out.push_back(Hop{m.l_tor_up + u32(tor_d * s.aggs_per_pod + a), false});
+      const int64_t agg_d = pod_d * s.aggs_per_pod + a;
+      const int64_t down = pick(s.links_per_agg, m.v_agg + u32(agg_d),
+                                rr0 / static_cast<uint64_t>(s.tor_up_ports) + static_cast<uint64_t>(m.pos_in_pod(tor_d)));
+      out.push_back(Hop{m.l_tor_up + u32(tor_d * s.tor_up_ports + a * s.links_per_agg + down), false});
     }
   }
   out.push_back(Hop{m.l_nic + u32(nic_d), false});
@@ -92,9 +101,11 @@ void Fabric::spread(int64_t src_gpu, int64_t dst_gpu, std::vector<WeightedHop>& 
         out.push_back(WeightedHop{m.l_tor_up + u32(tor_d * s.tor_up_ports + i), false, f});
     } else {
       const int64_t pod_s = m.pod_of_tor(tor_s), pod_d = m.pod_of_tor(tor_d);
+      // Each ToR uplink carries 1/up (agg a gets 1/A, over links_per_agg links).
+      const double fu = 1.0 / static_cast<double>(s.tor_up_ports);
       const double fa = 1.0 / static_cast<double>(s.aggs_per_pod);
-      for (int64_t a = 0; a < s.aggs_per_pod; ++a)
-        out.push_back(WeightedHop{m.l_tor_up + u32(tor_s * s.aggs_per_pod + a), true, fa});
+      for (int64_t i = 0; i < s.tor_up_ports; ++i)
+        out.push_back(WeightedHop{m.l_tor_up + u32(tor_s * s.tor_up_ports + i), true, fu});
       if (pod_s != pod_d) {
         const double fs = fa / static_cast<double>(s.agg_up_ports);
         for (int64_t a = 0; a < s.aggs_per_pod; ++a)
@@ -104,8 +115,8 @@ void Fabric::spread(int64_t src_gpu, int64_t dst_gpu, std::vector<WeightedHop>& 
           for (int64_t i = 0; i < s.agg_up_ports; ++i)
             out.push_back(WeightedHop{m.l_agg_up + u32((pod_d * s.aggs_per_pod + a) * s.agg_up_ports + i), false, fs});
       }
-      for (int64_t a = 0; a < s.aggs_per_pod; ++a)
-        out.push_back(WeightedHop{m.l_tor_up + u32(tor_d * s.aggs_per_pod + a), false, fa});
+      for (int64_t i = 0; i < s.tor_up_ports; ++i)
+        out.push_back(WeightedHop{m.l_tor_up + u32(tor_d * s.tor_up_ports + i), false, fu});
     }
   }
   out.push_back(WeightedHop{m.l_nic + u32(nic_d), false, 1});

@@ -20,6 +20,65 @@ inline std::string fmt(const char* f, double v) {
 
 inline nlohmann::json ci_json(const faults::MeanCi& m) { return {{"mean", m.mean}, {"ci95", m.half_width}}; }
 
+/// The effective fault model, as the campaign used it (rates per GPU-hour).
+inline nlohmann::json model_json(const faults::FaultModel& m) {
+  nlohmann::json j = {{"name", m.name},
+                      {"source", m.source},
+                      {"inter_arrival", faults::to_string(m.inter_arrival)},
+                      {"weibull_shape", m.weibull_shape},
+                      {"gpus_per_node", m.gpus_per_node}};
+  nlohmann::json cats = nlohmann::json::array();
+  for (const auto& c : m.categories)
+    cats.push_back({{"kind", faults::to_string(c.category)},
+                    {"name", c.name},
+                    {"rate_per_gpu_hour", c.rate_per_gpu_hour},
+                    {"scope", faults::to_string(c.scope)},
+                    {"effect", faults::to_string(c.effect)},
+                    {"detection", faults::to_string(c.detection)},
+                    {"needs_eviction", c.needs_eviction},
+                    {"diagnosable", c.diagnosable},
+                    {"duration_s", c.duration_s},
+                    {"duration_distribution",
+                     c.duration_distribution == faults::DurationDistribution::Fixed ? "fixed" : "exponential"},
+                    {"slowdown", c.slowdown}});
+  j["categories"] = cats;
+  return j;
+}
+
+/// The effective recovery and checkpoint policy.
+inline nlohmann::json policy_json(const faults::RecoveryPolicy& p, const faults::CheckpointPolicy& ck) {
+  return {{"name", p.name},
+          {"restart_s", p.restart_s},
+          {"load_method", faults::to_string(p.load_method)},
+          {"retransmit", {{"timeout_per_retry_s", p.retransmit.timeout_per_retry_s}, {"retries", p.retransmit.retries}}},
+          {"detection",
+           {{"explicit_error_s", p.detection.explicit_error_s},
+            {"heartbeat_period_s", p.detection.heartbeat_period_s},
+            {"heartbeat_misses", p.detection.heartbeat_misses},
+            {"traffic_window_s", p.detection.traffic_window_s},
+            {"silent_s", p.detection.silent_s}}},
+          {"diagnostics",
+           {{"duration_s", p.diagnostics.duration_s},
+            {"false_negative_rate", p.diagnostics.false_negative_rate},
+            {"false_positive_rate", p.diagnostics.false_positive_rate},
+            {"escalate_after", p.diagnostics.escalate_after},
+            {"escalation_s", p.diagnostics.escalation_s},
+            {"missed_fault_recurrence_s", p.diagnostics.missed_fault_recurrence_s}}},
+          {"replacement",
+           {{"warm_spares", p.replacement.warm_spares},
+            {"spare_swap_s", p.replacement.spare_swap_s},
+            {"cold_replacement_s", p.replacement.cold_replacement_s},
+            {"repair_s", p.replacement.repair_s}}},
+          {"comm_init", {{"method", faults::to_string(p.comm_init.method)}, {"store_op_s", p.comm_init.store_op_s}}},
+          {"checkpoint", {{"interval_s", ck.interval_s}, {"async_persist", ck.async_persist}}},
+          {"storage",
+           {{"pcie_bw_bytes_per_s", ck.storage.pcie_bw_bytes_per_s},
+            {"write_bw_bytes_per_s", ck.storage.write_bw_bytes_per_s},
+            {"read_bw_bytes_per_s", ck.storage.read_bw_bytes_per_s},
+            {"client_bw_bytes_per_s", ck.storage.client_bw_bytes_per_s},
+            {"broadcast_bw_bytes_per_s", ck.storage.broadcast_bw_bytes_per_s}}}};
+}
+
 inline nlohmann::json summary_json(const faults::CampaignSummary& s, const faults::Campaign& c) {
   nlohmann::json j;
   j["ettr"] = ci_json(s.ettr);

@@ -7,7 +7,8 @@
 // collective on g; the i-th send from a to b is done once b has started its i-th recv
 // from a, and vice versa. Ops only ever become startable/done as others progress
 // (monotone), so repeating sweeps until nothing changes reaches the unique maximal
-// execution; the schedule is deadlock-free iff every op is done there.
+// execution; the schedule is deadlock-free iff every op is done there. A work list
+// revisits a rank only when a partner started a communication op it may be waiting for.
 //
 // Symmetry (tp × dp): when every rank's program depends only on its pp coordinate, any
 // permutation of the tp coordinates and of the dp coordinates maps each group to a group
@@ -23,6 +24,7 @@
 
 #include <algorithm>
 #include <array>
+#include <deque>
 #include <map>
 #include <sstream>
 
@@ -35,15 +37,18 @@ constexpr int kGroupKinds = 5;
 struct ProgramIndex {
   std::array<std::vector<uint32_t>, kStreamCount> stream_ops;
   std::vector<uint32_t> ordinal; // collectives: among the same group kind; p2p: same peer
+  std::vector<uint32_t> position; // index of the op within its stream
 };
 
 ProgramIndex index_program(const Program& prog, int64_t pp) {
   ProgramIndex ix;
   ix.ordinal.resize(prog.ops.size());
+  ix.position.resize(prog.ops.size());
   std::array<uint32_t, kGroupKinds> coll{};
   std::vector<uint32_t> sends(static_cast<size_t>(pp), 0), recvs(static_cast<size_t>(pp), 0);
   for (size_t i = 0; i < prog.ops.size(); ++i) {
     const Op& op = prog.ops[i];
+    ix.position[i] = static_cast<uint32_t>(ix.stream_ops[static_cast<int>(op.stream)].size());
     ix.stream_ops[static_cast<int>(op.stream)].push_back(static_cast<uint32_t>(i));
     if (op.kind == OpKind::Send) ix.ordinal[i] = sends[op.peer]++;
     else if (op.kind == OpKind::Recv) ix.ordinal[i] = recvs[op.peer]++;
@@ -56,8 +61,10 @@ struct RankState {
   int64_t rank = 0;              // global rank
   const Program* program = nullptr;
   const ProgramIndex* index = nullptr;
-  std::vector<uint8_t> state;    // 0 waiting, 1 started, 2 done
+  // Ops of a stream complete in order, so the state of a rank is its stream cursors
+  // (ops before the cursor are done) and whether each stream's head has started.
   std::array<size_t, kStreamCount> cursor{};
+  std::array<bool, kStreamCount> head_started{};
   std::array<uint32_t, kGroupKinds> coll_started{};
   std::vector<uint32_t> sends_started; // per peer pp rank
   std::vector<uint32_t> recvs_started;
@@ -67,7 +74,6 @@ struct RankState {
 class Executor {
 public:
   Executor(const Schedule& s, bool by_symmetry) : s_(s), L_(s.layout), sym_(by_symmetry) {
-    std::vector<ProgramIndex> dummy;
     indices_.resize(s.programs.size());
     std::vector<bool> indexed(s.programs.size(), false);
     auto add = [&](int64_t r) {
@@ -80,7 +86,6 @@ public:
       st.rank = r;
       st.program = &s.programs[p];
       st.index = &indices_[p];
-      st.state.assign(st.program->ops.size(), 0);
       st.sends_started.assign(static_cast<size_t>(L_.pp), 0);
       st.recvs_started.assign(static_cast<size_t>(L_.pp), 0);
       ranks_.push_back(std::move(st));
@@ -89,6 +94,41 @@ public:
       for (int64_t p = 0; p < L_.pp; ++p) add(L_.rank({0, 0, p}));
     else
       for (int64_t r = 0; r < L_.world(); ++r) add(r);
+    build_groups();
+  }
+
+  // Group instances of the executed ranks: members (as indices of executed ranks) and,
+  // per collective ordinal, how many members have started it. Under symmetry, tp and dp
+  // groups are trivial (-1): their members are in the representative's own state.
+  void build_groups() {
+    std::map<std::pair<int, int64_t>, int32_t> id_of; // (kind, first member) → instance
+    group_of_.assign(ranks_.size(), {});
+    for (size_t i = 0; i < ranks_.size(); ++i) {
+      for (int k = 0; k < kGroupKinds; ++k) {
+        const auto g = static_cast<GroupKind>(k);
+        group_of_[i][k] = -1;
+        if (sym_ && (g == GroupKind::Tp || g == GroupKind::Dp)) continue;
+        const int64_t rank = ranks_[i].rank;
+        const int64_t leader = g == GroupKind::World ? 0 : L_.group_members(g, rank)[0];
+        auto [it, fresh] = id_of.emplace(std::make_pair(k, leader), static_cast<int32_t>(groups_.size()));
+        if (fresh) {
+          GroupInstance inst;
+          std::vector<bool> seen(ranks_.size(), false);
+          const auto members = g == GroupKind::World ? std::vector<int64_t>{} : L_.group_members(g, rank);
+          auto take = [&](int64_t m) {
+            const size_t x = index_of(m);
+            if (!seen[x]) inst.members.push_back(x);
+            seen[x] = true;
+          };
+          if (g == GroupKind::World)
+            for (int64_t m = 0; m < L_.world(); ++m) take(m);
+          else
+            for (int64_t m : members) take(m);
+          groups_.push_back(std::move(inst));
+        }
+        group_of_[i][k] = it->second;
+      }
+    }
   }
 
   // the executed state standing for global rank r
@@ -109,10 +149,10 @@ public:
     if (op.kind == OpKind::Recv)
       return of(partner(st, op.peer)).sends_started[L_.coord(st.rank).pp] > k;
     if (op.is_collective()) {
-      if (sym_ && (op.group == GroupKind::Tp || op.group == GroupKind::Dp)) return true;
-      for (int64_t m : members(st.rank, op.group))
-        if (of(m).coll_started[static_cast<int>(op.group)] <= k) return false;
-      return true;
+      const int32_t g = group_of_[index_of(st.rank)][static_cast<int>(op.group)];
+      if (g < 0) return true;
+      const GroupInstance& inst = groups_[static_cast<size_t>(g)];
+      return inst.arrived.size() > k && inst.arrived[k] == inst.members.size();
     }
     return true;
   }
@@ -135,29 +175,34 @@ public:
     return members_.emplace(key, std::move(m)).first->second;
   }
 
+  static bool is_done(const RankState& st, uint32_t op) {
+    return st.index->position[op] < st.cursor[static_cast<int>(st.program->ops[op].stream)];
+  }
+
   bool sweep(RankState& st) {
     bool progress = false;
     for (int s = 0; s < kStreamCount; ++s) {
       const auto& ops = st.index->stream_ops[s];
       while (st.cursor[s] < ops.size()) {
         const uint32_t i = ops[st.cursor[s]];
-        if (st.state[i] == 0) {
+        if (!st.head_started[s]) {
           bool ready = true;
           for (uint32_t d : st.program->deps_of(i))
-            if (st.state[d] != 2) {
+            if (!is_done(st, d)) {
               ready = false;
               break;
             }
           if (!ready) break;
-          st.state[i] = 1;
+          st.head_started[s] = true;
           progress = true;
           const Op& op = st.program->ops[i];
           if (op.kind == OpKind::Send) ++st.sends_started[op.peer];
           else if (op.kind == OpKind::Recv) ++st.recvs_started[op.peer];
           else if (op.is_collective()) ++st.coll_started[static_cast<int>(op.group)];
+          if (op.is_communication()) notify_partners(st, op, st.index->ordinal[i]);
         }
         if (!complete(st, i)) break;
-        st.state[i] = 2;
+        st.head_started[s] = false;
         ++st.done;
         ++st.cursor[s];
         progress = true;
@@ -166,20 +211,49 @@ public:
     return progress;
   }
 
+  // Another rank's progress can only change when this rank starts a communication op
+  // (completion conditions read start counters), so only its partners are revisited.
+  void notify_partners(const RankState& st, const Op& op, uint32_t ordinal) {
+    if (op.kind == OpKind::Send || op.kind == OpKind::Recv) {
+      enqueue(index_of(partner(st, op.peer)));
+      return;
+    }
+    const int32_t g = group_of_[index_of(st.rank)][static_cast<int>(op.group)];
+    if (g < 0) return;
+    GroupInstance& inst = groups_[static_cast<size_t>(g)];
+    if (inst.arrived.size() <= ordinal) inst.arrived.resize(ordinal + 1, 0);
+    if (++inst.arrived[ordinal] == inst.members.size()) // the last member arrived
+      for (size_t m : inst.members) enqueue(m);
+  }
+
+  size_t index_of(int64_t rank) const {
+    return sym_ ? static_cast<size_t>(L_.coord(rank).pp) : static_cast<size_t>(rank);
+  }
+
+  void enqueue(size_t i) {
+    if (queued_[i]) return;
+    queued_[i] = true;
+    queue_.push_back(i);
+  }
+
   void run() {
-    bool progress = true;
-    while (progress) {
-      progress = false;
-      for (auto& st : ranks_) progress |= sweep(st);
+    queued_.assign(ranks_.size(), false);
+    for (size_t i = 0; i < ranks_.size(); ++i) enqueue(i);
+    while (!queue_.empty()) {
+      const size_t i = queue_.front();
+      queue_.pop_front();
+      queued_[i] = false;
+      while (sweep(ranks_[i])) {
+      }
     }
   }
 
   std::string waits_for(RankState& st, uint32_t i) {
     const Op& op = st.program->ops[i];
     std::ostringstream os;
-    if (st.state[i] == 0) {
+    if (!st.head_started[static_cast<int>(op.stream)]) {
       for (uint32_t d : st.program->deps_of(i))
-        if (st.state[d] != 2) {
+        if (!is_done(st, d)) {
           os << "waits for its dependency op " << d << " ("
              << s_.names[st.program->ops[d].name] << ", stream "
              << to_string(st.program->ops[d].stream) << ")";
@@ -235,6 +309,14 @@ private:
   std::vector<ProgramIndex> indices_;
   std::vector<RankState> ranks_;
   std::map<std::pair<int64_t, GroupKind>, std::vector<int64_t>> members_;
+  struct GroupInstance {
+    std::vector<size_t> members;   // indices of executed ranks
+    std::vector<uint32_t> arrived; // per collective ordinal: members that started it
+  };
+  std::vector<GroupInstance> groups_;
+  std::vector<std::array<int32_t, kGroupKinds>> group_of_;
+  std::deque<size_t> queue_;
+  std::vector<bool> queued_;
 };
 
 } // namespace

@@ -68,6 +68,10 @@ public:
   /// The most recent compute op (kNoOp if none yet).
   uint32_t last_compute() const { return last_compute_; }
   size_t size() const { return program_.ops.size(); }
+  void reserve(size_t ops, size_t deps) {
+    program_.ops.reserve(ops);
+    program_.deps.reserve(deps);
+  }
   const Program& program() const { return program_; }
   Program take() { return std::move(program_); }
 

@@ -11,6 +11,24 @@
 // Megatron's coupled send_forward_recv_backward: the next computation waits for the
 // previous sends and its receive. overlap.pp = true (M5) decouples them: sends are not
 // waited for and the next pass's receive is posted one pass ahead.
+//
+// Data parallelism, per model chunk, on the DpComm stream (M4):
+//  - zero_stage 0: all-reduce of the chunk's gradients; 1: reduce-scatter of gradients,
+//    optimizer on the 1/dp shard, all-gather of the updated parameters after the step;
+//    without overlap.dp all of these follow the pipeline flush and the computation waits
+//    for them (exposed); with overlap.dp (Megatron's overlap_grad_reduce /
+//    overlap_param_gather) each reduction starts when the chunk's last backward ends and
+//    a chunk's forward waits only for its own all-gather.
+//  - zero_stage 2 (MegaScale): all-gather of the chunk's parameters before its first
+//    forward and reduce-scatter of its gradients after its last backward. Without
+//    overlap.dp both block the computation. With it, chunk 0's all-gather is prefetched
+//    at the start of the iteration, chunk c+1's is launched once chunk c's first forward
+//    has run, reduce-scatters start as soon as a chunk's backward is final, and
+//    priorities follow the order of need (all-gathers 2·V − chunk, reduce-scatters 1).
+//  - The tied-embedding gradient all-reduce (first and last stage) follows the pipeline
+//    flush, as in Megatron's finalize_model_grads; the chunk holding the embedding or
+//    LM head reduces its gradients after it (a deliberate loss of overlap for that one
+//    chunk: launching it earlier would reduce a gradient that is not final yet).
 #include "schedules/detail/stage_lowering.hpp"
 
 #include <algorithm>
@@ -280,6 +298,12 @@ void StageLowering::emit_iteration_end() {
 Program StageLowering::run() {
   const auto& opt = job_.options;
   const auto& par = job_.parallel;
+  { // a generous estimate of the ops, to avoid regrowing a multi-megabyte vector
+    const int64_t per_layer = 40 * Dims::of(job_).tp_chunks + (opt.recompute ? 40 : 0);
+    const auto ops = static_cast<size_t>(opt.iterations) * order_.size() *
+                     static_cast<size_t>(job_.model.layers / (P_ * V_) * per_layer + 24);
+    b_.reserve(ops, ops * 3 / 2);
+  }
   for (iteration_ = 0; iteration_ < opt.iterations; ++iteration_) {
     if (opt.async_data_loading) {
       if (iteration_ == 0) emit_data_op(0, true);

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 namespace twinscale::sim::detail {
@@ -31,18 +32,21 @@ struct CommTask {
 class CompletionListener {
 public:
   virtual ~CompletionListener() = default;
-  virtual void on_compute_done(int32_t slot) = 0;
+  virtual void on_compute_done(int32_t slot, uint32_t op) = 0;
   /// failed: a flow of the task failed (link down past the retransmit limit…);
   /// stalled_s: time its flows made no progress because of an outage.
   virtual void on_comm_done(uint32_t comm_id, bool failed, double stalled_s) = 0;
+  /// A fault stopped the job (a server crashed): no op is issued any more.
+  virtual void on_job_fault(const std::string& why) = 0;
 };
 
 class Backend {
 public:
   virtual ~Backend() = default;
   virtual double now() const = 0;
-  /// Runs `seconds` of nominal compute on executed rank `slot` (one at a time per slot).
-  virtual void start_compute(int32_t slot, double seconds) = 0;
+  /// Runs `seconds` of nominal compute for op `op` of executed rank `slot`. Compute ops
+  /// running at once on one GPU (kernels of different streams) share it equally.
+  virtual void start_compute(int32_t slot, uint32_t op, double seconds) = 0;
   /// Whether NCCL kernels of `slot` are moving data (compute slows down meanwhile).
   virtual void set_comm_active(int32_t slot, bool active) = 0;
   virtual void start_comm(uint32_t comm_id, CommTask task) = 0;

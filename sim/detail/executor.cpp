@@ -55,8 +55,9 @@ bool is_p2p(const Op& op) { return op.kind == OpKind::Send || op.kind == OpKind:
 
 Executor::Executor(const schedules::Schedule& schedule, const std::vector<int64_t>& gpu_of_rank,
                    const SimOptions& options, const DeviceModel& device, const NetworkPaths& paths,
-                   bool aggregate)
-    : schedule_(schedule), gpu_of_rank_(gpu_of_rank), options_(options), device_(device), paths_(paths) {
+                   bool aggregate, schedules::RankCoord representative)
+    : schedule_(schedule), gpu_of_rank_(gpu_of_rank), options_(options), device_(device), paths_(paths),
+      rep_(representative) {
   const auto& L = schedule_.layout;
   const int64_t world = L.world();
   if (static_cast<int64_t>(schedule_.program_of_rank.size()) != world)
@@ -82,7 +83,7 @@ Executor::Executor(const schedules::Schedule& schedule, const std::vector<int64_
   aggregated_ = aggregate;
   for (int64_t r = 0; aggregated_ && r < world; ++r) {
     const auto c = L.coord(r);
-    if (schedule_.program_of_rank[static_cast<size_t>(r)] != schedule_.program_of_rank[static_cast<size_t>(L.rank({0, 0, c.pp}))])
+    if (schedule_.program_of_rank[static_cast<size_t>(r)] != schedule_.program_of_rank[static_cast<size_t>(L.rank({rep_.tp, rep_.dp, c.pp}))])
       aggregated_ = false;
   }
   for (size_t p = 0; aggregated_ && p < schedule_.programs.size(); ++p)
@@ -91,7 +92,7 @@ Executor::Executor(const schedules::Schedule& schedule, const std::vector<int64_
 
   slot_of_rank_.assign(static_cast<size_t>(world), -1);
   if (aggregated_) {
-    for (int64_t pp = 0; pp < L.pp; ++pp) slot_rank_.push_back(L.rank({0, 0, pp}));
+    for (int64_t pp = 0; pp < L.pp; ++pp) slot_rank_.push_back(L.rank({rep_.tp, rep_.dp, pp}));
   } else {
     for (int64_t r = 0; r < world; ++r) slot_rank_.push_back(r);
   }
@@ -114,7 +115,7 @@ Executor::Executor(const schedules::Schedule& schedule, const std::vector<int64_
 int32_t Executor::representative_slot(int64_t rank) const {
   if (!aggregated_) return slot_of_rank(rank);
   const auto c = schedule_.layout.coord(rank);
-  return slot_of_rank(schedule_.layout.rank({0, 0, c.pp}));
+  return slot_of_rank(schedule_.layout.rank({rep_.tp, rep_.dp, c.pp}));
 }
 
 std::string Executor::op_name(int32_t slot, uint32_t op) const {
@@ -154,8 +155,7 @@ void Executor::issue(int32_t slot, uint32_t op_index) {
   sl.stream_busy[static_cast<size_t>(op.stream)] = true;
   sl.timing[op_index].start_s = backend_->now();
   if (!op.is_communication()) {
-    sl.running_compute = op_index;
-    backend_->start_compute(slot, device_.seconds(op));
+    backend_->start_compute(slot, op_index, device_.seconds(op));
   } else if (is_p2p(op)) {
     issue_p2p(slot, op_index);
   } else {
@@ -359,9 +359,7 @@ void Executor::start_comm(std::vector<Participant> participants, CommTask task) 
   backend_->start_comm(id, std::move(task));
 }
 
-void Executor::on_compute_done(int32_t slot) {
-  complete_op(slot, slots_[static_cast<size_t>(slot)].running_compute, false);
-}
+void Executor::on_compute_done(int32_t slot, uint32_t op) { complete_op(slot, op, false); }
 
 void Executor::on_comm_done(uint32_t comm_id, bool failed, double stalled_s) {
   const std::vector<Participant> parts = std::move(comms_[comm_id].participants);
@@ -381,9 +379,13 @@ void Executor::on_comm_done(uint32_t comm_id, bool failed, double stalled_s) {
 }
 
 void Executor::fail_job(const std::string& why) {
+  if (job_failed_) return;
   job_failed_ = true;
   failure_ = why;
+  failure_time_s_ = backend_->now();
 }
+
+void Executor::on_job_fault(const std::string& why) { fail_job(why); }
 
 void Executor::complete_op(int32_t slot, uint32_t op_index, bool failed) {
   Slot& sl = slots_[static_cast<size_t>(slot)];

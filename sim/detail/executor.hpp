@@ -42,12 +42,14 @@ class Executor final : public CompletionListener {
 public:
   Executor(const schedules::Schedule& schedule, const std::vector<int64_t>& gpu_of_rank,
            const SimOptions& options, const DeviceModel& device, const NetworkPaths& paths,
-           bool aggregate);
+           bool aggregate, schedules::RankCoord representative = {});
 
   void attach(Backend* backend) { backend_ = backend; }
   void start();
-  void on_compute_done(int32_t slot) override;
+  void on_compute_done(int32_t slot, uint32_t op) override;
   void on_comm_done(uint32_t comm_id, bool failed, double stalled_s) override;
+  void on_job_fault(const std::string& why) override;
+  double failure_time_s() const { return failure_time_s_; }
 
   /// After the run: throws ScheduleError naming the stuck rank and op unless every op
   /// completed (or the job failed).
@@ -75,7 +77,6 @@ private:
     std::vector<OpTiming> timing;
     std::array<uint32_t, 5> group_seq{};  // collectives issued per GroupKind
     int32_t active_comms = 0;
-    uint32_t running_compute = 0;
   };
   struct Participant {
     int32_t slot;
@@ -126,6 +127,8 @@ private:
   int64_t ops_done_ = 0;
   int64_t ops_total_ = 0;
   bool job_failed_ = false;
+  double failure_time_s_ = -1;
+  schedules::RankCoord rep_{};
   std::string failure_;
 };
 

@@ -8,11 +8,17 @@
 #include <xbt/log.h>
 
 #include <cstdio>
+#include <deque>
 #include <exception>
 #include <sstream>
 #include <string>
 
 #include "schedules/error.hpp"
+#include "sim/detail/event_core.hpp"
+#ifdef TWINSCALE_HAVE_FAULTS
+#include "faults/fault_plan.hpp"
+#endif
+#include <map>
 
 namespace twinscale::sim::detail {
 
@@ -20,9 +26,6 @@ namespace sg4 = simgrid::s4u;
 namespace sgr = simgrid::kernel::routing;
 
 namespace {
-
-/// Nominal compute speed of a GPU host: one unit per nanosecond of device-model time.
-constexpr double kSpeed = 1e9;
 
 struct Endpoint {
   int64_t gpu = -1;
@@ -70,39 +73,59 @@ struct FlowBackend::Impl {
     size_t phase = 0;
     size_t left_in_phase = 0;
     bool failed = false;
+    double stalled_s = 0;
   };
 
   CompletionListener& listener;
   const NetworkPaths& paths;
   std::vector<int64_t> slot_gpu;
   const SimOptions& options;
+  EventCore core;
   EcmpZone* zone = nullptr;
-  std::vector<sg4::Host*> gpu_host;              // by GPU
+  sg4::Host* driver_host = nullptr;
   std::vector<std::vector<sg4::Host*>> port_host; // by GPU, channel
   std::vector<std::unique_ptr<Task>> tasks;
   int64_t flows = 0;
-  std::exception_ptr error; // first exception thrown by the executor inside an actor
+  int64_t flows_in_flight = 0;
+  sg4::ConditionVariablePtr wake; // the driver waits on it for the next event or a flow
+  std::exception_ptr error;       // first exception thrown by the executor inside an actor
+  /// SimGrid calls the executor asked for. Every simcall (creating an actor) yields to
+  /// other actors, which may run executor code: so the executor never makes one itself;
+  /// its requests are queued here and run once it has returned.
+  std::deque<std::function<void()>> pending;
+  std::map<uint32_t, std::vector<std::pair<double, double>>> link_stalls; // link → [from, to)
 
-  /// Runs executor code inside an actor: an exception (a schedule that cannot run) must
-  /// not escape into SimGrid's context; it stops the simulation and is rethrown by run().
+  Impl(CompletionListener& l, const NetworkPaths& p, std::vector<int64_t> sg, const SimOptions& o)
+      : listener(l), paths(p), slot_gpu(std::move(sg)), options(o),
+        core(l, slot_gpu.size(), o.device.nccl_compute_slowdown) {}
+
+  /// Runs executor code inside an actor, then the SimGrid calls it requested. An
+  /// exception (a schedule that cannot run) must not escape into SimGrid's context: it
+  /// stops the simulation and is rethrown by run().
   template <class F>
   void guarded(F&& fn) {
     if (error) return;
     try {
       fn();
+      while (!pending.empty() && !error) {
+        auto next = std::move(pending.front());
+        pending.pop_front();
+        next();
+      }
     } catch (...) {
-      error = std::current_exception();
+      if (!error) error = std::current_exception();
+      pending.clear();
       sg4::Actor::kill_all();
     }
   }
 
-  Impl(CompletionListener& l, const NetworkPaths& p, std::vector<int64_t> sg, const SimOptions& o)
-      : listener(l), paths(p), slot_gpu(std::move(sg)), options(o) {}
-
   void build_platform();
+  void apply_fault_plan();
+  double stalled_seconds(const FlowSpec& f, double start, double end) const;
   void launch_phase(Task* task);
   void launch_flow(Task* task, uint32_t flow);
   void flow_done(Task* task, uint32_t flow, bool failed);
+  void drive(const std::function<void()>& start);
 };
 
 void FlowBackend::Impl::build_platform() {
@@ -118,23 +141,97 @@ void FlowBackend::Impl::build_platform() {
     zone->down_[i] = l->get_link_down();
     zone->up_[i]->set_latency(paths.hop_latency_s(static_cast<uint32_t>(i), true));
     zone->down_[i]->set_latency(paths.hop_latency_s(static_cast<uint32_t>(i), false));
-    l->seal();
   }
   const int64_t gpus = fabric.gpus();
-  const double slowed = kSpeed / (1.0 + options.device.nccl_compute_slowdown);
-  gpu_host.resize(static_cast<size_t>(gpus));
+  driver_host = z->create_host("driver", 1e9);
+  zone->add_endpoint(driver_host, -1, -1);
   port_host.resize(static_cast<size_t>(gpus));
   for (int64_t g = 0; g < gpus; ++g) {
-    auto* h = z->create_host("gpu" + std::to_string(g), std::vector<double>{kSpeed, slowed});
-    zone->add_endpoint(h, g, -1);
-    gpu_host[static_cast<size_t>(g)] = h;
     for (int c = 0; c < options.channels; ++c) {
-      auto* p = z->create_host("gpu" + std::to_string(g) + "." + std::to_string(c), kSpeed);
+      auto* p = z->create_host("gpu" + std::to_string(g) + "." + std::to_string(c), 1e9);
       zone->add_endpoint(p, g, c);
       port_host[static_cast<size_t>(g)].push_back(p);
     }
   }
+  apply_fault_plan(); // profiles must be attached before links and hosts are sealed
+  for (size_t i = 0; i < links.size(); ++i) {
+    zone->up_[i]->seal();
+    zone->down_[i]->seal();
+  }
   z->seal();
+}
+
+/// Fault plan → SimGrid link profiles (attached before sealing) and compute speed
+/// changes, M13 semantics:
+///  - link outage shorter than the tolerated one (timeout × retries): bandwidth 1 B/s for
+///    its duration on both directions, flows stall then resume;
+///  - longer: 1 B/s from at_s, then the link goes OFF at at_s + tolerated (flows on it
+///    fail: the collective and the job fail), ON again at until_s if it comes back;
+///  - GPU slowdown: the executed rank on that GPU computes at 1 − slowdown of its speed
+///    during the event (the event core's speed scale: compute ops are not SimGrid
+///    activities, see flow_backend.hpp);
+///  - server crash: the job fails at at_s (every rank of a synchronous job stops).
+void FlowBackend::Impl::apply_fault_plan() {
+#ifdef TWINSCALE_HAVE_FAULTS
+  if (options.faults == nullptr) return;
+  const faults::FaultPlan& plan = *options.faults;
+  const double tolerated = plan.retransmit.tolerated_outage_s();
+  std::map<uint32_t, std::vector<const faults::PlanEvent*>> by_link;
+  for (const auto& e : plan.events) {
+    if (e.target_index < 0)
+      throw std::invalid_argument("fault plan: event on '" + e.target + "' was not validated against the fabric");
+    if (e.is_link_outage()) {
+      if (e.target_index >= static_cast<int64_t>(zone->up_.size()))
+        throw std::invalid_argument("fault plan: link index " + std::to_string(e.target_index) + " outside the fabric");
+      by_link[static_cast<uint32_t>(e.target_index)].push_back(&e);
+    } else if (e.kind == faults::PlanEventKind::GpuSlowdown) {
+      for (size_t s = 0; s < slot_gpu.size(); ++s) {
+        if (slot_gpu[s] != e.target_index) continue;
+        core.add_speed_change(e.at_s, static_cast<int32_t>(s), e.speed_factor());
+        if (e.until_s < faults::kForever) core.add_speed_change(e.until_s, static_cast<int32_t>(s), 1.0);
+      }
+    }
+  }
+  auto num = [](double v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.17g", v);
+    return std::string(buf);
+  };
+  for (auto& [link, events] : by_link) {
+    std::string bw_text, state_text;
+    const double bw = paths.link_bw(link);
+    for (const auto* e : events) {
+      const bool stall = faults::outage_outcome(e->duration_s(), plan.retransmit) == faults::OutageOutcome::Stall;
+      bw_text += num(e->at_s) + " 1\n";
+      if (e->until_s < faults::kForever) bw_text += num(e->until_s) + " " + num(bw) + "\n";
+      if (!stall) {
+        state_text += num(e->at_s + tolerated) + " 0\n";
+        if (e->until_s < faults::kForever) state_text += num(e->until_s) + " 1\n";
+      }
+      link_stalls[link].push_back({e->at_s, stall ? e->until_s : e->at_s + tolerated});
+    }
+    for (int dir = 0; dir < 2; ++dir) {
+      sg4::Link* l = dir == 0 ? zone->up_[link] : zone->down_[link];
+      const std::string name = "fault-l" + std::to_string(link) + (dir == 0 ? "-up" : "-down");
+      l->set_bandwidth_profile(simgrid::kernel::profile::ProfileBuilder::from_string(name + "-bw", bw_text, -1));
+      if (!state_text.empty())
+        l->set_state_profile(simgrid::kernel::profile::ProfileBuilder::from_string(name + "-state", state_text, -1));
+    }
+  }
+#endif
+}
+
+double FlowBackend::Impl::stalled_seconds(const FlowSpec& f, double start, double end) const {
+  if (link_stalls.empty()) return 0;
+  std::vector<topology::Hop> hops;
+  paths.route(f.src_gpu, f.dst_gpu, f.channel, hops);
+  double stalled = 0;
+  for (const auto& h : hops) {
+    auto it = link_stalls.find(h.link);
+    if (it == link_stalls.end()) continue;
+    for (const auto& [a, b] : it->second) stalled += std::max(0.0, std::min(b, end) - std::max(a, start));
+  }
+  return stalled;
 }
 
 void FlowBackend::Impl::launch_phase(Task* task) {
@@ -157,18 +254,27 @@ void FlowBackend::Impl::launch_flow(Task* task, uint32_t flow) {
   sg4::Host* src = port_host[static_cast<size_t>(f.src_gpu)][f.channel];
   sg4::Host* dst = port_host[static_cast<size_t>(f.dst_gpu)][f.channel];
   ++flows;
+  ++flows_in_flight;
   sg4::Actor::create("f", src, [this, task, flow, src, dst]() {
     const FlowSpec& fs = task->spec.flows[flow];
     bool failed = false;
+    double start = -1;
     try {
       if (fs.delay_s > 0) sg4::this_actor::sleep_for(fs.delay_s);
+      start = sg4::Engine::get_clock();
       sg4::Comm::sendto(src, dst, static_cast<uint64_t>(fs.bytes + 0.5));
     } catch (const simgrid::NetworkFailureException&) {
       failed = true;
     } catch (const simgrid::HostFailureException&) {
       failed = true;
     }
-    guarded([&] { flow_done(task, flow, failed); });
+    --flows_in_flight;
+    if (start >= 0) task->stalled_s = std::max(task->stalled_s, stalled_seconds(fs, start, sg4::Engine::get_clock()));
+    guarded([&] {
+      core.set_now(std::max(core.now(), sg4::Engine::get_clock()));
+      flow_done(task, flow, failed);
+    });
+    wake->notify_all(); // the driver's next event may have moved earlier
   });
 }
 
@@ -187,8 +293,34 @@ void FlowBackend::Impl::flow_done(Task* task, uint32_t flow, bool failed) {
   }
   const uint32_t id = task->comm_id;
   const bool f = task->failed;
+  const double stalled = task->stalled_s;
   tasks[id].reset();
-  listener.on_comm_done(id, f, 0.0);  // callers run it guarded
+  listener.on_comm_done(id, f, stalled); // callers run it guarded
+  if (f) {                               // the job has failed: stop the simulation
+    pending.clear();
+    sg4::Actor::kill_all();
+  }
+}
+
+/// The driver actor: dispatches the event core's events (compute completions, closed-form
+/// timers, speed changes) at their times, and sleeps in between until the next one or
+/// until a flow completes (flow actors notify `wake`).
+void FlowBackend::Impl::drive(const std::function<void()>& start) {
+  auto mutex = sg4::Mutex::create();
+  std::unique_lock<sg4::Mutex> lock(*mutex);
+  guarded(start);
+  while (!error) {
+    const double now = sg4::Engine::get_clock();
+    const double due = now + 1e-12 + 1e-15 * now; // absorbs the clock's rounding
+    while (!error && !core.empty() && core.next_time() <= due) guarded([&] { core.dispatch_next(); });
+    if (error) break;
+    if (core.empty()) {
+      if (flows_in_flight == 0 && pending.empty()) break;
+      wake->wait(lock);
+    } else {
+      wake->wait_until(lock, core.next_time());
+    }
+  }
 }
 
 FlowBackend::FlowBackend(CompletionListener& listener, const NetworkPaths& paths, std::vector<int64_t> slot_gpu,
@@ -197,41 +329,27 @@ FlowBackend::FlowBackend(CompletionListener& listener, const NetworkPaths& paths
 
 FlowBackend::~FlowBackend() = default;
 
-double FlowBackend::now() const { return sg4::Engine::get_clock(); }
+double FlowBackend::now() const { return impl_->core.now(); }
 
 int64_t FlowBackend::flows_started() const { return impl_->flows; }
 
-void FlowBackend::start_compute(int32_t slot, double seconds) {
-  sg4::Host* h = impl_->gpu_host[static_cast<size_t>(impl_->slot_gpu[static_cast<size_t>(slot)])];
-  Impl* impl = impl_.get();
-  sg4::Actor::create("c", h, [impl, slot, seconds]() {
-    if (seconds > 0) sg4::this_actor::execute(seconds * kSpeed);
-    impl->guarded([&] { impl->listener.on_compute_done(slot); });
-  });
+void FlowBackend::start_compute(int32_t slot, uint32_t op, double seconds) {
+  impl_->core.start_compute(slot, op, seconds);
 }
 
-void FlowBackend::set_comm_active(int32_t slot, bool active) {
-  if (impl_->options.device.nccl_compute_slowdown == 0) return;
-  impl_->gpu_host[static_cast<size_t>(impl_->slot_gpu[static_cast<size_t>(slot)])]->set_pstate(active ? 1 : 0);
-}
+void FlowBackend::set_comm_active(int32_t slot, bool active) { impl_->core.set_comm_active(slot, active); }
 
 void FlowBackend::start_comm(uint32_t comm_id, CommTask task) {
+  if (task.closed_form_s >= 0) {
+    impl_->core.add_timer(impl_->core.now() + task.closed_form_s, comm_id);
+    return;
+  }
   if (impl_->tasks.size() <= comm_id) impl_->tasks.resize(comm_id + 1);
   auto t = std::make_unique<Impl::Task>();
   t->comm_id = comm_id;
   t->spec = std::move(task);
   Impl::Task* raw = t.get();
   impl_->tasks[comm_id] = std::move(t);
-  if (raw->spec.closed_form_s >= 0) {
-    const double d = raw->spec.closed_form_s;
-    Impl* impl = impl_.get();
-    sg4::Actor::create("t", impl_->gpu_host[0], [impl, comm_id, d]() {
-      if (d > 0) sg4::this_actor::sleep_for(d);
-      impl->tasks[comm_id].reset();
-      impl->guarded([&] { impl->listener.on_comm_done(comm_id, false, 0.0); });
-    });
-    return;
-  }
   bool has_deps = false;
   for (const auto& f : raw->spec.flows) has_deps = has_deps || f.after >= 0;
   if (has_deps) {
@@ -239,7 +357,8 @@ void FlowBackend::start_comm(uint32_t comm_id, CommTask task) {
     for (uint32_t i = 0; i < raw->spec.flows.size(); ++i)
       if (raw->spec.flows[i].after >= 0) raw->dependents[static_cast<size_t>(raw->spec.flows[i].after)].push_back(i);
   }
-  impl_->launch_phase(raw);
+  Impl* impl = impl_.get();
+  impl->pending.emplace_back([impl, raw]() { impl->launch_phase(raw); });
 }
 
 void FlowBackend::run(const std::function<void()>& start) {
@@ -249,6 +368,7 @@ void FlowBackend::run(const std::function<void()>& start) {
                                           "--cfg=network/crosstraffic:0",
                                           "--cfg=network/TCP-gamma:1e18",
                                           "--cfg=contexts/stack-size:64",
+                                          "--cfg=contexts/guard-size:0",
                                           "--log=root.thres:critical"};
   static std::vector<char*> argv;
   argv.clear();
@@ -260,7 +380,25 @@ void FlowBackend::run(const std::function<void()>& start) {
   auto* engine = new sg4::Engine(&argc, argv.data());
   impl_->build_platform();
   Impl* impl = impl_.get();
-  sg4::Actor::create("start", impl_->gpu_host[0], [impl, &start]() { impl->guarded(start); });
+  impl->wake = sg4::ConditionVariable::create();
+  sg4::Actor::create("driver", impl->driver_host, [impl, &start]() { impl->drive(start); });
+#ifdef TWINSCALE_HAVE_FAULTS
+  if (impl_->options.faults != nullptr) {
+    for (const auto& e : impl_->options.faults->events) {
+      if (e.kind != faults::PlanEventKind::ServerCrash) continue;
+      const double at = e.at_s;
+      const std::string why = "server '" + e.target + "' crashed at " + std::to_string(at) + " s";
+      sg4::Actor::create("crash", impl->driver_host, [impl, at, why]() {
+        sg4::this_actor::sleep_until(at);
+        impl->guarded([&] {
+          impl->core.set_now(std::max(impl->core.now(), sg4::Engine::get_clock()));
+          impl->listener.on_job_fault(why);
+        });
+        sg4::Actor::kill_all();
+      })->daemonize();
+    }
+  }
+#endif
   engine->run();
   if (impl_->error) std::rethrow_exception(impl_->error);
 }

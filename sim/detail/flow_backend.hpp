@@ -1,9 +1,8 @@
 // The flow backend: SimGrid 3.32 (CM02, no cross-traffic, TCP window bound disabled)
 // on a platform built from the topology::Fabric.
 //
-// Platform: one SimGrid host per GPU (compute; speed = nominal seconds, pstate 1 is the
-// NCCL-slowed speed, fault plans add speed profiles), plus `channels` "port" hosts per
-// GPU, the endpoints of that GPU's NCCL queue pairs. Every fabric link (NVLink, PCIe,
+// Platform: `channels` "port" hosts per GPU, the endpoints of that GPU's NCCL queue
+// pairs, and one host for the driver actor. Every fabric link (NVLink, PCIe,
 // NIC–ToR, switch–switch) is a split-duplex SimGrid link with the achieved bandwidth of
 // sim::detail::NetworkPaths. Routing is a custom zone (EcmpZone, a NetZoneImpl subclass)
 // whose get_local_route asks Fabric::route for (src GPU, dst GPU, flow id = channel):
@@ -13,7 +12,13 @@
 // FatTree routes by destination only and Full/Floyd tables need O(n²) memory.
 //
 // Flows run in actors (one per flow, created when the flow may start): comms started
-// without actors are quadratic in 3.32 (simgrid-notes.md).
+// without actors are quadratic in 3.32 (simgrid-notes.md). Compute ops and closed-form
+// collectives are not SimGrid activities: they live in the event core (event_core.hpp),
+// which one driver actor advances in step with SimGrid's clock (waiting on a condition
+// variable until the next core event or until a flow completes). An actor per compute op
+// cost ~1 M actor creations per iteration at 256 GPUs; the core costs one wake-up per
+// distinct event time. GPU slowdowns of a fault plan are speed changes of the core
+// (what a host speed profile would do to an exec).
 #pragma once
 
 #include <cstdint>
@@ -33,7 +38,7 @@ public:
   ~FlowBackend() override;
 
   double now() const override;
-  void start_compute(int32_t slot, double seconds) override;
+  void start_compute(int32_t slot, uint32_t op, double seconds) override;
   void set_comm_active(int32_t slot, bool active) override;
   void start_comm(uint32_t comm_id, CommTask task) override;
   void run(const std::function<void()>& start) override;

@@ -54,7 +54,6 @@ double NetworkPaths::closed_form_s(const CollectivePlan& plan,
                                    const std::vector<std::vector<int64_t>>& gpu_groups,
                                    int channels) const {
   TWINSCALE_ASSERT(channels >= 1, "channels must be ≥ 1");
-  const auto& links = fabric_.links();
   double total = 0;
   struct FlowPath {
     size_t hop_begin, hop_end;

@@ -86,6 +86,13 @@ TEST_CASE("schedule show: bad input exits 1 with a message naming it", "[cli]") 
   CHECK(r.err.find("model.layers") != std::string::npos);
   r = run("schedule show /nonexistent/job.toml");
   CHECK(r.code == 1);
+  // the memory check: the cluster's GPU (80 GB here) unless --gpu-memory-gb
+  r = run("schedule show --preset tiny-1f1b --gpu-memory-gb 0.01");
+  CHECK(r.code == 1);
+  CHECK(r.err.find("pipeline stage 0") != std::string::npos);
+  r = run("schedule show --preset gpt-175b-megatron --gpu-memory-gb 40");
+  CHECK(r.code == 1);
+  CHECK(r.err.find("GB") != std::string::npos);
 }
 
 TEST_CASE("schedule export then validate; a broken file fails validation", "[cli]") {

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 namespace {
@@ -34,6 +36,20 @@ TEST_CASE("fault CLI: campaign prints ETTR and is deterministic", "[faults][cli]
   CHECK(t.out.find("Faulty GPU") != std::string::npos);
 }
 
+TEST_CASE("fault CLI: --out writes JSON and CSVs next to each other", "[faults][cli]") {
+  const auto dir = std::filesystem::temp_directory_path() / "twinscale_fault_cli_out";
+  std::filesystem::remove_all(dir);
+  const auto r = run("campaign --preset gpt-175b-megascale --iteration-time 10 --days 3 --seeds 2 --out " + dir.string());
+  REQUIRE(r.rc == 0);
+  for (const char* f : {"campaign.json", "campaign_states.csv", "campaign_causes.csv"})
+    CHECK(std::filesystem::exists(dir / f));
+  std::ifstream states(dir / "campaign_states.csv");
+  std::string header;
+  std::getline(states, header);
+  CHECK(header == "state,hours_mean,hours_ci95,share");
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("fault CLI: tune-checkpoint reports Young and Daly", "[faults][cli]") {
   const auto r = run("tune-checkpoint --preset gpt-175b-megascale --iteration-time 10 --days 7 --seeds 3 --points 6");
   REQUIRE(r.rc == 0);
@@ -50,8 +66,8 @@ TEST_CASE("fault CLI: bad input exits 1 with the reason, usage errors exit 2", "
   CHECK(r.out.find("shorter than the checkpoint itself") != std::string::npos);
   r = run("campaign --preset gpt-175b-megascale --iteration-time 0");
   CHECK(r.rc == 1);
-  r = run("campaign --iteration-time 10");
-  CHECK(r.rc == 1);
+  r = run("campaign --iteration-time 10"); // no job: a usage error
+  CHECK(r.rc == 2);
   CHECK(r.out.find("--preset") != std::string::npos);
   r = run("campaign --preset gpt-175b-megascale");
   CHECK(r.rc == 2); // --iteration-time is required

@@ -151,3 +151,21 @@ TEST_CASE("fault files: a plan validates against a real fabric's names", "[fault
   CHECK_THROWS_WITH(config::check_fault_plan(bad, targets, "plan.toml"),
                     Catch::Contains("unknown server name 'node7'") && Catch::Contains("server0"));
 }
+
+#include <filesystem>
+#include <fstream>
+
+TEST_CASE("fault files: load_checked_fault_plan reads a file and resolves fabric names", "[faults][config][plan]") {
+  const topology::Fabric fabric(config::load_cluster("tiny-2tier"));
+  const auto path = std::filesystem::temp_directory_path() / "twinscale_test_plan.toml";
+  {
+    std::ofstream f(path);
+    f << "[retransmit]\nib_timeout = 20\nretries = 7\n[[event]]\nkind = \"link-flap\"\nlink = \""
+      << fabric.link_name(5) << "\"\nat_s = 120\nduration_s = 3\n";
+  }
+  const auto plan = config::load_checked_fault_plan(path.string(), fabric);
+  REQUIRE(plan.events.size() == 1);
+  CHECK(plan.events[0].target_index == 5);
+  std::filesystem::remove(path);
+  CHECK_THROWS_WITH(config::load_checked_fault_plan("/nonexistent/plan.toml", fabric), Catch::Contains("cannot open"));
+}

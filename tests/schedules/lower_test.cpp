@@ -410,3 +410,31 @@ TEST_CASE("every option combination on a small job validates", "[schedules][lowe
   }
   CHECK(checked == 768);
 }
+
+TEST_CASE("edge pipeline shapes validate: M = P; many chunks; one micro-batch", "[schedules][lower]") {
+  struct Shape { int64_t pp, vpp, micro_batches; bool interleaved; };
+  for (const Shape& sh : {Shape{3, 2, 3, true}, Shape{4, 3, 4, true}, Shape{2, 4, 2, true},
+                          Shape{4, 1, 1, false}, Shape{4, 1, 2, false}, Shape{1, 1, 3, false},
+                          Shape{5, 2, 10, true}}) {
+    for (bool overlap : {false, true}) {
+      auto job = config::load_job_preset("tiny-1f1b");
+      job.parallel.pp = sh.pp;
+      job.parallel.vpp = sh.vpp;
+      job.parallel.dp = 2;
+      job.model.layers = sh.pp * sh.vpp * 2;
+      job.parallel.global_batch = 2 * sh.micro_batches;
+      job.options.pipeline = sh.interleaved ? PipelineKind::Interleaved : PipelineKind::OneFOneB;
+      job.options.overlap = {overlap, overlap, overlap, overlap ? 2 : 1};
+      job.parallel.zero_stage = overlap ? 2 : 1;
+      job.options.iterations = 2;
+      INFO("pp " << sh.pp << " vpp " << sh.vpp << " M " << sh.micro_batches << " overlap " << overlap);
+      const Schedule s = lower(job);
+      const auto v = validate(s);
+      for (const auto& x : v) INFO(describe(x));
+      CHECK(v.empty());
+      ValidateOptions per_rank;
+      per_rank.use_symmetry = false;
+      CHECK(validate(s, per_rank).empty());
+    }
+  }
+}

@@ -51,6 +51,17 @@ TEST_CASE("interleaved: P=4, V=2, M=8 by hand", "[schedules][pipeline]") {
         "F0c0 F1c0 F2c0 F3c0 F0c1 F1c1 F2c1 F3c1 F4c0 F5c0 "
         "F6c0 B0c1 F7c0 B1c1 F4c1 B2c1 F5c1 B3c1 F6c1 B0c0 F7c1 B1c0 "
         "B2c0 B3c0 B4c1 B5c1 B6c1 B7c1 B4c0 B5c0 B6c0 B7c0");
+  // rank 1: warm-up (4−2)·2 + 4 = 8
+  CHECK(render(pipeline_order(k, 4, 2, 8, 1)) ==
+        "F0c0 F1c0 F2c0 F3c0 F0c1 F1c1 F2c1 F3c1 "
+        "F4c0 B0c1 F5c0 B1c1 F6c0 B2c1 F7c0 B3c1 F4c1 B0c0 F5c1 B1c0 F6c1 B2c0 F7c1 B3c0 "
+        "B4c1 B5c1 B6c1 B7c1 B4c0 B5c0 B6c0 B7c0");
+  // rank 2: warm-up (4−3)·2 + 4 = 6
+  CHECK(render(pipeline_order(k, 4, 2, 8, 2)) ==
+        "F0c0 F1c0 F2c0 F3c0 F0c1 F1c1 "
+        "F2c1 B0c1 F3c1 B1c1 F4c0 B2c1 F5c0 B3c1 F6c0 B0c0 F7c0 B1c0 F4c1 B2c0 F5c1 B3c0 "
+        "F6c1 B4c1 F7c1 B5c1 "
+        "B6c1 B7c1 B4c0 B5c0 B6c0 B7c0");
   // rank 3: warm-up 0 + 4 = 4
   CHECK(render(pipeline_order(k, 4, 2, 8, 3)) ==
         "F0c0 F1c0 F2c0 F3c0 "

@@ -2,6 +2,7 @@
 // (memory-bound ops with launch overhead off, so seconds = bytes / HBM bandwidth).
 #pragma once
 
+#include <algorithm>
 #include <initializer_list>
 #include <string>
 #include <vector>
@@ -100,5 +101,55 @@ inline schedules::Schedule make_schedule(schedules::Layout layout, std::vector<s
 }
 
 inline topology::ClusterSpec tiny_cluster() { return config::load_cluster("tiny-2tier"); }
+
+} // namespace twinscale::sim::test
+
+namespace twinscale::sim::test {
+
+/// Megatron-LM's (interleaved) 1F1B order on pipeline rank `s` of `p`, `v` model chunks,
+/// `m` micro-batches (m % p == 0 when v > 1), as a program: forward (tf per chunk) and
+/// backward (tb per chunk) compute ops, activations/gradients as 0-byte sends and
+/// receives, one stream per direction (PpRecv: from previous, TpComm: from next,
+/// PpSend: to next, DpComm: to previous).
+inline schedules::Program pipeline_program(int64_t s, int64_t p, int64_t v, int64_t m, double tf, double tb,
+                                           double hbm_bw, double p2p_bytes = 0) {
+  ProgramBuilder b;
+  const int64_t total = m * v;
+  const int64_t warmup =
+      std::min(total, v == 1 ? p - s - 1 : (p - s - 1) * 2 + (v - 1) * p);
+  auto chunk_of = [&](int64_t k, bool fwd) {
+    const int64_t c = (k % (p * v)) / p;
+    return fwd ? c : v - 1 - c;
+  };
+  auto mb_of = [&](int64_t k) { return v == 1 ? k : (k / (p * v)) * p + k % p; };
+  const auto prev = static_cast<int32_t>((s - 1 + p) % p), next = static_cast<int32_t>((s + 1) % p);
+  std::vector<std::vector<uint32_t>> fwd_op(static_cast<size_t>(m), std::vector<uint32_t>(static_cast<size_t>(v)));
+  auto forward = [&](int64_t k) {
+    const int64_t c = chunk_of(k, true), mb = mb_of(k), vs = c * p + s;
+    std::vector<uint32_t> deps;
+    if (vs > 0) deps.push_back(b.add(p2p(OpKind::Recv, prev, p2p_bytes, Stream::PpRecv)));
+    Op f = compute(tf, hbm_bw, Phase::Forward, static_cast<int32_t>(mb));
+    f.labels.chunk = static_cast<int32_t>(c);
+    const uint32_t id = b.add_deps(f, deps);
+    fwd_op[static_cast<size_t>(mb)][static_cast<size_t>(c)] = id;
+    if (vs < p * v - 1) b.add(p2p(OpKind::Send, next, p2p_bytes, Stream::PpSend), {id});
+  };
+  auto backward = [&](int64_t k) {
+    const int64_t c = chunk_of(k, false), mb = mb_of(k), vs = c * p + s;
+    std::vector<uint32_t> deps{fwd_op[static_cast<size_t>(mb)][static_cast<size_t>(c)]};
+    if (vs < p * v - 1) deps.push_back(b.add(p2p(OpKind::Recv, next, p2p_bytes, Stream::TpComm)));
+    Op bw = compute(tb, hbm_bw, Phase::Backward, static_cast<int32_t>(mb));
+    bw.labels.chunk = static_cast<int32_t>(c);
+    const uint32_t id = b.add_deps(bw, deps);
+    if (vs > 0) b.add(p2p(OpKind::Send, prev, p2p_bytes, Stream::DpComm), {id});
+  };
+  for (int64_t k = 0; k < warmup; ++k) forward(k);
+  for (int64_t i = 0; i < total - warmup; ++i) {
+    forward(warmup + i);
+    backward(i);
+  }
+  for (int64_t k = total - warmup; k < total; ++k) backward(k);
+  return b.take();
+}
 
 } // namespace twinscale::sim::test

@@ -55,6 +55,27 @@ TEST_CASE("analysis: megascale-ampere at 12,288 GPUs matches the hand calculatio
   }
 }
 
+TEST_CASE("analysis: the aggregation and spine tiers are sized to the populated pods", "[analysis]") {
+  // megascale-ampere with 256 GPUs: 32 servers = 1 group → 8 ToRs, 8 pods of one ToR.
+  // A ToR's 32 uplinks fit one aggregation switch (32 down ports) → 1 agg per pod with
+  // 32 parallel links; 1 spine plane: 8 aggs × 32 uplinks = 256 links → 4 spines.
+  const Fabric f = preset_fabric("megascale-ampere", 256);
+  const FabricAnalysis a = analyze(f);
+  CHECK(f.shape().aggs_per_pod == 1);
+  CHECK(f.shape().links_per_agg == 32);
+  CHECK(a.tors == 8);
+  CHECK(a.aggs == 8);
+  CHECK(a.spines == 4);
+  CHECK(f.shape().links_per_spine == 8);
+  CHECK(a.bisection_bw_bytes_per_s == Approx(256 * 25e9 / 2));
+  // route() sends cross-rail traffic over the spine (8 links); the graph has a shorter
+  // way through the NVSwitch to a GPU of the destination's rail (6 links, as PXN does).
+  CHECK(a.route_diameter_links == 8);
+  CHECK(a.diameter_links == 6);
+  // at 12,288 GPUs a pod holds 24 ToRs: 24 × 32 links need all 32 aggs, 1 link each
+  CHECK(preset_fabric("megascale-ampere", 12288).shape().links_per_agg == 1);
+}
+
 TEST_CASE("analysis: single-rail unsplit halves the servers' share of the ToR", "[analysis]") {
   const FabricAnalysis a = analyze(preset_fabric("megascale-ampere-single-rail", 12288));
   // 4 servers per ToR → 384 ToRs; 200G NICs on whole 400G ports: ToR down:up = 0.5
@@ -74,7 +95,7 @@ TEST_CASE("analysis: graph BFS diameter agrees with route() on the small fabrics
   CHECK(two.route_diameter_links == 6);
   const FabricAnalysis three = analyze(preset_fabric("tiny-3tier"));
   CHECK(three.diameter_links == 8);
-  CHECK(three.switches == 8 + 16 + 8);
+  CHECK(three.switches == 8 + 8 + 4);
   // two blocks: a rail's NICs are split over two pods, joined only through spines
   for (const RailSummary& r : three.rails_summary) CHECK(r.plane_components == 2);
 }
@@ -84,4 +105,46 @@ TEST_CASE("graph view: two directed edges per link", "[analysis]") {
   const FabricGraph g = make_graph_view(f);
   CHECK(boost::num_vertices(g) == f.vertices().size());
   CHECK(boost::num_edges(g) == 2 * f.links().size());
+}
+
+TEST_CASE("analysis: 16,384 GPUs fill one block of megascale-ampere exactly", "[analysis]") {
+  // 2,048 servers = 32 groups = 32 ToRs per rail pod (the aggregation down ports)
+  const Fabric f = preset_fabric("megascale-ampere", 16384);
+  const FabricAnalysis a = analyze(f);
+  CHECK(f.shape().blocks == 1);
+  CHECK(a.tors == 256);
+  CHECK(a.aggs == 256);
+  CHECK(a.spines == 128);
+  CHECK(a.tiers_summary[2].oversubscription == Approx(1.0));
+  CHECK(a.bisection_bw_bytes_per_s == Approx(16384 * 25e9 / 2));
+  CHECK(a.diameter_links == 8);
+}
+
+TEST_CASE("analysis: dgx-a100-superpod preset", "[analysis]") {
+  // 140 servers, 20 per leaf (40 × 200G at 1:1, whole ports) → 7 groups × 8 rails = 56
+  // ToRs; 8 rail pods of 7 ToRs × 20 uplinks over 20-down aggs → 10 aggs per pod with 2
+  // links each = 80; 10 planes: 8 pods × 20 uplinks on 40-port spines → 4 spines, 5 links.
+  const FabricAnalysis a = analyze(preset_fabric("dgx-a100-superpod"));
+  CHECK(a.servers == 140);
+  CHECK(a.tors == 56);
+  CHECK(a.aggs == 80);
+  CHECK(a.spines == 40);
+  CHECK(a.bisection_bw_bytes_per_s == Approx(1120 * 25e9 / 2));
+}
+
+TEST_CASE("analysis: the largest megascale-ampere fabric (131,072 GPUs)", "[analysis][slow]") {
+  const Fabric f = preset_fabric("megascale-ampere", 131072);
+  const FabricAnalysis a = analyze(f);
+  CHECK(f.shape().blocks == 8);
+  CHECK(f.shape().pods == 64);
+  CHECK(a.tors == 2048);
+  CHECK(a.aggs == 2048);
+  CHECK(a.spines == 32 * 32); // 64 pods × 32 uplinks per plane = 2,048 links / 64 ports
+  CHECK(f.shape().links_per_spine == 1);
+  CHECK(a.diameter_links == 8);
+  std::vector<Hop> path;
+  for (int64_t g = 0; g < f.gpus(); g += 997) {
+    f.route(g, f.gpus() - 1 - g, static_cast<uint64_t>(g), 1, EcmpPolicy::Hash, path);
+    REQUIRE(twinscale::topology::test::walk(f, g, path) == f.gpu_vertex(f.gpus() - 1 - g));
+  }
 }

@@ -32,13 +32,17 @@ TEST_CASE("tiny-3tier: counts follow the Clos arithmetic", "[fabric]") {
   CHECK(s.tors == 8);
   CHECK(s.blocks == 2);
   CHECK(s.pods == 4);
-  CHECK(s.aggs_per_pod == 4);
-  CHECK(s.aggs == 16);
-  CHECK(s.spine_planes == 4);
+  // pods hold 2 ToRs × 4 uplinks = 8 links ≤ 4 agg down ports × 2 aggs → 2 aggs per
+  // pod with 2 parallel links from each ToR
+  CHECK(s.aggs_per_pod == 2);
+  CHECK(s.links_per_agg == 2);
+  CHECK(s.aggs == 8);
+  CHECK(s.spine_planes == 2);
+  // a plane: 4 pods × 4 agg uplinks = 16 links over 8-port spines → 2 spines, 2 links each
   CHECK(s.spines_per_plane == 2);
-  CHECK(s.spines == 8);
+  CHECK(s.spines == 4);
   CHECK(s.links_per_spine == 2);
-  CHECK(f.links().size() == 64 + 64 + 64 + 8 * 4 + 16 * 4);
+  CHECK(f.links().size() == 64 + 64 + 64 + 8 * 4 + 8 * 4);
 }
 
 TEST_CASE("wiring: GPU i uses NIC i mod nics on rail nic mod rails", "[fabric]") {
@@ -91,7 +95,7 @@ TEST_CASE("route: hashing is deterministic and uses every uplink", "[fabric][ecm
     for (size_t i = 0; i < a.size(); ++i) CHECK(a[i].link == b[i].link);
     first_up.insert(a[2].link);
   }
-  CHECK(first_up.size() == static_cast<size_t>(f.shape().aggs_per_pod));
+  CHECK(first_up.size() == static_cast<size_t>(f.shape().tor_up_ports));
 }
 
 TEST_CASE("names: every vertex and link name round-trips", "[fabric][names]") {
@@ -112,12 +116,16 @@ TEST_CASE("names: every vertex and link name round-trips", "[fabric][names]") {
   const Fabric f = preset_fabric("tiny-3tier");
   CHECK(f.find_server("server7") == 7);
   CHECK_FALSE(f.find_server("server8"));
+  CHECK_FALSE(f.find_server("server07"));
+  CHECK_FALSE(f.find_server("server-1"));
   CHECK(f.find_gpu("server2.gpu3") == 19);
   CHECK_FALSE(f.find_gpu("server2.gpu8"));
   CHECK_FALSE(f.find_gpu("server2.nic3"));
   CHECK(f.find_link("server0.nic0-tor0.r0") == f.find_link("server0.nic0-tor0.r0#0"));
   CHECK_FALSE(f.find_link("server0.nic0-tor0.r1"));
-  CHECK_FALSE(f.find_link("tor0.r0-agg0.pod0.r0#1"));
+  CHECK(f.find_link("tor0.r0-agg0.pod0.r0#1"));
+  CHECK_FALSE(f.find_link("tor0.r0-agg0.pod0.r0#2"));
+  CHECK_FALSE(f.find_link("tor0.r0-agg0.pod1.r0")); // another block's pod
   CHECK_FALSE(f.find_link("garbage"));
   CHECK_FALSE(f.find_vertex("tor9.r0"));
   CHECK(f.link_name(*f.find_link("agg1.pod1.r0-spine3#1")) == "agg1.pod1.r0-spine3#1");
@@ -192,4 +200,18 @@ TEST_CASE("spread: fractions cover exactly the links hashing can use, one flow p
         CHECK(hashed_links == spread_links);
       }
   }
+}
+
+TEST_CASE("route IdealSpread: one ToR's flows with equal ids share its uplinks evenly", "[fabric][ecmp]") {
+  const Fabric f = preset_fabric("tiny-3tier"); // a ToR: 8 NIC ports below, 4 uplinks
+  std::map<uint32_t, int> per_uplink;
+  std::vector<Hop> path;
+  for (int64_t g = 0; g < 16; ++g) {
+    if (f.rail_of_gpu(g) != 0) continue; // the 8 GPUs behind tor0.r0
+    f.route(g, 32 + g, 0, 0, EcmpPolicy::IdealSpread, path);
+    REQUIRE(path.size() == 8);
+    ++per_uplink[path[2].link];
+  }
+  CHECK(per_uplink.size() == 4);
+  for (const auto& [link, n] : per_uplink) CHECK(n == 2);
 }

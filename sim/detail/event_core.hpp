@@ -1,0 +1,71 @@
+// The event core shared by both backends: compute ops progressing on GPUs and timers of
+// closed-form communication, in one queue ordered by (time, insertion).
+//
+// Compute ops of one GPU share it equally (processor sharing: kernels of different
+// streams); a GPU computes at speed × 1 / (1 + nccl_compute_slowdown) while the rank's
+// NCCL kernels move data, where speed is 1 or the factor of a fault plan's slowdown
+// (events added with add_speed_change). Rates are re-derived and completions
+// rescheduled whenever any of that changes, so slowdowns apply exactly to the overlap.
+#pragma once
+
+#include <cstdint>
+#include <queue>
+#include <vector>
+
+#include "sim/detail/backend.hpp"
+
+namespace twinscale::sim::detail {
+
+class EventCore {
+public:
+  EventCore(CompletionListener& listener, size_t slots, double nccl_compute_slowdown);
+
+  double now() const { return now_; }
+  void set_now(double t) { now_ = t; }
+  void start_compute(int32_t slot, uint32_t op, double seconds);
+  void set_comm_active(int32_t slot, bool active);
+  void add_timer(double at, uint32_t comm_id);
+  /// From `at` on, `slot`'s GPU computes at `speed` (1 = nominal).
+  void add_speed_change(double at, int32_t slot, double speed);
+
+  bool empty() const { return queue_.empty(); }
+  double next_time() const { return queue_.top().time; }
+  /// Pops the next event, sets now() to its time and reports it to the listener.
+  void dispatch_next();
+
+private:
+  enum class Kind : uint8_t { Compute, Timer, Speed };
+  struct Event {
+    double time;
+    uint64_t seq;
+    Kind kind;
+    int32_t slot;
+    uint32_t id;       // op (compute), comm id (timer)
+    uint64_t version;  // compute: valid only if equal to the slot's version
+    double speed;      // speed change
+    bool operator>(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
+  };
+  struct Running {
+    uint32_t op;
+    double remaining_s; // nominal seconds left
+  };
+  struct Gpu {
+    std::vector<Running> running;
+    double since = 0;
+    uint64_t version = 0;
+    bool comm_active = false;
+    double speed = 1;
+  };
+  double rate(const Gpu& g) const;
+  void advance(Gpu& g);
+  void reschedule(int32_t slot);
+
+  CompletionListener& listener_;
+  double slowdown_;
+  double now_ = 0;
+  uint64_t seq_ = 0;
+  std::vector<Gpu> gpus_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;
+};
+
+} // namespace twinscale::sim::detail
