@@ -32,6 +32,7 @@ struct RunArgs {
   std::string run_dir;
   int64_t shape_divisor = 1;
   bool no_verify = false;
+  bool json = false;
   backend::CheckpointOptions checkpoint;
 };
 
@@ -97,6 +98,26 @@ int run_command(const RunArgs& a) {
     std::fprintf(stderr, "twinscale run: checkpoint step %lld committed (snapshot %.6f s, waited %.6f s for the persist)\n",
                  static_cast<long long>(a.checkpoint.step), out.checkpoint.snapshot_s, out.checkpoint.persist_s);
   if (!out.report_summary.empty()) std::fprintf(stderr, "%s", out.report_summary.c_str());
+  if (a.json && out.rank == 0) {  // results of rank 0's view on stdout
+    nlohmann::json j;
+    j["world"] = out.world;
+    j["launcher"] = out.launcher;
+    j["all_ranks_completed"] = out.all_ranks_completed;
+    j["rank0"] = {{"status", std::string(backend::to_string(out.result.status))},
+                  {"ops_completed", out.result.ops_completed},
+                  {"ops_total", out.result.ops_total},
+                  {"elapsed_s", out.result.elapsed_s}};
+    j["init_phases_s"] = nlohmann::json::array();
+    for (const auto& p : out.init_phases) j["init_phases_s"].push_back({p.name, p.seconds});
+    if (a.checkpoint.step >= 0 || a.checkpoint.restore)
+      j["checkpoint"] = {{"restored_step", out.checkpoint.restored_step ? *out.checkpoint.restored_step : -1},
+                         {"committed", out.checkpoint.committed},
+                         {"snapshot_s", out.checkpoint.snapshot_s},
+                         {"persist_wait_s", out.checkpoint.persist_s},
+                         {"restore_read_s", out.checkpoint.restore_read_s},
+                         {"restore_broadcast_s", out.checkpoint.restore_broadcast_s}};
+    std::cout << j.dump(1) << std::endl;
+  }
   if (out.trace && !a.trace.empty()) {
     std::ostringstream text;
     schedules::write_chrome_trace(*out.trace, schedule, text);
@@ -221,6 +242,7 @@ void add_backend_commands(CLI::App& app, Action& action) {
   run->add_option("--checkpoint-persist-bw", args->checkpoint.persist_bw_bytes_per_s,
                   "storage bandwidth the persist paces itself to, bytes/s (0: unpaced)")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
+  run->add_flag("--json", args->json, "rank 0 prints its outcome as JSON on stdout");
   run->add_flag("--no-verify", args->no_verify, "CPU device: do not check received data");
   auto cmp = std::make_shared<CompareArgs>();
   CLI::App* compare = app.add_subcommand("compare", "compare two traces of one schedule op by op (error per op kind and rank)");

@@ -197,3 +197,29 @@ TEST_CASE("mpi run: kill -9 during the checkpoint persist leaves the last good c
   CHECK_THAT(r.output, Catch::Contains("restored checkpoint step 1"));
   fs::remove_all(dir);
 }
+
+TEST_CASE("mpi run: bad launches and options are errors that say what would be valid") {
+  if (!backend::test::have_mpirun()) { WARN("mpirun not found"); return; }
+  auto r = shell(mpirun(2) + " " TWINSCALE_CLI " run --preset tiny-1f1b --timeout 10", 60);
+  CHECK(r.status != 0);
+  CHECK_THAT(r.output, Catch::Contains("needs 8") && Catch::Contains("-np 8"));
+  r = shell(TWINSCALE_CLI " run --synthetic 2x2 --timeout 5", 30);
+  CHECK(r.status == 1);
+  CHECK_THAT(r.output, Catch::Contains("TPxPPxDP"));
+  r = shell(TWINSCALE_CLI " run --synthetic 1x1x1 --rendezvous tcp://x", 30);
+  CHECK(r.status == 1);
+  CHECK_THAT(r.output, Catch::Contains("redis://HOST:PORT"));
+  r = shell(TWINSCALE_CLI " run --preset tiny-1f1b --synthetic 1x1x1", 30);
+  CHECK(r.status == 2);  // usage
+  r = shell(TWINSCALE_CLI " run --synthetic 1x1x1 --restore", 30);
+  CHECK(r.status == 1);
+  CHECK_THAT(r.output, Catch::Contains("--checkpoint-dir"));
+  // A one-rank run needs no launcher at all; --json gives rank 0's outcome on stdout.
+  r = shell("sh -c 'env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " TWINSCALE_CLI
+            " run --synthetic 1x1x1 --timeout 30 --json 2>/dev/null'",
+            60);
+  REQUIRE(r.status == 0);
+  const auto j = nlohmann::json::parse(r.output);
+  CHECK(j.at("all_ranks_completed") == true);
+  CHECK(j.at("rank0").at("status") == "completed");
+}
