@@ -1,5 +1,6 @@
 #include "backend/cpu_device.hpp"
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -49,17 +50,20 @@ struct CpuDevice::Impl {
   std::vector<int64_t> sequence;                // op → index on its channel
   std::unique_ptr<std::atomic<uint8_t>[]> compute_state;  // 0 pending, 1 done, 2 failed
 
-  // The compute stream: one thread running kernels in issue order.
+  // Compute streams (Compute, Data): one thread each, running kernels in issue order.
+  struct Worker {
+    std::deque<uint32_t> queue;
+    std::thread thread;
+    std::unique_ptr<detail::CpuKernels> kernels;
+  };
   std::mutex mutex;
   std::condition_variable work_cv, done_cv;
-  std::deque<uint32_t> queue;
+  std::array<Worker, schedules::kStreamCount> workers;
   uint64_t completions = 0, seen_completions = 0;
   bool stop = false;
-  std::thread worker;
-  detail::CpuKernels kernels;
 
   Impl(CpuDeviceOptions o, const detail::MpiGroups& g, double e)
-      : options(o), groups(g), epoch(e), kernels(o.max_buffer_bytes) {
+      : options(o), groups(g), epoch(e) {
     if (options.shape_divisor < 1)
       throw BackendError("CPU device: shape divisor " + std::to_string(options.shape_divisor) +
                          " must be >= 1");
@@ -67,21 +71,22 @@ struct CpuDevice::Impl {
 
   double now() const { return steady_s() - epoch; }
 
-  void worker_loop() {
+  void worker_loop(size_t stream) {
+    Worker& w = workers[stream];
     for (;;) {
       uint32_t i;
       {
         std::unique_lock lock(mutex);
-        work_cv.wait(lock, [&] { return stop || !queue.empty(); });
+        work_cv.wait(lock, [&] { return stop || !w.queue.empty(); });
         if (stop) return;
-        i = queue.front();
-        queue.pop_front();
+        i = w.queue.front();
+        w.queue.pop_front();
       }
       const Op& op = program->ops[i];
       timing[i].start_s = now();
       uint8_t outcome = 1;
       try {
-        kernels.run(op, detail::scaled_shape(op, options.shape_divisor));
+        w.kernels->run(op, detail::scaled_shape(op, options.shape_divisor));
         timing[i].end_s = now();
         timing[i].valid = true;
       } catch (const std::exception& e) {
@@ -96,6 +101,17 @@ struct CpuDevice::Impl {
       }
       done_cv.notify_all();
     }
+  }
+
+  void stop_workers() {
+    {
+      std::lock_guard lock(mutex);
+      stop = true;
+      for (Worker& w : workers) w.queue.clear();
+    }
+    work_cv.notify_all();
+    for (Worker& w : workers)
+      if (w.thread.joinable()) w.thread.join();
   }
 
   MPI_Comm comm_of(const Op& op) const {
@@ -206,14 +222,7 @@ CpuDevice::CpuDevice(CpuDeviceOptions options, const detail::MpiGroups& groups,
                      double epoch_steady_s)
     : impl_(std::make_unique<Impl>(options, groups, epoch_steady_s)) {}
 
-CpuDevice::~CpuDevice() {
-  {
-    std::lock_guard lock(impl_->mutex);
-    impl_->stop = true;
-  }
-  impl_->work_cv.notify_all();
-  if (impl_->worker.joinable()) impl_->worker.join();
-}
+CpuDevice::~CpuDevice() { impl_->stop_workers(); }
 
 void CpuDevice::prepare(const schedules::Schedule& schedule, int64_t rank) {
   Impl& d = *impl_;
@@ -233,7 +242,12 @@ void CpuDevice::prepare(const schedules::Schedule& schedule, int64_t rank) {
     const std::string ch = op_channel(schedule, rank, op);
     if (!ch.empty()) d.sequence[i] = next[ch]++;
   }
-  d.worker = std::thread([&d] { d.worker_loop(); });
+  for (const Op& op : d.program->ops) {  // one thread per compute stream in use
+    const size_t st = static_cast<size_t>(op.stream);
+    if (op.is_communication() || d.workers[st].thread.joinable()) continue;
+    d.workers[st].kernels = std::make_unique<detail::CpuKernels>(d.options.max_buffer_bytes);
+    d.workers[st].thread = std::thread([&d, st] { d.worker_loop(st); });
+  }
 }
 
 void CpuDevice::issue(uint32_t index, std::span<const uint32_t>) {
@@ -245,9 +259,9 @@ void CpuDevice::issue(uint32_t index, std::span<const uint32_t>) {
   }
   {
     std::lock_guard lock(d.mutex);
-    d.queue.push_back(index);
+    d.workers[static_cast<size_t>(op.stream)].queue.push_back(index);
   }
-  d.work_cv.notify_one();
+  d.work_cv.notify_all();
 }
 
 OpStatus CpuDevice::poll(uint32_t index) {
@@ -292,13 +306,7 @@ std::vector<OpTiming> CpuDevice::timings() {
 
 void CpuDevice::abort() {
   Impl& d = *impl_;
-  {
-    std::lock_guard lock(d.mutex);
-    d.stop = true;
-    d.queue.clear();
-  }
-  d.work_cv.notify_all();
-  if (d.worker.joinable()) d.worker.join();
+  d.stop_workers();
   // Outstanding MPI requests towards dead or hung peers are abandoned (not freed: a
   // request of a non-blocking collective cannot be cancelled).
   for (auto& st : d.comm)

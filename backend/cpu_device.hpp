@@ -1,5 +1,6 @@
-// The CPU device: real processes under mpirun, real bytes. Compute ops run on a compute
-// thread (Eigen, fp32, shapes divided by shape_divisor); communication ops are
+// The CPU device: real processes under mpirun, real bytes. Compute ops run on one thread
+// per compute stream (Compute, and Data for asynchronous loading; Eigen, fp32, shapes
+// divided by shape_divisor); communication ops are
 // non-blocking MPI operations (MPI_Iallreduce, MPI_Isend, …) on the rank's group
 // communicators, progressed by MPI_Test from the executor's thread — so communication
 // overlaps compute wherever the schedule allows. Results of every collective and

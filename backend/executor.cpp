@@ -17,6 +17,7 @@ std::string_view to_string(RunStatus s) {
   case RunStatus::Completed: return "completed";
   case RunStatus::TimedOut: return "timed_out";
   case RunStatus::OpFailed: return "op_failed";
+  case RunStatus::Aborted: return "aborted";
   }
   TWINSCALE_ASSERT(false, "unknown RunStatus");
 }
@@ -104,7 +105,8 @@ RankResult Executor::run() {
   const double t_begin = device_.now_s();
   double last_progress = t_begin;
   uint32_t done_count = 0;
-  bool failed = false;
+  bool failed = false, aborted = false;
+  double last_abort_check = t_begin;
   while (done_count < n && !failed) {
     bool progressed = false;
     // Issue every op that became ready; repeat until a pass issues nothing, because
@@ -164,6 +166,13 @@ RankResult Executor::run() {
           overdue = true;
       if (overdue) break;
     }
+    if (options_.should_abort && now - last_abort_check > options_.abort_poll_s) {
+      last_abort_check = now;
+      if (options_.should_abort()) {
+        aborted = true;
+        break;
+      }
+    }
     device_.wait_for_progress(std::min(options_.idle_wait_s, options_.timeout_s));
   }
   const double t_end = device_.now_s();
@@ -171,6 +180,7 @@ RankResult Executor::run() {
   result.ops_completed = done_count;
   result.status = done_count == n ? RunStatus::Completed
                   : failed        ? RunStatus::OpFailed
+                  : aborted       ? RunStatus::Aborted
                                   : RunStatus::TimedOut;
   if (result.status != RunStatus::Completed) {
     for (uint32_t i = 0; i < n; ++i) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -22,9 +23,15 @@ struct ExecutorOptions {
   double timeout_s = 60;
   /// Longest idle sleep between two progress checks (no busy spinning).
   double idle_wait_s = 200e-6;
+  /// Polled about every `abort_poll_s` while idle: true when another rank has given up
+  /// (the runner's abort flag), so that this rank stops at once instead of waiting out
+  /// its own timeout on peers that are themselves stuck.
+  std::function<bool()> should_abort;
+  double abort_poll_s = 5e-3;
 };
 
-enum class RunStatus : uint8_t { Completed, TimedOut, OpFailed };
+/// Aborted: stopped because another rank timed out or failed (its abort flag).
+enum class RunStatus : uint8_t { Completed, TimedOut, OpFailed, Aborted };
 std::string_view to_string(RunStatus);
 
 /// An op this rank issued and that has not completed: what it waits for (M19).

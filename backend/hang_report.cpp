@@ -27,10 +27,10 @@ E parse_enum(const std::string& name, int count, const std::string& path, const 
 }
 
 RunStatus parse_status(const std::string& name, const std::string& path) {
-  for (RunStatus s : {RunStatus::Completed, RunStatus::TimedOut, RunStatus::OpFailed})
+  for (RunStatus s : {RunStatus::Completed, RunStatus::TimedOut, RunStatus::OpFailed, RunStatus::Aborted})
     if (to_string(s) == name) return s;
   throw BackendError("rank state " + path + ": \"status\" has unknown value \"" + name +
-                     "\"; valid: completed, timed_out, op_failed");
+                     "\"; valid: completed, timed_out, op_failed, aborted");
 }
 
 std::string rank_file(const std::string& dir, int64_t rank) {
@@ -75,6 +75,8 @@ void write_rank_state(const std::string& dir, const RankState& st) {
                             {"sequence", p.sequence},
                             {"peers", p.peers},
                             {"waiting_s", p.waiting_s}});
+  j["init_phases"] = json::array();
+  for (const InitPhase& p : st.init_phases) j["init_phases"].push_back({p.name, p.seconds});
   j["events"] = json::array();
   for (const schedules::TraceEvent& e : st.events)
     j["events"].push_back({e.op_index, e.start_s, e.end_s, e.failed});
@@ -113,6 +115,8 @@ RankState read_rank_state(const std::string& path) {
       p.waiting_s = w.at("waiting_s").get<double>();
       st.waiting.push_back(std::move(p));
     }
+    if (j.contains("init_phases"))
+      for (const json& p : j.at("init_phases")) st.init_phases.push_back({p.at(0).get<std::string>(), p.at(1).get<double>()});
     for (const json& e : j.at("events")) {
       schedules::TraceEvent ev;
       ev.rank = st.rank;

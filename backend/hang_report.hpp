@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backend/executor.hpp"
+#include "backend/rendezvous.hpp"
 
 namespace twinscale::backend {
 
@@ -25,6 +26,7 @@ struct RankState {
   std::vector<PendingOp> waiting;
   std::map<std::string, int64_t> issued;
   std::vector<schedules::TraceEvent> events;
+  std::vector<InitPhase> init_phases;  // this rank's start-up, phase by phase
 };
 
 /// Writes <dir>/rank-<r>.json atomically (temp file, fsync, rename).

@@ -1,10 +1,13 @@
 #include "backend/runner.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <tuple>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <thread>
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include <mpi.h>
@@ -44,6 +47,76 @@ std::string host_name() {
   return buf;
 }
 
+void restore_checkpoint(const CheckpointOptions& ck, const schedules::Layout& layout, int rank, MPI_Comm dp,
+                        double timeout_s, CheckpointOutcome& out) {
+  // Rank 0 picks the step, so that every rank restores the same one.
+  long long step = -1;
+  if (rank == 0) step = latest_complete_step(ck.dir).value_or(-1);
+  MPI_Request req;
+  MPI_Ibcast(&step, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD, &req);
+  if (!wait_with_timeout(req, timeout_s)) throw BackendError("--restore: no step from rank 0 within the timeout");
+  if (step < 0) throw BackendError("--restore: no complete checkpoint (a step-N directory with its manifest) in " + ck.dir);
+  const schedules::RankCoord c = layout.coord(rank);
+  const Manifest m = read_manifest(ck.dir, step);
+  if (m.tp != layout.tp || m.pp != layout.pp)
+    throw BackendError("--restore: checkpoint step " + std::to_string(step) + " in " + ck.dir + " has tp " +
+                       std::to_string(m.tp) + " pp " + std::to_string(m.pp) + ", the run has tp " +
+                       std::to_string(layout.tp) + " pp " + std::to_string(layout.pp));
+  const auto it = std::find_if(m.shards.begin(), m.shards.end(),
+                               [&](const ShardInfo& s) { return s.tp == c.tp && s.pp == c.pp; });
+  if (it == m.shards.end())
+    throw BackendError("--restore: checkpoint step " + std::to_string(step) + " has no shard tp" +
+                       std::to_string(c.tp) + " pp" + std::to_string(c.pp));
+  std::vector<uint8_t> data;
+  double t = steady_s();
+  if (c.dp == 0) data = read_shard(ck.dir, step, *it);  // the DP group's one reader
+  else data.resize(it->bytes);
+  out.restore_read_s = steady_s() - t;
+  t = steady_s();
+  MPI_Ibcast(data.data(), static_cast<int>(data.size()), MPI_BYTE, 0, dp, &req);
+  if (!wait_with_timeout(req, timeout_s))
+    throw BackendError("--restore: the DP group's broadcast of the checkpoint did not finish within the timeout");
+  out.restore_broadcast_s = steady_s() - t;
+  if (data != synthetic_state(c.tp, c.pp, step, data.size()))
+    throw BackendError("--restore: rank " + std::to_string(rank) + " restored state that differs from step " +
+                       std::to_string(step) + "'s");
+  out.restored_step = step;
+}
+
+/// After every shard is persisted: gather sizes and checksums on rank 0, which writes
+/// the manifest last. Returns whether this rank knows the manifest was written.
+bool commit_checkpoint(const CheckpointOptions& ck, const schedules::Layout& layout, int rank,
+                       const ShardPersist* persist, double timeout_s) {
+  const schedules::RankCoord c = layout.coord(rank);
+  unsigned long long mine[4] = {static_cast<unsigned long long>(c.tp), static_cast<unsigned long long>(c.pp), 0, 0};
+  if (persist) {
+    mine[2] = persist->data().size();
+    mine[3] = fnv1a(persist->data().data(), persist->data().size());
+  }
+  const int size = static_cast<int>(layout.world());
+  std::vector<unsigned long long> all(rank == 0 ? 4 * static_cast<size_t>(size) : 0);
+  MPI_Request req;
+  MPI_Igather(mine, 4, MPI_UNSIGNED_LONG_LONG, all.data(), 4, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD, &req);
+  if (!wait_with_timeout(req, timeout_s)) return false;
+  int ok = 1;
+  if (rank == 0) {
+    Manifest m;
+    m.step = ck.step;
+    m.tp = layout.tp;
+    m.pp = layout.pp;
+    m.dp = layout.dp;
+    for (int r = 0; r < size; ++r)
+      if (layout.coord(r).dp == 0)
+        m.shards.push_back({static_cast<int64_t>(all[4 * r]), static_cast<int64_t>(all[4 * r + 1]), all[4 * r + 2],
+                            all[4 * r + 3]});
+    std::sort(m.shards.begin(), m.shards.end(),
+              [](const ShardInfo& a, const ShardInfo& b) { return std::tie(a.pp, a.tp) < std::tie(b.pp, b.tp); });
+    write_manifest(ck.dir, m);  // last: the step exists from now on
+  }
+  MPI_Ibcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD, &req);
+  return wait_with_timeout(req, timeout_s) && ok == 1;
+}
+
 } // namespace
 
 RunOutcome run_schedule(const schedules::Schedule& schedule, const RunOptions& options) {
@@ -54,6 +127,13 @@ RunOutcome run_schedule(const schedules::Schedule& schedule, const RunOptions& o
   const LaunchEnv env = detect_launch_env();
   out.launcher = env.launcher;
 
+  // An executable that also links SimGrid may bind MPI_* to SMPI's copies in
+  // libsimgrid (they share names): refuse clearly instead of crashing inside SimGrid.
+  Dl_info where{};
+  if (::dladdr(reinterpret_cast<void*>(&MPI_Init_thread), &where) && where.dli_fname &&
+      std::string(where.dli_fname).find("simgrid") != std::string::npos)
+    throw BackendError(std::string("MPI_Init_thread resolves to ") + where.dli_fname +
+                       " (SimGrid's SMPI), not to the MPI library: link twinscale_backend before twinscale_sim");
   double t = steady_s();
   int initialised = 0;
   MPI_Initialized(&initialised);
@@ -81,11 +161,11 @@ RunOutcome run_schedule(const schedules::Schedule& schedule, const RunOptions& o
   // Rendezvous through the store (M9): every rank registers, then waits only for its
   // own groups' members (no global barrier).
   std::unique_ptr<detail::RedisStore> store;
+  std::string prefix = options.rendezvous.prefix;
   if (options.rendezvous.kind == RendezvousSpec::Kind::Redis) {
     t = steady_s();
     store = std::make_unique<detail::RedisStore>(options.rendezvous.host, options.rendezvous.port,
                                                  options.executor.timeout_s);
-    std::string prefix = options.rendezvous.prefix;
     if (prefix.empty()) {  // one key namespace per run, chosen by rank 0
       char id[64] = {};
       if (rank == 0) std::snprintf(id, sizeof id, "twinscale:%s:%ld", host_name().c_str(), static_cast<long>(::getpid()));
@@ -101,6 +181,16 @@ RunOutcome run_schedule(const schedules::Schedule& schedule, const RunOptions& o
 
   detail::MpiGroups groups(schedule.layout, rank, MPI_COMM_WORLD, options.group_init);
   for (const InitPhase& p : groups.phases()) out.init_phases.push_back(p);
+
+  if (rank == 0 && !options.run_dir.empty()) {  // a run directory reused: clear the last run's files
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    fs::create_directories(options.run_dir, ec);
+    for (const char* name : {"abort", "report.json"}) fs::remove(fs::path(options.run_dir) / name, ec);
+    for (int r = 0; r < size; ++r)
+      for (const char* ext : {".json", ".started"})
+        fs::remove(fs::path(options.run_dir) / ("rank-" + std::to_string(r) + ext), ec);
+  }
 
   // The common epoch: rank 0's clock when every rank has passed a barrier (exact on
   // one host, where steady_clock is shared; across hosts it is off by their offset).
@@ -129,16 +219,57 @@ RunOutcome run_schedule(const schedules::Schedule& schedule, const RunOptions& o
     device = std::make_unique<CpuDevice>(options.cpu, groups, epoch);
   } else {
 #ifdef TWINSCALE_HAVE_CUDA
-    t = steady_s();
-    device = make_cuda_device(schedule, rank, store.get(), epoch, options.executor.timeout_s);
-    out.init_phases.push_back({"nccl_init", steady_s() - t});
+    // NCCL unique ids travel through the store when there is one (M9), else MPI.
+    BroadcastFromRoot broadcast = [&](void* data, size_t bytes, const std::string& key) {
+      if (store) {
+        if (rank == 0) store->set(prefix + ":" + key, std::string(static_cast<char*>(data), bytes));
+        const std::string v = store->get_wait(prefix + ":" + key);
+        if (v.size() != bytes) throw BackendError("rendezvous: value of " + key + " has the wrong size");
+        std::copy(v.begin(), v.end(), static_cast<char*>(data));
+        return;
+      }
+      MPI_Request r;
+      MPI_Ibcast(data, static_cast<int>(bytes), MPI_BYTE, 0, MPI_COMM_WORLD, &r);
+      if (!wait_with_timeout(r, options.executor.timeout_s))
+        throw BackendError("rendezvous: " + key + " not received from rank 0 within the timeout");
+    };
+    device = make_cuda_device(schedule, rank, broadcast, epoch, options.executor.timeout_s, out.init_phases);
 #else
     throw BackendError("--device cuda: this build has no CUDA device (no toolkit at configure time)");
 #endif
   }
-  Executor executor(schedule, rank, *device, options.executor);
+  // M16: restore the latest complete checkpoint (one reader per DP group, then a
+  // broadcast to the group), then stage 1 of this run's checkpoint (blocking snapshot)
+  // and stage 2 (the persist) in the background while the schedule runs.
+  const CheckpointOptions& ck = options.checkpoint;
+  const schedules::RankCoord coord = schedule.layout.coord(rank);
+  if (ck.restore) restore_checkpoint(ck, schedule.layout, rank, groups.comm(schedules::GroupKind::Dp),
+                                     options.executor.timeout_s, out.checkpoint);
+  std::unique_ptr<ShardPersist> persist;
+  std::vector<uint8_t> snapshot;
+  if (ck.step >= 0) {
+    const std::vector<uint8_t> device_state =
+        synthetic_state(coord.tp, coord.pp, ck.step, static_cast<size_t>(ck.state_bytes));
+    t = steady_s();
+    snapshot.assign(device_state.begin(), device_state.end());  // stage 1: to host memory
+    out.checkpoint.snapshot_s = steady_s() - t;
+    if (coord.dp == 0)
+      persist = std::make_unique<ShardPersist>(shard_path(ck.dir, ck.step, coord.tp, coord.pp), std::move(snapshot),
+                                               ck.persist_bw_bytes_per_s);
+  }
+
+  ExecutorOptions exec_options = options.executor;
+  const std::string abort_flag =
+      options.run_dir.empty() ? "" : (std::filesystem::path(options.run_dir) / "abort").string();
+  if (!abort_flag.empty()) {
+    exec_options.should_abort = [abort_flag] { return std::filesystem::exists(abort_flag); };
+  }
+  Executor executor(schedule, rank, *device, exec_options);
   out.result = executor.run();
   const bool completed = out.result.status == RunStatus::Completed;
+  if (!abort_flag.empty() && (out.result.status == RunStatus::TimedOut || out.result.status == RunStatus::OpFailed))
+    detail::write_file_atomically(abort_flag, "{\"rank\": " + std::to_string(rank) + ", \"status\": \"" +
+                                                  std::string(to_string(out.result.status)) + "\"}\n");
   if (!completed) groups.leak();
 
   if (!options.run_dir.empty()) {
@@ -153,6 +284,7 @@ RunOutcome run_schedule(const schedules::Schedule& schedule, const RunOptions& o
     st.waiting = out.result.waiting;
     st.issued = out.result.issued;
     st.events = out.result.events;
+    st.init_phases = out.init_phases;
     write_rank_state(options.run_dir, st);
   }
   if (!completed) {
@@ -170,6 +302,26 @@ RunOutcome run_schedule(const schedules::Schedule& schedule, const RunOptions& o
   MPI_Iallreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD, &req);
   out.all_ranks_completed =
       wait_with_timeout(req, completed ? options.executor.timeout_s : options.settle_s) && all == 1;
+
+  if (persist) {
+    t = steady_s();
+    const std::string err = persist->join();
+    out.checkpoint.persist_s = steady_s() - t;
+    if (!err.empty()) {
+      std::fprintf(stderr, "twinscale run: rank %d: checkpoint persist failed: %s\n", rank, err.c_str());
+      out.all_ranks_completed = false;  // not committed below
+    }
+  }
+  if (ck.step >= 0 && out.all_ranks_completed) {
+    out.checkpoint.committed = commit_checkpoint(ck, schedule.layout, rank, persist.get(), options.executor.timeout_s);
+    if (!out.checkpoint.committed) {
+      std::fprintf(stderr, "twinscale run: rank %d: checkpoint step %lld not committed (a rank did not report its shard)\n",
+                   rank, static_cast<long long>(ck.step));
+      out.all_ranks_completed = false;
+    }
+  } else if (ck.step >= 0 && rank == 0)
+    std::fprintf(stderr, "twinscale run: checkpoint step %lld not committed (the run did not complete)\n",
+                 static_cast<long long>(ck.step));
 
   if (out.all_ranks_completed) {
     // Gather every rank's events on rank 0 (4 doubles per event).

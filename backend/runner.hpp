@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/checkpoint.hpp"
 #include "backend/cpu_device.hpp"
 #include "backend/executor.hpp"
 #include "backend/rendezvous.hpp"
@@ -30,6 +31,16 @@ struct RunOptions {
   /// After stopping on a timeout, how long a rank waits for the other ranks' state
   /// files before it writes report.json.
   double settle_s = 1.0;
+  CheckpointOptions checkpoint;        // M16: restore before the run, persist during it
+};
+
+struct CheckpointOutcome {
+  std::optional<int64_t> restored_step;
+  double restore_read_s = 0;           // this rank's shard read (DP group readers only)
+  double restore_broadcast_s = 0;      // the broadcast inside the DP group
+  double snapshot_s = 0;               // stage 1: blocking copy to host memory
+  double persist_s = 0;                // stage 2 as seen by the run: waiting for the persist
+  bool committed = false;              // the manifest of options.checkpoint.step was written
 };
 
 struct RunOutcome {
@@ -41,6 +52,7 @@ struct RunOutcome {
   bool all_ranks_completed = false;    // every rank completed (agreed within the timeout)
   std::optional<schedules::Trace> trace;  // on rank 0 when every rank completed
   std::string report_summary;          // M19 summary, when this rank wrote report.json
+  CheckpointOutcome checkpoint;
 };
 
 /// Runs `schedule` as this process's rank. Throws BackendError for bad options or a

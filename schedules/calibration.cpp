@@ -34,7 +34,7 @@ std::string enum_names(int first, int count) {
   return out;
 }
 
-constexpr int kKernelCount = static_cast<int>(Kernel::CrossEntropy) + 1;
+constexpr int kKernelCount = static_cast<int>(Kernel::DataLoad) + 1;  // the last Kernel
 constexpr int kOpKindCount = static_cast<int>(OpKind::Recv) + 1;
 constexpr int kDTypeCount = static_cast<int>(DType::FP32) + 1;
 

@@ -114,6 +114,9 @@ double CpuKernels::run(const schedules::Op& op, const std::array<int64_t, 4>& sh
     case Kernel::Dropout:
       for (int64_t i = 0; i < n; ++i) y[i] = ((i * 2654435761u) >> 7) % 10 == 0 ? 0.0f : x[i] / 0.9f;
       break;
+    case Kernel::DataLoad:        // host → device copy of the batch (a second buffer)
+      std::copy(x.data(), x.data() + n, y.data());
+      break;
     case Kernel::CrossEntropy: {
       const int64_t row = std::min<int64_t>(n, 1024);
       float loss = 0;

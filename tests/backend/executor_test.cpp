@@ -15,6 +15,13 @@ using backend::test::FakeDevice;
 
 namespace {
 
+backend::ExecutorOptions opts(double timeout_s, double idle_s) {
+  backend::ExecutorOptions o;
+  o.timeout_s = timeout_s;
+  o.idle_wait_s = idle_s;
+  return o;
+}
+
 schedules::Schedule tiny() {
   return backend::synthetic_schedule(schedules::Layout{2, 2, 2}, {3, 16, 8, 2});
 }
@@ -26,7 +33,7 @@ TEST_CASE("executor: every op of every rank runs, in an order the semantics allo
   for (bool on_device : {false, true}) {
     for (int64_t rank = 0; rank < s.world(); ++rank) {
       FakeDevice dev(on_device);
-      backend::Executor ex(s, rank, dev, {5.0, 1e-6});
+      backend::Executor ex(s, rank, dev, opts(5.0, 1e-6));
       const backend::RankResult r = ex.run();
       const auto& prog = s.program(rank);
       INFO("rank " << rank << " on_device " << on_device);
@@ -79,7 +86,7 @@ TEST_CASE("executor: a collective that never completes times out and says what i
     }
   FakeDevice dev(false);
   dev.stuck.insert(second_tp);
-  backend::Executor ex(s, rank, dev, {0.05, 1e-3});
+  backend::Executor ex(s, rank, dev, opts(0.05, 1e-3));
   const backend::RankResult r = ex.run();
   REQUIRE(r.status == backend::RunStatus::TimedOut);
   CHECK(dev.aborted);
@@ -106,7 +113,7 @@ TEST_CASE("executor: a p2p receive names its peer's global rank and direction") 
   REQUIRE(it != prog.ops.end());
   FakeDevice dev(true);
   dev.stuck.insert(static_cast<uint32_t>(it - prog.ops.begin()));
-  backend::Executor ex(s, rank, dev, {0.02, 1e-3});
+  backend::Executor ex(s, rank, dev, opts(0.02, 1e-3));
   const backend::RankResult r = ex.run();
   REQUIRE(r.status == backend::RunStatus::TimedOut);
   // Device-ordered: everything was issued; what waits is the stuck recv and what follows on streams.
@@ -115,11 +122,24 @@ TEST_CASE("executor: a p2p receive names its peer's global rank and direction") 
   CHECK(r.waiting[0].peers == std::vector<int64_t>{2});
 }
 
+TEST_CASE("executor: the abort flag stops a rank that is still waiting") {
+  const schedules::Schedule s = tiny();
+  FakeDevice dev(false);
+  dev.stuck.insert(2);
+  backend::ExecutorOptions o = opts(60.0, 1e-3);
+  o.should_abort = [] { return true; };
+  const backend::RankResult r = backend::Executor(s, 0, dev, o).run();
+  CHECK(r.status == backend::RunStatus::Aborted);
+  CHECK(r.elapsed_s < 30);
+  REQUIRE(r.waiting.size() == 1);
+  CHECK(r.waiting[0].op_index == 2);
+}
+
 TEST_CASE("executor: a failed op stops the rank with OpFailed") {
   const schedules::Schedule s = tiny();
   FakeDevice dev(false);
   dev.failing.insert(3);
-  backend::Executor ex(s, 0, dev, {5.0, 1e-6});
+  backend::Executor ex(s, 0, dev, opts(5.0, 1e-6));
   const backend::RankResult r = ex.run();
   CHECK(r.status == backend::RunStatus::OpFailed);
   CHECK(r.failed_ops == std::vector<uint32_t>{3});

@@ -1,0 +1,152 @@
+#include "backend/trace_compare.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <regex>
+
+#include "backend/detail/cpu_kernels.hpp"
+#include "schedules/error.hpp"
+
+namespace twinscale::backend {
+
+using schedules::TraceRecord;
+
+namespace {
+
+struct Span {
+  double first = std::numeric_limits<double>::infinity();
+  double last = -std::numeric_limits<double>::infinity();
+  void add(const TraceRecord& r) {
+    first = std::min(first, r.start_s);
+    last = std::max(last, r.start_s + r.duration_s);
+  }
+  double length() const { return last > first ? last - first : 0; }
+};
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+} // namespace
+
+TraceComparison compare_traces(const std::vector<TraceRecord>& a, const std::string& a_path,
+                               const std::vector<TraceRecord>& b, const std::string& b_path) {
+  std::map<std::pair<int64_t, uint32_t>, const TraceRecord*> in_b;
+  for (const TraceRecord& r : b) in_b[{r.rank, r.op_index}] = &r;
+  TraceComparison c;
+  struct Acc {
+    std::vector<double> rel;
+    double a_sum = 0, b_sum = 0;
+  };
+  std::map<std::string, Acc> kinds;
+  std::map<int64_t, std::pair<Span, Span>> ranks;
+  std::map<int64_t, int64_t> rank_ops;
+  Span all_a, all_b;
+  std::map<std::pair<int64_t, uint32_t>, bool> used_b;
+  for (const TraceRecord& ra : a) {
+    all_a.add(ra);
+    auto it = in_b.find({ra.rank, ra.op_index});
+    if (it == in_b.end() || ra.failed || it->second->failed) {
+      ++c.only_a;
+      continue;
+    }
+    const TraceRecord& rb = *it->second;
+    used_b[{rb.rank, rb.op_index}] = true;
+    if (ra.kind != rb.kind || ra.name != rb.name)
+      throw schedules::ScheduleError("compare: rank " + std::to_string(ra.rank) + " op " + std::to_string(ra.op_index) +
+                                     " is " + std::string(schedules::to_string(ra.kind)) + " \"" + ra.name + "\" in " +
+                                     a_path + " but " + std::string(schedules::to_string(rb.kind)) + " \"" + rb.name +
+                                     "\" in " + b_path + ": the traces are not of the same schedule");
+    ++c.matched;
+    Acc& k = kinds[std::string(schedules::to_string(ra.kind))];
+    k.a_sum += ra.duration_s;
+    k.b_sum += rb.duration_s;
+    if (ra.duration_s > 0) k.rel.push_back((rb.duration_s - ra.duration_s) / ra.duration_s);
+    ranks[ra.rank].first.add(ra);
+    ranks[ra.rank].second.add(rb);
+    ++rank_ops[ra.rank];
+  }
+  for (const TraceRecord& rb : b) {
+    all_b.add(rb);
+    if (!used_b.count({rb.rank, rb.op_index})) ++c.only_b;
+  }
+  c.a_span_s = all_a.length();
+  c.b_span_s = all_b.length();
+  for (auto& [name, acc] : kinds) {
+    KindError e;
+    e.kind = name;
+    e.ops = static_cast<int64_t>(acc.rel.size());
+    const double n = std::max<double>(1, static_cast<double>(e.ops));
+    e.a_mean_s = acc.a_sum / n;
+    e.b_mean_s = acc.b_sum / n;
+    double sum = 0, mx = 0;
+    std::vector<double> abs_rel;
+    for (double r : acc.rel) {
+      sum += r;
+      mx = std::max(mx, std::abs(r));
+      abs_rel.push_back(std::abs(r));
+    }
+    e.mean_rel_error = acc.rel.empty() ? 0 : sum / static_cast<double>(acc.rel.size());
+    e.median_abs_rel_error = median(abs_rel);
+    e.max_abs_rel_error = mx;
+    c.kinds.push_back(e);
+  }
+  for (auto& [rank, spans] : ranks) {
+    RankError e;
+    e.rank = rank;
+    e.ops = rank_ops[rank];
+    e.a_span_s = spans.first.length();
+    e.b_span_s = spans.second.length();
+    e.rel_error = e.a_span_s > 0 ? (e.b_span_s - e.a_span_s) / e.a_span_s : 0;
+    c.ranks.push_back(e);
+  }
+  return c;
+}
+
+std::string trace_source(const std::string& path) {
+  std::ifstream in(path);
+  std::string head(4096, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(in.gcount()));
+  std::smatch m;
+  if (std::regex_search(head, m, std::regex("\"source\"\\s*:\\s*\"([A-Za-z0-9_-]*)\""))) return m[1];
+  return {};
+}
+
+schedules::CalibrationTable calibrate_from_trace(const std::vector<TraceRecord>& trace, const std::string& path,
+                                                 const schedules::Schedule& schedule, const std::string& source,
+                                                 const std::string& device, int64_t shape_divisor) {
+  if (shape_divisor < 1)
+    throw schedules::ScheduleError("calibrate: --shape-divisor " + std::to_string(shape_divisor) + " must be >= 1");
+  const bool cpu = source == "cpu";
+  schedules::CalibrationBuilder builder;
+  for (const TraceRecord& r : trace) {
+    if (r.failed) continue;
+    if (r.rank < 0 || r.rank >= schedule.world() || r.op_index >= schedule.program(r.rank).ops.size())
+      throw schedules::ScheduleError("calibrate: " + path + ": event of rank " + std::to_string(r.rank) + " op " +
+                                     std::to_string(r.op_index) + " is not in the schedule");
+    const schedules::Op& op = schedule.program(r.rank).ops[r.op_index];
+    const std::string& name = op.name < schedule.names.size() ? schedule.names[op.name] : std::string();
+    if (op.kind != r.kind || name != r.name)
+      throw schedules::ScheduleError("calibrate: " + path + ": rank " + std::to_string(r.rank) + " op " +
+                                     std::to_string(r.op_index) + " is \"" + r.name + "\" in the trace but \"" + name +
+                                     "\" in the schedule: the trace is of another schedule");
+    if (!op.is_communication()) {
+      const auto shape = cpu ? detail::scaled_shape(op, shape_divisor) : op.shape;
+      builder.add_kernel_sample(op.kernel, cpu ? schedules::DType::FP32 : op.dtype, shape, r.duration_s);
+    } else if (op.kind != schedules::OpKind::Recv) {  // a link is counted once, at its send
+      const double bytes = cpu ? detail::scaled_bytes(op, shape_divisor) : op.bytes;
+      const int64_t group = op.kind == schedules::OpKind::Send ? 2 : schedule.layout.group_size(op.group);
+      builder.add_comm_sample(op.kind, group, bytes, r.duration_s);
+    }
+  }
+  return builder.build(source, device);
+}
+
+} // namespace twinscale::backend

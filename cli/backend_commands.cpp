@@ -1,0 +1,279 @@
+// `twinscale run`: one rank of a real run (under mpirun or srun), CPU or CUDA device.
+// `twinscale compare`: two traces of one schedule, op by op.
+// `twinscale calibrate`: a real trace → the calibration table the simulator reads.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "backend/error.hpp"
+#include "backend/runner.hpp"
+#include "backend/synthetic.hpp"
+#include "backend/trace_compare.hpp"
+#include "cli/commands.hpp"
+#include "cli/job_args.hpp"
+#include "schedules/trace.hpp"
+
+namespace twinscale::cli {
+
+namespace {
+
+struct RunArgs {
+  JobArgs job;                 // JOB | --preset NAME (with --gpus, --global-batch)
+  std::string synthetic;       // or "TPxPPxDP"
+  std::string trace;
+  backend::SyntheticOptions synthetic_options;
+  std::string device = "cpu";
+  double timeout_s = 60;
+  std::string rendezvous = "mpi";
+  std::string group_init = "local";
+  std::string run_dir;
+  int64_t shape_divisor = 1;
+  bool no_verify = false;
+  bool json = false;
+  backend::CheckpointOptions checkpoint;
+};
+
+schedules::Layout parse_layout(const std::string& text) {
+  schedules::Layout l;
+  char x1 = 0, x2 = 0;
+  long long tp = 0, pp = 0, dp = 0;
+  std::istringstream in(text);
+  if (!(in >> tp >> x1 >> pp >> x2 >> dp) || x1 != 'x' || x2 != 'x' || tp < 1 || pp < 1 || dp < 1 ||
+      in.peek() != EOF)
+    throw backend::BackendError("--synthetic \"" + text + "\": expected TPxPPxDP with positive integers, e.g. 2x2x2");
+  l.tp = tp;
+  l.pp = pp;
+  l.dp = dp;
+  return l;
+}
+
+schedules::Schedule load_schedule(const JobArgs& job_args, const std::string& synthetic,
+                                  backend::SyntheticOptions so) {
+  if (!synthetic.empty()) {
+    so.tokens = so.hidden;
+    return backend::synthetic_schedule(parse_layout(synthetic), so);
+  }
+  schedules::LoweringTarget target;
+  target.check_memory = false;  // the backend runs synthetic tensors (at scaled shapes on CPUs)
+  return schedules::lower(job_args.load(), target);
+}
+
+int run_command(const RunArgs& a) {
+  backend::RunOptions o;
+  if (a.device == "cpu") o.device = backend::DeviceKind::Cpu;
+  else if (a.device == "cuda") o.device = backend::DeviceKind::Cuda;
+  else throw backend::BackendError("--device \"" + a.device + "\": valid values are cpu and cuda");
+  o.executor.timeout_s = a.timeout_s;
+  o.settle_s = std::min(1.0, a.timeout_s);
+  o.rendezvous = backend::parse_rendezvous(a.rendezvous);
+  if (a.group_init == "local") o.group_init = backend::GroupInit::Local;
+  else if (a.group_init == "global") o.group_init = backend::GroupInit::GlobalSplit;
+  else throw backend::BackendError("--group-init \"" + a.group_init + "\": valid values are local and global");
+  o.run_dir = a.run_dir;
+  o.cpu.shape_divisor = a.shape_divisor;
+  o.cpu.verify = !a.no_verify;
+  o.checkpoint = a.checkpoint;
+  if ((a.checkpoint.step >= 0 || a.checkpoint.restore) && a.checkpoint.dir.empty())
+    throw backend::BackendError("--checkpoint-step and --restore need --checkpoint-dir DIR");
+
+  const schedules::Schedule schedule = load_schedule(a.job, a.synthetic, a.synthetic_options);
+
+  const backend::RunOutcome out = backend::run_schedule(schedule, o);
+  if (out.rank == 0) {
+    std::fprintf(stderr, "twinscale run: rank 0 of %lld (%s): %s, %u/%u ops in %.3f s\n",
+                 static_cast<long long>(out.world), out.launcher.c_str(),
+                 std::string(backend::to_string(out.result.status)).c_str(), out.result.ops_completed,
+                 out.result.ops_total, out.result.elapsed_s);
+    for (const backend::InitPhase& p : out.init_phases)
+      std::fprintf(stderr, "twinscale run: init %-18s %.6f s\n", p.name.c_str(), p.seconds);
+  }
+  if (out.checkpoint.restored_step && out.rank == 0)
+    std::fprintf(stderr, "twinscale run: restored checkpoint step %lld (read %.6f s, DP broadcast %.6f s)\n",
+                 static_cast<long long>(*out.checkpoint.restored_step), out.checkpoint.restore_read_s,
+                 out.checkpoint.restore_broadcast_s);
+  if (out.checkpoint.committed && out.rank == 0)
+    std::fprintf(stderr, "twinscale run: checkpoint step %lld committed (snapshot %.6f s, waited %.6f s for the persist)\n",
+                 static_cast<long long>(a.checkpoint.step), out.checkpoint.snapshot_s, out.checkpoint.persist_s);
+  if (!out.report_summary.empty()) std::fprintf(stderr, "%s", out.report_summary.c_str());
+  if (a.json && out.rank == 0) {  // results of rank 0's view on stdout
+    nlohmann::json j;
+    j["world"] = out.world;
+    j["launcher"] = out.launcher;
+    j["all_ranks_completed"] = out.all_ranks_completed;
+    j["rank0"] = {{"status", std::string(backend::to_string(out.result.status))},
+                  {"ops_completed", out.result.ops_completed},
+                  {"ops_total", out.result.ops_total},
+                  {"elapsed_s", out.result.elapsed_s}};
+    j["init_phases_s"] = nlohmann::json::array();
+    for (const auto& p : out.init_phases) j["init_phases_s"].push_back({p.name, p.seconds});
+    if (a.checkpoint.step >= 0 || a.checkpoint.restore)
+      j["checkpoint"] = {{"restored_step", out.checkpoint.restored_step ? *out.checkpoint.restored_step : -1},
+                         {"committed", out.checkpoint.committed},
+                         {"snapshot_s", out.checkpoint.snapshot_s},
+                         {"persist_wait_s", out.checkpoint.persist_s},
+                         {"restore_read_s", out.checkpoint.restore_read_s},
+                         {"restore_broadcast_s", out.checkpoint.restore_broadcast_s}};
+    std::cout << j.dump(1) << std::endl;
+  }
+  if (out.trace && !a.trace.empty()) {
+    std::ostringstream text;
+    schedules::write_chrome_trace(*out.trace, schedule, text);
+    write_file_atomically(a.trace, text.str());
+    std::fprintf(stderr, "twinscale run: trace of %zu ops written to %s\n", out.trace->events.size(), a.trace.c_str());
+  }
+  const bool ok = out.all_ranks_completed;
+  backend::finalize_backend(out);
+  return ok ? 0 : 4;
+}
+
+struct CompareArgs {
+  std::string a, b;
+  bool json = false;
+};
+
+std::vector<schedules::TraceRecord> read_trace_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw backend::BackendError("cannot open trace " + path);
+  return schedules::read_chrome_trace(in, path);
+}
+
+std::string pct(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%+.2f%%", 100.0 * x);
+  return buf;
+}
+
+int compare_command(const CompareArgs& args) {
+  const auto a = read_trace_file(args.a);
+  const auto b = read_trace_file(args.b);
+  const backend::TraceComparison c = backend::compare_traces(a, args.a, b, args.b);
+  const std::string sa = backend::trace_source(args.a), sb = backend::trace_source(args.b);
+  if (args.json) {
+    nlohmann::json j;
+    j["a"] = {{"path", args.a}, {"source", sa}, {"span_s", c.a_span_s}};
+    j["b"] = {{"path", args.b}, {"source", sb}, {"span_s", c.b_span_s}};
+    j["matched"] = c.matched;
+    j["only_a"] = c.only_a;
+    j["only_b"] = c.only_b;
+    j["kinds"] = nlohmann::json::array();
+    for (const auto& k : c.kinds)
+      j["kinds"].push_back({{"kind", k.kind}, {"ops", k.ops}, {"a_mean_s", k.a_mean_s}, {"b_mean_s", k.b_mean_s},
+                            {"mean_rel_error", k.mean_rel_error}, {"median_abs_rel_error", k.median_abs_rel_error},
+                            {"max_abs_rel_error", k.max_abs_rel_error}});
+    j["ranks"] = nlohmann::json::array();
+    for (const auto& r : c.ranks)
+      j["ranks"].push_back({{"rank", r.rank}, {"ops", r.ops}, {"a_span_s", r.a_span_s}, {"b_span_s", r.b_span_s},
+                            {"rel_error", r.rel_error}});
+    std::cout << j.dump(1) << "\n";
+    return 0;
+  }
+  std::printf("A: %s (%s)\nB: %s (%s)\n", args.a.c_str(), sa.c_str(), args.b.c_str(), sb.c_str());
+  std::printf("ops matched %lld, only in A %lld, only in B %lld\n", static_cast<long long>(c.matched),
+              static_cast<long long>(c.only_a), static_cast<long long>(c.only_b));
+  std::printf("span: A %.6f s, B %.6f s, error %s\n\n", c.a_span_s, c.b_span_s,
+              pct(c.a_span_s > 0 ? (c.b_span_s - c.a_span_s) / c.a_span_s : 0).c_str());
+  std::printf("%-16s %8s %14s %14s %11s %13s %11s\n", "kind", "ops", "A mean s", "B mean s", "mean err",
+              "median |err|", "max |err|");
+  for (const auto& k : c.kinds)
+    std::printf("%-16s %8lld %14.9f %14.9f %11s %13s %11s\n", k.kind.c_str(), static_cast<long long>(k.ops),
+                k.a_mean_s, k.b_mean_s, pct(k.mean_rel_error).c_str(), pct(k.median_abs_rel_error).c_str(),
+                pct(k.max_abs_rel_error).c_str());
+  std::printf("\n%-6s %8s %14s %14s %11s\n", "rank", "ops", "A span s", "B span s", "err");
+  for (const auto& r : c.ranks)
+    std::printf("%-6lld %8lld %14.6f %14.6f %11s\n", static_cast<long long>(r.rank), static_cast<long long>(r.ops),
+                r.a_span_s, r.b_span_s, pct(r.rel_error).c_str());
+  return 0;
+}
+
+struct CalibrateArgs {
+  std::string trace, out, device_name, synthetic;
+  JobArgs job;
+  backend::SyntheticOptions synthetic_options;
+  int64_t shape_divisor = 1;
+};
+
+int calibrate_command(const CalibrateArgs& a) {
+  const schedules::Schedule schedule = load_schedule(a.job, a.synthetic, a.synthetic_options);
+  const auto records = read_trace_file(a.trace);
+  std::string source = backend::trace_source(a.trace);
+  if (source != "cpu" && source != "cuda")
+    throw backend::BackendError("calibrate: trace " + a.trace + " has source \"" + source +
+                                "\"; calibration is measured on real runs (source cpu or cuda)");
+  const schedules::CalibrationTable table = backend::calibrate_from_trace(
+      records, a.trace, schedule, source, a.device_name.empty() ? source : a.device_name, a.shape_divisor);
+  std::ostringstream text;
+  schedules::write_calibration(table, text);
+  write_file_atomically(a.out, text.str());
+  std::fprintf(stderr, "twinscale calibrate: %zu kernel entries, %zu communication entries written to %s\n",
+               table.kernels.size(), table.comms.size(), a.out.c_str());
+  return 0;
+}
+
+} // namespace
+
+void add_backend_commands(CLI::App& app, Action& action) {
+  auto args = std::make_shared<RunArgs>();
+  CLI::App* run = app.add_subcommand("run", "run a schedule for real: one process per rank, under mpirun or srun");
+  args->job.add_to(*run);
+  run->add_option("--trace", args->trace, "write the Chrome trace of the run here (rank 0)");
+  run->add_option("--synthetic", args->synthetic, "the executor's self-test schedule for a TPxPPxDP layout");
+  run->add_option("--synthetic-micro-batches", args->synthetic_options.micro_batches, "micro-batches of the self-test schedule")
+      ->capture_default_str()->check(CLI::Range(1, 100000));
+  run->add_option("--synthetic-hidden", args->synthetic_options.hidden, "hidden size (and tokens) of the self-test schedule")
+      ->capture_default_str()->check(CLI::Range(1, 65536));
+  run->add_option("--device", args->device, "cpu (MPI + Eigen) or cuda (NCCL + cuBLAS)")->capture_default_str();
+  run->add_option("--timeout", args->timeout_s, "seconds without progress before a rank stops and reports (M19)")
+      ->capture_default_str();
+  run->add_option("--rendezvous", args->rendezvous, "mpi or redis://HOST:PORT")->capture_default_str();
+  run->add_option("--group-init", args->group_init, "local (M9) or global (baseline split + barrier per group)")
+      ->capture_default_str();
+  run->add_option("--run-dir", args->run_dir, "directory for per-rank state files and report.json");
+  run->add_option("--shape-divisor", args->shape_divisor, "CPU device: divide every shape and message by this")
+      ->capture_default_str();
+  run->add_option("--checkpoint-dir", args->checkpoint.dir, "M16 checkpoint directory (step-N/shard-*.bin, manifest.json)");
+  run->add_option("--checkpoint-step", args->checkpoint.step,
+                  "write checkpoint step N: blocking snapshot, then persisted in the background during the run");
+  run->add_flag("--restore", args->checkpoint.restore, "restore the latest complete checkpoint before the run");
+  run->add_option("--checkpoint-bytes", args->checkpoint.state_bytes, "synthetic state per (tp, pp) shard, bytes")
+      ->capture_default_str()->check(CLI::Range(1.0, 1e12));
+  run->add_option("--checkpoint-persist-bw", args->checkpoint.persist_bw_bytes_per_s,
+                  "storage bandwidth the persist paces itself to, bytes/s (0: unpaced)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  run->add_flag("--json", args->json, "rank 0 prints its outcome as JSON on stdout");
+  run->add_flag("--no-verify", args->no_verify, "CPU device: do not check received data");
+  auto cmp = std::make_shared<CompareArgs>();
+  CLI::App* compare = app.add_subcommand("compare", "compare two traces of one schedule op by op (error per op kind and rank)");
+  compare->add_option("a", cmp->a, "trace A (the reference, e.g. the real run)")->required();
+  compare->add_option("b", cmp->b, "trace B (e.g. the simulation)")->required();
+  compare->add_flag("--json", cmp->json, "JSON instead of the table");
+  compare->callback([&action, cmp] { action = [cmp] { return compare_command(*cmp); }; });
+
+  auto cal = std::make_shared<CalibrateArgs>();
+  CLI::App* calibrate = app.add_subcommand("calibrate", "a real trace → the calibration table the simulator reads");
+  calibrate->add_option("trace", cal->trace, "trace of a real run (twinscale run --trace)")->required();
+  cal->job.add_to(*calibrate);
+  calibrate->add_option("--synthetic", cal->synthetic, "the trace is of the self-test schedule TPxPPxDP");
+  calibrate->add_option("--synthetic-micro-batches", cal->synthetic_options.micro_batches, "as given to run")
+      ->capture_default_str();
+  calibrate->add_option("--synthetic-hidden", cal->synthetic_options.hidden, "as given to run")->capture_default_str();
+  calibrate->add_option("--out", cal->out, "calibration table to write (JSON)")->required();
+  calibrate->add_option("--shape-divisor", cal->shape_divisor, "the --shape-divisor of the CPU run")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  calibrate->add_option("--device-name", cal->device_name, "device description stored in the table");
+  calibrate->callback([&action, cal] {
+    if (cal->synthetic.empty()) cal->job.check_usage();
+    action = [cal] { return calibrate_command(*cal); };
+  });
+
+  run->callback([&action, args] {
+    if (args->synthetic.empty()) args->job.check_usage();
+    else if (!args->job.source().empty())
+      throw CLI::ValidationError("--synthetic", "give either a job (JOB or --preset) or --synthetic, not both");
+    action = [args] { return run_command(*args); };
+  });
+}
+
+} // namespace twinscale::cli

@@ -1,0 +1,225 @@
+// Whole runs under mpirun (real processes, real bytes): every op ran in an order the
+// schedule's semantics allow; and kill -9 of one rank mid-run makes every other rank
+// stop within the timeout with a report naming the dead rank (M19).
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "backend/checkpoint.hpp"
+#include "backend/hang_report.hpp"
+#include "config/job_file.hpp"
+#include "backend/synthetic.hpp"
+#include "backend/trace_check.hpp"
+#include "schedules/calibration.hpp"
+#include "mpi_helpers.hpp"
+
+using namespace twinscale;
+namespace fs = std::filesystem;
+using backend::test::fresh_dir;
+using backend::test::mpirun;
+using backend::test::shell;
+
+TEST_CASE("mpi run: 8 CPU ranks run the synthetic schedule in a valid order") {
+  if (!backend::test::have_mpirun()) { WARN("mpirun not found"); return; }
+  const std::string dir = fresh_dir("run8");
+  const auto r = shell(mpirun(8) + " " TWINSCALE_CLI " run --synthetic 2x2x2 --synthetic-micro-batches 3 "
+                       "--synthetic-hidden 64 --timeout 20 --run-dir " + dir, 120);
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  backend::SyntheticOptions so;
+  so.micro_batches = 3;
+  so.hidden = so.tokens = 64;
+  const schedules::Schedule s = backend::synthetic_schedule(schedules::Layout{2, 2, 2}, so);
+  const backend::HangReport report = backend::analyse_run_dir(dir, 8);
+  REQUIRE(report.all_completed());
+  std::vector<schedules::TraceEvent> events;
+  for (const auto& st : report.states) events.insert(events.end(), st.events.begin(), st.events.end());
+  const auto violations = backend::check_trace_semantics(s, events);
+  for (const auto& v : violations) UNSCOPED_INFO(v);
+  CHECK(violations.empty());
+  fs::remove_all(dir);
+}
+
+namespace {
+
+/// Runs `args` on `ranks` CPU ranks and checks the events of every rank against `s`.
+void run_and_check(const schedules::Schedule& s, int ranks, const std::string& args, const std::string& name,
+                   bool calibrate = false) {
+  const std::string dir = fresh_dir(name);
+  const auto r = shell(mpirun(ranks) + " " TWINSCALE_CLI " run " + args + " --timeout 30 --run-dir " + dir +
+                           " --trace " + dir + "/trace.json",
+                       240);
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  CHECK(fs::exists(dir + "/trace.json"));
+  const backend::HangReport report = backend::analyse_run_dir(dir, ranks);
+  REQUIRE(report.all_completed());
+  std::vector<schedules::TraceEvent> events;
+  for (const auto& st : report.states) events.insert(events.end(), st.events.begin(), st.events.end());
+  size_t ops = 0;
+  for (int64_t rank = 0; rank < s.world(); ++rank) ops += s.program(rank).ops.size();
+  CHECK(events.size() == ops);
+  const auto violations = backend::check_trace_semantics(s, events);
+  for (size_t i = 0; i < std::min<size_t>(violations.size(), 20); ++i) UNSCOPED_INFO(violations[i]);
+  CHECK(violations.empty());
+  if (calibrate) {  // the real trace → compare with itself, and a calibration table
+    const auto cmp = shell(TWINSCALE_CLI " compare " + dir + "/trace.json " + dir + "/trace.json --json", 60);
+    REQUIRE(cmp.status == 0);
+    const auto j = nlohmann::json::parse(cmp.output);
+    CHECK(j.at("matched").get<size_t>() == ops);
+    for (const auto& k : j.at("kinds")) CHECK(k.at("max_abs_rel_error").get<double>() == 0.0);
+    const auto cal = shell(TWINSCALE_CLI " calibrate " + dir + "/trace.json " + args + " --out " + dir + "/cal.json", 60);
+    INFO(cal.output);
+    REQUIRE(cal.status == 0);
+    const schedules::CalibrationTable t = schedules::read_calibration_file(dir + "/cal.json");
+    CHECK(t.source == "cpu");
+    CHECK(!t.kernels.empty());
+    CHECK(!t.comms.empty());
+    for (const auto& k : t.kernels) CHECK(k.dtype == schedules::DType::FP32);  // the CPU device computes in fp32
+    for (const auto& c : t.comms) CHECK(c.busbw_bytes_per_s > 0);
+  }
+  fs::remove_all(dir);
+}
+
+} // namespace
+
+TEST_CASE("mpi run: the tiny presets run on 8 CPU ranks in a valid order") {
+  if (!backend::test::have_mpirun()) { WARN("mpirun not found"); return; }
+  for (const std::string preset : {"tiny-1f1b", "tiny-interleaved", "tiny-megascale"}) {
+    INFO(preset);
+    schedules::LoweringTarget target;
+    target.check_memory = false;
+    const schedules::Schedule s = schedules::lower(config::load_job_preset(preset), target);
+    run_and_check(s, 8, "--preset " + preset, preset, preset == "tiny-megascale");
+  }
+}
+
+TEST_CASE("mpi run: 16 CPU ranks (tp2 pp2 dp4) run the synthetic schedule in a valid order") {
+  if (!backend::test::have_mpirun()) { WARN("mpirun not found"); return; }
+  backend::SyntheticOptions so;
+  so.micro_batches = 2;
+  so.hidden = so.tokens = 32;
+  run_and_check(backend::synthetic_schedule(schedules::Layout{2, 4, 2}, so), 16,
+                "--synthetic 2x2x4 --synthetic-micro-batches 2 --synthetic-hidden 32", "run16");
+}
+
+TEST_CASE("mpi run: kill -9 of one rank; the others stop within the timeout and name it") {
+  if (!backend::test::have_mpirun()) { WARN("mpirun not found"); return; }
+  const std::string dir = fresh_dir("kill");
+  const double timeout_s = 3;
+  auto job = backend::test::spawn(mpirun(8, true) + " " TWINSCALE_CLI " run --synthetic 2x2x2 "
+                                  "--synthetic-micro-batches 400 --synthetic-hidden 128 --timeout 3 --run-dir " + dir,
+                                  180);
+  // Wait until every rank has started executing, then kill rank 3.
+  for (int i = 0; i < 600; ++i) {
+    int started = 0;
+    for (int r = 0; r < 8; ++r) started += fs::exists(dir + "/rank-" + std::to_string(r) + ".started");
+    if (started == 8) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  REQUIRE(fs::exists(dir + "/rank-3.started"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const auto info = nlohmann::json::parse(std::ifstream(dir + "/rank-3.started"));
+  const pid_t victim = info.at("pid").get<pid_t>();
+  REQUIRE(::kill(victim, SIGKILL) == 0);
+  const auto killed_at = fs::file_time_type::clock::now();
+  const auto r = backend::test::finish(job);
+  INFO(r.output);
+  REQUIRE(fs::exists(dir + "/report.json"));
+  const backend::HangReport report = backend::analyse_run_dir(dir, 8);
+  CHECK(report.silent == std::vector<int64_t>{3});
+  REQUIRE(!report.suspects.empty());
+  CHECK(report.suspects[0].rank == 3);
+  CHECK(report.suspects[0].logged_nothing);
+  CHECK(!report.suspects[0].waited_on_by.empty());
+  REQUIRE(report.states.size() == 7);
+  int timed_out = 0;
+  for (const auto& st : report.states) {
+    INFO("rank " << st.rank);
+    // The first ranks to give up time out; they raise the abort flag and the rest stop.
+    CHECK((st.status == backend::RunStatus::TimedOut || st.status == backend::RunStatus::Aborted));
+    timed_out += st.status == backend::RunStatus::TimedOut;
+    CHECK(!st.waiting.empty());
+    // Stopped within the timeout of the kill (plus scheduling slack on an oversubscribed
+    // machine): a rank may go on with work that does not need the dead rank, but the
+    // first waiter times out at most timeout_s after the kill and aborts the others.
+    const auto written = fs::last_write_time(dir + "/rank-" + std::to_string(st.rank) + ".json");
+    const double after_kill_s = std::chrono::duration<double>(written - killed_at).count();
+    CHECK(after_kill_s < timeout_s + 4.0);
+  }
+  CHECK(timed_out >= 1);
+  const auto j = nlohmann::json::parse(std::ifstream(dir + "/report.json"));
+  CHECK(j.at("suspects").at(0).at("rank") == 3);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("mpi run: kill -9 during the checkpoint persist leaves the last good checkpoint restorable") {
+  if (!backend::test::have_mpirun()) { WARN("mpirun not found"); return; }
+  const std::string dir = fresh_dir("ckpt-kill");
+  const std::string ckpt = dir + "/ckpt";
+  const std::string common = " " TWINSCALE_CLI " run --synthetic 2x2x2 --synthetic-micro-batches 2 --synthetic-hidden 32 "
+                             "--timeout 3 --checkpoint-dir " + ckpt;
+  // 1. A good checkpoint, step 1.
+  auto r = shell(mpirun(8) + common + " --run-dir " + dir + "/run1 --checkpoint-step 1 --checkpoint-bytes 65536", 120);
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  REQUIRE(backend::latest_complete_step(ckpt) == 1);
+  // 2. Step 2 persists slowly (1 MB at 200 kB/s); kill a shard writer (rank 5: tp1 dp0 pp1) meanwhile.
+  auto job = backend::test::spawn(mpirun(8, true) + common + " --run-dir " + dir +
+                                      "/run2 --checkpoint-step 2 --checkpoint-bytes 1000000 --checkpoint-persist-bw 200000",
+                                  120);
+  const std::string tmp_prefix = "shard-tp1-pp1.bin.tmp.";
+  bool persisting = false;
+  for (int i = 0; i < 600 && !persisting; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(backend::step_dir(ckpt, 2), ec))
+      persisting = persisting || e.path().filename().string().rfind(tmp_prefix, 0) == 0;
+  }
+  REQUIRE(persisting);
+  const auto info = nlohmann::json::parse(std::ifstream(dir + "/run2/rank-5.started"));
+  REQUIRE(::kill(info.at("pid").get<pid_t>(), SIGKILL) == 0);
+  r = backend::test::finish(job);
+  INFO(r.output);
+  CHECK_FALSE(fs::exists(backend::step_dir(ckpt, 2) + "/manifest.json"));
+  CHECK(backend::latest_complete_step(ckpt) == 1);
+  // 3. Restore: one reader per DP group, broadcast, every rank checks its state.
+  r = shell(mpirun(8) + common + " --run-dir " + dir + "/run3 --restore", 120);
+  INFO(r.output);
+  CHECK(r.status == 0);
+  CHECK_THAT(r.output, Catch::Contains("restored checkpoint step 1"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("mpi run: bad launches and options are errors that say what would be valid") {
+  if (!backend::test::have_mpirun()) { WARN("mpirun not found"); return; }
+  auto r = shell(mpirun(2) + " " TWINSCALE_CLI " run --preset tiny-1f1b --timeout 10", 60);
+  CHECK(r.status != 0);
+  CHECK_THAT(r.output, Catch::Contains("needs 8") && Catch::Contains("-np 8"));
+  r = shell(TWINSCALE_CLI " run --synthetic 2x2 --timeout 5", 30);
+  CHECK(r.status == 1);
+  CHECK_THAT(r.output, Catch::Contains("TPxPPxDP"));
+  r = shell(TWINSCALE_CLI " run --synthetic 1x1x1 --rendezvous tcp://x", 30);
+  CHECK(r.status == 1);
+  CHECK_THAT(r.output, Catch::Contains("redis://HOST:PORT"));
+  r = shell(TWINSCALE_CLI " run --preset tiny-1f1b --synthetic 1x1x1", 30);
+  CHECK(r.status == 2);  // usage
+  r = shell(TWINSCALE_CLI " run --synthetic 1x1x1 --restore", 30);
+  CHECK(r.status == 1);
+  CHECK_THAT(r.output, Catch::Contains("--checkpoint-dir"));
+  // A one-rank run needs no launcher at all; --json gives rank 0's outcome on stdout.
+  r = shell("sh -c 'env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " TWINSCALE_CLI
+            " run --synthetic 1x1x1 --timeout 30 --json 2>/dev/null'",
+            60);
+  REQUIRE(r.status == 0);
+  const auto j = nlohmann::json::parse(r.output);
+  CHECK(j.at("all_ranks_completed") == true);
+  CHECK(j.at("rank0").at("status") == "completed");
+}

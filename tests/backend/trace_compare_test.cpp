@@ -1,0 +1,78 @@
+// Trace comparison (per op kind and rank) and calibration from a trace, on records
+// built by hand for the synthetic schedule.
+#include <catch2/catch.hpp>
+
+#include "backend/synthetic.hpp"
+#include "backend/trace_compare.hpp"
+#include "schedules/error.hpp"
+
+using namespace twinscale;
+
+namespace {
+
+std::vector<schedules::TraceRecord> records(const schedules::Schedule& s, double scale) {
+  std::vector<schedules::TraceRecord> out;
+  for (int64_t r = 0; r < s.world(); ++r) {
+    double t = 0;
+    const auto& prog = s.program(r);
+    for (uint32_t i = 0; i < prog.ops.size(); ++i) {
+      schedules::TraceRecord rec;
+      rec.rank = r;
+      rec.op_index = i;
+      rec.kind = prog.ops[i].kind;
+      rec.stream = prog.ops[i].stream;
+      rec.name = s.names[prog.ops[i].name];
+      rec.start_s = t;
+      rec.duration_s = scale * (prog.ops[i].is_communication() ? 2e-3 : 1e-3);
+      rec.bytes = prog.ops[i].bytes;
+      t += rec.duration_s;
+      out.push_back(rec);
+    }
+  }
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("compare: per-kind and per-rank errors of B against A") {
+  const auto s = backend::synthetic_schedule(schedules::Layout{2, 1, 2}, {2, 16, 8, 1});
+  const auto a = records(s, 1.0);
+  auto b = records(s, 1.1);
+  b.pop_back();
+  const backend::TraceComparison c = backend::compare_traces(a, "a.json", b, "b.json");
+  CHECK(c.matched == static_cast<int64_t>(a.size()) - 1);
+  CHECK(c.only_a == 1);
+  CHECK(c.only_b == 0);
+  REQUIRE(!c.kinds.empty());
+  for (const auto& k : c.kinds) {
+    CHECK(k.mean_rel_error == Approx(0.1));
+    CHECK(k.max_abs_rel_error == Approx(0.1));
+  }
+  CHECK(c.b_span_s == Approx(1.1 * c.a_span_s).epsilon(0.01));
+  REQUIRE(c.ranks.size() == 4);
+  CHECK(c.ranks[0].rel_error == Approx(0.1));
+  b = records(s, 1.0);
+  b[3].name = "something.else";
+  CHECK_THROWS_WITH(backend::compare_traces(a, "a.json", b, "b.json"),
+                    Catch::Contains("rank 0 op 3") && Catch::Contains("b.json") && Catch::Contains("not of the same schedule"));
+}
+
+TEST_CASE("calibrate: medians per kernel shape and bandwidth per collective") {
+  const auto s = backend::synthetic_schedule(schedules::Layout{2, 1, 2}, {2, 16, 8, 1});
+  const auto t = backend::calibrate_from_trace(records(s, 1.0), "t.json", s, "cuda", "test gpu", 1);
+  const auto* g = t.find_kernel(schedules::Kernel::Gemm, schedules::DType::BF16, {8, 16, 16, 0});
+  REQUIRE(g != nullptr);
+  CHECK(g->seconds == Approx(1e-3));
+  const auto* ar = t.find_comm(schedules::OpKind::AllReduce, 2, 2.0 * 8 * 16);
+  REQUIRE(ar != nullptr);
+  CHECK(ar->algbw_bytes_per_s == Approx(256.0 / 2e-3));
+  CHECK(ar->busbw_bytes_per_s == Approx(256.0 / 2e-3));  // 2(n−1)/n = 1 at n = 2
+  CHECK(t.find_comm(schedules::OpKind::Send, 2, 256.0) != nullptr);  // p2p links, group size 2
+  // CPU traces: executed shapes (divided) in fp32.
+  const auto c = backend::calibrate_from_trace(records(s, 1.0), "t.json", s, "cpu", "cpu", 4);
+  CHECK(c.find_kernel(schedules::Kernel::Gemm, schedules::DType::FP32, {2, 4, 4, 0}) != nullptr);
+  auto bad = records(s, 1.0);
+  bad[0].op_index = 9999;
+  CHECK_THROWS_WITH(backend::calibrate_from_trace(bad, "t.json", s, "cuda", "x", 1),
+                    Catch::Contains("t.json") && Catch::Contains("not in the schedule"));
+}
