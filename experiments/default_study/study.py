@@ -49,7 +49,7 @@ def main():
                                          "pipeline bubble", "idle"]):
         body.append([f"  {name} (s, %)"] +
                     [f"{row[key]:.4f} ({100 * row[key] / row['iteration_time_s']:.1f} %)" for row in rows])
-    print(f"GPT-175B on {a.gpus:,} GPUs of {a.cluster}, global batch {a.global_batch:,}, "
+    print(f"{' vs '.join(presets)} on {a.gpus:,} GPUs of {a.cluster}, global batch {a.global_batch:,}, "
           f"{a.mode} mode (twinscale simulate)")
     print(ts.table(["metric"] + presets, body), end="")
     if len(rows) == 2 and rows[1]["mfu"] > 0:
@@ -65,7 +65,7 @@ def main():
     for i, row in enumerate(rows):
         ax.text(i, bottom[i], f"MFU {100 * row['mfu']:.1f} %", ha="center", va="bottom")
     ax.set_ylabel("seconds per iteration (average rank)")
-    ax.set_title(f"GPT-175B, {a.gpus:,} GPUs, batch {a.global_batch:,} ({a.mode} mode)")
+    ax.set_title(f"{a.gpus:,} GPUs of {a.cluster}, batch {a.global_batch:,} ({a.mode} mode)")
     ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
     ts.save_figure(fig, os.path.join(a.outdir, "default_study.png"))

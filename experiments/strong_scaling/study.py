@@ -56,7 +56,7 @@ def main():
 
     body = [[r["job"], r["mode"], f"{r['gpus']:,}", f"{r['global_batch']:,}", f"{r['iteration_time_s']:.4f}",
              f"{r['tokens_per_s']:,.0f}", f"{r['tflops_per_gpu']:.1f}", f"{100 * r['mfu']:.2f}"] for r in rows]
-    print(f"GPT-175B strong scaling on {a.cluster} (twinscale simulate)")
+    print(f"strong scaling of {', '.join(presets)} on {a.cluster} (twinscale simulate)")
     print(ts.table(["job", "mode", "GPUs", "batch", "iter (s)", "tokens/s", "TFLOP/s/GPU", "MFU %"], body), end="")
 
     plt = ts.matplotlib_pyplot()
@@ -86,7 +86,10 @@ def main():
     ax1.set_title("MFU (batch 768 below 3,072 GPUs, 6,144 above)")
     ax2.set_ylabel("iteration time (s)")
     ax2.set_yscale("log")
-    ax2.set_title("iteration time")
+    from matplotlib.ticker import FormatStrFormatter
+    ax2.yaxis.set_major_formatter(FormatStrFormatter("%g"))
+    ax2.yaxis.set_minor_formatter(FormatStrFormatter("%g"))
+    ax2.set_title("iteration time (the batch grows 8x at 3,072 GPUs)")
     ax1.legend(fontsize=7)
     fig.tight_layout()
     ts.save_figure(fig, os.path.join(a.outdir, "strong_scaling.png"))
