@@ -65,7 +65,7 @@ def main():
                     "recovery median (min)", "training (h)"], body), end="")
 
     plt = ts.matplotlib_pyplot()
-    fig, ax = plt.subplots(figsize=(8, 5))
+    fig, ax = plt.subplots(figsize=(9.5, 5))
     labels = [f"{r['job']}\n{r['recovery']}" for r in rows]
     bottom = [0.0] * len(rows)
     for s in STATES:
@@ -78,7 +78,7 @@ def main():
         ax.text(i, bottom[i], f"ETTR {100 * r['ettr']:.1f} %", ha="center", va="bottom")
     ax.set_ylabel("hours (mean over seeds)")
     ax.set_title(f"{a.days:g} days on {a.gpus:,} GPUs under {a.faults}: where the time goes")
-    ax.legend(fontsize=7, loc="lower right")
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
     ax.tick_params(axis="x", labelsize=8)
     fig.tight_layout()
     ts.save_figure(fig, os.path.join(a.outdir, "recovery.png"))
