@@ -84,6 +84,7 @@ struct FlowBackend::Impl {
   EcmpZone* zone = nullptr;
   sg4::Host* driver_host = nullptr;
   std::vector<std::vector<sg4::Host*>> port_host; // by GPU, channel
+  std::vector<std::vector<sg4::Mailbox*>> port_mailbox; // by GPU, channel
   std::vector<std::unique_ptr<Task>> tasks;
   int64_t flows = 0;
   int64_t flows_in_flight = 0;
@@ -122,6 +123,7 @@ struct FlowBackend::Impl {
   void build_platform();
   void apply_fault_plan();
   double stalled_seconds(const FlowSpec& f, double start, double end) const;
+  double stall_end(const FlowSpec& f, double t) const;
   void launch_phase(Task* task);
   void launch_flow(Task* task, uint32_t flow);
   void flow_done(Task* task, uint32_t flow, bool failed);
@@ -146,11 +148,13 @@ void FlowBackend::Impl::build_platform() {
   driver_host = z->create_host("driver", 1e9);
   zone->add_endpoint(driver_host, -1, -1);
   port_host.resize(static_cast<size_t>(gpus));
+  port_mailbox.resize(static_cast<size_t>(gpus));
   for (int64_t g = 0; g < gpus; ++g) {
     for (int c = 0; c < options.channels; ++c) {
       auto* p = z->create_host("gpu" + std::to_string(g) + "." + std::to_string(c), 1e9);
       zone->add_endpoint(p, g, c);
       port_host[static_cast<size_t>(g)].push_back(p);
+      port_mailbox[static_cast<size_t>(g)].push_back(sg4::Mailbox::by_name(p->get_name()));
     }
   }
   apply_fault_plan(); // profiles must be attached before links and hosts are sealed
@@ -234,6 +238,30 @@ double FlowBackend::Impl::stalled_seconds(const FlowSpec& f, double start, doubl
   return stalled;
 }
 
+/// When a flow that wants to start at `t` can start: after every outage on its path that
+/// covers `t`. CM02 bounds a comm by the bandwidth its links have when it starts, so a
+/// comm started at 1 B/s would stay at 1 B/s after the link recovers; a flow that would
+/// start during an outage therefore waits for its end (the same stall: no progress, then
+/// resume), or for the retransmit limit, after which the link is OFF and it fails.
+double FlowBackend::Impl::stall_end(const FlowSpec& f, double t) const {
+  if (link_stalls.empty()) return t;
+  std::vector<topology::Hop> hops;
+  paths.route(f.src_gpu, f.dst_gpu, f.channel, hops);
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (const auto& h : hops) {
+      auto it = link_stalls.find(h.link);
+      if (it == link_stalls.end()) continue;
+      for (const auto& [a, b] : it->second)
+        if (t >= a && t < b) {
+          t = b;
+          moved = true;
+        }
+    }
+  }
+  return t;
+}
+
 void FlowBackend::Impl::launch_phase(Task* task) {
   const auto& spec = task->spec;
   const size_t begin = spec.phase_begin.empty() ? 0 : spec.phase_begin[task->phase];
@@ -249,20 +277,39 @@ void FlowBackend::Impl::launch_phase(Task* task) {
     if (spec.flows[f].after < 0) launch_flow(task, static_cast<uint32_t>(f));
 }
 
+/// A flow is a sender actor on the source port host putting `bytes` into the destination
+/// port's mailbox, and a receiver actor on the destination port host taking one message
+/// from it. Receivers of one port are interchangeable (every message to that mailbox
+/// goes from some source port to this port), so FIFO matching is exact. Host-to-host
+/// Comm::sendto is not used: its completions scan an engine-wide list in 3.32.
 void FlowBackend::Impl::launch_flow(Task* task, uint32_t flow) {
+  static char payload = 0;
   const FlowSpec& f = task->spec.flows[flow];
   sg4::Host* src = port_host[static_cast<size_t>(f.src_gpu)][f.channel];
   sg4::Host* dst = port_host[static_cast<size_t>(f.dst_gpu)][f.channel];
+  sg4::Mailbox* mbox = port_mailbox[static_cast<size_t>(f.dst_gpu)][f.channel];
   ++flows;
   ++flows_in_flight;
-  sg4::Actor::create("f", src, [this, task, flow, src, dst]() {
+  sg4::Actor::create("r", dst, [mbox]() {
+    try {
+      mbox->get<char>();
+    } catch (const simgrid::Exception&) {
+      // the sender reports the failure
+    }
+  });
+  sg4::Actor::create("f", src, [this, task, flow, mbox]() {
     const FlowSpec& fs = task->spec.flows[flow];
     bool failed = false;
     double start = -1;
     try {
       if (fs.delay_s > 0) sg4::this_actor::sleep_for(fs.delay_s);
+      const double now = sg4::Engine::get_clock();
+      if (const double resume = stall_end(fs, now); resume > now) {
+        task->stalled_s = std::max(task->stalled_s, resume - now);
+        sg4::this_actor::sleep_until(resume);
+      }
       start = sg4::Engine::get_clock();
-      sg4::Comm::sendto(src, dst, static_cast<uint64_t>(fs.bytes + 0.5));
+      mbox->put(&payload, static_cast<uint64_t>(fs.bytes + 0.5));
     } catch (const simgrid::NetworkFailureException&) {
       failed = true;
     } catch (const simgrid::HostFailureException&) {
@@ -367,7 +414,7 @@ void FlowBackend::run(const std::function<void()>& start) {
                                           "--cfg=network/model:CM02",
                                           "--cfg=network/crosstraffic:0",
                                           "--cfg=network/TCP-gamma:1e18",
-                                          "--cfg=contexts/stack-size:64",
+                                          "--cfg=contexts/stack-size:32",
                                           "--cfg=contexts/guard-size:0",
                                           "--log=root.thres:critical"};
   static std::vector<char*> argv;

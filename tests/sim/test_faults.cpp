@@ -62,6 +62,18 @@ TEST_CASE("a link flap shorter than the retransmit limit stalls the ring, then i
   CHECK(r.incidents[0].stalled_s == Approx(10e-3).epsilon(1e-3));
 }
 
+TEST_CASE("a flow that starts during a flap waits for its end, then runs at full speed", "[sim][faults]") {
+  RingJob job; // the ring starts after 2 ms of compute, inside the flap
+  const auto base = job.run(nullptr);
+  faults::FaultPlan plan;
+  plan.events.push_back(event(faults::PlanEventKind::LinkFlap, job.nic_link(), 1e-3, 4e-3));
+  const auto r = job.run(&plan);
+  CHECK(r.completed);
+  CHECK(r.iteration_time_s == Approx(base.iteration_time_s + 2e-3).epsilon(1e-3));
+  REQUIRE_FALSE(r.incidents.empty());
+  CHECK(r.incidents[0].stalled_s == Approx(2e-3).margin(1e-5)); // minus the restored ring latency
+}
+
 TEST_CASE("a link outage longer than the retransmit limit fails the job", "[sim][faults]") {
   RingJob job;
   faults::FaultPlan plan;
