@@ -15,7 +15,7 @@ import twinscale_study as ts  # noqa: E402
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("outdir")
-    ap.add_argument("--mode", default="analytic", choices=["analytic", "flow"])
+    ap.add_argument("--mode", default="flow", choices=["flow", "analytic"])
     ap.add_argument("--gpus", type=int, default=12288)
     ap.add_argument("--global-batch", type=int, default=6144)
     ap.add_argument("--presets", default="gpt-175b-megascale,gpt-175b-megatron")
