@@ -56,7 +56,7 @@ def main():
         print(f"MFU ratio {presets[0]} / {presets[1]}: {rows[0]['mfu'] / rows[1]['mfu']:.3f}")
 
     plt = ts.matplotlib_pyplot()
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = plt.subplots(figsize=(8.5, 4.5))
     bottom = [0.0] * len(rows)
     for key in ts.BREAKDOWN:
         vals = [row[key] for row in rows]
@@ -66,7 +66,7 @@ def main():
         ax.text(i, bottom[i], f"MFU {100 * row['mfu']:.1f} %", ha="center", va="bottom")
     ax.set_ylabel("seconds per iteration (average rank)")
     ax.set_title(f"{a.gpus:,} GPUs of {a.cluster}, batch {a.global_batch:,} ({a.mode} mode)")
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
     fig.tight_layout()
     ts.save_figure(fig, os.path.join(a.outdir, "default_study.png"))
 
