@@ -3,10 +3,17 @@
 // the checkpoint interval against Young's and Daly's formulas (faults/checkpoint_tuner.hpp).
 //
 //   twinscale campaign (JOB | --preset NAME) [--gpus N] [--faults PRESET|FILE]
-//       [--recovery PRESET|FILE] [--days D] [--seeds K] [--seed S] --iteration-time S
+//       [--recovery PRESET|FILE] [--days D] [--seeds K] [--seed S]
+//       [--iteration-time S | [--cluster C] [--sim-mode analytic|flow]
+//        [--placement linear|tor-aware|random] [--sim-seed S]]
 //       [--checkpoint-interval S] [--json] [--out DIR]
 //   twinscale tune-checkpoint (same job/fault/recovery options) [--min S] [--max S]
 //       [--points N] [--json] [--out DIR]
+//
+// Without --iteration-time the iteration time comes from the simulator: the job is
+// lowered, placed on the fabric of its cluster and run by sim::simulate (analytic mode by
+// default), exactly as `twinscale simulate` would with the same options; the output says
+// which mode gave which value (JSON: "iteration_time_source").
 //
 // With --out DIR: <cmd>.json (the full result and the effective configuration), CSVs
 // (states, causes; sweep for tune-checkpoint) and PNG plots drawn by
@@ -25,6 +32,7 @@
 #include "cli/commands.hpp"
 #include "cli/job_args.hpp"
 #include "cli/detail/fault_report.hpp"
+#include "cli/detail/simulated_iteration.hpp"
 #include "config/cluster_file.hpp"
 #include "config/error.hpp"
 #include "config/fault_file.hpp"
@@ -42,7 +50,11 @@ struct FaultOptions {
   double days = 28;
   int64_t seeds = 5;
   uint64_t seed = 1;
-  std::optional<double> iteration_time_s;
+  std::optional<double> iteration_time_s; // given: overrides the simulator
+  std::string cluster;                     // simulator: default the job's cluster
+  std::string sim_mode = "analytic";
+  std::string placement = "linear";
+  uint64_t sim_seed = 1;
   std::optional<double> interval_s;
   bool json = false;
   std::string out;
@@ -59,8 +71,16 @@ void add_common(CLI::App* cmd, FaultOptions& o) {
   cmd->add_option("--days", o.days, "wall time simulated per seed, days")->capture_default_str();
   cmd->add_option("--seeds", o.seeds, "independent runs (confidence intervals over seeds)")->capture_default_str();
   cmd->add_option("--seed", o.seed, "first seed")->capture_default_str();
-  cmd->add_option("--iteration-time", o.iteration_time_s, "seconds per training iteration (from the simulator)")
-      ->required();
+  cmd->add_option("--iteration-time", o.iteration_time_s,
+                  "seconds per training iteration (default: simulated with --sim-mode on --cluster)");
+  cmd->add_option("--cluster", o.cluster, "cluster preset or file for the simulator (default: the job's)");
+  cmd->add_option("--sim-mode", o.sim_mode, "simulator mode giving the iteration time")
+      ->check(CLI::IsMember({"analytic", "flow"}))
+      ->capture_default_str();
+  cmd->add_option("--placement", o.placement, "rank placement for the simulator")
+      ->check(CLI::IsMember({"linear", "tor-aware", "random"}))
+      ->capture_default_str();
+  cmd->add_option("--sim-seed", o.sim_seed, "simulator seed (ECMP hashing, random placement)")->capture_default_str();
   cmd->add_flag("--json", o.json, "print JSON instead of a table");
   cmd->add_option("--out", o.out, "directory for JSON, CSVs and plots");
 }
@@ -72,6 +92,7 @@ struct Setup {
   config::RecoveryFile recovery;
   faults::CheckpointState state;
   faults::Campaign campaign;
+  std::optional<detail::SimulatedIteration> simulated; // when the simulator gave the iteration time
 };
 
 Setup resolve(const FaultOptions& o) {
@@ -83,8 +104,19 @@ Setup resolve(const FaultOptions& o) {
   s.recovery = config::resolve_recovery(o.recovery);
   if (o.interval_s) s.recovery.checkpoint.interval_s = *o.interval_s;
   if (!(o.days > 0)) throw config::ConfigError("--days must be > 0");
-  if (!(*o.iteration_time_s > 0)) throw config::ConfigError("--iteration-time must be > 0 seconds");
+  if (o.iteration_time_s && !(*o.iteration_time_s > 0))
+    throw config::ConfigError("--iteration-time must be > 0 seconds");
   if (o.seeds < 1) throw config::ConfigError("--seeds must be ≥ 1");
+  double iteration_time_s = 0;
+  if (o.iteration_time_s) {
+    iteration_time_s = *o.iteration_time_s;
+  } else {
+    s.simulated = detail::simulate_iteration(s.job, o.cluster, o.sim_mode, o.placement, o.sim_seed);
+    iteration_time_s = s.simulated->iteration_time_s;
+    std::cerr << "twinscale: iteration time " << s.simulated->iteration_time_s << " s simulated (" << s.simulated->mode
+              << " mode, " << s.simulated->cluster << ", " << s.simulated->placement << " placement, wall "
+              << s.simulated->wall_s << " s)\n";
+  }
   s.state = faults::checkpoint_state(s.job, gpus_per_node);
   faults::Campaign& c = s.campaign;
   c.model = s.model;
@@ -93,7 +125,7 @@ Setup resolve(const FaultOptions& o) {
   c.checkpoint = faults::checkpoint_times(s.recovery.checkpoint, s.state, s.recovery.policy.load_method);
   c.shape = s.state.shape;
   c.spec.duration_s = o.days * 86400.0;
-  c.spec.iteration_time_s = *o.iteration_time_s;
+  c.spec.iteration_time_s = iteration_time_s;
   c.spec.seeds = o.seeds;
   c.spec.seed = o.seed;
   return s;
@@ -141,13 +173,32 @@ nlohmann::json setup_json(const Setup& s, const FaultOptions& o) {
   j["days"] = o.days;
   j["seeds"] = o.seeds;
   j["seed"] = o.seed;
-  j["iteration_time_s"] = *o.iteration_time_s;
+  j["iteration_time_s"] = s.campaign.spec.iteration_time_s;
+  if (s.simulated)
+    j["iteration_time_source"] = {{"kind", "simulated"},       {"mode", s.simulated->mode},
+                                  {"cluster", s.simulated->cluster}, {"placement", s.simulated->placement},
+                                  {"seed", s.simulated->seed}, {"mfu", s.simulated->mfu}};
+  else
+    j["iteration_time_source"] = {{"kind", "given"}};
   j["checkpoint"] = {{"interval_s", s.campaign.checkpoint_interval_s},
                      {"blocking_s", s.campaign.checkpoint.blocking_s},
                      {"persist_s", s.campaign.checkpoint.persist_s},
                      {"load_s", s.campaign.checkpoint.load_s},
                      {"async_persist", s.recovery.checkpoint.async_persist}};
   return j;
+}
+
+/// "iteration time 12.345678 s (simulated: analytic mode, …)" — the first line of a table.
+std::string iteration_line(const Setup& s) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6f", s.campaign.spec.iteration_time_s);
+  std::string line = std::string("iteration time ") + buf + " s (";
+  if (s.simulated)
+    line += "simulated: " + s.simulated->mode + " mode on " + s.simulated->cluster + ", " + s.simulated->placement +
+            " placement, seed " + std::to_string(s.simulated->seed) + ")\n";
+  else
+    line += "given by --iteration-time)\n";
+  return line;
 }
 
 int run_campaign_command(const FaultOptions& o) {
@@ -164,7 +215,7 @@ int run_campaign_command(const FaultOptions& o) {
     plot(dir, "--states '" + (dir / "campaign_states.csv").string() + "'");
   }
   if (o.json) std::cout << j.dump(2) << "\n";
-  else std::cout << detail::campaign_table(s.job.name, sum, s.campaign);
+  else std::cout << iteration_line(s) << detail::campaign_table(s.job.name, sum, s.campaign);
   return 0;
 }
 
@@ -191,7 +242,7 @@ int run_tune_command(const FaultOptions& o) {
     plot(dir, "--sweep '" + (dir / "tune_checkpoint.csv").string() + "'");
   }
   if (o.json) std::cout << j.dump(2) << "\n";
-  else std::cout << detail::tuner_table(s.job.name, result, s.campaign);
+  else std::cout << iteration_line(s) << detail::tuner_table(s.job.name, result, s.campaign);
   return 0;
 }
 

@@ -69,6 +69,6 @@ TEST_CASE("fault CLI: bad input exits 1 with the reason, usage errors exit 2", "
   r = run("campaign --iteration-time 10"); // no job: a usage error
   CHECK(r.rc == 2);
   CHECK(r.out.find("--preset") != std::string::npos);
-  r = run("campaign --preset gpt-175b-megascale");
-  CHECK(r.rc == 2); // --iteration-time is required
+  r = run("campaign --preset gpt-175b-megascale --iteration-time 10 --sim-mode warp");
+  CHECK(r.rc == 2); // not a simulator mode
 }

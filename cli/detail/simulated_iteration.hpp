@@ -1,0 +1,30 @@
+// The simulated iteration time of a job, for commands that need one number (campaign,
+// tune-checkpoint): lower the job, build the fabric of its cluster, place the ranks and
+// run sim::simulate exactly as `twinscale simulate` does with the same options, so the
+// value equals `twinscale simulate --json`'s iteration_time_s.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "schedules/job.hpp"
+
+namespace twinscale::cli::detail {
+
+struct SimulatedIteration {
+  double iteration_time_s = 0;
+  double mfu = 0;
+  std::string mode;      // "analytic" | "flow"
+  std::string cluster;   // preset name or file the fabric was built from
+  std::string placement; // "linear" | "tor-aware" | "random"
+  uint64_t seed = 1;
+  double wall_s = 0;     // simulator wall time (for logs only)
+};
+
+/// `cluster` empty: the job's cluster. `mode`: "analytic" or "flow"; `placement`:
+/// "linear", "tor-aware" or "random". Throws config::ConfigError for a job without a
+/// cluster or a job that does not complete (the simulator runs without faults here).
+SimulatedIteration simulate_iteration(const schedules::JobSpec& job, const std::string& cluster,
+                                      const std::string& mode, const std::string& placement, uint64_t seed);
+
+} // namespace twinscale::cli::detail

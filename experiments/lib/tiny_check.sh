@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Runs every experiment's tooling on tiny presets (seconds, not minutes) and checks that
+# each writes its CSV and PNG, and that a second run gives byte-identical CSVs.
+# Usage: experiments/lib/tiny_check.sh TWINSCALE_CLI OUTDIR   (ctest: experiments_tiny)
+set -euo pipefail
+export TWINSCALE_CLI="$1"
+out="$2"
+here="$(cd "$(dirname "$0")/.." && pwd)"
+py=/usr/bin/python3
+rm -rf "$out"
+for pass in 1 2; do
+  d="$out/$pass"
+  "$py" "$here/default_study/study.py" "$d/default_study" --mode analytic --gpus 8 --global-batch 8 \
+    --presets tiny-megascale,tiny-1f1b --cluster tiny-2tier
+  "$py" "$here/strong_scaling/study.py" "$d/strong_scaling" --modes analytic,flow --gpus 8,16 \
+    --presets tiny-megascale,tiny-1f1b --cluster tiny-2tier --small-batch 8 --large-batch 16 --large-from 16 --paper
+  "$py" "$here/fabric_whatif/study.py" "$d/fabric_whatif" --gpus 16 --global-batch 16 --modes flow,analytic \
+    --job-on preset:tiny-megascale --job-off preset:tiny-1f1b
+  "$py" "$here/recovery/study.py" "$d/recovery" --gpus 8 --global-batch 8 --days 1 --seeds 2 \
+    --cases tiny-megascale:megascale,tiny-megascale:megatron-baseline
+done
+status=0
+for e in default_study strong_scaling fabric_whatif recovery; do
+  for f in "$out/1/$e/$e.csv" "$out/1/$e/$e.png"; do
+    [ -s "$f" ] || { echo "missing or empty: $f" >&2; status=1; }
+  done
+  cmp "$out/1/$e/$e.csv" "$out/2/$e/$e.csv" || { echo "$e: CSV differs between two runs" >&2; status=1; }
+  rows=$(($(wc -l < "$out/1/$e/$e.csv") - 1))
+  [ "$rows" -ge 2 ] || { echo "$e: only $rows rows" >&2; status=1; }
+done
+exit $status

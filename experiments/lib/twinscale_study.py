@@ -1,0 +1,100 @@
+"""Shared tooling of the experiments: run `twinscale simulate|campaign --json`, keep each
+raw JSON under OUTDIR/raw/, write CSVs with fixed formatting, print tables.
+
+Outputs are deterministic: the CLI's stdout is byte-identical for identical inputs and
+seed, rows are written in the order the experiment lists them, floats with fixed digits.
+Logs (the simulator's wall time) go to OUTDIR/raw/<name>.log, never into the CSVs.
+"""
+import csv
+import json
+import os
+import subprocess
+import sys
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+def cli_path():
+    """The twinscale binary: $TWINSCALE_CLI, else build/cli/twinscale of this tree."""
+    path = os.environ.get("TWINSCALE_CLI", os.path.join(ROOT, "build", "cli", "twinscale"))
+    if not os.access(path, os.X_OK):
+        sys.exit(f"twinscale not found at {path}: build it first "
+                 "(cmake -S . -B build -G Ninja && cmake --build build --target twinscale) or set TWINSCALE_CLI")
+    return path
+
+
+def run_json(outdir, name, args):
+    """Runs `twinscale ARGS --json`, stores raw/<name>.json (+ .log with stderr and wall
+    time) and returns the parsed JSON. Exits with the CLI's message when it fails."""
+    raw = os.path.join(outdir, "raw")
+    os.makedirs(raw, exist_ok=True)
+    cmd = [cli_path()] + [str(a) for a in args] + ["--json"]
+    start = time.monotonic()
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.monotonic() - start
+    with open(os.path.join(raw, name + ".log"), "w") as f:
+        f.write(" ".join(cmd) + "\n" + p.stderr + f"wall {wall:.1f} s\n")
+    if p.returncode != 0:
+        sys.exit(f"{name}: `{' '.join(cmd)}` failed (exit {p.returncode}):\n{p.stderr}")
+    with open(os.path.join(raw, name + ".json"), "w") as f:
+        f.write(p.stdout)
+    print(f"  {name}: {wall:.1f} s", file=sys.stderr, flush=True)
+    return json.loads(p.stdout)
+
+
+BREAKDOWN = ["compute_s", "exposed_tp_s", "exposed_pp_s", "exposed_dp_s", "bubble_s", "idle_s"]
+SIM_FIELDS = ["iteration_time_s", "tokens_per_s", "tflops_per_gpu", "mfu"] + BREAKDOWN
+
+
+def sim_row(result):
+    """The numbers of one `simulate --json` result, flat."""
+    row = {k: result[k] for k in ["iteration_time_s", "tokens_per_s", "tflops_per_gpu", "mfu"]}
+    row.update(result["breakdown"])
+    row["completed"] = result["completed"]
+    return row
+
+
+def fmt(v):
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return f"{v:.6f}"
+    return str(v)
+
+
+def write_csv(path, rows, fields):
+    """Writes rows (dicts) with the given columns, floats with 6 decimals, atomically."""
+    tmp = path + ".tmp"
+    with open(tmp, "w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(fields)
+        for r in rows:
+            w.writerow([fmt(r[k]) for k in fields])
+    os.replace(tmp, path)
+
+
+def table(header, rows):
+    """Plain text table; rows are lists of strings; first column left-aligned."""
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
+    out = []
+    for i, r in enumerate([header] + rows):
+        cells = [str(c).ljust(w) if j == 0 else str(c).rjust(w) for j, (c, w) in enumerate(zip(r, widths))]
+        out.append("  ".join(cells).rstrip())
+        if i == 0:
+            out.append("  ".join("-" * w for w in widths))
+    return "\n".join(out) + "\n"
+
+
+def save_figure(fig, path):
+    """PNG without timestamps in its metadata (byte-identical reruns)."""
+    tmp = path + ".tmp.png"
+    fig.savefig(tmp, dpi=120, metadata={"Software": None})
+    os.replace(tmp, path)
+
+
+def matplotlib_pyplot():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
