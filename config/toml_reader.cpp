@@ -1,5 +1,6 @@
 #include "config/toml_reader.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -16,6 +17,31 @@ std::string TableReader::full_key(std::string_view key) const {
 
 void TableReader::fail(std::string_view key, const std::string& why) const {
   throw ConfigError(file_ + ": key '" + full_key(key) + "' " + why);
+}
+
+// Levenshtein distance, for "did you mean" hints on misspelt keys.
+static size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+void TableReader::fail_missing(std::string_view key, const std::string& what) const {
+  std::string hint;
+  for (auto&& [k, v] : *table_)
+    if (!read_.count(k.str()) && edit_distance(k.str(), key) <= 2)
+      hint += (hint.empty() ? "; found '" : "', '") + full_key(k.str());
+  if (!hint.empty()) hint += "' instead: a misspelling?";
+  fail(key, "is missing (" + what + ")" + hint);
 }
 
 bool TableReader::has(std::string_view key) const { return table_->contains(key); }
@@ -44,7 +70,7 @@ int64_t TableReader::get_int(std::string_view key, std::optional<int64_t> fallba
   const toml::node* n = lookup(key, "integer");
   if (!n) {
     if (fallback) return *fallback;
-    fail(key, "is missing (an integer is required)");
+    fail_missing(key, "an integer is required");
   }
   auto v = n->value_exact<int64_t>();
   if (!v) fail(key, std::string("must be an integer, got ") + type_name(*n));
@@ -59,7 +85,7 @@ double TableReader::get_double(std::string_view key, std::optional<double> fallb
   const toml::node* n = lookup(key, "number");
   if (!n) {
     if (fallback) return *fallback;
-    fail(key, "is missing (a number is required)");
+    fail_missing(key, "a number is required");
   }
   std::optional<double> v;
   if (auto d = n->value_exact<double>()) v = *d;
@@ -77,7 +103,7 @@ bool TableReader::get_bool(std::string_view key, std::optional<bool> fallback) {
   const toml::node* n = lookup(key, "boolean");
   if (!n) {
     if (fallback) return *fallback;
-    fail(key, "is missing (true or false is required)");
+    fail_missing(key, "true or false is required");
   }
   auto v = n->value_exact<bool>();
   if (!v) fail(key, std::string("must be true or false, got ") + type_name(*n));
@@ -88,7 +114,7 @@ std::string TableReader::get_string(std::string_view key, std::optional<std::str
   const toml::node* n = lookup(key, "string");
   if (!n) {
     if (fallback) return *fallback;
-    fail(key, "is missing (a string is required)");
+    fail_missing(key, "a string is required");
   }
   auto v = n->value_exact<std::string>();
   if (!v) fail(key, std::string("must be a string, got ") + type_name(*n));
@@ -100,7 +126,7 @@ std::vector<double> TableReader::get_double_array(std::string_view key,
   const toml::node* n = lookup(key, "array");
   if (!n) {
     if (fallback) return *fallback;
-    fail(key, "is missing (an array of numbers is required)");
+    fail_missing(key, "an array of numbers is required");
   }
   const toml::array* arr = n->as_array();
   if (!arr) fail(key, std::string("must be an array of numbers, got ") + type_name(*n));
@@ -117,7 +143,7 @@ std::vector<double> TableReader::get_double_array(std::string_view key,
 TableReader TableReader::table(std::string_view key, bool required) {
   const toml::node* n = lookup(key, "table");
   if (!n) {
-    if (required) fail(key, "is missing (a table [" + full_key(key) + "] is required)");
+    if (required) fail_missing(key, "a table [" + full_key(key) + "] is required");
     return TableReader(empty_, file_, full_key(key));
   }
   const toml::table* t = n->as_table();

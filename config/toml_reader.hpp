@@ -64,6 +64,7 @@ public:
   const std::string& file() const { return file_; }
 
 private:
+  [[noreturn]] void fail_missing(std::string_view key, const std::string& what) const;
   const toml::node* lookup(std::string_view key, const char* expected) ;
 
   const toml::table* table_;
