@@ -3,6 +3,8 @@
 // cluster, mode and placement; --iteration-time still overrides it.
 #include <catch2/catch.hpp>
 
+#include "tests/cli_runner.hpp"
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -10,21 +12,10 @@
 
 namespace {
 
-struct Result {
-  int rc = -1;
-  std::string out;
-};
+using Result = twinscale::test::CliResult;
 
 Result run_cli(const std::string& args) {
-  const std::string cmd = std::string(TWINSCALE_CLI) + " " + args + " 2>/dev/null";
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, p)) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return twinscale::test::run_cli(args, twinscale::test::Capture::StdoutOnly);
 }
 
 /// The number after the first `"key": ` in a JSON text (NaN when absent).

@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include "tests/cli_runner.hpp"
+
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -7,20 +9,9 @@
 #include <string>
 
 namespace {
-struct Result {
-  int rc = -1;
-  std::string out;
-};
+using Result = twinscale::test::CliResult;
 Result run(const std::string& args) {
-  const std::string cmd = std::string(TWINSCALE_CLI) + " " + args + " 2>&1";
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, p)) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return twinscale::test::run_cli(args, twinscale::test::Capture::StdoutAndStderr);
 }
 } // namespace
 

@@ -2,27 +2,17 @@
 // usage and input errors.
 #include <catch2/catch.hpp>
 
+#include "tests/cli_runner.hpp"
+
 #include <cstdio>
 #include <string>
 
 namespace {
 
-struct Result {
-  int rc = -1;
-  std::string out;
-};
+using Result = twinscale::test::CliResult;
 
 Result run(const std::string& args) {
-  Result r;
-  const std::string cmd = std::string(TWINSCALE_CLI) + " " + args + " 2>/dev/null";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return twinscale::test::run_cli(args, twinscale::test::Capture::StdoutOnly);
 }
 
 } // namespace

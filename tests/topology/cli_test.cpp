@@ -2,6 +2,8 @@
 // against the hand calculation, exit codes, and the GraphViz output.
 #include <catch2/catch.hpp>
 
+#include "tests/cli_runner.hpp"
+
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -13,22 +15,10 @@
 
 namespace {
 
-struct Run {
-  int rc = -1;
-  std::string out;
-};
+using Run = twinscale::test::CliResult;
 
 Run run_cli(const std::string& args) {
-  const std::string cmd = std::string(TWINSCALE_CLI) + " " + args + " 2>&1";
-  Run r;
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::array<char, 4096> buf{};
-  size_t n = 0;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int status = pclose(p);
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return twinscale::test::run_cli(args, twinscale::test::Capture::StdoutAndStderr);
 }
 
 } // namespace
