@@ -13,12 +13,9 @@
 #include <vector>
 
 #include "bench/measure.hpp"
-#include "config/cluster_file.hpp"
 #include "config/job_file.hpp"
-#include "schedules/schedule.hpp"
+#include "config/scenario.hpp"
 #include "sim/simulate.hpp"
-#include "topology/fabric.hpp"
-#include "topology/placement.hpp"
 
 using namespace twinscale;
 
@@ -46,24 +43,18 @@ int main(int argc, char** argv) {
   if (sizes.empty()) sizes = {256, 1024, 3072, 12288};
   for (int64_t gpus : sizes) {
     bench::Stopwatch setup;
-    auto job = config::load_job_preset("gpt-175b-megascale");
-    config::apply_overrides(job, gpus, gpus < 3072 ? 768 : 6144);
-    auto spec = config::load_cluster("megascale-ampere");
-    spec.gpus = gpus;
-    topology::Fabric fabric(spec);
-    schedules::LoweringTarget target;
-    target.gpu_memory_bytes = spec.gpu.memory_bytes;
-    const auto schedule = schedules::lower(job, target);
-    const auto place = topology::place(fabric, {job.parallel.tp, job.parallel.dp, job.parallel.pp},
-                                       topology::PlacementPolicy::Linear, 1);
+    config::ScenarioSpec spec;
+    spec.job = config::load_job_preset("gpt-175b-megascale");
+    config::apply_overrides(spec.job, gpus, gpus < 3072 ? 768 : 6144);
+    spec.cluster = "megascale-ampere";
+    config::Scenario scenario(spec);
     const std::string tag = std::to_string(gpus) + "gpus";
     bench::report(("sim." + tag + ".setup_wall").c_str(), setup.seconds(), "s");
     for (const char* m : {"analytic", "flow"}) {
       if (modes != "both" && modes != m) continue;
-      sim::SimOptions o;
-      o.mode = std::string(m) == "flow" ? sim::SimMode::Flow : sim::SimMode::Analytic;
+      scenario.set_mode(config::parse_sim_mode(m, "--mode"));
       bench::Stopwatch sw;
-      const auto r = sim::simulate(schedule, fabric, place, o);
+      const auto r = scenario.simulate();
       const double wall = sw.seconds();
       const std::string p = "sim." + tag + "." + m;
       bench::report((p + ".wall").c_str(), wall, "s");
@@ -71,7 +62,8 @@ int main(int argc, char** argv) {
       bench::report((p + ".mfu").c_str(), r.mfu, "");
       bench::report((p + ".flows").c_str(), static_cast<double>(r.flows), "");
       bench::report((p + ".ops").c_str(), static_cast<double>(r.ops_executed), "");
-      if (o.mode == sim::SimMode::Flow) bench::report((p + ".child_peak_rss").c_str(), children_peak_rss_mib(), "MiB");
+      if (r.mode == sim::SimMode::Flow)
+        bench::report((p + ".child_peak_rss").c_str(), children_peak_rss_mib(), "MiB");
     }
     bench::report(("sim." + tag + ".peak_rss").c_str(), bench::peak_rss_mib(), "MiB");
   }

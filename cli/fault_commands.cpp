@@ -37,6 +37,7 @@
 #include "config/error.hpp"
 #include "config/fault_file.hpp"
 #include "config/recovery_file.hpp"
+#include "config/scenario.hpp"
 #include "faults/checkpoint_tuner.hpp"
 
 namespace twinscale::cli {
@@ -75,10 +76,10 @@ void add_common(CLI::App* cmd, FaultOptions& o) {
                   "seconds per training iteration (default: simulated with --sim-mode on --cluster)");
   cmd->add_option("--cluster", o.cluster, "cluster preset or file for the simulator (default: the job's)");
   cmd->add_option("--sim-mode", o.sim_mode, "simulator mode giving the iteration time")
-      ->check(CLI::IsMember({"analytic", "flow"}))
+      ->check(CLI::IsMember(config::sim_mode_names()))
       ->capture_default_str();
   cmd->add_option("--placement", o.placement, "rank placement for the simulator")
-      ->check(CLI::IsMember({"linear", "tor-aware", "random"}))
+      ->check(CLI::IsMember(config::placement_names()))
       ->capture_default_str();
   cmd->add_option("--sim-seed", o.sim_seed, "simulator seed (ECMP hashing, random placement)")->capture_default_str();
   cmd->add_flag("--json", o.json, "print JSON instead of a table");

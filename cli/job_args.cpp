@@ -40,6 +40,11 @@ schedules::LoweringTarget JobArgs::target_for(const schedules::JobSpec& job) con
   return t;
 }
 
+std::optional<double> JobArgs::gpu_memory_override() const {
+  if (!gpu_memory_gb_) return std::nullopt;
+  return *gpu_memory_gb_ * 1e9;
+}
+
 double gpu_memory_bytes(const std::string& cluster, std::optional<double> override_gb) {
   if (override_gb) {
     if (!(*override_gb > 0)) throw config::ConfigError("--gpu-memory-gb must be > 0");

@@ -28,6 +28,8 @@ public:
   /// What lowering checks memory against: --gpu-memory-gb if given, else the memory of
   /// one GPU of the job's cluster (config::load_cluster; ConfigError if it cannot be read).
   schedules::LoweringTarget target_for(const schedules::JobSpec& job) const;
+  /// --gpu-memory-gb in bytes when given (checked > 0 where it is used).
+  std::optional<double> gpu_memory_override() const;
 
 private:
   std::string file_;

@@ -14,18 +14,11 @@
 
 #include "cli/commands.hpp"
 #include "cli/job_args.hpp"
-#include "config/cluster_file.hpp"
 #include "config/error.hpp"
-#include "schedules/calibration.hpp"
+#include "config/scenario.hpp"
 #include "schedules/schedule.hpp"
 #include "schedules/trace.hpp"
 #include "sim/simulate.hpp"
-#include "topology/fabric.hpp"
-#include "topology/placement.hpp"
-#ifdef TWINSCALE_HAVE_FAULTS
-#include "config/fault_file.hpp"
-#include "faults/fabric_targets.hpp"
-#endif
 
 namespace twinscale::cli {
 
@@ -188,51 +181,27 @@ std::string per_rank_csv(const sim::SimReport& r) {
 
 
 int run_simulate(const SimulateArgs& a) {
-  schedules::JobSpec job = a.job.load();
-  const std::string cluster_name = a.cluster.empty() ? job.cluster : a.cluster;
-  if (cluster_name.empty())
-    throw config::ConfigError(a.job.source() + ": no cluster (give --cluster NAME|FILE or `cluster` in the job)");
-  topology::ClusterSpec spec = config::load_cluster(cluster_name);
-  spec.gpus = job.parallel.gpus(); // the fabric is built for the job's GPUs
-  topology::Fabric fabric(spec);
-
-  schedules::LoweringTarget target;
-  target.gpu_memory_bytes = spec.gpu.memory_bytes > 0 ? spec.gpu.memory_bytes : target.gpu_memory_bytes;
-  const schedules::Schedule schedule = schedules::lower(job, target);
-
-  topology::PlacementPolicy policy = topology::PlacementPolicy::Linear;
-  if (a.placement == "tor-aware") policy = topology::PlacementPolicy::TorAware;
-  else if (a.placement == "random") policy = topology::PlacementPolicy::Random;
-  const auto gpus = topology::place(fabric, {schedule.layout.tp, schedule.layout.dp, schedule.layout.pp}, policy, a.seed);
-
-  sim::SimOptions o;
-  o.mode = a.mode == "analytic" ? sim::SimMode::Analytic : sim::SimMode::Flow;
-  o.seed = a.seed;
-  o.channels = a.channels;
-  o.aggregate = !a.no_aggregate;
-  o.all_reduce_algorithm = a.algorithm == "tree" ? sim::CollectiveAlgorithm::Tree : sim::CollectiveAlgorithm::Ring;
-  schedules::CalibrationTable calibration;
-  if (!a.calibration_file.empty()) {
-    calibration = schedules::read_calibration_file(a.calibration_file);
-    o.calibration = &calibration;
-  }
-#ifdef TWINSCALE_HAVE_FAULTS
-  faults::FaultPlan plan;
-  if (!a.faults_file.empty()) {
-    plan = config::load_fault_plan(a.faults_file);
-    config::check_fault_plan(plan, faults::FabricTargets(fabric), a.faults_file);
-    o.faults = &plan;
-  }
-#else
-  if (!a.faults_file.empty()) throw config::ConfigError("--faults: this build has no faults layer");
-#endif
-  if (!a.trace_file.empty()) {
-    o.record_trace = true;
-    if (!a.ranks.empty()) o.trace_ranks = parse_ranks(a.ranks, schedule.world());
-  }
+  config::ScenarioSpec spec;
+  spec.job = a.job.load();
+  spec.job_source = a.job.source();
+  spec.cluster = a.cluster;
+  spec.gpu_memory_bytes = a.job.gpu_memory_override();
+  spec.placement = config::parse_placement(a.placement, "--placement");
+  spec.seed = a.seed;
+  spec.sim.mode = config::parse_sim_mode(a.mode, "--mode");
+  spec.sim.channels = a.channels;
+  spec.sim.aggregate = !a.no_aggregate;
+  spec.sim.all_reduce_algorithm = config::parse_all_reduce_algorithm(a.algorithm, "--algorithm");
+  spec.calibration_file = a.calibration_file;
+  spec.faults_file = a.faults_file;
+  config::Scenario scenario(spec);
+  const schedules::Schedule& schedule = scenario.schedule();
+  const std::string& cluster_name = scenario.cluster_name();
+  if (!a.trace_file.empty()) scenario.record_trace(a.ranks.empty() ? std::vector<int64_t>{}
+                                                                    : parse_ranks(a.ranks, schedule.world()));
   std::cerr << "twinscale simulate: " << schedule.world() << " ranks, " << schedule.programs.size()
-            << " programs, fabric " << fabric.links().size() << " links; " << a.mode << " mode\n";
-  const sim::SimReport r = sim::simulate(schedule, fabric, gpus, o);
+            << " programs, fabric " << scenario.fabric().links().size() << " links; " << a.mode << " mode\n";
+  const sim::SimReport r = scenario.simulate();
   std::cerr << "twinscale simulate: " << r.executed_ranks << " ranks executed, " << r.ops_executed << " ops, "
             << r.flows << " flows, wall " << fixed(r.wall_s, 3) << " s\n";
 
@@ -254,10 +223,10 @@ void add_simulate_command(CLI::App& app, Action& action) {
   args->job.add_to(*cmd);
   cmd->add_option("--cluster", args->cluster, "cluster preset or file (default: the job's)");
   cmd->add_option("--mode", args->mode, "flow (SimGrid, contention) or analytic (closed forms)")
-      ->check(CLI::IsMember({"flow", "analytic"}));
-  cmd->add_option("--placement", args->placement, "rank placement")->check(CLI::IsMember({"linear", "tor-aware", "random"}));
+      ->check(CLI::IsMember(config::sim_mode_names()));
+  cmd->add_option("--placement", args->placement, "rank placement")->check(CLI::IsMember(config::placement_names()));
   cmd->add_option("--seed", args->seed, "seed of ECMP hashing and random placement");
-  cmd->add_option("--algorithm", args->algorithm, "all-reduce algorithm")->check(CLI::IsMember({"ring", "tree"}));
+  cmd->add_option("--algorithm", args->algorithm, "all-reduce algorithm")->check(CLI::IsMember(config::all_reduce_algorithm_names()));
   cmd->add_option("--channels", args->channels, "NCCL channels (queue pairs per transfer)")->check(CLI::Range(1, 64));
   cmd->add_flag("--no-aggregate", args->no_aggregate, "execute every rank and every ring step (small jobs)");
   cmd->add_option("--trace", args->trace_file, "write a Chrome trace (Perfetto) of the executed ranks");

@@ -12,6 +12,7 @@
 #include "cli/commands.hpp"
 #include "config/cluster_file.hpp"
 #include "config/error.hpp"
+#include "config/scenario.hpp"
 #include "topology/analysis.hpp"
 #include "topology/ecmp_analysis.hpp"
 #include "topology/placement.hpp"
@@ -235,9 +236,7 @@ int run_ecmp(const TopologyArgs& a) {
   const topology::JobShape job = parse_job(a.job);
   if (spec.gpus == 0) spec.gpus = job.tp * job.dp * job.pp;
   const topology::Fabric f(spec);
-  const topology::PlacementPolicy pol = a.placement == "linear"      ? topology::PlacementPolicy::Linear
-                                        : a.placement == "tor-aware" ? topology::PlacementPolicy::TorAware
-                                                                     : topology::PlacementPolicy::Random;
+  const topology::PlacementPolicy pol = config::parse_placement(a.placement, "--placement");
   const auto gpu_of_rank = topology::place(f, job, pol, a.seed);
   const double bytes = 1 << 20;
   const auto flows = a.traffic == "pp" ? topology::pp_neighbour_flows(job, gpu_of_rank, bytes)
@@ -294,7 +293,7 @@ void add_topology_command(CLI::App& app, Action& action) {
   add_cluster_options(ecmp, *args);
   ecmp->add_option("--job", args->job, "job shape TPxDPxPP, e.g. 8x16x8")->required();
   ecmp->add_option("--placement", args->placement, "linear | tor-aware | random")
-      ->check(CLI::IsMember({"linear", "tor-aware", "random"}));
+      ->check(CLI::IsMember(config::placement_names()));
   ecmp->add_option("--traffic", args->traffic, "dp-ring | pp")->check(CLI::IsMember({"dp-ring", "pp"}));
   ecmp->add_option("--seed", args->seed, "ECMP hash and placement seed");
   ecmp->callback([args, &action] {

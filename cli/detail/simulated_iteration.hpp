@@ -1,6 +1,6 @@
 // The simulated iteration time of a job, for commands that need one number (campaign,
 // tune-checkpoint): lower the job, build the fabric of its cluster, place the ranks and
-// run sim::simulate exactly as `twinscale simulate` does with the same options, so the
+// run sim::simulate through the same config::Scenario as `twinscale simulate`, so the
 // value equals `twinscale simulate --json`'s iteration_time_s.
 #pragma once
 

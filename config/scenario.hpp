@@ -1,0 +1,92 @@
+// One scenario step: the setup every command, bench and experiment shares between "a job
+// and a cluster" and "a simulator run" — load the cluster, build its fabric for the job's
+// GPUs, lower the job against the cluster's GPU memory, place the ranks, read the
+// calibration table and the fault plan (checked against the fabric) and fill the
+// simulator's options. The enum names users type (placement, simulator mode, all-reduce
+// algorithm) are parsed here and nowhere else.
+//
+//   config::ScenarioSpec spec;
+//   spec.job = config::load_job_preset("tiny-megascale");
+//   spec.placement = config::parse_placement("tor-aware", "--placement");
+//   const config::Scenario scenario(spec);
+//   const sim::SimReport r = scenario.simulate();
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "faults/fault_plan.hpp"
+#include "schedules/calibration.hpp"
+#include "schedules/job.hpp"
+#include "schedules/schedule.hpp"
+#include "sim/simulate.hpp"
+#include "topology/cluster.hpp"
+#include "topology/fabric.hpp"
+#include "topology/placement.hpp"
+
+namespace twinscale::config {
+
+// Names ↔ enums. parse_* throw ConfigError naming `what` (the option or key the text came
+// from) and listing the valid names; *_names() give those names in order (CLI checks).
+topology::PlacementPolicy parse_placement(std::string_view text, std::string_view what);
+std::string_view placement_name(topology::PlacementPolicy policy);
+const std::vector<std::string>& placement_names();      // linear, tor-aware, random
+sim::SimMode parse_sim_mode(std::string_view text, std::string_view what);
+const std::vector<std::string>& sim_mode_names();       // flow, analytic
+sim::CollectiveAlgorithm parse_all_reduce_algorithm(std::string_view text, std::string_view what);
+const std::vector<std::string>& all_reduce_algorithm_names(); // ring, tree
+
+/// What a scenario is made of. Plain values: a command fills it from its options.
+struct ScenarioSpec {
+  schedules::JobSpec job;                  // overrides (--gpus, --global-batch) applied
+  std::string job_source;                  // "preset NAME" or the file, for messages
+  std::string cluster;                     // preset name or file; empty: the job's cluster
+  std::optional<double> gpu_memory_bytes;  // memory check; default: the cluster's GPU
+  topology::PlacementPolicy placement = topology::PlacementPolicy::Linear;
+  uint64_t seed = 1;                       // ECMP hashing and random placement
+  sim::SimOptions sim;                     // mode, algorithm, channels, aggregation…; its
+                                           // seed, calibration and faults are set from here
+  std::string calibration_file;            // JSON calibration table (empty: device model)
+  std::string faults_file;                 // TOML fault plan (empty: none)
+};
+
+/// A resolved scenario: everything sim::simulate needs, owned in one place (the options
+/// point at the calibration table and fault plan held here, so a Scenario neither copies
+/// nor moves). Throws ConfigError (no cluster, bad file), TopologyError (the cluster
+/// cannot be built or the job does not fit it), JobError (the job cannot be lowered).
+class Scenario {
+public:
+  explicit Scenario(const ScenarioSpec& spec);
+  Scenario(const Scenario&) = delete;
+  Scenario& operator=(const Scenario&) = delete;
+
+  const std::string& cluster_name() const { return cluster_name_; }
+  const topology::ClusterSpec& cluster() const { return cluster_; }
+  const topology::Fabric& fabric() const { return fabric_; }
+  const schedules::Schedule& schedule() const { return schedule_; }
+  const std::vector<int64_t>& gpu_of_rank() const { return gpu_of_rank_; }
+  topology::PlacementPolicy placement() const { return placement_; }
+  const sim::SimOptions& options() const { return options_; }
+
+  /// Switches the simulator mode (e.g. a benchmark timing both on one setup).
+  void set_mode(sim::SimMode mode) { options_.mode = mode; }
+  /// Records a trace of `ranks` (empty: every executed rank) in the next simulate().
+  void record_trace(std::vector<int64_t> ranks);
+  sim::SimReport simulate() const;
+
+private:
+  std::string cluster_name_;
+  topology::ClusterSpec cluster_;
+  topology::Fabric fabric_;
+  schedules::Schedule schedule_;
+  topology::PlacementPolicy placement_;
+  std::vector<int64_t> gpu_of_rank_;
+  schedules::CalibrationTable calibration_;
+  faults::FaultPlan faults_;
+  sim::SimOptions options_;
+};
+
+} // namespace twinscale::config
