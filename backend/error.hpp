@@ -6,11 +6,13 @@
 #include <stdexcept>
 #include <string>
 
+#include "common/error.hpp"
+
 namespace twinscale::backend {
 
-class BackendError : public std::runtime_error {
+class BackendError : public Error {
 public:
-  explicit BackendError(const std::string& what) : std::runtime_error(what) {}
+  explicit BackendError(const std::string& what) : Error(what) {}
 };
 
 } // namespace twinscale::backend

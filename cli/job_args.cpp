@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <unistd.h>
 
+#include "common/error.hpp"
 #include "config/cluster_file.hpp"
 #include "config/error.hpp"
 #include "config/job_file.hpp"
@@ -68,17 +69,17 @@ void write_file_atomically(const std::string& path, const std::string& text) {
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error(path + ": cannot write (cannot create " + tmp + ")");
+    if (!out) throw twinscale::Error(path + ": cannot write (cannot create " + tmp + ")");
     out << text;
     out.flush();
     if (!out) {
       std::remove(tmp.c_str());
-      throw std::runtime_error(path + ": write failed");
+      throw twinscale::Error(path + ": write failed");
     }
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     std::remove(tmp.c_str());
-    throw std::runtime_error(path + ": cannot rename " + tmp + " into place");
+    throw twinscale::Error(path + ": cannot rename " + tmp + " into place");
   }
 }
 

@@ -44,7 +44,7 @@ private:
 double gpu_memory_bytes(const std::string& cluster, std::optional<double> override_gb);
 
 /// Writes `text` to `path` atomically (a temporary next to it, then rename).
-/// Throws std::runtime_error naming the path on failure.
+/// Throws twinscale::Error naming the path on failure.
 void write_file_atomically(const std::string& path, const std::string& text);
 
 } // namespace twinscale::cli

@@ -1,9 +1,12 @@
 // twinscale: one job description, lowered once, simulated or run for real.
-// Exit codes: 0 ok, 1 invalid input (the message names file, key, rank or op), 2 usage.
+// Exit codes (common/error.hpp): 0 ok; 1 invalid input — a twinscale::Error, whose message
+// names the file, key, rank or op and what would be valid; 2 usage; 3 internal error — a
+// broken invariant (std::logic_error, TWINSCALE_ASSERT) or any exception no layer typed.
 #include <exception>
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "common/error.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"twinscale — a digital twin of LLM-training clusters (MegaScale, NSDI'24)"};
@@ -22,11 +25,14 @@ int main(int argc, char** argv) {
   }
   try {
     return action ? action() : 0;
+  } catch (const twinscale::Error& e) {
+    std::cerr << "twinscale: error: " << e.what() << "\n";
+    return 1;
   } catch (const std::logic_error& e) {
     std::cerr << "twinscale: " << e.what() << "\n";
     return 3;
   } catch (const std::exception& e) {
-    std::cerr << "twinscale: error: " << e.what() << "\n";
-    return 1;
+    std::cerr << "twinscale: internal error (an untyped exception): " << e.what() << "\n";
+    return 3;
   }
 }

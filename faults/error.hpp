@@ -7,11 +7,13 @@
 #include <stdexcept>
 #include <string>
 
+#include "common/error.hpp"
+
 namespace twinscale::faults {
 
-class FaultError : public std::runtime_error {
+class FaultError : public Error {
 public:
-  explicit FaultError(const std::string& what) : std::runtime_error(what) {}
+  explicit FaultError(const std::string& what) : Error(what) {}
 };
 
 } // namespace twinscale::faults

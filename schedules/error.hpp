@@ -4,21 +4,22 @@
 
 #include <stdexcept>
 #include <string>
-#include <string>
+
+#include "common/error.hpp"
 
 namespace twinscale::schedules {
 
 /// A job description whose values are individually well-formed but impossible
 /// together (tp·pp·dp ≠ GPUs, layers not divisible by pp·vpp, memory does not fit…).
-class JobError : public std::runtime_error {
+class JobError : public Error {
 public:
-  explicit JobError(const std::string& what) : std::runtime_error(what) {}
+  explicit JobError(const std::string& what) : Error(what) {}
 };
 
 /// A schedule (in memory or read from JSON) that is malformed or cannot run.
-class ScheduleError : public std::runtime_error {
+class ScheduleError : public Error {
 public:
-  explicit ScheduleError(const std::string& what) : std::runtime_error(what) {}
+  explicit ScheduleError(const std::string& what) : Error(what) {}
 };
 
 } // namespace twinscale::schedules

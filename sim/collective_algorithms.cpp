@@ -4,6 +4,7 @@
 #include <string>
 
 #include "schedules/error.hpp"
+#include "sim/error.hpp"
 
 namespace twinscale::sim {
 
@@ -101,7 +102,7 @@ CollectivePlan plan_collective(OpKind kind, int64_t n, double bytes, CollectiveA
     break;
   }
   default:
-    throw std::invalid_argument("plan_collective: " + std::string(schedules::to_string(kind)) +
+    throw SimError("plan_collective: " + std::string(schedules::to_string(kind)) +
                                 " is not a collective (valid: all_reduce, all_gather, "
                                 "reduce_scatter, broadcast, all_to_all)");
   }

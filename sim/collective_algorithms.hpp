@@ -59,7 +59,7 @@ struct CollectivePlan {
 
 /// The plan of collective `kind` over `group_size` members. `algorithm` applies to
 /// all-reduce; other kinds always use their ring/chain/all-pairs form. A group of one
-/// member gives an empty plan. Throws std::invalid_argument for non-collective kinds.
+/// member gives an empty plan. Throws SimError for non-collective kinds.
 CollectivePlan plan_collective(schedules::OpKind kind, int64_t group_size, double bytes,
                                CollectiveAlgorithm algorithm);
 

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "schedules/error.hpp"
+#include "sim/error.hpp"
 #if __has_include("schedules/calibration.hpp")
 #include "schedules/calibration.hpp"
 #define TWINSCALE_HAVE_CALIBRATION 1
@@ -20,7 +21,7 @@ DeviceModel::DeviceModel(const topology::GpuSpec& gpu, DeviceModelParams params,
                          const schedules::CalibrationTable* calibration)
     : gpu_(gpu), params_(params), calibration_(calibration) {
   if (!(gpu_.peak_flops > 0) || !(gpu_.hbm_bw_bytes_per_s > 0))
-    throw std::invalid_argument("device model: GPU '" + gpu_.model +
+    throw SimError("device model: GPU '" + gpu_.model +
                                 "' needs peak_flops > 0 and hbm_bw_bytes_per_s > 0");
 }
 

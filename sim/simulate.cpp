@@ -34,11 +34,11 @@ namespace {
 
 void check_options(const SimOptions& o) {
   if (o.channels < 1 || o.channels > 64)
-    throw std::invalid_argument("simulate: channels = " + std::to_string(o.channels) + " (valid: 1..64)");
+    throw SimError("simulate: channels = " + std::to_string(o.channels) + " (valid: 1..64)");
   if (!(o.nvlink_efficiency > 0 && o.nvlink_efficiency <= 1) || !(o.network_efficiency > 0 && o.network_efficiency <= 1))
-    throw std::invalid_argument("simulate: link efficiencies must be in (0, 1]");
+    throw SimError("simulate: link efficiencies must be in (0, 1]");
   if (o.device.nccl_compute_slowdown < 0)
-    throw std::invalid_argument("simulate: nccl_compute_slowdown must be ≥ 0");
+    throw SimError("simulate: nccl_compute_slowdown must be ≥ 0");
 }
 
 void add(Breakdown& a, const Breakdown& b, double w) {
@@ -63,7 +63,7 @@ SimReport run_in_process(const schedules::Schedule& schedule, const topology::Fa
 #ifdef TWINSCALE_HAVE_FAULTS
   if (options.faults != nullptr) {
     if (options.mode == SimMode::Analytic)
-      throw std::invalid_argument("simulate: fault plans need the flow mode (--mode flow)");
+      throw SimError("simulate: fault plans need the flow mode (--mode flow)");
     double worst = 0;
     for (const auto& e : options.faults->events) {
       if (e.kind != faults::PlanEventKind::GpuSlowdown || e.slowdown <= worst) continue;
@@ -146,7 +146,7 @@ SimReport run_in_process(const schedules::Schedule& schedule, const topology::Fa
     if (ranks.empty()) ranks.insert(slots.begin(), slots.end());
     for (int64_t rank : ranks) {
       if (rank < 0 || rank >= L.world())
-        throw std::invalid_argument("trace ranks: rank " + std::to_string(rank) + " outside 0.." +
+        throw SimError("trace ranks: rank " + std::to_string(rank) + " outside 0.." +
                                     std::to_string(L.world() - 1));
       const auto& timing = ex.timings(ex.representative_slot(rank));
       for (uint32_t i = 0; i < timing.size(); ++i) {
@@ -198,9 +198,6 @@ SimReport run_in_child(const schedules::Schedule& schedule, const topology::Fabr
     } catch (const topology::TopologyError& e) {
       tag = 'T';
       payload = e.what();
-    } catch (const std::invalid_argument& e) {
-      tag = 'I';
-      payload = e.what();
     } catch (const std::logic_error& e) {
       tag = 'L';
       payload = e.what();
@@ -238,7 +235,6 @@ SimReport run_in_child(const schedules::Schedule& schedule, const topology::Fabr
   case 'R': return detail::decode_report(payload);
   case 'S': throw schedules::ScheduleError(payload);
   case 'T': throw topology::TopologyError(payload);
-  case 'I': throw std::invalid_argument(payload);
   case 'L': throw std::logic_error(payload);
   default: throw SimError(payload);
   }

@@ -38,6 +38,7 @@
 #include "schedules/trace.hpp"
 #include "sim/collective_algorithms.hpp"
 #include "sim/device_model.hpp"
+#include "sim/error.hpp"
 #include "topology/fabric.hpp"
 
 #ifdef TWINSCALE_HAVE_FAULTS
@@ -52,12 +53,6 @@ namespace twinscale::sim {
 
 enum class SimMode : uint8_t { Flow, Analytic };
 std::string_view to_string(SimMode);
-
-/// A simulator failure that is not the user's input (SimGrid refused the platform…).
-class SimError : public std::runtime_error {
-public:
-  explicit SimError(const std::string& what) : std::runtime_error(what) {}
-};
 
 struct SimOptions {
   SimMode mode = SimMode::Flow;
@@ -133,7 +128,8 @@ struct SimReport {
 
 /// Runs `schedule` on `fabric` with rank r on GPU gpu_of_rank[r]. Throws
 /// schedules::ScheduleError for a schedule that cannot run (unmatched send, deadlock,
-/// collective mismatch — naming rank and op), SimError when SimGrid fails.
+/// collective mismatch — naming rank and op), SimError for options it cannot run
+/// (naming the option or rank) or when SimGrid fails.
 SimReport simulate(const schedules::Schedule& schedule, const topology::Fabric& fabric,
                    const std::vector<int64_t>& gpu_of_rank, const SimOptions& options);
 

@@ -12,15 +12,16 @@
 #include <string_view>
 #include <vector>
 
+#include "common/error.hpp"
 #include "topology/cluster.hpp"
 
 namespace twinscale::topology {
 
 /// A cluster that cannot be built (does not fit the radix or tiers…): the message gives
 /// the key and the arithmetic that failed.
-class TopologyError : public std::runtime_error {
+class TopologyError : public Error {
 public:
-  explicit TopologyError(const std::string& what) : std::runtime_error(what) {}
+  explicit TopologyError(const std::string& what) : Error(what) {}
 };
 
 enum class VertexKind : uint8_t { Gpu, NvSwitch, Nic, Tor, Aggregation, Spine };

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "schedules/error.hpp"
+#include "sim/error.hpp"
 #include "sim/detail/event_core.hpp"
 #ifdef TWINSCALE_HAVE_FAULTS
 #include "faults/fault_plan.hpp"
@@ -183,10 +184,10 @@ void FlowBackend::Impl::apply_fault_plan() {
   std::map<uint32_t, std::vector<const faults::PlanEvent*>> by_link;
   for (const auto& e : plan.events) {
     if (e.target_index < 0)
-      throw std::invalid_argument("fault plan: event on '" + e.target + "' was not validated against the fabric");
+      throw SimError("fault plan: event on '" + e.target + "' was not validated against the fabric");
     if (e.is_link_outage()) {
       if (e.target_index >= static_cast<int64_t>(zone->up_.size()))
-        throw std::invalid_argument("fault plan: link index " + std::to_string(e.target_index) + " outside the fabric");
+        throw SimError("fault plan: link index " + std::to_string(e.target_index) + " outside the fabric");
       by_link[static_cast<uint32_t>(e.target_index)].push_back(&e);
     } else if (e.kind == faults::PlanEventKind::GpuSlowdown) {
       for (size_t s = 0; s < slot_gpu.size(); ++s) {

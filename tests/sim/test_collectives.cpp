@@ -41,7 +41,7 @@ TEST_CASE("plan_collective: ring and tree byte counts", "[sim][collectives]") {
   CHECK(tree.phases[0].transfers.size() == 2u * 2u * 7u);
   CHECK(tree.phases[0].latency_steps == 6);
   CHECK(plan_collective(OpKind::AllReduce, 1, S, CollectiveAlgorithm::Ring).phases.empty());
-  CHECK_THROWS_AS(plan_collective(OpKind::Send, 2, S, CollectiveAlgorithm::Ring), std::invalid_argument);
+  CHECK_THROWS_AS(plan_collective(OpKind::Send, 2, S, CollectiveAlgorithm::Ring), twinscale::sim::SimError);
 }
 
 TEST_CASE("ring all-reduce on an idle fabric matches 2(n-1)/n S/B + latency", "[sim][collectives]") {

@@ -112,5 +112,5 @@ TEST_CASE("fault plans are refused in the analytic mode", "[sim][faults]") {
   faults::FaultPlan plan;
   SimOptions o = exact_options(SimMode::Analytic);
   o.faults = &plan;
-  CHECK_THROWS_AS(simulate(job.schedule, job.fabric, job.gpus, o), std::invalid_argument);
+  CHECK_THROWS_AS(simulate(job.schedule, job.fabric, job.gpus, o), twinscale::sim::SimError);
 }
