@@ -17,9 +17,7 @@
 #include "backend/detail/redis_store.hpp"
 #include "backend/error.hpp"
 #include "backend/hang_report.hpp"
-#ifdef TWINSCALE_HAVE_CUDA
 #include "backend/cuda/cuda_device.hpp"
-#endif
 
 namespace twinscale::backend {
 
@@ -218,7 +216,6 @@ RunOutcome run_schedule(const schedules::Schedule& schedule, const RunOptions& o
   if (options.device == DeviceKind::Cpu) {
     device = std::make_unique<CpuDevice>(options.cpu, groups, epoch);
   } else {
-#ifdef TWINSCALE_HAVE_CUDA
     // NCCL unique ids travel through the store when there is one (M9), else MPI.
     BroadcastFromRoot broadcast = [&](void* data, size_t bytes, const std::string& key) {
       if (store) {
@@ -233,10 +230,8 @@ RunOutcome run_schedule(const schedules::Schedule& schedule, const RunOptions& o
       if (!wait_with_timeout(r, options.executor.timeout_s))
         throw BackendError("rendezvous: " + key + " not received from rank 0 within the timeout");
     };
+    // Without the toolkit, backend/detail/no_cuda_device.cpp throws a BackendError here.
     device = make_cuda_device(schedule, rank, broadcast, epoch, options.executor.timeout_s, out.init_phases);
-#else
-    throw BackendError("--device cuda: this build has no CUDA device (no toolkit at configure time)");
-#endif
   }
   // M16: restore the latest complete checkpoint (one reader per DP group, then a
   // broadcast to the group), then stage 1 of this run's checkpoint (blocking snapshot)

@@ -5,10 +5,7 @@
 
 #include "schedules/error.hpp"
 #include "sim/error.hpp"
-#if __has_include("schedules/calibration.hpp")
 #include "schedules/calibration.hpp"
-#define TWINSCALE_HAVE_CALIBRATION 1
-#endif
 
 namespace twinscale::sim {
 
@@ -49,11 +46,9 @@ int DeviceModel::kernel_launches(Kernel kernel, Phase phase) {
 
 double DeviceModel::seconds(const Op& op) const {
   TWINSCALE_ASSERT(!op.is_communication(), "device model asked for a communication op");
-#ifdef TWINSCALE_HAVE_CALIBRATION
   if (calibration_ != nullptr) {
     if (const auto* k = calibration_->find_kernel(op.kernel, op.dtype, op.shape)) return k->seconds;
   }
-#endif
   return model_seconds(op);
 }
 

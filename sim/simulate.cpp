@@ -60,7 +60,6 @@ SimReport run_in_process(const schedules::Schedule& schedule, const topology::Fa
   // The executed pipeline (aggregated runs): the one holding the most slowed GPU of a
   // fault plan, since every DP/TP collective makes its whole stage wait for it.
   schedules::RankCoord representative{};
-#ifdef TWINSCALE_HAVE_FAULTS
   if (options.faults != nullptr) {
     if (options.mode == SimMode::Analytic)
       throw SimError("simulate: fault plans need the flow mode (--mode flow)");
@@ -74,7 +73,6 @@ SimReport run_in_process(const schedules::Schedule& schedule, const topology::Fa
         }
     }
   }
-#endif
   detail::Executor ex(schedule, gpu_of_rank, options, device, paths, options.aggregate, representative);
   std::unique_ptr<detail::Backend> backend;
   if (options.mode == SimMode::Analytic)

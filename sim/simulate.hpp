@@ -41,9 +41,7 @@
 #include "sim/error.hpp"
 #include "topology/fabric.hpp"
 
-#ifdef TWINSCALE_HAVE_FAULTS
 #include "faults/fault_plan.hpp"
-#endif
 
 namespace twinscale::schedules {
 struct CalibrationTable;
@@ -67,9 +65,7 @@ struct SimOptions {
   const schedules::CalibrationTable* calibration = nullptr; // overrides the device model
   bool record_trace = false;      // fill SimReport::trace
   std::vector<int64_t> trace_ranks; // ranks to trace (empty: every executed rank)
-#ifdef TWINSCALE_HAVE_FAULTS
   const faults::FaultPlan* faults = nullptr; // validated plan (flow mode)
-#endif
 };
 
 /// Where one rank's time goes over the iteration, seconds. compute + exposed_* + bubble

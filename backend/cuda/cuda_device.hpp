@@ -1,4 +1,4 @@
-// The CUDA device (built only when the toolkit exists: TWINSCALE_HAVE_CUDA): cuBLAS BF16
+// The CUDA device (built only when the toolkit exists; else backend/detail/no_cuda_device.cpp): cuBLAS BF16
 // GEMMs (cublasGemmEx) and attention as strided-batched GEMM + softmax kernel + GEMM on
 // synthetic tensors of the scheduled shapes; memory-bound kernels from kernels.cu; NCCL
 // collectives and grouped send/recv on non-blocking communicators (ncclConfig_t

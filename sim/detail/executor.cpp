@@ -4,10 +4,7 @@
 #include <sstream>
 
 #include "schedules/error.hpp"
-#if __has_include("schedules/calibration.hpp")
 #include "schedules/calibration.hpp"
-#define TWINSCALE_HAVE_CALIBRATION 1
-#endif
 
 namespace twinscale::sim::detail {
 
@@ -261,14 +258,12 @@ CommTask Executor::collective_task(int32_t slot, const Op& op, const std::vector
   for (int64_t m : members) same_server = same_server && fabric.server_of_gpu(gpu_of_rank_[static_cast<size_t>(m)]) == server;
   const bool closed = options_.mode == SimMode::Analytic || (aggregated_ && same_server);
   if (closed) {
-#ifdef TWINSCALE_HAVE_CALIBRATION
     if (options_.calibration != nullptr) {
       if (auto busbw = options_.calibration->busbw_bytes_per_s(op.kind, n, op.bytes); busbw && *busbw > 0) {
         task.closed_form_s = op.bytes * schedules::bus_factor(op.kind, n) / *busbw;
         return task;
       }
     }
-#endif
     const auto key = std::make_tuple(static_cast<int>(op.kind), static_cast<int>(op.group), members[0], op.bytes);
     if (auto it = closed_form_cache_.find(key); it != closed_form_cache_.end()) {
       task.closed_form_s = it->second;

@@ -16,9 +16,7 @@
 #include "schedules/error.hpp"
 #include "sim/error.hpp"
 #include "sim/detail/event_core.hpp"
-#ifdef TWINSCALE_HAVE_FAULTS
 #include "faults/fault_plan.hpp"
-#endif
 #include <map>
 
 namespace twinscale::sim::detail {
@@ -177,7 +175,6 @@ void FlowBackend::Impl::build_platform() {
 ///    activities, see flow_backend.hpp);
 ///  - server crash: the job fails at at_s (every rank of a synchronous job stops).
 void FlowBackend::Impl::apply_fault_plan() {
-#ifdef TWINSCALE_HAVE_FAULTS
   if (options.faults == nullptr) return;
   const faults::FaultPlan& plan = *options.faults;
   const double tolerated = plan.retransmit.tolerated_outage_s();
@@ -223,7 +220,6 @@ void FlowBackend::Impl::apply_fault_plan() {
         l->set_state_profile(simgrid::kernel::profile::ProfileBuilder::from_string(name + "-state", state_text, -1));
     }
   }
-#endif
 }
 
 double FlowBackend::Impl::stalled_seconds(const FlowSpec& f, double start, double end) const {
@@ -430,7 +426,6 @@ void FlowBackend::run(const std::function<void()>& start) {
   Impl* impl = impl_.get();
   impl->wake = sg4::ConditionVariable::create();
   sg4::Actor::create("driver", impl->driver_host, [impl, &start]() { impl->drive(start); });
-#ifdef TWINSCALE_HAVE_FAULTS
   if (impl_->options.faults != nullptr) {
     for (const auto& e : impl_->options.faults->events) {
       if (e.kind != faults::PlanEventKind::ServerCrash) continue;
@@ -446,7 +441,6 @@ void FlowBackend::run(const std::function<void()>& start) {
       })->daemonize();
     }
   }
-#endif
   engine->run();
   if (impl_->error) std::rethrow_exception(impl_->error);
 }

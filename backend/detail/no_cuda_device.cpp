@@ -1,0 +1,16 @@
+// The CUDA device's entry points in a build without the CUDA toolkit (backend/CMakeLists.txt
+// compiles this file instead of backend/cuda/ when TWINSCALE_WITH_CUDA is off): no device
+// is visible, and asking for one is a clear error rather than a missing symbol.
+#include "backend/cuda/cuda_device.hpp"
+#include "backend/error.hpp"
+
+namespace twinscale::backend {
+
+int cuda_device_count() { return 0; }
+
+std::unique_ptr<Device> make_cuda_device(const schedules::Schedule&, int64_t, const BroadcastFromRoot&, double, double,
+                                         std::vector<InitPhase>&) {
+  throw BackendError("--device cuda: this build has no CUDA device (no CUDA toolkit at configure time); valid here: --device cpu");
+}
+
+} // namespace twinscale::backend
