@@ -45,7 +45,7 @@ struct CpuDevice::Impl {
   const schedules::Schedule* schedule = nullptr;
   const schedules::Program* program = nullptr;
   int64_t rank = 0;
-  std::vector<OpTiming> timing;
+  std::vector<DeviceOpTiming> timing;
   std::vector<std::unique_ptr<CommState>> comm;
   std::vector<int64_t> sequence;                // op → index on its channel
   std::unique_ptr<std::atomic<uint8_t>[]> compute_state;  // 0 pending, 1 done, 2 failed
@@ -231,7 +231,7 @@ void CpuDevice::prepare(const schedules::Schedule& schedule, int64_t rank) {
   d.program = &schedule.program(rank);
   d.rank = rank;
   const size_t n = d.program->ops.size();
-  d.timing.assign(n, OpTiming{});
+  d.timing.assign(n, DeviceOpTiming{});
   d.comm.resize(n);
   d.sequence.assign(n, 0);
   d.compute_state = std::make_unique<std::atomic<uint8_t>[]>(n);
@@ -296,7 +296,7 @@ void CpuDevice::wait_for_progress(double max_wait_s) {
   d.seen_completions = d.completions;
 }
 
-std::vector<OpTiming> CpuDevice::timings() {
+std::vector<DeviceOpTiming> CpuDevice::timings() {
   Impl& d = *impl_;
   // The compute thread writes timing[] before publishing done; take the lock so
   // every write it made is visible here.

@@ -41,7 +41,7 @@ public:
   void issue(uint32_t index, std::span<const uint32_t> wait_for) override;
   OpStatus poll(uint32_t index) override;
   void wait_for_progress(double max_wait_s) override;
-  std::vector<OpTiming> timings() override;
+  std::vector<DeviceOpTiming> timings() override;
   void abort() override;
   double now_s() const override;
 

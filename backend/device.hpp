@@ -16,9 +16,10 @@ namespace twinscale::backend {
 
 enum class OpStatus : uint8_t { Pending, Done, Failed };
 
-/// Start and end of one op, in seconds since the run's common epoch (all ranks agree
-/// on the epoch; see CpuDevice/CudaDevice for how).
-struct OpTiming {
+/// Start and end of one op as the device measured it, in seconds since the run's common
+/// epoch (all ranks agree on the epoch; see CpuDevice/CudaDevice for how). Named apart
+/// from the simulator's sim::detail::OpTiming.
+struct DeviceOpTiming {
   double start_s = 0;
   double end_s = 0;
   bool valid = false;
@@ -54,7 +55,7 @@ public:
 
   /// Per-op timings, read back once at the end of the run (M18: no host
   /// synchronisation on the hot path). Entries of ops that did not complete are invalid.
-  virtual std::vector<OpTiming> timings() = 0;
+  virtual std::vector<DeviceOpTiming> timings() = 0;
 
   /// The run stopped on a timeout: abandon what is in flight (CUDA: ncclCommAbort on
   /// every communicator) so that the process can report and leave.

@@ -202,7 +202,7 @@ RankResult Executor::run() {
   }
 
   // M18: timings are read back once, after the run.
-  const std::vector<OpTiming> timing = device_.timings();
+  const std::vector<DeviceOpTiming> timing = device_.timings();
   TWINSCALE_ASSERT(timing.size() == n, "device returned timings of another program");
   for (uint32_t i = 0; i < n; ++i) {
     if (state[i] == State::NotIssued) continue;

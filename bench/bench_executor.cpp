@@ -39,7 +39,7 @@ public:
   void issue(uint32_t, std::span<const uint32_t>) override {}
   backend::OpStatus poll(uint32_t) override { return backend::OpStatus::Done; }
   void wait_for_progress(double) override {}
-  std::vector<backend::OpTiming> timings() override { return std::vector<backend::OpTiming>(n_, {0, 0, true}); }
+  std::vector<backend::DeviceOpTiming> timings() override { return std::vector<backend::DeviceOpTiming>(n_, {0, 0, true}); }
   void abort() override {}
   double now_s() const override {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();

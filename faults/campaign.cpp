@@ -35,7 +35,21 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-enum class Phase : uint8_t { Training, CheckpointStall, Detection, Diagnosis, Replacement, RestartInit, CheckpointLoad };
+enum class CampaignPhase : uint8_t { Training, CheckpointStall, Detection, Diagnosis, Replacement, RestartInit, CheckpointLoad };
+
+/// What the campaign loop handles next (the earliest of the candidates it considers).
+enum class NextEvent : uint8_t {
+  End,             // the campaign's duration is reached
+  FaultArrival,    // a fault of a category arrives (sampled)
+  PhaseEnd,        // a recovery phase or checkpoint stall ends
+  CheckpointDue,   // the work position reaches the next checkpoint
+  PersistDone,     // an asynchronous checkpoint became durable
+  StallEnd,        // a network stall ends
+  SlowdownEnd,     // a straggler's slowdown ends
+  Recurrence,      // a fault that was not fixed strikes again
+  SilentDetection, // a silent fault is finally detected
+  ScriptedFault,   // the next fault of a scripted campaign
+};
 
 struct Suspect {
   size_t category = 0;
@@ -73,60 +87,58 @@ public:
 
   CampaignRun run() {
     // The job starts like a restart without a checkpoint to load.
-    enter(Phase::RestartInit, restart_total_s_);
+    enter(CampaignPhase::RestartInit, restart_total_s_);
     incident_open_ = false;
     const double end = c_.spec.duration_s;
     while (t_ < end) {
       // Next event.
       double te = end;
-      int kind = 0; // 0 end, 1 fault arrival, 2 phase end, 3 checkpoint due, 4 persist done,
-                    // 5 stall end, 6 slowdown end, 7 recurrence, 8 silent detection,
-                    // 9 scripted fault
+      NextEvent kind = NextEvent::End;
       size_t which = 0;
-      auto consider = [&](double when, int k, size_t w = 0) {
+      auto consider = [&](double when, NextEvent k, size_t w = 0) {
         when = std::max(when, t_); // overdue (e.g. a detection while recovering): now
         if (when < te) { te = when; kind = k; which = w; }
       };
       if (scripted_) {
-        if (script_pos_ < c_.spec.scripted_faults.size()) consider(c_.spec.scripted_faults[script_pos_].at_s, 9);
+        if (script_pos_ < c_.spec.scripted_faults.size()) consider(c_.spec.scripted_faults[script_pos_].at_s, NextEvent::ScriptedFault);
       } else {
-        for (size_t i = 0; i < next_arrival_.size(); ++i) consider(next_arrival_[i], 1, i);
+        for (size_t i = 0; i < next_arrival_.size(); ++i) consider(next_arrival_[i], NextEvent::FaultArrival, i);
       }
-      if (phase_ != Phase::Training) consider(phase_end_, 2);
-      if (pending_) consider(pending_done_t_, 4);
+      if (phase_ != CampaignPhase::Training) consider(phase_end_, NextEvent::PhaseEnd);
+      if (pending_) consider(pending_done_t_, NextEvent::PersistDone);
       if (computing()) {
-        consider(recurrence_at_, 7);
-        consider(silent_detect_at_, 8);
+        consider(recurrence_at_, NextEvent::Recurrence);
+        consider(silent_detect_at_, NextEvent::SilentDetection);
       }
-      if (phase_ == Phase::Training) {
+      if (phase_ == CampaignPhase::Training) {
         if (t_ < stall_until_) {
-          consider(stall_until_, 5);
+          consider(stall_until_, NextEvent::StallEnd);
         } else {
           const double speed = current_speed();
-          consider(t_ + (next_ckpt_work_ - work_) / speed, 3);
+          consider(t_ + (next_ckpt_work_ - work_) / speed, NextEvent::CheckpointDue);
         }
       }
-      for (size_t i = 0; i < slow_.size(); ++i) consider(slow_[i].first, 6, i);
+      for (size_t i = 0; i < slow_.size(); ++i) consider(slow_[i].first, NextEvent::SlowdownEnd, i);
       advance(te);
       switch (kind) {
-      case 0: break;
-      case 1: on_arrival(which); break;
-      case 2: on_phase_end(); break;
-      case 3: work_ = next_ckpt_work_; enter(Phase::CheckpointStall, c_.checkpoint.blocking_s); break;
-      case 4: ckpt_durable_ = pending_work_; pending_ = false; ++run_.checkpoints_durable; break;
-      case 5: stall_until_ = -kInf; break;
-      case 6: slow_.erase(slow_.begin() + static_cast<std::ptrdiff_t>(which)); break;
-      case 7: on_recurrence(); break;
-      case 8: on_silent_detection(); break;
-      case 9: on_fault(c_.spec.scripted_faults[script_pos_++].category); break;
+      case NextEvent::End: break;
+      case NextEvent::FaultArrival: on_arrival(which); break;
+      case NextEvent::PhaseEnd: on_phase_end(); break;
+      case NextEvent::CheckpointDue: work_ = next_ckpt_work_; enter(CampaignPhase::CheckpointStall, c_.checkpoint.blocking_s); break;
+      case NextEvent::PersistDone: ckpt_durable_ = pending_work_; pending_ = false; ++run_.checkpoints_durable; break;
+      case NextEvent::StallEnd: stall_until_ = -kInf; break;
+      case NextEvent::SlowdownEnd: slow_.erase(slow_.begin() + static_cast<std::ptrdiff_t>(which)); break;
+      case NextEvent::Recurrence: on_recurrence(); break;
+      case NextEvent::SilentDetection: on_silent_detection(); break;
+      case NextEvent::ScriptedFault: on_fault(c_.spec.scripted_faults[script_pos_++].category); break;
       }
     }
     return std::move(run_);
   }
 
 private:
-  bool computing() const { return phase_ == Phase::Training || phase_ == Phase::CheckpointStall; }
-  bool recovering_early() const { return phase_ == Phase::Detection || phase_ == Phase::Diagnosis; }
+  bool computing() const { return phase_ == CampaignPhase::Training || phase_ == CampaignPhase::CheckpointStall; }
+  bool recovering_early() const { return phase_ == CampaignPhase::Detection || phase_ == CampaignPhase::Diagnosis; }
 
   double current_speed() const {
     double worst = 0;
@@ -140,7 +152,7 @@ private:
     const double dt = te - t_;
     if (dt > 0) {
       switch (phase_) {
-      case Phase::Training:
+      case CampaignPhase::Training:
         if (t_ < stall_until_) {
           state(RunState::NetworkStall) += dt;
         } else {
@@ -150,18 +162,18 @@ private:
           work_ += speed * dt;
         }
         break;
-      case Phase::CheckpointStall: state(RunState::CheckpointStall) += dt; break;
-      case Phase::Detection: state(RunState::Detection) += dt; break;
-      case Phase::Diagnosis: state(RunState::Diagnosis) += dt; break;
-      case Phase::Replacement: state(RunState::Replacement) += dt; break;
-      case Phase::RestartInit: state(RunState::RestartInit) += dt; break;
-      case Phase::CheckpointLoad: state(RunState::CheckpointLoad) += dt; break;
+      case CampaignPhase::CheckpointStall: state(RunState::CheckpointStall) += dt; break;
+      case CampaignPhase::Detection: state(RunState::Detection) += dt; break;
+      case CampaignPhase::Diagnosis: state(RunState::Diagnosis) += dt; break;
+      case CampaignPhase::Replacement: state(RunState::Replacement) += dt; break;
+      case CampaignPhase::RestartInit: state(RunState::RestartInit) += dt; break;
+      case CampaignPhase::CheckpointLoad: state(RunState::CheckpointLoad) += dt; break;
       }
     }
     t_ = te;
   }
 
-  void enter(Phase p, double duration_s) {
+  void enter(CampaignPhase p, double duration_s) {
     phase_ = p;
     phase_end_ = t_ + duration_s;
   }
@@ -214,7 +226,7 @@ private:
       if (!computing()) return; // no traffic to disturb
       if (d <= tolerated_s_) {
         ++run_.stalls;
-        if (phase_ == Phase::Training) stall_until_ = std::max(stall_until_, t_ + d);
+        if (phase_ == CampaignPhase::Training) stall_until_ = std::max(stall_until_, t_ + d);
         return;
       }
       strike(i, 0, tolerated_s_); // flows stall, then fail after the retransmit limit
@@ -243,13 +255,13 @@ private:
       open_incident(i, misses > 0);
       rollback_to(ckpt_durable_);
       if (cat.needs_eviction) suspects_.push_back(Suspect{i, misses});
-      enter(Phase::Detection, detect_s);
+      enter(CampaignPhase::Detection, detect_s);
     } else if (recovering_early()) {
       if (cat.needs_eviction) suspects_.push_back(Suspect{i, misses});
     } else { // replacement, restart or load fails: recovery starts over
       ++run_.failed_recoveries;
       if (cat.needs_eviction) suspects_.push_back(Suspect{i, misses});
-      enter(Phase::Detection, detect_s);
+      enter(CampaignPhase::Detection, detect_s);
     }
   }
 
@@ -275,13 +287,13 @@ private:
     open_incident(silent_.category, silent_.misses > 0);
     rollback_to(silent_restore_);
     if (c_.model.categories[silent_.category].needs_eviction) suspects_.push_back(silent_);
-    enter(Phase::Detection, 0);
+    enter(CampaignPhase::Detection, 0);
   }
 
   void on_phase_end() {
     switch (phase_) {
-    case Phase::Training: break;
-    case Phase::CheckpointStall:
+    case CampaignPhase::Training: break;
+    case CampaignPhase::CheckpointStall:
       if (c_.checkpoint.persist_s > 0) {
         pending_ = true;
         pending_work_ = work_;
@@ -291,20 +303,20 @@ private:
         ++run_.checkpoints_durable;
       }
       next_ckpt_work_ = work_ + interval_work_;
-      enter(Phase::Training, 0);
+      enter(CampaignPhase::Training, 0);
       break;
-    case Phase::Detection: start_diagnosis(); break;
-    case Phase::Diagnosis: finish_diagnosis(); break;
-    case Phase::Replacement: enter(Phase::RestartInit, restart_total_s_); break;
-    case Phase::RestartInit:
-      enter(Phase::CheckpointLoad, ckpt_durable_ > 0 ? c_.checkpoint.load_s : 0.0);
+    case CampaignPhase::Detection: start_diagnosis(); break;
+    case CampaignPhase::Diagnosis: finish_diagnosis(); break;
+    case CampaignPhase::Replacement: enter(CampaignPhase::RestartInit, restart_total_s_); break;
+    case CampaignPhase::RestartInit:
+      enter(CampaignPhase::CheckpointLoad, ckpt_durable_ > 0 ? c_.checkpoint.load_s : 0.0);
       break;
-    case Phase::CheckpointLoad:
+    case CampaignPhase::CheckpointLoad:
       if (incident_open_) run_.recovery_s.push_back(t_ - incident_start_);
       incident_open_ = false;
       next_ckpt_work_ = work_ + interval_work_;
       if (!latent_.empty()) recurrence_at_ = t_ + c_.recovery.diagnostics.missed_fault_recurrence_s;
-      enter(Phase::Training, 0);
+      enter(CampaignPhase::Training, 0);
       break;
     }
   }
@@ -317,7 +329,7 @@ private:
     double duration = d.duration_s;
     for (auto& s : suspects_)
       if (s.misses >= d.escalate_after) duration = std::max(duration, d.escalation_s);
-    enter(Phase::Diagnosis, duration);
+    enter(CampaignPhase::Diagnosis, duration);
   }
 
   void finish_diagnosis() {
@@ -338,7 +350,7 @@ private:
       ++evict;
       ++run_.false_evictions;
     }
-    enter(Phase::Replacement, replacement_wait(evict));
+    enter(CampaignPhase::Replacement, replacement_wait(evict));
   }
 
   /// Takes `nodes` replacements in parallel; returns the wait for the slowest one.
@@ -380,7 +392,7 @@ private:
   size_t script_pos_ = 0;
 
   double t_ = 0;
-  Phase phase_ = Phase::RestartInit;
+  CampaignPhase phase_ = CampaignPhase::RestartInit;
   double phase_end_ = 0;
 
   double work_ = 0;

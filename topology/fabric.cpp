@@ -30,6 +30,9 @@
 
 namespace twinscale::topology {
 
+using detail::check;
+using detail::check_gpu;
+
 namespace {
 
 std::string num(double v) {
@@ -69,21 +72,12 @@ int64_t spines_per_plane(int64_t up, int64_t lower, int64_t radix) {
   return 0;
 }
 
-} // namespace
-
-
-using detail::check;
-using detail::check_gpu;
-
-Fabric::Fabric(const ClusterSpec& spec) {
-  auto impl = std::make_shared<Impl>();
-  impl->spec = spec;
-  ClosShape& s = impl->shape;
-  const std::string& c = spec.name.empty() ? std::string("(unnamed)") : spec.name;
+/// Every key of the cluster that the shape derivation relies on, checked with a message
+/// that names the key and says what would be valid. `c` names the cluster.
+void validate(const ClusterSpec& spec, const std::string& c) {
   const ServerSpec& sv = spec.server;
   const SwitchSpec& sw = spec.switch_spec;
   const FabricSpec& fs = spec.fabric;
-
   if (spec.gpus <= 0) fail(c, "gpus", "is " + std::to_string(spec.gpus) + "; the fabric needs a GPU count ≥ 1 (set gpus in the cluster or pass --gpus)");
   if (sv.gpus <= 0) fail(c, "server.gpus", "is " + std::to_string(sv.gpus) + "; must be ≥ 1");
   if (spec.gpus % sv.gpus != 0)
@@ -119,35 +113,13 @@ Fabric::Fabric(const ClusterSpec& spec) {
   if (!fs.split_downlinks && sv.nic_bw_bytes_per_s > sw.port_bw_bytes_per_s * (1 + 1e-9))
     fail(c, "server.nic_gbit_per_s", gbit(sv.nic_bw_bytes_per_s) + " NICs are faster than the " +
                                          gbit(sw.port_bw_bytes_per_s) + " switch ports");
+}
 
-  s.tiers = fs.tiers;
-  s.gpus = spec.gpus;
-  s.gpus_per_server = sv.gpus;
-  s.servers = spec.gpus / sv.gpus;
-  s.nics_per_server = sv.nics;
-  s.rails = sv.rails;
-  s.nics_per_server_per_tor = sv.nics / sv.rails;
-  s.servers_per_tor = fs.servers_per_tor;
-  s.split_downlinks = fs.split_downlinks;
-  s.nic_link_bw_bytes_per_s = sv.nic_bw_bytes_per_s;
-  s.radix = sw.radix;
-  std::tie(s.tor_down_ports, s.tor_up_ports) =
-      split_ports(c, "fabric.oversubscription[0] (ToR)", sw.radix, fs.oversubscription[0]);
-  const int64_t nic_ports = s.servers_per_tor * s.nics_per_server_per_tor;
-  s.tor_down_ports_used = s.split_downlinks ? (nic_ports + 1) / 2 : nic_ports;
-  if (s.tor_down_ports_used > s.tor_down_ports)
-    fail(c, "fabric.servers_per_tor",
-         std::to_string(s.servers_per_tor) + " servers × " + std::to_string(s.nics_per_server_per_tor) +
-             " NIC(s) per rail = " + std::to_string(nic_ports) + " NIC ports need " +
-             std::to_string(s.tor_down_ports_used) + " ToR ports" +
-             (s.split_downlinks ? " (two per split port)" : "") + ", but a ToR has " +
-             std::to_string(s.tor_down_ports) + " down ports (radix " + std::to_string(sw.radix) +
-             " at " + num(fs.oversubscription[0]) + ":1); at most " +
-             std::to_string(s.tor_down_ports * (s.split_downlinks ? 2 : 1) / s.nics_per_server_per_tor) +
-             " servers per ToR fit");
-  s.server_groups = (s.servers + s.servers_per_tor - 1) / s.servers_per_tor;
-  s.tors = s.server_groups * s.rails;
-
+/// The switch tiers above the ToRs: spines (2 tiers) or pods of aggregation switches and
+/// spine planes (3 tiers). Fails with the arithmetic when the radix cannot hold the job.
+void derive_upper_tiers(const ClusterSpec& spec, const std::string& c, ClosShape& s) {
+  const SwitchSpec& sw = spec.switch_spec;
+  const FabricSpec& fs = spec.fabric;
   if (s.tiers == 2) {
     s.spine_planes = 1;
     s.spines_per_plane = spines_per_plane(s.tor_up_ports, s.tors, sw.radix);
@@ -193,13 +165,56 @@ Fabric::Fabric(const ClusterSpec& spec) {
     s.spines = s.spine_planes * s.spines_per_plane;
     s.links_per_spine = s.agg_up_ports / s.spines_per_plane;
   }
+}
 
+/// The Clos shape of a validated cluster: servers, rails, ToR groups and the tiers above.
+ClosShape derive_shape(const ClusterSpec& spec, const std::string& c) {
+  ClosShape s;
+  const ServerSpec& sv = spec.server;
+  const SwitchSpec& sw = spec.switch_spec;
+  const FabricSpec& fs = spec.fabric;
+  s.tiers = fs.tiers;
+  s.gpus = spec.gpus;
+  s.gpus_per_server = sv.gpus;
+  s.servers = spec.gpus / sv.gpus;
+  s.nics_per_server = sv.nics;
+  s.rails = sv.rails;
+  s.nics_per_server_per_tor = sv.nics / sv.rails;
+  s.servers_per_tor = fs.servers_per_tor;
+  s.split_downlinks = fs.split_downlinks;
+  s.nic_link_bw_bytes_per_s = sv.nic_bw_bytes_per_s;
+  s.radix = sw.radix;
+  std::tie(s.tor_down_ports, s.tor_up_ports) =
+      split_ports(c, "fabric.oversubscription[0] (ToR)", sw.radix, fs.oversubscription[0]);
+  const int64_t nic_ports = s.servers_per_tor * s.nics_per_server_per_tor;
+  s.tor_down_ports_used = s.split_downlinks ? (nic_ports + 1) / 2 : nic_ports;
+  if (s.tor_down_ports_used > s.tor_down_ports)
+    fail(c, "fabric.servers_per_tor",
+         std::to_string(s.servers_per_tor) + " servers × " + std::to_string(s.nics_per_server_per_tor) +
+             " NIC(s) per rail = " + std::to_string(nic_ports) + " NIC ports need " +
+             std::to_string(s.tor_down_ports_used) + " ToR ports" +
+             (s.split_downlinks ? " (two per split port)" : "") + ", but a ToR has " +
+             std::to_string(s.tor_down_ports) + " down ports (radix " + std::to_string(sw.radix) +
+             " at " + num(fs.oversubscription[0]) + ":1); at most " +
+             std::to_string(s.tor_down_ports * (s.split_downlinks ? 2 : 1) / s.nics_per_server_per_tor) +
+             " servers per ToR fit");
+  s.server_groups = (s.servers + s.servers_per_tor - 1) / s.servers_per_tor;
+  s.tors = s.server_groups * s.rails;
+  derive_upper_tiers(spec, c, s);
+  return s;
+}
+
+} // namespace
+
+/// Vertices of every kind, GPUs first (gpu_vertex(g) = g).
+void Fabric::Impl::add_vertices(const std::string& c) {
+  const ClosShape& s = shape;
+  auto& v = vertices;
   // Vertices: GPUs first (gpu_vertex(g) = g), then NVSwitches, NICs, ToRs, aggs, spines.
   const int64_t total_vertices = s.gpus + s.servers + s.servers * s.nics_per_server + s.tors + s.aggs + s.spines;
   if (total_vertices >= (int64_t{1} << 31))
     fail(c, "gpus", std::to_string(spec.gpus) + " GPUs give " + std::to_string(total_vertices) +
                         " vertices, over the 2^31 the fabric indexes");
-  auto& v = impl->vertices;
   v.reserve(static_cast<size_t>(total_vertices));
   auto add_kind = [&](VertexKind k, int64_t n) {
     const auto first = static_cast<uint32_t>(v.size());
@@ -207,71 +222,93 @@ Fabric::Fabric(const ClusterSpec& spec) {
     return first;
   };
   add_kind(VertexKind::Gpu, s.gpus);
-  impl->v_nvswitch = add_kind(VertexKind::NvSwitch, s.servers);
-  impl->v_nic = add_kind(VertexKind::Nic, s.servers * s.nics_per_server);
-  impl->v_tor = add_kind(VertexKind::Tor, s.tors);
-  impl->v_agg = add_kind(VertexKind::Aggregation, s.aggs);
-  impl->v_spine = add_kind(VertexKind::Spine, s.spines);
+  v_nvswitch = add_kind(VertexKind::NvSwitch, s.servers);
+  v_nic = add_kind(VertexKind::Nic, s.servers * s.nics_per_server);
+  v_tor = add_kind(VertexKind::Tor, s.tors);
+  v_agg = add_kind(VertexKind::Aggregation, s.aggs);
+  v_spine = add_kind(VertexKind::Spine, s.spines);
+}
 
-  // Links, in blocks whose ids route() computes arithmetically.
+/// Links in blocks whose ids route() computes arithmetically (NVLink, PCIe, NIC–ToR, then
+/// the tiers above); sets the shape's NIC link bandwidth (halved by split downlinks).
+void Fabric::Impl::add_links() {
+  ClosShape& s = shape;
+  auto& L = links;
+  const ServerSpec& sv = spec.server;
+  const SwitchSpec& sw = spec.switch_spec;
+  const FabricSpec& fs = spec.fabric;
   const double port_bw = sw.port_bw_bytes_per_s;
   const double nic_link_bw = std::min(sv.nic_bw_bytes_per_s, fs.split_downlinks ? port_bw / 2 : port_bw);
   s.nic_link_bw_bytes_per_s = nic_link_bw;
   const double lat = fs.cable_latency_s;
-  auto& L = impl->links;
   const int64_t tor_up_links = s.tors * s.tor_up_ports;
   L.reserve(static_cast<size_t>(2 * s.gpus + s.servers * s.nics_per_server + tor_up_links + s.aggs * s.agg_up_ports));
   for (int64_t g = 0; g < s.gpus; ++g)
-    impl->add_link(static_cast<uint32_t>(g), impl->v_nvswitch + static_cast<uint32_t>(impl->server_of(g)),
+    add_link(static_cast<uint32_t>(g), v_nvswitch + static_cast<uint32_t>(server_of(g)),
                    LinkKind::NvLink, spec.gpu.nvlink_bw_bytes_per_s, 0);
-  impl->l_pcie = static_cast<uint32_t>(L.size());
+  l_pcie = static_cast<uint32_t>(L.size());
   for (int64_t g = 0; g < s.gpus; ++g)
-    impl->add_link(static_cast<uint32_t>(g), impl->v_nic + static_cast<uint32_t>(impl->nic_of(g)),
+    add_link(static_cast<uint32_t>(g), v_nic + static_cast<uint32_t>(nic_of(g)),
                    LinkKind::Pcie, sv.pcie_bw_bytes_per_s, 0);
-  impl->l_nic = static_cast<uint32_t>(L.size());
+  l_nic = static_cast<uint32_t>(L.size());
   for (int64_t n = 0; n < s.servers * s.nics_per_server; ++n)
-    impl->add_link(impl->v_nic + static_cast<uint32_t>(n), impl->v_tor + static_cast<uint32_t>(impl->tor_of_nic(n)),
+    add_link(v_nic + static_cast<uint32_t>(n), v_tor + static_cast<uint32_t>(tor_of_nic(n)),
                    LinkKind::NicToTor, nic_link_bw, lat);
-  impl->l_tor_up = static_cast<uint32_t>(L.size());
+  l_tor_up = static_cast<uint32_t>(L.size());
   if (s.tiers == 3) {
     for (int64_t t = 0; t < s.tors; ++t)
       for (int64_t a = 0; a < s.aggs_per_pod; ++a)
         for (int64_t l = 0; l < s.links_per_agg; ++l)
-          impl->add_link(impl->v_tor + static_cast<uint32_t>(t),
-                         impl->v_agg + static_cast<uint32_t>(impl->pod_of_tor(t) * s.aggs_per_pod + a),
+          add_link(v_tor + static_cast<uint32_t>(t),
+                         v_agg + static_cast<uint32_t>(pod_of_tor(t) * s.aggs_per_pod + a),
                          LinkKind::TorToAggregation, port_bw, lat);
-    impl->l_agg_up = static_cast<uint32_t>(L.size());
+    l_agg_up = static_cast<uint32_t>(L.size());
     for (int64_t x = 0; x < s.aggs; ++x) {
       const int64_t plane = x % s.aggs_per_pod;
       for (int64_t j = 0; j < s.spines_per_plane; ++j)
         for (int64_t l = 0; l < s.links_per_spine; ++l)
-          impl->add_link(impl->v_agg + static_cast<uint32_t>(x),
-                         impl->v_spine + static_cast<uint32_t>(plane * s.spines_per_plane + j),
+          add_link(v_agg + static_cast<uint32_t>(x),
+                         v_spine + static_cast<uint32_t>(plane * s.spines_per_plane + j),
                          LinkKind::AggregationToSpine, port_bw, lat);
     }
   } else {
     for (int64_t t = 0; t < s.tors; ++t)
       for (int64_t j = 0; j < s.spines_per_plane; ++j)
         for (int64_t l = 0; l < s.links_per_spine; ++l)
-          impl->add_link(impl->v_tor + static_cast<uint32_t>(t), impl->v_spine + static_cast<uint32_t>(j),
+          add_link(v_tor + static_cast<uint32_t>(t), v_spine + static_cast<uint32_t>(j),
                          LinkKind::TorToSpine, port_bw, lat);
-    impl->l_agg_up = static_cast<uint32_t>(L.size());
+    l_agg_up = static_cast<uint32_t>(L.size());
   }
   check(L.size() < (size_t{1} << 32), "link count fits uint32");
-  // Incidence lists (CSR), links in id order for every vertex.
-  auto& off = impl->incident_offset;
-  off.assign(v.size() + 1, 0);
+}
+
+/// Incidence lists (CSR), links in id order for every vertex.
+void Fabric::Impl::index_incidence() {
+  const auto& L = links;
+  auto& off = incident_offset;
+  off.assign(vertices.size() + 1, 0);
   for (const Link& l : L) {
     ++off[l.a + 1];
     ++off[l.b + 1];
   }
   for (size_t i = 1; i < off.size(); ++i) off[i] += off[i - 1];
-  impl->incident.resize(2 * L.size());
+  incident.resize(2 * L.size());
   std::vector<uint32_t> fill(off.begin(), off.end() - 1);
   for (uint32_t id = 0; id < L.size(); ++id) {
-    impl->incident[fill[L[id].a]++] = id;
-    impl->incident[fill[L[id].b]++] = id;
+    incident[fill[L[id].a]++] = id;
+    incident[fill[L[id].b]++] = id;
   }
+}
+
+Fabric::Fabric(const ClusterSpec& spec) {
+  const std::string c = spec.name.empty() ? std::string("(unnamed)") : spec.name;
+  validate(spec, c);
+  auto impl = std::make_shared<Impl>();
+  impl->spec = spec;
+  impl->shape = derive_shape(spec, c);
+  impl->add_vertices(c);
+  impl->add_links();
+  impl->index_incidence();
   impl_ = std::move(impl);
 }
 

@@ -214,15 +214,15 @@ public:
     std::this_thread::sleep_for(std::chrono::duration<double>(max_wait_s));
   }
 
-  std::vector<OpTiming> timings() override {
-    std::vector<OpTiming> t(program_->ops.size());
+  std::vector<DeviceOpTiming> timings() override {
+    std::vector<DeviceOpTiming> t(program_->ops.size());
     for (size_t i = 0; i < t.size(); ++i) {
       if (failed_[i] || cudaEventQuery(end_[i]) != cudaSuccess) continue;
       float a = 0, b = 0;
       if (cudaEventElapsedTime(&a, base_, start_[i]) != cudaSuccess ||
           cudaEventElapsedTime(&b, base_, end_[i]) != cudaSuccess)
         continue;
-      t[i] = OpTiming{base_s_ + a * 1e-3, base_s_ + b * 1e-3, true};
+      t[i] = DeviceOpTiming{base_s_ + a * 1e-3, base_s_ + b * 1e-3, true};
     }
     return t;
   }

@@ -41,10 +41,10 @@ public:
     return OpStatus::Done;
   }
   void wait_for_progress(double) override { ++idle_waits; }
-  std::vector<OpTiming> timings() override {
-    std::vector<OpTiming> t(issued_at.size());
+  std::vector<DeviceOpTiming> timings() override {
+    std::vector<DeviceOpTiming> t(issued_at.size());
     for (size_t i = 0; i < t.size(); ++i)
-      if (done_at[i] >= 0) t[i] = OpTiming{issued_at[i] * 1e-6, done_at[i] * 1e-6, true};
+      if (done_at[i] >= 0) t[i] = DeviceOpTiming{issued_at[i] * 1e-6, done_at[i] * 1e-6, true};
     return t;
   }
   void abort() override { aborted = true; }

@@ -42,6 +42,11 @@ struct Fabric::Impl {
   void add_link(uint32_t a, uint32_t b, LinkKind kind, double bw, double lat) {
     links.push_back(Link{a, b, kind, bw, lat});
   }
+
+  // The builder's stages after validation and shape (fabric.cpp); `c` names the cluster.
+  void add_vertices(const std::string& c);
+  void add_links();
+  void index_incidence();
 };
 
 namespace detail {
