@@ -66,35 +66,11 @@ struct UnionFind {
   void unite(uint32_t a, uint32_t b) { parent[find(a)] = find(b); }
 };
 
-} // namespace
-
-FabricAnalysis analyze(const Fabric& f) {
+/// Capacity of each tier (per direction), the ToR and aggregation oversubscription, and
+/// the bisection bandwidth with the tier that limits it.
+void summarise_tiers(const Fabric& f, FabricAnalysis& r) {
   const ClosShape& s = f.shape();
   const ClusterSpec& spec = f.spec();
-  FabricAnalysis r;
-  r.name = spec.name;
-  r.gpus = s.gpus;
-  r.servers = s.servers;
-  r.nics = s.servers * s.nics_per_server;
-  r.rails = s.rails;
-  r.tiers = s.tiers;
-  r.tors = s.tors;
-  r.aggs = s.aggs;
-  r.spines = s.spines;
-  r.switches = s.tors + s.aggs + s.spines;
-  r.links = static_cast<int64_t>(f.links().size());
-
-  // Links by kind, in LinkKind order.
-  for (uint8_t k = 0; k <= static_cast<uint8_t>(LinkKind::TorToSpine); ++k) {
-    LinkKindSummary ks{static_cast<LinkKind>(k), 0, 0};
-    for (const Link& l : f.links())
-      if (l.kind == ks.kind) {
-        ++ks.links;
-        ks.bw_bytes_per_s = l.bw_bytes_per_s;
-      }
-    if (ks.links > 0) r.links_by_kind.push_back(ks);
-  }
-
   // Tier capacities (per direction).
   const double port_bw = spec.switch_spec.port_bw_bytes_per_s;
   const double nic_total = static_cast<double>(r.nics) * s.nic_link_bw_bytes_per_s;
@@ -120,7 +96,11 @@ FabricAnalysis analyze(const Fabric& f) {
     }
   }
   r.bisection_bw_bytes_per_s = smallest / 2;
+}
 
+/// The distance classes route() produces, and the longest of them.
+void classify_distances(const Fabric& f, FabricAnalysis& r) {
+  const ClosShape& s = f.shape();
   // Distance classes of route() (links; switches = NVSwitch or network switches crossed).
   const bool several_servers = s.servers > 1;
   const bool same_tor_pairs = s.servers_per_tor > 1 && several_servers;
@@ -134,7 +114,11 @@ FabricAnalysis analyze(const Fabric& f) {
   }
   for (const auto& d : r.distances)
     if (d.exists) r.route_diameter_links = std::max(r.route_diameter_links, d.links);
+}
 
+/// Graph diameter of the fabric between GPUs.
+void measure_diameter(const Fabric& f, FabricAnalysis& r) {
+  const ClosShape& s = f.shape();
   // Graph diameter by BFS. Every server sees the same distances in a Clos (up to the
   // partial population of the last group/pod), so small fabrics are searched from every
   // GPU and large ones from the GPUs of the first and the last server.
@@ -150,7 +134,12 @@ FabricAnalysis analyze(const Fabric& f) {
     }
   }
   r.diameter_links = gpu_eccentricity(f, g, sources);
+}
 
+/// Per-rail planes: NICs, ToRs and aggregation switches of each rail and how many
+/// connected components they form.
+void summarise_rails(const Fabric& f, FabricAnalysis& r) {
+  const ClosShape& s = f.shape();
   // Per-rail planes: union NICs, ToRs and aggs of one rail over the links among them.
   const auto& V = f.vertices();
   const auto rail_of = [&](uint32_t v) -> int64_t {
@@ -186,6 +175,41 @@ FabricAnalysis analyze(const Fabric& f) {
     r.rails_summary[static_cast<size_t>(rail)].plane_components =
         static_cast<int64_t>(std::unique(rt.begin(), rt.end()) - rt.begin());
   }
+}
+
+} // namespace
+
+FabricAnalysis analyze(const Fabric& f) {
+  const ClosShape& s = f.shape();
+  const ClusterSpec& spec = f.spec();
+  FabricAnalysis r;
+  r.name = spec.name;
+  r.gpus = s.gpus;
+  r.servers = s.servers;
+  r.nics = s.servers * s.nics_per_server;
+  r.rails = s.rails;
+  r.tiers = s.tiers;
+  r.tors = s.tors;
+  r.aggs = s.aggs;
+  r.spines = s.spines;
+  r.switches = s.tors + s.aggs + s.spines;
+  r.links = static_cast<int64_t>(f.links().size());
+
+  // Links by kind, in LinkKind order.
+  for (uint8_t k = 0; k <= static_cast<uint8_t>(LinkKind::TorToSpine); ++k) {
+    LinkKindSummary ks{static_cast<LinkKind>(k), 0, 0};
+    for (const Link& l : f.links())
+      if (l.kind == ks.kind) {
+        ++ks.links;
+        ks.bw_bytes_per_s = l.bw_bytes_per_s;
+      }
+    if (ks.links > 0) r.links_by_kind.push_back(ks);
+  }
+
+  summarise_tiers(f, r);
+  classify_distances(f, r);
+  measure_diameter(f, r);
+  summarise_rails(f, r);
   return r;
 }
 
