@@ -12,6 +12,8 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "tests/skip.hpp"
+
 #include "backend/checkpoint.hpp"
 #include "backend/hang_report.hpp"
 #include "config/job_file.hpp"
@@ -27,7 +29,7 @@ using backend::test::mpirun;
 using backend::test::shell;
 
 TEST_CASE("mpi run: 8 CPU ranks run the synthetic schedule in a valid order") {
-  if (!backend::test::have_mpirun()) { WARN("mpirun not found"); return; }
+  if (!backend::test::have_mpirun()) TWINSCALE_SKIP("mpirun not found");
   const std::string dir = fresh_dir("run8");
   const auto r = shell(mpirun(8) + " " TWINSCALE_CLI " run --synthetic 2x2x2 --synthetic-micro-batches 3 "
                        "--synthetic-hidden 64 --timeout 20 --run-dir " + dir, 120);
@@ -91,7 +93,7 @@ void run_and_check(const schedules::Schedule& s, int ranks, const std::string& a
 } // namespace
 
 TEST_CASE("mpi run: the tiny presets run on 8 CPU ranks in a valid order") {
-  if (!backend::test::have_mpirun()) { WARN("mpirun not found"); return; }
+  if (!backend::test::have_mpirun()) TWINSCALE_SKIP("mpirun not found");
   for (const std::string preset : {"tiny-1f1b", "tiny-interleaved", "tiny-megascale"}) {
     INFO(preset);
     schedules::LoweringTarget target;
@@ -102,7 +104,7 @@ TEST_CASE("mpi run: the tiny presets run on 8 CPU ranks in a valid order") {
 }
 
 TEST_CASE("mpi run: 16 CPU ranks (tp2 pp2 dp4) run the synthetic schedule in a valid order") {
-  if (!backend::test::have_mpirun()) { WARN("mpirun not found"); return; }
+  if (!backend::test::have_mpirun()) TWINSCALE_SKIP("mpirun not found");
   backend::SyntheticOptions so;
   so.micro_batches = 2;
   so.hidden = so.tokens = 32;
@@ -111,7 +113,7 @@ TEST_CASE("mpi run: 16 CPU ranks (tp2 pp2 dp4) run the synthetic schedule in a v
 }
 
 TEST_CASE("mpi run: kill -9 of one rank; the others stop within the timeout and name it") {
-  if (!backend::test::have_mpirun()) { WARN("mpirun not found"); return; }
+  if (!backend::test::have_mpirun()) TWINSCALE_SKIP("mpirun not found");
   const std::string dir = fresh_dir("kill");
   const double timeout_s = 3;
   auto job = backend::test::spawn(mpirun(8, true) + " " TWINSCALE_CLI " run --synthetic 2x2x2 "
@@ -161,7 +163,7 @@ TEST_CASE("mpi run: kill -9 of one rank; the others stop within the timeout and 
 }
 
 TEST_CASE("mpi run: kill -9 during the checkpoint persist leaves the last good checkpoint restorable") {
-  if (!backend::test::have_mpirun()) { WARN("mpirun not found"); return; }
+  if (!backend::test::have_mpirun()) TWINSCALE_SKIP("mpirun not found");
   const std::string dir = fresh_dir("ckpt-kill");
   const std::string ckpt = dir + "/ckpt";
   const std::string common = " " TWINSCALE_CLI " run --synthetic 2x2x2 --synthetic-micro-batches 2 --synthetic-hidden 32 "
@@ -199,7 +201,7 @@ TEST_CASE("mpi run: kill -9 during the checkpoint persist leaves the last good c
 }
 
 TEST_CASE("mpi run: bad launches and options are errors that say what would be valid") {
-  if (!backend::test::have_mpirun()) { WARN("mpirun not found"); return; }
+  if (!backend::test::have_mpirun()) TWINSCALE_SKIP("mpirun not found");
   auto r = shell(mpirun(2) + " " TWINSCALE_CLI " run --preset tiny-1f1b --timeout 10", 60);
   CHECK(r.status != 0);
   CHECK_THAT(r.output, Catch::Contains("needs 8") && Catch::Contains("-np 8"));

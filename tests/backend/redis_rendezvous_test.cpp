@@ -12,6 +12,7 @@
 
 #include "backend/hang_report.hpp"
 #include "mpi_helpers.hpp"
+#include "tests/skip.hpp"
 
 using namespace twinscale;
 
@@ -58,14 +59,8 @@ struct RedisServer {
 } // namespace
 
 TEST_CASE("redis rendezvous: 8 CPU ranks meet through a Redis store") {
-  if (std::system("command -v redis-server > /dev/null 2>&1") != 0) {
-    WARN("redis-server not installed: skipping");
-    return;
-  }
-  if (!backend::test::have_mpirun()) {
-    WARN("mpirun not found");
-    return;
-  }
+  if (std::system("command -v redis-server > /dev/null 2>&1") != 0) TWINSCALE_SKIP("redis-server not installed");
+  if (!backend::test::have_mpirun()) TWINSCALE_SKIP("mpirun not found");
   const std::string dir = backend::test::fresh_dir("redis");
   RedisServer server(dir);
   REQUIRE(server.pid > 0);

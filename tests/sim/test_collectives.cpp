@@ -49,19 +49,21 @@ TEST_CASE("ring all-reduce on an idle fabric matches 2(n-1)/n S/B + latency", "[
   const double S = 256e6;
   RingCase c(n, S);
   topology::Fabric fabric(c.spec);
-  // Bottleneck: the 200G NIC link at the network efficiency; latency: the longest hop path.
-  const double B = 25e9 * 0.96;
+  // Bottleneck: the NIC link at the network efficiency; latency: the longest hop path.
+  const double efficiency = 0.9; // an input of this test, not the default
+  const double B = c.spec.server.nic_bw_bytes_per_s * efficiency;
   for (SimMode mode : {SimMode::Analytic, SimMode::Flow}) {
     for (bool aggregate : {true, false}) {
       SimOptions o = exact_options(mode);
+      o.network_efficiency = efficiency;
       o.aggregate = aggregate;
       const auto r = simulate(c.schedule, fabric, c.gpus, o);
       const double bw_term = 2.0 * (n - 1) / n * S / B;
       INFO("mode " << to_string(mode) << " aggregate " << aggregate << " t " << r.iteration_time_s);
       CHECK(r.completed);
       CHECK(r.iteration_time_s >= bw_term);
-      // latency terms: 2(n-1) steps of at most 5 switch hops of 600 ns
-      CHECK(r.iteration_time_s <= bw_term + 2.0 * (n - 1) * 5 * 600e-9 + 1e-9);
+      // latency terms: 2(n-1) steps of at most 5 switch hops
+      CHECK(r.iteration_time_s <= bw_term + 2.0 * (n - 1) * 5 * c.spec.switch_spec.latency_s + 1e-9);
     }
   }
 }
@@ -73,10 +75,12 @@ TEST_CASE("all-gather closed form over NVSwitch inside a server", "[sim][collect
   auto schedule = make_schedule({8, 1, 1}, {b.take()}, std::vector<uint32_t>(8, 0));
   topology::Fabric fabric(tiny_cluster());
   std::vector<int64_t> gpus{0, 1, 2, 3, 4, 5, 6, 7};
-  const double B = 300e9 * 0.77;
+  const double efficiency = 0.8; // an input of this test, not the default
+  const double B = fabric.spec().gpu.nvlink_bw_bytes_per_s * efficiency;
   for (SimMode mode : {SimMode::Analytic, SimMode::Flow}) {
     for (bool aggregate : {true, false}) {
       SimOptions o = exact_options(mode);
+      o.nvlink_efficiency = efficiency;
       o.aggregate = aggregate;
       o.channels = 2;
       const auto r = simulate(schedule, fabric, gpus, o);
@@ -101,12 +105,14 @@ TEST_CASE("two flows on one bottleneck link each get half", "[sim][collectives]"
   };
   topology::Fabric fabric(tiny_cluster());
   std::vector<int64_t> gpus{0, 8, 16};
+  SimOptions o = exact_options(SimMode::Flow);
+  o.network_efficiency = 0.9; // an input of this test, not the default
   auto run = [&](bool both) {
     auto s = make_schedule({1, 1, 3}, {program(0, both), program(1, both), program(2, both)}, {0, 1, 2});
-    return simulate(s, fabric, gpus, exact_options(SimMode::Flow)).iteration_time_s;
+    return simulate(s, fabric, gpus, o).iteration_time_s;
   };
   const double one = run(false), two = run(true);
-  const double B = 25e9 * 0.96;
+  const double B = fabric.spec().server.nic_bw_bytes_per_s * o.network_efficiency;
   CHECK(one == Approx(S / B).epsilon(1e-3));
   CHECK(two == Approx(2 * S / B).epsilon(1e-3));
 }
