@@ -37,6 +37,13 @@ void check_options(const SimOptions& o) {
     throw std::invalid_argument("simulate: channels = " + std::to_string(o.channels) + " (valid: 1..64)");
   if (!(o.nvlink_efficiency > 0 && o.nvlink_efficiency <= 1) || !(o.network_efficiency > 0 && o.network_efficiency <= 1))
     throw std::invalid_argument("simulate: link efficiencies must be in (0, 1]");
+  const auto& n = o.nccl;
+  if (!(n.enabled[0] || n.enabled[1] || n.enabled[2]))
+    throw std::invalid_argument("simulate: no NCCL protocol enabled (valid: any of LL, LL128, Simple)");
+  for (double f : {n.ll_fraction_all_reduce_or_multi_server, n.ll_fraction_other, n.ll128_fraction,
+                   n.ll128_fraction_one_gpu_per_server, n.tree_fraction, n.tree_ll_fraction, n.tree_ll128_fraction,
+                   n.tree_ll128_fraction_one_server})
+    if (!(f > 0 && f <= 1)) throw std::invalid_argument("simulate: NCCL protocol bandwidth fractions must be in (0, 1]");
   if (o.device.nccl_compute_slowdown < 0)
     throw std::invalid_argument("simulate: nccl_compute_slowdown must be ≥ 0");
 }
@@ -56,7 +63,7 @@ SimReport run_in_process(const schedules::Schedule& schedule, const topology::Fa
   check_options(options);
   DeviceModel device(fabric.spec().gpu, options.device, options.calibration);
   detail::NetworkPaths paths(fabric, options.seed, options.ecmp, options.nvlink_efficiency,
-                             options.network_efficiency);
+                             options.network_efficiency, options.nccl.pxn);
   // The executed pipeline (aggregated runs): the one holding the most slowed GPU of a
   // fault plan, since every DP/TP collective makes its whole stage wait for it.
   schedules::RankCoord representative{};

@@ -38,6 +38,7 @@
 #include "schedules/trace.hpp"
 #include "sim/collective_algorithms.hpp"
 #include "sim/device_model.hpp"
+#include "sim/nccl_model.hpp"
 #include "topology/fabric.hpp"
 
 #ifdef TWINSCALE_HAVE_FAULTS
@@ -65,7 +66,9 @@ struct SimOptions {
   topology::EcmpPolicy ecmp = topology::EcmpPolicy::Hash;
   CollectiveAlgorithm all_reduce_algorithm = CollectiveAlgorithm::Ring;
   bool aggregate = true;          // symmetry + merged ring steps (see header comment)
-  int channels = 2;               // NCCL channels: flows (queue pairs) per transfer
+  int channels = 2;               // NCCL channels asked for: rings use a multiple of the
+                                  // NICs a group's GPUs use per server, at least this many
+  NcclParams nccl;                // protocols (LL/LL128/Simple), latencies, PXN
   double nvlink_efficiency = 0.77;  // achieved/raw NVLink: 8×A100 all-reduce busbw ~230 of 300 GB/s
   double network_efficiency = 0.96; // achieved/raw NIC and switch links: ~24 of 25 GB/s on HDR
   DeviceModelParams device;
