@@ -31,6 +31,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -66,9 +67,12 @@ struct SimOptions {
   CollectiveAlgorithm all_reduce_algorithm = CollectiveAlgorithm::Ring;
   bool aggregate = true;          // symmetry + merged ring steps (see header comment)
   int channels = 2;               // NCCL channels: flows (queue pairs) per transfer
-  double nvlink_efficiency = 0.77;  // achieved/raw NVLink: 8×A100 all-reduce busbw ~230 of 300 GB/s
-  double network_efficiency = 0.96; // achieved/raw NIC and switch links: ~24 of 25 GB/s on HDR
-  DeviceModelParams device;
+  // Link efficiencies (achieved / raw) and device figures come from the cluster's parts in
+  // the hardware catalogue (presets/hardware/: NVLink generation, NIC model, GPU model);
+  // these replace them when set (tests, what-ifs).
+  std::optional<double> nvlink_efficiency;
+  std::optional<double> network_efficiency;
+  DeviceModelOverrides device;
   const schedules::CalibrationTable* calibration = nullptr; // overrides the device model
   bool record_trace = false;      // fill SimReport::trace
   std::vector<int64_t> trace_ranks; // ranks to trace (empty: every executed rank)
