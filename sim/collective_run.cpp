@@ -69,9 +69,12 @@ CollectiveRunResult run_collective(const topology::Fabric& fabric, OpKind kind, 
     r.busbw_bytes_per_s = r.algbw_bytes_per_s * nccl_bus_factor(kind, n);
   }
   // The plan the simulation used (same inputs, same tuner).
-  detail::NetworkPaths paths(fabric, options.seed, options.ecmp, options.nvlink_efficiency, options.network_efficiency,
-                             options.nccl.pxn);
-  detail::CollectiveTasks tasks(paths, options);
+  const auto& spec = fabric.spec();
+  SimOptions resolved = options;
+  resolved.nccl = resolve_nccl(options.nccl, spec);
+  detail::NetworkPaths paths(fabric, options.seed, options.ecmp, options.nvlink_efficiency.value_or(spec.gpu.nvlink.efficiency),
+                             options.network_efficiency.value_or(spec.server.nic.efficiency), options.nccl.pxn);
+  detail::CollectiveTasks tasks(paths, resolved);
   const CollectivePlan plan = tasks.plan(kind, bytes, gpus);
   r.protocol = plan.protocol;
   r.algorithm = plan.algorithm;

@@ -40,6 +40,15 @@ std::array<int64_t, 2> nccl_ring_steps(OpKind kind, int64_t n, int64_t servers) 
   }
 }
 
+NcclParams resolve_nccl(const NcclParams& params, const topology::ClusterSpec& cluster) {
+  NcclParams p = params;
+  if (!p.ring_nvlink_step_s) p.ring_nvlink_step_s = cluster.gpu.nvlink.nccl_ring_step_s;
+  if (!p.tree_nvlink_step_s) p.tree_nvlink_step_s = cluster.gpu.nvlink.nccl_tree_step_s;
+  if (!p.ring_net_step_s) p.ring_net_step_s = cluster.server.nic.nccl_ring_step_s;
+  if (!p.tree_net_step_s) p.tree_net_step_s = cluster.server.nic.nccl_tree_step_s;
+  return p;
+}
+
 namespace {
 
 double ll128_ceiling_per_channel(const NcclParams& p, OpKind kind) {
@@ -66,8 +75,8 @@ ProtocolCost protocol_cost(const NcclParams& params, const CollectiveShape& s, N
     if (p == NcclProtocol::LL128)
       c.bw_fraction *= multi ? params.tree_ll128_fraction : params.tree_ll128_fraction_one_server;
     c.base_latency_s = params.tree_base_latency_s[pi];
-    c.intra_step_s = params.tree_nvlink_step_s[pi];
-    c.inter_step_s = params.tree_net_step_s[pi];
+    c.intra_step_s = params.tree_nvlink_step_s.value_or(PerProtocol{})[pi];
+    c.inter_step_s = params.tree_net_step_s.value_or(PerProtocol{})[pi];
   } else {
     if (p == NcclProtocol::LL)
       c.bw_fraction = (multi || s.kind == OpKind::AllReduce) ? params.ll_fraction_all_reduce_or_multi_server
@@ -78,8 +87,8 @@ ProtocolCost protocol_cost(const NcclParams& params, const CollectiveShape& s, N
       if (simple_busbw > 0) c.bw_fraction = std::min(c.bw_fraction, ceiling / simple_busbw);
     }
     c.base_latency_s = params.ring_base_latency_s[pi];
-    c.intra_step_s = params.ring_nvlink_step_s[pi];
-    c.inter_step_s = params.ring_net_step_s[pi];
+    c.intra_step_s = params.ring_nvlink_step_s.value_or(PerProtocol{})[pi];
+    c.inter_step_s = params.ring_net_step_s.value_or(PerProtocol{})[pi];
   }
   if (multi && p == NcclProtocol::LL) c.intra_step_s *= params.ll_intra_multi_server_factor;
   if (!s.tree && p == NcclProtocol::Simple && multi && s.kind == OpKind::AllReduce &&

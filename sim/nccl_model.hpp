@@ -21,9 +21,11 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "schedules/op.hpp"
+#include "topology/cluster.hpp"
 
 namespace twinscale::sim {
 
@@ -34,9 +36,11 @@ std::string_view to_string(NcclProtocol);
 /// Per-protocol figure, indexed by NcclProtocol (LL, LL128, Simple).
 using PerProtocol = std::array<double, kNcclProtocols>;
 
-/// The figures of NCCL's tuner (seconds, bytes/s, fractions). Defaults: NCCL 2.8–2.10
-/// src/graph/tuning.cc for compute capability 8.0 (A100) with NVLink and InfiniBand.
-/// These belong to the hardware catalogue's NVLink / NIC entries once it exists.
+/// The figures of NCCL's tuner (seconds, bytes/s, fractions). Software figures (per
+/// collective latency, protocol bandwidth fractions) default to NCCL 2.8–2.10
+/// src/graph/tuning.cc for compute capability 8.0 (A100); hardware figures (the latency
+/// of a step over NVLink or through a NIC) come from the hardware catalogue's NVLink and
+/// NIC entries (presets/hardware/{nvlink,nics}.toml) unless set here.
 struct NcclParams {
   /// false: idealised collectives (tests of the fabric model): Simple protocol only, no
   /// NCCL software latency, only the fabric's path latencies.
@@ -49,13 +53,14 @@ struct NcclParams {
   /// leaves through that GPU's NIC, so rings and all-to-all stay rail-local.
   bool pxn = true;
 
-  // Latency, seconds. tuning.cc "baseLat" (per collective) and "hwLat" (per step).
+  // Latency, seconds. tuning.cc "baseLat" (per collective, software).
   PerProtocol ring_base_latency_s{3.6e-6, 10.0e-6, 8.4e-6};
   PerProtocol tree_base_latency_s{4.4e-6, 4.4e-6, 0.0};
-  PerProtocol ring_nvlink_step_s{0.47e-6, 1.9e-6, 3.4e-6};
-  PerProtocol ring_net_step_s{2.7e-6, 4.0e-6, 9.6e-6};
-  PerProtocol tree_nvlink_step_s{0.52e-6, 1.2e-6, 28e-6};
-  PerProtocol tree_net_step_s{5.0e-6, 8.5e-6, 50e-6};
+  // Per step by hop class (tuning.cc "hwLat"): from the catalogue (resolve_nccl) unless set.
+  std::optional<PerProtocol> ring_nvlink_step_s;
+  std::optional<PerProtocol> ring_net_step_s;
+  std::optional<PerProtocol> tree_nvlink_step_s;
+  std::optional<PerProtocol> tree_net_step_s;
   /// LL's NVLink step latency is 1.8× when the communicator spans servers (tuning.cc).
   double ll_intra_multi_server_factor = 1.8;
   /// Ring Simple all-reduce across servers: latency × 1.9 from bytes ≥ ranks/16 · 64 KiB
@@ -84,6 +89,10 @@ struct NcclParams {
   double tree_ll128_fraction = 0.915;
   double tree_ll128_fraction_one_server = 7.0 / 9.0;
 };
+
+/// `params` with the step latencies it leaves unset taken from `cluster`'s parts: its
+/// GPU's NVLink generation and its servers' NIC model (hardware catalogue).
+NcclParams resolve_nccl(const NcclParams& params, const topology::ClusterSpec& cluster);
 
 /// What a collective costs beyond moving its bytes over the links, and with which
 /// protocol: the output of the tuner for one call.

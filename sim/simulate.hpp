@@ -31,6 +31,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -69,9 +70,12 @@ struct SimOptions {
   int channels = 2;               // NCCL channels asked for: rings use a multiple of the
                                   // NICs a group's GPUs use per server, at least this many
   NcclParams nccl;                // protocols (LL/LL128/Simple), latencies, PXN
-  double nvlink_efficiency = 0.77;  // achieved/raw NVLink: 8×A100 all-reduce busbw ~230 of 300 GB/s
-  double network_efficiency = 0.96; // achieved/raw NIC and switch links: ~24 of 25 GB/s on HDR
-  DeviceModelParams device;
+  // Link efficiencies (achieved / raw) and device figures come from the cluster's parts in
+  // the hardware catalogue (presets/hardware/: NVLink generation, NIC model, GPU model);
+  // these replace them when set (tests, what-ifs).
+  std::optional<double> nvlink_efficiency;
+  std::optional<double> network_efficiency;
+  DeviceModelOverrides device;
   const schedules::CalibrationTable* calibration = nullptr; // overrides the device model
   bool record_trace = false;      // fill SimReport::trace
   std::vector<int64_t> trace_ranks; // ranks to trace (empty: every executed rank)

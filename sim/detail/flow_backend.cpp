@@ -98,7 +98,7 @@ struct FlowBackend::Impl {
 
   Impl(CompletionListener& l, const NetworkPaths& p, std::vector<int64_t> sg, const SimOptions& o)
       : listener(l), paths(p), slot_gpu(std::move(sg)), options(o),
-        core(l, slot_gpu.size(), o.device.nccl_compute_slowdown) {}
+        core(l, slot_gpu.size(), o.device.nccl_compute_slowdown.value_or(0)) {}
 
   /// Runs executor code inside an actor, then the SimGrid calls it requested. An
   /// exception (a schedule that cannot run) must not escape into SimGrid's context: it

@@ -67,7 +67,8 @@ TEST_CASE("rings: one channel per NIC, each entering a server on its own NIC", "
 }
 
 TEST_CASE("NCCL tuner: LL for small messages, Simple for large, latency from NCCL's constants", "[sim][nccl]") {
-  NcclParams p;
+  // Step latencies from the catalogue's NVLink3 and ConnectX-6 entries.
+  NcclParams p = resolve_nccl({}, config::load_cluster("dgx-a100-superpod"));
   CollectiveShape s{OpKind::AllReduce, false, 8, 1, 8};
   const double busbw = 230e9;
   CHECK(choose_protocol(p, s, 1024, busbw).protocol == NcclProtocol::LL);
