@@ -6,8 +6,11 @@
 #include <set>
 
 #include "config/cluster_file.hpp"
+#include "config/hardware_catalogue.hpp"
+#include "config/presets.hpp"
 #include "sim/collective_algorithms.hpp"
 #include "sim/collective_run.hpp"
+#include "sim/detail/network_paths.hpp"
 #include "sim/nccl_model.hpp"
 
 using namespace twinscale;
@@ -170,4 +173,55 @@ TEST_CASE("run_collective: bad input names what would be valid", "[sim][nccl]") 
   CHECK_THROWS_AS(run_collective(f, OpKind::AllReduce, {0, 99}, 1e6, {}), std::invalid_argument);
   CHECK_THROWS_AS(collective_gpus(12, 8, 8), std::invalid_argument);
   CHECK_THROWS_AS(collective_gpus(16, 9, 8), std::invalid_argument);
+}
+
+TEST_CASE("catalogue: NCCL step latencies of NVLink and NIC entries, malformed ones rejected", "[sim][nccl][catalogue]") {
+  const auto& hw = config::hardware_catalogue();
+  CHECK(hw.nvlink("NVLink3")->nccl_ring_step_s[2] == Approx(3.4e-6));   // Simple over NVLink
+  CHECK(hw.nic("ConnectX-6")->nccl_ring_step_s[0] == Approx(2.7e-6));   // LL over the network
+  CHECK(hw.nic("ConnectX-7")->nccl_tree_step_s[2] == Approx(50e-6));
+  const auto spec = config::load_cluster("dgx-a100-superpod");
+  const NcclParams p = resolve_nccl({}, spec);
+  CHECK((*p.ring_net_step_s)[1] == Approx(4.0e-6));
+  NcclParams set;
+  set.ring_net_step_s = PerProtocol{1e-6, 1e-6, 1e-6};
+  CHECK((*resolve_nccl(set, spec).ring_net_step_s)[2] == 1e-6); // an override wins
+  const std::string nic = "[X]\ngbit_per_s = 200\nefficiency = 0.9\nnccl_tree_step_us = [1, 2, 3]\n";
+  auto parse_nics = [](const std::string& t) {
+    return config::parse_hardware_catalogue(config::preset_text("hardware", "gpus"), config::preset_text("hardware", "nvlink"),
+                                            t, config::preset_text("hardware", "switches"), "g", "n", "nics.toml");
+  };
+  CHECK_THROWS_WITH(parse_nics(nic), Catch::Contains("nics.toml") && Catch::Contains("nccl_ring_step_us"));
+  CHECK_THROWS_WITH(parse_nics(nic + "nccl_ring_step_us = [1, 2]\n"), Catch::Contains("3 entries"));
+  CHECK_THROWS_WITH(parse_nics(nic + "nccl_ring_step_us = [1, -2, 3]\n"), Catch::Contains("≥ 0"));
+}
+
+TEST_CASE("PXN: a transfer to another rail crosses NVLink to the destination's rail first", "[sim][nccl]") {
+  // GPU 1 of server 0 (rail 1) to GPU 10 = GPU 2 of server 1 (rail 2): relayed by GPU 2
+  // of server 0, whose NIC is on rail 2.
+  const auto f = dgx(2);
+  detail::NetworkPaths pxn(f, 1, topology::EcmpPolicy::Hash, 0.77, 0.96, true);
+  detail::NetworkPaths direct(f, 1, topology::EcmpPolicy::Hash, 0.77, 0.96, false);
+  CHECK(pxn.pxn_proxy(1, 10) == 2);
+  CHECK(pxn.pxn_proxy(2, 10) == 2);   // same rail: no relay
+  CHECK(pxn.pxn_proxy(1, 3) == 1);    // same server: NVLink only
+  CHECK(direct.pxn_proxy(1, 10) == 1);
+  std::vector<topology::Hop> hops;
+  pxn.route(1, 10, 0, hops);
+  REQUIRE(hops.size() >= 4);
+  CHECK(f.links()[hops[0].link].kind == topology::LinkKind::NvLink); // GPU 1 → NVSwitch
+  CHECK(f.links()[hops[1].link].kind == topology::LinkKind::NvLink); // NVSwitch → GPU 2
+  CHECK(f.links()[hops[2].link].kind == topology::LinkKind::Pcie);   // GPU 2 → its NIC
+  int nic_links = 0;
+  for (const auto& h : hops)
+    if (f.links()[h.link].kind == topology::LinkKind::NicToTor) {
+      ++nic_links;
+      CHECK(f.links()[h.link].a == f.nic_vertex(f.nic_of_gpu(h.up ? 2 : 10))); // rail 2 at both ends
+    }
+  CHECK(nic_links == 2);
+  // 16 GPUs on 2 servers: every channel on its own rail, ~192 GB/s per server.
+  SimOptions a;
+  a.mode = SimMode::Analytic;
+  const double busbw = run_collective(f, OpKind::AllReduce, collective_gpus(16, 8, 8), 1 * GiB, a).busbw_bytes_per_s;
+  CHECK(busbw / 1e9 == Approx(192).epsilon(0.05));
 }
