@@ -260,7 +260,7 @@ void add_simulate_command(CLI::App& app, Action& action) {
   cmd->add_option("--placement", args->placement, "rank placement")->check(CLI::IsMember({"linear", "tor-aware", "random"}));
   cmd->add_option("--seed", args->seed, "seed of ECMP hashing and random placement");
   cmd->add_option("--algorithm", args->algorithm, "all-reduce algorithm")->check(CLI::IsMember({"ring", "tree"}));
-  cmd->add_option("--channels", args->channels, "NCCL channels (queue pairs per transfer)")->check(CLI::Range(1, 64));
+  cmd->add_option("--channels", args->channels, "NCCL channels asked for (rings; a group spanning several NICs per server uses a multiple of them)")->check(CLI::Range(1, 64));
   cmd->add_flag("--no-aggregate", args->no_aggregate, "execute every rank and every ring step (small jobs)");
   cmd->add_flag("--ideal-collectives", args->ideal_collectives,
                 "collectives without NCCL's protocol costs (Simple bandwidth, fabric latencies only): what-ifs, error budgets");

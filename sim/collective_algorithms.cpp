@@ -85,20 +85,36 @@ int64_t tree_depth(int64_t n) {
   return depth;
 }
 
-CollectivePhase double_binary_tree_phase(int64_t n, double bytes, int64_t channels) {
+/// NCCL's tree: inside each server a chain through its members (starting at member
+/// c mod (members) on channel c, so channels use different NICs); the chain heads form a
+/// double binary tree over the servers (heap order on servers, and on servers reversed).
+/// Each channel runs both trees with S/(2C) each; reduction up and broadcast down are
+/// pipelined, so every edge carries its bytes in both directions at once.
+CollectivePhase tree_phase(const std::vector<std::vector<int32_t>>& blocks, double bytes, int64_t channels) {
   CollectivePhase p;
   p.steps = 1;
-  p.bytes_per_step = bytes / 2.0 / static_cast<double>(channels); // each tree carries half
-  p.latency_steps = 2 * tree_depth(n);
+  p.bytes_per_step = bytes / 2.0 / static_cast<double>(channels);
+  const auto m = static_cast<int64_t>(blocks.size());
+  int64_t longest_chain = 1;
+  for (const auto& b : blocks) longest_chain = std::max<int64_t>(longest_chain, static_cast<int64_t>(b.size()));
+  p.latency_steps = 2 * (tree_depth(m) + longest_chain - 1);
+  auto both_ways = [&](int32_t a, int32_t b, int64_t c) {
+    p.transfers.push_back({a, b, static_cast<uint32_t>(c)});
+    p.transfers.push_back({b, a, static_cast<uint32_t>(c)});
+  };
   for (int64_t c = 0; c < channels; ++c) {
+    std::vector<int32_t> head(static_cast<size_t>(m));
+    for (int64_t s = 0; s < m; ++s) {
+      const auto& b = blocks[static_cast<size_t>(s)];
+      const auto g = static_cast<int64_t>(b.size());
+      head[static_cast<size_t>(s)] = b[static_cast<size_t>(c % g)];
+      for (int64_t i = 0; i + 1 < g; ++i)
+        for (int tree = 0; tree < 2; ++tree) // the chain carries both trees' halves
+          both_ways(b[static_cast<size_t>((c + i) % g)], b[static_cast<size_t>((c + i + 1) % g)], c);
+    }
     for (int tree = 0; tree < 2; ++tree) {
-      auto member = [&](int64_t pos) { return static_cast<int32_t>(tree == 0 ? pos : n - 1 - pos); };
-      for (int64_t pos = 1; pos < n; ++pos) {
-        const int32_t child = member(pos);
-        const int32_t parent = member((pos - 1) / 2);
-        p.transfers.push_back({child, parent, static_cast<uint32_t>(c)}); // reduce, up
-        p.transfers.push_back({parent, child, static_cast<uint32_t>(c)}); // broadcast, down (pipelined)
-      }
+      auto server = [&](int64_t pos) { return static_cast<size_t>(tree == 0 ? pos : m - 1 - pos); };
+      for (int64_t pos = 1; pos < m; ++pos) both_ways(head[server((pos - 1) / 2)], head[server(pos)], c);
     }
   }
   return p;
@@ -140,7 +156,7 @@ CollectivePlan plan_collective(OpKind kind, const GroupPlacement& where, double 
   const double C = static_cast<double>(plan.channels);
   if (kind == OpKind::AllReduce && algorithm == CollectiveAlgorithm::Tree && n > 2) {
     plan.algorithm = CollectiveAlgorithm::Tree;
-    plan.phases.push_back(double_binary_tree_phase(n, bytes, plan.channels));
+    plan.phases.push_back(tree_phase(blocks, bytes, plan.channels));
     return plan;
   }
   std::vector<Ring> rings;

@@ -23,11 +23,12 @@
 //    Broadcast is a pipelined chain from member 0 along each channel's ring (S/C crosses
 //    every hop once, n−1 hop latencies). All-to-all sends S/(n·C) from every member to
 //    every other one on every channel, all at once.
-//  - Tree (all-reduce only): NCCL's double binary tree over the members. Two binary
-//    trees (heap order on members, and on members reversed) each carry S/2 (per channel
-//    S/(2C)); reduction up and broadcast down are pipelined, so all tree edges carry
-//    their bytes concurrently; the latency is 2·depth hops. (NCCL's intra-server chain
-//    below the inter-server tree is not modelled.)
+//  - Tree (all-reduce only): NCCL's tree. Inside each server a chain through its
+//    members (starting at member c mod (members) on channel c); the chain heads form a
+//    double binary tree over the servers (heap order on servers, and on servers
+//    reversed). Each tree carries S/2 (per channel S/(2C)); reduction up and broadcast
+//    down are pipelined, so all edges carry their bytes concurrently in both
+//    directions; the latency is 2·(tree depth + chain length − 1) hops.
 //  - Protocol (sim/nccl_model.hpp): apply_protocol() scales the wire bytes by the
 //    protocol's bandwidth fraction and attaches NCCL's latency to the phases.
 #pragma once
