@@ -11,7 +11,7 @@
 //    picks, so flows contend on NICs and switch links. Runs in a forked child process
 //    because SimGrid's engine is a process-wide singleton that cannot be re-created.
 //  - Analytic: no SimGrid. A collective takes the closed form of its plan: per phase,
-//    latency_steps·path latency + steps·bytes / rate, where a transfer's rate is the
+//    max(NCCL latency, latency_steps·path latency) + steps·bytes / rate, where a transfer's rate is the
 //    tightest link on its path divided by the number of the collective's own transfers
 //    (and those of its symmetric images) crossing that link. Contention between
 //    different collectives is ignored.
@@ -26,8 +26,11 @@
 //    ranks only.
 //  - TP collectives inside a server: closed form over NVSwitch (private, non-blocking
 //    per GPU links: exact).
-//  - Rings: one flow per member and channel carrying all steps' bytes, with the
-//    (steps − 1) extra path latencies restored as a delay before the flow.
+//  - Rings: one flow per member and channel carrying all steps' bytes, with the rest of
+//    the phase's latency restored as a delay before the flow.
+// Collectives are planned as NCCL runs them (channels over every NIC a group uses in a
+// server, PXN, LL/LL128/Simple chosen by NCCL's tuner rule): collective_algorithms.hpp,
+// nccl_model.hpp, docs/simulator.md "Collectives".
 #pragma once
 
 #include <cstdint>
