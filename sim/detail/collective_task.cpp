@@ -27,8 +27,8 @@ CollectivePlan CollectiveTasks::plan(OpKind kind, double bytes, const std::vecto
   CollectivePlan p = plan_collective(kind, where, bytes, options_.all_reduce_algorithm, options_.channels);
   if (p.phases.empty() || !options_.nccl.model_protocols) return p;
   const auto n = static_cast<int64_t>(gpus.size());
-  const auto key = std::make_tuple(static_cast<int>(kind) * 2 + (p.algorithm == CollectiveAlgorithm::Tree ? 1 : 0),
-                                   gpus.front(), n, bytes);
+  auto key = std::make_tuple(static_cast<int>(kind) * 2 + (p.algorithm == CollectiveAlgorithm::Tree ? 1 : 0), bytes,
+                             gpus);
   auto it = tuned_.find(key);
   if (it == tuned_.end()) {
     const CollectiveShape shape = collective_shape(p, kind, n);

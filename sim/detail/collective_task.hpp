@@ -43,9 +43,9 @@ public:
 private:
   const NetworkPaths& paths_;
   const SimOptions& options_;
-  /// Tuner decisions by (kind, first GPU, members, bytes): plans are cheap, the busbw
+  /// Tuner decisions by (kind and algorithm, bytes, GPUs): plans are cheap, the busbw
   /// estimate routes every transfer.
-  mutable std::map<std::tuple<int, int64_t, int64_t, double>, std::pair<ProtocolCost, double>> tuned_;
+  mutable std::map<std::tuple<int, double, std::vector<int64_t>>, std::pair<ProtocolCost, double>> tuned_;
 };
 
 } // namespace twinscale::sim::detail
