@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   twinscale::cli::add_topology_command(app, action);
   twinscale::cli::add_fault_commands(app, action);
   twinscale::cli::add_simulate_command(app, action);
+  twinscale::cli::add_collective_command(app, action);
   twinscale::cli::add_backend_commands(app, action);
   try {
     app.parse(argc, argv);

@@ -33,6 +33,7 @@ struct SimulateArgs {
   uint64_t seed = 1;
   int channels = 2;
   bool no_aggregate = false;
+  bool ideal_collectives = false;
   std::string trace_file;
   std::string ranks;
   std::string per_rank_csv;
@@ -192,6 +193,7 @@ int run_simulate(const SimulateArgs& a) {
   spec.sim.channels = a.channels;
   spec.sim.aggregate = !a.no_aggregate;
   spec.sim.all_reduce_algorithm = config::parse_all_reduce_algorithm(a.algorithm, "--algorithm");
+  spec.sim.nccl.model_protocols = !a.ideal_collectives;
   spec.calibration_file = a.calibration_file;
   spec.faults_file = a.faults_file;
   config::Scenario scenario(spec);
@@ -227,8 +229,10 @@ void add_simulate_command(CLI::App& app, Action& action) {
   cmd->add_option("--placement", args->placement, "rank placement")->check(CLI::IsMember(config::placement_names()));
   cmd->add_option("--seed", args->seed, "seed of ECMP hashing and random placement");
   cmd->add_option("--algorithm", args->algorithm, "all-reduce algorithm")->check(CLI::IsMember(config::all_reduce_algorithm_names()));
-  cmd->add_option("--channels", args->channels, "NCCL channels (queue pairs per transfer)")->check(CLI::Range(1, 64));
+  cmd->add_option("--channels", args->channels, "NCCL channels asked for (rings; a group spanning several NICs per server uses a multiple of them)")->check(CLI::Range(1, 64));
   cmd->add_flag("--no-aggregate", args->no_aggregate, "execute every rank and every ring step (small jobs)");
+  cmd->add_flag("--ideal-collectives", args->ideal_collectives,
+                "collectives without NCCL's protocol costs (Simple bandwidth, fabric latencies only): what-ifs, error budgets");
   cmd->add_option("--trace", args->trace_file, "write a Chrome trace (Perfetto) of the executed ranks");
   cmd->add_option("--ranks", args->ranks, "ranks to trace, e.g. 0-7,64");
   cmd->add_option("--per-rank-csv", args->per_rank_csv, "write rank,tp,pp,dp,forward_s,backward_s,comm_wait_s");

@@ -4,24 +4,31 @@
 //   gpus = 12288                # GPUs the fabric is built for; 0 = taken from the job
 //
 //   [gpu]
-//   model = "A100-SXM-80GB"     # A100-SXM-80GB | A100-SXM-40GB | H100-SXM | H200-SXM |
-//                               # custom; a named model fills the four numbers below from
-//                               # shared/reference/hardware.md, explicit keys override them
-//   peak_flops = 312e12         # dense BF16 FLOP/s
-//   hbm_bw_bytes_per_s = 2.039e12
-//   memory_bytes = 80e9
-//   nvlink_bw_bytes_per_s = 300e9   # per GPU, per direction (half the bidirectional figure)
+//   model = "A100-SXM-80GB"     # an entry of the hardware catalogue (presets/hardware/gpus.toml:
+//                               # A100-SXM-80GB, A100-SXM-40GB, H100-SXM, H200-SXM, B200) or
+//                               # "custom"; a named model fills every figure from the
+//                               # catalogue, and any catalogue key written here overrides it
+//                               # (peak_flops, hbm_bw_bytes_per_s, memory_bytes, sms, nvlink,
+//                               # gemm_max_efficiency, … — documented in gpus.toml). "custom"
+//                               # needs every catalogue key.
+//   nvlink_bw_bytes_per_s = 300e9   # per GPU, per direction; default links × link bandwidth of
+//                               # the NVLink generation (presets/hardware/nvlink.toml)
+//   nvlink_efficiency = 0.77    # achieved / raw NVLink; default from the generation
 //
 //   [server]
 //   gpus = 8                    # GPUs per server, on one non-blocking NVSwitch
-//   pcie_bw_bytes_per_s = 32e9  # GPU ↔ NIC, per direction (default: PCIe Gen4 x16 nominal)
+//   pcie_bw_bytes_per_s = 32e9  # GPU ↔ NIC, per direction (default: the GPU's catalogue entry)
 //   nics = 8                    # NICs per server; GPU i uses NIC (i mod nics)
-//   nic_gbit_per_s = 200        # per NIC, per direction
+//   nic = "ConnectX-6"          # an entry of presets/hardware/nics.toml (ConnectX-6, ConnectX-7)
+//                               # giving line rate and achieved efficiency; "custom" (default)
+//                               # needs nic_gbit_per_s and takes efficiency 1 unless given
+//   nic_gbit_per_s = 200        # per NIC, per direction; overrides the NIC model's line rate
+//   nic_efficiency = 0.96       # achieved NCCL busbw per NIC / line rate; overrides the model's
 //   rails = 8                   # NIC i is wired to the ToR of rail (i mod rails); ≤ nics
 //
 //   [switch]
-//   model = "tomahawk4"         # tomahawk4 (64 × 400G, 25.6 Tb/s) | qm8790 (40 × 200G HDR) |
-//                               # custom; explicit keys below override the model's values
+//   model = "tomahawk4"         # an entry of presets/hardware/switches.toml (tomahawk4,
+//                               # tomahawk5, qm8790) or custom; explicit keys below override it
 //   radix = 64                  # ports at port_gbit_per_s
 //   port_gbit_per_s = 400
 //   latency_ns = 600            # per switch hop (cut-through)
@@ -54,42 +61,27 @@
 // GPUs than the Clos holds, rails > NICs, ports left unused by the oversubscription, …)
 // are rejected when the fabric is built, with a TopologyError naming key and arithmetic.
 //
-// Switch latencies are not in hardware.md: tomahawk4 uses an assumed 600 ns per hop and
-// qm8790 the 130 ns port-to-port figure of NVIDIA's QM8700-series datasheet; override
-// latency_ns when a measurement exists.
+// Every hardware figure (and its source) is in the catalogue under presets/hardware/.
 #include "config/cluster_file.hpp"
 
 #include <filesystem>
 
+#include "config/hardware_catalogue.hpp"
 #include "config/presets.hpp"
 
 namespace twinscale::config {
 
 bool gpu_model_spec(std::string_view model, topology::GpuSpec& g) {
-  g.model = std::string(model);
-  if (model == "A100-SXM-80GB") {
-    g.peak_flops = 312e12; g.hbm_bw_bytes_per_s = 2039e9; g.memory_bytes = 80e9; g.nvlink_bw_bytes_per_s = 300e9;
-  } else if (model == "A100-SXM-40GB") {
-    g.peak_flops = 312e12; g.hbm_bw_bytes_per_s = 1555e9; g.memory_bytes = 40e9; g.nvlink_bw_bytes_per_s = 300e9;
-  } else if (model == "H100-SXM") {
-    g.peak_flops = 989.4e12; g.hbm_bw_bytes_per_s = 3350e9; g.memory_bytes = 80e9; g.nvlink_bw_bytes_per_s = 450e9;
-  } else if (model == "H200-SXM") {
-    g.peak_flops = 989.4e12; g.hbm_bw_bytes_per_s = 4800e9; g.memory_bytes = 141e9; g.nvlink_bw_bytes_per_s = 450e9;
-  } else {
-    return false;
-  }
+  const topology::GpuSpec* e = hardware_catalogue().gpu(model);
+  if (e == nullptr) return false;
+  g = *e;
   return true;
 }
 
 bool switch_model_spec(std::string_view model, topology::SwitchSpec& s) {
-  s.model = std::string(model);
-  if (model == "tomahawk4") {
-    s.radix = 64; s.port_bw_bytes_per_s = 400e9 / 8; s.latency_s = 600e-9;
-  } else if (model == "qm8790") {
-    s.radix = 40; s.port_bw_bytes_per_s = 200e9 / 8; s.latency_s = 130e-9;
-  } else {
-    return false;
-  }
+  const topology::SwitchSpec* e = hardware_catalogue().switch_model(model);
+  if (e == nullptr) return false;
+  s = *e;
   return true;
 }
 
@@ -98,27 +90,32 @@ topology::ClusterSpec parse_cluster(TableReader& t, const std::string& default_n
   c.name = t.get_string("name", default_name);
   c.gpus = t.get_int("gpus", 0, 0);
 
+  const HardwareCatalogue& hw = hardware_catalogue();
   {
     TableReader g = t.table("gpu", true);
     const std::string model = g.get_string("model", std::string("custom"));
-    const bool named = gpu_model_spec(model, c.gpu);
-    if (!named && model != "custom")
-      g.fail("model", "is \"" + model + "\"; valid values: A100-SXM-80GB, A100-SXM-40GB, H100-SXM, H200-SXM, custom");
-    const auto num = [&](std::string_view key, double preset) {
-      return g.get_double(key, named ? std::optional<double>(preset) : std::nullopt, 1e-300);
-    };
-    c.gpu.peak_flops = num("peak_flops", c.gpu.peak_flops);
-    c.gpu.hbm_bw_bytes_per_s = num("hbm_bw_bytes_per_s", c.gpu.hbm_bw_bytes_per_s);
-    c.gpu.memory_bytes = num("memory_bytes", c.gpu.memory_bytes);
-    c.gpu.nvlink_bw_bytes_per_s = num("nvlink_bw_bytes_per_s", c.gpu.nvlink_bw_bytes_per_s);
+    const topology::GpuSpec* entry = hw.gpu(model);
+    if (entry == nullptr && model != "custom")
+      g.fail("model", "is \"" + model + "\"; valid values: " + hw.gpu_names() + ", custom");
+    read_gpu_keys(g, entry, &hw, c.gpu);
+    c.gpu.model = model;
     g.finish();
   }
   {
     TableReader s = t.table("server", true);
     c.server.gpus = s.get_int("gpus", 8, 1, 1024);
-    c.server.pcie_bw_bytes_per_s = s.get_double("pcie_bw_bytes_per_s", 32e9, 1e-300);
+    c.server.pcie_bw_bytes_per_s = s.get_double("pcie_bw_bytes_per_s", c.gpu.pcie_bw_bytes_per_s, 1e-300);
     c.server.nics = s.get_int("nics", 8, 1, 1024);
-    c.server.nic_bw_bytes_per_s = s.get_double("nic_gbit_per_s", std::nullopt, 1e-300) * 1e9 / 8;
+    const std::string nic = s.get_string("nic", std::string("custom"));
+    const topology::NicSpec* nic_entry = hw.nic(nic);
+    if (nic_entry == nullptr && nic != "custom")
+      s.fail("nic", "is \"" + nic + "\"; valid values: " + hw.nic_names() + ", custom");
+    if (nic_entry != nullptr) c.server.nic = *nic_entry;
+    c.server.nic.model = nic;
+    const auto nic_gbit = nic_entry ? std::optional<double>(nic_entry->bw_bytes_per_s * 8 / 1e9) : std::nullopt;
+    c.server.nic_bw_bytes_per_s = s.get_double("nic_gbit_per_s", nic_gbit, 1e-300) * 1e9 / 8;
+    c.server.nic.bw_bytes_per_s = c.server.nic_bw_bytes_per_s;
+    c.server.nic.efficiency = s.get_double("nic_efficiency", nic_entry ? nic_entry->efficiency : 1.0, 1e-300, 1.0);
     c.server.rails = s.get_int("rails", c.server.nics, 1, 1024);
     s.finish();
   }
@@ -127,7 +124,7 @@ topology::ClusterSpec parse_cluster(TableReader& t, const std::string& default_n
     const std::string model = s.get_string("model", std::string("custom"));
     const bool named = switch_model_spec(model, c.switch_spec);
     if (!named && model != "custom")
-      s.fail("model", "is \"" + model + "\"; valid values: tomahawk4, qm8790, custom");
+      s.fail("model", "is \"" + model + "\"; valid values: " + hw.switch_names() + ", custom");
     const auto opt = [&](auto v) { return named ? std::optional(v) : std::nullopt; };
     c.switch_spec.radix = s.get_int("radix", opt(c.switch_spec.radix), 2, 4096);
     c.switch_spec.port_bw_bytes_per_s =

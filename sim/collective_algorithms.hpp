@@ -1,23 +1,36 @@
 // Collective algorithms as step lists: which member sends how many bytes to which member,
-// in which step. The one place both simulation modes take a collective's traffic from:
-// the analytic mode turns a plan into a closed form (steps × (latency + bytes / rate)),
-// the flow mode turns it into SimGrid flows (explicit steps, or one merged flow per
-// transfer with the step latencies restored).
+// on which channel, in which step. The one place both simulation modes take a
+// collective's traffic from: the analytic mode turns a plan into a closed form (steps ×
+// (latency + bytes / rate)), the flow mode turns it into SimGrid flows (explicit steps,
+// or one merged flow per transfer with the step latencies restored).
 //
 // Conventions follow nccl-tests (hardware.md): `bytes` is Op::bytes, i.e. the full
 // buffer for all-reduce and broadcast, the full gathered size for all-gather and
 // reduce-scatter, the full send buffer of one rank for all-to-all.
 //
-// Algorithms:
-//  - Ring (every kind): members form the ring 0 → 1 → … → n−1 → 0. All-reduce is a
-//    reduce-scatter then an all-gather: 2(n−1) steps of S/n per member; all-gather and
-//    reduce-scatter n−1 steps of S/n. Broadcast is a pipelined chain from member 0
-//    (S crosses every hop once, n−1 hop latencies). All-to-all sends S/n from every
-//    member to every other one, all at once.
-//  - Tree (all-reduce only): NCCL's double binary tree. Two binary trees (heap order on
-//    members, and on members reversed) each carry S/2; reduction up and broadcast down
-//    are pipelined, so all tree edges carry their S/2 concurrently; the latency is
-//    2·depth hops.
+// NCCL's structure (what a plan models):
+//  - Channels. NCCL runs a collective as C parallel rings (channels), each carrying
+//    1/C of the bytes. With several GPUs of the group per server, each ring enters and
+//    leaves a server through a different NIC, so the collective uses all of the server's
+//    NICs (DGX A100, 8 × HDR: 8 × 24 = 192 GB/s per server): C is a multiple of the
+//    number of distinct NICs the group's GPUs use in one server, at least the channels
+//    asked for. Ring c visits the servers in group order; inside each server it visits
+//    that server's members over NVLink, starting at member c mod (members there) — the
+//    GPU of NIC c — so every channel enters a server on its own NIC. The hop to the next
+//    server leaves on the destination's rail (PXN, network_paths.hpp).
+//  - Ring (every kind): all-reduce is a reduce-scatter then an all-gather: 2(n−1) steps
+//    of S/(n·C) per member and channel; all-gather and reduce-scatter n−1 steps.
+//    Broadcast is a pipelined chain from member 0 along each channel's ring (S/C crosses
+//    every hop once, n−1 hop latencies). All-to-all sends S/(n·C) from every member to
+//    every other one on every channel, all at once.
+//  - Tree (all-reduce only): NCCL's tree. Inside each server a chain through its
+//    members (starting at member c mod (members) on channel c); the chain heads form a
+//    double binary tree over the servers (heap order on servers, and on servers
+//    reversed). Each tree carries S/2 (per channel S/(2C)); reduction up and broadcast
+//    down are pipelined, so all edges carry their bytes concurrently in both
+//    directions; the latency is 2·(tree depth + chain length − 1) hops.
+//  - Protocol (sim/nccl_model.hpp): apply_protocol() scales the wire bytes by the
+//    protocol's bandwidth fraction and attaches NCCL's latency to the phases.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +38,7 @@
 #include <vector>
 
 #include "schedules/op.hpp"
+#include "sim/nccl_model.hpp"
 
 namespace twinscale::sim {
 
@@ -32,36 +46,68 @@ enum class CollectiveAlgorithm : uint8_t { Ring, Tree };
 
 std::string_view to_string(CollectiveAlgorithm);
 
-/// One member-to-member transfer (indices in the group's member list).
+/// One member-to-member transfer (indices in the group's member list) on one channel.
 struct PhaseTransfer {
   int32_t src = 0;
   int32_t dst = 0;
+  uint32_t channel = 0;
 };
 
 /// A phase: its transfers run concurrently, `steps` times in a row, each step moving
-/// `bytes_per_step` over every transfer. Step k+1 of the transfer leaving member i starts
-/// once step k into member i has arrived (ring pipelining). The phase pays
-/// `latency_steps` path latencies in all (≥ steps; more for pipelined chains and trees).
+/// `bytes_per_step` over every transfer. Step k+1 of the transfer leaving member i on
+/// channel c starts once step k into member i on channel c has arrived (ring
+/// pipelining). The phase pays max(nccl_latency_s, latency_steps · path latency) of
+/// latency in all (latency_steps ≥ steps; more for pipelined chains and trees).
 struct CollectivePhase {
   std::vector<PhaseTransfer> transfers;
   int64_t steps = 1;
   double bytes_per_step = 0;
   int64_t latency_steps = 1;
+  double nccl_latency_s = 0;
 };
 
 /// A collective as phases that run one after the other.
 struct CollectivePlan {
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::Ring;
+  NcclProtocol protocol = NcclProtocol::Simple;
+  double bw_fraction = 1.0;   // wire bytes = payload bytes / bw_fraction
+  int64_t channels = 1;       // rings (NCCL channels)
+  int64_t servers = 1;        // distinct servers among the members
   std::vector<CollectivePhase> phases;
-  /// Bytes each member sends in all (for tests and bus-bandwidth reports).
+  /// Bytes each member puts on the wire in all (for tests and bus-bandwidth reports).
   double bytes_sent_per_member(int64_t group_size) const;
 };
 
-/// The plan of collective `kind` over `group_size` members. `algorithm` applies to
-/// all-reduce; other kinds always use their ring/chain/all-pairs form. A group of one
-/// member gives an empty plan. Throws SimError for non-collective kinds.
+/// Where a group's members are, in group order: each member's server and the index of
+/// its NIC inside that server (any ids; only equality matters).
+struct GroupPlacement {
+  std::vector<int64_t> server;
+  std::vector<int64_t> nic;
+};
+
+/// The plan of collective `kind` over the members of `where`. `algorithm` applies to
+/// all-reduce; other kinds always use their ring/chain/all-pairs form. `min_channels`
+/// (≥ 1): channels asked for; rings use a multiple of the NICs per server at least that
+/// large, all-to-all exactly that many. A group of one member gives an empty plan.
+/// Throws SimError for non-collective kinds or an inconsistent placement.
+CollectivePlan plan_collective(schedules::OpKind kind, const GroupPlacement& where, double bytes,
+                               CollectiveAlgorithm algorithm, int min_channels);
+
+/// The most channels a plan can use when `min_channels` are asked for on servers with
+/// `nics_per_server` NICs (the flow backend's queue-pair endpoints per GPU).
+int64_t max_plan_channels(int min_channels, int64_t nics_per_server);
+
+/// The plan over `group_size` members, each on its own server, one channel.
 CollectivePlan plan_collective(schedules::OpKind kind, int64_t group_size, double bytes,
                                CollectiveAlgorithm algorithm);
+
+/// Puts a protocol's cost on `plan`: bytes per step / cost.bw_fraction, and
+/// `latency_s` (NCCL's latency of the whole collective) spread over the phases in
+/// proportion to their latency steps.
+void apply_protocol(CollectivePlan& plan, const ProtocolCost& cost, double latency_s);
+
+/// The shape NCCL's tuner sees for `plan` of `kind` over `group_size` members.
+CollectiveShape collective_shape(const CollectivePlan& plan, schedules::OpKind kind, int64_t group_size);
 
 /// Closed forms on an idle, non-blocking fabric where every member has its own link of
 /// bandwidth `bw_bytes_per_s` and per-hop latency `latency_s` (the formulas the tests

@@ -22,8 +22,60 @@ DeviceModel::DeviceModel(const topology::GpuSpec& gpu, DeviceModelParams params,
                                 "' needs peak_flops > 0 and hbm_bw_bytes_per_s > 0");
 }
 
+DeviceModelParams DeviceModelParams::from_gpu(const topology::GpuSpec& gpu, int channels) {
+  const auto& k = gpu.kernels;
+  DeviceModelParams p;
+  p.sustained_clock_ratio = k.sustained_clock_ratio;
+  p.gemm_max_efficiency = k.gemm_max_efficiency;
+  p.gemm_half_dim = k.gemm_half_dim;
+  p.gemm_tile_m = k.gemm_tile_m;
+  p.gemm_tile_n = k.gemm_tile_n;
+  p.sms = gpu.sms;
+  p.flash_fwd_efficiency = k.flash_fwd_efficiency;
+  p.flash_bwd_efficiency = k.flash_bwd_efficiency;
+  p.vector_flop_efficiency = k.vector_flop_efficiency;
+  p.hbm_efficiency = k.hbm_efficiency;
+  p.kernel_launch_s = k.kernel_launch_s;
+  p.nccl_compute_slowdown = nccl_slowdown(gpu, channels);
+  return p;
+}
+
+double DeviceModelParams::nccl_slowdown(const topology::GpuSpec& gpu, int channels) {
+  if (gpu.sms <= 0) return 0;
+  const double sms = static_cast<double>(gpu.sms);
+  const double used = std::min(sms - 1, channels * gpu.kernels.nccl_sms_per_channel);
+  const double hbm = std::min(0.99, gpu.kernels.nccl_hbm_share);
+  // Compute-bound kernels lose the SMs, memory-bound ones the HBM share; the event core
+  // applies one factor to every kernel, so the larger of the two.
+  return std::max(used / (sms - used), hbm / (1 - hbm));
+}
+
+DeviceModelParams DeviceModelOverrides::apply(DeviceModelParams p) const {
+  const auto set = [](double& v, const std::optional<double>& o) { if (o) v = *o; };
+  set(p.sustained_clock_ratio, sustained_clock_ratio);
+  set(p.gemm_max_efficiency, gemm_max_efficiency);
+  set(p.gemm_half_dim, gemm_half_dim);
+  set(p.flash_fwd_efficiency, flash_fwd_efficiency);
+  set(p.flash_bwd_efficiency, flash_bwd_efficiency);
+  set(p.vector_flop_efficiency, vector_flop_efficiency);
+  set(p.hbm_efficiency, hbm_efficiency);
+  set(p.kernel_launch_s, kernel_launch_s);
+  set(p.nccl_compute_slowdown, nccl_compute_slowdown);
+  if (wave_quantisation && !*wave_quantisation) p.sms = 0;
+  return p;
+}
+
+double DeviceModel::wave_efficiency(int64_t m, int64_t n) const {
+  if (params_.sms <= 0 || params_.gemm_tile_m <= 0 || params_.gemm_tile_n <= 0 || m <= 0 || n <= 0)
+    return 1.0;
+  const int64_t tiles = ((m + params_.gemm_tile_m - 1) / params_.gemm_tile_m) *
+                        ((n + params_.gemm_tile_n - 1) / params_.gemm_tile_n);
+  const int64_t waves = (tiles + params_.sms - 1) / params_.sms;
+  return static_cast<double>(tiles) / static_cast<double>(waves * params_.sms);
+}
+
 double DeviceModel::gemm_efficiency(int64_t m, int64_t n, int64_t k) const {
-  double e = params_.gemm_max_efficiency;
+  double e = params_.gemm_max_efficiency * wave_efficiency(m, n);
   for (int64_t d : {m, n, k}) {
     if (d <= 0) continue; // unknown dimension: no penalty
     const double dd = static_cast<double>(d), h = params_.gemm_half_dim;
@@ -36,8 +88,8 @@ int DeviceModel::kernel_launches(Kernel kernel, Phase phase) {
   const bool bwd = phase == Phase::Backward;
   switch (kernel) {
   case Kernel::None: return 0;
-  case Kernel::LayerNorm: return 4;         // mean, variance, normalise, scale+shift
-  case Kernel::Gelu: return 2;              // bias add, GeLU
+  // LayerNorm and GeLU: the lowering emits one op per kernel (three unfused LayerNorm
+  // passes, bias add and GeLU apart), so each op is one launch.
   case Kernel::AttentionUnfused: return bwd ? 5 : 3; // GEMM, softmax, GEMM (+ grads)
   case Kernel::CrossEntropy: return 3;      // max, sum of exponentials, loss
   default: return 1;
@@ -53,7 +105,7 @@ double DeviceModel::seconds(const Op& op) const {
 }
 
 double DeviceModel::model_seconds(const Op& op) const {
-  const double peak = gpu_.peak_flops;
+  const double peak = gpu_.peak_flops * params_.sustained_clock_ratio;
   const double hbm = gpu_.hbm_bw_bytes_per_s * params_.hbm_efficiency;
   const double launch = params_.kernel_launch_s * kernel_launches(op.kernel, op.labels.phase);
   switch (op.kernel) {
@@ -67,10 +119,13 @@ double DeviceModel::model_seconds(const Op& op) const {
     return std::max(op.flops / (peak * e), op.bytes / hbm) + launch;
   }
   case Kernel::AttentionUnfused: {
-    // shape = {batch·heads, seq, head_dim, window}: score GEMM seq × (window|seq) × head_dim.
+    // shape = {batch·heads, seq, head_dim, window}: score GEMM seq × (window|seq) × head_dim,
+    // batched over batch·heads, so its tiles are batch·heads times those of one GEMM.
     const int64_t seq = op.shape[1];
     const int64_t cols = op.shape[3] > 0 ? std::min(op.shape[3], seq) : seq;
-    const double e = gemm_efficiency(seq, cols, op.shape[2]);
+    // Shape factor of one GEMM; waves over the tiles of the whole batch.
+    const double e = gemm_efficiency(seq, cols, op.shape[2]) / wave_efficiency(seq, cols) *
+                     wave_efficiency(std::max<int64_t>(1, op.shape[0]) * seq, cols);
     return op.flops / (peak * e) + op.bytes / hbm + launch;
   }
   default: {

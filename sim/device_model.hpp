@@ -1,12 +1,14 @@
 // The device model: how long one compute op takes on one GPU, from micro-level facts
-// only (hardware.md): peak BF16 FLOP/s and HBM bandwidth of the GpuSpec, achieved
-// fractions of those per kernel kind, and a launch overhead per kernel.
+// only, all read from the GPU's entry of the hardware catalogue (presets/hardware/
+// gpus.toml, with sources): peak BF16 FLOP/s at the sustained tensor clock, HBM
+// bandwidth, achieved fractions of those per kernel kind, and a launch cost per kernel.
 //
-//   GEMM       t = max(F / (peak · e_gemm(m,n,k)), B / (hbm · e_hbm)) + t_launch
-//              e_gemm = e_max · Π_{d∈{m,n,k}} d² / (d² + d_half²): large GEMMs reach e_max
-//              (0.85, inside cuBLAS's 70–90 %; every dimension ≥ 1,024 keeps > 99 % of
-//              it); a dimension of d_half (96, under one 128-wide tile) halves it, so
-//              skinny GEMMs fall well below (m = 32: 0.10 of e_max; m = 8: 0.007).
+//   GEMM       t = max(F / (peak · r_clock · e_gemm(m,n,k)), B / (hbm · e_hbm)) + t_launch
+//              e_gemm = e_max · w(m,n) · Π_{d∈{m,n,k}} d² / (d² + d_half²): large GEMMs
+//              reach e_max (every dimension ≥ 1,024 keeps > 99 % of the product); a
+//              dimension of d_half halves it, so skinny GEMMs fall well below.
+//              w = tiles / (⌈tiles / SMs⌉ · SMs), tiles = ⌈m/tile_m⌉·⌈n/tile_n⌉: wave
+//              quantisation (NVIDIA "Matrix Multiplication Background" guide §3.2).
 //   Attention  FlashAttention-2: F / (peak · e_fa) + t_launch, e_fa 0.60 forward (50–70 %),
 //              0.45 backward ("less in the backward pass"). Unfused: the two batched
 //              GEMMs at e_gemm(seq, seq|window, head_dim) plus the s×s (or s×w) score
@@ -14,18 +16,20 @@
 //              A sliding window's cost s·w is in the op's F and B (lowering), and its
 //              shape[3] = w narrows the score GEMM.
 //   Memory-bound (norms, activations, dropout, residual, optimizer, embedding, loss)
-//              t = max(F / (peak · e_vec), B / (hbm · e_hbm)) + k · t_launch, k the number
-//              of kernels of the form: unfused LayerNorm 4, fused 1; unfused bias+GeLU 2,
-//              fused 1 (M7); cross-entropy 3; others 1.
+//              t = max(F / (peak · e_vec), B / (hbm · e_hbm)) + k · t_launch, k = 1 per
+//              lowered op (the lowering emits one op per kernel: three LayerNorm passes
+//              unfused, one fused), except a cross-entropy op (3 kernels).
 //   NCCL kernels occupy SMs: while a communication op of the rank moves data, compute
-//   runs at 1 / (1 + nccl_compute_slowdown) of its speed (one documented parameter:
-//   0.08 ≈ 8 ring channels of one CTA on A100's 108 SMs, plus their HBM traffic).
+//   runs at 1 / (1 + slowdown) of its speed, slowdown = max(used / (SMs − used),
+//   h / (1 − h)) with used = channels · nccl_sms_per_channel and h = nccl_hbm_share
+//   (DeviceModelParams::nccl_slowdown).
 //
 // A calibration table (schedules/calibration.hpp, measured by the backend) overrides
 // the model for every kernel and shape it contains.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "schedules/op.hpp"
 #include "topology/cluster.hpp"
@@ -36,26 +40,53 @@ struct CalibrationTable;
 
 namespace twinscale::sim {
 
+/// The device model's figures. Every value comes from the GPU's entry in the hardware
+/// catalogue (presets/hardware/gpus.toml, each with its source) through from_gpu();
+/// DeviceModelOverrides replaces single figures (tests, what-ifs, calibration).
 struct DeviceModelParams {
-  double gemm_max_efficiency = 0.85;    // cuBLAS on large BF16 GEMMs: 70–90 % of peak
-  double gemm_half_dim = 96;            // a GEMM dimension this small halves efficiency
-  double flash_fwd_efficiency = 0.60;   // FlashAttention-2 forward: 50–70 % of peak
-  double flash_bwd_efficiency = 0.45;   // backward: less than forward
-  double vector_flop_efficiency = 0.25; // FLOPs of memory-bound kernels (never the bound)
-  double hbm_efficiency = 0.85;         // achieved fraction of HBM bandwidth (streaming)
-  double kernel_launch_s = 4e-6;        // "a few µs" per kernel launch
-  double nccl_compute_slowdown = 0.08;  // compute slowdown while NCCL kernels run
+  double sustained_clock_ratio = 1;     // tensor clock under the power limit / boost clock
+  double gemm_max_efficiency = 0;       // large GEMM filling whole waves, fraction of peak
+  double gemm_half_dim = 0;             // a GEMM dimension this small halves efficiency
+  int64_t gemm_tile_m = 0;              // thread-block output tile: waves over the SMs
+  int64_t gemm_tile_n = 0;
+  int64_t sms = 0;                      // streaming multiprocessors (0: no wave quantisation)
+  double flash_fwd_efficiency = 0;      // FlashAttention-2 forward
+  double flash_bwd_efficiency = 0;      // backward
+  double vector_flop_efficiency = 0;    // FLOPs of memory-bound kernels (never the bound)
+  double hbm_efficiency = 0;            // achieved fraction of HBM bandwidth (streaming)
+  double kernel_launch_s = 0;           // per kernel launch
+  double nccl_compute_slowdown = 0;     // compute slowdown while NCCL kernels run
+
+  /// The figures of `gpu`'s catalogue entry; the NCCL slowdown from the SMs `channels`
+  /// NCCL channels occupy (see nccl_slowdown()).
+  static DeviceModelParams from_gpu(const topology::GpuSpec& gpu, int channels);
+  /// Compute slowdown while communication kernels run: their channels take
+  /// channels · sms_per_channel of the SMs, so compute-bound kernels run on the rest,
+  /// t' = t · sms / (sms − used) ⇒ slowdown = used / (sms − used); memory-bound kernels
+  /// lose the HBM share h the copies take, h / (1 − h); the larger of the two applies.
+  static double nccl_slowdown(const topology::GpuSpec& gpu, int channels);
+};
+
+/// Single figures replacing the catalogue's (unset: the catalogue value).
+struct DeviceModelOverrides {
+  std::optional<double> sustained_clock_ratio, gemm_max_efficiency, gemm_half_dim,
+      flash_fwd_efficiency, flash_bwd_efficiency, vector_flop_efficiency, hbm_efficiency,
+      kernel_launch_s, nccl_compute_slowdown;
+  std::optional<bool> wave_quantisation;  // false: ignore the SM count
+  DeviceModelParams apply(DeviceModelParams p) const;
 };
 
 class DeviceModel {
 public:
-  DeviceModel(const topology::GpuSpec& gpu, DeviceModelParams params = {},
+  DeviceModel(const topology::GpuSpec& gpu, DeviceModelParams params,
               const schedules::CalibrationTable* calibration = nullptr);
 
   /// Seconds `op` (a compute op) takes on an otherwise idle GPU.
   double seconds(const schedules::Op& op) const;
   /// The model's GEMM efficiency (fraction of peak) for shape m×n×k.
   double gemm_efficiency(int64_t m, int64_t n, int64_t k) const;
+  /// Fraction of the SMs' wave slots a GEMM's output tiles fill (1 = whole waves).
+  double wave_efficiency(int64_t m, int64_t n) const;
   /// Kernels launched by a compute op of this kernel kind and phase.
   static int kernel_launches(schedules::Kernel kernel, schedules::Phase phase);
 

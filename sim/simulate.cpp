@@ -35,9 +35,17 @@ namespace {
 void check_options(const SimOptions& o) {
   if (o.channels < 1 || o.channels > 64)
     throw SimError("simulate: channels = " + std::to_string(o.channels) + " (valid: 1..64)");
-  if (!(o.nvlink_efficiency > 0 && o.nvlink_efficiency <= 1) || !(o.network_efficiency > 0 && o.network_efficiency <= 1))
+  const auto bad_eff = [](const std::optional<double>& e) { return e && !(*e > 0 && *e <= 1); };
+  if (bad_eff(o.nvlink_efficiency) || bad_eff(o.network_efficiency))
     throw SimError("simulate: link efficiencies must be in (0, 1]");
-  if (o.device.nccl_compute_slowdown < 0)
+  const auto& n = o.nccl;
+  if (!(n.enabled[0] || n.enabled[1] || n.enabled[2]))
+    throw SimError("simulate: no NCCL protocol enabled (valid: any of LL, LL128, Simple)");
+  for (double f : {n.ll_fraction_all_reduce_or_multi_server, n.ll_fraction_other, n.ll128_fraction,
+                   n.ll128_fraction_one_gpu_per_server, n.tree_fraction, n.tree_ll_fraction, n.tree_ll128_fraction,
+                   n.tree_ll128_fraction_one_server})
+    if (!(f > 0 && f <= 1)) throw SimError("simulate: NCCL protocol bandwidth fractions must be in (0, 1]");
+  if (o.device.nccl_compute_slowdown && *o.device.nccl_compute_slowdown < 0)
     throw SimError("simulate: nccl_compute_slowdown must be ≥ 0");
 }
 
@@ -51,12 +59,21 @@ void add(Breakdown& a, const Breakdown& b, double w) {
 }
 
 SimReport run_in_process(const schedules::Schedule& schedule, const topology::Fabric& fabric,
-                         const std::vector<int64_t>& gpu_of_rank, const SimOptions& options) {
+                         const std::vector<int64_t>& gpu_of_rank, const SimOptions& user_options) {
   const auto t0 = std::chrono::steady_clock::now();
-  check_options(options);
-  DeviceModel device(fabric.spec().gpu, options.device, options.calibration);
-  detail::NetworkPaths paths(fabric, options.seed, options.ecmp, options.nvlink_efficiency,
-                             options.network_efficiency);
+  check_options(user_options);
+  const topology::ClusterSpec& spec = fabric.spec();
+  const DeviceModelParams params =
+      user_options.device.apply(DeviceModelParams::from_gpu(spec.gpu, user_options.channels));
+  DeviceModel device(spec.gpu, params, user_options.calibration);
+  // The options with every catalogue figure resolved (what the backends read).
+  SimOptions options = user_options;
+  options.device.nccl_compute_slowdown = params.nccl_compute_slowdown;
+  options.nvlink_efficiency = user_options.nvlink_efficiency.value_or(spec.gpu.nvlink.efficiency);
+  options.network_efficiency = user_options.network_efficiency.value_or(spec.server.nic.efficiency);
+  options.nccl = resolve_nccl(user_options.nccl, spec);
+  detail::NetworkPaths paths(fabric, options.seed, options.ecmp, *options.nvlink_efficiency,
+                             *options.network_efficiency, options.nccl.pxn);
   // The executed pipeline (aggregated runs): the one holding the most slowed GPU of a
   // fault plan, since every DP/TP collective makes its whole stage wait for it.
   schedules::RankCoord representative{};
@@ -76,7 +93,7 @@ SimReport run_in_process(const schedules::Schedule& schedule, const topology::Fa
   detail::Executor ex(schedule, gpu_of_rank, options, device, paths, options.aggregate, representative);
   std::unique_ptr<detail::Backend> backend;
   if (options.mode == SimMode::Analytic)
-    backend = std::make_unique<detail::AnalyticBackend>(ex, ex.slot_ranks().size(), options.device.nccl_compute_slowdown);
+    backend = std::make_unique<detail::AnalyticBackend>(ex, ex.slot_ranks().size(), params.nccl_compute_slowdown);
   else
     backend = std::make_unique<detail::FlowBackend>(ex, paths, ex.gpu_of_slot(), options);
   ex.attach(backend.get());

@@ -11,7 +11,7 @@
 //    picks, so flows contend on NICs and switch links. Runs in a forked child process
 //    because SimGrid's engine is a process-wide singleton that cannot be re-created.
 //  - Analytic: no SimGrid. A collective takes the closed form of its plan: per phase,
-//    latency_steps·path latency + steps·bytes / rate, where a transfer's rate is the
+//    max(NCCL latency, latency_steps·path latency) + steps·bytes / rate, where a transfer's rate is the
 //    tightest link on its path divided by the number of the collective's own transfers
 //    (and those of its symmetric images) crossing that link. Contention between
 //    different collectives is ignored.
@@ -26,11 +26,15 @@
 //    ranks only.
 //  - TP collectives inside a server: closed form over NVSwitch (private, non-blocking
 //    per GPU links: exact).
-//  - Rings: one flow per member and channel carrying all steps' bytes, with the
-//    (steps − 1) extra path latencies restored as a delay before the flow.
+//  - Rings: one flow per member and channel carrying all steps' bytes, with the rest of
+//    the phase's latency restored as a delay before the flow.
+// Collectives are planned as NCCL runs them (channels over every NIC a group uses in a
+// server, PXN, LL/LL128/Simple chosen by NCCL's tuner rule): collective_algorithms.hpp,
+// nccl_model.hpp, docs/simulator.md "Collectives".
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,6 +43,7 @@
 #include "sim/collective_algorithms.hpp"
 #include "sim/device_model.hpp"
 #include "sim/error.hpp"
+#include "sim/nccl_model.hpp"
 #include "topology/fabric.hpp"
 
 #include "faults/fault_plan.hpp"
@@ -58,10 +63,15 @@ struct SimOptions {
   topology::EcmpPolicy ecmp = topology::EcmpPolicy::Hash;
   CollectiveAlgorithm all_reduce_algorithm = CollectiveAlgorithm::Ring;
   bool aggregate = true;          // symmetry + merged ring steps (see header comment)
-  int channels = 2;               // NCCL channels: flows (queue pairs) per transfer
-  double nvlink_efficiency = 0.77;  // achieved/raw NVLink: 8×A100 all-reduce busbw ~230 of 300 GB/s
-  double network_efficiency = 0.96; // achieved/raw NIC and switch links: ~24 of 25 GB/s on HDR
-  DeviceModelParams device;
+  int channels = 2;               // NCCL channels asked for: rings use a multiple of the
+                                  // NICs a group's GPUs use per server, at least this many
+  NcclParams nccl;                // protocols (LL/LL128/Simple), latencies, PXN
+  // Link efficiencies (achieved / raw) and device figures come from the cluster's parts in
+  // the hardware catalogue (presets/hardware/: NVLink generation, NIC model, GPU model);
+  // these replace them when set (tests, what-ifs).
+  std::optional<double> nvlink_efficiency;
+  std::optional<double> network_efficiency;
+  DeviceModelOverrides device;
   const schedules::CalibrationTable* calibration = nullptr; // overrides the device model
   bool record_trace = false;      // fill SimReport::trace
   std::vector<int64_t> trace_ranks; // ranks to trace (empty: every executed rank)

@@ -2,18 +2,63 @@
 // Plain structs; parsing from TOML lives in config/cluster_file.cpp (keys documented there).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace twinscale::topology {
 
+/// Achieved fractions and per-kernel figures of a GPU model, read from the hardware
+/// catalogue (presets/hardware/gpus.toml, where each key is documented with its source).
+struct KernelFigures {
+  double sustained_clock_ratio = 1;    // tensor clock under the power limit / boost clock
+  double gemm_max_efficiency = 0;      // large GEMM whose tiles fill whole waves
+  double gemm_half_dim = 0;            // a dimension this small halves GEMM efficiency
+  int64_t gemm_tile_m = 0;             // thread-block output tile (wave quantisation)
+  int64_t gemm_tile_n = 0;
+  double flash_fwd_efficiency = 0;     // FlashAttention-2 forward, fraction of peak
+  double flash_bwd_efficiency = 0;     // FlashAttention-2 backward
+  double vector_flop_efficiency = 0;   // FLOP rate of memory-bound kernels / peak
+  double hbm_efficiency = 0;           // achieved / nominal HBM bandwidth
+  double kernel_launch_s = 0;          // per kernel
+  double nccl_sms_per_channel = 0;     // SMs one NCCL channel occupies
+  double nccl_hbm_share = 0;           // HBM fraction a running communication kernel takes
+};
+
+/// An NVLink generation (presets/hardware/nvlink.toml).
+struct NvlinkSpec {
+  std::string generation;              // "NVLink3"
+  int64_t links = 0;
+  double link_bw_bytes_per_s = 0;      // per link, per direction
+  double efficiency = 1;               // achieved / raw (nccl-tests busbw inside a server)
+  /// NCCL's latency per step crossing this link, by protocol (LL, LL128, Simple), for
+  /// ring and tree algorithms; seconds. Zero for parts outside the catalogue.
+  std::array<double, 3> nccl_ring_step_s{};
+  std::array<double, 3> nccl_tree_step_s{};
+};
+
+/// A NIC model (presets/hardware/nics.toml).
+struct NicSpec {
+  std::string model;                   // "ConnectX-6"
+  double bw_bytes_per_s = 0;           // line rate, per direction
+  double efficiency = 1;               // achieved NCCL busbw per NIC / line rate
+  /// NCCL's latency per step crossing the network through this NIC, by protocol (LL,
+  /// LL128, Simple), ring and tree; seconds. Zero for parts outside the catalogue.
+  std::array<double, 3> nccl_ring_step_s{};
+  std::array<double, 3> nccl_tree_step_s{};
+};
+
 struct GpuSpec {
-  std::string model;                   // "A100-SXM-80GB", "H100-SXM", "H200-SXM"
-  double peak_flops = 0;               // dense BF16 FLOP/s
+  std::string model;                   // "A100-SXM-80GB", "H100-SXM", "H200-SXM", "B200"
+  double peak_flops = 0;               // dense BF16 FLOP/s at the boost clock
   double hbm_bw_bytes_per_s = 0;
   double memory_bytes = 0;
   double nvlink_bw_bytes_per_s = 0;    // per GPU, per direction, into the NVSwitch
+  double pcie_bw_bytes_per_s = 0;      // host interface, per direction (server default)
+  int64_t sms = 0;                     // streaming multiprocessors
+  NvlinkSpec nvlink;
+  KernelFigures kernels;
 };
 
 struct ServerSpec {
@@ -22,6 +67,7 @@ struct ServerSpec {
   int64_t nics = 8;
   double nic_bw_bytes_per_s = 0;       // per NIC, per direction
   int64_t rails = 8;                   // NIC i goes to the ToR of rail (i mod rails)
+  NicSpec nic;                         // the NIC model (efficiency of network links)
 };
 
 struct SwitchSpec {

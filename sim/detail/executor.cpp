@@ -54,7 +54,7 @@ Executor::Executor(const schedules::Schedule& schedule, const std::vector<int64_
                    const SimOptions& options, const DeviceModel& device, const NetworkPaths& paths,
                    bool aggregate, schedules::RankCoord representative)
     : schedule_(schedule), gpu_of_rank_(gpu_of_rank), options_(options), device_(device), paths_(paths),
-      rep_(representative) {
+      collectives_(paths, options), rep_(representative) {
   const auto& L = schedule_.layout;
   const int64_t world = L.world();
   if (static_cast<int64_t>(schedule_.program_of_rank.size()) != world)
@@ -244,11 +244,10 @@ std::vector<std::vector<int64_t>> Executor::image_groups(GroupKind kind, const s
   return out;
 }
 
-CommTask Executor::collective_task(int32_t slot, const Op& op, const std::vector<int64_t>& members) const {
+CommTask Executor::collective_task(int32_t, const Op& op, const std::vector<int64_t>& members) const {
   const auto n = static_cast<int64_t>(members.size());
-  const CollectivePlan plan = plan_collective(op.kind, n, op.bytes, options_.all_reduce_algorithm);
   CommTask task;
-  if (plan.phases.empty()) {
+  if (n <= 1) {
     task.closed_form_s = 0;
     return task;
   }
@@ -257,75 +256,28 @@ CommTask Executor::collective_task(int32_t slot, const Op& op, const std::vector
   bool same_server = true;
   for (int64_t m : members) same_server = same_server && fabric.server_of_gpu(gpu_of_rank_[static_cast<size_t>(m)]) == server;
   const bool closed = options_.mode == SimMode::Analytic || (aggregated_ && same_server);
-  if (closed) {
-    if (options_.calibration != nullptr) {
-      if (auto busbw = options_.calibration->busbw_bytes_per_s(op.kind, n, op.bytes); busbw && *busbw > 0) {
-        task.closed_form_s = op.bytes * schedules::bus_factor(op.kind, n) / *busbw;
-        return task;
-      }
+  if (closed && options_.calibration != nullptr) {
+    if (auto busbw = options_.calibration->busbw_bytes_per_s(op.kind, n, op.bytes); busbw && *busbw > 0) {
+      task.closed_form_s = op.bytes * schedules::bus_factor(op.kind, n) / *busbw;
+      return task;
     }
-    const auto key = std::make_tuple(static_cast<int>(op.kind), static_cast<int>(op.group), members[0], op.bytes);
+  }
+  const auto key = std::make_tuple(static_cast<int>(op.kind), static_cast<int>(op.group), members[0], op.bytes);
+  if (closed) {
     if (auto it = closed_form_cache_.find(key); it != closed_form_cache_.end()) {
       task.closed_form_s = it->second;
       return task;
     }
-    std::vector<std::vector<int64_t>> gpu_groups;
-    for (const auto& g : image_groups(op.group, members)) {
-      std::vector<int64_t> gpus;
-      for (int64_t m : g) gpus.push_back(gpu_of_rank_[static_cast<size_t>(m)]);
-      gpu_groups.push_back(std::move(gpus));
-    }
-    task.closed_form_s = paths_.closed_form_s(plan, gpu_groups, options_.channels);
-    closed_form_cache_.emplace(key, task.closed_form_s);
-    return task;
   }
-  // Flows: every image group, every transfer, every channel.
-  const auto channels = static_cast<uint32_t>(options_.channels);
-  const auto groups = image_groups(op.group, members);
-  for (const auto& phase : plan.phases) {
-    task.phase_begin.push_back(static_cast<uint32_t>(task.flows.size()));
-    std::vector<int32_t> into(static_cast<size_t>(n), -1); // transfer arriving at member
-    for (size_t t = 0; t < phase.transfers.size(); ++t)
-      if (into[static_cast<size_t>(phase.transfers[t].dst)] < 0) into[static_cast<size_t>(phase.transfers[t].dst)] = static_cast<int32_t>(t);
-    const auto T = phase.transfers.size();
-    const auto steps = static_cast<size_t>(phase.steps);
-    for (size_t g = 0; g < groups.size(); ++g) {
-      const size_t group_base = task.flows.size();
-      for (size_t t = 0; t < T; ++t) {
-        const int64_t src = gpu_of_rank_[static_cast<size_t>(groups[g][static_cast<size_t>(phase.transfers[t].src)])];
-        const int64_t dst = gpu_of_rank_[static_cast<size_t>(groups[g][static_cast<size_t>(phase.transfers[t].dst)])];
-        for (uint32_t c = 0; c < channels; ++c) {
-          const double lat = paths_.path_latency_s(src, dst, c);
-          if (aggregated_) {
-            FlowSpec f{src, dst, c, static_cast<double>(phase.steps) * phase.bytes_per_step / channels,
-                       static_cast<double>(phase.latency_steps - 1) * lat, -1};
-            task.flows.push_back(f);
-            continue;
-          }
-          for (size_t k = 0; k < steps; ++k) {
-            FlowSpec f{src, dst, c, phase.bytes_per_step / channels, 0, -1};
-            if (k == 0) {
-              f.delay_s = static_cast<double>(phase.latency_steps - phase.steps) * lat;
-            } else {
-              const int32_t tin = into[static_cast<size_t>(phase.transfers[t].src)];
-              if (tin >= 0)
-                f.after = static_cast<int32_t>(group_base + ((static_cast<size_t>(tin) * steps + (k - 1)) * channels + c));
-            }
-            task.flows.push_back(f);
-          }
-        }
-      }
-      // explicit steps were pushed in (t, c, k) order; reorder indexes to (t, k, c).
-      if (!aggregated_ && channels > 1) {
-        std::vector<FlowSpec> block(task.flows.begin() + static_cast<std::ptrdiff_t>(group_base), task.flows.end());
-        for (size_t t = 0; t < T; ++t)
-          for (uint32_t c = 0; c < channels; ++c)
-            for (size_t k = 0; k < steps; ++k)
-              task.flows[group_base + (t * steps + k) * channels + c] = block[(t * channels + c) * steps + k];
-      }
-    }
+  std::vector<std::vector<int64_t>> gpu_groups;
+  for (const auto& g : image_groups(op.group, members)) {
+    std::vector<int64_t> gpus;
+    for (int64_t m : g) gpus.push_back(gpu_of_rank_[static_cast<size_t>(m)]);
+    gpu_groups.push_back(std::move(gpus));
   }
-  if (task.phase_begin.size() <= 1) task.phase_begin.clear();
+  if (!closed) return collectives_.flow_task(op.kind, op.bytes, gpu_groups, aggregated_);
+  task.closed_form_s = collectives_.closed_form_s(op.kind, op.bytes, gpu_groups);
+  closed_form_cache_.emplace(key, task.closed_form_s);
   return task;
 }
 

@@ -18,6 +18,7 @@
 
 #include "schedules/schedule.hpp"
 #include "sim/detail/backend.hpp"
+#include "sim/detail/collective_task.hpp"
 #include "sim/detail/network_paths.hpp"
 #include "sim/device_model.hpp"
 #include "sim/simulate.hpp"
@@ -111,6 +112,7 @@ private:
   const SimOptions& options_;
   const DeviceModel& device_;
   const NetworkPaths& paths_;
+  CollectiveTasks collectives_;
   Backend* backend_ = nullptr;
   bool aggregated_ = false;
 

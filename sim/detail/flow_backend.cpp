@@ -97,7 +97,7 @@ struct FlowBackend::Impl {
 
   Impl(CompletionListener& l, const NetworkPaths& p, std::vector<int64_t> sg, const SimOptions& o)
       : listener(l), paths(p), slot_gpu(std::move(sg)), options(o),
-        core(l, slot_gpu.size(), o.device.nccl_compute_slowdown) {}
+        core(l, slot_gpu.size(), o.device.nccl_compute_slowdown.value_or(0)) {}
 
   /// Runs executor code inside an actor, then the SimGrid calls it requested. An
   /// exception (a schedule that cannot run) must not escape into SimGrid's context: it
@@ -146,10 +146,12 @@ void FlowBackend::Impl::build_platform() {
   const int64_t gpus = fabric.gpus();
   driver_host = z->create_host("driver", 1e9);
   zone->add_endpoint(driver_host, -1, -1);
+  // Queue-pair endpoints: as many as the channels a collective's plan can use.
+  const int64_t ports_per_gpu = max_plan_channels(options.channels, fabric.shape().nics_per_server);
   port_host.resize(static_cast<size_t>(gpus));
   port_mailbox.resize(static_cast<size_t>(gpus));
   for (int64_t g = 0; g < gpus; ++g) {
-    for (int c = 0; c < options.channels; ++c) {
+    for (int64_t c = 0; c < ports_per_gpu; ++c) {
       auto* p = z->create_host("gpu" + std::to_string(g) + "." + std::to_string(c), 1e9);
       zone->add_endpoint(p, g, c);
       port_host[static_cast<size_t>(g)].push_back(p);

@@ -11,8 +11,8 @@ using topology::Hop;
 using topology::LinkKind;
 
 NetworkPaths::NetworkPaths(const topology::Fabric& fabric, uint64_t seed, topology::EcmpPolicy policy,
-                           double nvlink_efficiency, double network_efficiency)
-    : fabric_(fabric), seed_(seed), policy_(policy) {
+                           double nvlink_efficiency, double network_efficiency, bool pxn)
+    : fabric_(fabric), seed_(seed), policy_(policy), pxn_(pxn) {
   const auto& links = fabric_.links();
   link_bw_.resize(links.size());
   for (size_t i = 0; i < links.size(); ++i) {
@@ -36,10 +36,33 @@ NetworkPaths::NetworkPaths(const topology::Fabric& fabric, uint64_t seed, topolo
     lat_down_[i] = links[i].latency_s + (is_switch(links[i].a) ? sw : 0.0);
   }
   load_.assign(2 * links.size(), 0);
+  const auto& shape = fabric_.shape();
+  proxy_local_.assign(static_cast<size_t>(std::max<int64_t>(1, shape.rails)), -1);
+  for (int64_t l = 0; l < shape.gpus_per_server && l < fabric_.gpus(); ++l) {
+    auto& slot = proxy_local_[static_cast<size_t>(fabric_.rail_of_gpu(l))];
+    if (slot < 0) slot = l;
+  }
+}
+
+int64_t NetworkPaths::pxn_proxy(int64_t src, int64_t dst) const {
+  if (!pxn_ || src == dst) return src;
+  const int64_t server = fabric_.server_of_gpu(src);
+  if (server == fabric_.server_of_gpu(dst)) return src;
+  const int64_t rail = fabric_.rail_of_gpu(dst);
+  if (rail == fabric_.rail_of_gpu(src)) return src;
+  const int64_t local = proxy_local_[static_cast<size_t>(rail)];
+  return local < 0 ? src : server * fabric_.shape().gpus_per_server + local;
 }
 
 void NetworkPaths::route(int64_t src, int64_t dst, uint32_t channel, std::vector<Hop>& out) const {
   out.clear();
+  const int64_t proxy = pxn_proxy(src, dst);
+  if (proxy != src) {
+    fabric_.route(src, proxy, channel, seed_, policy_, out);
+    fabric_.route(proxy, dst, channel, seed_, policy_, relay_hops_);
+    out.insert(out.end(), relay_hops_.begin(), relay_hops_.end());
+    return;
+  }
   fabric_.route(src, dst, channel, seed_, policy_, out);
 }
 
@@ -52,8 +75,7 @@ double NetworkPaths::path_latency_s(int64_t src, int64_t dst, uint32_t channel) 
 
 double NetworkPaths::closed_form_s(const CollectivePlan& plan,
                                    const std::vector<std::vector<int64_t>>& gpu_groups,
-                                   int channels) const {
-  TWINSCALE_ASSERT(channels >= 1, "channels must be ≥ 1");
+                                   bool with_latency) const {
   double total = 0;
   struct FlowPath {
     size_t hop_begin, hop_end;
@@ -68,21 +90,19 @@ double NetworkPaths::closed_form_s(const CollectivePlan& plan,
       for (const auto& t : phase.transfers) {
         const int64_t s = gpus[static_cast<size_t>(t.src)], d = gpus[static_cast<size_t>(t.dst)];
         if (s == d) continue;
-        for (int c = 0; c < channels; ++c) {
-          route(s, d, static_cast<uint32_t>(c), hops_);
-          FlowPath fp{all_hops.size(), 0, 0};
-          for (const Hop& h : hops_) {
-            all_hops.push_back(h);
-            fp.latency += hop_latency_s(h.link, h.up);
-            const uint32_t key = 2 * h.link + (h.up ? 0 : 1);
-            if (load_[key]++ == 0) touched_.push_back(key);
-          }
-          fp.hop_end = all_hops.size();
-          flows.push_back(fp);
+        route(s, d, t.channel, hops_);
+        FlowPath fp{all_hops.size(), 0, 0};
+        for (const Hop& h : hops_) {
+          all_hops.push_back(h);
+          fp.latency += hop_latency_s(h.link, h.up);
+          const uint32_t key = 2 * h.link + (h.up ? 0 : 1);
+          if (load_[key]++ == 0) touched_.push_back(key);
         }
+        fp.hop_end = all_hops.size();
+        flows.push_back(fp);
       }
     }
-    const double bytes = phase.bytes_per_step / channels;
+    const double bytes = phase.bytes_per_step;
     double phase_s = 0;
     for (const auto& f : flows) {
       double rate = std::numeric_limits<double>::infinity();
@@ -90,8 +110,9 @@ double NetworkPaths::closed_form_s(const CollectivePlan& plan,
         const Hop& h = all_hops[i];
         rate = std::min(rate, link_bw_[h.link] / load_[2 * h.link + (h.up ? 0 : 1)]);
       }
-      const double t = static_cast<double>(phase.latency_steps) * f.latency +
-                       (bytes > 0 ? static_cast<double>(phase.steps) * bytes / rate : 0.0);
+      const double lat = with_latency ? std::max(phase.nccl_latency_s, static_cast<double>(phase.latency_steps) * f.latency)
+                                      : 0.0;
+      const double t = lat + (bytes > 0 ? static_cast<double>(phase.steps) * bytes / rate : 0.0);
       phase_s = std::max(phase_s, t);
     }
     for (uint32_t key : touched_) load_[key] = 0;
@@ -104,10 +125,10 @@ double NetworkPaths::closed_form_s(const CollectivePlan& plan,
 double NetworkPaths::p2p_s(int64_t src, int64_t dst, double bytes, int channels) const {
   CollectivePlan plan;
   CollectivePhase p;
-  p.transfers.push_back({0, 1});
-  p.bytes_per_step = bytes;
+  for (int c = 0; c < channels; ++c) p.transfers.push_back({0, 1, static_cast<uint32_t>(c)});
+  p.bytes_per_step = bytes / channels;
   plan.phases.push_back(p);
-  return closed_form_s(plan, {{src, dst}}, channels);
+  return closed_form_s(plan, {{src, dst}});
 }
 
 } // namespace twinscale::sim::detail

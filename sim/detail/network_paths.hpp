@@ -1,6 +1,13 @@
 // Paths and closed forms on the fabric: the links a flow crosses (topology's ECMP
-// route), their achieved bandwidth (raw × efficiency), and the closed-form time of a
-// collective plan given the load its own transfers put on each link.
+// route, with NCCL's PXN relay when enabled), their achieved bandwidth (raw ×
+// efficiency), and the closed-form time of a collective plan given the load its own
+// transfers put on each link.
+//
+// PXN (NCCL ≥ 2.12, on by default): a transfer between servers whose GPUs sit on
+// different rails first crosses NVLink to the GPU of the source server on the
+// destination's rail, then leaves through that GPU's NIC. Rings whose channels enter a
+// server on one GPU and leave it from another thus stay on one rail per channel, as the
+// rings NCCL builds on rail-optimised fabrics do.
 #pragma once
 
 #include <cstdint>
@@ -14,7 +21,7 @@ namespace twinscale::sim::detail {
 class NetworkPaths {
 public:
   NetworkPaths(const topology::Fabric& fabric, uint64_t seed, topology::EcmpPolicy policy,
-               double nvlink_efficiency, double network_efficiency);
+               double nvlink_efficiency, double network_efficiency, bool pxn = true);
 
   const topology::Fabric& fabric() const { return fabric_; }
   /// Achieved bandwidth of link `link` (per direction).
@@ -22,15 +29,20 @@ public:
   /// Latency of crossing `link` in one direction: its cable latency plus the switch
   /// latency (SwitchSpec::latency_s, cut-through) when the far end is a switch.
   double hop_latency_s(uint32_t link, bool up) const { return (up ? lat_up_ : lat_down_)[link]; }
+  /// The links from `src_gpu` to `dst_gpu` for queue pair `channel` (replaces `out`).
   void route(int64_t src_gpu, int64_t dst_gpu, uint32_t channel, std::vector<topology::Hop>& out) const;
+  /// The GPU whose NIC a transfer from `src_gpu` to `dst_gpu` leaves through (PXN
+  /// relay), `src_gpu` itself when no relay applies.
+  int64_t pxn_proxy(int64_t src_gpu, int64_t dst_gpu) const;
   double path_latency_s(int64_t src_gpu, int64_t dst_gpu, uint32_t channel) const;
 
   /// Closed-form seconds of `plan` run at once by every group in `gpu_groups` (members'
-  /// GPUs, in group order), each transfer split over `channels` flows. Per phase:
-  /// max over flows of latency_steps · path latency + steps · bytes / rate, rate = min
-  /// over the path of achieved bandwidth / flows of this call on that link direction.
+  /// GPUs, in group order), one flow per transfer (transfers carry their channel). Per
+  /// phase: max over flows of max(nccl latency, latency_steps · path latency) + steps ·
+  /// bytes / rate, rate = min over the path of achieved bandwidth / flows of this call on
+  /// that link direction. `with_latency` false: the bandwidth term alone.
   double closed_form_s(const CollectivePlan& plan, const std::vector<std::vector<int64_t>>& gpu_groups,
-                       int channels) const;
+                       bool with_latency = true) const;
   /// One point-to-point transfer on an otherwise idle fabric.
   double p2p_s(int64_t src_gpu, int64_t dst_gpu, double bytes, int channels) const;
 
@@ -38,11 +50,14 @@ private:
   const topology::Fabric& fabric_;
   uint64_t seed_;
   topology::EcmpPolicy policy_;
+  bool pxn_;
+  std::vector<int64_t> proxy_local_;        // by rail: local index of a GPU on that rail
   std::vector<double> link_bw_;
   std::vector<double> lat_up_, lat_down_;
   mutable std::vector<int32_t> load_;       // per link direction (2·link + down)
   mutable std::vector<uint32_t> touched_;
   mutable std::vector<topology::Hop> hops_;
+  mutable std::vector<topology::Hop> relay_hops_;
 };
 
 } // namespace twinscale::sim::detail

@@ -28,6 +28,7 @@ inline SimOptions exact_options(SimMode mode) {
   o.device.hbm_efficiency = 1.0;
   o.device.nccl_compute_slowdown = 0;
   o.channels = 1;
+  o.nccl.model_protocols = false; // idealised collectives: fabric latencies and bandwidths only
   return o;
 }
 

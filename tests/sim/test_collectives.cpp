@@ -112,7 +112,7 @@ TEST_CASE("two flows on one bottleneck link each get half", "[sim][collectives]"
     return simulate(s, fabric, gpus, o).iteration_time_s;
   };
   const double one = run(false), two = run(true);
-  const double B = fabric.spec().server.nic_bw_bytes_per_s * o.network_efficiency;
+  const double B = fabric.spec().server.nic_bw_bytes_per_s * *o.network_efficiency;
   CHECK(one == Approx(S / B).epsilon(1e-3));
   CHECK(two == Approx(2 * S / B).epsilon(1e-3));
 }

@@ -49,6 +49,9 @@ schedules::JobSpec medium_job() {
 double run(const Lowered& l, SimMode mode) {
   SimOptions o;
   o.mode = mode;
+  // Chunking a tiny model's GEMMs (M6) really costs whole waves of SMs (wave
+  // quantisation, tested in test_device_model); the properties here concern scheduling.
+  o.device.wave_quantisation = false;
   return simulate(l.schedule, *l.fabric, l.gpus, o).iteration_time_s;
 }
 

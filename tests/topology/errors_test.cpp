@@ -89,7 +89,13 @@ TEST_CASE("errors: malformed cluster files", "[errors]") {
   using config::ConfigError;
   CHECK_THROWS_WITH(parse_with("tiers = 3", "tiers = 4"), Contains("bad.toml") && Contains("fabric.tiers") && Contains("[2, 3]"));
   CHECK_THROWS_WITH(parse_with("tiers = 3", "tiers = 3\nspeed = 1"), Contains("unknown key 'fabric.speed'"));
-  CHECK_THROWS_WITH(parse_with("A100-SXM-80GB", "B200"), Contains("gpu.model") && Contains("H100-SXM"));
+  CHECK_THROWS_WITH(parse_with("A100-SXM-80GB", "Z100"), Contains("gpu.model") && Contains("H100-SXM"));
+  CHECK_THROWS_WITH(parse_with("nics = 8\n", "nics = 8\nnic = \"ConnectX-9\"\n"),
+                    Contains("server.nic") && Contains("ConnectX-7"));
+  CHECK_THROWS_WITH(parse_with("model = \"A100-SXM-80GB\"", "model = \"A100-SXM-80GB\"\nnvlink = \"NVLink9\""),
+                    Contains("gpu.nvlink") && Contains("NVLink3"));
+  CHECK_THROWS_WITH(parse_with("model = \"A100-SXM-80GB\"", "model = \"A100-SXM-80GB\"\ngemm_max_efficiency = 1.5"),
+                    Contains("gpu.gemm_max_efficiency"));
   CHECK_THROWS_WITH(parse_with("\"tomahawk4\"", "\"tomahawk9\""), Contains("switch.model") && Contains("qm8790"));
   CHECK_THROWS_WITH(parse_with("oversubscription = [1, 1]", "oversubscription = [1]"),
                     Contains("fabric.oversubscription") && Contains("3 tiers need 2"));

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Validation against published A100 runs (../shared/reference/validation.md, sections A
+# and B): every row simulated, predicted vs published with the error of each row.
+# Usage: experiments/validation/run.sh [OUTDIR]
+# Writes OUTDIR/validation.{csv,png} and OUTDIR/raw/*; prints the table. Analytic mode for
+# every row; flow mode (SimGrid, contention) as well for rows of ≤ FLOW_MAX_GPUS GPUs
+# (default 512; 0 skips it). Section B rows come from collectives.sh when it exists.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+out="${1:-$root/build/experiments/validation}"
+mkdir -p "$out"
+if [ -x "$here/collectives.sh" ]; then
+  rm -f "$out/validation-collectives.csv"
+  "$here/collectives.sh" "$out"
+fi
+exec /usr/bin/python3 "$here/study.py" "$out" --flow-max-gpus "${FLOW_MAX_GPUS:-512}"

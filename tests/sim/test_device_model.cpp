@@ -1,0 +1,65 @@
+// The device model reads every figure from the GPU's catalogue entry and applies wave
+// quantisation, the sustained clock, one launch per lowered op and the NCCL SM share.
+#include <catch2/catch.hpp>
+
+#include "config/hardware_catalogue.hpp"
+#include "sim/device_model.hpp"
+
+using namespace twinscale;
+using sim::DeviceModel;
+using sim::DeviceModelParams;
+
+namespace {
+
+const topology::GpuSpec& a100() { return *config::hardware_catalogue().gpu("A100-SXM-80GB"); }
+
+schedules::Op gemm(int64_t m, int64_t n, int64_t k) {
+  schedules::Op op;
+  op.kind = schedules::OpKind::Gemm;
+  op.kernel = schedules::Kernel::Gemm;
+  op.flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  op.bytes = 2.0 * static_cast<double>(m * k + k * n + m * n);
+  op.shape = {m, n, k, 0};
+  return op;
+}
+
+} // namespace
+
+TEST_CASE("device model: figures come from the catalogue", "[sim][device]") {
+  const auto p = DeviceModelParams::from_gpu(a100(), 2);
+  CHECK(p.gemm_max_efficiency == Approx(a100().kernels.gemm_max_efficiency));
+  CHECK(p.sms == 108);
+  CHECK(p.kernel_launch_s == Approx(4e-6));
+  // 2 channels × 1 SM of 108 → 2/106; HBM share 0.05 → 0.05/0.95 is larger.
+  CHECK(p.nccl_compute_slowdown == Approx(0.05 / 0.95));
+  CHECK(DeviceModelParams::nccl_slowdown(a100(), 16) == Approx(16.0 / 92.0));
+}
+
+TEST_CASE("device model: wave quantisation over the SM count", "[sim][device]") {
+  const DeviceModel d(a100(), DeviceModelParams::from_gpu(a100(), 2));
+  // 256×128 tiles: 108 tiles fill one wave exactly; 109 need two waves.
+  CHECK(d.wave_efficiency(256 * 108, 128) == Approx(1.0));
+  CHECK(d.wave_efficiency(256 * 109, 128) == Approx(109.0 / 216.0));
+  CHECK(d.wave_efficiency(256, 128) == Approx(1.0 / 108.0));
+  // GPT-175B's QKV GEMM at TP 8: 2,048 tokens × 4,608 → 8 × 36 = 288 tiles in 3 waves.
+  CHECK(d.wave_efficiency(2048, 4608) == Approx(288.0 / 324.0));
+  const double t_full = d.seconds(gemm(256 * 108, 128, 8192));
+  const double t_more = d.seconds(gemm(256 * 109, 128, 8192));
+  CHECK(t_more > 1.8 * t_full); // one more row of tiles costs a whole extra wave
+  auto no_waves = DeviceModelParams::from_gpu(a100(), 2);
+  no_waves.sms = 0;
+  CHECK(DeviceModel(a100(), no_waves).wave_efficiency(256 * 109, 128) == 1.0);
+}
+
+TEST_CASE("device model: sustained clock and launches", "[sim][device]") {
+  auto p = DeviceModelParams::from_gpu(a100(), 2);
+  p.kernel_launch_s = 0;
+  const auto big = gemm(256 * 108, 128 * 32, 8192);
+  const double t1 = DeviceModel(a100(), p).seconds(big);
+  p.sustained_clock_ratio = 0.9;
+  CHECK(DeviceModel(a100(), p).seconds(big) == Approx(t1 / 0.9));
+  // One launch per lowered op: an unfused LayerNorm pass is one kernel.
+  CHECK(DeviceModel::kernel_launches(schedules::Kernel::LayerNorm, schedules::Phase::Forward) == 1);
+  CHECK(DeviceModel::kernel_launches(schedules::Kernel::Gelu, schedules::Phase::Backward) == 1);
+  CHECK(DeviceModel::kernel_launches(schedules::Kernel::CrossEntropy, schedules::Phase::Forward) == 3);
+}
