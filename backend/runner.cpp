@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <tuple>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <sstream>
 #include <thread>
 #include <dlfcn.h>
 #include <unistd.h>
@@ -120,9 +122,14 @@ bool commit_checkpoint(const CheckpointOptions& ck, const schedules::Layout& lay
 } // namespace
 
 RunOutcome run_schedule(const schedules::Schedule& schedule, const RunOptions& options) {
-  if (options.executor.timeout_s <= 0)
-    throw BackendError("--timeout " + std::to_string(options.executor.timeout_s) +
-                       " must be a positive number of seconds");
+  // nan and inf would switch the watchdog off (every comparison false / never reached):
+  // survivors of a dead rank would then wait forever.
+  if (!std::isfinite(options.executor.timeout_s) || options.executor.timeout_s <= 0) {
+    std::ostringstream os;
+    os << "--timeout " << options.executor.timeout_s
+       << " must be a finite positive number of seconds (e.g. --timeout 60)";
+    throw BackendError(os.str());
+  }
   RunOutcome out;
   const LaunchEnv env = detect_launch_env();
   out.launcher = env.launcher;

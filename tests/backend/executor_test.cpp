@@ -169,3 +169,57 @@ TEST_CASE("synthetic schedule: p2p pairs and collectives match across ranks") {
     }
   }
 }
+
+TEST_CASE("executor watchdog: a receive posted early ages while the rank computes; no false hang") {
+  // Rank 0 (stage 0) pre-posts its first backward receive and computes forwards for
+  // longer than the timeout before it completes: each compute op finishes well inside
+  // the timeout, so the rank is progressing (issue #12: this was reported as hung).
+  const schedules::Schedule s = tiny();
+  const auto& prog = s.program(0);
+  uint32_t recv = 0;
+  while (prog.ops[recv].kind != schedules::OpKind::Recv) ++recv;
+  const double timeout_s = 0.15;
+  for (bool on_device : {false, true}) {
+    INFO("on_device " << on_device);
+    FakeDevice dev(on_device);
+    dev.slow[recv] = 3 * timeout_s;
+    for (uint32_t i = 0; i < prog.ops.size(); ++i)
+      if (!prog.ops[i].is_communication() && i < recv + 40) dev.slow[i] = 0.4 * timeout_s;
+    const backend::RankResult r = backend::Executor(s, 0, dev, opts(timeout_s, 1e-3)).run();
+    CHECK(r.status == backend::RunStatus::Completed);
+    CHECK(dev.abort_calls == 0);
+    CHECK(r.elapsed_s > timeout_s);
+  }
+}
+
+TEST_CASE("executor watchdog: a rank whose peer stopped is reported within the timeout") {
+  const schedules::Schedule s = tiny();
+  const auto& prog = s.program(0);
+  uint32_t recv = 0;
+  while (prog.ops[recv].kind != schedules::OpKind::Recv) ++recv;
+  for (bool on_device : {false, true}) {
+    FakeDevice dev(on_device);
+    dev.stuck.insert(recv);  // the sender is stopped: its message never comes
+    const double timeout_s = 0.1;
+    const backend::RankResult r = backend::Executor(s, 0, dev, opts(timeout_s, 1e-3)).run();
+    CHECK(r.status == backend::RunStatus::TimedOut);
+    CHECK(r.elapsed_s < 10 * timeout_s + 1.0);
+    CHECK(dev.abort_calls == 1);
+    const bool names_recv = std::any_of(r.waiting.begin(), r.waiting.end(), [&](auto& w) { return w.op_index == recv; });
+    CHECK(names_recv);
+  }
+}
+
+TEST_CASE("executor: a device that orders on the GPU has a bounded window of ops in flight per stream") {
+  const schedules::Schedule s = tiny();
+  FakeDevice dev(true);
+  dev.stuck.insert(0);  // the first compute op never completes
+  backend::ExecutorOptions o = opts(0.05, 1e-3);
+  o.max_in_flight_per_stream = 3;
+  const backend::RankResult r = backend::Executor(s, 0, dev, o).run();
+  CHECK(r.status == backend::RunStatus::TimedOut);
+  size_t compute_issued = 0;
+  for (uint32_t i : dev.issue_order)
+    compute_issued += s.program(0).ops[i].stream == schedules::Stream::Compute;
+  CHECK(compute_issued == 3);
+}
