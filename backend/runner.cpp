@@ -258,7 +258,7 @@ RunOutcome run_schedule(const schedules::Schedule& schedule, const RunOptions& o
     const std::vector<uint8_t> device_state =
         synthetic_state(coord.tp, coord.pp, ck.step, static_cast<size_t>(ck.state_bytes));
     t = steady_s();
-    snapshot.assign(device_state.begin(), device_state.end());  // stage 1: to host memory
+    snapshot = device->stage1_snapshot(device_state);  // stage 1: device → host memory
     out.checkpoint.snapshot_s = steady_s() - t;
     if (coord.dp == 0)
       persist = std::make_unique<ShardPersist>(shard_path(ck.dir, ck.step, coord.tp, coord.pp), std::move(snapshot),
