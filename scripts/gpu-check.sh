@@ -69,6 +69,9 @@ if [ -x "$test_gpu" ]; then
     timeout -k 10 "$case_timeout" "$test_gpu" "$name" >"$log" 2>&1
     rc=$?
     secs=$(( $(date +%s) - start ))
+    # Catch runs nothing, and exits 0, when the name does not match (a comma or a
+    # bracket in a name is test-spec syntax): that is a failure of the check.
+    if [ $rc = 0 ] && grep -q "No tests ran\|No test cases matched" "$log"; then rc=3; fi
     case $rc in
     0) report "test: $name" PASS "${secs} s" ;;
     77) report "test: $name" SKIPPED "$(grep -m1 '^SKIPPED' "$log" | sed 's/^SKIPPED: //')" ;;
@@ -88,9 +91,13 @@ elif [ -z "$sanitizer" ] || [ ! -x "$test_gpu" ]; then
   report "compute-sanitizer memcheck" SKIPPED "compute-sanitizer or test_gpu not found"
 else
   log="$out/sanitizer.log"
-  timeout -k 10 "$case_timeout" "$sanitizer" --tool memcheck --error-exitcode 9 \
-    "$test_gpu" "cuda device: one rank runs every op kind, each op timed by its own event pair" >"$log" 2>&1
+  # API errors are not reported: NCCL's own initialisation probes kernels for other
+  # architectures (cudaFuncGetAttributes → error 209, 40 of them per run on an H200
+  # with NCCL 2.28) and handles the result; memory errors are what this case is for.
+  timeout -k 10 "$case_timeout" "$sanitizer" --tool memcheck --report-api-errors no --error-exitcode 9 \
+    "$test_gpu" "cuda device: one rank runs every op kind and times each by its own event pair" >"$log" 2>&1
   rc=$?
+  if [ $rc = 0 ] && grep -q "No tests ran\|No test cases matched" "$log"; then rc=3; fi
   errors=$(grep -m1 "ERROR SUMMARY" "$log" || echo "no summary")
   if [ $rc = 0 ]; then report "compute-sanitizer memcheck" PASS "$errors"; else report "compute-sanitizer memcheck" FAIL "exit $rc, $errors, log $log"; fi
 fi

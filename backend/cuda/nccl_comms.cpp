@@ -1,6 +1,7 @@
 #include "backend/cuda/nccl_comms.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <set>
 #include <sstream>
@@ -156,9 +157,19 @@ void run_split(ncclComm_t world, const Split& sp, double timeout_s, CommSet& com
   {
     Watchdog wd(timeout_s, [&comms] { comms.abort_all(); });
     r = ncclCommSplit(world, sp.color, sp.key, &c, &child);
-    if (r == ncclInProgress && !wd.expired()) {  // a non-blocking parent finishes it asynchronously
+    // The parent is non-blocking, so the split runs in NCCL's helper thread: it may
+    // return ncclSuccess at once and set the child only when the split is complete
+    // (seen on an H200 with NCCL 2.28). Wait, bounded, for the parent and the child.
+    if ((r == ncclSuccess || r == ncclInProgress) && !wd.expired()) {
       wait_ready(world, deadline, "ncclCommSplit (" + sp.label + ")");
-      if (c) wait_ready(c, deadline, "communicator " + sp.label);
+      if (!sp.channel.empty()) {
+        std::atomic_ref<ncclComm_t> child_ref(c);
+        while (!child_ref.load() && !wd.expired()) {
+          if (steady_s() > deadline) break;
+          std::this_thread::sleep_for(std::chrono::microseconds(50));
+        }
+        if (child_ref.load()) wait_ready(child_ref.load(), deadline, "communicator " + sp.label);
+      }
       r = ncclSuccess;
     }
     if (wd.expired()) {

@@ -131,7 +131,7 @@ void run_cli(int ranks, const std::string& args, const schedules::Schedule& s) {
 
 } // namespace
 
-TEST_CASE("cuda device: one rank runs every op kind, each op timed by its own event pair") {
+TEST_CASE("cuda device: one rank runs every op kind and times each by its own event pair") {
   const schedules::Schedule s = every_kind();
   auto dev = one_rank_device(s);
   backend::ExecutorOptions o;
@@ -147,7 +147,7 @@ TEST_CASE("cuda device: one rank runs every op kind, each op timed by its own ev
     CHECK(!ev.failed);
     CHECK(ev.end_s >= ev.start_s);
     if (op.kind == OpKind::Gemm || op.kind == OpKind::Attention) CHECK(ev.end_s > ev.start_s);
-    CHECK(ev.start_s >= prev_end - 1e-6);  // each op after its dependency
+    CHECK(ev.start_s >= prev_end - 5e-6);  // each op after its dependency (event resolution ~0.5 µs)
     prev_end = ev.end_s;
     std::printf("%-28s %12.1f\n", s.names[op.name].c_str(), (ev.end_s - ev.start_s) * 1e6);
   }
@@ -182,7 +182,7 @@ TEST_CASE("cuda device: checkpoint stage 1 goes through device memory and comes 
   CHECK(dev->stage1_snapshot(state) == state);
 }
 
-TEST_CASE("cuda device: 2 ranks, pipeline p2p on directed communicators (synthetic 1x2x1)") {
+TEST_CASE("cuda device: 2 ranks run pipeline p2p on directed communicators (synthetic 1x2x1)") {
   require_gpus(2, "a 2-stage pipeline");
   backend::SyntheticOptions so;
   so.micro_batches = 8;
@@ -191,7 +191,7 @@ TEST_CASE("cuda device: 2 ranks, pipeline p2p on directed communicators (synthet
           backend::synthetic_schedule(schedules::Layout{1, 1, 2}, so));
 }
 
-TEST_CASE("cuda device: 2 ranks, tensor- and data-parallel collectives (synthetic 2x1x1, 1x1x2)") {
+TEST_CASE("cuda device: 2 ranks run tensor- and data-parallel collectives (synthetic 2x1x1 and 1x1x2)") {
   require_gpus(2, "tp 2 / dp 2");
   backend::SyntheticOptions so;
   so.micro_batches = 4;
@@ -202,7 +202,7 @@ TEST_CASE("cuda device: 2 ranks, tensor- and data-parallel collectives (syntheti
           backend::synthetic_schedule(schedules::Layout{1, 2, 1}, so));
 }
 
-TEST_CASE("cuda device: the tiny presets on 8 GPUs (all-gather, reduce-scatter, interleaved pipeline)") {
+TEST_CASE("cuda device: the tiny presets on 8 GPUs (all-gather and reduce-scatter and interleaved pipeline)") {
   require_gpus(8, "the tiny presets");
   for (const char* preset : {"tiny-1f1b", "tiny-interleaved", "tiny-megascale"}) {
     INFO(preset);
