@@ -203,6 +203,35 @@ TEST_CASE("mpi run: SIGSTOP of one rank; the others report it within the timeout
   fs::remove_all(dir);
 }
 
+TEST_CASE("mpi run: a slow but healthy rank (stopped and resumed, each pause under the timeout) is not reported") {
+  if (!backend::test::have_mpirun()) { WARN("mpirun not found"); return; }
+  const std::string dir = fresh_dir("slow");
+  auto job = backend::test::spawn(mpirun(8, true) + " " TWINSCALE_CLI " run --synthetic 2x2x2 "
+                                  "--synthetic-micro-batches 500 --synthetic-hidden 128 --timeout 2 --run-dir " + dir,
+                                  180);
+  for (int i = 0; i < 600 && !fs::exists(dir + "/rank-5.started"); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  REQUIRE(fs::exists(dir + "/rank-5.started"));
+  const pid_t slow = nlohmann::json::parse(std::ifstream(dir + "/rank-5.started")).at("pid").get<pid_t>();
+  // Rank 5 runs at half speed: 0.3 s stopped, 0.3 s running, until it has finished.
+  int pauses = 0;
+  while (!fs::exists(dir + "/rank-5.json") && pauses < 100) {
+    if (::kill(slow, SIGSTOP) != 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    ::kill(slow, SIGCONT);
+    ++pauses;
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
+  ::kill(slow, SIGCONT);
+  const auto r = backend::test::finish(job);
+  INFO(r.output << "pauses: " << pauses);
+  CHECK(pauses >= 2);  // it really was slowed down
+  const backend::HangReport report = backend::analyse_run_dir(dir, 8);
+  CHECK(report.all_completed());
+  CHECK(!fs::exists(dir + "/abort"));
+  fs::remove_all(dir);
+}
+
 TEST_CASE("mpi run: tiny-1f1b on 8 oversubscribed ranks with a short timeout is not a hang") {
   // Issue #12: a receive posted early aged while its rank computed and was reported as
   // hung at --timeout 0.5. Progress is now a completed op, not an op's age.
