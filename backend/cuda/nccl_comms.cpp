@@ -7,6 +7,7 @@
 #include <sstream>
 #include <tuple>
 
+#include <cuda_runtime.h>
 #include <mpi.h>
 
 #include "backend/error.hpp"
@@ -148,7 +149,33 @@ ncclComm_t init_world(const schedules::Schedule& schedule, int64_t rank, const B
   return world;
 }
 
-void run_split(ncclComm_t world, const Split& sp, double timeout_s, CommSet& comms) {
+/// A one-element operation on a new communicator, by every member at the same point of
+/// the init sequence: NCCL connects peers lazily, at a communicator's first operation,
+/// and with a blocking communicator that connection blocks the host until the peer
+/// calls too — two ranks each blocked in the set-up of a send towards the other would
+/// wait forever. Connecting here, where every member arrives, avoids that and keeps the
+/// connection cost out of the first timed op. Bounded by `deadline`.
+void connect_now(const Channel& c, bool collective, bool sender, void* buf, cudaStream_t stream, double deadline,
+                 const std::string& label) {
+  ncclResult_t r = ncclSuccess;
+  auto* f = static_cast<float*>(buf);
+  if (collective) r = ncclAllReduce(f, f + 1, 1, ncclFloat, ncclSum, c.comm, stream);
+  else if (sender) r = ncclSend(f, 1, ncclFloat, c.peer, c.comm, stream);
+  else r = ncclRecv(f + 1, 1, ncclFloat, c.peer, c.comm, stream);
+  if (r != ncclSuccess && r != ncclInProgress)
+    throw BackendError("NCCL: first operation on communicator " + label + ": " + ncclGetErrorString(r));
+  while (true) {
+    const cudaError_t e = cudaStreamQuery(stream);
+    if (e == cudaSuccess) return;
+    if (e != cudaErrorNotReady)
+      throw BackendError("CUDA: first operation on communicator " + label + ": " + cudaGetErrorString(e));
+    if (steady_s() > deadline)
+      throw BackendError("NCCL: first operation on communicator " + label + " did not finish within the timeout");
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
+void run_split(ncclComm_t world, const Split& sp, double timeout_s, CommSet& comms, void* buf, cudaStream_t stream) {
   ncclConfig_t child = NCCL_CONFIG_INITIALIZER;
   child.blocking = 1;  // the hot path: calls return once enqueued
   ncclComm_t c = nullptr;
@@ -171,6 +198,15 @@ void run_split(ncclComm_t world, const Split& sp, double timeout_s, CommSet& com
         if (child_ref.load()) wait_ready(child_ref.load(), deadline, "communicator " + sp.label);
       }
       r = ncclSuccess;
+    }
+    if (r == ncclSuccess && c && !wd.expired()) {
+      const bool collective = sp.channel.rfind("send:", 0) != 0 && sp.channel.rfind("recv:", 0) != 0;
+      try {
+        connect_now(Channel{c, sp.peer}, collective, sp.key == 0, buf, stream, deadline, sp.label);
+      } catch (const BackendError&) {
+        ncclCommAbort(c);
+        throw;
+      }
     }
     if (wd.expired()) {
       if (c) ncclCommAbort(c);
@@ -336,11 +372,28 @@ std::unique_ptr<CommSet> create_comms(const schedules::Schedule& schedule, int64
   const ncclComm_t world = init_world(schedule, rank, broadcast, timeout_s, phases, *comms);
   std::vector<Split> splits = collective_splits(schedule, rank);
   for (Split& sp : p2p_splits(schedule, rank)) splits.push_back(std::move(sp));
+  // Scratch of the connecting operations (two floats) and their stream.
+  // Freed only after success: on an error path a kernel may still be stuck on the
+  // stream, and cudaFree would wait for it.
+  struct Scratch {
+    void* buf = nullptr;
+    cudaStream_t stream = nullptr;
+    bool ok = false;
+    ~Scratch() {
+      if (!ok) return;
+      cudaStreamDestroy(stream);
+      cudaFree(buf);
+    }
+  } scratch;
+  if (cudaMalloc(&scratch.buf, 256) != cudaSuccess || cudaMemset(scratch.buf, 0, 256) != cudaSuccess ||
+      cudaStreamCreateWithFlags(&scratch.stream, cudaStreamNonBlocking) != cudaSuccess)
+    throw BackendError("CUDA: scratch buffer for NCCL's connection set-up");
   for (const Split& sp : splits) {
     const double t = steady_s();
-    run_split(world, sp, timeout_s, *comms);
+    run_split(world, sp, timeout_s, *comms, scratch.buf, scratch.stream);
     phases.push_back({"nccl_" + sp.label, steady_s() - t});
   }
+  scratch.ok = true;
   return comms;
 }
 

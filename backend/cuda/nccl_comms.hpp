@@ -12,8 +12,10 @@
 // blocking = 1, so that collectives on the hot path return once enqueued (a
 // non-blocking communicator answers ncclInProgress and finishes the call in a helper
 // thread: 100–250 µs of host latency per op); each split runs under a watchdog thread
-// that aborts the world communicator when the split outlives the timeout. Every
-// communicator made before an error is aborted on the way out.
+// that aborts the world communicator when the split outlives the timeout; then every
+// member runs one tiny operation on the child at once (NCCL connects lazily, and a
+// blocking communicator's connection set-up blocks the host until the peer calls).
+// Every communicator made before an error is aborted on the way out.
 #pragma once
 
 #include <atomic>
