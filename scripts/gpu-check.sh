@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The GPU smoke check (issue #18), one command on a one-server machine with 1–8 GPUs:
-#   scripts/gpu-check.sh [--no-build] [--build-dir DIR] [--out DIR] [--timeout S]
+#   scripts/gpu-check.sh [--no-build] [--build-dir DIR] [--out DIR] [--timeout S] [--cpu-dry-run]
 # 1. builds with the CUDA device (unless --no-build);
 # 2. runs every GPU test case (label gpu: test_gpu, one process per case; exit 77 is
 #    SKIPPED — no GPU, or fewer GPUs than the case needs — never passed);
@@ -12,19 +12,23 @@
 # 5. a kill-one-rank run (≥ 2 GPUs) that must end in the hang report naming the rank.
 # Prints one summary line per case: "gpu-check: <case> PASS|FAIL|SKIPPED (<detail>)"
 # and exits 1 if any case failed. Logs go to --out (default build/gpu-check).
+# --cpu-dry-run checks this script's own mechanics on a machine without GPUs: steps 4
+# and 5 with --device cpu as if there were 8 GPUs (steps 2 and 3 are skipped).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=build
 out=""
 do_build=1
 case_timeout=300
+device=cuda
 while [ $# -gt 0 ]; do
   case "$1" in
   --no-build) do_build=0 ;;
   --build-dir) build="$2"; shift ;;
   --out) out="$2"; shift ;;
   --timeout) case_timeout="$2"; shift ;;
-  *) echo "gpu-check: unknown option $1 (valid: --no-build, --build-dir DIR, --out DIR, --timeout S)" >&2; exit 2 ;;
+  --cpu-dry-run) device=cpu ;;
+  *) echo "gpu-check: unknown option $1 (valid: --no-build, --build-dir DIR, --out DIR, --timeout S, --cpu-dry-run)" >&2; exit 2 ;;
   esac
   shift
 done
@@ -57,9 +61,15 @@ cli="$build/cli/twinscale"
 gpus=0
 if command -v nvidia-smi >/dev/null 2>&1; then gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU'); fi
 echo "gpu-check: $gpus GPU(s) visible" | tee -a "$summary"
+if [ "$device" = cpu ]; then
+  gpus=8
+  echo "gpu-check: --cpu-dry-run: runs with --device cpu as if 8 GPUs were visible" | tee -a "$summary"
+fi
 
 # 2. GPU test cases (ctest label gpu; the same binary, one process per case).
-if [ -x "$test_gpu" ]; then
+if [ "$device" = cpu ]; then
+  report "tests" SKIPPED "--cpu-dry-run"
+elif [ -x "$test_gpu" ]; then
   i=0
   while IFS= read -r name; do
     [ -z "$name" ] && continue
@@ -85,7 +95,7 @@ fi
 
 # 3. compute-sanitizer on a 1-GPU run.
 sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
-if [ "$gpus" -lt 1 ]; then
+if [ "$gpus" -lt 1 ] || [ "$device" = cpu ]; then
   report "compute-sanitizer memcheck" SKIPPED "no GPU"
 elif [ -z "$sanitizer" ] || [ ! -x "$test_gpu" ]; then
   report "compute-sanitizer memcheck" SKIPPED "compute-sanitizer or test_gpu not found"
@@ -118,10 +128,10 @@ run_case() {  # name ranks args...
   rm -rf "$dir"
   start=$(date +%s)
   if [ "$have_mpirun" = 1 ]; then
-    timeout -k 10 "$case_timeout" $(mpirun_cmd "$ranks") "$cli" run "$@" --device cuda --timeout 60 \
+    timeout -k 10 "$case_timeout" $(mpirun_cmd "$ranks") "$cli" run "$@" --device "$device" --timeout 60 \
       --run-dir "$dir" >"$dir.log" 2>&1
   else
-    timeout -k 10 "$case_timeout" "$cli" run "$@" --device cuda --timeout 60 --run-dir "$dir" >"$dir.log" 2>&1
+    timeout -k 10 "$case_timeout" "$cli" run "$@" --device "$device" --timeout 60 --run-dir "$dir" >"$dir.log" 2>&1
   fi
   rc=$?
   local secs=$(( $(date +%s) - start ))
@@ -140,15 +150,27 @@ if [ "$gpus" -lt 2 ] || [ "$have_mpirun" = 0 ] || [ ! -x "$cli" ]; then
 else
   dir="$out/run-kill"
   rm -rf "$dir"
-  timeout -k 10 "$case_timeout" $(mpirun_cmd 2) "$cli" run --synthetic 1x2x1 --synthetic-micro-batches 20000 \
-    --synthetic-hidden 1024 --device cuda --timeout 5 --run-dir "$dir" >"$dir.log" 2>&1 &
+  # Tensor parallelism couples the two ranks at every micro-batch, so the survivor
+  # needs the dead rank within a few ops (a pipeline stage could compute on for long:
+  # computing is progress); enough micro-batches that the run outlasts the kill.
+  timeout -k 10 "$case_timeout" $(mpirun_cmd 2) "$cli" run --synthetic 2x1x1 --synthetic-micro-batches 50000 \
+    --synthetic-hidden 1024 --device "$device" --timeout 5 --run-dir "$dir" >"$dir.log" 2>&1 &
   job=$!
   for _ in $(seq 1 600); do [ -f "$dir/rank-1.started" ] && break; sleep 0.1; done
-  sleep 2
+  sleep 1
   victim=$(sed -n 's/.*"pid": *\([0-9]*\).*/\1/p' "$dir/rank-1.started" 2>/dev/null)
   [ -n "$victim" ] && kill -9 "$victim"
   wait $job
-  if [ -n "$victim" ] && [ -f "$dir/report.json" ] && grep -q '"rank": *1' "$dir/report.json"; then
+  named=0
+  if [ -f "$dir/report.json" ]; then
+    if command -v python3 >/dev/null 2>&1; then
+      python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); sys.exit(0 if r["suspects"] and r["suspects"][0]["rank"] == 1 else 1)' \
+        "$dir/report.json" && named=1
+    else
+      grep -q '"suspects": *\[ *{ *"logged_nothing": *[a-z]*, *"rank": *1[,}]\|"rank": *1[,}]' "$dir/report.json" && named=1
+    fi
+  fi
+  if [ -n "$victim" ] && [ "$named" = 1 ]; then
     report "kill one rank" PASS "rank 1 killed, hang report names it"
   else
     report "kill one rank" FAIL "no hang report naming rank 1, log $dir.log"
