@@ -61,11 +61,16 @@ public:
     result_.ops_total = static_cast<uint32_t>(n_);
     const double t_begin = device_.now_s();
     last_progress_ = last_abort_check_ = t_begin;
+    last_publish_ = t_begin - options_.timeout_s;
+    publish(t_begin);
     while (done_count_ < n_ && !failed_) {
       const bool issued = issue_ready();
       const bool completed = collect();
       const double now = device_.now_s();
-      if (completed || computing()) last_progress_ = now;
+      if (completed || computing()) {
+        last_progress_ = now;
+        publish(now);
+      }
       if (issued || completed) continue;
       if (should_stop(now)) break;
       device_.wait_for_progress(std::min(options_.idle_wait_s, options_.timeout_s));
@@ -191,8 +196,30 @@ private:
     return false;
   }
 
+  void publish(double now) {
+    if (!options_.publish_progress || now - last_publish_ < options_.timeout_s / 4) return;
+    last_publish_ = now;
+    options_.publish_progress();
+  }
+
+  /// True when a peer that an outstanding op of this rank waits on progressed within
+  /// the timeout (it is slow, not hung).
+  bool peers_progressing() const {
+    if (!options_.peer_progressed) return false;
+    for (size_t s = 0; s < stream_ops_.size(); ++s) {
+      if (next_done_[s] >= next_issue_[s]) continue;
+      const Op& op = program_.ops[stream_ops_[s][next_done_[s]]];
+      for (int64_t peer : op_peers(schedule_, rank_, op))
+        if (peer != rank_ && options_.peer_progressed(peer, options_.timeout_s)) return true;
+    }
+    return false;
+  }
+
   bool should_stop(double now) {
-    if (now - last_progress_ > options_.timeout_s) return true;
+    if (now - last_progress_ > options_.timeout_s) {
+      if (!peers_progressing()) return true;
+      last_progress_ = now - 0.75 * options_.timeout_s;  // look again in a quarter timeout
+    }
     if (options_.should_abort && now - last_abort_check_ > options_.abort_poll_s) {
       last_abort_check_ = now;
       if (options_.should_abort()) {
@@ -265,7 +292,7 @@ private:
   RankResult result_;
   uint32_t done_count_ = 0;
   bool failed_ = false, aborted_ = false;
-  double last_progress_ = 0, last_abort_check_ = 0;
+  double last_progress_ = 0, last_abort_check_ = 0, last_publish_ = 0;
 };
 
 } // namespace

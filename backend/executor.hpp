@@ -35,6 +35,14 @@ struct ExecutorOptions {
   /// its own timeout on peers that are themselves stuck.
   std::function<bool()> should_abort;
   double abort_poll_s = 5e-3;
+  /// Cross-rank progress (optional; the runner provides both with --run-dir). This
+  /// rank calls `publish_progress` at most every timeout_s/4 while it progresses; when
+  /// its own time without progress is up, it asks `peer_progressed(rank, within_s)`
+  /// about the peers its outstanding ops wait on, and keeps waiting while one of them
+  /// progressed within the timeout: a slow peer is not a hung one. A stopped or dead
+  /// peer stops publishing, so its waiters stop within about twice the timeout.
+  std::function<void()> publish_progress;
+  std::function<bool(int64_t rank, double within_s)> peer_progressed;
 };
 
 /// Aborted: stopped because another rank timed out or failed (its abort flag).

@@ -6,6 +6,7 @@
 #include <tuple>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <sstream>
 #include <thread>
@@ -195,7 +196,7 @@ RunOutcome run_schedule(const schedules::Schedule& schedule, const RunOptions& o
     fs::create_directories(options.run_dir, ec);
     for (const char* name : {"abort", "report.json"}) fs::remove(fs::path(options.run_dir) / name, ec);
     for (int r = 0; r < size; ++r)
-      for (const char* ext : {".json", ".started"})
+      for (const char* ext : {".json", ".started", ".progress"})
         fs::remove(fs::path(options.run_dir) / ("rank-" + std::to_string(r) + ext), ec);
   }
 
@@ -270,6 +271,21 @@ RunOutcome run_schedule(const schedules::Schedule& schedule, const RunOptions& o
       options.run_dir.empty() ? "" : (std::filesystem::path(options.run_dir) / "abort").string();
   if (!abort_flag.empty()) {
     exec_options.should_abort = [abort_flag] { return std::filesystem::exists(abort_flag); };
+    // Cross-rank progress: each rank's rank-<r>.progress file, its mtime the last time
+    // the rank progressed (one host, or hosts with synchronised clocks).
+    namespace fs = std::filesystem;
+    const fs::path dir(options.run_dir);
+    auto progress_file = [dir](int64_t r) { return dir / ("rank-" + std::to_string(r) + ".progress"); };
+    exec_options.publish_progress = [path = progress_file(rank)] {
+      std::error_code ec;
+      if (!fs::exists(path, ec)) std::ofstream(path).put('\n');
+      fs::last_write_time(path, fs::file_time_type::clock::now(), ec);
+    };
+    exec_options.peer_progressed = [progress_file](int64_t r, double within_s) {
+      std::error_code ec;
+      const auto t = fs::last_write_time(progress_file(r), ec);
+      return !ec && std::chrono::duration<double>(fs::file_time_type::clock::now() - t).count() < within_s;
+    };
   }
   Executor executor(schedule, rank, *device, exec_options);
   out.result = executor.run();

@@ -2,6 +2,7 @@
 // order) with both device kinds, and its timeout / failure outcomes (M19), on the
 // synthetic schedule with an in-process fake device.
 #include <algorithm>
+#include <chrono>
 #include <map>
 
 #include <catch2/catch.hpp>
@@ -222,4 +223,32 @@ TEST_CASE("executor: a device that orders on the GPU has a bounded window of ops
   for (uint32_t i : dev.issue_order)
     compute_issued += s.program(0).ops[i].stream == schedules::Stream::Compute;
   CHECK(compute_issued == 3);
+}
+
+TEST_CASE("executor watchdog: waiting on a peer that progresses is not a hang; once it stops, it is") {
+  const schedules::Schedule s = tiny();
+  const auto& prog = s.program(0);
+  uint32_t recv = 0;
+  while (prog.ops[recv].kind != schedules::OpKind::Recv) ++recv;
+  FakeDevice dev(false);
+  dev.stuck.insert(recv);  // its sender, rank 4, is slow and then stops
+  const double timeout_s = 0.1;
+  backend::ExecutorOptions o = opts(timeout_s, 1e-3);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto since = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  std::vector<int64_t> asked;
+  o.peer_progressed = [&](int64_t peer, double within_s) {
+    asked.push_back(peer);
+    CHECK(within_s == timeout_s);
+    return since() < 4 * timeout_s;  // progresses for four timeouts, then stops
+  };
+  int published = 0;
+  o.publish_progress = [&] { ++published; };
+  const backend::RankResult r = backend::Executor(s, 0, dev, o).run();
+  CHECK(r.status == backend::RunStatus::TimedOut);
+  CHECK(r.elapsed_s > 4 * timeout_s);
+  CHECK(r.elapsed_s < 4 * timeout_s + 2 * timeout_s + 1.0);
+  REQUIRE(!asked.empty());
+  CHECK(std::count(asked.begin(), asked.end(), 4) == static_cast<long>(asked.size()));  // only the peer it waits on
+  CHECK(published >= 1);
 }
