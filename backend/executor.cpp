@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 
 #include "schedules/error.hpp"
 #include "schedules/nccl_order.hpp"
@@ -62,6 +63,7 @@ public:
     const double t_begin = device_.now_s();
     last_progress_ = last_abort_check_ = t_begin;
     last_publish_ = t_begin - options_.timeout_s;
+    last_peer_check_ = t_begin;
     publish(t_begin);
     while (done_count_ < n_ && !failed_) {
       const bool issued = issue_ready();
@@ -199,27 +201,28 @@ private:
   void publish(double now) {
     if (!options_.publish_progress || now - last_publish_ < options_.timeout_s / 4) return;
     last_publish_ = now;
-    options_.publish_progress();
+    options_.publish_progress(last_progress_);
   }
 
-  /// True when a peer that an outstanding op of this rank waits on progressed within
-  /// the timeout (it is slow, not hung).
-  bool peers_progressing() const {
-    if (!options_.peer_progressed) return false;
+  /// The latest published progress of the peers this rank's outstanding ops wait on.
+  double peers_progress() const {
+    double latest = -std::numeric_limits<double>::infinity();
     for (size_t s = 0; s < stream_ops_.size(); ++s) {
       if (next_done_[s] >= next_issue_[s]) continue;
       const Op& op = program_.ops[stream_ops_[s][next_done_[s]]];
       for (int64_t peer : op_peers(schedule_, rank_, op))
-        if (peer != rank_ && options_.peer_progressed(peer, options_.timeout_s)) return true;
+        if (peer != rank_) latest = std::max(latest, options_.peer_progress(peer));
     }
-    return false;
+    return latest;
   }
 
   bool should_stop(double now) {
-    if (now - last_progress_ > options_.timeout_s) {
-      if (!peers_progressing()) return true;
-      last_progress_ = now - 0.75 * options_.timeout_s;  // look again in a quarter timeout
+    if (options_.peer_progress && now - last_peer_check_ >= options_.timeout_s / 4) {
+      last_peer_check_ = now;
+      last_progress_ = std::max(last_progress_, std::min(now, peers_progress()));
+      publish(now);
     }
+    if (now - last_progress_ > options_.timeout_s) return true;
     if (options_.should_abort && now - last_abort_check_ > options_.abort_poll_s) {
       last_abort_check_ = now;
       if (options_.should_abort()) {
@@ -292,7 +295,7 @@ private:
   RankResult result_;
   uint32_t done_count_ = 0;
   bool failed_ = false, aborted_ = false;
-  double last_progress_ = 0, last_abort_check_ = 0, last_publish_ = 0;
+  double last_progress_ = 0, last_abort_check_ = 0, last_publish_ = 0, last_peer_check_ = 0;
 };
 
 } // namespace

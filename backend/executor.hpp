@@ -35,14 +35,16 @@ struct ExecutorOptions {
   /// its own timeout on peers that are themselves stuck.
   std::function<bool()> should_abort;
   double abort_poll_s = 5e-3;
-  /// Cross-rank progress (optional; the runner provides both with --run-dir). This
-  /// rank calls `publish_progress` at most every timeout_s/4 while it progresses; when
-  /// its own time without progress is up, it asks `peer_progressed(rank, within_s)`
-  /// about the peers its outstanding ops wait on, and keeps waiting while one of them
-  /// progressed within the timeout: a slow peer is not a hung one. A stopped or dead
-  /// peer stops publishing, so its waiters stop within about twice the timeout.
-  std::function<void()> publish_progress;
-  std::function<bool(int64_t rank, double within_s)> peer_progressed;
+  /// Cross-rank progress (optional; the runner provides both with --run-dir). A rank's
+  /// *effective* progress time is its own last progress or, if later, that of a peer its
+  /// outstanding ops wait on (as published): a rank waiting on a slow but progressing
+  /// chain of peers is not hung, while a cycle of waiting ranks or a stopped rank makes
+  /// no progress anywhere and ages out. The rank stops when its effective progress is
+  /// older than timeout_s. Times are on the device clock (now_s: the common epoch).
+  /// `publish_progress` is called at most every timeout_s/4; `peer_progress` returns a
+  /// rank's last published time (-infinity if none).
+  std::function<void(double progress_s)> publish_progress;
+  std::function<double(int64_t rank)> peer_progress;
 };
 
 /// Aborted: stopped because another rank timed out or failed (its abort flag).

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <sstream>
 #include <thread>
@@ -271,20 +272,21 @@ RunOutcome run_schedule(const schedules::Schedule& schedule, const RunOptions& o
       options.run_dir.empty() ? "" : (std::filesystem::path(options.run_dir) / "abort").string();
   if (!abort_flag.empty()) {
     exec_options.should_abort = [abort_flag] { return std::filesystem::exists(abort_flag); };
-    // Cross-rank progress: each rank's rank-<r>.progress file, its mtime the last time
-    // the rank progressed (one host, or hosts with synchronised clocks).
+    // Cross-rank progress: rank-<r>.progress holds the rank's effective progress time
+    // (seconds since the common epoch; exact on one host), rewritten atomically.
     namespace fs = std::filesystem;
     const fs::path dir(options.run_dir);
-    auto progress_file = [dir](int64_t r) { return dir / ("rank-" + std::to_string(r) + ".progress"); };
-    exec_options.publish_progress = [path = progress_file(rank)] {
-      std::error_code ec;
-      if (!fs::exists(path, ec)) std::ofstream(path).put('\n');
-      fs::last_write_time(path, fs::file_time_type::clock::now(), ec);
+    auto progress_file = [dir](int64_t r) { return (dir / ("rank-" + std::to_string(r) + ".progress")).string(); };
+    exec_options.publish_progress = [path = progress_file(rank)](double t) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.6f\n", t);
+      detail::write_file_atomically(path, buf);
     };
-    exec_options.peer_progressed = [progress_file](int64_t r, double within_s) {
-      std::error_code ec;
-      const auto t = fs::last_write_time(progress_file(r), ec);
-      return !ec && std::chrono::duration<double>(fs::file_time_type::clock::now() - t).count() < within_s;
+    exec_options.peer_progress = [progress_file](int64_t r) {
+      double t = -std::numeric_limits<double>::infinity();
+      std::ifstream in(progress_file(r));
+      if (!(in >> t)) t = -std::numeric_limits<double>::infinity();
+      return t;
     };
   }
   Executor executor(schedule, rank, *device, exec_options);
