@@ -7,6 +7,8 @@
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
+#include <map>
+#include <string>
 #include <mutex>
 #include <thread>
 
@@ -48,6 +50,12 @@ struct CpuDevice::Impl {
   std::vector<DeviceOpTiming> timing;
   std::vector<std::unique_ptr<CommState>> comm;
   std::vector<int64_t> sequence;                // op → index on its channel
+  // NCCL's rule, kept on the CPU too: the ops of one communicator (channel) run in issue
+  // order, each posted only once every op issued before it there has completed. So an
+  // issue order that would deadlock NCCL deadlocks here, and CI sees it without a GPU.
+  std::vector<std::string> channel;             // op → its communicator (op_channel)
+  std::map<std::string, std::deque<uint32_t>> channel_queue;  // issued, not completed
+  std::vector<bool> posted;
   std::unique_ptr<std::atomic<uint8_t>[]> compute_state;  // 0 pending, 1 done, 2 failed
 
   // Compute streams (Compute, Data): one thread each, running kernels in issue order.
@@ -234,13 +242,15 @@ void CpuDevice::prepare(const schedules::Schedule& schedule, int64_t rank) {
   d.timing.assign(n, DeviceOpTiming{});
   d.comm.resize(n);
   d.sequence.assign(n, 0);
+  d.channel.assign(n, {});
+  d.posted.assign(n, false);
   d.compute_state = std::make_unique<std::atomic<uint8_t>[]>(n);
   std::map<std::string, int64_t> next;
   for (size_t i = 0; i < n; ++i) {
     const Op& op = d.program->ops[i];
     d.compute_state[i].store(0);
-    const std::string ch = op_channel(schedule, rank, op);
-    if (!ch.empty()) d.sequence[i] = next[ch]++;
+    d.channel[i] = op_channel(schedule, rank, op);
+    if (!d.channel[i].empty()) d.sequence[i] = next[d.channel[i]]++;
   }
   for (const Op& op : d.program->ops) {  // one thread per compute stream in use
     const size_t st = static_cast<size_t>(op.stream);
@@ -254,7 +264,12 @@ void CpuDevice::issue(uint32_t index, std::span<const uint32_t>) {
   Impl& d = *impl_;
   const Op& op = d.program->ops[index];
   if (op.is_communication()) {
-    d.post(index);
+    auto& queue = d.channel_queue[d.channel[index]];
+    queue.push_back(index);
+    if (queue.front() == index) {
+      d.post(index);
+      d.posted[index] = true;
+    }
     return;
   }
   {
@@ -271,11 +286,19 @@ OpStatus CpuDevice::poll(uint32_t index) {
     const uint8_t s = d.compute_state[index].load(std::memory_order_acquire);
     return s == 0 ? OpStatus::Pending : s == 1 ? OpStatus::Done : OpStatus::Failed;
   }
+  auto& queue = d.channel_queue[d.channel[index]];
+  if (!d.posted[index]) {  // queued behind an earlier op of its communicator
+    if (queue.front() != index) return OpStatus::Pending;
+    d.post(index);
+    d.posted[index] = true;
+  }
   CommState& st = *d.comm[index];
   if (st.request == MPI_REQUEST_NULL && !d.timing[index].valid) return OpStatus::Failed;
   int flag = 0;
   if (MPI_Test(&st.request, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS) return OpStatus::Failed;
   if (!flag) return OpStatus::Pending;
+  TWINSCALE_ASSERT(queue.front() == index, "a communicator's ops completed out of issue order");
+  queue.pop_front();
   d.timing[index].end_s = d.now();
   d.timing[index].valid = true;
   const bool ok = !d.options.verify || d.verify(index);

@@ -4,7 +4,11 @@
 // non-blocking MPI operations (MPI_Iallreduce, MPI_Isend, …) on the rank's group
 // communicators, progressed by MPI_Test from the executor's thread — so communication
 // overlaps compute wherever the schedule allows. Results of every collective and
-// receive are checked against the values the peers sent (verify).
+// receive are checked against the values the peers sent (verify). Like NCCL, the ops
+// of one communicator (op_channel: one per group, one per directed p2p pair) run in
+// issue order: each is posted only once the previous one there completed
+// (schedules/nccl_order.hpp), so an issue order that would deadlock on GPUs deadlocks
+// here too.
 #pragma once
 
 #include <cstdint>

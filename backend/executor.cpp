@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 
 #include "schedules/error.hpp"
+#include "schedules/nccl_order.hpp"
 
 namespace twinscale::backend {
 
@@ -23,14 +25,7 @@ std::string_view to_string(RunStatus s) {
 }
 
 std::string op_channel(const Schedule& schedule, int64_t rank, const Op& op) {
-  if (!op.is_communication()) return {};
-  const std::string group(schedules::to_string(op.group));
-  if (op.is_collective()) return group;
-  const auto members = schedule.layout.group_members(op.group, rank);
-  TWINSCALE_ASSERT(op.peer >= 0 && op.peer < static_cast<int32_t>(members.size()),
-                   "p2p peer outside its group");
-  return (op.kind == OpKind::Send ? "send:" : "recv:") + group + ":" +
-         std::to_string(members[static_cast<size_t>(op.peer)]);
+  return schedules::communicator_of(schedule, rank, op, schedules::kDeviceCommModel);
 }
 
 std::vector<int64_t> op_peers(const Schedule& schedule, int64_t rank, const Op& op) {
@@ -49,177 +44,262 @@ namespace {
 
 enum class State : uint8_t { NotIssued, Issued, Done, Failed };
 
-} // namespace
+/// One run of one rank's program, in stages: index the program (index), issue what is
+/// ready (issue_ready), collect completions (collect), decide whether to stop
+/// (should_stop), then report what is still pending (pending_ops) and the trace
+/// (trace_events).
+class RankRun {
+public:
+  RankRun(const Schedule& schedule, int64_t rank, Device& device, const ExecutorOptions& options)
+      : schedule_(schedule), program_(schedule.program(rank)), rank_(rank), device_(device), options_(options),
+        n_(program_.ops.size()) {}
 
-RankResult Executor::run() {
-  const schedules::Program& program = schedule_.program(rank_);
-  const size_t n = program.ops.size();
-  device_.prepare(schedule_, rank_);
-  const bool on_device = device_.orders_on_device();
+  RankResult run() {
+    device_.prepare(schedule_, rank_);
+    on_device_ = device_.orders_on_device();
+    index();
+    result_.rank = rank_;
+    result_.ops_total = static_cast<uint32_t>(n_);
+    const double t_begin = device_.now_s();
+    last_progress_ = last_abort_check_ = t_begin;
+    last_publish_ = t_begin - options_.timeout_s;
+    last_peer_check_ = t_begin;
+    publish(t_begin);
+    while (done_count_ < n_ && !failed_) {
+      const bool issued = issue_ready();
+      const bool completed = collect();
+      const double now = device_.now_s();
+      if (completed || computing()) {
+        last_progress_ = now;
+        publish(now);
+      }
+      if (issued || completed) continue;
+      if (should_stop(now)) break;
+      device_.wait_for_progress(std::min(options_.idle_wait_s, options_.timeout_s));
+    }
+    const double t_end = device_.now_s();
+    result_.elapsed_s = t_end - t_begin;
+    result_.ops_completed = done_count_;
+    result_.status = done_count_ == n_ ? RunStatus::Completed
+                     : failed_        ? RunStatus::OpFailed
+                     : aborted_       ? RunStatus::Aborted
+                                      : RunStatus::TimedOut;
+    if (result_.status != RunStatus::Completed) {
+      pending_ops(t_end);
+      device_.abort();  // once, from here: never inside a device wait
+    }
+    trace_events(t_end);
+    return std::move(result_);
+  }
 
-  // Static structure: per-stream op lists, per-channel op lists (program order).
-  std::array<std::vector<uint32_t>, schedules::kStreamCount> stream_ops;
-  std::vector<int32_t> stream_prev(n, -1);
-  std::map<std::string, std::vector<uint32_t>> channel_ops;
-  std::vector<std::string> channel_of(n);
-  std::vector<int64_t> sequence_of(n, 0);
-  for (uint32_t i = 0; i < n; ++i) {
-    const Op& op = program.ops[i];
-    auto& list = stream_ops[static_cast<size_t>(op.stream)];
-    if (!list.empty()) stream_prev[i] = static_cast<int32_t>(list.back());
-    list.push_back(i);
-    for (uint32_t d : program.deps_of(op))
-      TWINSCALE_ASSERT(d < i, "dependency on a later op (schedule not validated?)");
-    channel_of[i] = op_channel(schedule_, rank_, op);
-    if (!channel_of[i].empty()) {
-      auto& ch = channel_ops[channel_of[i]];
-      sequence_of[i] = static_cast<int64_t>(ch.size());
-      ch.push_back(i);
+private:
+  /// Static structure: per-stream op lists, stream predecessors, channels (program order).
+  void index() {
+    stream_prev_.assign(n_, -1);
+    channel_of_.assign(n_, {});
+    sequence_of_.assign(n_, 0);
+    state_.assign(n_, State::NotIssued);
+    issued_at_.assign(n_, 0);
+    for (uint32_t i = 0; i < n_; ++i) {
+      const Op& op = program_.ops[i];
+      auto& list = stream_ops_[static_cast<size_t>(op.stream)];
+      if (!list.empty()) stream_prev_[i] = static_cast<int32_t>(list.back());
+      list.push_back(i);
+      for (uint32_t d : program_.deps_of(op))
+        TWINSCALE_ASSERT(d < i, "dependency on a later op (schedule not validated?)");
+      channel_of_[i] = op_channel(schedule_, rank_, op);
+      if (!channel_of_[i].empty()) {
+        auto& ch = channel_ops_[channel_of_[i]];
+        sequence_of_[i] = static_cast<int64_t>(ch.size());
+        ch.push_back(i);
+      }
     }
   }
 
-  std::vector<State> state(n, State::NotIssued);
-  std::vector<double> issued_at(n, 0);
-  std::array<size_t, schedules::kStreamCount> next_issue{};  // per stream
-  std::array<size_t, schedules::kStreamCount> next_done{};   // per stream: oldest not done
-  std::map<std::string, size_t> channel_next;
-  RankResult result;
-  result.rank = rank_;
-  result.ops_total = static_cast<uint32_t>(n);
+  bool satisfied(uint32_t j) const {
+    return on_device_ ? state_[j] != State::NotIssued : state_[j] == State::Done;
+  }
 
-  auto satisfied = [&](uint32_t j) {
-    return on_device ? state[j] != State::NotIssued : state[j] == State::Done;
-  };
-  std::vector<uint32_t> wait_for;
-  auto ready = [&](uint32_t i) {
-    if (stream_prev[i] >= 0 && !satisfied(static_cast<uint32_t>(stream_prev[i]))) return false;
-    for (uint32_t d : program.deps_of(i))
+  bool ready(uint32_t i) {
+    if (stream_prev_[i] >= 0 && !satisfied(static_cast<uint32_t>(stream_prev_[i]))) return false;
+    for (uint32_t d : program_.deps_of(i))
       if (!satisfied(d)) return false;
-    if (!channel_of[i].empty()) {
-      const auto& ch = channel_ops[channel_of[i]];
-      if (ch[channel_next[channel_of[i]]] != i) return false;  // a group's ops in program order
+    if (!channel_of_[i].empty()) {  // a communicator's ops in program order, on every member
+      const auto& ch = channel_ops_[channel_of_[i]];
+      if (ch[channel_next_[channel_of_[i]]] != i) return false;
     }
     return true;
-  };
+  }
 
-  const double t_begin = device_.now_s();
-  double last_progress = t_begin;
-  uint32_t done_count = 0;
-  bool failed = false, aborted = false;
-  double last_abort_check = t_begin;
-  while (done_count < n && !failed) {
-    bool progressed = false;
-    // Issue every op that became ready; repeat until a pass issues nothing, because
-    // issuing on one stream can unblock a channel on another.
+  void issue(uint32_t i) {
+    wait_for_.assign(program_.deps_of(i).begin(), program_.deps_of(i).end());
+    const auto prev = stream_prev_[i];
+    if (prev >= 0 && std::find(wait_for_.begin(), wait_for_.end(), static_cast<uint32_t>(prev)) == wait_for_.end())
+      wait_for_.push_back(static_cast<uint32_t>(prev));
+    device_.issue(i, wait_for_);
+    state_[i] = State::Issued;
+    issued_at_[i] = device_.now_s();
+    if (!channel_of_[i].empty()) {
+      ++channel_next_[channel_of_[i]];
+      ++result_.issued[channel_of_[i]];
+    }
+  }
+
+  /// Issues every op that became ready; repeats until a pass issues nothing, because
+  /// issuing on one stream can unblock a channel on another.
+  bool issue_ready() {
+    bool any = false;
     for (bool again = true; again;) {
       again = false;
-      for (size_t s = 0; s < stream_ops.size(); ++s) {
-        auto& list = stream_ops[s];
-        while (next_issue[s] < list.size() && ready(list[next_issue[s]])) {
-          const uint32_t i = list[next_issue[s]];
-          wait_for.assign(program.deps_of(i).begin(), program.deps_of(i).end());
-          if (stream_prev[i] >= 0 &&
-              std::find(wait_for.begin(), wait_for.end(), static_cast<uint32_t>(stream_prev[i])) ==
-                  wait_for.end())
-            wait_for.push_back(static_cast<uint32_t>(stream_prev[i]));
-          device_.issue(i, wait_for);
-          state[i] = State::Issued;
-          issued_at[i] = device_.now_s();
-          if (!channel_of[i].empty()) {
-            ++channel_next[channel_of[i]];
-            ++result.issued[channel_of[i]];
-          }
-          ++next_issue[s];
-          again = progressed = true;
-          if (!on_device) break;  // the next op on this stream waits for this one
+      for (size_t s = 0; s < stream_ops_.size(); ++s) {
+        auto& list = stream_ops_[s];
+        while (next_issue_[s] < list.size() && ready(list[next_issue_[s]])) {
+          if (on_device_ && next_issue_[s] - next_done_[s] >= options_.max_in_flight_per_stream) break;
+          issue(list[next_issue_[s]]);
+          ++next_issue_[s];
+          again = any = true;
+          if (!on_device_) break;  // the next op on this stream waits for this one
         }
       }
     }
-    // Streams complete in order: only the oldest outstanding op of each can finish next.
-    for (size_t s = 0; s < stream_ops.size(); ++s) {
-      auto& list = stream_ops[s];
-      while (next_done[s] < next_issue[s]) {
-        const uint32_t i = list[next_done[s]];
+    return any;
+  }
+
+  /// Streams complete in order: only the oldest outstanding op of each can finish next.
+  bool collect() {
+    bool any = false;
+    for (size_t s = 0; s < stream_ops_.size() && !failed_; ++s) {
+      auto& list = stream_ops_[s];
+      while (next_done_[s] < next_issue_[s]) {
+        const uint32_t i = list[next_done_[s]];
         const OpStatus st = device_.poll(i);
         if (st == OpStatus::Pending) break;
-        state[i] = st == OpStatus::Done ? State::Done : State::Failed;
-        ++next_done[s];
-        progressed = true;
+        state_[i] = st == OpStatus::Done ? State::Done : State::Failed;
+        ++next_done_[s];
+        any = true;
         if (st == OpStatus::Failed) {
-          result.failed_ops.push_back(i);
-          failed = true;
+          result_.failed_ops.push_back(i);
+          failed_ = true;
           break;
         }
-        ++done_count;
+        ++done_count_;
       }
     }
-    const double now = device_.now_s();
-    if (progressed) {
-      last_progress = now;
-      continue;
-    }
-    if (now - last_progress > options_.timeout_s) break;
-    if (!on_device) {  // an op is issued only when ready: its age is how long it has waited
-      bool overdue = false;
-      for (size_t s = 0; s < stream_ops.size() && !overdue; ++s)
-        if (next_done[s] < next_issue[s] && now - issued_at[stream_ops[s][next_done[s]]] > options_.timeout_s)
-          overdue = true;
-      if (overdue) break;
-    }
-    if (options_.should_abort && now - last_abort_check > options_.abort_poll_s) {
-      last_abort_check = now;
-      if (options_.should_abort()) {
-        aborted = true;
-        break;
-      }
-    }
-    device_.wait_for_progress(std::min(options_.idle_wait_s, options_.timeout_s));
+    return any;
   }
-  const double t_end = device_.now_s();
-  result.elapsed_s = t_end - t_begin;
-  result.ops_completed = done_count;
-  result.status = done_count == n ? RunStatus::Completed
-                  : failed        ? RunStatus::OpFailed
-                  : aborted       ? RunStatus::Aborted
-                                  : RunStatus::TimedOut;
-  if (result.status != RunStatus::Completed) {
-    for (uint32_t i = 0; i < n; ++i) {
-      if (state[i] != State::Issued) continue;
-      const Op& op = program.ops[i];
+
+  /// On devices that issue an op only once it is ready (CPU), an outstanding compute op
+  /// is running on the rank's own thread: the rank's compute is advancing.
+  bool computing() const {
+    if (on_device_) return false;
+    for (size_t s = 0; s < stream_ops_.size(); ++s)
+      if (next_done_[s] < next_issue_[s] && !program_.ops[stream_ops_[s][next_done_[s]]].is_communication())
+        return true;
+    return false;
+  }
+
+  void publish(double now) {
+    if (!options_.publish_progress || now - last_publish_ < options_.timeout_s / 4) return;
+    last_publish_ = now;
+    options_.publish_progress(last_progress_);
+  }
+
+  /// The latest published progress of the peers this rank's outstanding ops wait on.
+  double peers_progress() const {
+    double latest = -std::numeric_limits<double>::infinity();
+    for (size_t s = 0; s < stream_ops_.size(); ++s) {
+      if (next_done_[s] >= next_issue_[s]) continue;
+      const Op& op = program_.ops[stream_ops_[s][next_done_[s]]];
+      for (int64_t peer : op_peers(schedule_, rank_, op))
+        if (peer != rank_) latest = std::max(latest, options_.peer_progress(peer));
+    }
+    return latest;
+  }
+
+  bool should_stop(double now) {
+    if (options_.peer_progress && now - last_peer_check_ >= options_.timeout_s / 4) {
+      last_peer_check_ = now;
+      last_progress_ = std::max(last_progress_, std::min(now, peers_progress()));
+      publish(now);
+    }
+    if (now - last_progress_ > options_.timeout_s) return true;
+    if (options_.should_abort && now - last_abort_check_ > options_.abort_poll_s) {
+      last_abort_check_ = now;
+      if (options_.should_abort()) {
+        aborted_ = true;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  void pending_ops(double t_end) {
+    for (uint32_t i = 0; i < n_; ++i) {
+      if (state_[i] != State::Issued) continue;
+      const Op& op = program_.ops[i];
       PendingOp p;
       p.op_index = i;
       p.name = op.name < schedule_.names.size() ? schedule_.names[op.name] : "";
       p.kind = op.kind;
       p.group = op.group;
       p.stream = op.stream;
-      p.channel = channel_of[i];
-      p.sequence = sequence_of[i];
+      p.channel = channel_of_[i];
+      p.sequence = sequence_of_[i];
       p.peers = op_peers(schedule_, rank_, op);
-      p.waiting_s = t_end - issued_at[i];
-      result.waiting.push_back(std::move(p));
+      p.waiting_s = t_end - issued_at_[i];
+      result_.waiting.push_back(std::move(p));
     }
-    device_.abort();
   }
 
-  // M18: timings are read back once, after the run.
-  const std::vector<DeviceOpTiming> timing = device_.timings();
-  TWINSCALE_ASSERT(timing.size() == n, "device returned timings of another program");
-  for (uint32_t i = 0; i < n; ++i) {
-    if (state[i] == State::NotIssued) continue;
-    schedules::TraceEvent e;
-    e.rank = rank_;
-    e.op_index = i;
-    if (state[i] == State::Done && timing[i].valid) {
-      e.start_s = timing[i].start_s;
-      e.end_s = timing[i].end_s;
-    } else {
-      e.start_s = timing[i].valid ? timing[i].start_s : issued_at[i];
-      e.end_s = t_end;
-      e.failed = true;
+  /// M18: timings are read back once, after the run.
+  void trace_events(double t_end) {
+    const std::vector<DeviceOpTiming> timing = device_.timings();
+    TWINSCALE_ASSERT(timing.size() == n_, "device returned timings of another program");
+    for (uint32_t i = 0; i < n_; ++i) {
+      if (state_[i] == State::NotIssued) continue;
+      schedules::TraceEvent e;
+      e.rank = rank_;
+      e.op_index = i;
+      if (state_[i] == State::Done && timing[i].valid) {
+        e.start_s = timing[i].start_s;
+        e.end_s = timing[i].end_s;
+      } else {
+        e.start_s = timing[i].valid ? timing[i].start_s : issued_at_[i];
+        e.end_s = t_end;
+        e.failed = true;
+      }
+      result_.events.push_back(e);
     }
-    result.events.push_back(e);
   }
-  return result;
-}
+
+  const Schedule& schedule_;
+  const schedules::Program& program_;
+  int64_t rank_;
+  Device& device_;
+  const ExecutorOptions& options_;
+  const size_t n_;
+  bool on_device_ = false;
+
+  std::array<std::vector<uint32_t>, schedules::kStreamCount> stream_ops_;
+  std::vector<int32_t> stream_prev_;
+  std::map<std::string, std::vector<uint32_t>> channel_ops_;
+  std::vector<std::string> channel_of_;
+  std::vector<int64_t> sequence_of_;
+
+  std::vector<State> state_;
+  std::vector<double> issued_at_;
+  std::array<size_t, schedules::kStreamCount> next_issue_{};  // per stream
+  std::array<size_t, schedules::kStreamCount> next_done_{};   // per stream: oldest not done
+  std::map<std::string, size_t> channel_next_;
+  std::vector<uint32_t> wait_for_;
+  RankResult result_;
+  uint32_t done_count_ = 0;
+  bool failed_ = false, aborted_ = false;
+  double last_progress_ = 0, last_abort_check_ = 0, last_publish_ = 0, last_peer_check_ = 0;
+};
+
+} // namespace
+
+RankResult Executor::run() { return RankRun(schedule_, rank_, device_, options_).run(); }
 
 } // namespace twinscale::backend

@@ -17,10 +17,17 @@
 namespace twinscale::backend {
 
 struct ExecutorOptions {
-  /// Stop when no op has completed for this long while some are outstanding, or (on
-  /// devices where ops are issued only once ready, i.e. the CPU) when one issued op has
-  /// waited this long. Every wait of the executor is bounded by it.
+  /// The watchdog: stop when the rank has made no progress for this long while ops are
+  /// outstanding. Progress means an op *completed*, or (on devices that issue an op only
+  /// once it is ready, i.e. the CPU) a compute op is running: local compute cannot hang
+  /// on a peer. An op merely issued is not progress, and an op's age is not a hang (a
+  /// receive posted early ages while the rank computes). Every wait of the executor is
+  /// bounded by it. Must be finite and positive (the runner checks).
   double timeout_s = 60;
+  /// Devices that order on device (CUDA): at most this many issued, unfinished ops per
+  /// stream, so a hung kernel cannot fill the launch queue and block the host thread
+  /// (then neither the timeout nor the abort flag would be seen).
+  size_t max_in_flight_per_stream = 64;
   /// Longest idle sleep between two progress checks (no busy spinning).
   double idle_wait_s = 200e-6;
   /// Polled about every `abort_poll_s` while idle: true when another rank has given up
@@ -28,6 +35,16 @@ struct ExecutorOptions {
   /// its own timeout on peers that are themselves stuck.
   std::function<bool()> should_abort;
   double abort_poll_s = 5e-3;
+  /// Cross-rank progress (optional; the runner provides both with --run-dir). A rank's
+  /// *effective* progress time is its own last progress or, if later, that of a peer its
+  /// outstanding ops wait on (as published): a rank waiting on a slow but progressing
+  /// chain of peers is not hung, while a cycle of waiting ranks or a stopped rank makes
+  /// no progress anywhere and ages out. The rank stops when its effective progress is
+  /// older than timeout_s. Times are on the device clock (now_s: the common epoch).
+  /// `publish_progress` is called at most every timeout_s/4; `peer_progress` returns a
+  /// rank's last published time (-infinity if none).
+  std::function<void(double progress_s)> publish_progress;
+  std::function<double(int64_t rank)> peer_progress;
 };
 
 /// Aborted: stopped because another rank timed out or failed (its abort flag).
@@ -43,6 +60,7 @@ struct PendingOp {
   schedules::Stream stream = schedules::Stream::Compute;
   /// Ordered channel of the op: a group kind for collectives ("tp", "dp", …), or
   /// "send:<group>:<peer global rank>" / "recv:<group>:<peer global rank>" for p2p.
+  /// (schedules::communicator_of with the devices' model: one per directed p2p pair.)
   std::string channel;
   int64_t sequence = 0;              // index of the op among this rank's ops on `channel`
   std::vector<int64_t> peers;        // global ranks it needs (group members, or the peer)

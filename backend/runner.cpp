@@ -2,10 +2,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <tuple>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <limits>
 #include <memory>
+#include <sstream>
 #include <thread>
 #include <dlfcn.h>
 #include <unistd.h>
@@ -118,9 +122,14 @@ bool commit_checkpoint(const CheckpointOptions& ck, const schedules::Layout& lay
 } // namespace
 
 RunOutcome run_schedule(const schedules::Schedule& schedule, const RunOptions& options) {
-  if (options.executor.timeout_s <= 0)
-    throw BackendError("--timeout " + std::to_string(options.executor.timeout_s) +
-                       " must be a positive number of seconds");
+  // nan and inf would switch the watchdog off (every comparison false / never reached):
+  // survivors of a dead rank would then wait forever.
+  if (!std::isfinite(options.executor.timeout_s) || options.executor.timeout_s <= 0) {
+    std::ostringstream os;
+    os << "--timeout " << options.executor.timeout_s
+       << " must be a finite positive number of seconds (e.g. --timeout 60)";
+    throw BackendError(os.str());
+  }
   RunOutcome out;
   const LaunchEnv env = detect_launch_env();
   out.launcher = env.launcher;
@@ -186,7 +195,7 @@ RunOutcome run_schedule(const schedules::Schedule& schedule, const RunOptions& o
     fs::create_directories(options.run_dir, ec);
     for (const char* name : {"abort", "report.json"}) fs::remove(fs::path(options.run_dir) / name, ec);
     for (int r = 0; r < size; ++r)
-      for (const char* ext : {".json", ".started"})
+      for (const char* ext : {".json", ".started", ".progress"})
         fs::remove(fs::path(options.run_dir) / ("rank-" + std::to_string(r) + ext), ec);
   }
 
@@ -246,7 +255,7 @@ RunOutcome run_schedule(const schedules::Schedule& schedule, const RunOptions& o
     const std::vector<uint8_t> device_state =
         synthetic_state(coord.tp, coord.pp, ck.step, static_cast<size_t>(ck.state_bytes));
     t = steady_s();
-    snapshot.assign(device_state.begin(), device_state.end());  // stage 1: to host memory
+    snapshot = device->stage1_snapshot(device_state);  // stage 1: device → host memory
     out.checkpoint.snapshot_s = steady_s() - t;
     if (coord.dp == 0)
       persist = std::make_unique<ShardPersist>(shard_path(ck.dir, ck.step, coord.tp, coord.pp), std::move(snapshot),
@@ -258,6 +267,22 @@ RunOutcome run_schedule(const schedules::Schedule& schedule, const RunOptions& o
       options.run_dir.empty() ? "" : (std::filesystem::path(options.run_dir) / "abort").string();
   if (!abort_flag.empty()) {
     exec_options.should_abort = [abort_flag] { return std::filesystem::exists(abort_flag); };
+    // Cross-rank progress: rank-<r>.progress holds the rank's effective progress time
+    // (seconds since the common epoch; exact on one host), rewritten atomically.
+    namespace fs = std::filesystem;
+    const fs::path dir(options.run_dir);
+    auto progress_file = [dir](int64_t r) { return (dir / ("rank-" + std::to_string(r) + ".progress")).string(); };
+    exec_options.publish_progress = [path = progress_file(rank)](double t) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.6f\n", t);
+      detail::write_file_atomically(path, buf);
+    };
+    exec_options.peer_progress = [progress_file](int64_t r) {
+      double t = -std::numeric_limits<double>::infinity();
+      std::ifstream in(progress_file(r));
+      if (!(in >> t)) t = -std::numeric_limits<double>::infinity();
+      return t;
+    };
   }
   Executor executor(schedule, rank, *device, exec_options);
   out.result = executor.run();

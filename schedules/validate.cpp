@@ -14,6 +14,7 @@
 #include <tuple>
 
 #include "schedules/detail/abstract_execution.hpp"
+#include "schedules/nccl_order.hpp"
 
 namespace twinscale::schedules {
 
@@ -25,6 +26,7 @@ std::string_view to_string(ViolationKind k) {
   case ViolationKind::UnmatchedP2p: return "unmatched send/recv";
   case ViolationKind::Deadlock: return "deadlock";
   case ViolationKind::Memory: return "memory";
+  case ViolationKind::NcclOrder: return "nccl order";
   }
   return "?";
 }
@@ -316,13 +318,20 @@ std::vector<Violation> validate(const Schedule& schedule, const ValidateOptions&
   c.memory();
   // The abstract execution assumes matched collectives and messages; it runs only on a
   // schedule that passed the checks above.
-  if (matched) {
-    for (auto& v : detail::find_deadlocks(schedule, options.use_symmetry && is_pp_symmetric(schedule),
-                                          options.max_violations)) {
-      if (out.size() >= options.max_violations) break;
-      out.push_back(std::move(v));
-    }
+  if (!matched) return out;
+  const size_t before = out.size();
+  for (auto& v : detail::find_deadlocks(schedule, options.use_symmetry && is_pp_symmetric(schedule),
+                                        options.max_violations)) {
+    if (out.size() >= options.max_violations) break;
+    out.push_back(std::move(v));
   }
+  // NCCL's rules add constraints to the stream semantics; check them on a schedule the
+  // stream semantics accept, so that each report has one cause.
+  double total_ops = 0;
+  for (int64_t r = 0; r < schedule.world(); ++r) total_ops += static_cast<double>(schedule.program(r).ops.size());
+  if (out.size() == before && out.size() < options.max_violations && options.check_nccl_order && total_ops <= options.nccl_order_max_ops)
+    for (auto& v : check_nccl_order(schedule, kDeviceCommModel, {}, options.max_violations - out.size()))
+      out.push_back(std::move(v));
   return out;
 }
 

@@ -17,6 +17,7 @@ enum class ViolationKind : uint8_t {
   UnmatchedP2p,        // sends and receives of a rank pair differ in count or bytes
   Deadlock,            // the abstract execution gets stuck
   Memory,              // a stage's memory estimate exceeds the GPU
+  NcclOrder,           // deadlocks under NCCL's per-communicator ordering (nccl_order.hpp)
 };
 std::string_view to_string(ViolationKind);
 
@@ -38,6 +39,12 @@ struct ValidateOptions {
   /// linear in ranks × ops (≈ 3 s at 1,536 ranks, ≈ 25 s at 12,288 for GPT-175B).
   bool use_symmetry = true;
   size_t max_violations = 50;
+  /// Also execute the schedule under NCCL's ordering rules with the devices'
+  /// communicator model (schedules/nccl_order.hpp), when ranks × ops ≤
+  /// `nccl_order_max_ops` (the check runs every rank; larger schedules are left to
+  /// the stream-semantics check alone).
+  bool check_nccl_order = true;
+  double nccl_order_max_ops = 1e6;
 };
 
 /// Runs every check; an empty list means the schedule is valid.

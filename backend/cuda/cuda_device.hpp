@@ -1,12 +1,14 @@
 // The CUDA device (built only when the toolkit exists; else backend/detail/no_cuda_device.cpp): cuBLAS BF16
 // GEMMs (cublasGemmEx) and attention as strided-batched GEMM + softmax kernel + GEMM on
-// synthetic tensors of the scheduled shapes; memory-bound kernels from kernels.cu; NCCL
-// collectives and grouped send/recv on non-blocking communicators (ncclConfig_t
-// blocking = 0) made by ncclCommInitRankScalable (NCCL ≥ 2.23, else
-// ncclCommInitRankConfig) then ncclCommSplit into TP, DP, PP and Embedding; one CUDA
-// stream per schedule stream, communication streams at higher priority; a pair of CUDA
-// events per op, read back once at the end (M18). On a timeout every communicator is
-// aborted (ncclCommAbort) and the executor reports what it waited for (M19).
+// synthetic tensors of the scheduled shapes; memory-bound kernels from kernels.cu on
+// buffers rotated beyond the L2 cache; NCCL collectives and p2p on the communicators of
+// nccl_comms.hpp (one per group and data-parallel priority class, one per directed
+// pipeline pair: schedules/nccl_order.hpp says why), each with its own CUDA stream —
+// tensor/pipeline communication at the device's highest priority, data-parallel classes
+// spread below it, compute at the lowest. A pair of CUDA events per op, recorded right
+// around its enqueue and read back once at the end (M18). On a timeout the executor
+// calls abort() once: every communicator is aborted (ncclCommAbort) and never used
+// again; the executor reports what it waited for (M19).
 #pragma once
 
 #include <cstddef>
@@ -27,10 +29,11 @@ using BroadcastFromRoot = std::function<void(void* data, size_t bytes, const std
 /// Number of CUDA devices this process sees (0 without a driver or GPU).
 int cuda_device_count();
 
-/// Selects this rank's GPU (local rank modulo the visible devices), creates the NCCL
-/// communicators (world, then TP, DP, PP, Embedding by ncclCommSplit) and returns the
-/// device. Appends one InitPhase per step to `phases`. Throws BackendError when no GPU
-/// is visible or NCCL initialisation fails or exceeds `timeout_s`.
+/// Checks the NCCL library version, selects this rank's GPU (its index among the ranks
+/// of its host, MPI_Comm_split_type SHARED; an error when the host has more ranks than
+/// GPUs), creates the NCCL communicators and returns the device. Appends one InitPhase
+/// per step to `phases`. Throws BackendError when no GPU is visible or NCCL
+/// initialisation fails or exceeds `timeout_s` (every communicator made is aborted).
 std::unique_ptr<Device> make_cuda_device(const schedules::Schedule& schedule, int64_t rank,
                                          const BroadcastFromRoot& broadcast, double epoch_steady_s,
                                          double timeout_s, std::vector<InitPhase>& phases);

@@ -2,6 +2,7 @@
 // order) with both device kinds, and its timeout / failure outcomes (M19), on the
 // synthetic schedule with an in-process fake device.
 #include <algorithm>
+#include <chrono>
 #include <map>
 
 #include <catch2/catch.hpp>
@@ -96,7 +97,7 @@ TEST_CASE("executor: a collective that never completes times out and says what i
   CHECK(w.channel == "tp");
   CHECK(w.sequence == 1);
   CHECK(w.peers == std::vector<int64_t>{4, 5});
-  CHECK(w.waiting_s >= 0.05);
+  CHECK(w.waiting_s >= 0.045);  // the timeout counts from the last completion, just before its issue
   CHECK(r.issued.at("tp") == 2);
   CHECK(r.ops_completed < prog.ops.size());
   const auto failed = std::find_if(r.events.begin(), r.events.end(), [&](auto& e) { return e.op_index == second_tp; });
@@ -168,4 +169,102 @@ TEST_CASE("synthetic schedule: p2p pairs and collectives match across ranks") {
       for (int64_t m : s.layout.group_members(g, r)) CHECK(count[{m, ch}] == n);
     }
   }
+}
+
+TEST_CASE("executor watchdog: a receive posted early ages while the rank computes; no false hang") {
+  // Rank 0 (stage 0) pre-posts its first backward receive and computes forwards for
+  // longer than the timeout before it completes: each compute op finishes well inside
+  // the timeout, so the rank is progressing (issue #12: this was reported as hung).
+  const schedules::Schedule s = tiny();
+  const auto& prog = s.program(0);
+  uint32_t recv = 0;
+  while (prog.ops[recv].kind != schedules::OpKind::Recv) ++recv;
+  const double timeout_s = 0.15;
+  for (bool on_device : {false, true}) {
+    INFO("on_device " << on_device);
+    FakeDevice dev(on_device);
+    dev.slow[recv] = 3 * timeout_s;
+    for (uint32_t i = 0; i < prog.ops.size(); ++i)
+      if (!prog.ops[i].is_communication() && i < recv + 40) dev.slow[i] = 0.4 * timeout_s;
+    const backend::RankResult r = backend::Executor(s, 0, dev, opts(timeout_s, 1e-3)).run();
+    CHECK(r.status == backend::RunStatus::Completed);
+    CHECK(dev.abort_calls == 0);
+    CHECK(r.elapsed_s > timeout_s);
+  }
+}
+
+TEST_CASE("executor watchdog: a rank whose peer stopped is reported within the timeout") {
+  const schedules::Schedule s = tiny();
+  const auto& prog = s.program(0);
+  uint32_t recv = 0;
+  while (prog.ops[recv].kind != schedules::OpKind::Recv) ++recv;
+  for (bool on_device : {false, true}) {
+    FakeDevice dev(on_device);
+    dev.stuck.insert(recv);  // the sender is stopped: its message never comes
+    const double timeout_s = 0.1;
+    const backend::RankResult r = backend::Executor(s, 0, dev, opts(timeout_s, 1e-3)).run();
+    CHECK(r.status == backend::RunStatus::TimedOut);
+    CHECK(r.elapsed_s < 10 * timeout_s + 1.0);
+    CHECK(dev.abort_calls == 1);
+    const bool names_recv = std::any_of(r.waiting.begin(), r.waiting.end(), [&](auto& w) { return w.op_index == recv; });
+    CHECK(names_recv);
+  }
+}
+
+TEST_CASE("executor: a device that orders on the GPU has a bounded window of ops in flight per stream") {
+  const schedules::Schedule s = tiny();
+  FakeDevice dev(true);
+  dev.stuck.insert(0);  // the first compute op never completes
+  backend::ExecutorOptions o = opts(0.05, 1e-3);
+  o.max_in_flight_per_stream = 3;
+  const backend::RankResult r = backend::Executor(s, 0, dev, o).run();
+  CHECK(r.status == backend::RunStatus::TimedOut);
+  size_t compute_issued = 0;
+  for (uint32_t i : dev.issue_order)
+    compute_issued += s.program(0).ops[i].stream == schedules::Stream::Compute;
+  CHECK(compute_issued == 3);
+}
+
+TEST_CASE("executor watchdog: waiting on a peer that progresses is not a hang; once it stops, it is") {
+  const schedules::Schedule s = tiny();
+  const auto& prog = s.program(0);
+  uint32_t recv = 0;
+  while (prog.ops[recv].kind != schedules::OpKind::Recv) ++recv;
+  FakeDevice dev(false);
+  dev.stuck.insert(recv);  // its sender, rank 4, is slow and then stops
+  const double timeout_s = 0.1;
+  backend::ExecutorOptions o = opts(timeout_s, 1e-3);
+  const double t0 = dev.now_s();
+  std::vector<int64_t> asked;
+  o.peer_progress = [&](int64_t peer) {  // rank 4 progresses for four timeouts, then stops
+    asked.push_back(peer);
+    return std::min(dev.now_s(), t0 + 4 * timeout_s);
+  };
+  std::vector<double> published;
+  o.publish_progress = [&](double t) { published.push_back(t); };
+  const backend::RankResult r = backend::Executor(s, 0, dev, o).run();
+  CHECK(r.status == backend::RunStatus::TimedOut);
+  CHECK(r.elapsed_s > 4 * timeout_s);
+  CHECK(r.elapsed_s < 4 * timeout_s + 2 * timeout_s + 1.0);
+  REQUIRE(!asked.empty());
+  CHECK(std::count(asked.begin(), asked.end(), 4) == static_cast<long>(asked.size()));  // only the peer it waits on
+  REQUIRE(published.size() >= 2);
+  CHECK(published.back() > published.front());  // it passed the peer's progress on
+}
+
+TEST_CASE("executor watchdog: two ranks waiting on each other age out (no progress anywhere)") {
+  const schedules::Schedule s = tiny();
+  const auto& prog = s.program(0);
+  uint32_t recv = 0;
+  while (prog.ops[recv].kind != schedules::OpKind::Recv) ++recv;
+  FakeDevice dev(false);
+  dev.stuck.insert(recv);
+  const double timeout_s = 0.1;
+  backend::ExecutorOptions o = opts(timeout_s, 1e-3);
+  double mine = -1e300;
+  o.publish_progress = [&](double t) { mine = t; };
+  o.peer_progress = [&](int64_t) { return mine; };  // the peer only echoes this rank's progress
+  const backend::RankResult r = backend::Executor(s, 0, dev, o).run();
+  CHECK(r.status == backend::RunStatus::TimedOut);
+  CHECK(r.elapsed_s < 10 * timeout_s + 1.0);
 }

@@ -162,6 +162,91 @@ TEST_CASE("mpi run: kill -9 of one rank; the others stop within the timeout and 
   fs::remove_all(dir);
 }
 
+TEST_CASE("mpi run: SIGSTOP of one rank; the others report it within the timeout (its sockets stay open)") {
+  if (!backend::test::have_mpirun()) { WARN("mpirun not found"); return; }
+  const std::string dir = fresh_dir("stop");
+  const double timeout_s = 2;
+  auto job = backend::test::spawn(mpirun(8, true) + " " TWINSCALE_CLI " run --synthetic 2x2x2 "
+                                  "--synthetic-micro-batches 400 --synthetic-hidden 128 --timeout 2 --run-dir " + dir,
+                                  180);
+  for (int i = 0; i < 600; ++i) {
+    int started = 0;
+    for (int r = 0; r < 8; ++r) started += fs::exists(dir + "/rank-" + std::to_string(r) + ".started");
+    if (started == 8) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  REQUIRE(fs::exists(dir + "/rank-5.started"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const auto info = nlohmann::json::parse(std::ifstream(dir + "/rank-5.started"));
+  const pid_t victim = info.at("pid").get<pid_t>();
+  REQUIRE(::kill(victim, SIGSTOP) == 0);
+  const auto stopped_at = fs::file_time_type::clock::now();
+  // The survivors report while rank 5 is stopped (not dead: no connection error helps).
+  int reported = 0;
+  for (int i = 0; i < 600 && reported < 7; ++i) {
+    reported = 0;
+    for (int r = 0; r < 8; ++r) reported += r != 5 && fs::exists(dir + "/rank-" + std::to_string(r) + ".json");
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ::kill(victim, SIGKILL);  // lets mpirun finish
+  const auto r = backend::test::finish(job);
+  INFO(r.output);
+  REQUIRE(reported == 7);
+  const backend::HangReport report = backend::analyse_run_dir(dir, 8);
+  REQUIRE(!report.suspects.empty());
+  CHECK(report.suspects[0].rank == 5);
+  for (const auto& st : report.states) {
+    if (st.rank == 5) continue;
+    INFO("rank " << st.rank);
+    CHECK((st.status == backend::RunStatus::TimedOut || st.status == backend::RunStatus::Aborted));
+    const auto written = fs::last_write_time(dir + "/rank-" + std::to_string(st.rank) + ".json");
+    CHECK(std::chrono::duration<double>(written - stopped_at).count() < timeout_s + 4.0);
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("mpi run: a slow but healthy rank (stopped and resumed, each pause under the timeout) is not reported") {
+  if (!backend::test::have_mpirun()) { WARN("mpirun not found"); return; }
+  const std::string dir = fresh_dir("slow");
+  auto job = backend::test::spawn(mpirun(8, true) + " " TWINSCALE_CLI " run --synthetic 2x2x2 "
+                                  "--synthetic-micro-batches 500 --synthetic-hidden 128 --timeout 2 --run-dir " + dir,
+                                  180);
+  for (int i = 0; i < 600 && !fs::exists(dir + "/rank-5.started"); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  REQUIRE(fs::exists(dir + "/rank-5.started"));
+  const pid_t slow = nlohmann::json::parse(std::ifstream(dir + "/rank-5.started")).at("pid").get<pid_t>();
+  // Rank 5 runs at half speed: 0.3 s stopped, 0.3 s running, until it has finished.
+  int pauses = 0;
+  while (!fs::exists(dir + "/rank-5.json") && pauses < 100) {
+    if (::kill(slow, SIGSTOP) != 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    ::kill(slow, SIGCONT);
+    ++pauses;
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
+  ::kill(slow, SIGCONT);
+  const auto r = backend::test::finish(job);
+  INFO(r.output << "pauses: " << pauses);
+  CHECK(pauses >= 2);  // it really was slowed down
+  const backend::HangReport report = backend::analyse_run_dir(dir, 8);
+  CHECK(report.all_completed());
+  CHECK(!fs::exists(dir + "/abort"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("mpi run: tiny-1f1b on 8 oversubscribed ranks with a short timeout is not a hang") {
+  // Issue #12: a receive posted early aged while its rank computed and was reported as
+  // hung at --timeout 0.5. Progress is now a completed op, not an op's age.
+  if (!backend::test::have_mpirun()) { WARN("mpirun not found"); return; }
+  // With --run-dir, a rank whose peers are slow (this machine is oversubscribed and
+  // shared) but progressing keeps waiting (cross-rank progress files).
+  const std::string dir = fresh_dir("short-timeout");
+  const auto r = shell(mpirun(8) + " " TWINSCALE_CLI " run --preset tiny-1f1b --timeout 0.5 --run-dir " + dir, 120);
+  INFO(r.output);
+  CHECK(r.status == 0);
+  fs::remove_all(dir);
+}
+
 TEST_CASE("mpi run: kill -9 during the checkpoint persist leaves the last good checkpoint restorable") {
   if (!backend::test::have_mpirun()) TWINSCALE_SKIP("mpirun not found");
   const std::string dir = fresh_dir("ckpt-kill");
@@ -213,6 +298,12 @@ TEST_CASE("mpi run: bad launches and options are errors that say what would be v
   CHECK_THAT(r.output, Catch::Contains("redis://HOST:PORT"));
   r = shell(TWINSCALE_CLI " run --preset tiny-1f1b --synthetic 1x1x1", 30);
   CHECK(r.status == 2);  // usage
+  for (const std::string t : {"nan", "inf", "-1", "0"}) {  // nan/inf would switch the watchdog off
+    r = shell(TWINSCALE_CLI " run --synthetic 1x1x1 --timeout " + t, 30);
+    INFO(t << ": " << r.output);
+    CHECK(r.status == 1);
+    CHECK_THAT(r.output, Catch::Contains("--timeout " + t) && Catch::Contains("finite positive"));
+  }
   r = shell(TWINSCALE_CLI " run --synthetic 1x1x1 --restore", 30);
   CHECK(r.status == 1);
   CHECK_THAT(r.output, Catch::Contains("--checkpoint-dir"));

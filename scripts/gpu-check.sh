@@ -1,0 +1,181 @@
+#!/usr/bin/env bash
+# The GPU smoke check (issue #18), one command on a one-server machine with 1–8 GPUs:
+#   scripts/gpu-check.sh [--no-build] [--build-dir DIR] [--out DIR] [--timeout S] [--cpu-dry-run]
+# 1. builds with the CUDA device (unless --no-build);
+# 2. runs every GPU test case (label gpu: test_gpu, one process per case; exit 77 is
+#    SKIPPED — no GPU, or fewer GPUs than the case needs — never passed);
+# 3. compute-sanitizer (memcheck) on a 1-GPU run of every op kind;
+# 4. `twinscale run --device cuda` of synthetic layouts and the tiny presets, each under
+#    a timeout, for every case whose rank count fits the GPUs (NCCL refuses two ranks
+#    on one GPU): 8-rank 8x1x1, 1x1x8, 2x1x4, 2x2x2, 1x8x1 and tiny-* on an 8-GPU
+#    server; smaller layouts on smaller machines; the rest SKIPPED;
+# 5. a kill-one-rank run (≥ 2 GPUs) that must end in the hang report naming the rank.
+# Prints one summary line per case: "gpu-check: <case> PASS|FAIL|SKIPPED (<detail>)"
+# and exits 1 if any case failed. Logs go to --out (default build/gpu-check).
+# --cpu-dry-run checks this script's own mechanics on a machine without GPUs: steps 4
+# and 5 with --device cpu as if there were 8 GPUs (steps 2 and 3 are skipped).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+build=build
+out=""
+do_build=1
+case_timeout=300
+device=cuda
+while [ $# -gt 0 ]; do
+  case "$1" in
+  --no-build) do_build=0 ;;
+  --build-dir) build="$2"; shift ;;
+  --out) out="$2"; shift ;;
+  --timeout) case_timeout="$2"; shift ;;
+  --cpu-dry-run) device=cpu ;;
+  *) echo "gpu-check: unknown option $1 (valid: --no-build, --build-dir DIR, --out DIR, --timeout S, --cpu-dry-run)" >&2; exit 2 ;;
+  esac
+  shift
+done
+out=${out:-$build/gpu-check}
+mkdir -p "$out"
+summary="$out/summary.txt"
+: >"$summary"
+failed=0
+
+report() {  # case status detail
+  local line="gpu-check: $1 $2${3:+ ($3)}"
+  echo "$line" | tee -a "$summary"
+  [ "$2" = FAIL ] && failed=1
+  return 0
+}
+
+if [ "$do_build" = 1 ]; then
+  jobs=${TWINSCALE_JOBS:-$(nproc)}
+  if cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTWINSCALE_WITH_CUDA=ON >"$out/build.log" 2>&1 &&
+     cmake --build "$build" -j "$jobs" >>"$out/build.log" 2>&1; then
+    report build PASS
+  else
+    report build FAIL "see $out/build.log"
+    exit 1
+  fi
+fi
+
+test_gpu="$build/tests/test_gpu"
+cli="$build/cli/twinscale"
+gpus=0
+if command -v nvidia-smi >/dev/null 2>&1; then gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU'); fi
+echo "gpu-check: $gpus GPU(s) visible" | tee -a "$summary"
+if [ "$device" = cpu ]; then
+  gpus=8
+  echo "gpu-check: --cpu-dry-run: runs with --device cpu as if 8 GPUs were visible" | tee -a "$summary"
+fi
+
+# 2. GPU test cases (ctest label gpu; the same binary, one process per case).
+if [ "$device" = cpu ]; then
+  report "tests" SKIPPED "--cpu-dry-run"
+elif [ -x "$test_gpu" ]; then
+  i=0
+  while IFS= read -r name; do
+    [ -z "$name" ] && continue
+    i=$((i + 1))
+    log="$out/test-$i.log"
+    start=$(date +%s)
+    timeout -k 10 "$case_timeout" "$test_gpu" "$name" >"$log" 2>&1
+    rc=$?
+    secs=$(( $(date +%s) - start ))
+    # Catch runs nothing, and exits 0, when the name does not match (a comma or a
+    # bracket in a name is test-spec syntax): that is a failure of the check.
+    if [ $rc = 0 ] && grep -q "No tests ran\|No test cases matched" "$log"; then rc=3; fi
+    case $rc in
+    0) report "test: $name" PASS "${secs} s" ;;
+    77) report "test: $name" SKIPPED "$(grep -m1 '^SKIPPED' "$log" | sed 's/^SKIPPED: //')" ;;
+    124 | 137) report "test: $name" FAIL "timed out after $case_timeout s, log $log" ;;
+    *) report "test: $name" FAIL "exit $rc, log $log" ;;
+    esac
+  done < <("$test_gpu" --list-test-names-only 2>/dev/null | sed 's/^ *//')
+else
+  report "tests" FAIL "$test_gpu not built (CUDA toolkit missing at configure time?)"
+fi
+
+# 3. compute-sanitizer on a 1-GPU run.
+sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
+if [ "$gpus" -lt 1 ] || [ "$device" = cpu ]; then
+  report "compute-sanitizer memcheck" SKIPPED "no GPU"
+elif [ -z "$sanitizer" ] || [ ! -x "$test_gpu" ]; then
+  report "compute-sanitizer memcheck" SKIPPED "compute-sanitizer or test_gpu not found"
+else
+  log="$out/sanitizer.log"
+  # API errors are not reported: NCCL's own initialisation probes kernels for other
+  # architectures (cudaFuncGetAttributes → error 209, 40 of them per run on an H200
+  # with NCCL 2.28) and handles the result; memory errors are what this case is for.
+  timeout -k 10 "$case_timeout" "$sanitizer" --tool memcheck --report-api-errors no --error-exitcode 9 \
+    "$test_gpu" "cuda device: one rank runs every op kind and times each by its own event pair" >"$log" 2>&1
+  rc=$?
+  if [ $rc = 0 ] && grep -q "No tests ran\|No test cases matched" "$log"; then rc=3; fi
+  errors=$(grep -m1 "ERROR SUMMARY" "$log" || echo "no summary")
+  if [ $rc = 0 ]; then report "compute-sanitizer memcheck" PASS "$errors"; else report "compute-sanitizer memcheck" FAIL "exit $rc, $errors, log $log"; fi
+fi
+
+# 4. Runs with --device cuda, as many ranks as GPUs allow.
+have_mpirun=0
+command -v mpirun >/dev/null 2>&1 && have_mpirun=1
+mpirun_cmd() { echo "mpirun --oversubscribe --allow-run-as-root --enable-recovery -np $1"; }
+ranks_of() {  # TPxPPxDP → product
+  local IFS=x; set -- $1; echo $(( $1 * $2 * $3 ))
+}
+run_case() {  # name ranks args...
+  local name="$1" ranks="$2"; shift 2
+  if [ "$ranks" -gt "$gpus" ]; then report "run $name" SKIPPED "needs $ranks GPUs, $gpus visible"; return; fi
+  if [ "$have_mpirun" = 0 ] && [ "$ranks" -gt 1 ]; then report "run $name" SKIPPED "needs mpirun"; return; fi
+  if [ ! -x "$cli" ]; then report "run $name" SKIPPED "$cli not built"; return; fi
+  local dir="$out/run-${name//[^A-Za-z0-9]/_}" start rc
+  rm -rf "$dir"
+  start=$(date +%s)
+  if [ "$have_mpirun" = 1 ]; then
+    timeout -k 10 "$case_timeout" $(mpirun_cmd "$ranks") "$cli" run "$@" --device "$device" --timeout 60 \
+      --run-dir "$dir" >"$dir.log" 2>&1
+  else
+    timeout -k 10 "$case_timeout" "$cli" run "$@" --device "$device" --timeout 60 --run-dir "$dir" >"$dir.log" 2>&1
+  fi
+  rc=$?
+  local secs=$(( $(date +%s) - start ))
+  if [ $rc = 0 ]; then report "run $name" PASS "$ranks rank(s), ${secs} s"; else report "run $name" FAIL "exit $rc, log $dir.log"; fi
+}
+for layout in 1x1x1 1x2x1 2x1x1 1x1x2 2x2x1 1x4x1 2x1x4 8x1x1 1x1x8 2x2x2 1x8x1; do
+  run_case "synthetic $layout" "$(ranks_of $layout)" --synthetic "$layout" --synthetic-micro-batches 8 --synthetic-hidden 1024
+done
+for preset in tiny-1f1b tiny-interleaved tiny-megascale; do
+  run_case "$preset" 8 --preset "$preset"
+done
+
+# 5. Kill one rank: the others must stop within the timeout and name it.
+if [ "$gpus" -lt 2 ] || [ "$have_mpirun" = 0 ] || [ ! -x "$cli" ]; then
+  report "kill one rank" SKIPPED "needs 2 GPUs and mpirun ($gpus GPU(s), mpirun $([ $have_mpirun = 1 ] && echo found || echo missing))"
+else
+  dir="$out/run-kill"
+  rm -rf "$dir"
+  # Tensor parallelism couples the two ranks at every micro-batch, so the survivor
+  # needs the dead rank within a few ops (a pipeline stage could compute on for long:
+  # computing is progress); enough micro-batches that the run outlasts the kill.
+  timeout -k 10 "$case_timeout" $(mpirun_cmd 2) "$cli" run --synthetic 2x1x1 --synthetic-micro-batches 50000 \
+    --synthetic-hidden 1024 --device "$device" --timeout 5 --run-dir "$dir" >"$dir.log" 2>&1 &
+  job=$!
+  for _ in $(seq 1 600); do [ -f "$dir/rank-1.started" ] && break; sleep 0.1; done
+  sleep 1
+  victim=$(sed -n 's/.*"pid": *\([0-9]*\).*/\1/p' "$dir/rank-1.started" 2>/dev/null)
+  [ -n "$victim" ] && kill -9 "$victim"
+  wait $job
+  named=0
+  if [ -f "$dir/report.json" ]; then
+    if command -v python3 >/dev/null 2>&1; then
+      python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); sys.exit(0 if r["suspects"] and r["suspects"][0]["rank"] == 1 else 1)' \
+        "$dir/report.json" && named=1
+    else
+      grep -q '"suspects": *\[ *{ *"logged_nothing": *[a-z]*, *"rank": *1[,}]\|"rank": *1[,}]' "$dir/report.json" && named=1
+    fi
+  fi
+  if [ -n "$victim" ] && [ "$named" = 1 ]; then
+    report "kill one rank" PASS "rank 1 killed, hang report names it"
+  else
+    report "kill one rank" FAIL "no hang report naming rank 1, log $dir.log"
+  fi
+fi
+
+echo "gpu-check: summary in $summary"
+exit $failed
