@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/checked_options.hpp"
 #include "cli/commands.hpp"
 #include "cli/job_args.hpp"
 #include "config/cluster_file.hpp"
@@ -19,6 +20,7 @@
 #include "schedules/calibration.hpp"
 #include "schedules/schedule.hpp"
 #include "schedules/trace.hpp"
+#include "sim/estimate.hpp"
 #include "sim/simulate.hpp"
 #include "topology/fabric.hpp"
 #include "topology/placement.hpp"
@@ -189,6 +191,7 @@ std::string per_rank_csv(const sim::SimReport& r) {
 
 int run_simulate(const SimulateArgs& a) {
   schedules::JobSpec job = a.job.load();
+  sim::check_simulation_fits(job, a.mode == "analytic" ? sim::SimMode::Analytic : sim::SimMode::Flow, !a.no_aggregate);
   const std::string cluster_name = a.cluster.empty() ? job.cluster : a.cluster;
   if (cluster_name.empty())
     throw config::ConfigError(a.job.source() + ": no cluster (give --cluster NAME|FILE or `cluster` in the job)");
@@ -256,7 +259,7 @@ void add_simulate_command(CLI::App& app, Action& action) {
   cmd->add_option("--mode", args->mode, "flow (SimGrid, contention) or analytic (closed forms)")
       ->check(CLI::IsMember({"flow", "analytic"}));
   cmd->add_option("--placement", args->placement, "rank placement")->check(CLI::IsMember({"linear", "tor-aware", "random"}));
-  cmd->add_option("--seed", args->seed, "seed of ECMP hashing and random placement");
+  add_seed_option(*cmd, "--seed", args->seed, "seed of ECMP hashing and random placement");
   cmd->add_option("--algorithm", args->algorithm, "all-reduce algorithm")->check(CLI::IsMember({"ring", "tree"}));
   cmd->add_option("--channels", args->channels, "NCCL channels (queue pairs per transfer)")->check(CLI::Range(1, 64));
   cmd->add_flag("--no-aggregate", args->no_aggregate, "execute every rank and every ring step (small jobs)");

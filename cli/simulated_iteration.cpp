@@ -3,6 +3,7 @@
 #include "config/cluster_file.hpp"
 #include "config/error.hpp"
 #include "schedules/schedule.hpp"
+#include "sim/estimate.hpp"
 #include "sim/simulate.hpp"
 #include "topology/fabric.hpp"
 #include "topology/placement.hpp"
@@ -22,6 +23,7 @@ SimulatedIteration simulate_iteration(const schedules::JobSpec& job, const std::
   if (mode != "analytic" && mode != "flow")
     throw config::ConfigError("--sim-mode '" + mode + "': valid modes are analytic, flow");
 
+  sim::check_simulation_fits(job, mode == "flow" ? sim::SimMode::Flow : sim::SimMode::Analytic, true);
   topology::ClusterSpec spec = config::load_cluster(out.cluster);
   spec.gpus = job.parallel.gpus(); // the fabric is built for the job's GPUs (as `simulate` does)
   const topology::Fabric fabric(spec);

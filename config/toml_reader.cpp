@@ -1,8 +1,10 @@
 #include "config/toml_reader.hpp"
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
+#include <filesystem>
+
+#include "config/presets.hpp"
+#include "schedules/input_file.hpp"
 
 namespace twinscale::config {
 
@@ -189,11 +191,38 @@ toml::table parse_toml(std::string_view text, const std::string& file) {
 }
 
 toml::table parse_toml_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(path + ": cannot open file");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parse_toml(ss.str(), path);
+  return parse_toml(read_config_file(path, "TOML file"), path);
+}
+
+std::string read_config_file(const std::string& path, const std::string& what) {
+  try {
+    return schedules::read_input_file(path, what, schedules::InputKind::Toml);
+  } catch (const schedules::InputFileError& e) {
+    throw ConfigError(e.what());
+  }
+}
+
+std::string resolve_document_reference(const std::string& document, const std::string& ref,
+                                       const std::string& key, std::string_view preset_kind) {
+  namespace fs = std::filesystem;
+  if (ref.empty()) return ref;
+  const auto presets = preset_names(preset_kind);
+  if (std::find(presets.begin(), presets.end(), ref) != presets.end()) return ref;
+  std::string valid;
+  for (const auto& n : presets) valid += (valid.empty() ? "" : ", ") + n;
+  const std::string rule = "; valid: a " + std::string(preset_kind) + " preset (" + valid +
+                           ") or a file in the document's folder, named relative to it without '..'";
+  const fs::path rel(ref);
+  bool dotdot = false;
+  for (const auto& part : rel) dotdot = dotdot || part == "..";
+  if (rel.is_absolute() || dotdot)
+    throw ConfigError(document + ": key '" + key + "' = "" + ref + "" points outside the document's folder" + rule);
+  const fs::path resolved = (fs::path(document).parent_path() / rel).lexically_normal();
+  std::error_code ec;
+  if (!fs::is_regular_file(resolved, ec))
+    throw ConfigError(document + ": key '" + key + "' = "" + ref + "" is not a preset, and " + resolved.string() +
+                      (fs::exists(resolved, ec) ? " is not a regular file" : " does not exist") + rule);
+  return resolved.string();
 }
 
 } // namespace twinscale::config
