@@ -50,6 +50,9 @@ int64_t gpus_of(const topology::JobShape& s) { return s.tp * s.dp * s.pp; }
 // 54 days on 16k GPUs saw 466 interruptions; these limits are 2,000× that.
 constexpr double kMaxFaultsPerSeed = 1e6;
 constexpr double kMaxFaultsAllSeeds = 1e7;
+// Checkpoints: 28 days at a 1-minute interval is 40,320; 10^7 is 250× that.
+constexpr double kMaxCheckpointsPerSeed = 1e7;
+constexpr double kMaxCheckpointsAllSeeds = 1e8;
 
 void check_campaign_growth(const Campaign& c) {
   const double gpus = static_cast<double>(c.shape.tp) * static_cast<double>(c.shape.dp) * static_cast<double>(c.shape.pp);
@@ -66,11 +69,23 @@ void check_campaign_growth(const Campaign& c) {
     if (n > worst) worst = n, worst_i = i;
   }
   const double seeds = static_cast<double>(c.spec.seeds);
+  // every checkpoint is an event too: duration / interval of them per seed
+  const double interval = std::max(c.checkpoint_interval_s, c.spec.iteration_time_s);
+  const double checkpoints = interval > 0 ? c.spec.duration_s / interval : 0;
+  if (!(checkpoints <= kMaxCheckpointsPerSeed) || !(checkpoints * seeds <= kMaxCheckpointsAllSeeds)) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "%.3g checkpoints per seed (%.6g days, one every %.6g s of work)", checkpoints,
+                  hours / 24.0, interval);
+    throw FaultError(std::string("campaign: ") + buf + " × " + std::to_string(c.spec.seeds) +
+                     " seeds; at most 10^7 per seed and 10^8 in all (every checkpoint is simulated): use fewer "
+                     "days or seeds, or a longer checkpoint interval");
+  }
   if (!(total <= kMaxFaultsPerSeed) || !(total * seeds <= kMaxFaultsAllSeeds)) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%.3g", total);
-    std::string msg = std::string("campaign: the fault model gives about ") + buf + " faults per seed over " +
-                      std::to_string(hours / 24.0) + " days on " + std::to_string(static_cast<long long>(gpus)) + " GPUs";
+    std::string msg = std::string("campaign: the fault model gives about ") + buf + " faults per seed over ";
+    std::snprintf(buf, sizeof buf, "%.6g", hours / 24.0);
+    msg += std::string(buf) + " days on " + std::to_string(static_cast<long long>(gpus)) + " GPUs";
     if (!c.model.categories.empty()) {
       std::snprintf(buf, sizeof buf, "%.3g", worst);
       msg += " ('" + c.model.categories[worst_i].name + "' alone " + buf + ")";

@@ -238,4 +238,6 @@ TEST_CASE("campaign: an absurd fault rate is refused up front, naming the catego
   CHECK_THROWS_WITH(run_campaign(c), Catch::Contains("cosmic rays"));
   c.model.categories[0].rate_per_gpu_hour = 1e-3; // 2000 s on 1 GPU: ~0.0006 faults
   CHECK_NOTHROW(run_campaign(c));
+  c.spec.duration_s = 1e15; // 10^13 checkpoints of 100 s: refused, not simulated for hours
+  CHECK_THROWS_WITH(run_campaign(c), Catch::Contains("checkpoints per seed"));
 }
