@@ -211,17 +211,21 @@ std::string resolve_document_reference(const std::string& document, const std::s
   std::string valid;
   for (const auto& n : presets) valid += (valid.empty() ? "" : ", ") + n;
   const std::string rule = "; valid: a " + std::string(preset_kind) + " preset (" + valid +
-                           ") or a file in the document's folder, named relative to it without '..'";
-  const fs::path rel(ref);
-  bool dotdot = false;
-  for (const auto& part : rel) dotdot = dotdot || part == "..";
-  if (rel.is_absolute() || dotdot)
-    throw ConfigError(document + ": key '" + key + "' = "" + ref + "" points outside the document's folder" + rule);
-  const fs::path resolved = (fs::path(document).parent_path() / rel).lexically_normal();
+                           ") or a file in the document's folder (a relative name is taken from there)";
+  const std::string given = document + ": key '" + key + "' = \"" + ref + "\"";
+  const fs::path ref_path(ref);
+  const fs::path folder = fs::path(document).parent_path();
+  const fs::path resolved =
+      ref_path.is_absolute() ? ref_path.lexically_normal() : (folder / ref_path).lexically_normal();
+  // inside the folder once symbolic links and '..' are resolved: no /dev/zero, no ../../etc
   std::error_code ec;
-  if (!fs::is_regular_file(resolved, ec))
-    throw ConfigError(document + ": key '" + key + "' = "" + ref + "" is not a preset, and " + resolved.string() +
-                      (fs::exists(resolved, ec) ? " is not a regular file" : " does not exist") + rule);
+  const fs::path base = fs::weakly_canonical(fs::absolute(folder.empty() ? fs::path(".") : folder, ec), ec);
+  const fs::path target = fs::weakly_canonical(fs::absolute(resolved, ec), ec);
+  const bool inside = !ec && std::mismatch(base.begin(), base.end(), target.begin(), target.end()).first == base.end();
+  if (!inside) throw ConfigError(given + " points outside the document's folder" + rule);
+  if (!fs::is_regular_file(target, ec))
+    throw ConfigError(given + " is not a preset, and " + resolved.string() +
+                      (fs::exists(target, ec) ? " is not a regular file" : " does not exist") + rule);
   return resolved.string();
 }
 

@@ -153,6 +153,15 @@ TEST_CASE("hardening: device files and folders are not read as inputs", "[cli][h
   r = run("schedule show " + (dir / "job.toml").string()); // from any working directory
   INFO(r.err);
   CHECK(r.code == 0);
+  write(dir / "job.toml", replaced(kTinyJob, "tiny-2tier", (dir / "c.toml").string())); // absolute, inside
+  r = run("schedule show " + (dir / "job.toml").string());
+  CHECK(r.code == 0);
+  fs::create_symlink("/dev/zero", dir / "z.toml");
+  write(dir / "job.toml", replaced(kTinyJob, "tiny-2tier", "z.toml")); // a link out of the folder
+  r = run("schedule show " + (dir / "job.toml").string());
+  CHECK(r.code == 1);
+  CHECK(r.says("outside the document's folder"));
+  fs::remove_all(dir);
 }
 
 TEST_CASE("hardening: huge sizes in a job give the right message", "[cli][hardening]") {
