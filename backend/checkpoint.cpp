@@ -60,6 +60,29 @@ void write_manifest(const std::string& dir, const Manifest& m) {
   for (const ShardInfo& s : m.shards)
     j["shards"].push_back({{"tp", s.tp}, {"pp", s.pp}, {"bytes", s.bytes}, {"fnv1a", s.fnv1a}});
   detail::write_file_atomically((fs::path(step_dir(dir, m.step)) / "manifest.json").string(), j.dump(1) + "\n");
+  remove_checkpoint_temporaries(dir, m.step);
+}
+
+size_t remove_checkpoint_temporaries(const std::string& dir, std::optional<int64_t> only_step) {
+  std::error_code ec;
+  std::vector<fs::path> step_dirs;
+  if (only_step) {
+    step_dirs.emplace_back(step_dir(dir, *only_step));
+  } else {
+    for (const auto& e : fs::directory_iterator(dir, ec))
+      if (e.path().filename().string().rfind("step-", 0) == 0 && e.is_directory(ec)) step_dirs.push_back(e.path());
+  }
+  size_t removed = 0;
+  for (const fs::path& d : step_dirs) {
+    std::vector<fs::path> stale;
+    for (const auto& e : fs::directory_iterator(d, ec)) {
+      const std::string name = e.path().filename().string();
+      if (name.rfind("shard-", 0) == 0 && name.find(".bin.tmp.") != std::string::npos && e.is_regular_file(ec))
+        stale.push_back(e.path());
+    }
+    for (const fs::path& p : stale) removed += fs::remove(p, ec) ? 1 : 0;
+  }
+  return removed;
 }
 
 Manifest read_manifest(const std::string& dir, int64_t step) {

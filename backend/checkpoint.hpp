@@ -54,7 +54,13 @@ uint64_t fnv1a(const uint8_t* data, size_t bytes);
 std::string step_dir(const std::string& dir, int64_t step);
 std::string shard_path(const std::string& dir, int64_t step, int64_t tp, int64_t pp);
 
+/// Commits step m.step: writes its manifest (atomically, last) and then removes the
+/// shard temporaries (shard-*.bin.tmp.<pid>) a killed writer left in that step's folder;
+/// every shard of the step is persisted by then, so any temporary there is stale.
 void write_manifest(const std::string& dir, const Manifest& m);
+/// Removes the shard temporaries (shard-*.bin.tmp.<pid>) of every step-N folder of `dir`,
+/// or of step `only_step`; returns how many. Called on restore, before the run writes.
+size_t remove_checkpoint_temporaries(const std::string& dir, std::optional<int64_t> only_step = std::nullopt);
 /// Throws BackendError naming the file when it is malformed.
 Manifest read_manifest(const std::string& dir, int64_t step);
 /// The highest step of `dir` with a manifest whose shards all exist with the listed

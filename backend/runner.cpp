@@ -53,6 +53,7 @@ void restore_checkpoint(const CheckpointOptions& ck, const schedules::Layout& la
                         double timeout_s, CheckpointOutcome& out) {
   // Rank 0 picks the step, so that every rank restores the same one.
   long long step = -1;
+  if (rank == 0) remove_checkpoint_temporaries(ck.dir); // left by killed writers; this run writes later
   if (rank == 0) step = latest_complete_step(ck.dir).value_or(-1);
   MPI_Request req;
   MPI_Ibcast(&step, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD, &req);

@@ -10,6 +10,7 @@
 
 #include "backend/error.hpp"
 #include "backend/runner.hpp"
+#include "cli/checked_options.hpp"
 #include "backend/synthetic.hpp"
 #include "backend/trace_compare.hpp"
 #include "cli/commands.hpp"
@@ -36,17 +37,18 @@ struct RunArgs {
   backend::CheckpointOptions checkpoint;
 };
 
+// Bounds of the self-test schedule, shared by run and calibrate (which must accept what run does).
+constexpr int64_t kMaxSyntheticMicroBatches = 100000;
+constexpr const char* kSyntheticMicroBatchesWhy = "10^5: each one is a forward and a backward per rank";
+constexpr int64_t kMaxSyntheticHidden = 65536;
+constexpr const char* kSyntheticHiddenWhy = "2^16: GEMMs are hidden × hidden";
+
 schedules::Layout parse_layout(const std::string& text) {
+  const auto v = parse_shape_option("--synthetic", text, "2x2x2 (TPxPPxDP)");
   schedules::Layout l;
-  char x1 = 0, x2 = 0;
-  long long tp = 0, pp = 0, dp = 0;
-  std::istringstream in(text);
-  if (!(in >> tp >> x1 >> pp >> x2 >> dp) || x1 != 'x' || x2 != 'x' || tp < 1 || pp < 1 || dp < 1 ||
-      in.peek() != EOF)
-    throw backend::BackendError("--synthetic \"" + text + "\": expected TPxPPxDP with positive integers, e.g. 2x2x2");
-  l.tp = tp;
-  l.pp = pp;
-  l.dp = dp;
+  l.tp = v[0];
+  l.pp = v[1];
+  l.dp = v[2];
   return l;
 }
 
@@ -135,9 +137,7 @@ struct CompareArgs {
 };
 
 std::vector<schedules::TraceRecord> read_trace_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw backend::BackendError("cannot open trace " + path);
-  return schedules::read_chrome_trace(in, path);
+  return schedules::read_chrome_trace_file(path);
 }
 
 std::string pct(double x) {
@@ -220,10 +220,10 @@ void add_backend_commands(CLI::App& app, Action& action) {
   args->job.add_to(*run);
   run->add_option("--trace", args->trace, "write the Chrome trace of the run here (rank 0)");
   run->add_option("--synthetic", args->synthetic, "the executor's self-test schedule for a TPxPPxDP layout");
-  run->add_option("--synthetic-micro-batches", args->synthetic_options.micro_batches, "micro-batches of the self-test schedule")
-      ->capture_default_str()->check(CLI::Range(1, 100000));
-  run->add_option("--synthetic-hidden", args->synthetic_options.hidden, "hidden size (and tokens) of the self-test schedule")
-      ->capture_default_str()->check(CLI::Range(1, 65536));
+  add_integer_option(*run, "--synthetic-micro-batches", args->synthetic_options.micro_batches, 1, kMaxSyntheticMicroBatches,
+                     kSyntheticMicroBatchesWhy, "micro-batches of the self-test schedule");
+  add_integer_option(*run, "--synthetic-hidden", args->synthetic_options.hidden, 1, kMaxSyntheticHidden,
+                     kSyntheticHiddenWhy, "hidden size (and tokens) of the self-test schedule");
   run->add_option("--device", args->device, "cpu (MPI + Eigen) or cuda (NCCL + cuBLAS)")->capture_default_str();
   run->add_option("--timeout", args->timeout_s, "seconds without progress before a rank stops and reports (M19)")
       ->capture_default_str();
@@ -234,8 +234,8 @@ void add_backend_commands(CLI::App& app, Action& action) {
   run->add_option("--shape-divisor", args->shape_divisor, "CPU device: divide every shape and message by this")
       ->capture_default_str();
   run->add_option("--checkpoint-dir", args->checkpoint.dir, "M16 checkpoint directory (step-N/shard-*.bin, manifest.json)");
-  run->add_option("--checkpoint-step", args->checkpoint.step,
-                  "write checkpoint step N: blocking snapshot, then persisted in the background during the run");
+  add_integer_option(*run, "--checkpoint-step", args->checkpoint.step, 0, int64_t{1} << 53, "a training step number",
+                     "write checkpoint step N: blocking snapshot, then persisted in the background during the run");
   run->add_flag("--restore", args->checkpoint.restore, "restore the latest complete checkpoint before the run");
   run->add_option("--checkpoint-bytes", args->checkpoint.state_bytes, "synthetic state per (tp, pp) shard, bytes")
       ->capture_default_str()->check(CLI::Range(1.0, 1e12));
@@ -256,9 +256,10 @@ void add_backend_commands(CLI::App& app, Action& action) {
   calibrate->add_option("trace", cal->trace, "trace of a real run (twinscale run --trace)")->required();
   cal->job.add_to(*calibrate);
   calibrate->add_option("--synthetic", cal->synthetic, "the trace is of the self-test schedule TPxPPxDP");
-  calibrate->add_option("--synthetic-micro-batches", cal->synthetic_options.micro_batches, "as given to run")
-      ->capture_default_str();
-  calibrate->add_option("--synthetic-hidden", cal->synthetic_options.hidden, "as given to run")->capture_default_str();
+  add_integer_option(*calibrate, "--synthetic-micro-batches", cal->synthetic_options.micro_batches, 1,
+                     kMaxSyntheticMicroBatches, kSyntheticMicroBatchesWhy, "as given to run");
+  add_integer_option(*calibrate, "--synthetic-hidden", cal->synthetic_options.hidden, 1, kMaxSyntheticHidden,
+                     kSyntheticHiddenWhy, "as given to run");
   calibrate->add_option("--out", cal->out, "calibration table to write (JSON)")->required();
   calibrate->add_option("--shape-divisor", cal->shape_divisor, "the --shape-divisor of the CPU run")
       ->capture_default_str()->check(CLI::PositiveNumber);

@@ -29,6 +29,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/checked_options.hpp"
 #include "cli/commands.hpp"
 #include "cli/job_args.hpp"
 #include "cli/detail/fault_report.hpp"
@@ -70,8 +71,9 @@ void add_common(CLI::App* cmd, FaultOptions& o) {
   cmd->add_option("--recovery", o.recovery, "recovery + checkpoint policy: preset name or TOML file")
       ->capture_default_str();
   cmd->add_option("--days", o.days, "wall time simulated per seed, days")->capture_default_str();
-  cmd->add_option("--seeds", o.seeds, "independent runs (confidence intervals over seeds)")->capture_default_str();
-  cmd->add_option("--seed", o.seed, "first seed")->capture_default_str();
+  add_integer_option(*cmd, "--seeds", o.seeds, 1, 100000, "at most 10^5 independent runs",
+                     "independent runs (confidence intervals over seeds)");
+  add_seed_option(*cmd, "--seed", o.seed, "first seed");
   cmd->add_option("--iteration-time", o.iteration_time_s,
                   "seconds per training iteration (default: simulated with --sim-mode on --cluster)");
   cmd->add_option("--cluster", o.cluster, "cluster preset or file for the simulator (default: the job's)");
@@ -81,7 +83,7 @@ void add_common(CLI::App* cmd, FaultOptions& o) {
   cmd->add_option("--placement", o.placement, "rank placement for the simulator")
       ->check(CLI::IsMember(config::placement_names()))
       ->capture_default_str();
-  cmd->add_option("--sim-seed", o.sim_seed, "simulator seed (ECMP hashing, random placement)")->capture_default_str();
+  add_seed_option(*cmd, "--sim-seed", o.sim_seed, "simulator seed (ECMP hashing, random placement)");
   cmd->add_flag("--json", o.json, "print JSON instead of a table");
   cmd->add_option("--out", o.out, "directory for JSON, CSVs and plots");
 }

@@ -6,10 +6,12 @@
 #include <unistd.h>
 
 #include "common/error.hpp"
+#include "cli/checked_options.hpp"
 #include "config/cluster_file.hpp"
 #include "config/error.hpp"
 #include "config/job_file.hpp"
 #include "config/presets.hpp"
+#include "schedules/limits.hpp"
 
 namespace twinscale::cli {
 
@@ -18,8 +20,10 @@ void JobArgs::add_to(CLI::App& command) {
   std::string presets;
   for (const auto& n : config::preset_names("jobs")) presets += (presets.empty() ? "" : ", ") + n;
   command.add_option("--preset", preset_, "built-in job preset: " + presets);
-  command.add_option("--gpus", gpus_, "total GPUs; dp = gpus / (tp·pp)");
-  command.add_option("--global-batch", global_batch_, "global batch in sequences");
+  add_integer_option(command, "--gpus", gpus_, 1, schedules::kMaxRanks, "GPUs of one job: at most 2^20",
+                     "total GPUs; dp = gpus / (tp·pp)");
+  add_integer_option(command, "--global-batch", global_batch_, 1, schedules::kMaxGlobalBatch,
+                     "sequences per iteration: at most 2^24", "global batch in sequences");
   command.add_option("--gpu-memory-gb", gpu_memory_gb_,
                      "GPU memory for the memory check (default: the job's cluster)");
 }

@@ -5,6 +5,7 @@
 #include <exception>
 #include <iostream>
 
+#include "cli/checked_options.hpp"
 #include "cli/commands.hpp"
 #include "common/error.hpp"
 
@@ -18,11 +19,18 @@ int main(int argc, char** argv) {
   twinscale::cli::add_simulate_command(app, action);
   twinscale::cli::add_collective_command(app, action);
   twinscale::cli::add_backend_commands(app, action);
+  if (const std::string bad = twinscale::cli::unknown_subcommand(app, argc, argv); !bad.empty()) {
+    std::cerr << "twinscale: " << bad << "\n";
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
+  } catch (const std::exception& e) { // an option's value checked while parsing (checked_options.hpp)
+    std::cerr << "twinscale: error: " << e.what() << "\n";
+    return 1;
   }
   try {
     return action ? action() : 0;

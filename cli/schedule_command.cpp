@@ -17,6 +17,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/job_args.hpp"
+#include "config/toml_reader.hpp"
 #include "schedules/error.hpp"
 #include "schedules/schedule.hpp"
 #include "schedules/schedule_json.hpp"
@@ -182,11 +183,13 @@ void add_schedule_command(CLI::App& app, Action& action) {
                            "GPU memory per rank (default: the cluster named in the schedule's job)");
   validate_cmd->callback([args, &action] {
     action = [args] {
-      std::ifstream in(args->file, std::ios::binary);
-      if (!in) throw s::ScheduleError(args->file + ": cannot open schedule file");
-      const s::Schedule sch = s::read_schedule_json(in, args->file);
+      const s::Schedule sch = s::read_schedule_file(args->file);
       s::ValidateOptions opt;
-      opt.gpu_memory_bytes = gpu_memory_bytes(sch.job.cluster, args->gpu_memory_gb);
+      // the schedule names its cluster: a preset or a file next to the schedule, nothing else
+      opt.gpu_memory_bytes = gpu_memory_bytes(
+          args->gpu_memory_gb ? sch.job.cluster
+                              : config::resolve_document_reference(args->file, sch.job.cluster, "job.cluster", "clusters"),
+          args->gpu_memory_gb);
       const auto violations = s::validate(sch, opt);
       if (args->json) {
         nlohmann::json j;

@@ -12,12 +12,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/checked_options.hpp"
 #include "cli/commands.hpp"
 #include "cli/job_args.hpp"
 #include "config/error.hpp"
 #include "config/scenario.hpp"
 #include "schedules/schedule.hpp"
 #include "schedules/trace.hpp"
+#include "sim/estimate.hpp"
 #include "sim/simulate.hpp"
 
 namespace twinscale::cli {
@@ -227,7 +229,7 @@ void add_simulate_command(CLI::App& app, Action& action) {
   cmd->add_option("--mode", args->mode, "flow (SimGrid, contention) or analytic (closed forms)")
       ->check(CLI::IsMember(config::sim_mode_names()));
   cmd->add_option("--placement", args->placement, "rank placement")->check(CLI::IsMember(config::placement_names()));
-  cmd->add_option("--seed", args->seed, "seed of ECMP hashing and random placement");
+  add_seed_option(*cmd, "--seed", args->seed, "seed of ECMP hashing and random placement");
   cmd->add_option("--algorithm", args->algorithm, "all-reduce algorithm")->check(CLI::IsMember(config::all_reduce_algorithm_names()));
   cmd->add_option("--channels", args->channels, "NCCL channels asked for (rings; a group spanning several NICs per server uses a multiple of them)")->check(CLI::Range(1, 64));
   cmd->add_flag("--no-aggregate", args->no_aggregate, "execute every rank and every ring step (small jobs)");

@@ -9,8 +9,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/checked_options.hpp"
 #include "cli/commands.hpp"
 #include "config/cluster_file.hpp"
+#include "schedules/limits.hpp"
 #include "config/error.hpp"
 #include "config/scenario.hpp"
 #include "topology/analysis.hpp"
@@ -218,16 +220,11 @@ int run_show(const TopologyArgs& a) {
 }
 
 topology::JobShape parse_job(const std::string& text) {
+  const auto v = parse_shape_option("--job", text, "8x16x8 (TPxDPxPP)");
   topology::JobShape s;
-  long long tp = 0, dp = 0, pp = 0;
-  char x1 = 0, x2 = 0;
-  int used = 0;
-  if (std::sscanf(text.c_str(), "%lld%c%lld%c%lld%n", &tp, &x1, &dp, &x2, &pp, &used) != 5 || x1 != 'x' ||
-      x2 != 'x' || used != static_cast<int>(text.size()) || tp < 1 || dp < 1 || pp < 1)
-    throw config::ConfigError("--job '" + text + "': expected TPxDPxPP with positive integers, e.g. 8x16x8");
-  s.tp = tp;
-  s.dp = dp;
-  s.pp = pp;
+  s.tp = v[0];
+  s.dp = v[1];
+  s.pp = v[2];
   return s;
 }
 
@@ -270,7 +267,7 @@ int run_ecmp(const TopologyArgs& a) {
 void add_cluster_options(CLI::App* cmd, TopologyArgs& args) {
   cmd->add_option("cluster", args.cluster, "cluster preset name or cluster TOML file");
   cmd->add_option("--preset", args.preset, "cluster preset name");
-  cmd->add_option("--gpus", args.gpus, "build the fabric for this many GPUs")->check(CLI::PositiveNumber);
+  add_integer_option(*cmd, "--gpus", args.gpus, 1, schedules::kMaxRanks, "2^20", "build the fabric for this many GPUs");
   cmd->add_flag("--json", args.json, "machine-readable output");
 }
 
@@ -295,7 +292,7 @@ void add_topology_command(CLI::App& app, Action& action) {
   ecmp->add_option("--placement", args->placement, "linear | tor-aware | random")
       ->check(CLI::IsMember(config::placement_names()));
   ecmp->add_option("--traffic", args->traffic, "dp-ring | pp")->check(CLI::IsMember({"dp-ring", "pp"}));
-  ecmp->add_option("--seed", args->seed, "ECMP hash and placement seed");
+  add_seed_option(*ecmp, "--seed", args->seed, "ECMP hash and placement seed");
   ecmp->callback([args, &action] {
     check_cluster_choice(*args);
     action = [args] { return run_ecmp(*args); };

@@ -110,11 +110,7 @@ FaultCategorySpec read_category(TableReader& t, const std::optional<double>& obs
 }
 
 std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(path + ": cannot open file");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return read_config_file(path, "fault file");
 }
 
 std::string file_stem(const std::string& file) {

@@ -51,10 +51,23 @@
 #include "config/toml_reader.hpp"
 #include "schedules/check_job.hpp"
 #include "schedules/error.hpp"
+#include "schedules/limits.hpp"
 
 namespace twinscale::config {
 
 namespace s = twinscale::schedules;
+
+namespace {
+/// tp·pp, refused (naming `where`) past kMaxRanks rather than overflowing.
+int64_t ranks_per_replica(const s::ParallelSpec& p, const std::string& where) {
+  const int64_t n = s::saturating_mul(p.tp, p.pp);
+  if (n > s::kMaxRanks)
+    throw ConfigError(where + ": parallel.tp·pp = " + std::to_string(p.tp) + "·" + std::to_string(p.pp) +
+                      " is more than " + std::to_string(s::kMaxRanks) +
+                      " ranks (2^20, 8× the largest modelled cluster)");
+  return n;
+}
+} // namespace
 
 s::JobSpec parse_job(std::string_view text, const std::string& file) {
   const toml::table root = parse_toml(text, file);
@@ -73,7 +86,8 @@ s::JobSpec parse_job(std::string_view text, const std::string& file) {
   job.model.seq_len = m.get_int("seq_len", std::nullopt, 1);
   job.model.vocab = m.get_int("vocab", std::nullopt, 1);
   job.model.ffn_hidden = m.get_int("ffn_hidden", 0, 0);
-  if (job.model.ffn_hidden == 0) job.model.ffn_hidden = 4 * job.model.hidden;
+  // 0 means 4·hidden; saturated so that a huge hidden is reported as such by check_job
+  if (job.model.ffn_hidden == 0) job.model.ffn_hidden = s::saturating_mul(4, job.model.hidden);
   job.model.block = m.get_enum<s::BlockKind>(
       "block", {{"serial", s::BlockKind::Serial}, {"parallel", s::BlockKind::Parallel}},
       s::BlockKind::Serial);
@@ -96,16 +110,17 @@ s::JobSpec parse_job(std::string_view text, const std::string& file) {
   par.global_batch = p.get_int("global_batch", std::nullopt, 1);
   if (p.has("dp")) {
     par.dp = p.get_int("dp", std::nullopt, 1);
-    if (gpus && *gpus != par.gpus())
+    const int64_t product = s::saturating_mul(s::saturating_mul(par.tp, par.pp), par.dp);
+    if (gpus && *gpus != product)
       top.fail("gpus", "is " + std::to_string(*gpus) + " but tp·pp·dp = " +
                            std::to_string(par.tp) + "·" + std::to_string(par.pp) + "·" +
-                           std::to_string(par.dp) + " = " + std::to_string(par.gpus()) +
+                           std::to_string(par.dp) + " = " + std::to_string(product) +
                            "; make them agree or omit parallel.dp");
   } else {
     if (!gpus)
       p.fail("dp", "is missing; give parallel.dp or a top-level gpus from which dp = "
                    "gpus / (tp·pp) is derived");
-    const int64_t per_replica = par.tp * par.pp;
+    const int64_t per_replica = ranks_per_replica(par, file);
     if (*gpus % per_replica != 0)
       top.fail("gpus", "is " + std::to_string(*gpus) + ", not a multiple of tp·pp = " +
                            std::to_string(per_replica) + "; dp = gpus / (tp·pp) must be whole");
@@ -152,11 +167,9 @@ s::JobSpec parse_job(std::string_view text, const std::string& file) {
 }
 
 s::JobSpec load_job(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(path + ": cannot open job file");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parse_job(ss.str(), path);
+  s::JobSpec job = parse_job(read_config_file(path, "job file"), path);
+  job.cluster = resolve_document_reference(path, job.cluster, "cluster", "clusters");
+  return job;
 }
 
 s::JobSpec load_job_preset(const std::string& name) {
@@ -167,7 +180,7 @@ void apply_overrides(s::JobSpec& job, std::optional<int64_t> gpus,
                      std::optional<int64_t> global_batch) {
   if (gpus) {
     if (*gpus < 1) throw ConfigError("--gpus is " + std::to_string(*gpus) + "; must be ≥ 1");
-    const int64_t per_replica = job.parallel.tp * job.parallel.pp;
+    const int64_t per_replica = ranks_per_replica(job.parallel, "job " + job.name);
     if (*gpus % per_replica != 0)
       throw ConfigError("--gpus " + std::to_string(*gpus) + " is not a multiple of tp·pp = " +
                         std::to_string(per_replica) + " (job " + job.name +

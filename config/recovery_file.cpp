@@ -122,11 +122,7 @@ RecoveryFile parse_recovery(std::string_view text, const std::string& file) {
 }
 
 RecoveryFile load_recovery(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(path + ": cannot open file");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parse_recovery(ss.str(), path);
+  return parse_recovery(read_config_file(path, "recovery file"), path);
 }
 
 RecoveryFile load_recovery_preset(const std::string& name) {

@@ -7,6 +7,7 @@
 #include "config/error.hpp"
 #include "config/fault_file.hpp"
 #include "faults/fabric_targets.hpp"
+#include "sim/estimate.hpp"
 
 namespace twinscale::config {
 
@@ -121,6 +122,10 @@ void Scenario::record_trace(std::vector<int64_t> ranks) {
   options_.trace_ranks = std::move(ranks);
 }
 
-sim::SimReport Scenario::simulate() const { return sim::simulate(schedule_, fabric_, gpu_of_rank_, options_); }
+sim::SimReport Scenario::simulate() const {
+  // Refuse up front (one line: the estimate and how to proceed) a run that would not fit.
+  sim::check_simulation_fits(schedule_.job, options_.mode, options_.aggregate);
+  return sim::simulate(schedule_, fabric_, gpu_of_rank_, options_);
+}
 
 } // namespace twinscale::config

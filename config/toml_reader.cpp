@@ -1,8 +1,10 @@
 #include "config/toml_reader.hpp"
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
+#include <filesystem>
+
+#include "config/presets.hpp"
+#include "schedules/input_file.hpp"
 
 namespace twinscale::config {
 
@@ -189,11 +191,42 @@ toml::table parse_toml(std::string_view text, const std::string& file) {
 }
 
 toml::table parse_toml_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(path + ": cannot open file");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parse_toml(ss.str(), path);
+  return parse_toml(read_config_file(path, "TOML file"), path);
+}
+
+std::string read_config_file(const std::string& path, const std::string& what) {
+  try {
+    return schedules::read_input_file(path, what, schedules::InputKind::Toml);
+  } catch (const schedules::InputFileError& e) {
+    throw ConfigError(e.what());
+  }
+}
+
+std::string resolve_document_reference(const std::string& document, const std::string& ref,
+                                       const std::string& key, std::string_view preset_kind) {
+  namespace fs = std::filesystem;
+  if (ref.empty()) return ref;
+  const auto presets = preset_names(preset_kind);
+  if (std::find(presets.begin(), presets.end(), ref) != presets.end()) return ref;
+  std::string valid;
+  for (const auto& n : presets) valid += (valid.empty() ? "" : ", ") + n;
+  const std::string rule = "; valid: a " + std::string(preset_kind) + " preset (" + valid +
+                           ") or a file in the document's folder (a relative name is taken from there)";
+  const std::string given = document + ": key '" + key + "' = \"" + ref + "\"";
+  const fs::path ref_path(ref);
+  const fs::path folder = fs::path(document).parent_path();
+  const fs::path resolved =
+      ref_path.is_absolute() ? ref_path.lexically_normal() : (folder / ref_path).lexically_normal();
+  // inside the folder once symbolic links and '..' are resolved: no /dev/zero, no ../../etc
+  std::error_code ec;
+  const fs::path base = fs::weakly_canonical(fs::absolute(folder.empty() ? fs::path(".") : folder, ec), ec);
+  const fs::path target = fs::weakly_canonical(fs::absolute(resolved, ec), ec);
+  const bool inside = !ec && std::mismatch(base.begin(), base.end(), target.begin(), target.end()).first == base.end();
+  if (!inside) throw ConfigError(given + " points outside the document's folder" + rule);
+  if (!fs::is_regular_file(target, ec))
+    throw ConfigError(given + " is not a preset, and " + resolved.string() +
+                      (fs::exists(target, ec) ? " is not a regular file" : " does not exist") + rule);
+  return resolved.string();
 }
 
 } // namespace twinscale::config

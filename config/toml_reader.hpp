@@ -80,4 +80,17 @@ toml::table parse_toml(std::string_view text, const std::string& file);
 /// Reads and parses a file; a missing file is a ConfigError.
 toml::table parse_toml_file(const std::string& path);
 
+/// The whole of a TOML input file, a `what` ("job file"): a regular file of at most
+/// schedules::kMaxTomlBytes, else a ConfigError saying which rule failed.
+std::string read_config_file(const std::string& path, const std::string& what);
+
+/// A reference to another file inside a document (a job's `cluster`, a schedule's
+/// `job.cluster`): a preset name of `preset_kind`, returned as is, or a regular file inside
+/// the document's folder (a relative name is taken from that folder; symbolic links and
+/// ".." are resolved before the check), returned as folder/ref. Anything else — a path
+/// leading out of the folder, a device — is a ConfigError naming the document and `key`.
+/// An empty reference is returned as is.
+std::string resolve_document_reference(const std::string& document, const std::string& ref,
+                                       const std::string& key, std::string_view preset_kind);
+
 } // namespace twinscale::config

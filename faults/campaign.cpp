@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 #include "faults/detail/random.hpp"
@@ -57,6 +58,57 @@ struct Suspect {
 };
 
 int64_t gpus_of(const topology::JobShape& s) { return s.tp * s.dp * s.pp; }
+
+// Bounded growth: every fault drawn is an event and may open an incident with its own
+// records, so the expected number of faults bounds a campaign's time and memory. Llama 3's
+// 54 days on 16k GPUs saw 466 interruptions; these limits are 2,000× that.
+constexpr double kMaxFaultsPerSeed = 1e6;
+constexpr double kMaxFaultsAllSeeds = 1e7;
+// Checkpoints: 28 days at a 1-minute interval is 40,320; 10^7 is 250× that.
+constexpr double kMaxCheckpointsPerSeed = 1e7;
+constexpr double kMaxCheckpointsAllSeeds = 1e8;
+
+void check_campaign_growth(const Campaign& c) {
+  const double gpus = static_cast<double>(c.shape.tp) * static_cast<double>(c.shape.dp) * static_cast<double>(c.shape.pp);
+  const double hours = c.spec.duration_s / 3600.0;
+  double total = 0, worst = -1;
+  size_t worst_i = 0;
+  for (size_t i = 0; i < c.model.categories.size(); ++i) {
+    const double rate = c.model.categories[i].rate_per_gpu_hour;
+    if (!std::isfinite(rate) || rate < 0)
+      throw FaultError("campaign: fault category '" + c.model.categories[i].name + "' has rate " +
+                       std::to_string(rate) + " per GPU-hour; valid: a finite rate ≥ 0");
+    const double n = rate * gpus * hours;
+    total += n;
+    if (n > worst) worst = n, worst_i = i;
+  }
+  const double seeds = static_cast<double>(c.spec.seeds);
+  // every checkpoint is an event too: duration / interval of them per seed
+  const double interval = std::max(c.checkpoint_interval_s, c.spec.iteration_time_s);
+  const double checkpoints = interval > 0 ? c.spec.duration_s / interval : 0;
+  if (!(checkpoints <= kMaxCheckpointsPerSeed) || !(checkpoints * seeds <= kMaxCheckpointsAllSeeds)) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "%.3g checkpoints per seed (%.6g days, one every %.6g s of work)", checkpoints,
+                  hours / 24.0, interval);
+    throw FaultError(std::string("campaign: ") + buf + " × " + std::to_string(c.spec.seeds) +
+                     " seeds; at most 10^7 per seed and 10^8 in all (every checkpoint is simulated): use fewer "
+                     "days or seeds, or a longer checkpoint interval");
+  }
+  if (!(total <= kMaxFaultsPerSeed) || !(total * seeds <= kMaxFaultsAllSeeds)) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.3g", total);
+    std::string msg = std::string("campaign: the fault model gives about ") + buf + " faults per seed over ";
+    std::snprintf(buf, sizeof buf, "%.6g", hours / 24.0);
+    msg += std::string(buf) + " days on " + std::to_string(static_cast<long long>(gpus)) + " GPUs";
+    if (!c.model.categories.empty()) {
+      std::snprintf(buf, sizeof buf, "%.3g", worst);
+      msg += " ('" + c.model.categories[worst_i].name + "' alone " + buf + ")";
+    }
+    throw FaultError(msg + ", × " + std::to_string(c.spec.seeds) +
+                     " seeds; at most 10^6 per seed and 10^7 in all (every fault is simulated): check the "
+                     "rates (per GPU-hour), or use fewer days or seeds");
+  }
+}
 
 /// Work between checkpoints, rounded up to whole iterations.
 double rounded_interval(const Campaign& c) {
@@ -436,6 +488,7 @@ CampaignSummary run_campaign(const Campaign& c) {
   if (!(c.spec.iteration_time_s > 0) || !std::isfinite(c.spec.iteration_time_s))
     throw FaultError("campaign: iteration time must be > 0 seconds");
   if (c.spec.seeds < 1) throw FaultError("campaign: seeds must be ≥ 1");
+  check_campaign_growth(c);
   for (size_t k = 0; k < c.spec.scripted_faults.size(); ++k) {
     const auto& f = c.spec.scripted_faults[k];
     if (f.category >= c.model.categories.size() || !(f.at_s >= 0) ||

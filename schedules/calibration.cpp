@@ -3,12 +3,16 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <map>
+#include <tuple>
 #include <ostream>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "schedules/error.hpp"
+#include "schedules/input_file.hpp"
+#include "schedules/limits.hpp"
 
 namespace twinscale::schedules {
 namespace {
@@ -58,6 +62,19 @@ double get_number(const json& j, const char* key, const std::string& path,
   if (!std::isfinite(v) || v < min)
     fail(path, where, std::string("\"") + key + "\" = " + std::to_string(v) +
                           " is out of range (must be finite and >= " + std::to_string(min) + ")");
+  return v;
+}
+
+/// An exact integer field in [min, max] (samples, group sizes): 1.5 and 1e300 are refused.
+int64_t get_integer(const json& j, const char* key, const std::string& path, const std::string& where,
+                    int64_t min, int64_t max) {
+  if (!j.contains(key) || !j[key].is_number_integer())
+    fail(path, where, std::string("\"") + key + "\" must be an integer");
+  const bool too_big = j[key].is_number_unsigned() && j[key].get<uint64_t>() > static_cast<uint64_t>(max);
+  const int64_t v = too_big ? max : j[key].get<int64_t>();
+  if (too_big || v < min || v > max)
+    fail(path, where, std::string("\"") + key + "\" = " + j[key].dump() + " is out of range [" +
+                          std::to_string(min) + ", " + std::to_string(max) + "]");
   return v;
 }
 
@@ -180,7 +197,7 @@ CalibrationTable read_calibration(std::istream& in, const std::string& path) {
   json j;
   try {
     j = json::parse(in);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) { // parse_error, and out_of_range for 1e400
     fail(path, "file", std::string("is not valid JSON: ") + e.what());
   }
   if (!j.is_object()) fail(path, "file", "must be a JSON object");
@@ -197,6 +214,8 @@ CalibrationTable read_calibration(std::istream& in, const std::string& path) {
     if (j.contains(key) && !j[key].is_array())
       fail(path, std::string("\"") + key + "\"", "must be an array");
 
+  std::map<std::tuple<int, int, std::array<int64_t, 4>>, size_t> kernel_seen;
+  std::map<std::tuple<int, int64_t, double>, size_t> comm_seen;
   if (j.contains("kernels")) {
     size_t i = 0;
     for (const json& e : j["kernels"]) {
@@ -223,7 +242,12 @@ CalibrationTable read_calibration(std::istream& in, const std::string& path) {
         k.shape[d] = e["shape"][d].get<int64_t>();
       }
       k.seconds = get_number(e, "seconds", path, where + " (" + kname + ")", 0);
-      k.samples = static_cast<int64_t>(get_number(e, "samples", path, where + " (" + kname + ")", 1));
+      k.samples = get_integer(e, "samples", path, where + " (" + kname + ")", 1, int64_t{1} << 53);
+      const auto [it, fresh] = kernel_seen.emplace(
+          std::make_tuple(static_cast<int>(k.kernel), static_cast<int>(k.dtype), k.shape), t.kernels.size());
+      if (!fresh)
+        fail(path, where + " (" + kname + ")", "duplicates kernels[" + std::to_string(it->second) +
+                                                   "] (same kernel, dtype and shape); keep one entry");
       t.kernels.push_back(k);
     }
   }
@@ -241,12 +265,17 @@ CalibrationTable read_calibration(std::istream& in, const std::string& path) {
                               "broadcast, send");
       c.kind = *kind;
       const std::string w = where + " (" + kname + ")";
-      c.group_size = static_cast<int64_t>(get_number(e, "group_size", path, w, 1));
+      c.group_size = get_integer(e, "group_size", path, w, 1, kMaxRanks);
       c.bytes = get_number(e, "bytes", path, w, 0);
       c.seconds = get_number(e, "seconds", path, w, 0);
       c.algbw_bytes_per_s = get_number(e, "algbw_bytes_per_s", path, w, 0);
       c.busbw_bytes_per_s = get_number(e, "busbw_bytes_per_s", path, w, 0);
-      c.samples = static_cast<int64_t>(get_number(e, "samples", path, w, 1));
+      c.samples = get_integer(e, "samples", path, w, 1, int64_t{1} << 53);
+      const auto [it, fresh] =
+          comm_seen.emplace(std::make_tuple(static_cast<int>(c.kind), c.group_size, c.bytes), t.comms.size());
+      if (!fresh)
+        fail(path, w, "duplicates comms[" + std::to_string(it->second) +
+                          "] (same kind, group_size and bytes); keep one entry");
       t.comms.push_back(c);
     }
   }
@@ -254,8 +283,13 @@ CalibrationTable read_calibration(std::istream& in, const std::string& path) {
 }
 
 CalibrationTable read_calibration_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ScheduleError("calibration table " + path + ": cannot open file for reading");
+  std::string text;
+  try {
+    text = read_input_file(path, "calibration table", InputKind::Json);
+  } catch (const InputFileError& e) {
+    throw ScheduleError(std::string("calibration table ") + e.what());
+  }
+  std::istringstream in(std::move(text));
   return read_calibration(in, path);
 }
 

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "schedules/error.hpp"
+#include "schedules/limits.hpp"
 
 namespace twinscale::schedules {
 
@@ -26,6 +27,33 @@ void check_job(const JobSpec& job) {
   require(p.tp >= 1 && p.pp >= 1 && p.vpp >= 1 && p.dp >= 1 && p.micro_batch >= 1 &&
               p.global_batch >= 1,
           who + "parallel.tp, pp, vpp, dp, micro_batch and global_batch must all be ≥ 1");
+  // Upper bounds first, so that no product below can overflow (limits.hpp has the reasons).
+  auto at_most = [&](const char* key, int64_t v, int64_t max, const char* reason) {
+    try {
+      require_at_most(key, v, max, reason);
+    } catch (const JobError& e) {
+      throw JobError(who + e.what());
+    }
+  };
+  at_most("model.layers", m.layers, kMaxLayers, "the largest published dense models have ≤ 200 layers");
+  at_most("model.hidden", m.hidden, kMaxHidden, "2^20; GPT-530B has 20,480");
+  at_most("model.heads", m.heads, kMaxHidden, "2^20");
+  at_most("model.ffn_hidden", m.ffn_hidden, kMaxFfnHidden, "2^22 = 4·2^20");
+  at_most("model.seq_len", m.seq_len, kMaxSeqLen, "2^24 tokens");
+  at_most("model.vocab", m.vocab, kMaxVocab, "2^24 tokens");
+  at_most("model.window", m.window, kMaxSeqLen, "2^24 tokens");
+  at_most("parallel.vpp", p.vpp, kMaxLayers, "at most one layer per virtual stage");
+  at_most("parallel.micro_batch", p.micro_batch, kMaxMicroBatch, "2^20 sequences");
+  at_most("parallel.global_batch", p.global_batch, kMaxGlobalBatch, "2^24 sequences");
+  at_most("schedule.iterations", o.iterations, 1000, "iterations are lowered back to back");
+  try {
+    check_layout_sizes(p.tp, p.dp, p.pp, "parallel");
+  } catch (const JobError& e) {
+    throw JobError(who + e.what());
+  }
+  const int64_t tokens = p.micro_batch * m.seq_len; // ≤ 2^44 after the bounds above
+  at_most("parallel.micro_batch·model.seq_len", tokens, kMaxMicroBatchTokens,
+          "tokens of one micro-batch; GEMM dimensions are 32-bit in cuBLAS");
   require(m.hidden % m.heads == 0, who + "model.hidden = " + str(m.hidden) +
                                        " is not divisible by model.heads = " + str(m.heads));
   require(m.heads % p.tp == 0, who + "model.heads = " + str(m.heads) +
@@ -36,9 +64,9 @@ void check_job(const JobSpec& job) {
   require(m.vocab % p.tp == 0, who + "model.vocab = " + str(m.vocab) +
                                    " is not divisible by parallel.tp = " + str(p.tp) +
                                    " (vocabulary-parallel embedding)");
-  require(m.layers % (p.pp * p.vpp) == 0,
+  require(m.layers % saturating_mul(p.pp, p.vpp) == 0,
           who + "model.layers = " + str(m.layers) + " is not divisible by parallel.pp·vpp = " +
-              str(p.pp) + "·" + str(p.vpp) + " = " + str(p.pp * p.vpp) +
+              str(p.pp) + "·" + str(p.vpp) + " = " + str(saturating_mul(p.pp, p.vpp)) +
               " (every virtual stage needs the same number of layers)");
   require(p.global_batch % (p.dp * p.micro_batch) == 0,
           who + "parallel.global_batch = " + str(p.global_batch) +
@@ -63,10 +91,10 @@ void check_job(const JobSpec& job) {
   require(o.overlap.tp_chunks >= 1 && o.overlap.tp_chunks <= 64,
           who + "schedule.overlap.tp_chunks = " + str(o.overlap.tp_chunks) +
               "; valid: 1 to 64");
-  require(o.overlap.tp_chunks == 1 || (p.micro_batch * m.seq_len) % o.overlap.tp_chunks == 0,
+  require(o.overlap.tp_chunks == 1 || tokens % o.overlap.tp_chunks == 0,
           who + "schedule.overlap.tp_chunks = " + str(o.overlap.tp_chunks) +
-              " must divide micro_batch·seq_len = " + str(p.micro_batch * m.seq_len));
-  require(!p.sequence_parallel || (p.micro_batch * m.seq_len) % p.tp == 0,
+              " must divide micro_batch·seq_len = " + str(tokens));
+  require(!p.sequence_parallel || tokens % p.tp == 0,
           who + "parallel.sequence_parallel needs micro_batch·seq_len divisible by tp");
   require(o.iterations >= 1, who + "schedule.iterations must be ≥ 1");
 }

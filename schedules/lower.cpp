@@ -7,6 +7,7 @@
 #include <iomanip>
 
 #include "schedules/check_job.hpp"
+#include "schedules/estimate.hpp"
 #include "schedules/detail/stage_lowering.hpp"
 #include "schedules/error.hpp"
 #include "schedules/memory.hpp"
@@ -24,6 +25,7 @@ std::string gb(double bytes) {
 
 Schedule lower(const JobSpec& job, const LoweringTarget& target) {
   check_job(job);
+  check_lowering_size(job); // bounded ops and memory before anything is built
   Schedule out;
   out.job = job;
   out.layout = Layout{job.parallel.tp, job.parallel.dp, job.parallel.pp};

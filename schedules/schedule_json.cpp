@@ -1,13 +1,19 @@
 #include "schedules/schedule_json.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <istream>
+#include <sstream>
 #include <limits>
 #include <type_traits>
 #include <ostream>
 
 #include <nlohmann/json.hpp>
 
+#include "schedules/check_job.hpp"
 #include "schedules/error.hpp"
+#include "schedules/input_file.hpp"
+#include "schedules/limits.hpp"
 
 namespace twinscale::schedules {
 
@@ -98,6 +104,8 @@ public:
       return static_cast<T>(x);
     } else if constexpr (std::is_floating_point_v<T>) {
       if (!v.is_number()) fail(here, "expected a number, got " + std::string(v.type_name()));
+      const double x = v.get<double>();
+      if (!std::isfinite(x) || x < 0) fail(here, "expected a finite number ≥ 0, got " + v.dump());
     } else {
       if (!v.is_string()) fail(here, "expected a string, got " + std::string(v.type_name()));
     }
@@ -186,7 +194,8 @@ public:
     const json& shape = at(j, "shape", w);
     if (!shape.is_array() || shape.size() != 4) fail(w + ".shape", "expected an array of 4 integers");
     for (size_t i = 0; i < 4; ++i) {
-      if (!shape[i].is_number_integer()) fail(w + ".shape[" + std::to_string(i) + "]", "expected an integer");
+      if (!shape[i].is_number_integer() || shape[i].get<int64_t>() < 0)
+        fail(w + ".shape[" + std::to_string(i) + "]", "expected an integer ≥ 0");
       o.shape[i] = shape[i].get<int64_t>();
     }
     o.labels.iteration = get<int32_t>(j, "iteration", w);
@@ -244,7 +253,7 @@ Schedule read_schedule_json(std::istream& in, const std::string& path) {
   json doc;
   try {
     doc = json::parse(in);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) { // parse_error, and out_of_range for 1e400
     throw ScheduleError(path + ": not valid JSON (" + e.what() + ")");
   }
   Reader r(path);
@@ -262,10 +271,29 @@ Schedule read_schedule_json(std::istream& in, const std::string& path) {
   s.layout.tp = r.get<int64_t>(L, "tp", "$.layout");
   s.layout.dp = r.get<int64_t>(L, "dp", "$.layout");
   s.layout.pp = r.get<int64_t>(L, "pp", "$.layout");
-  if (s.layout.tp < 1 || s.layout.dp < 1 || s.layout.pp < 1) r.fail("$.layout", "sizes must be ≥ 1");
+  try {
+    check_layout_sizes(s.layout.tp, s.layout.dp, s.layout.pp, "layout");
+  } catch (const JobError& e) {
+    r.fail("$.layout", e.what());
+  }
+  // the embedded job must be a valid job, and the one this layout was lowered from
+  try {
+    check_job(s.job);
+  } catch (const JobError& e) {
+    r.fail("$.job", e.what());
+  }
+  const auto& par = s.job.parallel;
+  if (par.tp != s.layout.tp || par.dp != s.layout.dp || par.pp != s.layout.pp)
+    r.fail("$.layout", "tp " + std::to_string(s.layout.tp) + ", dp " + std::to_string(s.layout.dp) + ", pp " +
+                           std::to_string(s.layout.pp) + " disagrees with $.job.parallel (tp " +
+                           std::to_string(par.tp) + ", dp " + std::to_string(par.dp) + ", pp " +
+                           std::to_string(par.pp) + ")");
   s.model_flops_per_iteration = r.get<double>(doc, "model_flops_per_iteration", "$");
   const json& mem = r.at(doc, "memory_by_stage", "$");
   if (!mem.is_array()) r.fail("$.memory_by_stage", "expected an array");
+  if (static_cast<int64_t>(mem.size()) != s.layout.pp)
+    r.fail("$.memory_by_stage", "has " + std::to_string(mem.size()) + " entries; expected one per pipeline stage (pp = " +
+                                    std::to_string(s.layout.pp) + ")");
   for (size_t i = 0; i < mem.size(); ++i) {
     const std::string w = "$.memory_by_stage[" + std::to_string(i) + "]";
     MemoryEstimate m;
@@ -287,6 +315,8 @@ Schedule read_schedule_json(std::istream& in, const std::string& path) {
     const std::string pw = "$.programs[" + std::to_string(p) + "]";
     const json& ops = r.at(programs[p], "ops", pw);
     if (!ops.is_array()) r.fail(pw + ".ops", "expected an array");
+    if (static_cast<int64_t>(ops.size()) > kMaxOpsPerProgram)
+      r.fail(pw + ".ops", "more than 2^31 ops (op indices are 32-bit)");
     Program prog;
     prog.ops.reserve(ops.size());
     for (size_t i = 0; i < ops.size(); ++i)
@@ -303,7 +333,23 @@ Schedule read_schedule_json(std::istream& in, const std::string& path) {
       r.fail(w, "expected a program index below " + std::to_string(s.programs.size()));
     s.program_of_rank.push_back(por[i].get<uint32_t>());
   }
+  std::vector<bool> used(s.programs.size(), false);
+  for (uint32_t p : s.program_of_rank) used[p] = true;
+  for (size_t p = 0; p < s.programs.size(); ++p)
+    if (!used[p])
+      r.fail("$.programs[" + std::to_string(p) + "]", "is the program of no rank (program_of_rank never names it)");
   return s;
+}
+
+Schedule read_schedule_file(const std::string& path) {
+  std::string text;
+  try {
+    text = read_input_file(path, "schedule", InputKind::Json);
+  } catch (const InputFileError& e) {
+    throw ScheduleError(e.what());
+  }
+  std::istringstream in(std::move(text));
+  return read_schedule_json(in, path);
 }
 
 } // namespace twinscale::schedules

@@ -5,6 +5,11 @@
 #include <algorithm>
 #include <array>
 #include <cinttypes>
+#include <cmath>
+#include <limits>
+#include <sstream>
+#include <type_traits>
+#include <unordered_map>
 #include <cstdio>
 #include <istream>
 #include <numeric>
@@ -13,6 +18,8 @@
 #include <nlohmann/json.hpp>
 
 #include "schedules/error.hpp"
+#include "schedules/input_file.hpp"
+#include "schedules/limits.hpp"
 #include "schedules/schedule.hpp"
 
 namespace twinscale::schedules {
@@ -107,6 +114,22 @@ template <class T>
 T field(const nlohmann::json& obj, const char* key, const std::string& path, const std::string& where) {
   auto it = obj.find(key);
   if (it == obj.end()) bad(path, where, std::string("missing \"") + key + "\"");
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    // exact integers only: 1.5 is not truncated, 2^32 + k does not wrap to k
+    if (!it->is_number_integer())
+      bad(path, where + "." + key, "expected an integer, got " + it->dump());
+    if (it->is_number_unsigned() ? it->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<T>::max())
+                                 : (it->get<int64_t>() < static_cast<int64_t>(std::numeric_limits<T>::min()) ||
+                                    it->get<int64_t>() > static_cast<int64_t>(std::numeric_limits<T>::max())))
+      bad(path, where + "." + key, it->dump() + " is out of range");
+    return static_cast<T>(it->get<int64_t>());
+  }
+  if constexpr (std::is_floating_point_v<T>) {
+    if (!it->is_number()) bad(path, where + "." + key, "expected a number, got " + it->dump());
+    const double v = it->get<double>();
+    if (!std::isfinite(v)) bad(path, where + "." + key, "must be finite");
+    return v;
+  }
   try {
     return it->get<T>();
   } catch (const nlohmann::json::exception&) {
@@ -128,7 +151,7 @@ std::vector<TraceRecord> read_chrome_trace(std::istream& in, const std::string& 
   nlohmann::json doc;
   try {
     doc = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) { // parse_error, and out_of_range for 1e400
     throw ScheduleError(path + ": not valid JSON (" + e.what() + ")");
   }
   if (!doc.is_object() || !doc.contains("traceEvents") || !doc["traceEvents"].is_array())
@@ -136,6 +159,7 @@ std::vector<TraceRecord> read_chrome_trace(std::istream& in, const std::string& 
   if (doc.contains("format_version") && doc["format_version"] != 1)
     bad(path, "$.format_version", "unsupported version " + doc["format_version"].dump() + " (this reader: 1)");
   std::vector<TraceRecord> out;
+  std::unordered_map<uint64_t, size_t> seen; // (rank, op) → event index, for duplicates
   const auto& events = doc["traceEvents"];
   for (size_t i = 0; i < events.size(); ++i) {
     const auto& e = events[i];
@@ -147,12 +171,23 @@ std::vector<TraceRecord> read_chrome_trace(std::istream& in, const std::string& 
     const std::string aw = where + ".args";
     TraceRecord r;
     r.rank = field<int64_t>(e, "pid", path, where);
+    if (r.rank < 0 || r.rank >= kMaxRanks)
+      bad(path, where + ".pid", "rank " + std::to_string(r.rank) + " is outside 0.." + std::to_string(kMaxRanks - 1));
     r.name = field<std::string>(e, "name", path, where);
-    r.start_s = field<double>(e, "ts", path, where) * 1e-6;
-    r.duration_s = field<double>(e, "dur", path, where) * 1e-6;
+    const double ts = field<double>(e, "ts", path, where);
+    const double dur = field<double>(e, "dur", path, where);
+    if (ts < 0) bad(path, where + ".ts", "start " + std::to_string(ts) + " µs is negative");
+    if (dur < 0) bad(path, where + ".dur", "duration " + std::to_string(dur) + " µs is negative");
+    r.start_s = ts * 1e-6;
+    r.duration_s = dur * 1e-6;
     const auto op = field<int64_t>(a, "op", path, aw);
-    if (op < 0) bad(path, aw + ".op", "must be ≥ 0");
+    if (op < 0 || op >= kMaxOpsPerProgram)
+      bad(path, aw + ".op", std::to_string(op) + " is not an op index (0 to 2^31 − 1)");
     r.op_index = static_cast<uint32_t>(op);
+    const uint64_t key = static_cast<uint64_t>(r.rank) << 32 | r.op_index;
+    if (const auto [it, fresh] = seen.emplace(key, i); !fresh)
+      bad(path, where, "duplicate event: rank " + std::to_string(r.rank) + " op " + std::to_string(op) +
+                           " was already traced by $.traceEvents[" + std::to_string(it->second) + "]");
     r.kind = enum_field<OpKind>(a, "kind", op_kind_from_string, path, aw);
     r.stream = enum_field<Stream>(a, "stream", stream_from_string, path, aw);
     r.labels.iteration = field<int32_t>(a, "iteration", path, aw);
@@ -161,10 +196,22 @@ std::vector<TraceRecord> read_chrome_trace(std::istream& in, const std::string& 
     r.labels.layer = field<int32_t>(a, "layer", path, aw);
     r.labels.phase = enum_field<Phase>(a, "phase", phase_from_string, path, aw);
     r.bytes = field<double>(a, "bytes", path, aw);
+    if (r.bytes < 0) bad(path, aw + ".bytes", "must be ≥ 0");
     r.failed = field<bool>(a, "failed", path, aw);
     out.push_back(std::move(r));
   }
   return out;
+}
+
+std::vector<TraceRecord> read_chrome_trace_file(const std::string& path) {
+  std::string text;
+  try {
+    text = read_input_file(path, "trace", InputKind::Json);
+  } catch (const InputFileError& e) {
+    throw ScheduleError(e.what());
+  }
+  std::istringstream in(std::move(text));
+  return read_chrome_trace(in, path);
 }
 
 } // namespace twinscale::schedules

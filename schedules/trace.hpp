@@ -47,6 +47,12 @@ struct TraceRecord {
 
 /// Reads a trace written by write_chrome_trace. Throws ScheduleError naming `path`
 /// and the event on malformed input.
+/// Validates ranges (pid a rank, op an index, ts and dur finite and ≥ 0, integers exact)
+/// and uniqueness (one event per rank and op).
 std::vector<TraceRecord> read_chrome_trace(std::istream& in, const std::string& path);
+
+/// read_chrome_trace of the file `path` (a regular file within the JSON limits of
+/// schedules/input_file.hpp); ScheduleError otherwise.
+std::vector<TraceRecord> read_chrome_trace_file(const std::string& path);
 
 } // namespace twinscale::schedules

@@ -54,10 +54,12 @@ std::vector<int64_t> place(const Fabric& fabric, const JobShape& shape, Placemen
                         " must divide the " + std::to_string(s.gpus_per_server) +
                         " GPUs of a server of cluster '" + fabric.spec().name +
                         "' (TP groups stay inside a server)");
-  const int64_t ranks = shape.tp * shape.dp * shape.pp;
-  if (ranks > fabric.gpus())
-    throw TopologyError("job shape " + shape_text(shape) + " needs " + std::to_string(ranks) +
-                        " GPUs; cluster '" + fabric.spec().name + "' has " + std::to_string(fabric.gpus()));
+  int64_t tp_dp = 0, ranks = 0; // checked: a shape from input may overflow int64
+  if (__builtin_mul_overflow(shape.tp, shape.dp, &tp_dp) || __builtin_mul_overflow(tp_dp, shape.pp, &ranks) ||
+      ranks > fabric.gpus())
+    throw TopologyError("job shape " + shape_text(shape) + " needs " +
+                        (ranks > 0 ? std::to_string(ranks) : std::string("more than 2^63")) + " GPUs; cluster '" +
+                        fabric.spec().name + "' has " + std::to_string(fabric.gpus()));
   const int64_t tp_per_server = s.gpus_per_server / shape.tp;
   const int64_t tp_groups = shape.dp * shape.pp;
   const int64_t servers_needed = (tp_groups + tp_per_server - 1) / tp_per_server;

@@ -88,3 +88,24 @@ TEST_CASE("checkpoint: the persist paces itself to the storage bandwidth") {
   CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() >= 0.15);
   fs::remove_all(dir);
 }
+
+TEST_CASE("checkpoint: a killed writer's temporaries go on the next commit of that step and on restore",
+          "[hardening]") {
+  const fs::path dir = fs::temp_directory_path() / ("twinscale-ckpt-tmp-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "step-3");
+  fs::create_directories(dir / "step-4");
+  auto leave = [](const fs::path& p) { std::ofstream(p) << "partial"; };
+  leave(dir / "step-3" / "shard-tp0-pp0.bin.tmp.4242");  // a writer killed mid-shard
+  leave(dir / "step-4" / "shard-tp1-pp0.bin.tmp.4243");
+  leave(dir / "step-4" / "notes.txt");                   // not ours: left alone
+  persist_step(dir.string(), 3, 64);                     // commits step 3 again
+  CHECK(!fs::exists(dir / "step-3" / "shard-tp0-pp0.bin.tmp.4242"));
+  CHECK(fs::exists(dir / "step-3" / "shard-tp0-pp0.bin"));
+  CHECK(fs::exists(dir / "step-4" / "shard-tp1-pp0.bin.tmp.4243")); // another step: until restore
+  CHECK(backend::remove_checkpoint_temporaries(dir.string()) == 1);  // what restore calls
+  CHECK(!fs::exists(dir / "step-4" / "shard-tp1-pp0.bin.tmp.4243"));
+  CHECK(fs::exists(dir / "step-4" / "notes.txt"));
+  CHECK(backend::latest_complete_step(dir.string()) == 3);
+  fs::remove_all(dir);
+}

@@ -227,3 +227,17 @@ TEST_CASE("campaign: invalid inputs are errors", "[faults][campaign][errors]") {
   c.spec.scripted_faults = {{10, 3}};
   CHECK_THROWS_WITH(run_campaign(c), Catch::Contains("scripted fault 0"));
 }
+
+TEST_CASE("campaign: an absurd fault rate is refused up front, naming the category", "[faults][campaign][hardening]") {
+  FaultCategorySpec cat = category(FaultEffect::Interrupt, DetectionSignal::ExplicitError, true, 1);
+  cat.name = "cosmic rays";
+  Campaign c = scripted({}, cat);
+  c.model.categories[0].rate_per_gpu_hour = 1e300;
+  CHECK_THROWS_WITH(run_campaign(c), Catch::Contains("faults per seed") && Catch::Contains("cosmic rays"));
+  c.model.categories[0].rate_per_gpu_hour = std::nan("");  // the model's own check names it
+  CHECK_THROWS_WITH(run_campaign(c), Catch::Contains("cosmic rays"));
+  c.model.categories[0].rate_per_gpu_hour = 1e-3; // 2000 s on 1 GPU: ~0.0006 faults
+  CHECK_NOTHROW(run_campaign(c));
+  c.spec.duration_s = 1e15; // 10^13 checkpoints of 100 s: refused, not simulated for hours
+  CHECK_THROWS_WITH(run_campaign(c), Catch::Contains("checkpoints per seed"));
+}

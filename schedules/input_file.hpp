@@ -1,0 +1,41 @@
+// Reading an input file whole, safely: it must be a regular file (not a device, FIFO,
+// socket or directory: `/dev/zero` is refused, not read forever) no larger than a limit
+// that depends on the format, and — for documents parsed into a DOM — small enough that
+// the DOM fits the memory this machine has available.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace twinscale::schedules {
+
+/// Human-written TOML (job, cluster, fault, recovery): 4 MiB, 100× the largest preset.
+inline constexpr uint64_t kMaxTomlBytes = uint64_t{4} << 20;
+/// Machine-written JSON (schedules, traces, calibration tables): 1 GiB. A 12,288-GPU
+/// GPT-175B schedule is about 60 MiB.
+inline constexpr uint64_t kMaxJsonBytes = uint64_t{1} << 30;
+/// nlohmann-json's DOM takes up to about this many bytes of memory per byte of JSON text
+/// for the documents here (small objects of short numbers); used to refuse a document
+/// whose DOM would not fit the available memory.
+inline constexpr double kJsonDomBytesPerTextByte = 16;
+
+/// A file that cannot be read as an input; the message starts with the path.
+class InputFileError : public std::runtime_error {
+public:
+  explicit InputFileError(const std::string& what) : std::runtime_error(what) {}
+};
+
+enum class InputKind : uint8_t { Toml, Json };
+
+/// The whole of `path`, a `what` ("job file", "schedule"): must exist, be a regular file
+/// and hold at most kMaxTomlBytes / kMaxJsonBytes; a JSON document must also leave its DOM
+/// room in available_memory_bytes(). Throws InputFileError saying which rule failed.
+std::string read_input_file(const std::string& path, const std::string& what, InputKind kind);
+
+/// Bytes of memory this process may still use: MemAvailable of /proc/meminfo (else
+/// sysconf's free pages), overridden by the environment variable TWINSCALE_MEMORY_BYTES
+/// (for tests and for sharing a machine). Never 0.
+double available_memory_bytes();
+
+} // namespace twinscale::schedules
