@@ -6,6 +6,12 @@
 // NCCL kernels move data, where speed is 1 or the factor of a fault plan's slowdown
 // (events added with add_speed_change). Rates are re-derived and completions
 // rescheduled whenever any of that changes, so slowdowns apply exactly to the overlap.
+//
+// Cost: each GPU has at most one pending completion, kept in an indexed binary heap
+// (one entry per GPU, moved in place when rescheduled: no stale events pile up, which
+// in a plain queue made half the pops wasted at every-rank scale); timers and speed
+// changes live in a second heap. Ties between the two break by insertion order, as in
+// one queue.
 #pragma once
 
 #include <cstdint>
@@ -28,20 +34,19 @@ public:
   /// From `at` on, `slot`'s GPU computes at `speed` (1 = nominal).
   void add_speed_change(double at, int32_t slot, double speed);
 
-  bool empty() const { return queue_.empty(); }
-  double next_time() const { return queue_.top().time; }
+  bool empty() const { return queue_.empty() && heap_.empty(); }
+  double next_time() const;
   /// Pops the next event, sets now() to its time and reports it to the listener.
   void dispatch_next();
 
 private:
-  enum class Kind : uint8_t { Compute, Timer, Speed };
+  enum class Kind : uint8_t { Timer, Speed };
   struct Event {
     double time;
     uint64_t seq;
     Kind kind;
     int32_t slot;
-    uint32_t id;       // op (compute), comm id (timer)
-    uint64_t version;  // compute: valid only if equal to the slot's version
+    uint32_t id;       // comm id (timer)
     double speed;      // speed change
     bool operator>(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
   };
@@ -52,19 +57,33 @@ private:
   struct Gpu {
     std::vector<Running> running;
     double since = 0;
-    uint64_t version = 0;
     bool comm_active = false;
     double speed = 1;
+    // pending completion (valid while heap_pos >= 0)
+    double next_time = 0;
+    uint64_t next_seq = 0;
+    uint32_t next_op = 0;
+    int32_t heap_pos = -1;
   };
   double rate(const Gpu& g) const;
   void advance(Gpu& g);
   void reschedule(int32_t slot);
+  bool before(int32_t a, int32_t b) const {
+    const Gpu &x = gpus_[static_cast<size_t>(a)], &y = gpus_[static_cast<size_t>(b)];
+    return x.next_time != y.next_time ? x.next_time < y.next_time : x.next_seq < y.next_seq;
+  }
+  void heap_place(size_t i, int32_t slot);
+  void heap_up(size_t i);
+  void heap_down(size_t i);
+  void heap_remove(int32_t slot);
+  bool compute_first() const;
 
   CompletionListener& listener_;
   double slowdown_;
   double now_ = 0;
   uint64_t seq_ = 0;
   std::vector<Gpu> gpus_;
+  std::vector<int32_t> heap_; // slots with a pending completion, min (time, seq) on top
   std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;
 };
 
