@@ -7,7 +7,9 @@
 namespace twinscale::sim::detail {
 
 EventCore::EventCore(CompletionListener& listener, size_t slots, double slowdown)
-    : listener_(listener), slowdown_(slowdown), gpus_(slots) {}
+    : listener_(listener), slowdown_(slowdown), gpus_(slots), heap_pos_(slots, -1) {
+  heap_.reserve(slots);
+}
 
 double EventCore::rate(const Gpu& g) const {
   const double base = g.speed * (g.comm_active ? 1.0 / (1.0 + slowdown_) : 1.0);
@@ -21,53 +23,48 @@ void EventCore::advance(Gpu& g) {
   g.since = now_;
 }
 
-void EventCore::heap_place(size_t i, int32_t slot) {
-  heap_[i] = slot;
-  gpus_[static_cast<size_t>(slot)].heap_pos = static_cast<int32_t>(i);
-}
-
 void EventCore::heap_up(size_t i) {
-  const int32_t slot = heap_[i];
+  const HeapEntry e = heap_[i];
   while (i > 0) {
     const size_t parent = (i - 1) / 2;
-    if (!before(slot, heap_[parent])) break;
+    if (!(e < heap_[parent])) break;
     heap_place(i, heap_[parent]);
     i = parent;
   }
-  heap_place(i, slot);
+  heap_place(i, e);
 }
 
 void EventCore::heap_down(size_t i) {
-  const int32_t slot = heap_[i];
+  const HeapEntry e = heap_[i];
   const size_t n = heap_.size();
   for (;;) {
     size_t child = 2 * i + 1;
     if (child >= n) break;
-    if (child + 1 < n && before(heap_[child + 1], heap_[child])) ++child;
-    if (!before(heap_[child], slot)) break;
+    if (child + 1 < n && heap_[child + 1] < heap_[child]) ++child;
+    if (!(heap_[child] < e)) break;
     heap_place(i, heap_[child]);
     i = child;
   }
-  heap_place(i, slot);
+  heap_place(i, e);
 }
 
 void EventCore::heap_remove(int32_t slot) {
-  Gpu& g = gpus_[static_cast<size_t>(slot)];
-  if (g.heap_pos < 0) return;
-  const auto i = static_cast<size_t>(g.heap_pos);
-  g.heap_pos = -1;
-  const int32_t last = heap_.back();
+  const int32_t pos = heap_pos_[static_cast<size_t>(slot)];
+  if (pos < 0) return;
+  const auto i = static_cast<size_t>(pos);
+  heap_pos_[static_cast<size_t>(slot)] = -1;
+  const HeapEntry last = heap_.back();
   heap_.pop_back();
   if (i == heap_.size()) return;
   heap_place(i, last);
   heap_up(i);
-  heap_down(static_cast<size_t>(gpus_[static_cast<size_t>(last)].heap_pos));
+  heap_down(static_cast<size_t>(heap_pos_[static_cast<size_t>(last.slot)]));
 }
 
 void EventCore::reschedule(int32_t slot) {
   Gpu& g = gpus_[static_cast<size_t>(slot)];
   if (g.running.empty()) {
-    heap_remove(slot);
+    if (slot != completing_) heap_remove(slot);
     return;
   }
   // the op with the least work left finishes first (ties: the earliest started)
@@ -75,31 +72,28 @@ void EventCore::reschedule(int32_t slot) {
   for (size_t i = 1; i < g.running.size(); ++i)
     if (g.running[i].remaining_s < g.running[first].remaining_s) first = i;
   const double r = rate(g);
-  g.next_time = r > 0 ? now_ + g.running[first].remaining_s / r : now_ + 1e300;
-  g.next_seq = seq_++;
+  const HeapEntry e{r > 0 ? now_ + g.running[first].remaining_s / r : now_ + 1e300, seq_++, slot};
   g.next_op = g.running[first].op;
-  if (g.heap_pos < 0) {
-    heap_.push_back(slot);
-    g.heap_pos = static_cast<int32_t>(heap_.size() - 1);
+  const int32_t pos = heap_pos_[static_cast<size_t>(slot)];
+  if (pos < 0) {
+    heap_.push_back(e);
     heap_up(heap_.size() - 1);
   } else {
-    const auto i = static_cast<size_t>(g.heap_pos);
-    heap_up(i);
-    heap_down(static_cast<size_t>(g.heap_pos));
+    heap_[static_cast<size_t>(pos)] = e;
+    heap_up(static_cast<size_t>(pos));
+    heap_down(static_cast<size_t>(heap_pos_[static_cast<size_t>(slot)]));
   }
 }
 
 bool EventCore::compute_first() const {
   if (heap_.empty()) return false;
   if (queue_.empty()) return true;
-  const Gpu& g = gpus_[static_cast<size_t>(heap_.front())];
+  const HeapEntry& h = heap_.front();
   const Event& e = queue_.top();
-  return g.next_time != e.time ? g.next_time < e.time : g.next_seq < e.seq;
+  return h.time != e.time ? h.time < e.time : h.seq < e.seq;
 }
 
-double EventCore::next_time() const {
-  return compute_first() ? gpus_[static_cast<size_t>(heap_.front())].next_time : queue_.top().time;
-}
+double EventCore::next_time() const { return compute_first() ? heap_.front().time : queue_.top().time; }
 
 void EventCore::start_compute(int32_t slot, uint32_t op, double seconds) {
   Gpu& g = gpus_[static_cast<size_t>(slot)];
@@ -126,16 +120,23 @@ void EventCore::add_speed_change(double at, int32_t slot, double speed) {
 
 void EventCore::dispatch_next() {
   if (compute_first()) {
-    const int32_t slot = heap_.front();
+    const int32_t slot = heap_.front().slot;
     Gpu& g = gpus_[static_cast<size_t>(slot)];
-    now_ = g.next_time;
+    now_ = heap_.front().time;
     const uint32_t op = g.next_op;
     advance(g);
     auto it = std::find_if(g.running.begin(), g.running.end(), [&](const Running& r) { return r.op == op; });
     TWINSCALE_ASSERT(it != g.running.end(), "completed compute op not running");
     g.running.erase(it);
+    // The GPU's entry stays on top while the listener runs: when it starts the rank's
+    // next compute op (the common case) the entry moves down once instead of being
+    // removed and pushed again. Nothing is dispatched meanwhile, so the stale entry is
+    // never popped.
+    completing_ = slot;
     reschedule(slot);
     listener_.on_compute_done(slot, op);
+    completing_ = -1;
+    if (g.running.empty()) heap_remove(slot);
     return;
   }
   const Event e = queue_.top();

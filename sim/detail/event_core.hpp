@@ -59,20 +59,21 @@ private:
     double since = 0;
     bool comm_active = false;
     double speed = 1;
-    // pending completion (valid while heap_pos >= 0)
-    double next_time = 0;
-    uint64_t next_seq = 0;
-    uint32_t next_op = 0;
-    int32_t heap_pos = -1;
+    uint32_t next_op = 0; // its pending completion (while in the heap)
+  };
+  struct HeapEntry {
+    double time;
+    uint64_t seq;
+    int32_t slot;
+    bool operator<(const HeapEntry& o) const { return time != o.time ? time < o.time : seq < o.seq; }
   };
   double rate(const Gpu& g) const;
   void advance(Gpu& g);
   void reschedule(int32_t slot);
-  bool before(int32_t a, int32_t b) const {
-    const Gpu &x = gpus_[static_cast<size_t>(a)], &y = gpus_[static_cast<size_t>(b)];
-    return x.next_time != y.next_time ? x.next_time < y.next_time : x.next_seq < y.next_seq;
+  void heap_place(size_t i, const HeapEntry& e) {
+    heap_[i] = e;
+    heap_pos_[static_cast<size_t>(e.slot)] = static_cast<int32_t>(i);
   }
-  void heap_place(size_t i, int32_t slot);
   void heap_up(size_t i);
   void heap_down(size_t i);
   void heap_remove(int32_t slot);
@@ -83,7 +84,9 @@ private:
   double now_ = 0;
   uint64_t seq_ = 0;
   std::vector<Gpu> gpus_;
-  std::vector<int32_t> heap_; // slots with a pending completion, min (time, seq) on top
+  std::vector<HeapEntry> heap_;  // GPUs with a pending completion, min (time, seq) on top
+  std::vector<int32_t> heap_pos_; // by slot: index in heap_, −1 if none
+  int32_t completing_ = -1;       // slot whose completion the listener is handling
   std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;
 };
 
