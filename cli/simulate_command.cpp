@@ -16,6 +16,7 @@
 #include "cli/job_args.hpp"
 #include "config/cluster_file.hpp"
 #include "config/error.hpp"
+#include "config/gpu_speeds.hpp"
 #include "schedules/calibration.hpp"
 #include "schedules/schedule.hpp"
 #include "schedules/trace.hpp"
@@ -41,6 +42,9 @@ struct SimulateArgs {
   int channels = 2;
   bool no_aggregate = false;
   bool every_rank = false;
+  std::string gpu_speed_dist;
+  std::string gpu_speed_file;
+  uint64_t speed_seed = 1;
   std::string trace_file;
   std::string ranks;
   std::string per_rank_csv;
@@ -212,6 +216,13 @@ int run_simulate(const SimulateArgs& a) {
   o.channels = a.channels;
   o.aggregate = !a.no_aggregate;
   o.every_rank = a.every_rank;
+  if (!a.gpu_speed_dist.empty()) o.gpu_speed = config::draw_gpu_speeds(a.gpu_speed_dist, fabric.gpus(), a.speed_seed);
+  if (!a.gpu_speed_file.empty()) {
+    const auto from_file = config::read_gpu_speed_file(a.gpu_speed_file, fabric, gpus);
+    if (o.gpu_speed.empty()) o.gpu_speed = from_file;
+    else
+      for (size_t g = 0; g < o.gpu_speed.size(); ++g) o.gpu_speed[g] *= from_file[g];
+  }
   o.all_reduce_algorithm = a.algorithm == "tree" ? sim::CollectiveAlgorithm::Tree : sim::CollectiveAlgorithm::Ring;
   schedules::CalibrationTable calibration;
   if (!a.calibration_file.empty()) {
@@ -264,6 +275,11 @@ void add_simulate_command(CLI::App& app, Action& action) {
   cmd->add_flag("--no-aggregate", args->no_aggregate, "execute every rank and every ring step (small jobs)");
   cmd->add_flag("--every-rank", args->every_rank,
                 "execute every rank at its GPU's speed, keeping the closed forms and merged ring steps");
+  cmd->add_option("--gpu-speed-dist", args->gpu_speed_dist,
+                  "per-GPU compute speed factors drawn from normal:SIGMA, uniform:LO:HI or lognormal:SIGMA");
+  cmd->add_option("--gpu-speed-file", args->gpu_speed_file,
+                  "per-GPU speed factors, CSV scope,index,factor (scope rank, gpu or server; factors multiply)");
+  cmd->add_option("--speed-seed", args->speed_seed, "seed of --gpu-speed-dist");
   cmd->add_option("--trace", args->trace_file, "write a Chrome trace (Perfetto) of the executed ranks");
   cmd->add_option("--ranks", args->ranks, "ranks to trace, e.g. 0-7,64");
   cmd->add_option("--per-rank-csv", args->per_rank_csv, "write rank,tp,pp,dp,forward_s,backward_s,comm_wait_s");
