@@ -20,6 +20,7 @@
 #include "schedules/calibration.hpp"
 #include "schedules/schedule.hpp"
 #include "schedules/trace.hpp"
+#include "sim/per_rank_csv.hpp"
 #include "sim/simulate.hpp"
 #include "topology/fabric.hpp"
 #include "topology/placement.hpp"
@@ -178,20 +179,6 @@ std::string report_table(const sim::SimReport& r, const schedules::Schedule& s, 
   return o.str();
 }
 
-std::string per_rank_csv(const sim::SimReport& r) {
-  std::ostringstream o;
-  o << "rank,tp,pp,dp,forward_s,backward_s,comm_wait_s\n";
-  char buf[160];
-  for (const auto& t : r.per_rank) {
-    std::snprintf(buf, sizeof buf, "%lld,%lld,%lld,%lld,%.9f,%.9f,%.9f\n", static_cast<long long>(t.rank),
-                  static_cast<long long>(t.tp), static_cast<long long>(t.pp), static_cast<long long>(t.dp),
-                  t.forward_s, t.backward_s, t.comm_wait_s);
-    o << buf;
-  }
-  return o.str();
-}
-
-
 int run_simulate(const SimulateArgs& a) {
   schedules::JobSpec job = a.job.load();
   const std::string cluster_name = a.cluster.empty() ? job.cluster : a.cluster;
@@ -254,7 +241,7 @@ int run_simulate(const SimulateArgs& a) {
     schedules::write_chrome_trace(r.trace, schedule, t);
     write_file_atomically(a.trace_file, t.str());
   }
-  if (!a.per_rank_csv.empty()) write_file_atomically(a.per_rank_csv, per_rank_csv(r));
+  if (!a.per_rank_csv.empty()) write_file_atomically(a.per_rank_csv, sim::per_rank_csv(r));
   std::cout << (a.json ? report_json(r, schedule, cluster_name, a) : report_table(r, schedule, cluster_name, a));
   return 0; // a job that failed under faults is a result ("completed": false), not an error
 }
