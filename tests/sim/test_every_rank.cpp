@@ -19,6 +19,7 @@
 #include "config/error.hpp"
 #include "config/gpu_speeds.hpp"
 #include "config/job_file.hpp"
+#include "faults/fault_plan.hpp"
 #include "sim_test_util.hpp"
 #include "topology/placement.hpp"
 
@@ -198,4 +199,38 @@ TEST_CASE("GPU speed input: distributions, files and their errors", "[sim][every
   o.gpu_speed.assign(static_cast<size_t>(l.fabric->gpus()), 1.0);
   o.gpu_speed[3] = -1;
   CHECK_THROWS_WITH(simulate(l.schedule, *l.fabric, l.gpus, o), Catch::Contains("GPU 3"));
+}
+
+TEST_CASE("every rank applies each GPU slowdown of a fault plan to its own rank", "[sim][every_rank][faults]") {
+  const auto l = lower_medium(16, 16);
+  const int64_t r1 = 2, r2 = 13; // different pipelines and stages
+  faults::FaultPlan plan;
+  for (int64_t rank : {r1, r2}) {
+    faults::PlanEvent e;
+    e.kind = faults::PlanEventKind::GpuSlowdown;
+    e.target = "gpu";
+    e.target_index = l.gpus[static_cast<size_t>(rank)];
+    e.at_s = 0;
+    e.until_s = faults::kForever;
+    e.slowdown = rank == r1 ? 0.2 : 0.5;
+    plan.events.push_back(e);
+  }
+  SimOptions base, faulty, speeds;
+  base.mode = faulty.mode = speeds.mode = SimMode::Flow;
+  base.device.nccl_compute_slowdown = faulty.device.nccl_compute_slowdown = speeds.device.nccl_compute_slowdown = 0;
+  base.every_rank = faulty.every_rank = speeds.every_rank = true;
+  faulty.faults = &plan;
+  speeds.gpu_speed.assign(static_cast<size_t>(l.fabric->gpus()), 1.0);
+  speeds.gpu_speed[static_cast<size_t>(l.gpus[r1])] = 0.8;
+  speeds.gpu_speed[static_cast<size_t>(l.gpus[r2])] = 0.5;
+  const auto b = simulate(l.schedule, *l.fabric, l.gpus, base);
+  const auto f = simulate(l.schedule, *l.fabric, l.gpus, faulty);
+  const auto s = simulate(l.schedule, *l.fabric, l.gpus, speeds);
+  REQUIRE(f.completed);
+  CHECK(f.per_rank[r1].forward_s == Approx(b.per_rank[r1].forward_s / 0.8).epsilon(1e-9));
+  CHECK(f.per_rank[r2].forward_s == Approx(b.per_rank[r2].forward_s / 0.5).epsilon(1e-9));
+  CHECK(f.per_rank[r1 + 1].forward_s == Approx(b.per_rank[r1 + 1].forward_s).epsilon(1e-9));
+  // a slowdown for the whole run is the same input as a speed factor
+  CHECK(f.iteration_time_s == Approx(s.iteration_time_s).epsilon(1e-9));
+  CHECK(f.iteration_time_s > b.iteration_time_s);
 }
