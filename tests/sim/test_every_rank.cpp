@@ -234,3 +234,30 @@ TEST_CASE("every rank applies each GPU slowdown of a fault plan to its own rank"
   CHECK(f.iteration_time_s == Approx(s.iteration_time_s).epsilon(1e-9));
   CHECK(f.iteration_time_s > b.iteration_time_s);
 }
+
+TEST_CASE("GPT-175B at 128 GPUs: every rank with equal speeds agrees with the symmetric run within 0.5 %",
+          "[sim][every_rank][slow]") {
+  auto job = config::load_job_preset("gpt-175b-megascale");
+  config::apply_overrides(job, 128, 64);
+  auto spec = config::load_cluster("megascale-ampere");
+  spec.gpus = 128;
+  topology::Fabric fabric(spec);
+  schedules::LoweringTarget target;
+  target.gpu_memory_bytes = spec.gpu.memory_bytes;
+  const auto schedule = schedules::lower(job, target);
+  const auto gpus = topology::place(fabric, {job.parallel.tp, job.parallel.dp, job.parallel.pp},
+                                    topology::PlacementPolicy::Linear, 1);
+  for (SimMode mode : {SimMode::Analytic, SimMode::Flow}) {
+    SimOptions agg, every;
+    agg.mode = every.mode = mode;
+    every.every_rank = true;
+    const auto a = simulate(schedule, fabric, gpus, agg);
+    const auto e = simulate(schedule, fabric, gpus, every);
+    INFO("mode " << to_string(mode) << " symmetric " << a.iteration_time_s << " every rank " << e.iteration_time_s);
+    CHECK(rel(e.iteration_time_s, a.iteration_time_s) < 5e-3);
+    for (size_t r = 0; r < e.per_rank.size(); ++r) {
+      CHECK(rel(e.per_rank[r].forward_s, a.per_rank[r].forward_s) < 5e-3);
+      CHECK(std::abs(e.per_rank[r].comm_wait_s - a.per_rank[r].comm_wait_s) < 5e-3 * a.iteration_time_s);
+    }
+  }
+}
