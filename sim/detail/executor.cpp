@@ -342,7 +342,9 @@ CommTask Executor::collective_task(const Op& op, const std::vector<int64_t>& mem
   bool same_server = true;
   for (int64_t m : members) same_server = same_server && fabric.server_of_gpu(gpu_of_rank_[static_cast<size_t>(m)]) == server;
   const bool closed = options_.mode == SimMode::Analytic || (shortcuts_ && same_server);
-  const auto key = std::make_tuple(static_cast<int>(op.kind), static_cast<int>(op.group), members[0], op.bytes);
+  const ClosedFormKey key{(static_cast<uint64_t>(op.kind) << 40) | (static_cast<uint64_t>(op.group) << 32) |
+                              static_cast<uint64_t>(members[0]),
+                          op.bytes};
   if (closed) {
     if (auto it = closed_form_cache_.find(key); it != closed_form_cache_.end()) {
       task.closed_form_s = it->second;

@@ -154,7 +154,20 @@ private:
   std::unordered_map<uint64_t, PairQueue> pending_p2p_;   // (src, dst)
   std::vector<std::vector<Participant>> comms_;           // by comm id (ids are reused)
   std::vector<uint32_t> free_comms_;
-  mutable std::map<std::tuple<int, int, int64_t, double>, double> closed_form_cache_;
+  struct ClosedFormKey {
+    uint64_t group;  // kind, group kind and first member packed
+    double bytes;
+    bool operator==(const ClosedFormKey&) const = default;
+  };
+  struct ClosedFormHash {
+    size_t operator()(const ClosedFormKey& k) const {
+      uint64_t b = 0;
+      static_assert(sizeof b == sizeof k.bytes);
+      __builtin_memcpy(&b, &k.bytes, sizeof b);
+      return std::hash<uint64_t>{}(k.group * 0x9e3779b97f4a7c15ULL ^ b);
+    }
+  };
+  mutable std::unordered_map<ClosedFormKey, double, ClosedFormHash> closed_form_cache_;
   std::vector<OpIncident> incidents_;
   int64_t ops_done_ = 0;
   int64_t ops_total_ = 0;
