@@ -21,16 +21,29 @@ namespace {
 
 ProgramIndex index_program(const schedules::Program& p, size_t program_id, const DeviceModel& device) {
   ProgramIndex idx;
-  idx.pos_in_stream.resize(p.ops.size());
-  idx.seconds.assign(p.ops.size(), 0.0);
+  idx.hot.resize(p.ops.size());
   for (uint32_t i = 0; i < p.ops.size(); ++i) {
     const Op& op = p.ops[i];
     const auto s = static_cast<size_t>(op.stream);
     if (s >= static_cast<size_t>(schedules::kStreamCount))
       throw ScheduleError("program " + std::to_string(program_id) + " op " + std::to_string(i) +
                           ": stream " + std::to_string(s) + " out of range");
-    idx.pos_in_stream[i] = static_cast<uint32_t>(idx.stream_ops[s].size());
+    HotOp& h = idx.hot[i];
+    h.pos_in_stream = static_cast<uint32_t>(idx.stream_ops[s].size());
     idx.stream_ops[s].push_back(i);
+    if (op.dep_count > UINT16_MAX)
+      throw ScheduleError("program " + std::to_string(program_id) + " op " + std::to_string(i) + ": " +
+                          std::to_string(op.dep_count) + " dependencies (at most 65535)");
+    h.dep_begin = op.dep_begin;
+    h.dep_count = static_cast<uint16_t>(op.dep_count);
+    h.stream = static_cast<uint8_t>(s);
+    h.priority = op.priority;
+    if (op.kind == OpKind::Send) h.cls = HotOp::Send;
+    else if (op.kind == OpKind::Recv) h.cls = HotOp::Recv;
+    else if (op.is_communication()) h.cls = HotOp::Collective;
+    else if (op.labels.phase == schedules::Phase::Forward) h.cls = HotOp::ComputeForward;
+    else if (op.labels.phase == schedules::Phase::Backward || op.labels.phase == schedules::Phase::Recompute)
+      h.cls = HotOp::ComputeBackward;
     if (static_cast<size_t>(op.dep_begin) + op.dep_count > p.deps.size())
       throw ScheduleError("program " + std::to_string(program_id) + " op " + std::to_string(i) +
                           ": dependency range past the end of deps");
@@ -39,7 +52,7 @@ ProgramIndex index_program(const schedules::Program& p, size_t program_id, const
         throw ScheduleError("program " + std::to_string(program_id) + " op " + std::to_string(i) +
                             ": depends on op " + std::to_string(d) +
                             " which is not earlier in the program");
-    if (!op.is_communication()) idx.seconds[i] = device.seconds(op);
+    if (!op.is_communication()) h.seconds = device.seconds(op);
   }
   return idx;
 }
@@ -181,10 +194,12 @@ void Executor::start() {
 }
 
 bool Executor::deps_done(const Slot& sl, uint32_t op) const {
-  const auto& p = *sl.program;
-  const auto& idx = *sl.index;
-  for (uint32_t d : p.deps_of(op))
-    if (sl.stream_pos[static_cast<size_t>(p.ops[d].stream)] <= idx.pos_in_stream[d]) return false;
+  const HotOp* hot = sl.index->hot.data();
+  const uint32_t* deps = sl.program->deps.data() + hot[op].dep_begin;
+  for (uint32_t i = 0; i < hot[op].dep_count; ++i) {
+    const HotOp& d = hot[deps[i]];
+    if (sl.stream_pos[d.stream] <= d.pos_in_stream) return false;
+  }
   return true;
 }
 
@@ -201,7 +216,7 @@ void Executor::issue_ready(int32_t slot) {
     const auto& ops = sl.index->stream_ops[static_cast<size_t>(s)];
     const uint32_t pos = sl.stream_pos[static_cast<size_t>(s)];
     if (pos >= ops.size() || !deps_done(sl, ops[pos])) continue;
-    const int32_t p = sl.program->ops[ops[pos]].priority;
+    const int32_t p = sl.index->hot[ops[pos]].priority;
     int i = nc++;
     for (; i > 0 && prio[static_cast<size_t>(i - 1)] < p; --i) {
       cand[static_cast<size_t>(i)] = cand[static_cast<size_t>(i - 1)];
@@ -215,21 +230,24 @@ void Executor::issue_ready(int32_t slot) {
 
 void Executor::issue(int32_t slot, uint32_t op_index) {
   Slot& sl = slots_[static_cast<size_t>(slot)];
-  const Op& op = sl.program->ops[op_index];
+  const HotOp& h = sl.index->hot[op_index];
   const double now = backend_->now();
-  const auto st = static_cast<size_t>(op.stream);
-  sl.busy |= 1u << st;
-  sl.stream_start[st] = now;
+  sl.busy |= 1u << h.stream;
+  sl.stream_start[h.stream] = now;
   if (!sl.timing.empty()) sl.timing[op_index].start_s = now;
   sl.account.touch(now);
-  if (!op.is_communication()) {
-    sl.account.change(now, Activity::Compute, +1);
-    backend_->start_compute(slot, op_index, sl.index->seconds[op_index] / sl.speed);
-  } else if (is_p2p(op)) {
-    if (op.kind == OpKind::Recv) sl.account.change(now, Activity::RecvWait, +1);
+  switch (h.cls) {
+  case HotOp::Send:
+  case HotOp::Recv:
+    if (h.cls == HotOp::Recv) sl.account.change(now, Activity::RecvWait, +1);
     issue_p2p(slot, op_index);
-  } else {
+    return;
+  case HotOp::Collective:
     issue_collective(slot, op_index);
+    return;
+  default:
+    sl.account.change(now, Activity::Compute, +1);
+    backend_->start_compute(slot, op_index, h.seconds / sl.speed);
   }
 }
 
@@ -497,21 +515,18 @@ void Executor::on_job_fault(const std::string& why) { fail_job(why); }
 void Executor::complete_op(int32_t slot, uint32_t op_index, bool failed) {
   Slot& sl = slots_[static_cast<size_t>(slot)];
   const double now = backend_->now();
-  const Op& op = sl.program->ops[op_index];
-  const auto st = static_cast<size_t>(op.stream);
+  const HotOp& h = sl.index->hot[op_index];
+  const size_t st = h.stream;
   if (!sl.timing.empty()) {
     OpTiming& t = sl.timing[op_index];
     t.end_s = now;
     t.failed = failed;
   }
-  if (op.is_communication()) {
-    sl.account.change(now, activity_of(op), -1);
+  if (h.cls >= HotOp::Send) {
+    sl.account.change(now, activity_of(sl.program->ops[op_index]), -1);
   } else {
     sl.account.change(now, Activity::Compute, -1);
-    const double d = now - sl.stream_start[st];
-    if (op.labels.phase == schedules::Phase::Forward) sl.account.add_compute(true, d);
-    else if (op.labels.phase == schedules::Phase::Backward || op.labels.phase == schedules::Phase::Recompute)
-      sl.account.add_compute(false, d);
+    if (h.cls != HotOp::ComputeOther) sl.account.add_compute(h.cls == HotOp::ComputeForward, now - sl.stream_start[st]);
   }
   sl.account.touch(now);
   last_end_s_ = std::max(last_end_s_, now);
@@ -543,7 +558,7 @@ void Executor::check_finished() const {
          << " (" << op_name(static_cast<int32_t>(s), op) << ", " << schedules::to_string(o.kind) << "): ";
       int waiting = 0;
       for (uint32_t d : sl.program->deps_of(op))
-        if (sl.stream_pos[static_cast<size_t>(sl.program->ops[d].stream)] <= sl.index->pos_in_stream[d]) ++waiting;
+        if (sl.stream_pos[sl.index->hot[d].stream] <= sl.index->hot[d].pos_in_stream) ++waiting;
       if (waiting > 0) os << waiting << " dependencies not done;";
       else if (o.kind == OpKind::Send || o.kind == OpKind::Recv) os << "no matching " << (o.kind == OpKind::Send ? "recv" : "send") << " posted;";
       else if (o.is_collective()) os << "not every member of its " << schedules::to_string(o.group) << " group reached it;";

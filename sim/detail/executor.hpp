@@ -47,11 +47,24 @@ struct OpTiming {
   bool failed = false;
 };
 
+/// What the hot path reads of an op, packed in 24 bytes: when ranks drift apart (per-GPU
+/// speeds) each touches a different part of its program, and the full Op is several
+/// cache lines.
+struct HotOp {
+  enum Class : uint8_t { ComputeForward, ComputeBackward, ComputeOther, Send, Recv, Collective };
+  double seconds = 0;          // compute: device-model seconds at speed 1
+  uint32_t dep_begin = 0;
+  uint32_t pos_in_stream = 0;  // position in stream_ops[stream]
+  int32_t priority = 0;
+  uint16_t dep_count = 0;
+  uint8_t stream = 0;
+  Class cls = ComputeOther;
+};
+
 /// Per-program indexes shared by every rank running that program.
 struct ProgramIndex {
   std::array<std::vector<uint32_t>, schedules::kStreamCount> stream_ops;
-  std::vector<uint32_t> pos_in_stream; // op → its position in stream_ops[its stream]
-  std::vector<double> seconds;         // compute op → device-model seconds at speed 1
+  std::vector<HotOp> hot; // by op
 };
 
 inline constexpr int kGroupKinds = 5;
