@@ -14,10 +14,14 @@
 // one queue.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <queue>
 #include <vector>
 
+#include "schedules/error.hpp"
+#include "schedules/op.hpp"
 #include "sim/detail/backend.hpp"
 
 namespace twinscale::sim::detail {
@@ -55,7 +59,25 @@ private:
     double remaining_s; // nominal seconds left
   };
   struct Gpu {
-    std::vector<Running> running;
+    // ops running on the GPU: at most one per stream, kept inline (no pointer to chase)
+    struct RunningSet {
+      std::array<Running, schedules::kStreamCount> items{};
+      uint32_t count = 0;
+      bool empty() const { return count == 0; }
+      size_t size() const { return count; }
+      Running* begin() { return items.data(); }
+      Running* end() { return items.data() + count; }
+      Running& operator[](size_t i) { return items[i]; }
+      const Running& operator[](size_t i) const { return items[i]; }
+      void push_back(const Running& r) {
+        TWINSCALE_ASSERT(count < items.size(), "more compute ops running on a GPU than it has streams");
+        items[count++] = r;
+      }
+      void erase(Running* it) {
+        std::copy(it + 1, end(), it);
+        --count;
+      }
+    } running;
     double since = 0;
     bool comm_active = false;
     double speed = 1;
