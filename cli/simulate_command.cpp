@@ -20,6 +20,8 @@
 #include "schedules/schedule.hpp"
 #include "schedules/trace.hpp"
 #include "sim/estimate.hpp"
+#include "config/gpu_speeds.hpp"
+#include "sim/per_rank_csv.hpp"
 #include "sim/simulate.hpp"
 
 namespace twinscale::cli {
@@ -36,6 +38,10 @@ struct SimulateArgs {
   int channels = 2;
   bool no_aggregate = false;
   bool ideal_collectives = false;
+  bool every_rank = false;
+  std::string gpu_speed_dist;
+  std::string gpu_speed_file;
+  uint64_t speed_seed = 1;
   std::string trace_file;
   std::string ranks;
   std::string per_rank_csv;
@@ -169,20 +175,6 @@ std::string report_table(const sim::SimReport& r, const schedules::Schedule& s, 
   return o.str();
 }
 
-std::string per_rank_csv(const sim::SimReport& r) {
-  std::ostringstream o;
-  o << "rank,tp,pp,dp,forward_s,backward_s,comm_wait_s\n";
-  char buf[160];
-  for (const auto& t : r.per_rank) {
-    std::snprintf(buf, sizeof buf, "%lld,%lld,%lld,%lld,%.9f,%.9f,%.9f\n", static_cast<long long>(t.rank),
-                  static_cast<long long>(t.tp), static_cast<long long>(t.pp), static_cast<long long>(t.dp),
-                  t.forward_s, t.backward_s, t.comm_wait_s);
-    o << buf;
-  }
-  return o.str();
-}
-
-
 int run_simulate(const SimulateArgs& a) {
   config::ScenarioSpec spec;
   spec.job = a.job.load();
@@ -194,15 +186,26 @@ int run_simulate(const SimulateArgs& a) {
   spec.sim.mode = config::parse_sim_mode(a.mode, "--mode");
   spec.sim.channels = a.channels;
   spec.sim.aggregate = !a.no_aggregate;
+  spec.sim.every_rank = a.every_rank;
   spec.sim.all_reduce_algorithm = config::parse_all_reduce_algorithm(a.algorithm, "--algorithm");
   spec.sim.nccl.model_protocols = !a.ideal_collectives;
   spec.calibration_file = a.calibration_file;
   spec.faults_file = a.faults_file;
   config::Scenario scenario(spec);
+  std::vector<double> speeds;
+  if (!a.gpu_speed_dist.empty()) speeds = config::draw_gpu_speeds(a.gpu_speed_dist, scenario.fabric().gpus(), a.speed_seed);
+  if (!a.gpu_speed_file.empty()) {
+    const auto from_file = config::read_gpu_speed_file(a.gpu_speed_file, scenario.fabric(), scenario.gpu_of_rank());
+    if (speeds.empty()) speeds = from_file;
+    else
+      for (size_t g = 0; g < speeds.size(); ++g) speeds[g] *= from_file[g];
+  }
+  if (!speeds.empty()) scenario.set_gpu_speed(std::move(speeds));
   const schedules::Schedule& schedule = scenario.schedule();
   const std::string& cluster_name = scenario.cluster_name();
   if (!a.trace_file.empty()) scenario.record_trace(a.ranks.empty() ? std::vector<int64_t>{}
                                                                     : parse_ranks(a.ranks, schedule.world()));
+  scenario.check_fits();
   std::cerr << "twinscale simulate: " << schedule.world() << " ranks, " << schedule.programs.size()
             << " programs, fabric " << scenario.fabric().links().size() << " links; " << a.mode << " mode\n";
   const sim::SimReport r = scenario.simulate();
@@ -214,7 +217,7 @@ int run_simulate(const SimulateArgs& a) {
     schedules::write_chrome_trace(r.trace, schedule, t);
     write_file_atomically(a.trace_file, t.str());
   }
-  if (!a.per_rank_csv.empty()) write_file_atomically(a.per_rank_csv, per_rank_csv(r));
+  if (!a.per_rank_csv.empty()) write_file_atomically(a.per_rank_csv, sim::per_rank_csv(r));
   std::cout << (a.json ? report_json(r, schedule, cluster_name, a) : report_table(r, schedule, cluster_name, a));
   return 0; // a job that failed under faults is a result ("completed": false), not an error
 }
@@ -235,6 +238,13 @@ void add_simulate_command(CLI::App& app, Action& action) {
   cmd->add_flag("--no-aggregate", args->no_aggregate, "execute every rank and every ring step (small jobs)");
   cmd->add_flag("--ideal-collectives", args->ideal_collectives,
                 "collectives without NCCL's protocol costs (Simple bandwidth, fabric latencies only): what-ifs, error budgets");
+  cmd->add_flag("--every-rank", args->every_rank,
+                "execute every rank at its GPU's speed, keeping the closed forms and merged ring steps");
+  cmd->add_option("--gpu-speed-dist", args->gpu_speed_dist,
+                  "per-GPU compute speed factors drawn from normal:SIGMA, uniform:LO:HI or lognormal:SIGMA");
+  cmd->add_option("--gpu-speed-file", args->gpu_speed_file,
+                  "per-GPU speed factors, CSV scope,index,factor (scope rank, gpu or server; factors multiply)");
+  cmd->add_option("--speed-seed", args->speed_seed, "seed of --gpu-speed-dist");
   cmd->add_option("--trace", args->trace_file, "write a Chrome trace (Perfetto) of the executed ranks");
   cmd->add_option("--ranks", args->ranks, "ranks to trace, e.g. 0-7,64");
   cmd->add_option("--per-rank-csv", args->per_rank_csv, "write rank,tp,pp,dp,forward_s,backward_s,comm_wait_s");

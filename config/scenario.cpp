@@ -122,9 +122,13 @@ void Scenario::record_trace(std::vector<int64_t> ranks) {
   options_.trace_ranks = std::move(ranks);
 }
 
+void Scenario::check_fits() const {
+  sim::check_simulation_fits(schedule_.job, options_.mode,
+                             options_.aggregate && !options_.every_rank && options_.gpu_speed.empty());
+}
+
 sim::SimReport Scenario::simulate() const {
-  // Refuse up front (one line: the estimate and how to proceed) a run that would not fit.
-  sim::check_simulation_fits(schedule_.job, options_.mode, options_.aggregate);
+  check_fits();
   return sim::simulate(schedule_, fabric_, gpu_of_rank_, options_);
 }
 

@@ -72,7 +72,12 @@ public:
   const sim::SimOptions& options() const { return options_; }
 
   /// Switches the simulator mode (e.g. a benchmark timing both on one setup).
+  /// Refuses (sim::check_simulation_fits: one line with the estimate and how to proceed)
+  /// a simulation that would not fit in this machine's memory; simulate() calls it too.
+  void check_fits() const;
   void set_mode(sim::SimMode mode) { options_.mode = mode; }
+  /// Per-GPU compute speed factors (indexed by fabric GPU; see SimOptions::gpu_speed).
+  void set_gpu_speed(std::vector<double> speed) { options_.gpu_speed = std::move(speed); }
   /// Records a trace of `ranks` (empty: every executed rank) in the next simulate().
   void record_trace(std::vector<int64_t> ranks);
   sim::SimReport simulate() const;

@@ -14,7 +14,6 @@
 
 #include "schedules/error.hpp"
 #include "sim/detail/analytic_backend.hpp"
-#include "sim/detail/breakdown.hpp"
 #include "sim/detail/executor.hpp"
 #include "sim/detail/flow_backend.hpp"
 #include "sim/detail/network_paths.hpp"
@@ -74,8 +73,9 @@ SimReport run_in_process(const schedules::Schedule& schedule, const topology::Fa
   options.nccl = resolve_nccl(user_options.nccl, spec);
   detail::NetworkPaths paths(fabric, options.seed, options.ecmp, *options.nvlink_efficiency,
                              *options.network_efficiency, options.nccl.pxn);
-  // The executed pipeline (aggregated runs): the one holding the most slowed GPU of a
-  // fault plan, since every DP/TP collective makes its whole stage wait for it.
+  // The executed pipeline (symmetric runs): the one holding the most slowed GPU of a
+  // fault plan, since every DP/TP collective makes its whole stage wait for it. Runs
+  // that execute every rank apply each slowdown to its own GPU instead.
   schedules::RankCoord representative{};
   if (options.faults != nullptr) {
     if (options.mode == SimMode::Analytic)
@@ -90,7 +90,11 @@ SimReport run_in_process(const schedules::Schedule& schedule, const topology::Fa
         }
     }
   }
-  detail::Executor ex(schedule, gpu_of_rank, options, device, paths, options.aggregate, representative);
+  for (int64_t rank : options.trace_ranks)
+    if (rank < 0 || rank >= schedule.layout.world())
+      throw SimError("trace ranks: rank " + std::to_string(rank) + " outside 0.." +
+                     std::to_string(schedule.layout.world() - 1));
+  detail::Executor ex(schedule, gpu_of_rank, options, device, paths, representative);
   std::unique_ptr<detail::Backend> backend;
   if (options.mode == SimMode::Analytic)
     backend = std::make_unique<detail::AnalyticBackend>(ex, ex.slot_ranks().size(), params.nccl_compute_slowdown);
@@ -111,10 +115,9 @@ SimReport run_in_process(const schedules::Schedule& schedule, const topology::Fa
   r.incidents = ex.incidents();
 
   const auto& slots = ex.slot_ranks();
-  double makespan = 0;
-  for (size_t s = 0; s < slots.size(); ++s)
-    for (const auto& t : ex.timings(static_cast<int32_t>(s))) makespan = std::max(makespan, t.end_s);
+  double makespan = ex.last_end_s();
   if (ex.job_failed()) makespan = ex.failure_time_s();
+  ex.finish(makespan);
   r.makespan_s = makespan;
   const auto iterations = std::max<int64_t>(1, schedule.job.options.iterations);
   r.iteration_time_s = makespan / static_cast<double>(iterations);
@@ -129,30 +132,34 @@ SimReport run_in_process(const schedules::Schedule& schedule, const topology::Fa
   }
 
   // Breakdowns: every executed rank stands for the same number of ranks.
-  std::vector<Breakdown> by_slot(slots.size());
   std::vector<RankTimes> times(slots.size());
   r.per_stage.assign(static_cast<size_t>(L.pp), Breakdown{});
   std::vector<int64_t> per_stage_count(static_cast<size_t>(L.pp), 0);
   for (size_t s = 0; s < slots.size(); ++s) {
-    const auto& program = schedule.program(slots[s]);
-    by_slot[s] = detail::rank_breakdown(program, ex.timings(static_cast<int32_t>(s)), makespan, L.pp > 1);
-    times[s] = detail::rank_times(program, ex.timings(static_cast<int32_t>(s)), by_slot[s]);
-    add(r.breakdown, by_slot[s], 1.0 / static_cast<double>(slots.size()));
+    const auto& acc = ex.account(static_cast<int32_t>(s));
+    const Breakdown& b = acc.breakdown();
+    times[s].forward_s = acc.forward_s();
+    times[s].backward_s = acc.backward_s();
+    times[s].comm_wait_s = b.exposed_tp_s + b.exposed_pp_s + b.exposed_dp_s + b.bubble_s;
+    add(r.breakdown, b, 1.0 / static_cast<double>(slots.size()));
     ++per_stage_count[static_cast<size_t>(L.coord(slots[s]).pp)];
   }
   for (size_t s = 0; s < slots.size(); ++s) {
     const auto pp = static_cast<size_t>(L.coord(slots[s]).pp);
-    add(r.per_stage[pp], by_slot[s], 1.0 / static_cast<double>(per_stage_count[pp]));
+    add(r.per_stage[pp], ex.account(static_cast<int32_t>(s)).breakdown(), 1.0 / static_cast<double>(per_stage_count[pp]));
   }
   r.per_rank.resize(static_cast<size_t>(L.world()));
+  r.per_rank_breakdown.resize(static_cast<size_t>(L.world()));
   for (int64_t rank = 0; rank < L.world(); ++rank) {
-    RankTimes t = times[static_cast<size_t>(ex.representative_slot(rank))];
+    const int32_t slot = ex.representative_slot(rank);
+    RankTimes t = times[static_cast<size_t>(slot)];
     const auto c = L.coord(rank);
     t.rank = rank;
     t.tp = c.tp;
     t.pp = c.pp;
     t.dp = c.dp;
     r.per_rank[static_cast<size_t>(rank)] = t;
+    r.per_rank_breakdown[static_cast<size_t>(rank)] = ex.account(slot).breakdown();
   }
 
   if (options.record_trace) {

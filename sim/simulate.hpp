@@ -17,7 +17,9 @@
 //    different collectives is ignored.
 //
 // Aggregation (SimOptions::aggregate, on by default), each shortcut tested against the
-// unaggregated run on small cases (tests/sim/):
+// unaggregated run on small cases (tests/sim/). SimOptions::every_rank (or unequal
+// SimOptions::gpu_speed factors) turns off the symmetry alone: every rank is executed at
+// its GPU's speed while the closed forms and merged ring steps stay:
 //  - Symmetry: when every rank of a pipeline stage runs the same program, only the ranks
 //    (tp 0, dp 0, pp) are executed; other ranks behave identically because every DP/TP
 //    collective synchronises them and their programs are equal. Data-parallel (and
@@ -62,7 +64,11 @@ struct SimOptions {
   uint64_t seed = 1;                                       // ECMP hash salt
   topology::EcmpPolicy ecmp = topology::EcmpPolicy::Hash;
   CollectiveAlgorithm all_reduce_algorithm = CollectiveAlgorithm::Ring;
-  bool aggregate = true;          // symmetry + merged ring steps (see header comment)
+  bool aggregate = true;          // symmetry + closed forms + merged ring steps (header comment)
+  bool every_rank = false;        // execute every rank (own GPU speed), keep the shortcuts
+  /// Compute speed factor per fabric GPU (1 = nominal; 0.9: ops take 1/0.9 as long);
+  /// empty: every GPU at 1. Unequal factors execute every rank.
+  std::vector<double> gpu_speed;
   int channels = 2;               // NCCL channels asked for: rings use a multiple of the
                                   // NICs a group's GPUs use per server, at least this many
   NcclParams nccl;                // protocols (LL/LL128/Simple), latencies, PXN
@@ -121,11 +127,12 @@ struct SimReport {
   double mfu = 0;
   Breakdown breakdown;              // average over ranks
   std::vector<Breakdown> per_stage; // average over the ranks of each pipeline stage
-  std::vector<RankTimes> per_rank;  // every rank (aggregated runs: from its representative)
+  std::vector<RankTimes> per_rank;  // every rank (symmetric runs: from its representative)
+  std::vector<Breakdown> per_rank_breakdown; // every rank, same rule
   std::vector<OpIncident> incidents;
   schedules::Trace trace;           // when SimOptions::record_trace
   // Statistics of the run.
-  bool aggregated = false;          // symmetry used
+  bool aggregated = false;          // symmetry used (one pipeline executed)
   int64_t executed_ranks = 0;
   int64_t ops_executed = 0;
   int64_t flows = 0;                // network flows put on the fabric (flow mode)

@@ -7,7 +7,9 @@
 namespace twinscale::sim::detail {
 
 EventCore::EventCore(CompletionListener& listener, size_t slots, double slowdown)
-    : listener_(listener), slowdown_(slowdown), gpus_(slots) {}
+    : listener_(listener), slowdown_(slowdown), gpus_(slots), heap_pos_(slots, -1) {
+  heap_.reserve(slots);
+}
 
 double EventCore::rate(const Gpu& g) const {
   const double base = g.speed * (g.comm_active ? 1.0 / (1.0 + slowdown_) : 1.0);
@@ -21,18 +23,77 @@ void EventCore::advance(Gpu& g) {
   g.since = now_;
 }
 
+void EventCore::heap_up(size_t i) {
+  const HeapEntry e = heap_[i];
+  while (i > 0) {
+    const size_t parent = (i - 1) / 2;
+    if (!(e < heap_[parent])) break;
+    heap_place(i, heap_[parent]);
+    i = parent;
+  }
+  heap_place(i, e);
+}
+
+void EventCore::heap_down(size_t i) {
+  const HeapEntry e = heap_[i];
+  const size_t n = heap_.size();
+  for (;;) {
+    size_t child = 2 * i + 1;
+    if (child >= n) break;
+    if (child + 1 < n && heap_[child + 1] < heap_[child]) ++child;
+    if (!(heap_[child] < e)) break;
+    heap_place(i, heap_[child]);
+    i = child;
+  }
+  heap_place(i, e);
+}
+
+void EventCore::heap_remove(int32_t slot) {
+  const int32_t pos = heap_pos_[static_cast<size_t>(slot)];
+  if (pos < 0) return;
+  const auto i = static_cast<size_t>(pos);
+  heap_pos_[static_cast<size_t>(slot)] = -1;
+  const HeapEntry last = heap_.back();
+  heap_.pop_back();
+  if (i == heap_.size()) return;
+  heap_place(i, last);
+  heap_up(i);
+  heap_down(static_cast<size_t>(heap_pos_[static_cast<size_t>(last.slot)]));
+}
+
 void EventCore::reschedule(int32_t slot) {
   Gpu& g = gpus_[static_cast<size_t>(slot)];
-  ++g.version;
-  if (g.running.empty()) return;
+  if (g.running.empty()) {
+    if (slot != completing_) heap_remove(slot);
+    return;
+  }
   // the op with the least work left finishes first (ties: the earliest started)
   size_t first = 0;
   for (size_t i = 1; i < g.running.size(); ++i)
     if (g.running[i].remaining_s < g.running[first].remaining_s) first = i;
   const double r = rate(g);
-  const double at = r > 0 ? now_ + g.running[first].remaining_s / r : now_ + 1e300;
-  queue_.push({at, seq_++, Kind::Compute, slot, g.running[first].op, g.version, 0});
+  const HeapEntry e{r > 0 ? now_ + g.running[first].remaining_s / r : now_ + 1e300, seq_++, slot};
+  g.next_op = g.running[first].op;
+  const int32_t pos = heap_pos_[static_cast<size_t>(slot)];
+  if (pos < 0) {
+    heap_.push_back(e);
+    heap_up(heap_.size() - 1);
+  } else {
+    heap_[static_cast<size_t>(pos)] = e;
+    heap_up(static_cast<size_t>(pos));
+    heap_down(static_cast<size_t>(heap_pos_[static_cast<size_t>(slot)]));
+  }
 }
+
+bool EventCore::compute_first() const {
+  if (heap_.empty()) return false;
+  if (queue_.empty()) return true;
+  const HeapEntry& h = heap_.front();
+  const Event& e = queue_.top();
+  return h.time != e.time ? h.time < e.time : h.seq < e.seq;
+}
+
+double EventCore::next_time() const { return compute_first() ? heap_.front().time : queue_.top().time; }
 
 void EventCore::start_compute(int32_t slot, uint32_t op, double seconds) {
   Gpu& g = gpus_[static_cast<size_t>(slot)];
@@ -50,42 +111,45 @@ void EventCore::set_comm_active(int32_t slot, bool active) {
 }
 
 void EventCore::add_timer(double at, uint32_t comm_id) {
-  queue_.push({at, seq_++, Kind::Timer, -1, comm_id, 0, 0});
+  queue_.push({at, seq_++, Kind::Timer, -1, comm_id, 0});
 }
 
 void EventCore::add_speed_change(double at, int32_t slot, double speed) {
-  queue_.push({at, seq_++, Kind::Speed, slot, 0, 0, speed});
+  queue_.push({at, seq_++, Kind::Speed, slot, 0, speed});
 }
 
 void EventCore::dispatch_next() {
-  const Event e = queue_.top();
-  queue_.pop();
-  switch (e.kind) {
-  case Kind::Timer:
-    now_ = e.time;
-    listener_.on_comm_done(e.id, false, 0.0);
-    return;
-  case Kind::Speed: {
-    now_ = e.time;
-    Gpu& g = gpus_[static_cast<size_t>(e.slot)];
+  if (compute_first()) {
+    const int32_t slot = heap_.front().slot;
+    Gpu& g = gpus_[static_cast<size_t>(slot)];
+    now_ = heap_.front().time;
+    const uint32_t op = g.next_op;
     advance(g);
-    g.speed = e.speed;
-    reschedule(e.slot);
-    return;
-  }
-  case Kind::Compute: {
-    Gpu& g = gpus_[static_cast<size_t>(e.slot)];
-    if (g.version != e.version) return; // rescheduled since
-    now_ = e.time;
-    advance(g);
-    auto it = std::find_if(g.running.begin(), g.running.end(), [&](const Running& r) { return r.op == e.id; });
+    auto it = std::find_if(g.running.begin(), g.running.end(), [&](const Running& r) { return r.op == op; });
     TWINSCALE_ASSERT(it != g.running.end(), "completed compute op not running");
     g.running.erase(it);
-    reschedule(e.slot);
-    listener_.on_compute_done(e.slot, e.id);
+    // The GPU's entry stays on top while the listener runs: when it starts the rank's
+    // next compute op (the common case) the entry moves down once instead of being
+    // removed and pushed again. Nothing is dispatched meanwhile, so the stale entry is
+    // never popped.
+    completing_ = slot;
+    reschedule(slot);
+    listener_.on_compute_done(slot, op);
+    completing_ = -1;
+    if (g.running.empty()) heap_remove(slot);
     return;
   }
+  const Event e = queue_.top();
+  queue_.pop();
+  now_ = e.time;
+  if (e.kind == Kind::Timer) {
+    listener_.on_comm_done(e.id, false, 0.0);
+    return;
   }
+  Gpu& g = gpus_[static_cast<size_t>(e.slot)];
+  advance(g);
+  g.speed = e.speed;
+  reschedule(e.slot);
 }
 
 } // namespace twinscale::sim::detail

@@ -6,12 +6,22 @@
 // NCCL kernels move data, where speed is 1 or the factor of a fault plan's slowdown
 // (events added with add_speed_change). Rates are re-derived and completions
 // rescheduled whenever any of that changes, so slowdowns apply exactly to the overlap.
+//
+// Cost: each GPU has at most one pending completion, kept in an indexed binary heap
+// (one entry per GPU, moved in place when rescheduled: no stale events pile up, which
+// in a plain queue made half the pops wasted at every-rank scale); timers and speed
+// changes live in a second heap. Ties between the two break by insertion order, as in
+// one queue.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <queue>
 #include <vector>
 
+#include "schedules/error.hpp"
+#include "schedules/op.hpp"
 #include "sim/detail/backend.hpp"
 
 namespace twinscale::sim::detail {
@@ -28,20 +38,19 @@ public:
   /// From `at` on, `slot`'s GPU computes at `speed` (1 = nominal).
   void add_speed_change(double at, int32_t slot, double speed);
 
-  bool empty() const { return queue_.empty(); }
-  double next_time() const { return queue_.top().time; }
+  bool empty() const { return queue_.empty() && heap_.empty(); }
+  double next_time() const;
   /// Pops the next event, sets now() to its time and reports it to the listener.
   void dispatch_next();
 
 private:
-  enum class Kind : uint8_t { Compute, Timer, Speed };
+  enum class Kind : uint8_t { Timer, Speed };
   struct Event {
     double time;
     uint64_t seq;
     Kind kind;
     int32_t slot;
-    uint32_t id;       // op (compute), comm id (timer)
-    uint64_t version;  // compute: valid only if equal to the slot's version
+    uint32_t id;       // comm id (timer)
     double speed;      // speed change
     bool operator>(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
   };
@@ -50,21 +59,56 @@ private:
     double remaining_s; // nominal seconds left
   };
   struct Gpu {
-    std::vector<Running> running;
+    // ops running on the GPU: at most one per stream, kept inline (no pointer to chase)
+    struct RunningSet {
+      std::array<Running, schedules::kStreamCount> items{};
+      uint32_t count = 0;
+      bool empty() const { return count == 0; }
+      size_t size() const { return count; }
+      Running* begin() { return items.data(); }
+      Running* end() { return items.data() + count; }
+      Running& operator[](size_t i) { return items[i]; }
+      const Running& operator[](size_t i) const { return items[i]; }
+      void push_back(const Running& r) {
+        TWINSCALE_ASSERT(count < items.size(), "more compute ops running on a GPU than it has streams");
+        items[count++] = r;
+      }
+      void erase(Running* it) {
+        std::copy(it + 1, end(), it);
+        --count;
+      }
+    } running;
     double since = 0;
-    uint64_t version = 0;
     bool comm_active = false;
     double speed = 1;
+    uint32_t next_op = 0; // its pending completion (while in the heap)
+  };
+  struct HeapEntry {
+    double time;
+    uint64_t seq;
+    int32_t slot;
+    bool operator<(const HeapEntry& o) const { return time != o.time ? time < o.time : seq < o.seq; }
   };
   double rate(const Gpu& g) const;
   void advance(Gpu& g);
   void reschedule(int32_t slot);
+  void heap_place(size_t i, const HeapEntry& e) {
+    heap_[i] = e;
+    heap_pos_[static_cast<size_t>(e.slot)] = static_cast<int32_t>(i);
+  }
+  void heap_up(size_t i);
+  void heap_down(size_t i);
+  void heap_remove(int32_t slot);
+  bool compute_first() const;
 
   CompletionListener& listener_;
   double slowdown_;
   double now_ = 0;
   uint64_t seq_ = 0;
   std::vector<Gpu> gpus_;
+  std::vector<HeapEntry> heap_;  // GPUs with a pending completion, min (time, seq) on top
+  std::vector<int32_t> heap_pos_; // by slot: index in heap_, −1 if none
+  int32_t completing_ = -1;       // slot whose completion the listener is handling
   std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;
 };
 

@@ -16,101 +16,166 @@ using schedules::Stream;
 
 namespace {
 
-ProgramIndex index_program(const schedules::Program& p, size_t program_id) {
+ProgramIndex index_program(const schedules::Program& p, size_t program_id, const DeviceModel& device) {
   ProgramIndex idx;
-  std::vector<uint32_t> count(p.ops.size() + 1, 0);
+  idx.hot.resize(p.ops.size());
   for (uint32_t i = 0; i < p.ops.size(); ++i) {
     const Op& op = p.ops[i];
     const auto s = static_cast<size_t>(op.stream);
     if (s >= static_cast<size_t>(schedules::kStreamCount))
       throw ScheduleError("program " + std::to_string(program_id) + " op " + std::to_string(i) +
                           ": stream " + std::to_string(s) + " out of range");
+    HotOp& h = idx.hot[i];
+    h.pos_in_stream = static_cast<uint32_t>(idx.stream_ops[s].size());
     idx.stream_ops[s].push_back(i);
+    if (op.dep_count > UINT16_MAX)
+      throw ScheduleError("program " + std::to_string(program_id) + " op " + std::to_string(i) + ": " +
+                          std::to_string(op.dep_count) + " dependencies (at most 65535)");
+    h.dep_begin = op.dep_begin;
+    h.dep_count = static_cast<uint16_t>(op.dep_count);
+    h.stream = static_cast<uint8_t>(s);
+    h.priority = op.priority;
+    if (op.kind == OpKind::Send) h.cls = HotOp::Send;
+    else if (op.kind == OpKind::Recv) h.cls = HotOp::Recv;
+    else if (op.is_communication()) h.cls = HotOp::Collective;
+    else if (op.labels.phase == schedules::Phase::Forward) h.cls = HotOp::ComputeForward;
+    else if (op.labels.phase == schedules::Phase::Backward || op.labels.phase == schedules::Phase::Recompute)
+      h.cls = HotOp::ComputeBackward;
     if (static_cast<size_t>(op.dep_begin) + op.dep_count > p.deps.size())
       throw ScheduleError("program " + std::to_string(program_id) + " op " + std::to_string(i) +
                           ": dependency range past the end of deps");
-    for (uint32_t d : p.deps_of(op)) {
+    for (uint32_t d : p.deps_of(op))
       if (d >= i)
         throw ScheduleError("program " + std::to_string(program_id) + " op " + std::to_string(i) +
                             ": depends on op " + std::to_string(d) +
                             " which is not earlier in the program");
-      ++count[d];
-    }
+    if (!op.is_communication()) h.seconds = device.seconds(op);
   }
-  idx.dependents_begin.assign(p.ops.size() + 1, 0);
-  for (size_t i = 0; i < p.ops.size(); ++i) idx.dependents_begin[i + 1] = idx.dependents_begin[i] + count[i];
-  idx.dependents.resize(idx.dependents_begin.back());
-  std::vector<uint32_t> fill(idx.dependents_begin.begin(), idx.dependents_begin.end() - 1);
-  for (uint32_t i = 0; i < p.ops.size(); ++i)
-    for (uint32_t d : p.deps_of(p.ops[i])) idx.dependents[fill[d]++] = i;
   return idx;
 }
 
 bool is_p2p(const Op& op) { return op.kind == OpKind::Send || op.kind == OpKind::Recv; }
 
+Activity activity_of(const Op& op) {
+  if (is_p2p(op)) return Activity::Pp;
+  return op.group == GroupKind::Tp ? Activity::Tp : Activity::Dp;
+}
+
+uint64_t collective_key(GroupKind kind, int64_t first, uint32_t seq) {
+  return (static_cast<uint64_t>(kind) << 61) | (static_cast<uint64_t>(first) << 32) | seq;
+}
+
 } // namespace
 
 Executor::Executor(const schedules::Schedule& schedule, const std::vector<int64_t>& gpu_of_rank,
                    const SimOptions& options, const DeviceModel& device, const NetworkPaths& paths,
-                   bool aggregate, schedules::RankCoord representative)
+                   schedules::RankCoord representative)
     : schedule_(schedule), gpu_of_rank_(gpu_of_rank), options_(options), device_(device), paths_(paths),
       collectives_(paths, options), rep_(representative) {
   const auto& L = schedule_.layout;
   const int64_t world = L.world();
+  if (world >= (int64_t{1} << 29)) throw ScheduleError("schedule: " + std::to_string(world) + " ranks (at most 2^29)");
   if (static_cast<int64_t>(schedule_.program_of_rank.size()) != world)
     throw ScheduleError("schedule: program_of_rank has " + std::to_string(schedule_.program_of_rank.size()) +
                         " entries, the layout has " + std::to_string(world) + " ranks");
   if (static_cast<int64_t>(gpu_of_rank_.size()) != world)
     throw ScheduleError("placement: " + std::to_string(gpu_of_rank_.size()) + " GPUs given for " +
                         std::to_string(world) + " ranks");
+  const int64_t gpus = paths_.fabric().gpus();
   for (int64_t r = 0; r < world; ++r) {
     const int64_t g = gpu_of_rank_[static_cast<size_t>(r)];
-    if (g < 0 || g >= paths_.fabric().gpus())
+    if (g < 0 || g >= gpus)
       throw ScheduleError("placement: rank " + std::to_string(r) + " on GPU " + std::to_string(g) +
-                          ", the fabric has GPUs 0.." + std::to_string(paths_.fabric().gpus() - 1));
+                          ", the fabric has GPUs 0.." + std::to_string(gpus - 1));
     if (schedule_.program_of_rank[static_cast<size_t>(r)] >= schedule_.programs.size())
       throw ScheduleError("schedule: rank " + std::to_string(r) + " names program " +
                           std::to_string(schedule_.program_of_rank[static_cast<size_t>(r)]) + " of " +
                           std::to_string(schedule_.programs.size()));
   }
-  for (size_t p = 0; p < schedule_.programs.size(); ++p) program_index_.push_back(index_program(schedule_.programs[p], p));
-
-  // Symmetry holds when every rank of a stage runs its stage's program and p2p only
-  // travels along pipelines (so the executed ranks only ever talk to executed ranks).
-  aggregated_ = aggregate;
-  for (int64_t r = 0; aggregated_ && r < world; ++r) {
-    const auto c = L.coord(r);
-    if (schedule_.program_of_rank[static_cast<size_t>(r)] != schedule_.program_of_rank[static_cast<size_t>(L.rank({rep_.tp, rep_.dp, c.pp}))])
-      aggregated_ = false;
+  if (!options_.gpu_speed.empty() && static_cast<int64_t>(options_.gpu_speed.size()) != gpus)
+    throw std::invalid_argument("gpu speeds: " + std::to_string(options_.gpu_speed.size()) +
+                                " factors given, the fabric has " + std::to_string(gpus) + " GPUs");
+  for (size_t g = 0; g < options_.gpu_speed.size(); ++g) {
+    const double f = options_.gpu_speed[g];
+    if (!(f > 0) || !(f < 1e6))
+      throw std::invalid_argument("gpu speeds: GPU " + std::to_string(g) + " has factor " + std::to_string(f) +
+                                  " (valid: a finite number > 0, 1 = nominal)");
   }
-  for (size_t p = 0; aggregated_ && p < schedule_.programs.size(); ++p)
-    for (const Op& op : schedule_.programs[p].ops)
-      if (is_p2p(op) && op.group != GroupKind::Pp && op.group != GroupKind::Embedding) aggregated_ = false;
+  for (size_t p = 0; p < schedule_.programs.size(); ++p)
+    program_index_.push_back(index_program(schedule_.programs[p], p, device_));
+
+  shortcuts_ = options_.aggregate;
+  decide_symmetry();
 
   slot_of_rank_.assign(static_cast<size_t>(world), -1);
-  if (aggregated_) {
+  if (symmetric_) {
     for (int64_t pp = 0; pp < L.pp; ++pp) slot_rank_.push_back(L.rank({rep_.tp, rep_.dp, pp}));
   } else {
+    slot_rank_.reserve(static_cast<size_t>(world));
     for (int64_t r = 0; r < world; ++r) slot_rank_.push_back(r);
+  }
+  for (size_t s = 0; s < slot_rank_.size(); ++s) slot_of_rank_[static_cast<size_t>(slot_rank_[s])] = static_cast<int32_t>(s);
+
+  std::vector<bool> traced(slot_rank_.size(), false);
+  if (options_.record_trace) {
+    if (options_.trace_ranks.empty()) traced.assign(slot_rank_.size(), true);
+    for (int64_t r : options_.trace_ranks)
+      if (r >= 0 && r < world) traced[static_cast<size_t>(representative_slot(r))] = true;
   }
   slots_.resize(slot_rank_.size());
   for (size_t s = 0; s < slot_rank_.size(); ++s) {
     Slot& sl = slots_[s];
     sl.rank = slot_rank_[s];
-    slot_of_rank_[static_cast<size_t>(sl.rank)] = static_cast<int32_t>(s);
     const uint32_t pid = schedule_.program_of_rank[static_cast<size_t>(sl.rank)];
     sl.program = &schedule_.programs[pid];
     sl.index = &program_index_[pid];
-    sl.deps_left.resize(sl.program->ops.size());
-    for (size_t i = 0; i < sl.program->ops.size(); ++i) sl.deps_left[i] = sl.program->ops[i].dep_count;
-    sl.timing.resize(sl.program->ops.size());
+    const int64_t gpu = gpu_of_rank_[static_cast<size_t>(sl.rank)];
+    sl.speed = options_.gpu_speed.empty() ? 1.0 : options_.gpu_speed[static_cast<size_t>(gpu)];
+    sl.account.set_pipelined(L.pp > 1);
+    if (traced[s]) sl.timing.resize(sl.program->ops.size());
     ops_total_ += static_cast<int64_t>(sl.program->ops.size());
-    slot_gpu_.push_back(gpu_of_rank_[static_cast<size_t>(sl.rank)]);
+    slot_gpu_.push_back(gpu);
+  }
+  // Group of each slot per kind: its first member and how many members are executed.
+  for (Slot& sl : slots_) {
+    for (int k = 0; k < kGroupKinds; ++k) {
+      const auto ki = static_cast<size_t>(k);
+      if (k == static_cast<int>(GroupKind::World)) {
+        sl.group_first[ki] = 0;
+        sl.group_needed[ki] = static_cast<int32_t>(slots_.size());
+        continue;
+      }
+      const auto members = L.group_members(static_cast<GroupKind>(k), sl.rank);
+      sl.group_first[ki] = members.front();
+      for (int64_t m : members) sl.group_needed[ki] += slot_of_rank_[static_cast<size_t>(m)] >= 0 ? 1 : 0;
+    }
+  }
+}
+
+/// Symmetry holds when every rank of a stage runs its stage's program at one speed and
+/// p2p only travels along pipelines (so the executed ranks only ever talk to executed
+/// ranks).
+void Executor::decide_symmetry() {
+  const auto& L = schedule_.layout;
+  symmetric_ = options_.aggregate && !options_.every_rank;
+  for (int64_t r = 0; symmetric_ && r < L.world(); ++r) {
+    const auto c = L.coord(r);
+    if (schedule_.program_of_rank[static_cast<size_t>(r)] !=
+        schedule_.program_of_rank[static_cast<size_t>(L.rank({rep_.tp, rep_.dp, c.pp}))])
+      symmetric_ = false;
+  }
+  for (size_t p = 0; symmetric_ && p < schedule_.programs.size(); ++p)
+    for (const Op& op : schedule_.programs[p].ops)
+      if (is_p2p(op) && op.group != GroupKind::Pp && op.group != GroupKind::Embedding) symmetric_ = false;
+  if (symmetric_ && !options_.gpu_speed.empty()) {
+    const double first = options_.gpu_speed[static_cast<size_t>(gpu_of_rank_[0])];
+    for (int64_t r = 0; symmetric_ && r < L.world(); ++r)
+      if (options_.gpu_speed[static_cast<size_t>(gpu_of_rank_[static_cast<size_t>(r)])] != first) symmetric_ = false;
   }
 }
 
 int32_t Executor::representative_slot(int64_t rank) const {
-  if (!aggregated_) return slot_of_rank(rank);
+  if (!symmetric_) return slot_of_rank(rank);
   const auto c = schedule_.layout.coord(rank);
   return slot_of_rank(schedule_.layout.rank({rep_.tp, rep_.dp, c.pp}));
 }
@@ -122,56 +187,85 @@ std::string Executor::op_name(int32_t slot, uint32_t op) const {
 }
 
 void Executor::start() {
-  for (size_t s = 0; s < slots_.size(); ++s) {
-    std::array<int, schedules::kStreamCount> order{};
-    for (int i = 0; i < schedules::kStreamCount; ++i) order[static_cast<size_t>(i)] = i;
-    const Slot& sl = slots_[s];
-    auto prio = [&](int st) {
-      const auto& ops = sl.index->stream_ops[static_cast<size_t>(st)];
-      return ops.empty() ? INT32_MIN : sl.program->ops[ops[0]].priority;
-    };
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return prio(a) > prio(b); });
-    for (int st : order) try_issue(static_cast<int32_t>(s), st);
-  }
+  for (size_t s = 0; s < slots_.size() && !job_failed_; ++s) issue_ready(static_cast<int32_t>(s));
 }
 
-void Executor::try_issue(int32_t slot, int stream) {
+bool Executor::deps_done(const Slot& sl, uint32_t op) const {
+  const HotOp* hot = sl.index->hot.data();
+  const uint32_t* deps = sl.program->deps.data() + hot[op].dep_begin;
+  for (uint32_t i = 0; i < hot[op].dep_count; ++i) {
+    const HotOp& d = hot[deps[i]];
+    if (sl.stream_pos[d.stream] <= d.pos_in_stream) return false;
+  }
+  return true;
+}
+
+/// Issues the head op of every idle stream whose dependencies are done, higher
+/// Op::priority first (ties: lower stream). Readiness only changes when an op
+/// completes, so trying every stream after each completion misses nothing.
+void Executor::issue_ready(int32_t slot) {
   Slot& sl = slots_[static_cast<size_t>(slot)];
-  const auto st = static_cast<size_t>(stream);
-  if (job_failed_ || sl.stream_busy[st]) return;
-  const auto& ops = sl.index->stream_ops[st];
-  if (sl.stream_pos[st] >= ops.size()) return;
-  const uint32_t op = ops[sl.stream_pos[st]];
-  if (sl.deps_left[op] > 0) return;
-  issue(slot, op);
+  std::array<uint32_t, schedules::kStreamCount> cand{};
+  std::array<int32_t, schedules::kStreamCount> prio{};
+  int nc = 0;
+  for (int s = 0; s < schedules::kStreamCount; ++s) {
+    if (sl.busy & (1u << s)) continue;
+    const auto& ops = sl.index->stream_ops[static_cast<size_t>(s)];
+    const uint32_t pos = sl.stream_pos[static_cast<size_t>(s)];
+    if (pos >= ops.size() || !deps_done(sl, ops[pos])) continue;
+    const int32_t p = sl.index->hot[ops[pos]].priority;
+    int i = nc++;
+    for (; i > 0 && prio[static_cast<size_t>(i - 1)] < p; --i) {
+      cand[static_cast<size_t>(i)] = cand[static_cast<size_t>(i - 1)];
+      prio[static_cast<size_t>(i)] = prio[static_cast<size_t>(i - 1)];
+    }
+    cand[static_cast<size_t>(i)] = ops[pos];
+    prio[static_cast<size_t>(i)] = p;
+  }
+  for (int i = 0; i < nc && !job_failed_; ++i) issue(slot, cand[static_cast<size_t>(i)]);
 }
 
 void Executor::issue(int32_t slot, uint32_t op_index) {
   Slot& sl = slots_[static_cast<size_t>(slot)];
-  const Op& op = sl.program->ops[op_index];
-  sl.stream_busy[static_cast<size_t>(op.stream)] = true;
-  sl.timing[op_index].start_s = backend_->now();
-  if (!op.is_communication()) {
-    backend_->start_compute(slot, op_index, device_.seconds(op));
-  } else if (is_p2p(op)) {
+  const HotOp& h = sl.index->hot[op_index];
+  const double now = backend_->now();
+  sl.busy |= 1u << h.stream;
+  sl.stream_start[h.stream] = now;
+  if (!sl.timing.empty()) sl.timing[op_index].start_s = now;
+  sl.account.touch(now);
+  switch (h.cls) {
+  case HotOp::Send:
+  case HotOp::Recv:
+    if (h.cls == HotOp::Recv) sl.account.change(now, Activity::RecvWait, +1);
     issue_p2p(slot, op_index);
-  } else {
+    return;
+  case HotOp::Collective:
     issue_collective(slot, op_index);
+    return;
+  default:
+    sl.account.change(now, Activity::Compute, +1);
+    backend_->start_compute(slot, op_index, h.seconds / sl.speed);
   }
 }
 
 void Executor::issue_collective(int32_t slot, uint32_t op_index) {
   Slot& sl = slots_[static_cast<size_t>(slot)];
   const Op& op = sl.program->ops[op_index];
-  const auto& L = schedule_.layout;
-  const std::vector<int64_t> members = L.group_members(op.group, sl.rank);
-  const uint32_t seq = sl.group_seq[static_cast<size_t>(op.group)]++;
-  auto key = std::make_tuple(static_cast<int>(op.group), members.front(), seq);
-  PendingCollective& pc = pending_collectives_[key];
-  if (pc.arrived.empty()) {
-    for (int64_t m : members)
-      if (slot_of_rank_[static_cast<size_t>(m)] >= 0) ++pc.needed;
-  } else {
+  const auto k = static_cast<size_t>(op.group);
+  const uint32_t seq = sl.group_seq[k]++;
+  const uint64_t key = collective_key(op.group, sl.group_first[k], seq);
+  auto [it, inserted] = pending_of_key_.try_emplace(key, 0);
+  if (inserted) {
+    if (free_pending_.empty()) {
+      it->second = static_cast<uint32_t>(pending_.size());
+      pending_.emplace_back();
+    } else {
+      it->second = free_pending_.back();
+      free_pending_.pop_back();
+    }
+  }
+  PendingCollective& pc = pending_[it->second];
+  if (!pc.arrived.empty()) {
     const Participant& first = pc.arrived.front();
     const Op& f = slots_[static_cast<size_t>(first.slot)].program->ops[first.op];
     if (f.kind != op.kind || f.bytes != op.bytes)
@@ -183,11 +277,14 @@ void Executor::issue_collective(int32_t slot, uint32_t op_index) {
                           std::to_string(op.bytes) + " bytes (members must issue the same collectives in the same order)");
   }
   pc.arrived.push_back({slot, op_index});
-  if (pc.arrived.size() < pc.needed) return;
-  std::vector<Participant> parts = std::move(pc.arrived);
-  pending_collectives_.erase(key);
-  CommTask task = collective_task(slot, op, members);
-  start_comm(std::move(parts), std::move(task));
+  if (static_cast<int32_t>(pc.arrived.size()) < sl.group_needed[k]) return;
+  const uint32_t pending_index = it->second;
+  pending_of_key_.erase(it);
+  const std::vector<int64_t> members = schedule_.layout.group_members(op.group, sl.rank);
+  CommTask task = collective_task(op, members);
+  start_comm(pending_[pending_index].arrived, std::move(task));
+  pending_[pending_index].arrived.clear();
+  free_pending_.push_back(pending_index);
 }
 
 void Executor::issue_p2p(int32_t slot, uint32_t op_index) {
@@ -203,8 +300,8 @@ void Executor::issue_p2p(int32_t slot, uint32_t op_index) {
     throw ScheduleError("rank " + std::to_string(sl.rank) + " op " + std::to_string(op_index) +
                         ": peer rank " + std::to_string(peer) + " is not executed");
   const bool send = op.kind == OpKind::Send;
-  const auto key = send ? std::make_pair(sl.rank, peer) : std::make_pair(peer, sl.rank);
-  PairQueue& q = pending_p2p_[key];
+  const int64_t src = send ? sl.rank : peer, dst = send ? peer : sl.rank;
+  PairQueue& q = pending_p2p_[(static_cast<uint64_t>(src) << 32) | static_cast<uint64_t>(dst)];
   (send ? q.sends : q.recvs).push_back({slot, op_index});
   if (q.sends.empty() || q.recvs.empty()) return;
   const Participant s = q.sends.front(), r = q.recvs.front();
@@ -213,17 +310,20 @@ void Executor::issue_p2p(int32_t slot, uint32_t op_index) {
   const Op& so = slots_[static_cast<size_t>(s.slot)].program->ops[s.op];
   const Op& ro = slots_[static_cast<size_t>(r.slot)].program->ops[r.op];
   if (so.bytes != ro.bytes)
-    throw ScheduleError("send rank " + std::to_string(key.first) + " op " + std::to_string(s.op) + " (" +
-                        std::to_string(so.bytes) + " bytes) matches recv rank " + std::to_string(key.second) +
+    throw ScheduleError("send rank " + std::to_string(src) + " op " + std::to_string(s.op) + " (" +
+                        std::to_string(so.bytes) + " bytes) matches recv rank " + std::to_string(dst) +
                         " op " + std::to_string(r.op) + " (" + std::to_string(ro.bytes) +
                         " bytes): a send and its receive must carry equal bytes");
-  if (q.sends.empty() && q.recvs.empty()) pending_p2p_.erase(key);
-  start_comm({s, r}, p2p_task(key.first, key.second, so.bytes));
+  start_comm({s, r}, p2p_task(src, dst, so.bytes));
 }
 
-std::vector<std::vector<int64_t>> Executor::image_groups(GroupKind kind, const std::vector<int64_t>& members) const {
+/// The group and, with `images`, the groups its symmetric images form (every tp shift,
+/// and every dp shift for pipeline groups): the traffic that runs at once when all ranks
+/// of a stage run in step.
+std::vector<std::vector<int64_t>> Executor::image_groups(GroupKind kind, const std::vector<int64_t>& members,
+                                                         bool images) const {
   std::vector<std::vector<int64_t>> out;
-  if (!aggregated_ || kind == GroupKind::World || kind == GroupKind::Tp) {
+  if (!images || kind == GroupKind::World || kind == GroupKind::Tp) {
     out.push_back(members);
     return out;
   }
@@ -244,7 +344,12 @@ std::vector<std::vector<int64_t>> Executor::image_groups(GroupKind kind, const s
   return out;
 }
 
-CommTask Executor::collective_task(int32_t, const Op& op, const std::vector<int64_t>& members) const {
+/// Closed forms (analytic mode; collectives inside one server with the shortcuts on)
+/// count the load of the group's symmetric images whenever the shortcuts are on: in a
+/// symmetric run the images are not executed, in an every-rank run each image is
+/// executed and counts the others, which run at once when speeds are equal. Flows are
+/// those of the executed group, plus its images' in a symmetric run.
+CommTask Executor::collective_task(const Op& op, const std::vector<int64_t>& members) const {
   const auto n = static_cast<int64_t>(members.size());
   CommTask task;
   if (n <= 1) {
@@ -255,14 +360,16 @@ CommTask Executor::collective_task(int32_t, const Op& op, const std::vector<int6
   const int64_t server = fabric.server_of_gpu(gpu_of_rank_[static_cast<size_t>(members[0])]);
   bool same_server = true;
   for (int64_t m : members) same_server = same_server && fabric.server_of_gpu(gpu_of_rank_[static_cast<size_t>(m)]) == server;
-  const bool closed = options_.mode == SimMode::Analytic || (aggregated_ && same_server);
+  const bool closed = options_.mode == SimMode::Analytic || (shortcuts_ && same_server);
   if (closed && options_.calibration != nullptr) {
     if (auto busbw = options_.calibration->busbw_bytes_per_s(op.kind, n, op.bytes); busbw && *busbw > 0) {
       task.closed_form_s = op.bytes * schedules::bus_factor(op.kind, n) / *busbw;
       return task;
     }
   }
-  const auto key = std::make_tuple(static_cast<int>(op.kind), static_cast<int>(op.group), members[0], op.bytes);
+  const ClosedFormKey key{(static_cast<uint64_t>(op.kind) << 40) | (static_cast<uint64_t>(op.group) << 32) |
+                              static_cast<uint64_t>(members[0]),
+                          op.bytes};
   if (closed) {
     if (auto it = closed_form_cache_.find(key); it != closed_form_cache_.end()) {
       task.closed_form_s = it->second;
@@ -270,12 +377,12 @@ CommTask Executor::collective_task(int32_t, const Op& op, const std::vector<int6
     }
   }
   std::vector<std::vector<int64_t>> gpu_groups;
-  for (const auto& g : image_groups(op.group, members)) {
+  for (const auto& g : image_groups(op.group, members, closed ? shortcuts_ : symmetric_)) {
     std::vector<int64_t> gpus;
     for (int64_t m : g) gpus.push_back(gpu_of_rank_[static_cast<size_t>(m)]);
     gpu_groups.push_back(std::move(gpus));
   }
-  if (!closed) return collectives_.flow_task(op.kind, op.bytes, gpu_groups, aggregated_);
+  if (!closed) return collectives_.flow_task(op.kind, op.bytes, gpu_groups, /*merged=*/shortcuts_);
   task.closed_form_s = collectives_.closed_form_s(op.kind, op.bytes, gpu_groups);
   closed_form_cache_.emplace(key, task.closed_form_s);
   return task;
@@ -294,22 +401,34 @@ CommTask Executor::p2p_task(int64_t src_rank, int64_t dst_rank, double bytes) co
   return task;
 }
 
-void Executor::start_comm(std::vector<Participant> participants, CommTask task) {
-  const auto id = static_cast<uint32_t>(comms_.size());
+void Executor::start_comm(const std::vector<Participant>& participants, CommTask task) {
+  uint32_t id = 0;
+  if (free_comms_.empty()) {
+    id = static_cast<uint32_t>(comms_.size());
+    comms_.emplace_back();
+  } else {
+    id = free_comms_.back();
+    free_comms_.pop_back();
+  }
   const double now = backend_->now();
   for (const Participant& p : participants) {
     Slot& sl = slots_[static_cast<size_t>(p.slot)];
-    sl.timing[p.op].transfer_s = now;
+    const Op& op = sl.program->ops[p.op];
+    if (!sl.timing.empty()) sl.timing[p.op].transfer_s = now;
+    if (op.kind == OpKind::Recv) sl.account.change(now, Activity::RecvWait, -1);
+    sl.account.change(now, activity_of(op), +1);
     if (sl.active_comms++ == 0) backend_->set_comm_active(p.slot, true);
   }
-  comms_.push_back({std::move(participants)});
+  comms_[id].assign(participants.begin(), participants.end());
   backend_->start_comm(id, std::move(task));
 }
 
 void Executor::on_compute_done(int32_t slot, uint32_t op) { complete_op(slot, op, false); }
 
+/// Releases every participant of the instance at once (one event per instance).
 void Executor::on_comm_done(uint32_t comm_id, bool failed, double stalled_s) {
-  const std::vector<Participant> parts = std::move(comms_[comm_id].participants);
+  std::vector<Participant> parts = std::move(comms_[comm_id]);
+  comms_[comm_id].clear();
   for (const Participant& p : parts) {
     Slot& sl = slots_[static_cast<size_t>(p.slot)];
     if (--sl.active_comms == 0) backend_->set_comm_active(p.slot, false);
@@ -323,6 +442,9 @@ void Executor::on_comm_done(uint32_t comm_id, bool failed, double stalled_s) {
              " (" + op_name(p.slot, p.op) + ") failed: a flow exceeded the retransmit limit");
   }
   for (const Participant& p : parts) complete_op(p.slot, p.op, failed);
+  parts.clear();
+  comms_[comm_id] = std::move(parts); // keeps its capacity for the next instance
+  free_comms_.push_back(comm_id);
 }
 
 void Executor::fail_job(const std::string& why) {
@@ -336,33 +458,31 @@ void Executor::on_job_fault(const std::string& why) { fail_job(why); }
 
 void Executor::complete_op(int32_t slot, uint32_t op_index, bool failed) {
   Slot& sl = slots_[static_cast<size_t>(slot)];
-  OpTiming& t = sl.timing[op_index];
-  t.end_s = backend_->now();
-  t.failed = failed;
+  const double now = backend_->now();
+  const HotOp& h = sl.index->hot[op_index];
+  const size_t st = h.stream;
+  if (!sl.timing.empty()) {
+    OpTiming& t = sl.timing[op_index];
+    t.end_s = now;
+    t.failed = failed;
+  }
+  if (h.cls >= HotOp::Send) {
+    sl.account.change(now, activity_of(sl.program->ops[op_index]), -1);
+  } else {
+    sl.account.change(now, Activity::Compute, -1);
+    if (h.cls != HotOp::ComputeOther) sl.account.add_compute(h.cls == HotOp::ComputeForward, now - sl.stream_start[st]);
+  }
+  sl.account.touch(now);
+  last_end_s_ = std::max(last_end_s_, now);
   ++ops_done_;
-  const Op& op = sl.program->ops[op_index];
-  const auto st = static_cast<size_t>(op.stream);
-  sl.stream_busy[st] = false;
+  sl.busy &= ~(1u << st);
   ++sl.stream_pos[st];
   if (job_failed_) return;
-  uint32_t mask = 1u << st;
-  const auto& idx = *sl.index;
-  for (uint32_t i = idx.dependents_begin[op_index]; i < idx.dependents_begin[op_index + 1]; ++i) {
-    const uint32_t d = idx.dependents[i];
-    if (--sl.deps_left[d] == 0) mask |= 1u << static_cast<uint32_t>(sl.program->ops[d].stream);
-  }
-  // Issue in priority order among the streams that may have become ready.
-  std::array<int, schedules::kStreamCount> cand{};
-  int nc = 0;
-  for (int s = 0; s < schedules::kStreamCount; ++s)
-    if (mask & (1u << s)) cand[static_cast<size_t>(nc++)] = s;
-  auto prio = [&](int s) {
-    const auto& ops = idx.stream_ops[static_cast<size_t>(s)];
-    const uint32_t pos = sl.stream_pos[static_cast<size_t>(s)];
-    return pos < ops.size() ? sl.program->ops[ops[pos]].priority : INT32_MIN;
-  };
-  std::stable_sort(cand.begin(), cand.begin() + nc, [&](int a, int b) { return prio(a) > prio(b); });
-  for (int i = 0; i < nc; ++i) try_issue(slot, cand[static_cast<size_t>(i)]);
+  issue_ready(slot);
+}
+
+void Executor::finish(double horizon_s) {
+  for (Slot& sl : slots_) sl.account.finish(horizon_s);
 }
 
 void Executor::check_finished() const {
@@ -380,7 +500,10 @@ void Executor::check_finished() const {
       const Op& o = sl.program->ops[op];
       os << " rank " << sl.rank << " stream " << schedules::to_string(static_cast<Stream>(st)) << " waits at op " << op
          << " (" << op_name(static_cast<int32_t>(s), op) << ", " << schedules::to_string(o.kind) << "): ";
-      if (sl.deps_left[op] > 0) os << sl.deps_left[op] << " dependencies not done;";
+      int waiting = 0;
+      for (uint32_t d : sl.program->deps_of(op))
+        if (sl.stream_pos[sl.index->hot[d].stream] <= sl.index->hot[d].pos_in_stream) ++waiting;
+      if (waiting > 0) os << waiting << " dependencies not done;";
       else if (o.kind == OpKind::Send || o.kind == OpKind::Recv) os << "no matching " << (o.kind == OpKind::Send ? "recv" : "send") << " posted;";
       else if (o.is_collective()) os << "not every member of its " << schedules::to_string(o.group) << " group reached it;";
       else os << "never completed;";

@@ -6,6 +6,20 @@
 // moving data once every executed member of its group has reached it (members issue a
 // group's collectives in the same order: the n-th collective of a group on every
 // member is one instance); a Send and its Recv form one transfer once both are posted.
+//
+// Which ranks are executed (SimOptions, simulate.hpp):
+//  - symmetric (aggregate on, every_rank off, equal speeds, every rank of a stage runs
+//    the stage's program): one rank per pipeline stage stands for its stage;
+//  - otherwise every rank, each computing at its GPU's speed factor.
+// Shortcuts (aggregate on, also with every_rank): closed forms for collectives inside a
+// server and merged ring steps; with aggregate off every step of every ring is a flow.
+//
+// State is compact so that 12,288 ranks × 25 k ops fit (see docs/simulator.md, "Cost"):
+// per executed rank only its streams' positions, the start of each stream's running op
+// and a running breakdown (rank_account.hpp); dependencies are checked against stream
+// positions (op d is done when its stream has moved past it), so nothing is stored per
+// op and rank; programs and their indexes are shared by the ranks that run them; op
+// timings are kept only for traced ranks.
 #pragma once
 
 #include <array>
@@ -14,12 +28,14 @@
 #include <map>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "schedules/schedule.hpp"
 #include "sim/detail/backend.hpp"
 #include "sim/detail/collective_task.hpp"
 #include "sim/detail/network_paths.hpp"
+#include "sim/detail/rank_account.hpp"
 #include "sim/device_model.hpp"
 #include "sim/simulate.hpp"
 
@@ -32,18 +48,35 @@ struct OpTiming {
   bool failed = false;
 };
 
+/// What the hot path reads of an op, packed in 24 bytes: when ranks drift apart (per-GPU
+/// speeds) each touches a different part of its program, and the full Op is several
+/// cache lines.
+struct HotOp {
+  enum Class : uint8_t { ComputeForward, ComputeBackward, ComputeOther, Send, Recv, Collective };
+  double seconds = 0;          // compute: device-model seconds at speed 1
+  uint32_t dep_begin = 0;
+  uint32_t pos_in_stream = 0;  // position in stream_ops[stream]
+  int32_t priority = 0;
+  uint16_t dep_count = 0;
+  uint8_t stream = 0;
+  Class cls = ComputeOther;
+};
+
 /// Per-program indexes shared by every rank running that program.
 struct ProgramIndex {
   std::array<std::vector<uint32_t>, schedules::kStreamCount> stream_ops;
-  std::vector<uint32_t> dependents_begin; // CSR: dependents of op i
-  std::vector<uint32_t> dependents;
+  std::vector<HotOp> hot; // by op
 };
+
+inline constexpr int kGroupKinds = 5;
 
 class Executor final : public CompletionListener {
 public:
+  /// `representative`: the pipeline executed by a symmetric run. Op timings are kept for
+  /// the slots of SimOptions::trace_ranks (every slot when empty) if record_trace.
   Executor(const schedules::Schedule& schedule, const std::vector<int64_t>& gpu_of_rank,
            const SimOptions& options, const DeviceModel& device, const NetworkPaths& paths,
-           bool aggregate, schedules::RankCoord representative = {});
+           schedules::RankCoord representative = {});
 
   void attach(Backend* backend) { backend_ = backend; }
   void start();
@@ -55,13 +88,19 @@ public:
   /// After the run: throws ScheduleError naming the stuck rank and op unless every op
   /// completed (or the job failed).
   void check_finished() const;
+  /// After the run: closes every rank's breakdown at `horizon_s` (the makespan).
+  void finish(double horizon_s);
 
-  bool aggregated() const { return aggregated_; }
+  bool aggregated() const { return symmetric_; }
   bool job_failed() const { return job_failed_; }
   const std::string& failure() const { return failure_; }
   const std::vector<int64_t>& slot_ranks() const { return slot_rank_; }
   int32_t slot_of_rank(int64_t rank) const { return slot_of_rank_[static_cast<size_t>(rank)]; }
   int32_t representative_slot(int64_t rank) const;
+  /// Latest op end over every executed rank.
+  double last_end_s() const { return last_end_s_; }
+  const RankAccount& account(int32_t slot) const { return slots_[static_cast<size_t>(slot)].account; }
+  /// Op timings of a traced slot (empty otherwise).
   const std::vector<OpTiming>& timings(int32_t slot) const { return slots_[static_cast<size_t>(slot)].timing; }
   const std::vector<OpIncident>& incidents() const { return incidents_; }
   int64_t ops_executed() const { return ops_done_; }
@@ -72,12 +111,16 @@ private:
     int64_t rank = 0;
     const schedules::Program* program = nullptr;
     const ProgramIndex* index = nullptr;
+    double speed = 1;                       // compute speed factor of its GPU
     std::array<uint32_t, schedules::kStreamCount> stream_pos{};
-    std::array<bool, schedules::kStreamCount> stream_busy{};
-    std::vector<uint32_t> deps_left;
-    std::vector<OpTiming> timing;
-    std::array<uint32_t, 5> group_seq{};  // collectives issued per GroupKind
+    std::array<double, schedules::kStreamCount> stream_start{}; // running op's issue time
+    uint32_t busy = 0;                      // bit per stream
+    std::array<uint32_t, kGroupKinds> group_seq{};   // collectives issued per GroupKind
+    std::array<int64_t, kGroupKinds> group_first{};  // first member of its group per kind
+    std::array<int32_t, kGroupKinds> group_needed{}; // executed members of that group
     int32_t active_comms = 0;
+    RankAccount account;
+    std::vector<OpTiming> timing;           // traced slots only
   };
   struct Participant {
     int32_t slot;
@@ -85,27 +128,25 @@ private:
   };
   struct PendingCollective {
     std::vector<Participant> arrived;
-    size_t needed = 0;
   };
   struct PairQueue {
     std::deque<Participant> sends, recvs;
   };
-  struct CommInstance {
-    std::vector<Participant> participants;
-  };
 
-  void try_issue(int32_t slot, int stream);
+  bool deps_done(const Slot& sl, uint32_t op) const;
+  void issue_ready(int32_t slot);
   void issue(int32_t slot, uint32_t op);
   void complete_op(int32_t slot, uint32_t op, bool failed);
   void issue_collective(int32_t slot, uint32_t op);
   void issue_p2p(int32_t slot, uint32_t op);
-  void start_comm(std::vector<Participant> participants, CommTask task);
-  CommTask collective_task(int32_t slot, const schedules::Op& op, const std::vector<int64_t>& members) const;
+  void start_comm(const std::vector<Participant>& participants, CommTask task);
+  CommTask collective_task(const schedules::Op& op, const std::vector<int64_t>& members) const;
   CommTask p2p_task(int64_t src_rank, int64_t dst_rank, double bytes) const;
   std::vector<std::vector<int64_t>> image_groups(schedules::GroupKind kind,
-                                                 const std::vector<int64_t>& members) const;
+                                                 const std::vector<int64_t>& members, bool images) const;
   std::string op_name(int32_t slot, uint32_t op) const;
   void fail_job(const std::string& why);
+  void decide_symmetry();
 
   const schedules::Schedule& schedule_;
   const std::vector<int64_t>& gpu_of_rank_;
@@ -114,20 +155,38 @@ private:
   const NetworkPaths& paths_;
   CollectiveTasks collectives_;
   Backend* backend_ = nullptr;
-  bool aggregated_ = false;
+  bool symmetric_ = false;   // one pipeline stands for all
+  bool shortcuts_ = false;   // closed forms inside a server, merged ring steps
 
   std::vector<ProgramIndex> program_index_;
   std::vector<Slot> slots_;
   std::vector<int64_t> slot_rank_;
   std::vector<int64_t> slot_gpu_;
   std::vector<int32_t> slot_of_rank_;
-  std::map<std::tuple<int, int64_t, uint32_t>, PendingCollective> pending_collectives_;
-  std::map<std::pair<int64_t, int64_t>, PairQueue> pending_p2p_;
-  std::vector<CommInstance> comms_;
-  mutable std::map<std::tuple<int, int, int64_t, double>, double> closed_form_cache_;
+  std::unordered_map<uint64_t, uint32_t> pending_of_key_; // (kind, first, seq) → pending_
+  std::vector<PendingCollective> pending_;
+  std::vector<uint32_t> free_pending_;
+  std::unordered_map<uint64_t, PairQueue> pending_p2p_;   // (src, dst)
+  std::vector<std::vector<Participant>> comms_;           // by comm id (ids are reused)
+  std::vector<uint32_t> free_comms_;
+  struct ClosedFormKey {
+    uint64_t group;  // kind, group kind and first member packed
+    double bytes;
+    bool operator==(const ClosedFormKey&) const = default;
+  };
+  struct ClosedFormHash {
+    size_t operator()(const ClosedFormKey& k) const {
+      uint64_t b = 0;
+      static_assert(sizeof b == sizeof k.bytes);
+      __builtin_memcpy(&b, &k.bytes, sizeof b);
+      return std::hash<uint64_t>{}(k.group * 0x9e3779b97f4a7c15ULL ^ b);
+    }
+  };
+  mutable std::unordered_map<ClosedFormKey, double, ClosedFormHash> closed_form_cache_;
   std::vector<OpIncident> incidents_;
   int64_t ops_done_ = 0;
   int64_t ops_total_ = 0;
+  double last_end_s_ = 0;
   bool job_failed_ = false;
   double failure_time_s_ = -1;
   schedules::RankCoord rep_{};

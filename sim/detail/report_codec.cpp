@@ -68,6 +68,7 @@ std::string encode_report(const SimReport& r) {
   w.pod(r.breakdown);
   w.vec(r.per_stage, [&](const Breakdown& b) { w.pod(b); });
   w.vec(r.per_rank, [&](const RankTimes& t) { w.pod(t); });
+  w.vec(r.per_rank_breakdown, [&](const Breakdown& b) { w.pod(b); });
   w.vec(r.incidents, [&](const OpIncident& i) {
     w.pod(i.rank);
     w.pod(i.op_index);
@@ -102,6 +103,8 @@ SimReport decode_report(const std::string& bytes) {
   for (auto& b : r.per_stage) b = rd.pod<Breakdown>();
   r.per_rank.resize(rd.pod<uint64_t>());
   for (auto& t : r.per_rank) t = rd.pod<RankTimes>();
+  r.per_rank_breakdown.resize(rd.pod<uint64_t>());
+  for (auto& b : r.per_rank_breakdown) b = rd.pod<Breakdown>();
   r.incidents.resize(rd.pod<uint64_t>());
   for (auto& i : r.incidents) {
     i.rank = rd.pod<int64_t>();

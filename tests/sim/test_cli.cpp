@@ -35,3 +35,20 @@ TEST_CASE("twinscale simulate: usage errors exit 2, bad input exits 1", "[sim][c
   CHECK(run("simulate --preset tiny-1f1b --cluster no-such-cluster").rc == 1);
   CHECK(run("simulate --preset tiny-1f1b --trace /tmp/x.json --ranks 5-2").rc == 1);
 }
+
+TEST_CASE("twinscale simulate --every-rank with per-GPU speeds writes every rank's times", "[sim][cli][every_rank]") {
+  const std::string csv = "/tmp/twinscale_every_rank_test.csv";
+  const auto a = run("simulate --preset tiny-megascale --mode analytic --every-rank --gpu-speed-dist normal:0.05 "
+                     "--speed-seed 3 --json --per-rank-csv " + csv);
+  REQUIRE(a.rc == 0);
+  CHECK(a.out.find("\"executed_ranks\": 8") != std::string::npos);
+  std::FILE* f = std::fopen(csv.c_str(), "r");
+  REQUIRE(f != nullptr);
+  int lines = 0;
+  for (int c = std::fgetc(f); c != EOF; c = std::fgetc(f)) lines += c == '\n' ? 1 : 0;
+  std::fclose(f);
+  std::remove(csv.c_str());
+  CHECK(lines == 9); // header + 8 ranks
+  CHECK(run("simulate --preset tiny-megascale --gpu-speed-dist gauss:1").rc == 1);
+  CHECK(run("simulate --preset tiny-megascale --gpu-speed-file /nonexistent/speeds.csv").rc == 1);
+}

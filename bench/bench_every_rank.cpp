@@ -1,0 +1,126 @@
+// This benchmark shows what executing every rank costs: GPT-175B in MegaScale's form
+// (gpt-175b-megascale on megascale-ampere, strong scaling as bench_sim: global batch
+// 768 below 3,072 GPUs, 6,144 from 3,072 on) with every rank executed at its own GPU
+// speed drawn from a distribution (SimOptions::every_rank, config/gpu_speeds.hpp).
+// Prints wall and CPU seconds (this process and the forked flow-mode child), peak RSS,
+// ops executed and CPU nanoseconds per op, the simulated iteration time next to the
+// symmetric run's with all speeds equal, and the spread of per-rank compute; writes the
+// per-rank times as CSV (sim/per_rank_csv.hpp) when asked.
+//
+//   bench_every_rank [--gpus N] [--mode analytic|flow|both] [--dist normal:0.02]
+//                    [--seed S] [--per-rank-csv PREFIX] [--no-reference]
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "bench/measure.hpp"
+#include "config/cluster_file.hpp"
+#include "config/gpu_speeds.hpp"
+#include "config/job_file.hpp"
+#include "schedules/schedule.hpp"
+#include "sim/per_rank_csv.hpp"
+#include "sim/simulate.hpp"
+#include "topology/fabric.hpp"
+#include "topology/placement.hpp"
+
+using namespace twinscale;
+
+namespace {
+
+struct Cpu {
+  double self_s, children_s, children_rss_mib;
+};
+
+Cpu cpu_now() {
+  rusage s{}, c{};
+  getrusage(RUSAGE_SELF, &s);
+  getrusage(RUSAGE_CHILDREN, &c);
+  auto sec = [](const timeval& t) { return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec); };
+  return {sec(s.ru_utime) + sec(s.ru_stime), sec(c.ru_utime) + sec(c.ru_stime), static_cast<double>(c.ru_maxrss) / 1024.0};
+}
+
+int usage() {
+  std::fprintf(stderr, "usage: bench_every_rank [--gpus N] [--mode analytic|flow|both] [--dist SPEC] [--seed S] "
+                       "[--per-rank-csv PREFIX] [--no-reference]\n");
+  return 2;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  int64_t gpus = 12288;
+  std::string modes = "analytic", dist = "normal:0.02", csv;
+  uint64_t seed = 1;
+  bool reference = true;
+  for (int i = 1; i < argc; ++i) {
+    const bool has = i + 1 < argc;
+    if (!std::strcmp(argv[i], "--gpus") && has) gpus = std::stoll(argv[++i]);
+    else if (!std::strcmp(argv[i], "--mode") && has) modes = argv[++i];
+    else if (!std::strcmp(argv[i], "--dist") && has) dist = argv[++i];
+    else if (!std::strcmp(argv[i], "--seed") && has) seed = std::stoull(argv[++i]);
+    else if (!std::strcmp(argv[i], "--per-rank-csv") && has) csv = argv[++i];
+    else if (!std::strcmp(argv[i], "--no-reference")) reference = false;
+    else return usage();
+  }
+  if (modes != "analytic" && modes != "flow" && modes != "both") return usage();
+  bench::Stopwatch setup;
+  auto job = config::load_job_preset("gpt-175b-megascale");
+  config::apply_overrides(job, gpus, gpus < 3072 ? 768 : 6144);
+  auto spec = config::load_cluster("megascale-ampere");
+  spec.gpus = gpus;
+  topology::Fabric fabric(spec);
+  schedules::LoweringTarget target;
+  target.gpu_memory_bytes = spec.gpu.memory_bytes;
+  const auto schedule = schedules::lower(job, target);
+  const auto place = topology::place(fabric, {job.parallel.tp, job.parallel.dp, job.parallel.pp},
+                                     topology::PlacementPolicy::Linear, 1);
+  const auto speeds = config::draw_gpu_speeds(dist, fabric.gpus(), seed);
+  const std::string tag = "every_rank." + std::to_string(gpus) + "gpus";
+  bench::report((tag + ".setup_wall").c_str(), setup.seconds(), "s");
+  bench::report((tag + ".speed_min").c_str(), *std::min_element(speeds.begin(), speeds.end()), "");
+  bench::report((tag + ".speed_max").c_str(), *std::max_element(speeds.begin(), speeds.end()), "");
+  for (const char* m : {"analytic", "flow"}) {
+    if (modes != "both" && modes != m) continue;
+    sim::SimOptions o;
+    o.mode = std::string(m) == "flow" ? sim::SimMode::Flow : sim::SimMode::Analytic;
+    const std::string p = tag + "." + m;
+    if (reference) {
+      const auto ref = sim::simulate(schedule, fabric, place, o);
+      bench::report((p + ".symmetric_equal_speeds.iteration_time").c_str(), ref.iteration_time_s, "s");
+    }
+    o.every_rank = true;
+    o.gpu_speed = speeds;
+    const Cpu before = cpu_now();
+    bench::Stopwatch sw;
+    const auto r = sim::simulate(schedule, fabric, place, o);
+    const double wall = sw.seconds();
+    const Cpu after = cpu_now();
+    const double cpu = (after.self_s - before.self_s) + (after.children_s - before.children_s);
+    bench::report((p + ".wall").c_str(), wall, "s");
+    bench::report((p + ".cpu").c_str(), cpu, "s");
+    bench::report((p + ".ops").c_str(), static_cast<double>(r.ops_executed), "");
+    bench::report((p + ".cpu_per_op").c_str(), 1e9 * cpu / std::max<double>(1, static_cast<double>(r.ops_executed)), "ns");
+    bench::report((p + ".flows").c_str(), static_cast<double>(r.flows), "");
+    bench::report((p + ".iteration_time").c_str(), r.iteration_time_s, "s");
+    bench::report((p + ".mfu").c_str(), r.mfu, "");
+    double lo = 1e300, hi = 0;
+    for (const auto& t : r.per_rank) {
+      lo = std::min(lo, t.forward_s + t.backward_s);
+      hi = std::max(hi, t.forward_s + t.backward_s);
+    }
+    bench::report((p + ".rank_compute_min").c_str(), lo, "s");
+    bench::report((p + ".rank_compute_max").c_str(), hi, "s");
+    if (o.mode == sim::SimMode::Flow) bench::report((p + ".child_peak_rss").c_str(), after.children_rss_mib, "MiB");
+    if (!csv.empty()) {
+      std::ofstream out(csv + "." + m + ".csv");
+      out << sim::per_rank_csv(r);
+    }
+  }
+  bench::report((tag + ".peak_rss").c_str(), bench::peak_rss_mib(), "MiB");
+  return 0;
+}

@@ -1,0 +1,263 @@
+// Executing every rank (SimOptions::every_rank, per-GPU speeds): agreement with the
+// symmetric run when all speeds are equal and with the full-detail run (every rank,
+// every ring step as flows) when they are not, in iteration time and per-rank times;
+// speed factors apply exactly; bad speed input is refused.
+//
+// Tolerances: in the analytic mode every-rank and symmetric runs agree to 0.5 % (both
+// count the load of a collective's symmetric images; the analytic full-detail run does
+// not, so it is not a reference: the full-detail comparison is made in the flow mode,
+// where every flow of every ring step is on the fabric). In the flow mode
+// the job below is communication-bound (exposed DP ≈ 19 % of the iteration on a 200G
+// fabric) and two shortcuts show: the symmetric run leaves the pipeline sends of the
+// pipelines it does not execute off the fabric (≈ 1.6 % faster than every rank), and
+// merged ring steps run ≈ 1.3 % faster than explicit steps under contention; the flow
+// checks allow 2.5 % and say so.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "config/error.hpp"
+#include "config/gpu_speeds.hpp"
+#include "config/job_file.hpp"
+#include "faults/fault_plan.hpp"
+#include "sim_test_util.hpp"
+#include "topology/placement.hpp"
+
+using namespace twinscale;
+using namespace twinscale::sim;
+using namespace twinscale::sim::test;
+
+namespace {
+
+struct Lowered {
+  std::unique_ptr<topology::Fabric> fabric;
+  schedules::Schedule schedule;
+  std::vector<int64_t> gpus;
+};
+
+/// tiny-megascale with enough hidden size that communication matters, on `gpus` GPUs of
+/// tiny-2tier (32 GPUs: DP rings cross servers, ToRs and spines).
+Lowered lower_medium(int64_t gpus, int64_t global_batch) {
+  auto job = config::load_job_preset("tiny-megascale");
+  job.model.hidden = 1024;
+  job.model.heads = 16;
+  job.model.seq_len = 1024;
+  job.model.window = 256;
+  job.model.vocab = 16000;
+  job.options.iterations = 1;
+  config::apply_overrides(job, gpus, global_batch);
+  auto spec = tiny_cluster();
+  spec.gpus = gpus;
+  Lowered l;
+  l.fabric = std::make_unique<topology::Fabric>(spec);
+  schedules::LoweringTarget target;
+  target.gpu_memory_bytes = spec.gpu.memory_bytes;
+  l.schedule = schedules::lower(job, target);
+  l.gpus = topology::place(*l.fabric, {job.parallel.tp, job.parallel.dp, job.parallel.pp},
+                           topology::PlacementPolicy::Linear, 1);
+  return l;
+}
+
+double rel(double a, double b) { return std::abs(a - b) / std::max(std::abs(b), 1e-30); }
+
+} // namespace
+
+TEST_CASE("every rank with equal speeds agrees with the symmetric run within 0.5 %", "[sim][every_rank]") {
+  const auto l = lower_medium(32, 128);
+  for (SimMode mode : {SimMode::Analytic, SimMode::Flow}) {
+    SimOptions agg, every;
+    agg.mode = every.mode = mode;
+    every.every_rank = true;
+    const auto a = simulate(l.schedule, *l.fabric, l.gpus, agg);
+    const auto e = simulate(l.schedule, *l.fabric, l.gpus, every);
+    INFO("mode " << to_string(mode) << " symmetric " << a.iteration_time_s << " every rank " << e.iteration_time_s);
+    CHECK(a.aggregated);
+    CHECK_FALSE(e.aggregated);
+    CHECK(e.executed_ranks == l.schedule.world());
+    const double tol = mode == SimMode::Analytic ? 5e-3 : 2.5e-2;
+    CHECK(rel(e.iteration_time_s, a.iteration_time_s) < tol);
+    CHECK(rel(e.breakdown.compute_s, a.breakdown.compute_s) < tol);
+    for (size_t s = 0; s < a.per_stage.size(); ++s) {
+      const double sa = a.per_stage[s].compute_s + a.per_stage[s].exposed_tp_s + a.per_stage[s].exposed_dp_s +
+                        a.per_stage[s].exposed_pp_s + a.per_stage[s].bubble_s + a.per_stage[s].idle_s;
+      const double se = e.per_stage[s].compute_s + e.per_stage[s].exposed_tp_s + e.per_stage[s].exposed_dp_s +
+                        e.per_stage[s].exposed_pp_s + e.per_stage[s].bubble_s + e.per_stage[s].idle_s;
+      CHECK(sa == Approx(a.makespan_s).epsilon(1e-9));
+      CHECK(se == Approx(e.makespan_s).epsilon(1e-9));
+    }
+    for (size_t r = 0; r < e.per_rank.size(); ++r) {
+      INFO("rank " << r);
+      CHECK(rel(e.per_rank[r].forward_s, a.per_rank[r].forward_s) < tol);
+      CHECK(rel(e.per_rank[r].backward_s, a.per_rank[r].backward_s) < tol);
+    }
+  }
+}
+
+TEST_CASE("every rank with per-GPU speeds agrees with the full-detail run within 1 %", "[sim][every_rank]") {
+  const auto l = lower_medium(32, 128);
+  const auto speeds = config::draw_gpu_speeds("normal:0.05", l.fabric->gpus(), 7);
+  for (SimMode mode : {SimMode::Flow}) {
+    SimOptions every, full;
+    every.mode = full.mode = mode;
+    every.every_rank = true;
+    full.aggregate = false;
+    every.gpu_speed = full.gpu_speed = speeds;
+    const auto e = simulate(l.schedule, *l.fabric, l.gpus, every);
+    const auto f = simulate(l.schedule, *l.fabric, l.gpus, full);
+    INFO("mode " << to_string(mode) << " every rank " << e.iteration_time_s << " full " << f.iteration_time_s);
+    const double tol = 2.5e-2;
+    CHECK(rel(e.iteration_time_s, f.iteration_time_s) < tol);
+    for (size_t r = 0; r < e.per_rank.size(); ++r) {
+      INFO("rank " << r);
+      CHECK(rel(e.per_rank[r].forward_s, f.per_rank[r].forward_s) < tol);
+      CHECK(rel(e.per_rank[r].backward_s, f.per_rank[r].backward_s) < tol);
+      CHECK(std::abs(e.per_rank[r].comm_wait_s - f.per_rank[r].comm_wait_s) < tol * f.iteration_time_s);
+    }
+  }
+}
+
+TEST_CASE("a GPU speed factor scales that rank's compute exactly and turns symmetry off", "[sim][every_rank]") {
+  const auto l = lower_medium(16, 16);
+  SimOptions base, slow;
+  base.mode = slow.mode = SimMode::Analytic;
+  base.device.nccl_compute_slowdown = slow.device.nccl_compute_slowdown = 0; // no overlap slowdown
+  slow.gpu_speed.assign(static_cast<size_t>(l.fabric->gpus()), 1.0);
+  const int64_t rank = 5;
+  slow.gpu_speed[static_cast<size_t>(l.gpus[rank])] = 0.8;
+  const auto b = simulate(l.schedule, *l.fabric, l.gpus, base);
+  const auto s = simulate(l.schedule, *l.fabric, l.gpus, slow);
+  CHECK(b.aggregated);
+  CHECK_FALSE(s.aggregated); // unequal speeds: every rank is executed
+  CHECK(s.per_rank[rank].forward_s == Approx(b.per_rank[rank].forward_s / 0.8).epsilon(1e-9));
+  CHECK(s.per_rank[rank].backward_s == Approx(b.per_rank[rank].backward_s / 0.8).epsilon(1e-9));
+  CHECK(s.per_rank[rank + 1].forward_s == Approx(b.per_rank[rank + 1].forward_s).epsilon(1e-9));
+  CHECK(s.iteration_time_s > b.iteration_time_s * 1.01); // the straggler holds everyone back
+  // equal factors keep the symmetric run and scale every compute op
+  SimOptions all;
+  all.mode = SimMode::Analytic;
+  all.device.nccl_compute_slowdown = 0;
+  all.gpu_speed.assign(static_cast<size_t>(l.fabric->gpus()), 0.5);
+  const auto h = simulate(l.schedule, *l.fabric, l.gpus, all);
+  CHECK(h.aggregated);
+  CHECK(h.breakdown.compute_s == Approx(2 * b.breakdown.compute_s).epsilon(1e-9));
+}
+
+TEST_CASE("every-rank runs are deterministic", "[sim][every_rank]") {
+  const auto l = lower_medium(16, 16);
+  SimOptions o;
+  o.mode = SimMode::Flow;
+  o.every_rank = true;
+  o.gpu_speed = config::draw_gpu_speeds("uniform:0.9:1.0", l.fabric->gpus(), 3);
+  const auto a = simulate(l.schedule, *l.fabric, l.gpus, o);
+  const auto b = simulate(l.schedule, *l.fabric, l.gpus, o);
+  CHECK(a.iteration_time_s == b.iteration_time_s);
+  for (size_t r = 0; r < a.per_rank.size(); ++r) CHECK(a.per_rank[r].comm_wait_s == b.per_rank[r].comm_wait_s);
+}
+
+TEST_CASE("GPU speed input: distributions, files and their errors", "[sim][every_rank]") {
+  const auto a = config::draw_gpu_speeds("normal:0.03", 1000, 11);
+  const auto b = config::draw_gpu_speeds("normal:0.03", 1000, 11);
+  const auto c = config::draw_gpu_speeds("normal:0.03", 1000, 12);
+  CHECK(a == b);
+  CHECK(a != c);
+  double mean = 0;
+  for (double f : a) mean += f / 1000.0;
+  CHECK(mean == Approx(1.0).epsilon(5e-3));
+  for (double f : config::draw_gpu_speeds("uniform:0.8:0.9", 100, 1)) {
+    CHECK(f >= 0.8);
+    CHECK(f < 0.9);
+  }
+  CHECK_THROWS_AS(config::draw_gpu_speeds("gauss:0.1", 4, 1), config::ConfigError);
+  CHECK_THROWS_AS(config::draw_gpu_speeds("normal", 4, 1), config::ConfigError);
+  CHECK_THROWS_AS(config::draw_gpu_speeds("uniform:0.9:0.8", 4, 1), config::ConfigError);
+
+  const auto l = lower_medium(16, 16);
+  const auto s = config::parse_gpu_speeds("scope,index,factor\n# a slow host and a slow GPU on it\nserver,1,0.9\n"
+                                          "rank,9,0.5\n",
+                                          "speeds.csv", *l.fabric, l.gpus);
+  CHECK(s[static_cast<size_t>(l.gpus[9])] == Approx(0.45));
+  CHECK(s[0] == 1.0);
+  CHECK(s[8] == Approx(0.9));
+  auto fails_with = [&](const std::string& text, const std::string& part) {
+    try {
+      config::parse_gpu_speeds(text, "speeds.csv", *l.fabric, l.gpus);
+      FAIL("accepted: " << text);
+    } catch (const config::ConfigError& e) {
+      INFO(e.what());
+      CHECK(std::string(e.what()).find(part) != std::string::npos);
+    }
+  };
+  fails_with("rank,16,0.5\n", "speeds.csv:1: rank 16 outside 0..15");
+  fails_with("gpu,1,0\n", "factor '0'");
+  fails_with("host,1,0.5\n", "scope 'host' (valid: rank, gpu, server)");
+  fails_with("rank,1\n", "2 fields");
+
+  SimOptions o;
+  o.mode = SimMode::Analytic;
+  o.gpu_speed = {1.0, 2.0};
+  CHECK_THROWS_AS(simulate(l.schedule, *l.fabric, l.gpus, o), std::invalid_argument);
+  o.gpu_speed.assign(static_cast<size_t>(l.fabric->gpus()), 1.0);
+  o.gpu_speed[3] = -1;
+  CHECK_THROWS_WITH(simulate(l.schedule, *l.fabric, l.gpus, o), Catch::Contains("GPU 3"));
+}
+
+TEST_CASE("every rank applies each GPU slowdown of a fault plan to its own rank", "[sim][every_rank][faults]") {
+  const auto l = lower_medium(16, 16);
+  const int64_t r1 = 2, r2 = 13; // different pipelines and stages
+  faults::FaultPlan plan;
+  for (int64_t rank : {r1, r2}) {
+    faults::PlanEvent e;
+    e.kind = faults::PlanEventKind::GpuSlowdown;
+    e.target = "gpu";
+    e.target_index = l.gpus[static_cast<size_t>(rank)];
+    e.at_s = 0;
+    e.until_s = faults::kForever;
+    e.slowdown = rank == r1 ? 0.2 : 0.5;
+    plan.events.push_back(e);
+  }
+  SimOptions base, faulty, speeds;
+  base.mode = faulty.mode = speeds.mode = SimMode::Flow;
+  base.device.nccl_compute_slowdown = faulty.device.nccl_compute_slowdown = speeds.device.nccl_compute_slowdown = 0;
+  base.every_rank = faulty.every_rank = speeds.every_rank = true;
+  faulty.faults = &plan;
+  speeds.gpu_speed.assign(static_cast<size_t>(l.fabric->gpus()), 1.0);
+  speeds.gpu_speed[static_cast<size_t>(l.gpus[r1])] = 0.8;
+  speeds.gpu_speed[static_cast<size_t>(l.gpus[r2])] = 0.5;
+  const auto b = simulate(l.schedule, *l.fabric, l.gpus, base);
+  const auto f = simulate(l.schedule, *l.fabric, l.gpus, faulty);
+  const auto s = simulate(l.schedule, *l.fabric, l.gpus, speeds);
+  REQUIRE(f.completed);
+  CHECK(f.per_rank[r1].forward_s == Approx(b.per_rank[r1].forward_s / 0.8).epsilon(1e-9));
+  CHECK(f.per_rank[r2].forward_s == Approx(b.per_rank[r2].forward_s / 0.5).epsilon(1e-9));
+  CHECK(f.per_rank[r1 + 1].forward_s == Approx(b.per_rank[r1 + 1].forward_s).epsilon(1e-9));
+  // a slowdown for the whole run is the same input as a speed factor
+  CHECK(f.iteration_time_s == Approx(s.iteration_time_s).epsilon(1e-9));
+  CHECK(f.iteration_time_s > b.iteration_time_s);
+}
+
+TEST_CASE("GPT-175B at 128 GPUs: every rank with equal speeds agrees with the symmetric run within 0.5 %",
+          "[sim][every_rank][slow]") {
+  auto job = config::load_job_preset("gpt-175b-megascale");
+  config::apply_overrides(job, 128, 64);
+  auto spec = config::load_cluster("megascale-ampere");
+  spec.gpus = 128;
+  topology::Fabric fabric(spec);
+  schedules::LoweringTarget target;
+  target.gpu_memory_bytes = spec.gpu.memory_bytes;
+  const auto schedule = schedules::lower(job, target);
+  const auto gpus = topology::place(fabric, {job.parallel.tp, job.parallel.dp, job.parallel.pp},
+                                    topology::PlacementPolicy::Linear, 1);
+  for (SimMode mode : {SimMode::Analytic, SimMode::Flow}) {
+    SimOptions agg, every;
+    agg.mode = every.mode = mode;
+    every.every_rank = true;
+    const auto a = simulate(schedule, fabric, gpus, agg);
+    const auto e = simulate(schedule, fabric, gpus, every);
+    INFO("mode " << to_string(mode) << " symmetric " << a.iteration_time_s << " every rank " << e.iteration_time_s);
+    CHECK(rel(e.iteration_time_s, a.iteration_time_s) < 5e-3);
+    for (size_t r = 0; r < e.per_rank.size(); ++r) {
+      CHECK(rel(e.per_rank[r].forward_s, a.per_rank[r].forward_s) < 5e-3);
+      CHECK(std::abs(e.per_rank[r].comm_wait_s - a.per_rank[r].comm_wait_s) < 5e-3 * a.iteration_time_s);
+    }
+  }
+}
