@@ -22,6 +22,9 @@
 //   tp = 1, pp = 1, vpp = 1         integers ≥ 1: tensor, pipeline and virtual-pipeline sizes
 //   dp                              integer ≥ 1, optional if top-level gpus is given
 //   sequence_parallel = false       boolean: Megatron sequence parallelism (needs tp > 1 to matter)
+//   pp_scatter_gather = false       boolean: SC'21 scatter/gather: each pipeline send carries
+//                                   1/tp of the activation, all-gathered over NVLink inside the
+//                                   TP group on arrival (needs tp > 1, no sequence_parallel)
 //   zero_stage = 0                  0 | 1 | 2: 0 all-reduce, 1 distributed optimizer,
 //                                   2 MegaScale per-chunk all-gather/reduce-scatter (M4)
 //   micro_batch = 1                 integer ≥ 1: sequences per micro-batch
@@ -32,6 +35,8 @@
 //   iterations = 1                  integer ≥ 1: iterations lowered back to back
 //   optimizer = "adam"              "adam" | "lamb" (M3)
 //   recompute = false               boolean: full activation recomputation in backward
+//   grad_reduce_dtype = "bf16"      "bf16" | "fp32": datatype of the DP gradient reduction
+//                                   (Megatron-LM reduces fp32 main gradients: twice the bytes)
 //   async_data_loading = false      boolean: M8, next batch loaded while gradients sync
 //   [schedule.overlap]
 //   dp = false                      boolean: M4 prefetch/early reduce-scatter/priorities
@@ -91,6 +96,7 @@ s::JobSpec parse_job(std::string_view text, const std::string& file) {
   par.pp = p.get_int("pp", 1, 1);
   par.vpp = p.get_int("vpp", 1, 1);
   par.sequence_parallel = p.get_bool("sequence_parallel", false);
+  par.pp_scatter_gather = p.get_bool("pp_scatter_gather", false);
   par.zero_stage = p.get_int("zero_stage", 0, 0, 2);
   par.micro_batch = p.get_int("micro_batch", 1, 1);
   par.global_batch = p.get_int("global_batch", std::nullopt, 1);
@@ -124,6 +130,7 @@ s::JobSpec parse_job(std::string_view text, const std::string& file) {
       "optimizer", {{"adam", s::OptimizerKind::Adam}, {"lamb", s::OptimizerKind::Lamb}},
       s::OptimizerKind::Adam);
   opt.recompute = sc.get_bool("recompute", false);
+  opt.grad_reduce_fp32 = sc.get_enum<bool>("grad_reduce_dtype", {{"bf16", false}, {"fp32", true}}, false);
   opt.async_data_loading = sc.get_bool("async_data_loading", false);
   {
     TableReader o = sc.table("overlap");

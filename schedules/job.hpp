@@ -31,6 +31,8 @@ struct ParallelSpec {
   int64_t vpp = 1;                   // virtual stages (model chunks) per pipeline rank
   int64_t dp = 1;
   bool sequence_parallel = false;
+  bool pp_scatter_gather = false;    // SC'21: each pipeline send carries 1/tp of the activation,
+                                     // all-gathered over the TP group on arrival (no SP)
   int64_t zero_stage = 0;            // 0, 1 or 2 (M4 uses 2)
   int64_t micro_batch = 1;           // sequences per micro-batch
   int64_t global_batch = 1;          // sequences per iteration
@@ -57,6 +59,8 @@ struct ScheduleOptions {
   OverlapSpec overlap;
   OptimizerKind optimizer = OptimizerKind::Adam;
   bool recompute = false;            // full activation recomputation in backward
+  bool grad_reduce_fp32 = false;     // DP gradients reduced in fp32 (Megatron's default with
+                                     // bf16 mixed precision): twice the bytes of bf16
   OperatorSpec operators;
   bool async_data_loading = false;   // M8
   int64_t iterations = 1;            // iterations lowered back to back

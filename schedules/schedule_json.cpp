@@ -32,11 +32,13 @@ json job_json(const JobSpec& j) {
         {"attention", attention_name(m.attention)}, {"window", m.window}}},
       {"parallel",
        {{"tp", p.tp}, {"pp", p.pp}, {"vpp", p.vpp}, {"dp", p.dp},
-        {"sequence_parallel", p.sequence_parallel}, {"zero_stage", p.zero_stage},
+        {"sequence_parallel", p.sequence_parallel}, {"pp_scatter_gather", p.pp_scatter_gather},
+        {"zero_stage", p.zero_stage},
         {"micro_batch", p.micro_batch}, {"global_batch", p.global_batch}}},
       {"schedule",
        {{"pipeline", pipeline_name(o.pipeline)}, {"iterations", o.iterations},
         {"optimizer", optimizer_name(o.optimizer)}, {"recompute", o.recompute},
+        {"grad_reduce_dtype", o.grad_reduce_fp32 ? "fp32" : "bf16"},
         {"async_data_loading", o.async_data_loading},
         {"overlap", {{"dp", o.overlap.dp}, {"pp", o.overlap.pp}, {"tp", o.overlap.tp},
                      {"tp_chunks", o.overlap.tp_chunks}}},
@@ -149,6 +151,8 @@ public:
     par.vpp = get<int64_t>(p, "vpp", pw);
     par.dp = get<int64_t>(p, "dp", pw);
     par.sequence_parallel = get<bool>(p, "sequence_parallel", pw);
+    // Added with issue #9; absent in older files means off.
+    par.pp_scatter_gather = p.contains("pp_scatter_gather") && get<bool>(p, "pp_scatter_gather", pw);
     par.zero_stage = get<int64_t>(p, "zero_stage", pw);
     par.micro_batch = get<int64_t>(p, "micro_batch", pw);
     par.global_batch = get<int64_t>(p, "global_batch", pw);
@@ -159,6 +163,8 @@ public:
     o.iterations = get<int64_t>(s, "iterations", sw);
     o.optimizer = get_choice<OptimizerKind>(s, "optimizer", sw, {{"adam", OptimizerKind::Adam}, {"lamb", OptimizerKind::Lamb}});
     o.recompute = get<bool>(s, "recompute", sw);
+    o.grad_reduce_fp32 = s.contains("grad_reduce_dtype") &&
+                         get_choice<bool>(s, "grad_reduce_dtype", sw, {{"bf16", false}, {"fp32", true}});
     o.async_data_loading = get<bool>(s, "async_data_loading", sw);
     const json& ov = at(s, "overlap", sw);
     o.overlap.dp = get<bool>(ov, "dp", sw + ".overlap");

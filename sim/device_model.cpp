@@ -93,7 +93,6 @@ int DeviceModel::kernel_launches(Kernel kernel, Phase phase) {
   // LayerNorm and GeLU: the lowering emits one op per kernel (three unfused LayerNorm
   // passes, bias add and GeLU apart), so each op is one launch.
   case Kernel::AttentionUnfused: return bwd ? 5 : 3; // GEMM, softmax, GEMM (+ grads)
-  case Kernel::CrossEntropy: return 3;      // max, sum of exponentials, loss
   default: return 1;
   }
 }
@@ -120,7 +119,11 @@ double DeviceModel::model_seconds(const Op& op) const {
   case Kernel::FlashAttention2: {
     const double e = op.labels.phase == Phase::Backward ? params_.flash_bwd_efficiency
                                                          : params_.flash_fwd_efficiency;
-    return std::max(op.flops / (peak * e), op.bytes / hbm) + launch;
+    // A causal mask lets FlashAttention-2 skip the key blocks above the diagonal: about
+    // half the FLOPs of dense attention (Dao 2023, §3.1.1; its causal benchmarks count
+    // FLOPs the same way). A sliding window (shape[3] > 0) is already s·w in the op.
+    const double executed = op.shape[3] > 0 ? op.flops : 0.5 * op.flops;
+    return std::max(executed / (peak * e), op.bytes / hbm) + launch;
   }
   case Kernel::AttentionUnfused: {
     // shape = {batch·heads, seq, head_dim, window}: score GEMM seq × (window|seq) × head_dim,

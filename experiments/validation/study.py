@@ -2,7 +2,8 @@
 
 Each row becomes a job file (OUTDIR/jobs/<row>.toml) on the Selene cluster (selene.toml):
 GPT with vocabulary 51,200, sequence 2,048, full activation recomputation, fused kernels
-(SC'21's operator fusion), no sequence parallelism, DP gradients reduced in fp32,
+(SC'21's operator fusion), no sequence parallelism but scatter/gather of pipeline sends
+(tp > 1, pp > 1), DP gradients reduced in fp32,
 micro-batch and interleaving per row from Megatron-LM's examples/sc21/run_table_1.sh.
 Predicted TFLOP/s per GPU counts FLOPs as the paper does (recomputation included):
 96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h)) / (iteration time · GPUs).
@@ -66,6 +67,7 @@ pp = {pp}
 vpp = {vpp}
 dp = {dp}
 sequence_parallel = false
+pp_scatter_gather = {'true' if tp > 1 and pp > 1 else 'false'}
 zero_stage = 0
 micro_batch = {mb}
 global_batch = {batch}
@@ -73,6 +75,7 @@ global_batch = {batch}
 [schedule]
 pipeline = "{'interleaved' if vpp > 1 else '1f1b'}"
 recompute = true
+grad_reduce_dtype = "fp32"
 
 [schedule.operators]
 fused_layernorm = true

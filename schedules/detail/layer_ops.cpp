@@ -39,6 +39,16 @@ uint32_t LayerEmitter::gemm(const std::string& name, int64_t m, int64_t n, int64
   return b_.compute(OpKind::Gemm, Kernel::Gemm, name, flops, bytes, {m, n, k, 0}, deps);
 }
 
+uint32_t LayerEmitter::wgrad(const std::string& name, int64_t m, int64_t n, int64_t k,
+                             std::initializer_list<uint32_t> deps) {
+  // Megatron accumulates weight gradients into an fp32 main-gradient buffer: the GEMM
+  // reads and writes m×n fp32 values (β = 1) instead of writing bf16 ones.
+  const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  const double bytes = kBf16 * (static_cast<double>(m) * k + static_cast<double>(k) * n) +
+                       2 * kFp32 * static_cast<double>(m) * static_cast<double>(n);
+  return b_.compute(OpKind::Gemm, Kernel::Gemm, name, flops, bytes, {m, n, k, 0}, deps);
+}
+
 uint32_t LayerEmitter::tp_collective(OpKind kind, const std::string& name, double bytes,
                                      std::vector<uint32_t> deps, DType dtype) {
   return b_.collective(kind, GroupKind::Tp, Stream::TpComm, name, bytes, deps, 0, dtype);
@@ -210,22 +220,22 @@ void LayerEmitter::layer_backward() {
     // MLP branch (last in forward, first in backward)
     dropout("mlp.dropout", true);
     collective_then_gemm(OpKind::AllGather, act_bytes, "mlp.fc2.dgrad", m, d_.f / t, h);
-    gemm("mlp.fc2.wgrad", h, d_.f / t, m);
+    wgrad("mlp.fc2.wgrad", h, d_.f / t, m);
     gelu(true);
     uint32_t ag = gather_input("mlp.fc1.wgrad.ag");
     auto rs = gemm_then_collective("mlp.fc1.dgrad", m, h, d_.f / t, reduce_kind(), act_bytes);
-    gemm("mlp.fc1.wgrad", d_.f / t, h, m, {ag});
+    wgrad("mlp.fc1.wgrad", d_.f / t, h, m, {ag});
     b_.wait_before_next_compute(rs);
     layernorm("mlp.ln", true);
     residual("mlp.residual.bwd", 2);
     // attention branch
     dropout("attn.dropout", true);
     collective_then_gemm(OpKind::AllGather, act_bytes, "attn.proj.dgrad", m, h / t, h);
-    gemm("attn.proj.wgrad", h, h / t, m);
+    wgrad("attn.proj.wgrad", h, h / t, m);
     attention_core(true);
     ag = gather_input("attn.qkv.wgrad.ag");
     rs = gemm_then_collective("attn.qkv.dgrad", m, h, 3 * h / t, reduce_kind(), act_bytes);
-    gemm("attn.qkv.wgrad", 3 * h / t, h, m, {ag});
+    wgrad("attn.qkv.wgrad", 3 * h / t, h, m, {ag});
     b_.wait_before_next_compute(rs);
     layernorm("attn.ln", true);
     residual("attn.residual.bwd", 2);
@@ -235,17 +245,17 @@ void LayerEmitter::layer_backward() {
   dropout("attn.dropout", true);
   // one all-gather of the output gradient serves both branches
   collective_then_gemm(OpKind::AllGather, act_bytes, "mlp.fc2.dgrad", m, d_.f / t, h);
-  gemm("mlp.fc2.wgrad", h, d_.f / t, m);
+  wgrad("mlp.fc2.wgrad", h, d_.f / t, m);
   gelu(true);
   const uint32_t ag = gather_input("ln.wgrad.ag");
   const auto rs_mlp = gemm_then_collective("mlp.fc1.dgrad", m, h, d_.f / t, reduce_kind(), act_bytes);
-  gemm("mlp.fc1.wgrad", d_.f / t, h, m, {ag});
+  wgrad("mlp.fc1.wgrad", d_.f / t, h, m, {ag});
   // the MLP's reduce-scatter overlaps the whole attention backward
   gemm("attn.proj.dgrad", m, h / t, h);
-  gemm("attn.proj.wgrad", h, h / t, m);
+  wgrad("attn.proj.wgrad", h, h / t, m);
   attention_core(true);
   const auto rs_attn = gemm_then_collective("attn.qkv.dgrad", m, h, 3 * h / t, reduce_kind(), act_bytes);
-  gemm("attn.qkv.wgrad", 3 * h / t, h, m);
+  wgrad("attn.qkv.wgrad", 3 * h / t, h, m);
   b_.wait_before_next_compute(rs_mlp);
   b_.wait_before_next_compute(rs_attn);
   layernorm("ln", true);
@@ -306,7 +316,7 @@ void LayerEmitter::head_backward() {
                                             {b_.last_compute()})
                             : kNoOp;
   const auto rs = gemm_then_collective("lm_head.dgrad", m, d_.h, v, reduce_kind(), act_bytes);
-  gemm("lm_head.wgrad", v, d_.h, m, {ag});
+  wgrad("lm_head.wgrad", v, d_.h, m, {ag});
   b_.wait_before_next_compute(rs);
   layernorm("final_ln", true);
 }

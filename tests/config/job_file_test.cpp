@@ -156,3 +156,13 @@ TEST_CASE("missing files and syntax errors name the file", "[config][bad-input]"
   CHECK_THROWS_WITH(config::parse_job("name = ", "bad.toml"), Catch::Contains("bad.toml"));
   CHECK_THROWS_WITH(config::load_job_preset("nope"), Catch::Contains("tiny-1f1b"));
 }
+
+TEST_CASE("validation-set options: scatter/gather and fp32 gradient reduction", "[config]") {
+  const auto job = config::parse_job(
+      replace(kTiny, "pp = 2", "pp = 2\npp_scatter_gather = true") + "\n[schedule]\ngrad_reduce_dtype = \"fp32\"\n",
+      "job.toml");
+  CHECK(job.parallel.pp_scatter_gather);
+  CHECK(job.options.grad_reduce_fp32);
+  expect_error<config::ConfigError>(replace(kTiny, "pp = 2", "pp = 2") + "\n[schedule]\ngrad_reduce_dtype = \"fp16\"\n",
+                                    "schedule.grad_reduce_dtype", "bf16, fp32");
+}

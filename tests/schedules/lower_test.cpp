@@ -438,3 +438,49 @@ TEST_CASE("edge pipeline shapes validate: M = P; many chunks; one micro-batch", 
     }
   }
 }
+
+TEST_CASE("fp32 gradient reduction doubles the DP bytes", "[schedules][lower]") {
+  auto job = config::load_job_preset("tiny-interleaved");
+  job.parallel.zero_stage = 0;
+  const auto dp_bytes = [](const Schedule& s) {
+    double b = 0;
+    for (const Op& op : s.programs[0].ops)
+      if (op.group == GroupKind::Dp && op.kind == OpKind::AllReduce) b += op.bytes;
+    return b;
+  };
+  const double bf16 = dp_bytes(lower(job));
+  job.options.grad_reduce_fp32 = true;
+  const Schedule s = lower(job);
+  CHECK(dp_bytes(s) == Approx(2 * bf16));
+  for (const Op& op : s.programs[0].ops)
+    if (op.group == GroupKind::Dp && op.kind == OpKind::AllReduce) CHECK(op.dtype == DType::FP32);
+  CHECK(validate(s).empty());
+}
+
+TEST_CASE("SC'21 scatter/gather: pipeline sends carry 1/tp, all-gathered on arrival", "[schedules][lower]") {
+  auto job = config::load_job_preset("tiny-interleaved");
+  job.parallel.sequence_parallel = false;
+  REQUIRE(job.parallel.tp > 1);
+  REQUIRE(job.parallel.pp > 1);
+  const auto first_recv = [](const Schedule& s) {
+    for (const Op& op : s.programs[1].ops)
+      if (op.kind == OpKind::Recv) return op.bytes;
+    return 0.0;
+  };
+  const double full = first_recv(lower(job));
+  job.parallel.pp_scatter_gather = true;
+  const Schedule s = lower(job);
+  CHECK(first_recv(s) == Approx(full / static_cast<double>(job.parallel.tp)));
+  const auto names = count_names(s, s.programs[1], Phase::Forward);
+  CHECK(names.count("pp.gather.activation") == 1);
+  int recvs = 0, gathers = 0;
+  for (const Op& op : s.programs[1].ops) {
+    recvs += op.kind == OpKind::Recv;
+    gathers += op.kind == OpKind::AllGather && op.group == GroupKind::Tp &&
+               s.names[op.name].rfind("pp.gather", 0) == 0;
+  }
+  CHECK(gathers == recvs);
+  CHECK(validate(s).empty());
+  job.parallel.sequence_parallel = true;
+  CHECK_THROWS_WITH(lower(job), Catch::Contains("parallel.pp_scatter_gather"));
+}

@@ -61,5 +61,6 @@ TEST_CASE("device model: sustained clock and launches", "[sim][device]") {
   // One launch per lowered op: an unfused LayerNorm pass is one kernel.
   CHECK(DeviceModel::kernel_launches(schedules::Kernel::LayerNorm, schedules::Phase::Forward) == 1);
   CHECK(DeviceModel::kernel_launches(schedules::Kernel::Gelu, schedules::Phase::Backward) == 1);
-  CHECK(DeviceModel::kernel_launches(schedules::Kernel::CrossEntropy, schedules::Phase::Forward) == 3);
+  CHECK(DeviceModel::kernel_launches(schedules::Kernel::CrossEntropy, schedules::Phase::Forward) == 1);
+  CHECK(DeviceModel::kernel_launches(schedules::Kernel::AttentionUnfused, schedules::Phase::Backward) == 5);
 }
