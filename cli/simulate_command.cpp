@@ -40,6 +40,7 @@ struct SimulateArgs {
   uint64_t seed = 1;
   int channels = 2;
   bool no_aggregate = false;
+  bool speed_variation = false;
   std::string trace_file;
   std::string ranks;
   std::string per_rank_csv;
@@ -210,6 +211,7 @@ int run_simulate(const SimulateArgs& a) {
   o.seed = a.seed;
   o.channels = a.channels;
   o.aggregate = !a.no_aggregate;
+  o.speed_variation = a.speed_variation;
   o.all_reduce_algorithm = a.algorithm == "tree" ? sim::CollectiveAlgorithm::Tree : sim::CollectiveAlgorithm::Ring;
   schedules::CalibrationTable calibration;
   if (!a.calibration_file.empty()) {
@@ -260,6 +262,8 @@ void add_simulate_command(CLI::App& app, Action& action) {
   cmd->add_option("--algorithm", args->algorithm, "all-reduce algorithm")->check(CLI::IsMember({"ring", "tree"}));
   cmd->add_option("--channels", args->channels, "NCCL channels (queue pairs per transfer)")->check(CLI::Range(1, 64));
   cmd->add_flag("--no-aggregate", args->no_aggregate, "execute every rank and every ring step (small jobs)");
+  cmd->add_flag("--speed-variation", args->speed_variation,
+                "per-GPU speed drawn per seed (catalogue speed_sigma); compute at the slowest GPU's pace");
   cmd->add_option("--trace", args->trace_file, "write a Chrome trace (Perfetto) of the executed ranks");
   cmd->add_option("--ranks", args->ranks, "ranks to trace, e.g. 0-7,64");
   cmd->add_option("--per-rank-csv", args->per_rank_csv, "write rank,tp,pp,dp,forward_s,backward_s,comm_wait_s");

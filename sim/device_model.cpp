@@ -101,10 +101,11 @@ double DeviceModel::seconds(const Op& op) const {
   TWINSCALE_ASSERT(!op.is_communication(), "device model asked for a communication op");
 #ifdef TWINSCALE_HAVE_CALIBRATION
   if (calibration_ != nullptr) {
-    if (const auto* k = calibration_->find_kernel(op.kernel, op.dtype, op.shape)) return k->seconds;
+    if (const auto* k = calibration_->find_kernel(op.kernel, op.dtype, op.shape))
+      return k->seconds * params_.compute_time_factor;
   }
 #endif
-  return model_seconds(op);
+  return model_seconds(op) * params_.compute_time_factor;
 }
 
 double DeviceModel::model_seconds(const Op& op) const {

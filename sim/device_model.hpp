@@ -57,6 +57,8 @@ struct DeviceModelParams {
   double hbm_efficiency = 0;            // achieved fraction of HBM bandwidth (streaming)
   double kernel_launch_s = 0;           // per kernel launch
   double nccl_compute_slowdown = 0;     // compute slowdown while NCCL kernels run
+  double compute_time_factor = 1;       // every compute op's time × this (speed variation:
+                                        // the slowest GPU of the job, sim/speed_variation.hpp)
 
   /// The figures of `gpu`'s catalogue entry; the NCCL slowdown from the SMs `channels`
   /// NCCL channels occupy (see nccl_slowdown()).

@@ -56,8 +56,11 @@ SimReport run_in_process(const schedules::Schedule& schedule, const topology::Fa
   const auto t0 = std::chrono::steady_clock::now();
   check_options(user_options);
   const topology::ClusterSpec& spec = fabric.spec();
-  const DeviceModelParams params =
+  DeviceModelParams params =
       user_options.device.apply(DeviceModelParams::from_gpu(spec.gpu, user_options.channels));
+  if (user_options.speed_variation)
+    params.compute_time_factor =
+        slowest_gpu_factor(schedule.layout.world(), spec.gpu.kernels.speed_sigma, user_options.seed);
   DeviceModel device(spec.gpu, params, user_options.calibration);
   // The options with every catalogue figure resolved (what the backends read).
   SimOptions options = user_options;

@@ -5,6 +5,7 @@ GPT with vocabulary 51,200, sequence 2,048, full activation recomputation, fused
 (SC'21's operator fusion), no sequence parallelism but scatter/gather of pipeline sends
 (tp > 1, pp > 1), DP gradients reduced in fp32,
 micro-batch and interleaving per row from Megatron-LM's examples/sc21/run_table_1.sh.
+Per-GPU speed variation is on (--speed-variation: the job waits for its slowest GPU, seed 1).
 Predicted TFLOP/s per GPU counts FLOPs as the paper does (recomputation included):
 96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h)) / (iteration time · GPUs).
 """
@@ -101,7 +102,7 @@ def main():
                 f.write(job_text(row, heads, hidden, layers, tp, pp, vpp, mb, gpus, batch))
             modes = ["analytic"] + (["flow"] if gpus <= a.flow_max_gpus else [])
             for mode in modes:
-                r = ts.run_json(a.outdir, f"{row}-{mode}", ["simulate", job, "--mode", mode])
+                r = ts.run_json(a.outdir, f"{row}-{mode}", ["simulate", job, "--mode", mode, "--speed-variation"])
                 t = r["iteration_time_s"]
                 pred = paper_flops(batch, layers, hidden) / (t * gpus) / 1e12
                 rows.append({"source": source, "row": row, "gpus": gpus, "predicted": round(pred, 2),
