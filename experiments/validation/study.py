@@ -92,11 +92,14 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("outdir")
     ap.add_argument("--flow-max-gpus", type=int, default=512)
+    ap.add_argument("--rows", default="", help="comma-separated rows to run (default: all)")
     a = ap.parse_args()
     os.makedirs(os.path.join(a.outdir, "jobs"), exist_ok=True)
     rows = []
     for source, table in (("sc21-table1", TABLE1), ("sc21-table2", TABLE2)):
         for (row, heads, hidden, layers, tp, pp, vpp, mb, gpus, batch, published) in table:
+            if a.rows and row not in a.rows.split(","):
+                continue
             job = os.path.join(a.outdir, "jobs", f"{row}.toml")
             with open(job, "w") as f:
                 f.write(job_text(row, heads, hidden, layers, tp, pp, vpp, mb, gpus, batch))
