@@ -17,6 +17,11 @@
 //   attention  = "dense"            "dense" | "sliding" (M2)
 //   window     = 0                  integer ≥ 0: sliding-window width in tokens (sliding only,
 //                                   then 0 < window ≤ seq_len)
+//   kv_heads   = 0                  integer ≥ 0: key/value heads, grouped-query attention
+//                                   (0 = heads; must divide heads and be a multiple of tp)
+//   mlp        = "gelu"             "gelu" | "swiglu" (FC1 makes gate and up: 2·ffn_hidden)
+//   untied_embeddings = false       boolean: the LM head has its own weights (no embedding
+//                                   gradient all-reduce between first and last stage)
 //
 //   [parallel]                      required
 //   tp = 1, pp = 1, vpp = 1         integers ≥ 1: tensor, pipeline and virtual-pipeline sizes
@@ -78,6 +83,10 @@ s::JobSpec parse_job(std::string_view text, const std::string& file) {
   job.model.seq_len = m.get_int("seq_len", std::nullopt, 1);
   job.model.vocab = m.get_int("vocab", std::nullopt, 1);
   job.model.ffn_hidden = m.get_int("ffn_hidden", 0, 0);
+  job.model.kv_heads = m.get_int("kv_heads", 0, 0);
+  job.model.mlp = m.get_enum<s::MlpKind>("mlp", {{"gelu", s::MlpKind::Gelu}, {"swiglu", s::MlpKind::SwiGlu}},
+                                         s::MlpKind::Gelu);
+  job.model.untied_embeddings = m.get_bool("untied_embeddings", false);
   if (job.model.ffn_hidden == 0) job.model.ffn_hidden = 4 * job.model.hidden;
   job.model.block = m.get_enum<s::BlockKind>(
       "block", {{"serial", s::BlockKind::Serial}, {"parallel", s::BlockKind::Parallel}},

@@ -11,6 +11,7 @@ enum class BlockKind : uint8_t { Serial, Parallel };        // M1
 enum class AttentionKind : uint8_t { Dense, Sliding };      // M2
 enum class PipelineKind : uint8_t { OneFOneB, Interleaved }; // M5
 enum class OptimizerKind : uint8_t { Adam, Lamb };          // M3
+enum class MlpKind : uint8_t { Gelu, SwiGlu };
 
 struct ModelSpec {
   std::string name;
@@ -23,6 +24,11 @@ struct ModelSpec {
   BlockKind block = BlockKind::Serial;
   AttentionKind attention = AttentionKind::Dense;
   int64_t window = 0;                // sliding-window width in tokens (Sliding only)
+  int64_t kv_heads = 0;              // key/value heads (grouped-query attention); 0 = heads
+  MlpKind mlp = MlpKind::Gelu;       // SwiGLU: FC1 produces gate and up (2·ffn_hidden)
+  bool untied_embeddings = false;    // LM head has its own weights (no embedding all-reduce)
+  /// Key/value heads in effect.
+  int64_t kv() const { return kv_heads > 0 ? kv_heads : heads; }
 };
 
 struct ParallelSpec {

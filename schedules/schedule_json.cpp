@@ -29,7 +29,8 @@ json job_json(const JobSpec& j) {
       {"model",
        {{"layers", m.layers}, {"hidden", m.hidden}, {"heads", m.heads}, {"seq_len", m.seq_len},
         {"vocab", m.vocab}, {"ffn_hidden", m.ffn_hidden}, {"block", block_name(m.block)},
-        {"attention", attention_name(m.attention)}, {"window", m.window}}},
+        {"attention", attention_name(m.attention)}, {"window", m.window}, {"kv_heads", m.kv_heads},
+        {"mlp", m.mlp == MlpKind::SwiGlu ? "swiglu" : "gelu"}, {"untied_embeddings", m.untied_embeddings}}},
       {"parallel",
        {{"tp", p.tp}, {"pp", p.pp}, {"vpp", p.vpp}, {"dp", p.dp},
         {"sequence_parallel", p.sequence_parallel}, {"pp_scatter_gather", p.pp_scatter_gather},
@@ -143,6 +144,11 @@ public:
     out.model.block = get_choice<BlockKind>(m, "block", mw, {{"serial", BlockKind::Serial}, {"parallel", BlockKind::Parallel}});
     out.model.attention = get_choice<AttentionKind>(m, "attention", mw, {{"dense", AttentionKind::Dense}, {"sliding", AttentionKind::Sliding}});
     out.model.window = get<int64_t>(m, "window", mw);
+    // Added with issue #9; absent in older files means the defaults.
+    if (m.contains("kv_heads")) out.model.kv_heads = get<int64_t>(m, "kv_heads", mw);
+    if (m.contains("mlp"))
+      out.model.mlp = get_choice<MlpKind>(m, "mlp", mw, {{"gelu", MlpKind::Gelu}, {"swiglu", MlpKind::SwiGlu}});
+    if (m.contains("untied_embeddings")) out.model.untied_embeddings = get<bool>(m, "untied_embeddings", mw);
     const json& p = at(j, "parallel", w);
     const std::string pw = w + ".parallel";
     auto& par = out.parallel;

@@ -112,6 +112,13 @@ void LayerEmitter::gelu(bool backward) {
   const int64_t elements = d_.tokens * (d_.f / d_.t);
   const double e = static_cast<double>(elements);
   const std::array<int64_t, 4> shape{elements, 0, 0, 0};
+  if (d_.swiglu) { // silu(gate)·up: read gate and up, write the product (backward: both grads)
+    if (!backward)
+      b_.compute(OpKind::Elementwise, Kernel::Gelu, "mlp.swiglu", 6 * e, 3 * e * kBf16, shape);
+    else
+      b_.compute(OpKind::Elementwise, Kernel::Gelu, "mlp.swiglu.bwd", 10 * e, 5 * e * kBf16, shape);
+    return;
+  }
   if (!backward) {
     if (fused_gelu_) {
       b_.compute(OpKind::Elementwise, Kernel::FusedBiasGelu, "mlp.gelu", 9 * e, 2 * e * kBf16, shape);
@@ -176,13 +183,13 @@ void LayerEmitter::layer_forward() {
   const double act_bytes = static_cast<double>(m) * static_cast<double>(h) * kBf16;
   if (!parallel_block_) {
     layernorm("attn.ln", false);
-    collective_then_gemm(OpKind::AllGather, act_bytes, "attn.qkv", m, 3 * h / t, h);
+    collective_then_gemm(OpKind::AllGather, act_bytes, "attn.qkv", m, d_.qkv / t, h);
     attention_core(false);
     b_.wait_before_next_compute(gemm_then_collective("attn.proj", m, h, h / t, reduce_kind(), act_bytes));
     dropout("attn.dropout", false);
     residual("attn.residual", 2);
     layernorm("mlp.ln", false);
-    collective_then_gemm(OpKind::AllGather, act_bytes, "mlp.fc1", m, d_.f / t, h);
+    collective_then_gemm(OpKind::AllGather, act_bytes, "mlp.fc1", m, d_.fc1 / t, h);
     gelu(false);
     b_.wait_before_next_compute(gemm_then_collective("mlp.fc2", m, h, d_.f / t, reduce_kind(), act_bytes));
     dropout("mlp.dropout", false);
@@ -192,10 +199,10 @@ void LayerEmitter::layer_forward() {
   // M1: one LayerNorm, one all-gather feeding both branches; the attention branch's
   // reduce-scatter runs while the MLP GEMMs compute.
   layernorm("ln", false);
-  collective_then_gemm(OpKind::AllGather, act_bytes, "attn.qkv", m, 3 * h / t, h);
+  collective_then_gemm(OpKind::AllGather, act_bytes, "attn.qkv", m, d_.qkv / t, h);
   attention_core(false);
   const auto attn_out = gemm_then_collective("attn.proj", m, h, h / t, reduce_kind(), act_bytes);
-  gemm("mlp.fc1", m, d_.f / t, h);
+  gemm("mlp.fc1", m, d_.fc1 / t, h);
   gelu(false);
   const auto mlp_out = gemm_then_collective("mlp.fc2", m, h, d_.f / t, reduce_kind(), act_bytes);
   b_.wait_before_next_compute(attn_out);
@@ -223,8 +230,8 @@ void LayerEmitter::layer_backward() {
     wgrad("mlp.fc2.wgrad", h, d_.f / t, m);
     gelu(true);
     uint32_t ag = gather_input("mlp.fc1.wgrad.ag");
-    auto rs = gemm_then_collective("mlp.fc1.dgrad", m, h, d_.f / t, reduce_kind(), act_bytes);
-    wgrad("mlp.fc1.wgrad", d_.f / t, h, m, {ag});
+    auto rs = gemm_then_collective("mlp.fc1.dgrad", m, h, d_.fc1 / t, reduce_kind(), act_bytes);
+    wgrad("mlp.fc1.wgrad", d_.fc1 / t, h, m, {ag});
     b_.wait_before_next_compute(rs);
     layernorm("mlp.ln", true);
     residual("mlp.residual.bwd", 2);
@@ -234,8 +241,8 @@ void LayerEmitter::layer_backward() {
     wgrad("attn.proj.wgrad", h, h / t, m);
     attention_core(true);
     ag = gather_input("attn.qkv.wgrad.ag");
-    rs = gemm_then_collective("attn.qkv.dgrad", m, h, 3 * h / t, reduce_kind(), act_bytes);
-    wgrad("attn.qkv.wgrad", 3 * h / t, h, m, {ag});
+    rs = gemm_then_collective("attn.qkv.dgrad", m, h, d_.qkv / t, reduce_kind(), act_bytes);
+    wgrad("attn.qkv.wgrad", d_.qkv / t, h, m, {ag});
     b_.wait_before_next_compute(rs);
     layernorm("attn.ln", true);
     residual("attn.residual.bwd", 2);
@@ -248,14 +255,14 @@ void LayerEmitter::layer_backward() {
   wgrad("mlp.fc2.wgrad", h, d_.f / t, m);
   gelu(true);
   const uint32_t ag = gather_input("ln.wgrad.ag");
-  const auto rs_mlp = gemm_then_collective("mlp.fc1.dgrad", m, h, d_.f / t, reduce_kind(), act_bytes);
-  wgrad("mlp.fc1.wgrad", d_.f / t, h, m, {ag});
+  const auto rs_mlp = gemm_then_collective("mlp.fc1.dgrad", m, h, d_.fc1 / t, reduce_kind(), act_bytes);
+  wgrad("mlp.fc1.wgrad", d_.fc1 / t, h, m, {ag});
   // the MLP's reduce-scatter overlaps the whole attention backward
   gemm("attn.proj.dgrad", m, h / t, h);
   wgrad("attn.proj.wgrad", h, h / t, m);
   attention_core(true);
-  const auto rs_attn = gemm_then_collective("attn.qkv.dgrad", m, h, 3 * h / t, reduce_kind(), act_bytes);
-  wgrad("attn.qkv.wgrad", 3 * h / t, h, m);
+  const auto rs_attn = gemm_then_collective("attn.qkv.dgrad", m, h, d_.qkv / t, reduce_kind(), act_bytes);
+  wgrad("attn.qkv.wgrad", d_.qkv / t, h, m);
   b_.wait_before_next_compute(rs_mlp);
   b_.wait_before_next_compute(rs_attn);
   layernorm("ln", true);

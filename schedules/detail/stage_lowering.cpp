@@ -140,7 +140,7 @@ void StageLowering::emit_data_op(int64_t for_iteration, bool async) {
 }
 
 void StageLowering::emit_embedding_allreduce() {
-  if (embedding_ar_ != kNoOp) return;
+  if (embedding_ar_ != kNoOp || job_.model.untied_embeddings) return; // untied: nothing shared
   const double bytes = static_cast<double>(job_.model.vocab / job_.parallel.tp) *
                        static_cast<double>(job_.model.hidden) * 2;
   embedding_ar_ = b_.collective(OpKind::AllReduce, GroupKind::Embedding, Stream::DpComm,

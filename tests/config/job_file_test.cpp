@@ -166,3 +166,14 @@ TEST_CASE("validation-set options: scatter/gather and fp32 gradient reduction", 
   expect_error<config::ConfigError>(replace(kTiny, "pp = 2", "pp = 2") + "\n[schedule]\ngrad_reduce_dtype = \"fp16\"\n",
                                     "schedule.grad_reduce_dtype", "bf16, fp32");
 }
+
+TEST_CASE("model keys: kv_heads, mlp, untied_embeddings", "[config]") {
+  const auto job = config::parse_job(
+      replace(kTiny, "vocab = 1024", "vocab = 1024\nkv_heads = 2\nmlp = \"swiglu\"\nuntied_embeddings = true"),
+      "job.toml");
+  CHECK(job.model.kv() == 2);
+  CHECK(job.model.mlp == schedules::MlpKind::SwiGlu);
+  CHECK(job.model.untied_embeddings);
+  expect_error<config::ConfigError>(replace(kTiny, "vocab = 1024", "vocab = 1024\nmlp = \"relu\""), "model.mlp",
+                                    "gelu, swiglu");
+}

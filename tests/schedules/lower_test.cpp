@@ -484,3 +484,29 @@ TEST_CASE("SC'21 scatter/gather: pipeline sends carry 1/tp, all-gathered on arri
   job.parallel.sequence_parallel = true;
   CHECK_THROWS_WITH(lower(job), Catch::Contains("parallel.pp_scatter_gather"));
 }
+
+TEST_CASE("grouped-query attention, SwiGLU and untied embeddings shape the ops", "[schedules][lower]") {
+  auto job = config::load_job_preset("tiny-interleaved");
+  const auto shape_of = [](const Schedule& s, const char* name) {
+    for (const Op& op : s.programs[0].ops)
+      if (s.names[op.name] == name) return op.shape;
+    return std::array<int64_t, 4>{0, 0, 0, 0};
+  };
+  const int64_t h = job.model.hidden, t = job.parallel.tp, f = job.model.ffn_hidden;
+  const int64_t hd = h / job.model.heads;
+  const Schedule base = lower(job);
+  CHECK(shape_of(base, "attn.qkv")[1] == 3 * h / t);
+  job.model.kv_heads = job.parallel.tp; // the fewest groups TP allows
+  job.model.mlp = MlpKind::SwiGlu;
+  job.model.untied_embeddings = true;
+  const Schedule s = lower(job);
+  CHECK(shape_of(s, "attn.qkv")[1] == (h + 2 * job.model.kv_heads * hd) / t);
+  CHECK(shape_of(s, "mlp.fc1")[1] == 2 * f / t);
+  CHECK(shape_of(s, "mlp.fc1.wgrad")[0] == 2 * f / t);
+  CHECK(count_names(s, s.programs[0], Phase::Forward).count("mlp.swiglu") == 1);
+  for (const Program& p : s.programs)
+    for (const Op& op : p.ops) CHECK(op.group != GroupKind::Embedding);
+  CHECK(validate(s).empty());
+  job.model.kv_heads = 3;
+  CHECK_THROWS_WITH(lower(job), Catch::Contains("model.kv_heads"));
+}
