@@ -82,10 +82,15 @@ double bus_factor(OpKind kind, int64_t group_size) {
 }
 
 const KernelTiming* CalibrationTable::find_kernel(Kernel kernel, DType dtype,
-                                                  const std::array<int64_t, 4>& shape) const {
-  for (const KernelTiming& k : kernels)
-    if (k.kernel == kernel && k.dtype == dtype && k.shape == shape) return &k;
-  return nullptr;
+                                                  const std::array<int64_t, 4>& shape,
+                                                  std::string_view op) const {
+  const KernelTiming* any = nullptr;
+  for (const KernelTiming& k : kernels) {
+    if (k.kernel != kernel || k.dtype != dtype || k.shape != shape) continue;
+    if (k.op == op) return &k;
+    if (k.op.empty() && any == nullptr) any = &k;
+  }
+  return any;
 }
 
 const CommBandwidth* CalibrationTable::find_comm(OpKind kind, int64_t group_size,
@@ -115,8 +120,9 @@ std::optional<double> CalibrationTable::busbw_bytes_per_s(OpKind kind, int64_t g
 }
 
 void CalibrationBuilder::add_kernel_sample(Kernel kernel, DType dtype,
-                                           const std::array<int64_t, 4>& shape, double seconds) {
-  kernel_samples_[{static_cast<int>(kernel), static_cast<int>(dtype), shape}].push_back(seconds);
+                                           const std::array<int64_t, 4>& shape, double seconds,
+                                           std::string_view op) {
+  kernel_samples_[{static_cast<int>(kernel), static_cast<int>(dtype), shape, std::string(op)}].push_back(seconds);
 }
 
 void CalibrationBuilder::add_comm_sample(OpKind kind, int64_t group_size, double bytes,
@@ -133,6 +139,7 @@ CalibrationTable CalibrationBuilder::build(std::string source, std::string devic
     k.kernel = static_cast<Kernel>(std::get<0>(key));
     k.dtype = static_cast<DType>(std::get<1>(key));
     k.shape = std::get<2>(key);
+    k.op = std::get<3>(key);
     k.seconds = median(samples);
     k.samples = static_cast<int64_t>(samples.size());
     t.kernels.push_back(k);
@@ -162,6 +169,7 @@ void write_calibration(const CalibrationTable& table, std::ostream& out) {
     j["kernels"].push_back({{"kernel", std::string(to_string(k.kernel))},
                             {"dtype", std::string(to_string(k.dtype))},
                             {"shape", k.shape},
+                            {"op", k.op},
                             {"seconds", k.seconds},
                             {"samples", k.samples}});
   j["comms"] = json::array();
@@ -187,8 +195,8 @@ CalibrationTable read_calibration(std::istream& in, const std::string& path) {
   if (!j.contains("format") || j["format"] != kFormatName)
     fail(path, "\"format\"", std::string("must be \"") + kFormatName + "\"");
   if (!j.contains("version") || !j["version"].is_number_integer() ||
-      j["version"].get<int>() != kCalibrationFormatVersion)
-    fail(path, "\"version\"", "unsupported; this build reads version " +
+      j["version"].get<int>() < 1 || j["version"].get<int>() > kCalibrationFormatVersion)
+    fail(path, "\"version\"", "unsupported; this build reads versions 1 to " +
                                   std::to_string(kCalibrationFormatVersion));
   CalibrationTable t;
   t.source = j.contains("source") && j["source"].is_string() ? j["source"].get<std::string>() : "";
@@ -222,6 +230,7 @@ CalibrationTable read_calibration(std::istream& in, const std::string& path) {
           fail(path, where + " (" + kname + ")", "\"shape\" must hold non-negative integers");
         k.shape[d] = e["shape"][d].get<int64_t>();
       }
+      if (e.contains("op")) k.op = get_string(e, "op", path, where + " (" + kname + ")");
       k.seconds = get_number(e, "seconds", path, where + " (" + kname + ")", 0);
       k.samples = static_cast<int64_t>(get_number(e, "samples", path, where + " (" + kname + ")", 1));
       t.kernels.push_back(k);

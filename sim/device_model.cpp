@@ -101,7 +101,9 @@ double DeviceModel::seconds(const Op& op) const {
   TWINSCALE_ASSERT(!op.is_communication(), "device model asked for a communication op");
 #ifdef TWINSCALE_HAVE_CALIBRATION
   if (calibration_ != nullptr) {
-    if (const auto* k = calibration_->find_kernel(op.kernel, op.dtype, op.shape))
+    const std::string_view name =
+        names_ != nullptr && op.name < names_->size() ? std::string_view((*names_)[op.name]) : std::string_view();
+    if (const auto* k = calibration_->find_kernel(op.kernel, op.dtype, op.shape, name))
       return k->seconds * params_.compute_time_factor;
   }
 #endif

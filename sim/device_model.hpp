@@ -31,6 +31,8 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "schedules/op.hpp"
 #include "topology/cluster.hpp"
@@ -94,6 +96,8 @@ public:
   static int kernel_launches(schedules::Kernel kernel, schedules::Phase phase);
 
   const topology::GpuSpec& gpu() const { return gpu_; }
+  /// The schedule's op names (Op::name indexes it): calibration entries are per op name.
+  void set_op_names(const std::vector<std::string>* names) { names_ = names; }
   const DeviceModelParams& params() const { return params_; }
 
 private:
@@ -102,6 +106,7 @@ private:
   topology::GpuSpec gpu_;
   DeviceModelParams params_;
   const schedules::CalibrationTable* calibration_;
+  const std::vector<std::string>* names_ = nullptr;
 };
 
 } // namespace twinscale::sim

@@ -62,6 +62,7 @@ SimReport run_in_process(const schedules::Schedule& schedule, const topology::Fa
     params.compute_time_factor =
         slowest_gpu_factor(schedule.layout.world(), spec.gpu.kernels.speed_sigma, user_options.seed);
   DeviceModel device(spec.gpu, params, user_options.calibration);
+  device.set_op_names(&schedule.names);
   // The options with every catalogue figure resolved (what the backends read).
   SimOptions options = user_options;
   options.device.nccl_compute_slowdown = params.nccl_compute_slowdown;
