@@ -42,6 +42,7 @@ struct SimulateArgs {
   std::string gpu_speed_dist;
   std::string gpu_speed_file;
   uint64_t speed_seed = 1;
+  bool speed_variation = false;
   std::string trace_file;
   std::string ranks;
   std::string per_rank_csv;
@@ -187,6 +188,7 @@ int run_simulate(const SimulateArgs& a) {
   spec.sim.channels = a.channels;
   spec.sim.aggregate = !a.no_aggregate;
   spec.sim.every_rank = a.every_rank;
+  spec.sim.speed_variation = a.speed_variation;
   spec.sim.all_reduce_algorithm = config::parse_all_reduce_algorithm(a.algorithm, "--algorithm");
   spec.sim.nccl.model_protocols = !a.ideal_collectives;
   spec.calibration_file = a.calibration_file;
@@ -245,6 +247,8 @@ void add_simulate_command(CLI::App& app, Action& action) {
   cmd->add_option("--gpu-speed-file", args->gpu_speed_file,
                   "per-GPU speed factors, CSV scope,index,factor (scope rank, gpu or server; factors multiply)");
   cmd->add_option("--speed-seed", args->speed_seed, "seed of --gpu-speed-dist");
+  cmd->add_flag("--speed-variation", args->speed_variation,
+                "per-GPU speed drawn per seed (catalogue speed_sigma); compute at the slowest GPU's pace");
   cmd->add_option("--trace", args->trace_file, "write a Chrome trace (Perfetto) of the executed ranks");
   cmd->add_option("--ranks", args->ranks, "ranks to trace, e.g. 0-7,64");
   cmd->add_option("--per-rank-csv", args->per_rank_csv, "write rank,tp,pp,dp,forward_s,backward_s,comm_wait_s");

@@ -125,6 +125,7 @@ topology::ClusterSpec parse_cluster(TableReader& t, const std::string& default_n
     const bool named = switch_model_spec(model, c.switch_spec);
     if (!named && model != "custom")
       s.fail("model", "is \"" + model + "\"; valid values: " + hw.switch_names() + ", custom");
+    if (!named) c.switch_spec.model = model; // "custom": every figure from this table
     const auto opt = [&](auto v) { return named ? std::optional(v) : std::nullopt; };
     c.switch_spec.radix = s.get_int("radix", opt(c.switch_spec.radix), 2, 4096);
     c.switch_spec.port_bw_bytes_per_s =

@@ -132,6 +132,7 @@ void read_gpu_keys(TableReader& t, const topology::GpuSpec* base, const Hardware
   k.kernel_launch_s = t.get_double("kernel_launch_s", b(k.kernel_launch_s), 0, 1.0);
   k.nccl_sms_per_channel = t.get_double("nccl_sms_per_channel", b(k.nccl_sms_per_channel), 0, 1e6);
   k.nccl_hbm_share = t.get_double("nccl_hbm_share", b(k.nccl_hbm_share), 0, 1.0);
+  k.speed_sigma = t.get_double("speed_sigma", b(k.speed_sigma), 0, 0.2);
 }
 
 HardwareCatalogue parse_hardware_catalogue(std::string_view gpus_text, std::string_view nvlink_text,

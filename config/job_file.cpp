@@ -17,11 +17,19 @@
 //   attention  = "dense"            "dense" | "sliding" (M2)
 //   window     = 0                  integer ≥ 0: sliding-window width in tokens (sliding only,
 //                                   then 0 < window ≤ seq_len)
+//   kv_heads   = 0                  integer ≥ 0: key/value heads, grouped-query attention
+//                                   (0 = heads; must divide heads and be a multiple of tp)
+//   mlp        = "gelu"             "gelu" | "swiglu" (FC1 makes gate and up: 2·ffn_hidden)
+//   untied_embeddings = false       boolean: the LM head has its own weights (no embedding
+//                                   gradient all-reduce between first and last stage)
 //
 //   [parallel]                      required
 //   tp = 1, pp = 1, vpp = 1         integers ≥ 1: tensor, pipeline and virtual-pipeline sizes
 //   dp                              integer ≥ 1, optional if top-level gpus is given
 //   sequence_parallel = false       boolean: Megatron sequence parallelism (needs tp > 1 to matter)
+//   pp_scatter_gather = false       boolean: SC'21 scatter/gather: each pipeline send carries
+//                                   1/tp of the activation, all-gathered over NVLink inside the
+//                                   TP group on arrival (needs tp > 1, no sequence_parallel)
 //   zero_stage = 0                  0 | 1 | 2: 0 all-reduce, 1 distributed optimizer,
 //                                   2 MegaScale per-chunk all-gather/reduce-scatter (M4)
 //   micro_batch = 1                 integer ≥ 1: sequences per micro-batch
@@ -32,6 +40,8 @@
 //   iterations = 1                  integer ≥ 1: iterations lowered back to back
 //   optimizer = "adam"              "adam" | "lamb" (M3)
 //   recompute = false               boolean: full activation recomputation in backward
+//   grad_reduce_dtype = "bf16"      "bf16" | "fp32": datatype of the DP gradient reduction
+//                                   (Megatron-LM reduces fp32 main gradients: twice the bytes)
 //   async_data_loading = false      boolean: M8, next batch loaded while gradients sync
 //   [schedule.overlap]
 //   dp = false                      boolean: M4 prefetch/early reduce-scatter/priorities
@@ -86,6 +96,10 @@ s::JobSpec parse_job(std::string_view text, const std::string& file) {
   job.model.seq_len = m.get_int("seq_len", std::nullopt, 1);
   job.model.vocab = m.get_int("vocab", std::nullopt, 1);
   job.model.ffn_hidden = m.get_int("ffn_hidden", 0, 0);
+  job.model.kv_heads = m.get_int("kv_heads", 0, 0);
+  job.model.mlp = m.get_enum<s::MlpKind>("mlp", {{"gelu", s::MlpKind::Gelu}, {"swiglu", s::MlpKind::SwiGlu}},
+                                         s::MlpKind::Gelu);
+  job.model.untied_embeddings = m.get_bool("untied_embeddings", false);
   // 0 means 4·hidden; saturated so that a huge hidden is reported as such by check_job
   if (job.model.ffn_hidden == 0) job.model.ffn_hidden = s::saturating_mul(4, job.model.hidden);
   job.model.block = m.get_enum<s::BlockKind>(
@@ -105,6 +119,7 @@ s::JobSpec parse_job(std::string_view text, const std::string& file) {
   par.pp = p.get_int("pp", 1, 1);
   par.vpp = p.get_int("vpp", 1, 1);
   par.sequence_parallel = p.get_bool("sequence_parallel", false);
+  par.pp_scatter_gather = p.get_bool("pp_scatter_gather", false);
   par.zero_stage = p.get_int("zero_stage", 0, 0, 2);
   par.micro_batch = p.get_int("micro_batch", 1, 1);
   par.global_batch = p.get_int("global_batch", std::nullopt, 1);
@@ -139,6 +154,7 @@ s::JobSpec parse_job(std::string_view text, const std::string& file) {
       "optimizer", {{"adam", s::OptimizerKind::Adam}, {"lamb", s::OptimizerKind::Lamb}},
       s::OptimizerKind::Adam);
   opt.recompute = sc.get_bool("recompute", false);
+  opt.grad_reduce_fp32 = sc.get_enum<bool>("grad_reduce_dtype", {{"bf16", false}, {"fp32", true}}, false);
   opt.async_data_loading = sc.get_bool("async_data_loading", false);
   {
     TableReader o = sc.table("overlap");

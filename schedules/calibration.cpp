@@ -99,10 +99,15 @@ double bus_factor(OpKind kind, int64_t group_size) {
 }
 
 const KernelTiming* CalibrationTable::find_kernel(Kernel kernel, DType dtype,
-                                                  const std::array<int64_t, 4>& shape) const {
-  for (const KernelTiming& k : kernels)
-    if (k.kernel == kernel && k.dtype == dtype && k.shape == shape) return &k;
-  return nullptr;
+                                                  const std::array<int64_t, 4>& shape,
+                                                  std::string_view op) const {
+  const KernelTiming* any = nullptr;
+  for (const KernelTiming& k : kernels) {
+    if (k.kernel != kernel || k.dtype != dtype || k.shape != shape) continue;
+    if (k.op == op) return &k;
+    if (k.op.empty() && any == nullptr) any = &k;
+  }
+  return any;
 }
 
 const CommBandwidth* CalibrationTable::find_comm(OpKind kind, int64_t group_size,
@@ -132,8 +137,9 @@ std::optional<double> CalibrationTable::busbw_bytes_per_s(OpKind kind, int64_t g
 }
 
 void CalibrationBuilder::add_kernel_sample(Kernel kernel, DType dtype,
-                                           const std::array<int64_t, 4>& shape, double seconds) {
-  kernel_samples_[{static_cast<int>(kernel), static_cast<int>(dtype), shape}].push_back(seconds);
+                                           const std::array<int64_t, 4>& shape, double seconds,
+                                           std::string_view op) {
+  kernel_samples_[{static_cast<int>(kernel), static_cast<int>(dtype), shape, std::string(op)}].push_back(seconds);
 }
 
 void CalibrationBuilder::add_comm_sample(OpKind kind, int64_t group_size, double bytes,
@@ -150,6 +156,7 @@ CalibrationTable CalibrationBuilder::build(std::string source, std::string devic
     k.kernel = static_cast<Kernel>(std::get<0>(key));
     k.dtype = static_cast<DType>(std::get<1>(key));
     k.shape = std::get<2>(key);
+    k.op = std::get<3>(key);
     k.seconds = median(samples);
     k.samples = static_cast<int64_t>(samples.size());
     t.kernels.push_back(k);
@@ -179,6 +186,7 @@ void write_calibration(const CalibrationTable& table, std::ostream& out) {
     j["kernels"].push_back({{"kernel", std::string(to_string(k.kernel))},
                             {"dtype", std::string(to_string(k.dtype))},
                             {"shape", k.shape},
+                            {"op", k.op},
                             {"seconds", k.seconds},
                             {"samples", k.samples}});
   j["comms"] = json::array();
@@ -204,8 +212,8 @@ CalibrationTable read_calibration(std::istream& in, const std::string& path) {
   if (!j.contains("format") || j["format"] != kFormatName)
     fail(path, "\"format\"", std::string("must be \"") + kFormatName + "\"");
   if (!j.contains("version") || !j["version"].is_number_integer() ||
-      j["version"].get<int>() != kCalibrationFormatVersion)
-    fail(path, "\"version\"", "unsupported; this build reads version " +
+      j["version"].get<int>() < 1 || j["version"].get<int>() > kCalibrationFormatVersion)
+    fail(path, "\"version\"", "unsupported; this build reads versions 1 to " +
                                   std::to_string(kCalibrationFormatVersion));
   CalibrationTable t;
   t.source = j.contains("source") && j["source"].is_string() ? j["source"].get<std::string>() : "";
@@ -214,7 +222,7 @@ CalibrationTable read_calibration(std::istream& in, const std::string& path) {
     if (j.contains(key) && !j[key].is_array())
       fail(path, std::string("\"") + key + "\"", "must be an array");
 
-  std::map<std::tuple<int, int, std::array<int64_t, 4>>, size_t> kernel_seen;
+  std::map<std::tuple<int, int, std::array<int64_t, 4>, std::string>, size_t> kernel_seen;
   std::map<std::tuple<int, int64_t, double>, size_t> comm_seen;
   if (j.contains("kernels")) {
     size_t i = 0;
@@ -241,13 +249,14 @@ CalibrationTable read_calibration(std::istream& in, const std::string& path) {
           fail(path, where + " (" + kname + ")", "\"shape\" must hold non-negative integers");
         k.shape[d] = e["shape"][d].get<int64_t>();
       }
+      if (e.contains("op")) k.op = get_string(e, "op", path, where + " (" + kname + ")");
       k.seconds = get_number(e, "seconds", path, where + " (" + kname + ")", 0);
       k.samples = get_integer(e, "samples", path, where + " (" + kname + ")", 1, int64_t{1} << 53);
       const auto [it, fresh] = kernel_seen.emplace(
-          std::make_tuple(static_cast<int>(k.kernel), static_cast<int>(k.dtype), k.shape), t.kernels.size());
+          std::make_tuple(static_cast<int>(k.kernel), static_cast<int>(k.dtype), k.shape, k.op), t.kernels.size());
       if (!fresh)
         fail(path, where + " (" + kname + ")", "duplicates kernels[" + std::to_string(it->second) +
-                                                   "] (same kernel, dtype and shape); keep one entry");
+                                                   "] (same kernel, dtype, shape and op); keep one entry");
       t.kernels.push_back(k);
     }
   }

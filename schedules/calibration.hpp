@@ -4,13 +4,18 @@
 //
 // File format (JSON, versioned; docs/backend.md "Calibration table"):
 //   { "format": "twinscale-calibration", "version": 1, "source": "cuda", "device": "...",
-//     "kernels": [ {"kernel": "gemm", "dtype": "bf16", "shape": [m, n, k, 0],
+//     "kernels": [ {"kernel": "gemm", "op": "attn.qkv", "dtype": "bf16", "shape": [m, n, k, 0],
 //                   "seconds": 1.2e-4, "samples": 12}, ... ],
 //     "comms":   [ {"kind": "all_reduce", "group_size": 8, "bytes": 1048576,
 //                   "seconds": 3.1e-5, "algbw_bytes_per_s": ..., "busbw_bytes_per_s": ...,
 //                   "samples": 4}, ... ] }
-// "seconds" is the median of the samples. Entries are sorted (kernel, dtype, shape) and
-// (kind, group_size, bytes), so equal inputs give byte-identical files.
+// "seconds" is the median of the samples. "op" (version 2) is the schedule's op name, so a
+// table never averages different work of one kernel and shape: forward and backward
+// attention ("attn.core", "attn.core.bwd"), each LayerNorm pass ("attn.ln.mean", ".var",
+// ".norm", ".bwd.*"); recomputation reuses its forward op's name, being the same work.
+// Version 1 files (no "op") are still read; their entries match any op. Entries are
+// sorted (kernel, dtype, shape, op) and (kind, group_size, bytes), so equal inputs give
+// byte-identical files.
 #pragma once
 
 #include <array>
@@ -19,6 +24,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -26,12 +32,13 @@
 
 namespace twinscale::schedules {
 
-inline constexpr int kCalibrationFormatVersion = 1;
+inline constexpr int kCalibrationFormatVersion = 2;
 
 struct KernelTiming {
   Kernel kernel = Kernel::Gemm;
   DType dtype = DType::BF16;
   std::array<int64_t, 4> shape{0, 0, 0, 0};   // as Op::shape
+  std::string op;                             // the op's name ("" in version 1: any op)
   double seconds = 0;                         // median over samples
   int64_t samples = 0;
 };
@@ -56,9 +63,10 @@ struct CalibrationTable {
   std::vector<KernelTiming> kernels;
   std::vector<CommBandwidth> comms;
 
-  /// Exact match on kernel, dtype and shape; nullptr when absent.
-  const KernelTiming* find_kernel(Kernel kernel, DType dtype,
-                                  const std::array<int64_t, 4>& shape) const;
+  /// Exact match on kernel, dtype, shape and op name (an entry without a name matches
+  /// any op); nullptr when absent.
+  const KernelTiming* find_kernel(Kernel kernel, DType dtype, const std::array<int64_t, 4>& shape,
+                                  std::string_view op = {}) const;
   /// Exact match on kind, group size and bytes; nullptr when absent.
   const CommBandwidth* find_comm(OpKind kind, int64_t group_size, double bytes) const;
   /// Bus bandwidth for (kind, group_size) at `bytes`: exact entry, else linear
@@ -75,12 +83,12 @@ double bus_factor(OpKind kind, int64_t group_size);
 class CalibrationBuilder {
 public:
   void add_kernel_sample(Kernel kernel, DType dtype, const std::array<int64_t, 4>& shape,
-                         double seconds);
+                         double seconds, std::string_view op = {});
   void add_comm_sample(OpKind kind, int64_t group_size, double bytes, double seconds);
   CalibrationTable build(std::string source, std::string device) const;
 
 private:
-  using KernelKey = std::tuple<int, int, std::array<int64_t, 4>>;
+  using KernelKey = std::tuple<int, int, std::array<int64_t, 4>, std::string>;
   using CommKey = std::tuple<int, int64_t, double>;
   std::map<KernelKey, std::vector<double>> kernel_samples_;
   std::map<CommKey, std::vector<double>> comm_samples_;

@@ -97,6 +97,14 @@ void check_job(const JobSpec& job) {
   require(!p.sequence_parallel || tokens % p.tp == 0,
           who + "parallel.sequence_parallel needs micro_batch·seq_len divisible by tp");
   require(o.iterations >= 1, who + "schedule.iterations must be ≥ 1");
+  require(m.kv() >= 1 && m.heads % m.kv() == 0 && m.kv() % p.tp == 0,
+          who + "model.kv_heads = " + str(m.kv()) + " must divide heads = " + str(m.heads) +
+              " and be a multiple of tp = " + str(p.tp));
+  require(!p.pp_scatter_gather || (p.tp > 1 && p.pp > 1 && !p.sequence_parallel),
+          who + "parallel.pp_scatter_gather splits pipeline sends over the TP group: it needs tp > 1 "
+                "and pp > 1 and sequence_parallel = false (with it the activation is already split); "
+                "got tp = " + str(p.tp) + ", pp = " + str(p.pp) +
+                ", sequence_parallel = " + (p.sequence_parallel ? "true" : "false"));
 }
 
 } // namespace twinscale::schedules

@@ -11,6 +11,7 @@ enum class BlockKind : uint8_t { Serial, Parallel };        // M1
 enum class AttentionKind : uint8_t { Dense, Sliding };      // M2
 enum class PipelineKind : uint8_t { OneFOneB, Interleaved }; // M5
 enum class OptimizerKind : uint8_t { Adam, Lamb };          // M3
+enum class MlpKind : uint8_t { Gelu, SwiGlu };
 
 struct ModelSpec {
   std::string name;
@@ -23,6 +24,11 @@ struct ModelSpec {
   BlockKind block = BlockKind::Serial;
   AttentionKind attention = AttentionKind::Dense;
   int64_t window = 0;                // sliding-window width in tokens (Sliding only)
+  int64_t kv_heads = 0;              // key/value heads (grouped-query attention); 0 = heads
+  MlpKind mlp = MlpKind::Gelu;       // SwiGLU: FC1 produces gate and up (2·ffn_hidden)
+  bool untied_embeddings = false;    // LM head has its own weights (no embedding all-reduce)
+  /// Key/value heads in effect.
+  int64_t kv() const { return kv_heads > 0 ? kv_heads : heads; }
 };
 
 struct ParallelSpec {
@@ -31,6 +37,8 @@ struct ParallelSpec {
   int64_t vpp = 1;                   // virtual stages (model chunks) per pipeline rank
   int64_t dp = 1;
   bool sequence_parallel = false;
+  bool pp_scatter_gather = false;    // SC'21: each pipeline send carries 1/tp of the activation,
+                                     // all-gathered over the TP group on arrival (no SP)
   int64_t zero_stage = 0;            // 0, 1 or 2 (M4 uses 2)
   int64_t micro_batch = 1;           // sequences per micro-batch
   int64_t global_batch = 1;          // sequences per iteration
@@ -57,6 +65,8 @@ struct ScheduleOptions {
   OverlapSpec overlap;
   OptimizerKind optimizer = OptimizerKind::Adam;
   bool recompute = false;            // full activation recomputation in backward
+  bool grad_reduce_fp32 = false;     // DP gradients reduced in fp32 (Megatron's default with
+                                     // bf16 mixed precision): twice the bytes of bf16
   OperatorSpec operators;
   bool async_data_loading = false;   // M8
   int64_t iterations = 1;            // iterations lowered back to back

@@ -11,9 +11,12 @@ double layer_parameters(const JobSpec& job) {
   const double h = static_cast<double>(job.model.hidden);
   const double f = static_cast<double>(job.model.ffn_hidden);
   const double t = static_cast<double>(job.parallel.tp);
-  // QKV (3h² + 3h) and FC1 (h·f + f) column-parallel, projection (h²) and FC2 (f·h)
-  // row-parallel with replicated biases (h each), two LayerNorms (4h) replicated.
-  return (3 * h * h + 3 * h + h * f + f + h * h + f * h) / t + 2 * h + 4 * h;
+  const double qkv = h + 2 * static_cast<double>(job.model.kv() * (job.model.hidden / job.model.heads));
+  const double fc1 = job.model.mlp == MlpKind::SwiGlu ? 2 * f : f;
+  // QKV (h·qkv + qkv; qkv = 3h without grouped-query attention) and FC1 (h·fc1 + fc1)
+  // column-parallel, projection (h²) and FC2 (f·h) row-parallel with replicated biases
+  // (h each), two LayerNorms (4h) replicated.
+  return (h * qkv + qkv + h * fc1 + fc1 + h * h + f * h) / t + 2 * h + 4 * h;
 }
 } // namespace
 
@@ -28,7 +31,7 @@ double chunk_parameters(const JobSpec& job, int64_t pp_rank, int64_t chunk) {
   if (virtual_stage == 0) n += embedding + static_cast<double>(job.model.seq_len) * h;
   if (virtual_stage == pp * vpp - 1) {
     n += 2 * h;                    // final LayerNorm
-    if (pp * vpp > 1) n += embedding; // tied LM head: a copy on the last stage
+    if (pp * vpp > 1 || job.model.untied_embeddings) n += embedding; // LM head (tied: a copy)
   }
   return n;
 }

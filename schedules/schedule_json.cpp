@@ -35,14 +35,17 @@ json job_json(const JobSpec& j) {
       {"model",
        {{"layers", m.layers}, {"hidden", m.hidden}, {"heads", m.heads}, {"seq_len", m.seq_len},
         {"vocab", m.vocab}, {"ffn_hidden", m.ffn_hidden}, {"block", block_name(m.block)},
-        {"attention", attention_name(m.attention)}, {"window", m.window}}},
+        {"attention", attention_name(m.attention)}, {"window", m.window}, {"kv_heads", m.kv_heads},
+        {"mlp", m.mlp == MlpKind::SwiGlu ? "swiglu" : "gelu"}, {"untied_embeddings", m.untied_embeddings}}},
       {"parallel",
        {{"tp", p.tp}, {"pp", p.pp}, {"vpp", p.vpp}, {"dp", p.dp},
-        {"sequence_parallel", p.sequence_parallel}, {"zero_stage", p.zero_stage},
+        {"sequence_parallel", p.sequence_parallel}, {"pp_scatter_gather", p.pp_scatter_gather},
+        {"zero_stage", p.zero_stage},
         {"micro_batch", p.micro_batch}, {"global_batch", p.global_batch}}},
       {"schedule",
        {{"pipeline", pipeline_name(o.pipeline)}, {"iterations", o.iterations},
         {"optimizer", optimizer_name(o.optimizer)}, {"recompute", o.recompute},
+        {"grad_reduce_dtype", o.grad_reduce_fp32 ? "fp32" : "bf16"},
         {"async_data_loading", o.async_data_loading},
         {"overlap", {{"dp", o.overlap.dp}, {"pp", o.overlap.pp}, {"tp", o.overlap.tp},
                      {"tp_chunks", o.overlap.tp_chunks}}},
@@ -149,6 +152,11 @@ public:
     out.model.block = get_choice<BlockKind>(m, "block", mw, {{"serial", BlockKind::Serial}, {"parallel", BlockKind::Parallel}});
     out.model.attention = get_choice<AttentionKind>(m, "attention", mw, {{"dense", AttentionKind::Dense}, {"sliding", AttentionKind::Sliding}});
     out.model.window = get<int64_t>(m, "window", mw);
+    // Added with issue #9; absent in older files means the defaults.
+    if (m.contains("kv_heads")) out.model.kv_heads = get<int64_t>(m, "kv_heads", mw);
+    if (m.contains("mlp"))
+      out.model.mlp = get_choice<MlpKind>(m, "mlp", mw, {{"gelu", MlpKind::Gelu}, {"swiglu", MlpKind::SwiGlu}});
+    if (m.contains("untied_embeddings")) out.model.untied_embeddings = get<bool>(m, "untied_embeddings", mw);
     const json& p = at(j, "parallel", w);
     const std::string pw = w + ".parallel";
     auto& par = out.parallel;
@@ -157,6 +165,8 @@ public:
     par.vpp = get<int64_t>(p, "vpp", pw);
     par.dp = get<int64_t>(p, "dp", pw);
     par.sequence_parallel = get<bool>(p, "sequence_parallel", pw);
+    // Added with issue #9; absent in older files means off.
+    par.pp_scatter_gather = p.contains("pp_scatter_gather") && get<bool>(p, "pp_scatter_gather", pw);
     par.zero_stage = get<int64_t>(p, "zero_stage", pw);
     par.micro_batch = get<int64_t>(p, "micro_batch", pw);
     par.global_batch = get<int64_t>(p, "global_batch", pw);
@@ -167,6 +177,8 @@ public:
     o.iterations = get<int64_t>(s, "iterations", sw);
     o.optimizer = get_choice<OptimizerKind>(s, "optimizer", sw, {{"adam", OptimizerKind::Adam}, {"lamb", OptimizerKind::Lamb}});
     o.recompute = get<bool>(s, "recompute", sw);
+    o.grad_reduce_fp32 = s.contains("grad_reduce_dtype") &&
+                         get_choice<bool>(s, "grad_reduce_dtype", sw, {{"bf16", false}, {"fp32", true}});
     o.async_data_loading = get<bool>(s, "async_data_loading", sw);
     const json& ov = at(s, "overlap", sw);
     o.overlap.dp = get<bool>(ov, "dp", sw + ".overlap");

@@ -91,7 +91,6 @@ int DeviceModel::kernel_launches(Kernel kernel, Phase phase) {
   // LayerNorm and GeLU: the lowering emits one op per kernel (three unfused LayerNorm
   // passes, bias add and GeLU apart), so each op is one launch.
   case Kernel::AttentionUnfused: return bwd ? 5 : 3; // GEMM, softmax, GEMM (+ grads)
-  case Kernel::CrossEntropy: return 3;      // max, sum of exponentials, loss
   default: return 1;
   }
 }
@@ -99,9 +98,12 @@ int DeviceModel::kernel_launches(Kernel kernel, Phase phase) {
 double DeviceModel::seconds(const Op& op) const {
   TWINSCALE_ASSERT(!op.is_communication(), "device model asked for a communication op");
   if (calibration_ != nullptr) {
-    if (const auto* k = calibration_->find_kernel(op.kernel, op.dtype, op.shape)) return k->seconds;
+    const std::string_view name =
+        names_ != nullptr && op.name < names_->size() ? std::string_view((*names_)[op.name]) : std::string_view();
+    if (const auto* k = calibration_->find_kernel(op.kernel, op.dtype, op.shape, name))
+      return k->seconds * params_.compute_time_factor;
   }
-  return model_seconds(op);
+  return model_seconds(op) * params_.compute_time_factor;
 }
 
 double DeviceModel::model_seconds(const Op& op) const {
@@ -116,7 +118,11 @@ double DeviceModel::model_seconds(const Op& op) const {
   case Kernel::FlashAttention2: {
     const double e = op.labels.phase == Phase::Backward ? params_.flash_bwd_efficiency
                                                          : params_.flash_fwd_efficiency;
-    return std::max(op.flops / (peak * e), op.bytes / hbm) + launch;
+    // A causal mask lets FlashAttention-2 skip the key blocks above the diagonal: about
+    // half the FLOPs of dense attention (Dao 2023, §3.1.1; its causal benchmarks count
+    // FLOPs the same way). A sliding window (shape[3] > 0) is already s·w in the op.
+    const double executed = op.shape[3] > 0 ? op.flops : 0.5 * op.flops;
+    return std::max(executed / (peak * e), op.bytes / hbm) + launch;
   }
   case Kernel::AttentionUnfused: {
     // shape = {batch·heads, seq, head_dim, window}: score GEMM seq × (window|seq) × head_dim,

@@ -9,8 +9,9 @@
 //              dimension of d_half halves it, so skinny GEMMs fall well below.
 //              w = tiles / (⌈tiles / SMs⌉ · SMs), tiles = ⌈m/tile_m⌉·⌈n/tile_n⌉: wave
 //              quantisation (NVIDIA "Matrix Multiplication Background" guide §3.2).
-//   Attention  FlashAttention-2: F / (peak · e_fa) + t_launch, e_fa 0.60 forward (50–70 %),
-//              0.45 backward ("less in the backward pass"). Unfused: the two batched
+//   Attention  FlashAttention-2: F_causal / (peak · e_fa) + t_launch, F_causal = F / 2 (the
+//              causal mask skips the blocks above the diagonal), e_fa forward and backward
+//              from the catalogue (FlashAttention-2 benchmarks). Unfused: the two batched
 //              GEMMs at e_gemm(seq, seq|window, head_dim) plus the s×s (or s×w) score
 //              traffic in B through HBM, and a chain of kernels (3 forward, 5 backward).
 //              A sliding window's cost s·w is in the op's F and B (lowering), and its
@@ -18,7 +19,7 @@
 //   Memory-bound (norms, activations, dropout, residual, optimizer, embedding, loss)
 //              t = max(F / (peak · e_vec), B / (hbm · e_hbm)) + k · t_launch, k = 1 per
 //              lowered op (the lowering emits one op per kernel: three LayerNorm passes
-//              unfused, one fused), except a cross-entropy op (3 kernels).
+//              unfused, one fused; the cross-entropy passes apart).
 //   NCCL kernels occupy SMs: while a communication op of the rank moves data, compute
 //   runs at 1 / (1 + slowdown) of its speed, slowdown = max(used / (SMs − used),
 //   h / (1 − h)) with used = channels · nccl_sms_per_channel and h = nccl_hbm_share
@@ -30,6 +31,8 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "schedules/op.hpp"
 #include "topology/cluster.hpp"
@@ -56,6 +59,8 @@ struct DeviceModelParams {
   double hbm_efficiency = 0;            // achieved fraction of HBM bandwidth (streaming)
   double kernel_launch_s = 0;           // per kernel launch
   double nccl_compute_slowdown = 0;     // compute slowdown while NCCL kernels run
+  double compute_time_factor = 1;       // every compute op's time × this (speed variation:
+                                        // the slowest GPU of the job, sim/speed_variation.hpp)
 
   /// The figures of `gpu`'s catalogue entry; the NCCL slowdown from the SMs `channels`
   /// NCCL channels occupy (see nccl_slowdown()).
@@ -91,6 +96,8 @@ public:
   static int kernel_launches(schedules::Kernel kernel, schedules::Phase phase);
 
   const topology::GpuSpec& gpu() const { return gpu_; }
+  /// The schedule's op names (Op::name indexes it): calibration entries are per op name.
+  void set_op_names(const std::vector<std::string>* names) { names_ = names; }
   const DeviceModelParams& params() const { return params_; }
 
 private:
@@ -99,6 +106,7 @@ private:
   topology::GpuSpec gpu_;
   DeviceModelParams params_;
   const schedules::CalibrationTable* calibration_;
+  const std::vector<std::string>* names_ = nullptr;
 };
 
 } // namespace twinscale::sim

@@ -62,9 +62,17 @@ SimReport run_in_process(const schedules::Schedule& schedule, const topology::Fa
   const auto t0 = std::chrono::steady_clock::now();
   check_options(user_options);
   const topology::ClusterSpec& spec = fabric.spec();
-  const DeviceModelParams params =
+  DeviceModelParams params =
       user_options.device.apply(DeviceModelParams::from_gpu(spec.gpu, user_options.channels));
+  if (user_options.speed_variation && (user_options.every_rank || !user_options.gpu_speed.empty()))
+    throw SimError("simulate: speed_variation (--speed-variation) is the order-statistic shortcut of a symmetric "
+                   "run; when every rank is executed give the per-GPU speeds themselves (--gpu-speed-dist "
+                   "normal:SIGMA or --gpu-speed-file)");
+  if (user_options.speed_variation)
+    params.compute_time_factor =
+        slowest_gpu_factor(schedule.layout.world(), spec.gpu.kernels.speed_sigma, user_options.seed);
   DeviceModel device(spec.gpu, params, user_options.calibration);
+  device.set_op_names(&schedule.names);
   // The options with every catalogue figure resolved (what the backends read).
   SimOptions options = user_options;
   options.device.nccl_compute_slowdown = params.nccl_compute_slowdown;

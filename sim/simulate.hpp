@@ -46,6 +46,7 @@
 #include "sim/device_model.hpp"
 #include "sim/error.hpp"
 #include "sim/nccl_model.hpp"
+#include "sim/speed_variation.hpp"
 #include "topology/fabric.hpp"
 
 #include "faults/fault_plan.hpp"
@@ -78,6 +79,9 @@ struct SimOptions {
   std::optional<double> nvlink_efficiency;
   std::optional<double> network_efficiency;
   DeviceModelOverrides device;
+  // Per-GPU speed variation (sim/speed_variation.hpp): every GPU's speed drawn per seed
+  // from the catalogue's speed_sigma; compute runs at the pace of the job's slowest GPU.
+  bool speed_variation = false;
   const schedules::CalibrationTable* calibration = nullptr; // overrides the device model
   bool record_trace = false;      // fill SimReport::trace
   std::vector<int64_t> trace_ranks; // ranks to trace (empty: every executed rank)

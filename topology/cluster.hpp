@@ -24,6 +24,7 @@ struct KernelFigures {
   double kernel_launch_s = 0;          // per kernel
   double nccl_sms_per_channel = 0;     // SMs one NCCL channel occupies
   double nccl_hbm_share = 0;           // HBM fraction a running communication kernel takes
+  double speed_sigma = 0;              // per-GPU speed variation (std. dev. of time multiplier)
 };
 
 /// An NVLink generation (presets/hardware/nvlink.toml).

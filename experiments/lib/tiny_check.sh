@@ -18,9 +18,10 @@ for pass in 1 2; do
     --job-on preset:tiny-megascale --job-off preset:tiny-1f1b
   "$py" "$here/recovery/study.py" "$d/recovery" --gpus 8 --global-batch 8 --days 1 --seeds 2 \
     --cases tiny-megascale:megascale,tiny-megascale:megatron-baseline
+  "$py" "$here/validation/study.py" "$d/validation" --rows 1.7B,3.6B --flow-max-gpus 0
 done
 status=0
-for e in default_study strong_scaling fabric_whatif recovery; do
+for e in default_study strong_scaling fabric_whatif recovery validation; do
   for f in "$out/1/$e/$e.csv" "$out/1/$e/$e.png"; do
     [ -s "$f" ] || { echo "missing or empty: $f" >&2; status=1; }
   done

@@ -2,8 +2,10 @@
 
 Each row becomes a job file (OUTDIR/jobs/<row>.toml) on the Selene cluster (selene.toml):
 GPT with vocabulary 51,200, sequence 2,048, full activation recomputation, fused kernels
-(SC'21's operator fusion), no sequence parallelism, DP gradients reduced in fp32,
+(SC'21's operator fusion), no sequence parallelism but scatter/gather of pipeline sends
+(tp > 1, pp > 1), DP gradients reduced in fp32,
 micro-batch and interleaving per row from Megatron-LM's examples/sc21/run_table_1.sh.
+Per-GPU speed variation is on (--speed-variation: the job waits for its slowest GPU, seed 1).
 Predicted TFLOP/s per GPU counts FLOPs as the paper does (recomputation included):
 96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h)) / (iteration time · GPUs).
 """
@@ -66,6 +68,7 @@ pp = {pp}
 vpp = {vpp}
 dp = {dp}
 sequence_parallel = false
+pp_scatter_gather = {'true' if tp > 1 and pp > 1 else 'false'}
 zero_stage = 0
 micro_batch = {mb}
 global_batch = {batch}
@@ -73,6 +76,7 @@ global_batch = {batch}
 [schedule]
 pipeline = "{'interleaved' if vpp > 1 else '1f1b'}"
 recompute = true
+grad_reduce_dtype = "fp32"
 
 [schedule.operators]
 fused_layernorm = true
@@ -88,17 +92,20 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("outdir")
     ap.add_argument("--flow-max-gpus", type=int, default=512)
+    ap.add_argument("--rows", default="", help="comma-separated rows to run (default: all)")
     a = ap.parse_args()
     os.makedirs(os.path.join(a.outdir, "jobs"), exist_ok=True)
     rows = []
     for source, table in (("sc21-table1", TABLE1), ("sc21-table2", TABLE2)):
         for (row, heads, hidden, layers, tp, pp, vpp, mb, gpus, batch, published) in table:
+            if a.rows and row not in a.rows.split(","):
+                continue
             job = os.path.join(a.outdir, "jobs", f"{row}.toml")
             with open(job, "w") as f:
                 f.write(job_text(row, heads, hidden, layers, tp, pp, vpp, mb, gpus, batch))
             modes = ["analytic"] + (["flow"] if gpus <= a.flow_max_gpus else [])
             for mode in modes:
-                r = ts.run_json(a.outdir, f"{row}-{mode}", ["simulate", job, "--mode", mode])
+                r = ts.run_json(a.outdir, f"{row}-{mode}", ["simulate", job, "--mode", mode, "--speed-variation"])
                 t = r["iteration_time_s"]
                 pred = paper_flops(batch, layers, hidden) / (t * gpus) / 1e12
                 rows.append({"source": source, "row": row, "gpus": gpus, "predicted": round(pred, 2),

@@ -29,6 +29,9 @@ Dims Dims::of(const JobSpec& job) {
   d.sp = job.parallel.sequence_parallel && d.t > 1;
   d.tokens_local = d.sp ? d.tokens / d.t : d.tokens;
   d.tp_chunks = (job.options.overlap.tp && d.t > 1) ? job.options.overlap.tp_chunks : 1;
+  d.qkv = d.h + 2 * job.model.kv() * (d.h / d.a);
+  d.swiglu = job.model.mlp == MlpKind::SwiGlu;
+  d.fc1 = d.swiglu ? 2 * d.f : d.f;
   return d;
 }
 

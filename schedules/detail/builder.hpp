@@ -40,6 +40,9 @@ struct Dims {
   int64_t tokens_local = 1; // b·s/t with sequence parallelism, else b·s
   bool sp = false;
   int64_t tp_chunks = 1;  // > 1 only when TP overlap is on and tp > 1
+  int64_t qkv = 0;        // QKV GEMM output width: h + 2·kv_heads·head_dim (before / tp)
+  int64_t fc1 = 0;        // FC1 output width: f (GeLU) or 2·f (SwiGLU: gate and up)
+  bool swiglu = false;
   static Dims of(const JobSpec& job);
 };
 

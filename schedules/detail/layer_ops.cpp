@@ -39,6 +39,16 @@ uint32_t LayerEmitter::gemm(const std::string& name, int64_t m, int64_t n, int64
   return b_.compute(OpKind::Gemm, Kernel::Gemm, name, flops, bytes, {m, n, k, 0}, deps);
 }
 
+uint32_t LayerEmitter::wgrad(const std::string& name, int64_t m, int64_t n, int64_t k,
+                             std::initializer_list<uint32_t> deps) {
+  // Megatron accumulates weight gradients into an fp32 main-gradient buffer: the GEMM
+  // reads and writes m×n fp32 values (β = 1) instead of writing bf16 ones.
+  const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  const double bytes = kBf16 * (static_cast<double>(m) * k + static_cast<double>(k) * n) +
+                       2 * kFp32 * static_cast<double>(m) * static_cast<double>(n);
+  return b_.compute(OpKind::Gemm, Kernel::Gemm, name, flops, bytes, {m, n, k, 0}, deps);
+}
+
 uint32_t LayerEmitter::tp_collective(OpKind kind, const std::string& name, double bytes,
                                      std::vector<uint32_t> deps, DType dtype) {
   return b_.collective(kind, GroupKind::Tp, Stream::TpComm, name, bytes, deps, 0, dtype);
@@ -102,6 +112,13 @@ void LayerEmitter::gelu(bool backward) {
   const int64_t elements = d_.tokens * (d_.f / d_.t);
   const double e = static_cast<double>(elements);
   const std::array<int64_t, 4> shape{elements, 0, 0, 0};
+  if (d_.swiglu) { // silu(gate)·up: read gate and up, write the product (backward: both grads)
+    if (!backward)
+      b_.compute(OpKind::Elementwise, Kernel::Gelu, "mlp.swiglu", 6 * e, 3 * e * kBf16, shape);
+    else
+      b_.compute(OpKind::Elementwise, Kernel::Gelu, "mlp.swiglu.bwd", 10 * e, 5 * e * kBf16, shape);
+    return;
+  }
   if (!backward) {
     if (fused_gelu_) {
       b_.compute(OpKind::Elementwise, Kernel::FusedBiasGelu, "mlp.gelu", 9 * e, 2 * e * kBf16, shape);
@@ -166,13 +183,13 @@ void LayerEmitter::layer_forward() {
   const double act_bytes = static_cast<double>(m) * static_cast<double>(h) * kBf16;
   if (!parallel_block_) {
     layernorm("attn.ln", false);
-    collective_then_gemm(OpKind::AllGather, act_bytes, "attn.qkv", m, 3 * h / t, h);
+    collective_then_gemm(OpKind::AllGather, act_bytes, "attn.qkv", m, d_.qkv / t, h);
     attention_core(false);
     b_.wait_before_next_compute(gemm_then_collective("attn.proj", m, h, h / t, reduce_kind(), act_bytes));
     dropout("attn.dropout", false);
     residual("attn.residual", 2);
     layernorm("mlp.ln", false);
-    collective_then_gemm(OpKind::AllGather, act_bytes, "mlp.fc1", m, d_.f / t, h);
+    collective_then_gemm(OpKind::AllGather, act_bytes, "mlp.fc1", m, d_.fc1 / t, h);
     gelu(false);
     b_.wait_before_next_compute(gemm_then_collective("mlp.fc2", m, h, d_.f / t, reduce_kind(), act_bytes));
     dropout("mlp.dropout", false);
@@ -182,10 +199,10 @@ void LayerEmitter::layer_forward() {
   // M1: one LayerNorm, one all-gather feeding both branches; the attention branch's
   // reduce-scatter runs while the MLP GEMMs compute.
   layernorm("ln", false);
-  collective_then_gemm(OpKind::AllGather, act_bytes, "attn.qkv", m, 3 * h / t, h);
+  collective_then_gemm(OpKind::AllGather, act_bytes, "attn.qkv", m, d_.qkv / t, h);
   attention_core(false);
   const auto attn_out = gemm_then_collective("attn.proj", m, h, h / t, reduce_kind(), act_bytes);
-  gemm("mlp.fc1", m, d_.f / t, h);
+  gemm("mlp.fc1", m, d_.fc1 / t, h);
   gelu(false);
   const auto mlp_out = gemm_then_collective("mlp.fc2", m, h, d_.f / t, reduce_kind(), act_bytes);
   b_.wait_before_next_compute(attn_out);
@@ -210,22 +227,22 @@ void LayerEmitter::layer_backward() {
     // MLP branch (last in forward, first in backward)
     dropout("mlp.dropout", true);
     collective_then_gemm(OpKind::AllGather, act_bytes, "mlp.fc2.dgrad", m, d_.f / t, h);
-    gemm("mlp.fc2.wgrad", h, d_.f / t, m);
+    wgrad("mlp.fc2.wgrad", h, d_.f / t, m);
     gelu(true);
     uint32_t ag = gather_input("mlp.fc1.wgrad.ag");
-    auto rs = gemm_then_collective("mlp.fc1.dgrad", m, h, d_.f / t, reduce_kind(), act_bytes);
-    gemm("mlp.fc1.wgrad", d_.f / t, h, m, {ag});
+    auto rs = gemm_then_collective("mlp.fc1.dgrad", m, h, d_.fc1 / t, reduce_kind(), act_bytes);
+    wgrad("mlp.fc1.wgrad", d_.fc1 / t, h, m, {ag});
     b_.wait_before_next_compute(rs);
     layernorm("mlp.ln", true);
     residual("mlp.residual.bwd", 2);
     // attention branch
     dropout("attn.dropout", true);
     collective_then_gemm(OpKind::AllGather, act_bytes, "attn.proj.dgrad", m, h / t, h);
-    gemm("attn.proj.wgrad", h, h / t, m);
+    wgrad("attn.proj.wgrad", h, h / t, m);
     attention_core(true);
     ag = gather_input("attn.qkv.wgrad.ag");
-    rs = gemm_then_collective("attn.qkv.dgrad", m, h, 3 * h / t, reduce_kind(), act_bytes);
-    gemm("attn.qkv.wgrad", 3 * h / t, h, m, {ag});
+    rs = gemm_then_collective("attn.qkv.dgrad", m, h, d_.qkv / t, reduce_kind(), act_bytes);
+    wgrad("attn.qkv.wgrad", d_.qkv / t, h, m, {ag});
     b_.wait_before_next_compute(rs);
     layernorm("attn.ln", true);
     residual("attn.residual.bwd", 2);
@@ -235,17 +252,17 @@ void LayerEmitter::layer_backward() {
   dropout("attn.dropout", true);
   // one all-gather of the output gradient serves both branches
   collective_then_gemm(OpKind::AllGather, act_bytes, "mlp.fc2.dgrad", m, d_.f / t, h);
-  gemm("mlp.fc2.wgrad", h, d_.f / t, m);
+  wgrad("mlp.fc2.wgrad", h, d_.f / t, m);
   gelu(true);
   const uint32_t ag = gather_input("ln.wgrad.ag");
-  const auto rs_mlp = gemm_then_collective("mlp.fc1.dgrad", m, h, d_.f / t, reduce_kind(), act_bytes);
-  gemm("mlp.fc1.wgrad", d_.f / t, h, m, {ag});
+  const auto rs_mlp = gemm_then_collective("mlp.fc1.dgrad", m, h, d_.fc1 / t, reduce_kind(), act_bytes);
+  wgrad("mlp.fc1.wgrad", d_.fc1 / t, h, m, {ag});
   // the MLP's reduce-scatter overlaps the whole attention backward
   gemm("attn.proj.dgrad", m, h / t, h);
-  gemm("attn.proj.wgrad", h, h / t, m);
+  wgrad("attn.proj.wgrad", h, h / t, m);
   attention_core(true);
-  const auto rs_attn = gemm_then_collective("attn.qkv.dgrad", m, h, 3 * h / t, reduce_kind(), act_bytes);
-  gemm("attn.qkv.wgrad", 3 * h / t, h, m);
+  const auto rs_attn = gemm_then_collective("attn.qkv.dgrad", m, h, d_.qkv / t, reduce_kind(), act_bytes);
+  wgrad("attn.qkv.wgrad", d_.qkv / t, h, m);
   b_.wait_before_next_compute(rs_mlp);
   b_.wait_before_next_compute(rs_attn);
   layernorm("ln", true);
@@ -306,7 +323,7 @@ void LayerEmitter::head_backward() {
                                             {b_.last_compute()})
                             : kNoOp;
   const auto rs = gemm_then_collective("lm_head.dgrad", m, d_.h, v, reduce_kind(), act_bytes);
-  gemm("lm_head.wgrad", v, d_.h, m, {ag});
+  wgrad("lm_head.wgrad", v, d_.h, m, {ag});
   b_.wait_before_next_compute(rs);
   layernorm("final_ln", true);
 }

@@ -24,6 +24,9 @@ public:
 private:
   uint32_t gemm(const std::string& name, int64_t m, int64_t n, int64_t k,
                 std::initializer_list<uint32_t> deps = {});
+  /// Weight-gradient GEMM accumulating into the fp32 main-gradient buffer.
+  uint32_t wgrad(const std::string& name, int64_t m, int64_t n, int64_t k,
+                 std::initializer_list<uint32_t> deps = {});
   /// GEMM followed by a TP collective on its output (split into tp_chunks pipelined
   /// pieces when TP overlap is on). Returns the collective ops (empty when tp = 1).
   std::vector<uint32_t> gemm_then_collective(const std::string& name, int64_t m, int64_t n,

@@ -61,6 +61,9 @@ StageLowering::StageLowering(const JobSpec& job, int64_t pp_rank, NameTable& nam
       M_(job.parallel.micro_batches()), b_(names), layers_(b_, job) {
   const Dims d = Dims::of(job);
   act_bytes_ = static_cast<double>(d.tokens_local) * static_cast<double>(d.h) * 2;
+  // SC'21 scatter/gather: the send carries 1/tp; an all-gather inside the TP group
+  // (NVLink) rebuilds the activation on arrival (ensure_recv).
+  if (job.parallel.pp_scatter_gather) act_bytes_ /= static_cast<double>(job.parallel.tp);
   order_ = pipeline_order(job.options.pipeline, P_, V_, M_, pp_rank_);
   first_forward_.assign(V_, SIZE_MAX);
   last_backward_.assign(V_, 0);
@@ -105,8 +108,13 @@ uint32_t StageLowering::ensure_recv(int64_t src, const PpMessage& message) {
     b_.labels = OpLabels{static_cast<int32_t>(m.iteration), static_cast<int32_t>(m.micro_batch),
                          static_cast<int32_t>(m.chunk), -1,
                          m.forward ? Phase::Forward : Phase::Backward};
-    ops.push_back(b_.p2p(OpKind::Recv, static_cast<int32_t>(src),
-                         m.forward ? "pp.recv.activation" : "pp.recv.gradient", act_bytes_, {}));
+    uint32_t got = b_.p2p(OpKind::Recv, static_cast<int32_t>(src),
+                          m.forward ? "pp.recv.activation" : "pp.recv.gradient", act_bytes_, {});
+    if (job_.parallel.pp_scatter_gather)
+      got = b_.collective(OpKind::AllGather, GroupKind::Tp, Stream::TpComm,
+                          m.forward ? "pp.gather.activation" : "pp.gather.gradient",
+                          act_bytes_ * static_cast<double>(job_.parallel.tp), {got});
+    ops.push_back(got);
   }
   b_.labels = saved;
   return ops[found->second];
@@ -132,7 +140,7 @@ void StageLowering::emit_data_op(int64_t for_iteration, bool async) {
 }
 
 void StageLowering::emit_embedding_allreduce() {
-  if (embedding_ar_ != kNoOp) return;
+  if (embedding_ar_ != kNoOp || job_.model.untied_embeddings) return; // untied: nothing shared
   const double bytes = static_cast<double>(job_.model.vocab / job_.parallel.tp) *
                        static_cast<double>(job_.model.hidden) * 2;
   embedding_ar_ = b_.collective(OpKind::AllReduce, GroupKind::Embedding, Stream::DpComm,
@@ -143,12 +151,14 @@ void StageLowering::emit_embedding_allreduce() {
 void StageLowering::emit_grad_reduce(int64_t chunk) {
   const auto& par = job_.parallel;
   if (par.dp == 1) return;
-  const double bytes = chunk_parameters(job_, pp_rank_, chunk) * 2;
+  const bool fp32 = job_.options.grad_reduce_fp32;
+  const double bytes = chunk_parameters(job_, pp_rank_, chunk) * (fp32 ? 4 : 2);
   const OpKind kind = par.zero_stage == 0 ? OpKind::AllReduce : OpKind::ReduceScatter;
   const int32_t priority = job_.options.overlap.dp ? 1 : 0;
   const uint32_t op = b_.collective(kind, GroupKind::Dp, Stream::DpComm,
                                     kind == OpKind::AllReduce ? "dp.grad.ar" : "dp.grad.rs", bytes,
-                                    {b_.last_compute(), embedding_ar_}, priority);
+                                    {b_.last_compute(), embedding_ar_}, priority,
+                                    fp32 ? DType::FP32 : DType::BF16);
   grad_reduced_.push_back(op);
   if (par.zero_stage == 2 && !job_.options.overlap.dp) b_.wait_before_next_compute(op);
 }

@@ -60,8 +60,13 @@ TEST_CASE("compare: per-kind and per-rank errors of B against A") {
 TEST_CASE("calibrate: medians per kernel shape and bandwidth per collective") {
   const auto s = backend::synthetic_schedule(schedules::Layout{2, 1, 2}, {2, 16, 8, 1});
   const auto t = backend::calibrate_from_trace(records(s, 1.0), "t.json", s, "cuda", "test gpu", 1);
-  const auto* g = t.find_kernel(schedules::Kernel::Gemm, schedules::DType::BF16, {8, 16, 16, 0});
+  // Entries are keyed by the schedule's op name as well (calibration version 2).
+  const schedules::KernelTiming* g = nullptr;
+  for (const auto& k : t.kernels)
+    if (k.kernel == schedules::Kernel::Gemm && k.shape == std::array<int64_t, 4>{8, 16, 16, 0}) g = &k;
   REQUIRE(g != nullptr);
+  CHECK(!g->op.empty());
+  CHECK(t.find_kernel(schedules::Kernel::Gemm, schedules::DType::BF16, {8, 16, 16, 0}, g->op) == g);
   CHECK(g->seconds == Approx(1e-3));
   const auto* ar = t.find_comm(schedules::OpKind::AllReduce, 2, 2.0 * 8 * 16);
   REQUIRE(ar != nullptr);
@@ -70,7 +75,7 @@ TEST_CASE("calibrate: medians per kernel shape and bandwidth per collective") {
   CHECK(t.find_comm(schedules::OpKind::Send, 2, 256.0) != nullptr);  // p2p links, group size 2
   // CPU traces: executed shapes (divided) in fp32.
   const auto c = backend::calibrate_from_trace(records(s, 1.0), "t.json", s, "cpu", "cpu", 4);
-  CHECK(c.find_kernel(schedules::Kernel::Gemm, schedules::DType::FP32, {2, 4, 4, 0}) != nullptr);
+  CHECK(c.find_kernel(schedules::Kernel::Gemm, schedules::DType::FP32, {2, 4, 4, 0}, g->op) != nullptr);
   auto bad = records(s, 1.0);
   bad[0].op_index = 9999;
   CHECK_THROWS_WITH(backend::calibrate_from_trace(bad, "t.json", s, "cuda", "x", 1),

@@ -156,3 +156,24 @@ TEST_CASE("missing files and syntax errors name the file", "[config][bad-input]"
   CHECK_THROWS_WITH(config::parse_job("name = ", "bad.toml"), Catch::Contains("bad.toml"));
   CHECK_THROWS_WITH(config::load_job_preset("nope"), Catch::Contains("tiny-1f1b"));
 }
+
+TEST_CASE("validation-set options: scatter/gather and fp32 gradient reduction", "[config]") {
+  const auto job = config::parse_job(
+      replace(kTiny, "pp = 2", "pp = 2\npp_scatter_gather = true") + "\n[schedule]\ngrad_reduce_dtype = \"fp32\"\n",
+      "job.toml");
+  CHECK(job.parallel.pp_scatter_gather);
+  CHECK(job.options.grad_reduce_fp32);
+  expect_error<config::ConfigError>(replace(kTiny, "pp = 2", "pp = 2") + "\n[schedule]\ngrad_reduce_dtype = \"fp16\"\n",
+                                    "schedule.grad_reduce_dtype", "bf16, fp32");
+}
+
+TEST_CASE("model keys: kv_heads, mlp, untied_embeddings", "[config]") {
+  const auto job = config::parse_job(
+      replace(kTiny, "vocab = 1024", "vocab = 1024\nkv_heads = 2\nmlp = \"swiglu\"\nuntied_embeddings = true"),
+      "job.toml");
+  CHECK(job.model.kv() == 2);
+  CHECK(job.model.mlp == schedules::MlpKind::SwiGlu);
+  CHECK(job.model.untied_embeddings);
+  expect_error<config::ConfigError>(replace(kTiny, "vocab = 1024", "vocab = 1024\nmlp = \"relu\""), "model.mlp",
+                                    "gelu, swiglu");
+}

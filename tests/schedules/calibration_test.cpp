@@ -78,3 +78,23 @@ TEST_CASE("calibration: read errors name the file and the entry") {
       Catch::Contains("comms[0] (all_reduce)") && Catch::Contains("\"bytes\""));
   CHECK_THROWS_AS(read_calibration_file("/nonexistent/cal.json"), ScheduleError);
 }
+
+TEST_CASE("calibration keys distinguish ops of one kernel and shape", "[schedules][calibration]") {
+  CalibrationBuilder b;
+  b.add_kernel_sample(Kernel::FlashAttention2, DType::BF16, {16, 2048, 128, 0}, 1e-3, "attn.core");
+  b.add_kernel_sample(Kernel::FlashAttention2, DType::BF16, {16, 2048, 128, 0}, 2.5e-3, "attn.core.bwd");
+  b.add_kernel_sample(Kernel::LayerNorm, DType::BF16, {4096, 0, 0, 0}, 1e-6, "attn.ln.mean");
+  b.add_kernel_sample(Kernel::LayerNorm, DType::BF16, {4096, 0, 0, 0}, 2e-6, "attn.ln.norm");
+  const CalibrationTable t = b.build("cuda", "test");
+  CHECK(t.kernels.size() == 4); // not averaged into two
+  CHECK(t.find_kernel(Kernel::FlashAttention2, DType::BF16, {16, 2048, 128, 0}, "attn.core.bwd")->seconds == 2.5e-3);
+  CHECK(t.find_kernel(Kernel::LayerNorm, DType::BF16, {4096, 0, 0, 0}, "attn.ln.norm")->seconds == 2e-6);
+  CHECK(t.find_kernel(Kernel::LayerNorm, DType::BF16, {4096, 0, 0, 0}, "attn.ln.var") == nullptr);
+  // Round trip keeps the op; a version-1 entry (no op) matches any op.
+  std::ostringstream out;
+  write_calibration(t, out);
+  CHECK(out.str().find("attn.core.bwd") != std::string::npos);
+  std::istringstream v1(R"({"format":"twinscale-calibration","version":1,"kernels":[{"kernel":"gemm","dtype":"bf16","shape":[1,2,3,0],"seconds":1e-6,"samples":1}],"comms":[]})");
+  const CalibrationTable old = read_calibration(v1, "old.json");
+  CHECK(old.find_kernel(Kernel::Gemm, DType::BF16, {1, 2, 3, 0}, "mlp.fc1") != nullptr);
+}

@@ -438,3 +438,75 @@ TEST_CASE("edge pipeline shapes validate: M = P; many chunks; one micro-batch", 
     }
   }
 }
+
+TEST_CASE("fp32 gradient reduction doubles the DP bytes", "[schedules][lower]") {
+  auto job = config::load_job_preset("tiny-interleaved");
+  job.parallel.zero_stage = 0;
+  const auto dp_bytes = [](const Schedule& s) {
+    double b = 0;
+    for (const Op& op : s.programs[0].ops)
+      if (op.group == GroupKind::Dp && op.kind == OpKind::AllReduce) b += op.bytes;
+    return b;
+  };
+  const double bf16 = dp_bytes(lower(job));
+  job.options.grad_reduce_fp32 = true;
+  const Schedule s = lower(job);
+  CHECK(dp_bytes(s) == Approx(2 * bf16));
+  for (const Op& op : s.programs[0].ops)
+    if (op.group == GroupKind::Dp && op.kind == OpKind::AllReduce) CHECK(op.dtype == DType::FP32);
+  CHECK(validate(s).empty());
+}
+
+TEST_CASE("SC'21 scatter/gather: pipeline sends carry 1/tp, all-gathered on arrival", "[schedules][lower]") {
+  auto job = config::load_job_preset("tiny-interleaved");
+  job.parallel.sequence_parallel = false;
+  REQUIRE(job.parallel.tp > 1);
+  REQUIRE(job.parallel.pp > 1);
+  const auto first_recv = [](const Schedule& s) {
+    for (const Op& op : s.programs[1].ops)
+      if (op.kind == OpKind::Recv) return op.bytes;
+    return 0.0;
+  };
+  const double full = first_recv(lower(job));
+  job.parallel.pp_scatter_gather = true;
+  const Schedule s = lower(job);
+  CHECK(first_recv(s) == Approx(full / static_cast<double>(job.parallel.tp)));
+  const auto names = count_names(s, s.programs[1], Phase::Forward);
+  CHECK(names.count("pp.gather.activation") == 1);
+  int recvs = 0, gathers = 0;
+  for (const Op& op : s.programs[1].ops) {
+    recvs += op.kind == OpKind::Recv;
+    gathers += op.kind == OpKind::AllGather && op.group == GroupKind::Tp &&
+               s.names[op.name].rfind("pp.gather", 0) == 0;
+  }
+  CHECK(gathers == recvs);
+  CHECK(validate(s).empty());
+  job.parallel.sequence_parallel = true;
+  CHECK_THROWS_WITH(lower(job), Catch::Contains("parallel.pp_scatter_gather"));
+}
+
+TEST_CASE("grouped-query attention, SwiGLU and untied embeddings shape the ops", "[schedules][lower]") {
+  auto job = config::load_job_preset("tiny-interleaved");
+  const auto shape_of = [](const Schedule& s, const char* name) {
+    for (const Op& op : s.programs[0].ops)
+      if (s.names[op.name] == name) return op.shape;
+    return std::array<int64_t, 4>{0, 0, 0, 0};
+  };
+  const int64_t h = job.model.hidden, t = job.parallel.tp, f = job.model.ffn_hidden;
+  const int64_t hd = h / job.model.heads;
+  const Schedule base = lower(job);
+  CHECK(shape_of(base, "attn.qkv")[1] == 3 * h / t);
+  job.model.kv_heads = job.parallel.tp; // the fewest groups TP allows
+  job.model.mlp = MlpKind::SwiGlu;
+  job.model.untied_embeddings = true;
+  const Schedule s = lower(job);
+  CHECK(shape_of(s, "attn.qkv")[1] == (h + 2 * job.model.kv_heads * hd) / t);
+  CHECK(shape_of(s, "mlp.fc1")[1] == 2 * f / t);
+  CHECK(shape_of(s, "mlp.fc1.wgrad")[0] == 2 * f / t);
+  CHECK(count_names(s, s.programs[0], Phase::Forward).count("mlp.swiglu") == 1);
+  for (const Program& p : s.programs)
+    for (const Op& op : p.ops) CHECK(op.group != GroupKind::Embedding);
+  CHECK(validate(s).empty());
+  job.model.kv_heads = 3;
+  CHECK_THROWS_WITH(lower(job), Catch::Contains("model.kv_heads"));
+}

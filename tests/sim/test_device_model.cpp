@@ -4,6 +4,7 @@
 
 #include "config/hardware_catalogue.hpp"
 #include "sim/device_model.hpp"
+#include "sim/speed_variation.hpp"
 
 using namespace twinscale;
 using sim::DeviceModel;
@@ -61,5 +62,25 @@ TEST_CASE("device model: sustained clock and launches", "[sim][device]") {
   // One launch per lowered op: an unfused LayerNorm pass is one kernel.
   CHECK(DeviceModel::kernel_launches(schedules::Kernel::LayerNorm, schedules::Phase::Forward) == 1);
   CHECK(DeviceModel::kernel_launches(schedules::Kernel::Gelu, schedules::Phase::Backward) == 1);
-  CHECK(DeviceModel::kernel_launches(schedules::Kernel::CrossEntropy, schedules::Phase::Forward) == 3);
+  CHECK(DeviceModel::kernel_launches(schedules::Kernel::CrossEntropy, schedules::Phase::Forward) == 1);
+  CHECK(DeviceModel::kernel_launches(schedules::Kernel::AttentionUnfused, schedules::Phase::Backward) == 5);
+}
+
+TEST_CASE("speed variation: the slowest of N GPUs, deterministic, growing with N", "[sim][device]") {
+  CHECK(sim::slowest_gpu_factor(1024, 0.0, 1) == 1.0);
+  const double a = sim::slowest_gpu_factor(3072, 0.013, 7);
+  CHECK(a == sim::slowest_gpu_factor(3072, 0.013, 7)); // same seed, same draw
+  // Expected maximum of n standard normals: ≈ 2.0 at 32, ≈ 3.4 at 3,072 (averaged over seeds).
+  double small = 0, large = 0;
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    small += (sim::slowest_gpu_factor(32, 1.0, seed) - 1) / 40;
+    large += (sim::slowest_gpu_factor(3072, 1.0, seed) - 1) / 40;
+  }
+  CHECK(small == Approx(2.04).margin(0.2));
+  CHECK(large == Approx(3.4).margin(0.2));
+  // The device model scales every compute op by the factor.
+  auto p = DeviceModelParams::from_gpu(a100(), 2);
+  const double t = DeviceModel(a100(), p).seconds(gemm(4096, 4096, 4096));
+  p.compute_time_factor = a;
+  CHECK(DeviceModel(a100(), p).seconds(gemm(4096, 4096, 4096)) == Approx(t * a));
 }
