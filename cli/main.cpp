@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   twinscale::cli::add_fault_commands(app, action);
   twinscale::cli::add_simulate_command(app, action);
   twinscale::cli::add_backend_commands(app, action);
+  twinscale::cli::add_sweep_command(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

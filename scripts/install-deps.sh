@@ -14,6 +14,7 @@ pkgs=(
   nlohmann-json3-dev    # schedule IR, traces and --json output
   libhiredis-dev redis-server # Redis rendezvous (backend/), tests start their own server
   python3-matplotlib    # plots of experiments and campaigns
+  libsqlite3-dev        # results store of `twinscale sweep` (study/)
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -1,0 +1,176 @@
+#include "backend/work_queue.hpp"
+
+#include <cstring>
+#include <deque>
+#include <iostream>
+
+#include <mpi.h>
+
+#include "backend/error.hpp"
+
+namespace twinscale::backend {
+
+namespace {
+
+constexpr int kTagWork = 7101;    // rank 0 → worker: one int64 item, or kStop
+constexpr int kTagResult = 7102;  // worker → rank 0: int64 item followed by the result bytes
+constexpr int64_t kStop = -1;
+
+void send_item(int64_t item, int to) { MPI_Send(&item, 1, MPI_INT64_T, to, kTagWork, MPI_COMM_WORLD); }
+
+void send_result(int64_t item, const std::string& result) {
+  std::string msg(sizeof item, '\0');
+  std::memcpy(msg.data(), &item, sizeof item);
+  msg += result;
+  MPI_Send(msg.data(), static_cast<int>(msg.size()), MPI_BYTE, 0, kTagResult, MPI_COMM_WORLD);
+}
+
+/// Blocking (or not) receipt of one result at rank 0; returns false when none waits.
+bool receive_result(bool block, int& from, int64_t& item, std::string& result) {
+  MPI_Status st;
+  if (block) {
+    MPI_Probe(MPI_ANY_SOURCE, kTagResult, MPI_COMM_WORLD, &st);
+  } else {
+    int flag = 0;
+    MPI_Iprobe(MPI_ANY_SOURCE, kTagResult, MPI_COMM_WORLD, &flag, &st);
+    if (!flag) return false;
+  }
+  int bytes = 0;
+  MPI_Get_count(&st, MPI_BYTE, &bytes);
+  std::string msg(static_cast<size_t>(bytes), '\0');
+  MPI_Recv(msg.data(), bytes, MPI_BYTE, st.MPI_SOURCE, kTagResult, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  from = st.MPI_SOURCE;
+  std::memcpy(&item, msg.data(), sizeof item);
+  result = msg.substr(sizeof item);
+  return true;
+}
+
+[[noreturn]] void die(const char* where, const std::exception& e) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  std::cerr << "twinscale: rank " << rank << ": " << where << ": " << e.what() << " (aborting every rank)\n";
+  std::cerr.flush();
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  std::abort(); // not reached
+}
+
+WorkQueueStats run_root(const std::vector<int64_t>& items, int size,
+                        const std::function<std::string(int64_t)>& compute,
+                        const std::function<void(int64_t, const std::string&)>& consume,
+                        const WorkQueueOptions& o) {
+  WorkQueueStats stats;
+  for (int64_t i : items)
+    if (i < 0) die("work queue", BackendError("item " + std::to_string(i) + " is negative (items must be ≥ 0)"));
+  size_t next = 0;
+  std::vector<int> outstanding(static_cast<size_t>(size), 0);
+  int64_t in_flight = 0;
+  const int prefetch = o.prefetch < 1 ? 1 : o.prefetch;
+  // Prime every worker, then refill one item per returned result.
+  for (int p = 0; p < prefetch; ++p)
+    for (int w = 1; w < size && next < items.size(); ++w) {
+      send_item(items[next++], w);
+      ++outstanding[static_cast<size_t>(w)];
+      ++in_flight;
+    }
+  const bool root_computes = o.root_computes || size == 1;
+  auto handle = [&](int from, int64_t item, const std::string& result) {
+    --outstanding[static_cast<size_t>(from)];
+    --in_flight;
+    try {
+      consume(item, result);
+    } catch (const std::exception& e) {
+      die("storing a result", e);
+    }
+    if (next < items.size()) {
+      send_item(items[next++], from);
+      ++outstanding[static_cast<size_t>(from)];
+      ++in_flight;
+    }
+  };
+  int from = 0;
+  int64_t item = 0;
+  std::string result;
+  while (next < items.size() || in_flight > 0) {
+    while (receive_result(false, from, item, result)) handle(from, item, result);
+    if (root_computes && next < items.size()) {
+      const int64_t mine = items[next++];
+      std::string r;
+      try {
+        r = compute(mine);
+      } catch (const std::exception& e) {
+        die("computing an item", e);
+      }
+      ++stats.items_here;
+      try {
+        consume(mine, r);
+      } catch (const std::exception& e) {
+        die("storing a result", e);
+      }
+      continue;
+    }
+    if (in_flight > 0 && receive_result(true, from, item, result)) handle(from, item, result);
+  }
+  for (int w = 1; w < size; ++w) send_item(kStop, w);
+  stats.items_total = static_cast<int64_t>(items.size());
+  return stats;
+}
+
+WorkQueueStats run_worker(const std::function<std::string(int64_t)>& compute) {
+  WorkQueueStats stats;
+  for (;;) {
+    int64_t item = 0;
+    MPI_Recv(&item, 1, MPI_INT64_T, 0, kTagWork, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    if (item == kStop) break;
+    std::string r;
+    try {
+      r = compute(item);
+    } catch (const std::exception& e) {
+      die("computing an item", e);
+    }
+    send_result(item, r);
+    ++stats.items_here;
+  }
+  return stats;
+}
+
+} // namespace
+
+MpiSession::MpiSession() {
+  int initialised = 0;
+  MPI_Initialized(&initialised);
+  if (!initialised) {
+    if (MPI_Init(nullptr, nullptr) != MPI_SUCCESS) throw BackendError("MPI_Init failed");
+    owns_ = true;
+  }
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+  MPI_Comm_size(MPI_COMM_WORLD, &size_);
+}
+
+MpiSession::~MpiSession() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (owns_ && !finalized) MPI_Finalize();
+}
+
+bool MpiSession::broadcast(bool flag) const {
+  int v = flag ? 1 : 0;
+  MPI_Bcast(&v, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  return v == 1;
+}
+
+void MpiSession::abort(int code) const {
+  MPI_Abort(MPI_COMM_WORLD, code);
+  std::abort(); // not reached
+}
+
+WorkQueueStats run_work_queue(const std::vector<int64_t>& items, const std::function<std::string(int64_t)>& compute,
+                              const std::function<void(int64_t, const std::string&)>& consume,
+                              const WorkQueueOptions& options) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (rank == 0) return run_root(items, size, compute, consume, options);
+  return run_worker(compute);
+}
+
+} // namespace twinscale::backend
