@@ -6,6 +6,7 @@
 #include <sqlite3.h>
 
 #include "config/error.hpp"
+#include "schedules/error.hpp"
 
 namespace twinscale::study {
 
@@ -146,6 +147,7 @@ void Store::put(const Point& point, const PointResult& r) {
            "exposed_tp_s, exposed_pp_s, exposed_dp_s, bubble_s, twinscale_version) "
            "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
            path_);
+  TWINSCALE_ASSERT(point.id == r.id, "the result of point " + std::to_string(r.id) + " stored as point " + std::to_string(point.id));
   int i = 0;
   ins.bind(++i, r.id);
   ins.bind(++i, inputs_json(point));
