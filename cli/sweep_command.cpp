@@ -155,8 +155,8 @@ int run_local(const SweepArgs& a, const study::StudySpec& spec, const std::vecto
   int64_t shard = 0, shards = 1;
   if (!a.shard.empty()) std::tie(shard, shards) = parse_shard(a.shard);
   const std::string db = a.db.empty() ? default_db(a.study) : a.db;
+  study::Evaluator evaluator(spec); // checks every job and cluster the study names
   study::Store store(db, spec, points);
-  study::Evaluator evaluator(spec);
   const bool show = show_progress(a.progress);
 
   const auto done = store.done();
@@ -207,6 +207,7 @@ int run_local(const SweepArgs& a, const study::StudySpec& spec, const std::vecto
 
 int run_mpi(const SweepArgs& a, const study::StudySpec& spec, const std::vector<study::Point>& points) {
   if (!a.shard.empty()) throw config::ConfigError("--shard is for runs without MPI (Slurm job arrays); under mpirun/srun the ranks share the points dynamically");
+  study::Evaluator evaluator(spec); // checks every job and cluster the study names (on every rank)
   backend::MpiSession mpi;
   const std::string db = a.db.empty() ? default_db(a.study) : a.db;
   std::unique_ptr<study::Store> store;
@@ -222,7 +223,6 @@ int run_mpi(const SweepArgs& a, const study::StudySpec& spec, const std::vector<
     if (mpi.rank() == 0) throw config::ConfigError(error);
     return 1; // rank 0 reports the error
   }
-  study::Evaluator evaluator(spec);
   backend::WorkQueueOptions qo;
   qo.root_computes = mpi.size() <= 4; // with many ranks rank 0 only hands out and writes
   const bool show = mpi.rank() == 0 && show_progress(a.progress);

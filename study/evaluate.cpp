@@ -175,7 +175,32 @@ PointResult point_result_from_json(const std::string& text) {
   return r;
 }
 
-Evaluator::Evaluator(const StudySpec& spec) : spec_(spec) {}
+Evaluator::Evaluator(const StudySpec& spec) : spec_(spec) {
+  // Every job and cluster the study names must load, before any point runs.
+  auto job = [&](const std::string& name, const std::string& key) {
+    try {
+      if (is_job_preset(name)) config::load_job_preset(name);
+      else config::load_job(name);
+    } catch (const std::exception& e) { // ConfigError, JobError
+      throw config::ConfigError(spec.file + ": key '" + key + "': " + e.what());
+    }
+  };
+  auto cluster = [&](const std::string& name, const std::string& key) {
+    try {
+      config::load_cluster(name);
+    } catch (const config::ConfigError& e) {
+      throw config::ConfigError(spec.file + ": key '" + key + "': " + e.what());
+    }
+  };
+  job(spec.job, "base.job");
+  if (!spec.cluster.empty()) cluster(spec.cluster, "base.cluster");
+  for (const auto& a : spec.axes)
+    for (size_t i = 0; i < a.values.size(); ++i) {
+      const std::string key = "axes." + a.name + "[" + std::to_string(i) + "]";
+      if (a.name == "job") job(std::get<std::string>(a.values[i]), key);
+      if (a.name == "cluster") cluster(std::get<std::string>(a.values[i]), key);
+    }
+}
 Evaluator::~Evaluator() = default;
 
 PointResult Evaluator::evaluate(const Point& point) {
