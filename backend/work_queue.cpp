@@ -3,6 +3,7 @@
 #include <cstring>
 #include <deque>
 #include <iostream>
+#include <time.h>
 
 #include <mpi.h>
 
@@ -18,6 +19,16 @@ constexpr int64_t kStop = -1;
 
 void send_item(int64_t item, int to) { MPI_Send(&item, 1, MPI_INT64_T, to, kTagWork, MPI_COMM_WORLD); }
 
+/// A short sleep between polls. Blocking MPI calls busy-poll in Open MPI and would take
+/// the CPU from the computing rank beside them (2 ranks on 2 cores, or an oversubscribed
+/// node); items take tens of milliseconds or more, so a poll every ≤ 2 ms costs nothing.
+void nap(int& round) {
+  const long ns = round < 10 ? 50'000L : 2'000'000L;
+  ++round;
+  timespec t{0, ns};
+  ::nanosleep(&t, nullptr);
+}
+
 void send_result(int64_t item, const std::string& result) {
   std::string msg(sizeof item, '\0');
   std::memcpy(msg.data(), &item, sizeof item);
@@ -28,13 +39,12 @@ void send_result(int64_t item, const std::string& result) {
 /// Blocking (or not) receipt of one result at rank 0; returns false when none waits.
 bool receive_result(bool block, int& from, int64_t& item, std::string& result) {
   MPI_Status st;
-  if (block) {
-    MPI_Probe(MPI_ANY_SOURCE, kTagResult, MPI_COMM_WORLD, &st);
-  } else {
-    int flag = 0;
+  int flag = 0;
+  for (int round = 0;; nap(round)) {
     MPI_Iprobe(MPI_ANY_SOURCE, kTagResult, MPI_COMM_WORLD, &flag, &st);
-    if (!flag) return false;
+    if (flag || !block) break;
   }
+  if (!flag) return false;
   int bytes = 0;
   MPI_Get_count(&st, MPI_BYTE, &bytes);
   std::string msg(static_cast<size_t>(bytes), '\0');
@@ -119,7 +129,13 @@ WorkQueueStats run_worker(const std::function<std::string(int64_t)>& compute) {
   WorkQueueStats stats;
   for (;;) {
     int64_t item = 0;
-    MPI_Recv(&item, 1, MPI_INT64_T, 0, kTagWork, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Request req;
+    MPI_Irecv(&item, 1, MPI_INT64_T, 0, kTagWork, MPI_COMM_WORLD, &req);
+    int done = 0;
+    for (int round = 0;; nap(round)) {
+      MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+      if (done) break;
+    }
     if (item == kStop) break;
     std::string r;
     try {
