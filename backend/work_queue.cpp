@@ -1,5 +1,6 @@
 #include "backend/work_queue.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <deque>
 #include <iostream>
@@ -75,13 +76,20 @@ WorkQueueStats run_root(const std::vector<int64_t>& items, int size,
   std::vector<int> outstanding(static_cast<size_t>(size), 0);
   int64_t in_flight = 0;
   const int prefetch = o.prefetch < 1 ? 1 : o.prefetch;
-  // Prime every worker, then refill one item per returned result.
-  for (int p = 0; p < prefetch; ++p)
-    for (int w = 1; w < size && next < items.size(); ++w) {
+  // Items a worker may hold: `prefetch`, fewer near the end so that no rank is left
+  // computing a backlog while the others are done.
+  auto cap = [&]() {
+    const size_t left = items.size() - next;
+    return static_cast<int>(std::clamp<size_t>(left / static_cast<size_t>(size), 1, static_cast<size_t>(prefetch)));
+  };
+  auto top_up = [&](int w) {
+    while (next < items.size() && outstanding[static_cast<size_t>(w)] < cap()) {
       send_item(items[next++], w);
       ++outstanding[static_cast<size_t>(w)];
       ++in_flight;
     }
+  };
+  for (int w = 1; w < size; ++w) top_up(w);
   const bool root_computes = o.root_computes || size == 1;
   auto handle = [&](int from, int64_t item, const std::string& result) {
     --outstanding[static_cast<size_t>(from)];
@@ -91,11 +99,7 @@ WorkQueueStats run_root(const std::vector<int64_t>& items, int size,
     } catch (const std::exception& e) {
       die("storing a result", e);
     }
-    if (next < items.size()) {
-      send_item(items[next++], from);
-      ++outstanding[static_cast<size_t>(from)];
-      ++in_flight;
-    }
+    top_up(from);
   };
   int from = 0;
   int64_t item = 0;
@@ -118,7 +122,9 @@ WorkQueueStats run_root(const std::vector<int64_t>& items, int size,
       }
       continue;
     }
+    const double t0 = MPI_Wtime();
     if (in_flight > 0 && receive_result(true, from, item, result)) handle(from, item, result);
+    stats.wait_s += MPI_Wtime() - t0;
   }
   for (int w = 1; w < size; ++w) send_item(kStop, w);
   stats.items_total = static_cast<int64_t>(items.size());
@@ -130,12 +136,14 @@ WorkQueueStats run_worker(const std::function<std::string(int64_t)>& compute) {
   for (;;) {
     int64_t item = 0;
     MPI_Request req;
+    const double t0 = MPI_Wtime();
     MPI_Irecv(&item, 1, MPI_INT64_T, 0, kTagWork, MPI_COMM_WORLD, &req);
     int done = 0;
     for (int round = 0;; nap(round)) {
       MPI_Test(&req, &done, MPI_STATUS_IGNORE);
       if (done) break;
     }
+    stats.wait_s += MPI_Wtime() - t0;
     if (item == kStop) break;
     std::string r;
     try {

@@ -49,6 +49,7 @@ struct WorkQueueOptions {
 struct WorkQueueStats {
   int64_t items_total = 0;     // rank 0: items handed out (including its own)
   int64_t items_here = 0;      // items this rank computed
+  double wait_s = 0;           // wall time this rank waited for items or results
 };
 
 /// Collective over MPI_COMM_WORLD. `items` (each ≥ 0) matters on rank 0 only.

@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "backend/rendezvous.hpp"
@@ -49,6 +50,13 @@ struct ShowArgs {
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+/// CPU time (user + system) of this process so far.
+double cpu_s() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  return u.ru_utime.tv_sec + u.ru_stime.tv_sec + 1e-6 * (u.ru_utime.tv_usec + u.ru_stime.tv_usec);
 }
 
 std::string duration_text(double s) {
@@ -248,10 +256,12 @@ int run_mpi(const SweepArgs& a, const study::StudySpec& spec, const std::vector<
       qo);
   progress.end();
   if (mpi.rank() == 0)
-    std::fprintf(stderr, "twinscale sweep: %lld points computed on %d ranks in %.2f s (%.2f points/s; %lld on rank 0), %lld already in %s\n",
+    std::fprintf(stderr, "twinscale sweep: %lld points computed on %d ranks in %.2f s (%.2f points/s), %lld already in %s\n",
                  static_cast<long long>(progress.computed()), mpi.size(), progress.elapsed(),
-                 progress.computed() / std::max(1e-9, progress.elapsed()), static_cast<long long>(stats.items_here),
+                 progress.computed() / std::max(1e-9, progress.elapsed()),
                  static_cast<long long>(total - static_cast<int64_t>(todo.size())), db.c_str());
+  std::fprintf(stderr, "twinscale sweep: rank %d computed %lld points, %.2f s CPU, waited %.2f s\n", mpi.rank(),
+               static_cast<long long>(stats.items_here), cpu_s(), stats.wait_s);
 
   if (spec.flow_best > 0) {
     std::vector<int64_t> todo_flow;
