@@ -7,6 +7,10 @@
 #include <nlohmann/json.hpp>
 
 #include "config/cluster_file.hpp"
+#include "config/fault_file.hpp"
+#include "config/recovery_file.hpp"
+#include "faults/campaign.hpp"
+#include "faults/error.hpp"
 #include "config/error.hpp"
 #include "config/job_file.hpp"
 #include "config/presets.hpp"
@@ -123,6 +127,11 @@ std::string effective_job(const StudySpec& spec, const Point& p, schedules::JobS
   return {};
 }
 
+struct CampaignInputs {
+  faults::FaultModel model;
+  config::RecoveryFile recovery;
+};
+
 } // namespace
 
 std::string_view to_string(PointStatus s) {
@@ -152,6 +161,7 @@ std::string to_json(const PointResult& r) {
   j["mode"] = r.mode;
   j["sim"] = {r.iteration_time_s, r.tokens_per_s, r.tflops_per_gpu, r.mfu,
               r.compute_s, r.exposed_tp_s, r.exposed_pp_s, r.exposed_dp_s, r.bubble_s};
+  if (r.campaign) j["campaign"] = {r.ettr, r.ettr_ci95, r.interruptions, r.lost_work_s};
   return j.dump();
 }
 
@@ -172,6 +182,11 @@ PointResult point_result_from_json(const std::string& text) {
   r.iteration_time_s = s.at(0); r.tokens_per_s = s.at(1); r.tflops_per_gpu = s.at(2); r.mfu = s.at(3);
   r.compute_s = s.at(4); r.exposed_tp_s = s.at(5); r.exposed_pp_s = s.at(6); r.exposed_dp_s = s.at(7);
   r.bubble_s = s.at(8);
+  if (j.contains("campaign")) {
+    const auto& c = j.at("campaign");
+    r.campaign = true;
+    r.ettr = c.at(0); r.ettr_ci95 = c.at(1); r.interruptions = c.at(2); r.lost_work_s = c.at(3);
+  }
   return r;
 }
 
@@ -194,6 +209,20 @@ Evaluator::Evaluator(const StudySpec& spec) : spec_(spec) {
   };
   job(spec.job, "base.job");
   if (!spec.cluster.empty()) cluster(spec.cluster, "base.cluster");
+  if (spec.evaluation == Evaluation::Campaign) {
+    auto inputs = std::make_shared<CampaignInputs>();
+    try {
+      inputs->model = config::resolve_fault_model(spec.faults);
+    } catch (const std::exception& e) {
+      throw config::ConfigError(spec.file + ": key 'campaign.faults': " + e.what());
+    }
+    try {
+      inputs->recovery = config::resolve_recovery(spec.recovery);
+    } catch (const std::exception& e) {
+      throw config::ConfigError(spec.file + ": key 'campaign.recovery': " + e.what());
+    }
+    campaign_inputs_ = inputs;
+  }
   for (const auto& a : spec.axes)
     for (size_t i = 0; i < a.values.size(); ++i) {
       const std::string key = "axes." + a.name + "[" + std::to_string(i) + "]";
@@ -204,7 +233,8 @@ Evaluator::Evaluator(const StudySpec& spec) : spec_(spec) {
 Evaluator::~Evaluator() = default;
 
 PointResult Evaluator::evaluate(const Point& point) {
-  return run(point, spec_.evaluation == Evaluation::Simulate && spec_.mode == SimModeChoice::Flow);
+  return run(point, spec_.mode == SimModeChoice::Flow &&
+                        (spec_.evaluation == Evaluation::Simulate || spec_.evaluation == Evaluation::Campaign));
 }
 
 PointResult Evaluator::evaluate_flow(const Point& point) { return run(point, true); }
@@ -246,7 +276,7 @@ PointResult Evaluator::run(const Point& point, bool flow) {
   if (spec_.evaluation == Evaluation::Memory) return r;
 
   std::shared_ptr<const topology::Fabric> fabric;
-  if (spec_.evaluation == Evaluation::Simulate) {
+  if (spec_.evaluation == Evaluation::Simulate || spec_.evaluation == Evaluation::Campaign) {
     char key[256];
     std::snprintf(key, sizeof key, "%s|%.17g|%.17g|%lld|%lld", cluster.c_str(), cs.fabric.oversubscription[0],
                   cs.server.nic_bw_bytes_per_s, static_cast<long long>(cs.server.rails), static_cast<long long>(cs.gpus));
@@ -296,6 +326,7 @@ PointResult Evaluator::run(const Point& point, bool flow) {
     r.exposed_pp_s = s.breakdown.exposed_pp_s;
     r.exposed_dp_s = s.breakdown.exposed_dp_s;
     r.bubble_s = s.breakdown.bubble_s;
+    if (spec_.evaluation == Evaluation::Campaign) run_campaign(point, job, cs.server.gpus, r);
   } catch (const schedules::ScheduleError& e) {
     r.status = PointStatus::Failed;
     r.reason = e.what();
@@ -307,6 +338,38 @@ PointResult Evaluator::run(const Point& point, bool flow) {
     r.reason = e.what();
   }
   return r;
+}
+
+void Evaluator::run_campaign(const Point& point, const schedules::JobSpec& job, int64_t gpus_per_node,
+                             PointResult& r) const {
+  // As `twinscale campaign` (cli/fault_commands.cpp) with the simulated iteration time.
+  const auto& in = *static_cast<const CampaignInputs*>(campaign_inputs_.get());
+  faults::Campaign c;
+  c.model = in.model;
+  if (auto scale = real(point, "fault_rate_scale"))
+    for (auto& cat : c.model.categories) cat.rate_per_gpu_hour *= *scale;
+  c.recovery = in.recovery.policy;
+  faults::CheckpointPolicy policy = in.recovery.checkpoint;
+  if (auto interval = real(point, "checkpoint_interval_s")) policy.interval_s = *interval;
+  c.checkpoint_interval_s = policy.interval_s;
+  const faults::CheckpointState state = faults::checkpoint_state(job, gpus_per_node);
+  c.checkpoint = faults::checkpoint_times(policy, state, in.recovery.policy.load_method);
+  c.shape = state.shape;
+  c.spec.duration_s = spec_.days * 86400.0;
+  c.spec.iteration_time_s = r.iteration_time_s;
+  c.spec.seeds = spec_.seeds;
+  c.spec.seed = spec_.campaign_seed;
+  try {
+    const faults::CampaignSummary sum = faults::run_campaign(c);
+    r.campaign = true;
+    r.ettr = sum.ettr.mean;
+    r.ettr_ci95 = sum.ettr.half_width;
+    r.interruptions = sum.interruptions.mean;
+    r.lost_work_s = sum.lost_work_s.mean;
+  } catch (const faults::FaultError& e) { // e.g. an interval shorter than the checkpoint itself
+    r.status = PointStatus::Infeasible;
+    r.reason = std::string("campaign: ") + e.what();
+  }
 }
 
 } // namespace twinscale::study

@@ -15,6 +15,9 @@
 namespace twinscale::topology {
 class Fabric;
 }
+namespace twinscale::schedules {
+struct JobSpec;
+}
 
 namespace twinscale::study {
 
@@ -37,6 +40,13 @@ struct PointResult {
   std::string mode;                // "analytic" | "flow" | ""
   double iteration_time_s = 0, tokens_per_s = 0, tflops_per_gpu = 0, mfu = 0;
   double compute_s = 0, exposed_tp_s = 0, exposed_pp_s = 0, exposed_dp_s = 0, bubble_s = 0;
+  // weeks of training under faults (what = campaign; means over seeds)
+  bool campaign = false;
+  double ettr = 0, ettr_ci95 = 0;  // effective training time ratio, 95 % CI half-width
+  double interruptions = 0;        // per run
+  double lost_work_s = 0;          // work rolled back per run
+  /// What "best" ranks by: MFU, times ETTR for a campaign (useful FLOPs over wall time).
+  double score() const { return campaign ? mfu * ettr : mfu; }
 };
 
 /// Serialisation for the MPI work queue (exact doubles).
@@ -54,7 +64,9 @@ public:
 
 private:
   PointResult run(const Point& point, bool flow);
+  void run_campaign(const Point& point, const schedules::JobSpec& job, int64_t gpus_per_node, PointResult& r) const;
   const StudySpec spec_;
+  std::shared_ptr<const void> campaign_inputs_; // fault model + recovery policy (campaign studies)
   std::map<std::string, std::shared_ptr<const topology::Fabric>> fabrics_; // a few recent fabrics
   std::vector<std::string> fabric_order_;
 };

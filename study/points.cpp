@@ -133,6 +133,9 @@ std::string fingerprint(const StudySpec& s, const std::vector<Point>& points) {
   j["filters"] = {{"memory_fits", s.memory_fits}};
   j["evaluate"] = {{"what", static_cast<int>(s.evaluation)}, {"mode", static_cast<int>(s.mode)},
                    {"flow_best", s.flow_best}};
+  if (s.evaluation == Evaluation::Campaign)
+    j["campaign"] = {{"faults", s.faults}, {"recovery", s.recovery}, {"days", s.days}, {"seeds", s.seeds},
+                     {"seed", s.campaign_seed}};
   std::string text = j.dump();
   for (const auto& p : points) text += "\n" + inputs_json(p);
   uint64_t h = 0xcbf29ce484222325ULL; // FNV-1a 64

@@ -45,7 +45,8 @@ std::string point_line(const StoredPoint& p) {
                 r.iteration_time_s, r.memory_bytes / 1e9,
                 p.flow && p.flow->status == PointStatus::Ok ? fmt("%6.2f %%", 100 * p.flow->mfu).c_str() : "     -  ");
   return std::string(buf) + "  tp " + std::to_string(r.tp) + " pp " + std::to_string(r.pp) + " vpp " +
-         std::to_string(r.vpp) + " dp " + std::to_string(r.dp) + " mb " + std::to_string(r.micro_batch) + "  | " +
+         std::to_string(r.vpp) + " dp " + std::to_string(r.dp) + " mb " + std::to_string(r.micro_batch) +
+         (r.campaign ? fmt("  ETTR %.4f", r.ettr) + fmt(" ± %.4f", r.ettr_ci95) : std::string()) + "  | " +
          inputs_text(p) + "\n";
 }
 
@@ -56,7 +57,7 @@ std::vector<const StoredPoint*> ranked(const std::vector<StoredPoint>& rows) {
   for (const auto& p : rows)
     if (p.result.status == PointStatus::Ok) out.push_back(&p);
   std::stable_sort(out.begin(), out.end(), [](const StoredPoint* a, const StoredPoint* b) {
-    if (a->result.mfu != b->result.mfu) return a->result.mfu > b->result.mfu;
+    if (a->result.score() != b->result.score()) return a->result.score() > b->result.score();
     return a->result.id < b->result.id;
   });
   return out;
@@ -117,7 +118,9 @@ std::string summary_table(const StoreInfo& info, const std::vector<StoredPoint>&
   }
   const auto best = ranked(rows);
   const char* header = "      id      MFU   iteration    memory  flow MFU  layout and axes\n";
-  o << "best " << std::min<int64_t>(top, static_cast<int64_t>(best.size())) << " points by MFU\n" << header;
+  const bool campaign = !best.empty() && best.front()->result.campaign;
+  o << "best " << std::min<int64_t>(top, static_cast<int64_t>(best.size())) << " points by "
+    << (campaign ? "MFU × ETTR" : "MFU") << "\n" << header;
   for (size_t i = 0; i < best.size() && static_cast<int64_t>(i) < top; ++i) o << point_line(*best[i]);
   const auto front = pareto_front(rows);
   o << "Pareto front, MFU vs memory per GPU (" << front.size() << " points)\n" << header;
@@ -131,7 +134,8 @@ std::string rows_csv(const StoreInfo& info, const std::vector<StoredPoint>& rows
   for (const auto& a : info.axes) o << "," << a;
   o << ",status,reason,gpus,tp,pp,vpp,dp,micro_batch,global_batch,memory_gb,gpu_memory_gb,ops,mode,"
        "iteration_time_s,tokens_per_s,tflops_per_gpu,mfu,compute_s,exposed_tp_s,exposed_pp_s,exposed_dp_s,bubble_s,"
-       "flow_status,flow_iteration_time_s,flow_mfu,flow_exposed_dp_s,twinscale_version\n";
+       "flow_status,flow_iteration_time_s,flow_mfu,flow_exposed_dp_s,ettr,ettr_ci95,interruptions,lost_work_h,"
+       "twinscale_version\n";
   for (const auto& p : rows) {
     const PointResult& r = p.result;
     o << r.id;
@@ -147,6 +151,11 @@ std::string rows_csv(const StoreInfo& info, const std::vector<StoredPoint>& rows
     if (p.flow)
       o << "," << to_string(p.flow->status) << "," << fmt("%.9g", p.flow->iteration_time_s) << ","
         << fmt("%.9g", p.flow->mfu) << "," << fmt("%.9g", p.flow->exposed_dp_s);
+    else
+      o << ",,,,";
+    if (r.campaign)
+      o << "," << fmt("%.6f", r.ettr) << "," << fmt("%.6f", r.ettr_ci95) << "," << fmt("%.3f", r.interruptions) << ","
+        << fmt("%.4f", r.lost_work_s / 3600);
     else
       o << ",,,,";
     o << "," << p.version << "\n";

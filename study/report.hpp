@@ -11,7 +11,7 @@
 
 namespace twinscale::study {
 
-/// Feasible points ordered best first: analytic (or the study's) MFU descending, then id.
+/// Feasible points ordered best first: MFU (× ETTR in a campaign study) descending, then id.
 std::vector<const StoredPoint*> ranked(const std::vector<StoredPoint>& rows);
 /// The `k` best feasible points' ids (the flow_best re-simulation set).
 std::vector<int64_t> best_ids(const std::vector<StoredPoint>& rows, int64_t k);

@@ -21,7 +21,8 @@ CREATE TABLE IF NOT EXISTS points(
   iteration_time_s REAL, tokens_per_s REAL, tflops_per_gpu REAL, mfu REAL,
   compute_s REAL, exposed_tp_s REAL, exposed_pp_s REAL, exposed_dp_s REAL, bubble_s REAL,
   flow_status TEXT, flow_reason TEXT, flow_iteration_time_s REAL, flow_tokens_per_s REAL, flow_mfu REAL,
-  flow_exposed_dp_s REAL, twinscale_version TEXT NOT NULL);
+  flow_exposed_dp_s REAL, ettr REAL, ettr_ci95 REAL, interruptions REAL, lost_work_s REAL,
+  twinscale_version TEXT NOT NULL);
 )sql";
 
 /// A prepared statement, finalised on scope exit.
@@ -144,8 +145,8 @@ void Store::put(const Point& point, const PointResult& r) {
   Stmt ins(db_,
            "INSERT OR IGNORE INTO points(id, inputs, status, reason, gpus, tp, pp, vpp, dp, micro_batch, global_batch, "
            "memory_bytes, gpu_memory_bytes, ops, mode, iteration_time_s, tokens_per_s, tflops_per_gpu, mfu, compute_s, "
-           "exposed_tp_s, exposed_pp_s, exposed_dp_s, bubble_s, twinscale_version) "
-           "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+           "exposed_tp_s, exposed_pp_s, exposed_dp_s, bubble_s, ettr, ettr_ci95, interruptions, lost_work_s, "
+           "twinscale_version) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
            path_);
   TWINSCALE_ASSERT(point.id == r.id, "the result of point " + std::to_string(r.id) + " stored as point " + std::to_string(point.id));
   int i = 0;
@@ -161,6 +162,10 @@ void Store::put(const Point& point, const PointResult& r) {
   for (double v : {r.iteration_time_s, r.tokens_per_s, r.tflops_per_gpu, r.mfu, r.compute_s, r.exposed_tp_s,
                    r.exposed_pp_s, r.exposed_dp_s, r.bubble_s})
     ins.bind(++i, v);
+  for (double v : {r.ettr, r.ettr_ci95, r.interruptions, r.lost_work_s}) {
+    ++i;
+    if (r.campaign) ins.bind(i, v); // NULL otherwise
+  }
   ins.bind(++i, twinscale_version());
   if (ins.step() != SQLITE_DONE) throw StoreError(path_ + ": cannot write point " + std::to_string(r.id) + ": " + sqlite3_errmsg(db_));
 }
@@ -198,7 +203,8 @@ std::vector<StoredPoint> Store::rows() const {
          "SELECT id, inputs, status, reason, gpus, tp, pp, vpp, dp, micro_batch, global_batch, memory_bytes, "
          "gpu_memory_bytes, ops, mode, iteration_time_s, tokens_per_s, tflops_per_gpu, mfu, compute_s, exposed_tp_s, "
          "exposed_pp_s, exposed_dp_s, bubble_s, flow_status, flow_reason, flow_iteration_time_s, flow_tokens_per_s, "
-         "flow_mfu, flow_exposed_dp_s, twinscale_version FROM points ORDER BY id",
+         "flow_mfu, flow_exposed_dp_s, ettr, ettr_ci95, interruptions, lost_work_s, twinscale_version FROM points "
+         "ORDER BY id",
          path_);
   while (q.step() == SQLITE_ROW) {
     StoredPoint p;
@@ -229,6 +235,14 @@ std::vector<StoredPoint> Store::rows() const {
       p.flow = f;
     }
     c += 6;
+    if (!q.null(c)) {
+      r.campaign = true;
+      r.ettr = q.dbl(c);
+      r.ettr_ci95 = q.dbl(c + 1);
+      r.interruptions = q.dbl(c + 2);
+      r.lost_work_s = q.dbl(c + 3);
+    }
+    c += 4;
     p.version = q.text(c);
     out.push_back(std::move(p));
   }

@@ -12,8 +12,9 @@
 //     vpp, dp, micro_batch, global_batch, memory_bytes, gpu_memory_bytes, ops, mode,
 //     iteration_time_s, tokens_per_s, tflops_per_gpu, mfu, compute_s, exposed_tp_s,
 //     exposed_pp_s, exposed_dp_s, bubble_s, flow_status, flow_reason,
-//     flow_iteration_time_s, flow_tokens_per_s, flow_mfu, flow_exposed_dp_s,
-//     twinscale_version); flow_* are NULL until the point is re-simulated in flow mode.
+//     flow_iteration_time_s, flow_tokens_per_s, flow_mfu, flow_exposed_dp_s, ettr,
+//     ettr_ci95, interruptions, lost_work_s, twinscale_version); flow_* are NULL until
+//     the point is re-simulated in flow mode, ettr … lost_work_s unless what = campaign.
 #pragma once
 
 #include <cstdint>

@@ -42,6 +42,9 @@
 //                                 a ratio the switch radix cannot split makes the point infeasible)
 //   nic_gbit_per_s = [200, 400]   numbers > 0: NIC speed per direction (cluster variant)
 //   rails = [8, 4, 1]             integers ≥ 1: rails per server (cluster variant, ≤ NICs)
+//   fault_rate_scale = [0.5, 1, 2] numbers > 0: every fault category's rate × this (campaign)
+//   checkpoint_interval_s = [1800, 3600]  numbers > 0: work between checkpoints (campaign;
+//                                 default: the recovery policy's interval)
 //
 //   [filters]                     optional
 //   memory_fits = true            boolean: a point whose largest pipeline stage needs more
@@ -50,11 +53,20 @@
 //                                 (schedules::check_job) is always enforced.
 //
 //   [evaluate]                    optional: what each feasible point runs
-//   what = "simulate"             "lower" (lower + validate the schedule), "memory" (the
-//                                 memory estimate only), "simulate" (one iteration)
+//   what = "simulate"             "lower" (lower the schedule), "memory" (the memory
+//                                 estimate only), "simulate" (one iteration), "campaign"
+//                                 (one iteration simulated, then weeks of training under
+//                                 faults: ETTR; see [campaign])
 //   mode = "analytic"             "analytic" | "flow" (what = "simulate")
 //   flow_best = 0                 integer ≥ 0: after an analytic study, simulate the best
 //                                 K points (by analytic MFU) again in flow mode
+//
+//   [campaign]                    optional, for what = "campaign" (as `twinscale campaign`)
+//   faults = "llama3-405b"        fault model: preset name or TOML file
+//   recovery = "megascale"        recovery + checkpoint policy: preset name or TOML file
+//   days = 28                     number > 0: wall time simulated per seed
+//   seeds = 4                     integer in [1, 1000]: independent runs (ETTR mean and 95 % CI)
+//   seed = 1                      integer ≥ 0: first seed
 #include "study/study_file.hpp"
 
 #include <algorithm>
@@ -104,6 +116,8 @@ const std::vector<AxisDef>& axis_defs() {
       {"oversubscription", Kind::Number, 1, 0, {}},
       {"nic_gbit_per_s", Kind::Number, 1, 0, {}},
       {"rails", Kind::Int, 1, 1024, {}},
+      {"fault_rate_scale", Kind::Number, 1, 0, {}},
+      {"checkpoint_interval_s", Kind::Number, 1, 0, {}},
   };
   return defs;
 }
@@ -262,7 +276,9 @@ StudySpec parse_study(std::string_view text, const std::string& file) {
 
   config::TableReader e = top.table("evaluate");
   s.evaluation = e.get_enum<Evaluation>(
-      "what", {{"lower", Evaluation::Lower}, {"memory", Evaluation::Memory}, {"simulate", Evaluation::Simulate}},
+      "what",
+      {{"lower", Evaluation::Lower}, {"memory", Evaluation::Memory}, {"simulate", Evaluation::Simulate},
+       {"campaign", Evaluation::Campaign}},
       Evaluation::Simulate);
   s.mode = e.get_enum<SimModeChoice>("mode", {{"analytic", SimModeChoice::Analytic}, {"flow", SimModeChoice::Flow}},
                                      SimModeChoice::Analytic);
@@ -270,6 +286,20 @@ StudySpec parse_study(std::string_view text, const std::string& file) {
   if (s.flow_best > 0 && (s.evaluation != Evaluation::Simulate || s.mode != SimModeChoice::Analytic))
     e.fail("flow_best", "needs what = \"simulate\" and mode = \"analytic\" (it re-simulates the best analytic points in flow mode)");
   e.finish();
+
+  config::TableReader c = top.table("campaign");
+  s.faults = resolve(c.get_string("faults", s.faults), "faults", dir);
+  s.recovery = resolve(c.get_string("recovery", s.recovery), "recovery", dir);
+  s.days = c.get_double("days", 28.0, 1e-6, 36500);
+  s.seeds = c.get_int("seeds", 4, 1, 1000);
+  s.campaign_seed = static_cast<uint64_t>(c.get_int("seed", 1, 0));
+  c.finish();
+  const bool campaign_axis = std::any_of(s.axes.begin(), s.axes.end(), [](const Axis& a) {
+    return a.name == "fault_rate_scale" || a.name == "checkpoint_interval_s";
+  });
+  if (s.evaluation != Evaluation::Campaign && (campaign_axis || top.has("campaign")))
+    e.fail("what", "is not \"campaign\", but the study has campaign settings ([campaign], fault_rate_scale or "
+                   "checkpoint_interval_s); set what = \"campaign\" or remove them");
   top.finish();
   return s;
 }

@@ -17,7 +17,7 @@ using Value = std::variant<int64_t, double, bool, std::string>;
 std::string to_text(const Value& v);
 
 enum class SampleMethod : uint8_t { Grid, Random, LatinHypercube };
-enum class Evaluation : uint8_t { Lower, Memory, Simulate };
+enum class Evaluation : uint8_t { Lower, Memory, Simulate, Campaign };
 enum class SimModeChoice : uint8_t { Analytic, Flow };
 
 struct Axis {
@@ -47,6 +47,12 @@ struct StudySpec {
   Evaluation evaluation = Evaluation::Simulate;
   SimModeChoice mode = SimModeChoice::Analytic;
   int64_t flow_best = 0;       // analytic study: re-simulate the best K points in flow mode
+  // [campaign] (what = "campaign")
+  std::string faults = "llama3-405b";  // fault model preset or file
+  std::string recovery = "megascale";  // recovery + checkpoint policy preset or file
+  double days = 28;
+  int64_t seeds = 4;
+  uint64_t campaign_seed = 1;
 };
 
 /// Every axis a study may vary, in the canonical order points and columns use.

@@ -131,3 +131,53 @@ TEST_CASE("report: ranking, Pareto front and CSV", "[study]") {
   CHECK_THAT(csv, Contains("id,tp,status,reason,"));
   CHECK_THAT(csv, Contains("\n1,2,ok,,"));
 }
+
+TEST_CASE("evaluate: a campaign point gives ETTR under scaled fault rates and checkpoint intervals", "[study]") {
+  const auto spec = study::parse_study(R"(
+name = "campaign"
+[base]
+job = "tiny-megascale"
+gpus = 16
+[axes]
+fault_rate_scale = [1, 1000]
+checkpoint_interval_s = [1e-6, 3600]
+[evaluate]
+what = "campaign"
+[campaign]
+faults = "llama3-405b"
+recovery = "megascale"
+days = 1
+seeds = 2
+)", "c.toml");
+  const auto points = study::generate_points(spec);
+  REQUIRE(points.size() == 4);
+  study::Evaluator ev(spec);
+  const auto too_short = ev.evaluate(points[0]); // a checkpoint every microsecond cannot be taken
+  CHECK(too_short.status == study::PointStatus::Infeasible);
+  CHECK_THAT(too_short.reason, Contains("campaign"));
+  const auto calm = ev.evaluate(points[1]);
+  const auto stormy = ev.evaluate(points[3]);
+  REQUIRE(calm.status == study::PointStatus::Ok);
+  REQUIRE(stormy.status == study::PointStatus::Ok);
+  CHECK(calm.campaign);
+  CHECK(calm.ettr > 0);
+  CHECK(calm.ettr <= 1);
+  CHECK(stormy.ettr < calm.ettr);               // 1000× the fault rate costs training time
+  CHECK(stormy.interruptions > calm.interruptions);
+  CHECK(stormy.score() == stormy.mfu * stormy.ettr);
+  CHECK(study::to_json(study::Evaluator(spec).evaluate(points[3])) == study::to_json(stormy));
+  CHECK(study::to_json(study::point_result_from_json(study::to_json(stormy))) == study::to_json(stormy));
+
+  const std::string db = temp_db("campaign");
+  study::Store store(db, spec, points);
+  store.put(points[3], stormy);
+  const auto rows = store.rows();
+  REQUIRE(rows.size() == 1);
+  CHECK(study::to_json(rows[0].result) == study::to_json(stormy));
+  CHECK_THROWS_WITH(study::parse_study("name = \"x\"\n[base]\njob = \"tiny-megascale\"\n[axes]\nfault_rate_scale = [1]\n", "x.toml"),
+                    Contains("x.toml") && Contains("evaluate.what") && Contains("campaign"));
+  CHECK_THROWS_WITH(study::Evaluator(study::parse_study(
+                        "name = \"x\"\n[base]\njob = \"tiny-megascale\"\n[axes]\ntp = [1]\n[evaluate]\nwhat = \"campaign\"\n"
+                        "[campaign]\nfaults = \"nope\"\n", "x.toml")),
+                    Contains("x.toml") && Contains("campaign.faults"));
+}
