@@ -239,6 +239,29 @@ PointResult Evaluator::evaluate(const Point& point) {
 
 PointResult Evaluator::evaluate_flow(const Point& point) { return run(point, true); }
 
+std::shared_ptr<const topology::Fabric> Evaluator::fabric_for(const std::string& cluster, const topology::ClusterSpec& cs,
+                                                               std::string& why_not) {
+  // A few recent fabrics are kept: points of one study mostly share their cluster.
+  char key[256];
+  std::snprintf(key, sizeof key, "%s|%.17g|%.17g|%lld|%lld", cluster.c_str(), cs.fabric.oversubscription[0],
+                cs.server.nic_bw_bytes_per_s, static_cast<long long>(cs.server.rails), static_cast<long long>(cs.gpus));
+  if (auto it = fabrics_.find(key); it != fabrics_.end()) return it->second;
+  std::shared_ptr<const topology::Fabric> fabric;
+  try {
+    fabric = std::make_shared<const topology::Fabric>(cs);
+  } catch (const topology::TopologyError& e) {
+    why_not = std::string("cluster ") + cluster + ": " + e.what();
+    return nullptr;
+  }
+  if (fabric_order_.size() >= 4) {
+    fabrics_.erase(fabric_order_.front());
+    fabric_order_.erase(fabric_order_.begin());
+  }
+  fabrics_[key] = fabric;
+  fabric_order_.push_back(key);
+  return fabric;
+}
+
 PointResult Evaluator::run(const Point& point, bool flow) {
   PointResult r;
   r.id = point.id;
@@ -277,25 +300,9 @@ PointResult Evaluator::run(const Point& point, bool flow) {
 
   std::shared_ptr<const topology::Fabric> fabric;
   if (spec_.evaluation == Evaluation::Simulate || spec_.evaluation == Evaluation::Campaign) {
-    char key[256];
-    std::snprintf(key, sizeof key, "%s|%.17g|%.17g|%lld|%lld", cluster.c_str(), cs.fabric.oversubscription[0],
-                  cs.server.nic_bw_bytes_per_s, static_cast<long long>(cs.server.rails), static_cast<long long>(cs.gpus));
-    auto it = fabrics_.find(key);
-    if (it != fabrics_.end()) {
-      fabric = it->second;
-    } else {
-      try {
-        fabric = std::make_shared<const topology::Fabric>(cs);
-      } catch (const topology::TopologyError& e) {
-        return infeasible(std::string("cluster ") + cluster + ": " + e.what());
-      }
-      if (fabric_order_.size() >= 4) {
-        fabrics_.erase(fabric_order_.front());
-        fabric_order_.erase(fabric_order_.begin());
-      }
-      fabrics_[key] = fabric;
-      fabric_order_.push_back(key);
-    }
+    std::string why_not;
+    fabric = fabric_for(cluster, cs, why_not);
+    if (!fabric) return infeasible(why_not);
   }
 
   schedules::Schedule schedule;

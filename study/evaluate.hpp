@@ -14,6 +14,7 @@
 
 namespace twinscale::topology {
 class Fabric;
+struct ClusterSpec;
 }
 namespace twinscale::schedules {
 struct JobSpec;
@@ -64,6 +65,9 @@ public:
 
 private:
   PointResult run(const Point& point, bool flow);
+  /// The fabric of a cluster variant (cached), or nullptr with the reason it cannot be built.
+  std::shared_ptr<const topology::Fabric> fabric_for(const std::string& cluster, const topology::ClusterSpec& cs,
+                                                     std::string& why_not);
   void run_campaign(const Point& point, const schedules::JobSpec& job, int64_t gpus_per_node, PointResult& r) const;
   const StudySpec spec_;
   std::shared_ptr<const void> campaign_inputs_; // fault model + recovery policy (campaign studies)
