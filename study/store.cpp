@@ -106,7 +106,9 @@ Store::Store(const std::string& path, const StudySpec& spec, const std::vector<P
 
 Store::Store(const std::string& path) : path_(path) {
   if (!std::filesystem::exists(path)) throw StoreError(path + ": no such results store");
-  if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+  // Read-write when the file allows it (read-only otherwise), only so that SQLite can
+  // remove its -wal/-shm files on close; nothing is written through this connection.
+  if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE, nullptr) != SQLITE_OK) {
     const std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
     sqlite3_close(db_);
     db_ = nullptr;

@@ -60,7 +60,7 @@ public:
   /// Opens (creating if needed) the store of `spec` at `path`. Throws StoreError for an
   /// unusable file and config::ConfigError when the store belongs to another study.
   Store(const std::string& path, const StudySpec& spec, const std::vector<Point>& points);
-  /// Opens an existing store read-only (for `sweep show`).
+  /// Opens an existing store to read it (for `sweep show`); writes nothing.
   explicit Store(const std::string& path);
   ~Store();
   Store(const Store&) = delete;
