@@ -10,6 +10,7 @@
 // Rerunning the same command resumes: points already in the store are skipped.
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <memory>
