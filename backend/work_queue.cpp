@@ -18,7 +18,43 @@ constexpr int kTagWork = 7101;    // rank 0 → worker: one int64 item, or kStop
 constexpr int kTagResult = 7102;  // worker → rank 0: int64 item followed by the result bytes
 constexpr int64_t kStop = -1;
 
-void send_item(int64_t item, int to) { MPI_Send(&item, 1, MPI_INT64_T, to, kTagWork, MPI_COMM_WORLD); }
+/// Sends that may still be in flight, with their buffers. Blocking MPI_Send spins until
+/// the receiver's MPI library takes the message, and a receiver busy computing a point
+/// does not; so every send is non-blocking and completed later, by polling with naps.
+class Outbox {
+public:
+  void send(std::string bytes, int to, int tag) {
+    reap();
+    pending_.push_back({std::move(bytes), MPI_REQUEST_NULL});
+    auto& p = pending_.back();
+    MPI_Isend(p.bytes.data(), static_cast<int>(p.bytes.size()), MPI_BYTE, to, tag, MPI_COMM_WORLD, &p.request);
+  }
+  /// Frees the buffers of completed sends.
+  void reap() {
+    while (!pending_.empty()) {
+      int done = 0;
+      MPI_Test(&pending_.front().request, &done, MPI_STATUS_IGNORE);
+      if (!done) break;
+      pending_.pop_front();
+    }
+  }
+  void drain();
+
+private:
+  struct Pending {
+    std::string bytes;
+    MPI_Request request;
+  };
+  std::deque<Pending> pending_; // std::deque: push_back keeps the other buffers in place
+};
+
+std::string int64_bytes(int64_t v) {
+  std::string b(sizeof v, '\0');
+  std::memcpy(b.data(), &v, sizeof v);
+  return b;
+}
+
+void send_item(Outbox& out, int64_t item, int to) { out.send(int64_bytes(item), to, kTagWork); }
 
 /// A short sleep between polls. Blocking MPI calls busy-poll in Open MPI and would take
 /// the CPU from the computing rank beside them (2 ranks on 2 cores, or an oversubscribed
@@ -30,11 +66,8 @@ void nap(int& round) {
   ::nanosleep(&t, nullptr);
 }
 
-void send_result(int64_t item, const std::string& result) {
-  std::string msg(sizeof item, '\0');
-  std::memcpy(msg.data(), &item, sizeof item);
-  msg += result;
-  MPI_Send(msg.data(), static_cast<int>(msg.size()), MPI_BYTE, 0, kTagResult, MPI_COMM_WORLD);
+void send_result(Outbox& out, int64_t item, const std::string& result) {
+  out.send(int64_bytes(item) + result, 0, kTagResult);
 }
 
 /// Blocking (or not) receipt of one result at rank 0; returns false when none waits.
@@ -56,6 +89,10 @@ bool receive_result(bool block, int& from, int64_t& item, std::string& result) {
   return true;
 }
 
+void Outbox::drain() {
+  for (int round = 0; !pending_.empty(); nap(round)) reap();
+}
+
 [[noreturn]] void die(const char* where, const std::exception& e) {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -73,6 +110,7 @@ WorkQueueStats run_root(const std::vector<int64_t>& items, int size,
   for (int64_t i : items)
     if (i < 0) die("work queue", BackendError("item " + std::to_string(i) + " is negative (items must be ≥ 0)"));
   size_t next = 0;
+  Outbox outbox;
   std::vector<int> outstanding(static_cast<size_t>(size), 0);
   int64_t in_flight = 0;
   const int prefetch = o.prefetch < 1 ? 1 : o.prefetch;
@@ -84,7 +122,7 @@ WorkQueueStats run_root(const std::vector<int64_t>& items, int size,
   };
   auto top_up = [&](int w) {
     while (next < items.size() && outstanding[static_cast<size_t>(w)] < cap()) {
-      send_item(items[next++], w);
+      send_item(outbox, items[next++], w);
       ++outstanding[static_cast<size_t>(w)];
       ++in_flight;
     }
@@ -126,18 +164,20 @@ WorkQueueStats run_root(const std::vector<int64_t>& items, int size,
     if (in_flight > 0 && receive_result(true, from, item, result)) handle(from, item, result);
     stats.wait_s += MPI_Wtime() - t0;
   }
-  for (int w = 1; w < size; ++w) send_item(kStop, w);
+  for (int w = 1; w < size; ++w) send_item(outbox, kStop, w);
+  outbox.drain();
   stats.items_total = static_cast<int64_t>(items.size());
   return stats;
 }
 
 WorkQueueStats run_worker(const std::function<std::string(int64_t)>& compute) {
   WorkQueueStats stats;
+  Outbox outbox;
   for (;;) {
     int64_t item = 0;
     MPI_Request req;
     const double t0 = MPI_Wtime();
-    MPI_Irecv(&item, 1, MPI_INT64_T, 0, kTagWork, MPI_COMM_WORLD, &req);
+    MPI_Irecv(&item, static_cast<int>(sizeof item), MPI_BYTE, 0, kTagWork, MPI_COMM_WORLD, &req);
     int done = 0;
     for (int round = 0;; nap(round)) {
       MPI_Test(&req, &done, MPI_STATUS_IGNORE);
@@ -151,9 +191,10 @@ WorkQueueStats run_worker(const std::function<std::string(int64_t)>& compute) {
     } catch (const std::exception& e) {
       die("computing an item", e);
     }
-    send_result(item, r);
+    send_result(outbox, item, r);
     ++stats.items_here;
   }
+  outbox.drain();
   return stats;
 }
 
