@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <deque>
+#include <exception>
 #include <iostream>
 #include <time.h>
 
@@ -214,12 +215,30 @@ MpiSession::MpiSession() {
 MpiSession::~MpiSession() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (owns_ && !finalized) MPI_Finalize();
+  if (!owns_ || finalized) return;
+  if (std::uncaught_exceptions() == 0) {
+    // Meet in a polled barrier first: MPI_Finalize's own synchronisation spins while
+    // rank 0 still writes its summary.
+    MPI_Request req;
+    MPI_Ibarrier(MPI_COMM_WORLD, &req);
+    int done = 0;
+    for (int round = 0;; nap(round)) {
+      MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+      if (done) break;
+    }
+  }
+  MPI_Finalize();
 }
 
 bool MpiSession::broadcast(bool flag) const {
   int v = flag ? 1 : 0;
-  MPI_Bcast(&v, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  MPI_Request req;
+  MPI_Ibcast(&v, 1, MPI_INT, 0, MPI_COMM_WORLD, &req);
+  int done = 0;
+  for (int round = 0;; nap(round)) { // polled: a blocking broadcast spins while rank 0 opens the store
+    MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    if (done) break;
+  }
   return v == 1;
 }
 

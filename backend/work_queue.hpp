@@ -8,9 +8,10 @@
 //
 // Rank 0 also computes (between handing out items) unless options.root_computes is
 // false; each other rank holds up to `prefetch` items so it never waits on rank 0 while
-// rank 0 computes one (fewer near the end, so no rank is left with a backlog). Waiting
-// ranks poll with short sleeps instead of MPI's busy polling, so they leave the CPU to
-// computing ranks. A rank that dies takes the job down with it (mpirun's default);
+// rank 0 computes one (fewer near the end, so no rank is left with a backlog). Sends are
+// non-blocking, and every wait (for an item, a result, a send, the broadcast, the barrier
+// before MPI_Finalize) polls with short sleeps instead of MPI's busy polling, so a waiting
+// rank leaves the CPU to computing ones. A rank that dies takes the job down with it (mpirun's default);
 // callers make consume() durable so that a rerun resumes.
 #pragma once
 
