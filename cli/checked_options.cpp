@@ -98,12 +98,17 @@ std::string unknown_subcommand(CLI::App& app, int argc, const char* const* argv)
     if (word.empty() || word[0] == '-') return "";
     const auto subs = current->get_subcommands([](CLI::App*) { return true; });
     if (subs.empty()) return "";
+    // a command that also takes positionals (sweep STUDY | sweep show DB): a word that is
+    // no sub-command is its positional, for CLI11 to check
+    const bool takes_positionals =
+        !current->get_options([](const CLI::Option* o) { return o->get_positional(); }).empty();
     std::string valid;
     CLI::App* next = nullptr;
     for (CLI::App* s : subs) {
       valid += (valid.empty() ? "" : ", ") + s->get_name();
       if (s->get_name() == word) next = s;
     }
+    if (!next && takes_positionals) return "";
     if (!next)
       return "unknown sub-command '" + word + "'" +
              (current == &app ? std::string() : " of '" + current->get_name() + "'") + "; valid: " + valid +

@@ -16,6 +16,7 @@ pkgs=(
   python3-matplotlib    # plots of experiments and campaigns
   clang-format-14       # scripts/format.sh (the house style, .clang-format)
   clang                 # libFuzzer harnesses of the readers (fuzz/, scripts/fuzz.sh)
+  libsqlite3-dev        # results store of `twinscale sweep` (study/)
 )
 missing=()
 for p in "${pkgs[@]}"; do

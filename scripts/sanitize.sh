@@ -11,7 +11,7 @@
 # use-after-free, undefined behaviour in our code — fails the test that hit it. Heavy: a
 # build with sanitizers takes ~3× the normal one (TWINSCALE_JOBS caps -j).
 # --readers: reuses the fuzzing build of scripts/fuzz.sh (those layers are already
-# compiled with ASan + UBSan there) and runs test_schedules, test_config, test_topology and
+# compiled with ASan + UBSan there) and runs test_schedules, test_topology and
 # test_faults without their [cli] and [slow] cases (the CLI binary is not built there) —
 # minutes instead of an hour on a loaded 2-core machine.
 set -euo pipefail
@@ -30,7 +30,7 @@ if [ "${1:-}" = "--readers" ]; then
   cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER="$cxx" \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
     -DTWINSCALE_FUZZ=ON -DTWINSCALE_WITH_CUDA=OFF "${launcher[@]}" >/dev/null
-  tests=(test_schedules test_config test_topology test_faults)
+  tests=(test_schedules test_topology test_faults)
   cmake --build build-fuzz -j "$jobs" --target "${tests[@]}"
   status=0
   for t in "${tests[@]}"; do

@@ -1,0 +1,260 @@
+#include "backend/work_queue.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <deque>
+#include <exception>
+#include <iostream>
+#include <time.h>
+
+#include <mpi.h>
+
+#include "backend/error.hpp"
+
+namespace twinscale::backend {
+
+namespace {
+
+constexpr int kTagWork = 7101;    // rank 0 → worker: one int64 item, or kStop
+constexpr int kTagResult = 7102;  // worker → rank 0: int64 item followed by the result bytes
+constexpr int64_t kStop = -1;
+
+/// Sends that may still be in flight, with their buffers. Blocking MPI_Send spins until
+/// the receiver's MPI library takes the message, and a receiver busy computing a point
+/// does not; so every send is non-blocking and completed later, by polling with naps.
+class Outbox {
+public:
+  void send(std::string bytes, int to, int tag) {
+    reap();
+    pending_.push_back({std::move(bytes), MPI_REQUEST_NULL});
+    auto& p = pending_.back();
+    MPI_Isend(p.bytes.data(), static_cast<int>(p.bytes.size()), MPI_BYTE, to, tag, MPI_COMM_WORLD, &p.request);
+  }
+  /// Frees the buffers of completed sends.
+  void reap() {
+    while (!pending_.empty()) {
+      int done = 0;
+      MPI_Test(&pending_.front().request, &done, MPI_STATUS_IGNORE);
+      if (!done) break;
+      pending_.pop_front();
+    }
+  }
+  void drain();
+
+private:
+  struct Pending {
+    std::string bytes;
+    MPI_Request request;
+  };
+  std::deque<Pending> pending_; // std::deque: push_back keeps the other buffers in place
+};
+
+std::string int64_bytes(int64_t v) {
+  std::string b(sizeof v, '\0');
+  std::memcpy(b.data(), &v, sizeof v);
+  return b;
+}
+
+void send_item(Outbox& out, int64_t item, int to) { out.send(int64_bytes(item), to, kTagWork); }
+
+/// A short sleep between polls. Blocking MPI calls busy-poll in Open MPI and would take
+/// the CPU from the computing rank beside them (2 ranks on 2 cores, or an oversubscribed
+/// node); items take tens of milliseconds or more, so a poll every ≤ 2 ms costs nothing.
+void nap(int& round) {
+  const long ns = round < 10 ? 50'000L : 2'000'000L;
+  ++round;
+  timespec t{0, ns};
+  ::nanosleep(&t, nullptr);
+}
+
+void send_result(Outbox& out, int64_t item, const std::string& result) {
+  out.send(int64_bytes(item) + result, 0, kTagResult);
+}
+
+/// Blocking (or not) receipt of one result at rank 0; returns false when none waits.
+bool receive_result(bool block, int& from, int64_t& item, std::string& result) {
+  MPI_Status st;
+  int flag = 0;
+  for (int round = 0;; nap(round)) {
+    MPI_Iprobe(MPI_ANY_SOURCE, kTagResult, MPI_COMM_WORLD, &flag, &st);
+    if (flag || !block) break;
+  }
+  if (!flag) return false;
+  int bytes = 0;
+  MPI_Get_count(&st, MPI_BYTE, &bytes);
+  std::string msg(static_cast<size_t>(bytes), '\0');
+  MPI_Recv(msg.data(), bytes, MPI_BYTE, st.MPI_SOURCE, kTagResult, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  from = st.MPI_SOURCE;
+  std::memcpy(&item, msg.data(), sizeof item);
+  result = msg.substr(sizeof item);
+  return true;
+}
+
+void Outbox::drain() {
+  for (int round = 0; !pending_.empty(); nap(round)) reap();
+}
+
+[[noreturn]] void die(const char* where, const std::exception& e) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  std::cerr << "twinscale: rank " << rank << ": " << where << ": " << e.what() << " (aborting every rank)\n";
+  std::cerr.flush();
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  std::abort(); // not reached
+}
+
+WorkQueueStats run_root(const std::vector<int64_t>& items, int size,
+                        const std::function<std::string(int64_t)>& compute,
+                        const std::function<void(int64_t, const std::string&)>& consume,
+                        const WorkQueueOptions& o) {
+  WorkQueueStats stats;
+  for (int64_t i : items)
+    if (i < 0) die("work queue", BackendError("item " + std::to_string(i) + " is negative (items must be ≥ 0)"));
+  size_t next = 0;
+  Outbox outbox;
+  std::vector<int> outstanding(static_cast<size_t>(size), 0);
+  int64_t in_flight = 0;
+  const int prefetch = o.prefetch < 1 ? 1 : o.prefetch;
+  // Items a worker may hold: `prefetch`, fewer near the end so that no rank is left
+  // computing a backlog while the others are done.
+  auto cap = [&]() {
+    const size_t left = items.size() - next;
+    return static_cast<int>(std::clamp<size_t>(left / static_cast<size_t>(size), 1, static_cast<size_t>(prefetch)));
+  };
+  auto top_up = [&](int w) {
+    while (next < items.size() && outstanding[static_cast<size_t>(w)] < cap()) {
+      send_item(outbox, items[next++], w);
+      ++outstanding[static_cast<size_t>(w)];
+      ++in_flight;
+    }
+  };
+  for (int w = 1; w < size; ++w) top_up(w);
+  const bool root_computes = o.root_computes || size == 1;
+  auto handle = [&](int from, int64_t item, const std::string& result) {
+    --outstanding[static_cast<size_t>(from)];
+    --in_flight;
+    try {
+      consume(item, result);
+    } catch (const std::exception& e) {
+      die("storing a result", e);
+    }
+    top_up(from);
+  };
+  int from = 0;
+  int64_t item = 0;
+  std::string result;
+  while (next < items.size() || in_flight > 0) {
+    while (receive_result(false, from, item, result)) handle(from, item, result);
+    if (root_computes && next < items.size()) {
+      const int64_t mine = items[next++];
+      std::string r;
+      try {
+        r = compute(mine);
+      } catch (const std::exception& e) {
+        die("computing an item", e);
+      }
+      ++stats.items_here;
+      try {
+        consume(mine, r);
+      } catch (const std::exception& e) {
+        die("storing a result", e);
+      }
+      continue;
+    }
+    const double t0 = MPI_Wtime();
+    if (in_flight > 0 && receive_result(true, from, item, result)) handle(from, item, result);
+    stats.wait_s += MPI_Wtime() - t0;
+  }
+  for (int w = 1; w < size; ++w) send_item(outbox, kStop, w);
+  outbox.drain();
+  stats.items_total = static_cast<int64_t>(items.size());
+  return stats;
+}
+
+WorkQueueStats run_worker(const std::function<std::string(int64_t)>& compute) {
+  WorkQueueStats stats;
+  Outbox outbox;
+  for (;;) {
+    int64_t item = 0;
+    MPI_Request req;
+    const double t0 = MPI_Wtime();
+    MPI_Irecv(&item, static_cast<int>(sizeof item), MPI_BYTE, 0, kTagWork, MPI_COMM_WORLD, &req);
+    int done = 0;
+    for (int round = 0;; nap(round)) {
+      MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+      if (done) break;
+    }
+    stats.wait_s += MPI_Wtime() - t0;
+    if (item == kStop) break;
+    std::string r;
+    try {
+      r = compute(item);
+    } catch (const std::exception& e) {
+      die("computing an item", e);
+    }
+    send_result(outbox, item, r);
+    ++stats.items_here;
+  }
+  outbox.drain();
+  return stats;
+}
+
+} // namespace
+
+MpiSession::MpiSession() {
+  int initialised = 0;
+  MPI_Initialized(&initialised);
+  if (!initialised) {
+    if (MPI_Init(nullptr, nullptr) != MPI_SUCCESS) throw BackendError("MPI_Init failed");
+    owns_ = true;
+  }
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+  MPI_Comm_size(MPI_COMM_WORLD, &size_);
+}
+
+MpiSession::~MpiSession() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!owns_ || finalized) return;
+  if (std::uncaught_exceptions() == 0) {
+    // Meet in a polled barrier first: MPI_Finalize's own synchronisation spins while
+    // rank 0 still writes its summary.
+    MPI_Request req;
+    MPI_Ibarrier(MPI_COMM_WORLD, &req);
+    int done = 0;
+    for (int round = 0;; nap(round)) {
+      MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+      if (done) break;
+    }
+  }
+  MPI_Finalize();
+}
+
+bool MpiSession::broadcast(bool flag) const {
+  int v = flag ? 1 : 0;
+  MPI_Request req;
+  MPI_Ibcast(&v, 1, MPI_INT, 0, MPI_COMM_WORLD, &req);
+  int done = 0;
+  for (int round = 0;; nap(round)) { // polled: a blocking broadcast spins while rank 0 opens the store
+    MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    if (done) break;
+  }
+  return v == 1;
+}
+
+void MpiSession::abort(int code) const {
+  MPI_Abort(MPI_COMM_WORLD, code);
+  std::abort(); // not reached
+}
+
+WorkQueueStats run_work_queue(const std::vector<int64_t>& items, const std::function<std::string(int64_t)>& compute,
+                              const std::function<void(int64_t, const std::string&)>& consume,
+                              const WorkQueueOptions& options) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (rank == 0) return run_root(items, size, compute, consume, options);
+  return run_worker(compute);
+}
+
+} // namespace twinscale::backend

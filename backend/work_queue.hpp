@@ -1,0 +1,67 @@
+// A small generic MPI work queue: rank 0 hands out item numbers one at a time as ranks
+// ask for more (dynamic, so slow and fast items balance), every rank computes, and the
+// results (opaque strings) come back to rank 0, which consumes them in arrival order.
+// Knows nothing of what an item is; `twinscale sweep` uses it for study points.
+//
+//   backend::MpiSession mpi;                  // MPI_Init unless already initialised
+//   backend::run_work_queue(items, compute, consume, options);  // collective
+//
+// Rank 0 also computes (between handing out items) unless options.root_computes is
+// false; each other rank holds up to `prefetch` items so it never waits on rank 0 while
+// rank 0 computes one (fewer near the end, so no rank is left with a backlog). Sends are
+// non-blocking, and every wait (for an item, a result, a send, the broadcast, the barrier
+// before MPI_Finalize) polls with short sleeps instead of MPI's busy polling, so a waiting
+// rank leaves the CPU to computing ones. A rank that dies takes the job down with it (mpirun's default);
+// callers make consume() durable so that a rerun resumes.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace twinscale::backend {
+
+/// MPI for the duration of a scope: initialises MPI if it is not yet (MPI_THREAD_SINGLE
+/// is enough here) and finalises it at scope exit if it initialised it.
+class MpiSession {
+public:
+  MpiSession();
+  ~MpiSession();
+  MpiSession(const MpiSession&) = delete;
+  MpiSession& operator=(const MpiSession&) = delete;
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  /// Collective: every rank returns rank 0's `flag` (e.g. "rank 0 could open the store").
+  bool broadcast(bool flag) const;
+  /// Aborts every rank (MPI_Abort), e.g. when rank 0 cannot write its results.
+  [[noreturn]] void abort(int code) const;
+
+private:
+  bool owns_ = false;
+  int rank_ = 0;
+  int size_ = 1;
+};
+
+struct WorkQueueOptions {
+  bool root_computes = true;   // rank 0 computes items too (right for a few ranks)
+  int prefetch = 2;            // items outstanding per worker rank (≥ 1)
+};
+
+struct WorkQueueStats {
+  int64_t items_total = 0;     // rank 0: items handed out (including its own)
+  int64_t items_here = 0;      // items this rank computed
+  double wait_s = 0;           // wall time this rank waited for items or results
+};
+
+/// Collective over MPI_COMM_WORLD. `items` (each ≥ 0) matters on rank 0 only.
+/// compute(item) runs on whichever rank gets the item; consume(item, result) runs on
+/// rank 0 for every item, in arrival order. An exception thrown by compute or consume
+/// on any rank aborts the whole job (MPI_Abort) after printing it on stderr, because the
+/// other ranks would otherwise wait forever.
+WorkQueueStats run_work_queue(const std::vector<int64_t>& items,
+                              const std::function<std::string(int64_t)>& compute,
+                              const std::function<void(int64_t, const std::string&)>& consume,
+                              const WorkQueueOptions& options = {});
+
+} // namespace twinscale::backend

@@ -1,0 +1,355 @@
+// `twinscale sweep STUDY.toml`: run a parameter study into a SQLite results store, on one
+// process, as one shard of a Slurm job array (--shard i/n), or spread over MPI ranks
+// (under mpirun/srun: rank 0 hands out points, every rank computes, rank 0 writes).
+// `twinscale sweep show DB`: the best points, the Pareto front, CSV and plots.
+//
+//   twinscale sweep STUDY.toml [--db FILE] [--shard I/N] [--progress auto|always|never] [--top K]
+//   twinscale sweep show DB [--top K] [--csv FILE] [--plot DIR]
+//
+// The study file format is documented in study/study_file.cpp, the store in study/store.hpp.
+// Rerunning the same command resumes: points already in the store are skipped.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <set>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "backend/rendezvous.hpp"
+#include "backend/work_queue.hpp"
+#include "cli/commands.hpp"
+#include "cli/job_args.hpp"
+#include "config/error.hpp"
+#include "study/evaluate.hpp"
+#include "study/points.hpp"
+#include "study/report.hpp"
+#include "study/store.hpp"
+#include "study/study_file.hpp"
+
+namespace twinscale::cli {
+
+namespace {
+
+struct SweepArgs {
+  std::string study;
+  std::string db;
+  std::string shard;
+  std::string progress = "auto";
+  int64_t top = 10;
+};
+
+struct ShowArgs {
+  std::string db;
+  int64_t top = 10;
+  std::string csv;
+  std::string plot_dir;
+};
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+/// CPU time (user + system) of this process so far.
+double cpu_s() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  return u.ru_utime.tv_sec + u.ru_stime.tv_sec + 1e-6 * (u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
+std::string duration_text(double s) {
+  char buf[32];
+  if (s < 90) std::snprintf(buf, sizeof buf, "%.0f s", s);
+  else if (s < 5400) std::snprintf(buf, sizeof buf, "%dm%02ds", static_cast<int>(s) / 60, static_cast<int>(s) % 60);
+  else std::snprintf(buf, sizeof buf, "%dh%02dm", static_cast<int>(s) / 3600, (static_cast<int>(s) / 60) % 60);
+  return buf;
+}
+
+/// done/total, rate, ETA and the best point so far, on one rewritten stderr line.
+class Progress {
+public:
+  Progress(std::string phase, int64_t total, int64_t done_before, bool show)
+      : phase_(std::move(phase)), total_(total), done_(done_before), show_(show), start_(now_s()) {}
+  void add(const study::PointResult& r) {
+    ++done_;
+    ++here_;
+    if (r.status != study::PointStatus::Ok) ++left_out_;
+    else if (r.mfu > best_mfu_) {
+      best_mfu_ = r.mfu;
+      best_id_ = r.id;
+    }
+    const double t = now_s();
+    if (show_ && (t - last_ >= 0.25 || done_ == total_)) {
+      last_ = t;
+      print(t);
+    }
+  }
+  void end() {
+    if (show_ && here_ > 0) std::cerr << "\n";
+  }
+  double elapsed() const { return now_s() - start_; }
+  int64_t computed() const { return here_; }
+
+private:
+  void print(double t) const {
+    const double rate = here_ / std::max(1e-9, t - start_);
+    const double eta = rate > 0 ? (total_ - done_) / rate : 0;
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "\r%s %lld/%lld (%lld left out), %.2f points/s, ETA %s", phase_.c_str(),
+                  static_cast<long long>(done_), static_cast<long long>(total_), static_cast<long long>(left_out_),
+                  rate, duration_text(eta).c_str());
+    std::string line = buf;
+    if (best_id_ >= 0) {
+      std::snprintf(buf, sizeof buf, ", best MFU %.2f %% (point %lld)", 100 * best_mfu_, static_cast<long long>(best_id_));
+      line += buf;
+    }
+    std::cerr << line << "\033[K" << std::flush;
+  }
+  std::string phase_;
+  int64_t total_, done_, here_ = 0, left_out_ = 0;
+  bool show_;
+  double start_, last_ = 0, best_mfu_ = -1;
+  int64_t best_id_ = -1;
+};
+
+bool show_progress(const std::string& mode) {
+  if (mode == "always") return true;
+  if (mode == "never") return false;
+  return ::isatty(STDERR_FILENO) == 1;
+}
+
+/// "I/N" with 0 ≤ I < N.
+std::pair<int64_t, int64_t> parse_shard(const std::string& text) {
+  const auto slash = text.find('/');
+  int64_t i = -1, n = 0;
+  try {
+    size_t a = 0, b = 0;
+    if (slash == std::string::npos) throw std::invalid_argument(text);
+    i = std::stoll(text.substr(0, slash), &a);
+    n = std::stoll(text.substr(slash + 1), &b);
+    if (a != slash || b != text.size() - slash - 1) throw std::invalid_argument(text);
+  } catch (const std::exception&) {
+    throw config::ConfigError("--shard '" + text + "': expected I/N, e.g. 0/8 (with Slurm: --shard $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT)");
+  }
+  if (n < 1 || i < 0 || i >= n)
+    throw config::ConfigError("--shard '" + text + "': need N ≥ 1 and 0 ≤ I < N");
+  return {i, n};
+}
+
+std::string default_db(const std::string& study) {
+  return std::filesystem::path(study).stem().string() + ".db";
+}
+
+/// The flow phase's points: the best flow_best points once every point has a row.
+std::vector<int64_t> flow_todo(const study::Store& store, const study::StudySpec& spec, size_t points) {
+  const auto rows = store.rows();
+  if (rows.size() < points) return {};
+  const auto best = study::best_ids(rows, spec.flow_best);
+  const auto done = store.flow_done();
+  std::vector<int64_t> todo;
+  for (int64_t id : best)
+    if (!done.count(id)) todo.push_back(id);
+  return todo;
+}
+
+void print_summary(const std::string& db, int64_t top) {
+  const study::Store store(db);
+  std::cout << study::summary_table(store.info(), store.rows(), top);
+}
+
+int run_local(const SweepArgs& a, const study::StudySpec& spec, const std::vector<study::Point>& points) {
+  int64_t shard = 0, shards = 1;
+  if (!a.shard.empty()) std::tie(shard, shards) = parse_shard(a.shard);
+  const std::string db = a.db.empty() ? default_db(a.study) : a.db;
+  study::Evaluator evaluator(spec); // checks every job and cluster the study names
+  study::Store store(db, spec, points);
+  const bool show = show_progress(a.progress);
+
+  const auto done = store.done();
+  std::vector<int64_t> todo;
+  int64_t mine = 0;
+  for (const auto& p : points)
+    if (p.id % shards == shard) {
+      ++mine;
+      if (!done.count(p.id)) todo.push_back(p.id);
+    }
+  const std::string label = shards > 1 ? "sweep shard " + a.shard : std::string("sweep");
+  Progress progress(label, mine, mine - static_cast<int64_t>(todo.size()), show);
+  for (int64_t id : todo) {
+    const study::PointResult r = evaluator.evaluate(points[static_cast<size_t>(id)]);
+    store.put(points[static_cast<size_t>(id)], r);
+    progress.add(r);
+  }
+  progress.end();
+  std::fprintf(stderr, "twinscale sweep: %lld points computed in %.2f s (%.2f points/s), %lld already in %s\n",
+               static_cast<long long>(progress.computed()), progress.elapsed(),
+               progress.computed() / std::max(1e-9, progress.elapsed()),
+               static_cast<long long>(mine - static_cast<int64_t>(todo.size())), db.c_str());
+
+  if (spec.flow_best > 0) {
+    const size_t have = store.done().size();
+    if (have < points.size()) {
+      std::fprintf(stderr, "twinscale sweep: the flow phase runs once every point is in %s (%zu of %zu): the last shard to finish runs it\n",
+                   db.c_str(), have, points.size());
+    } else {
+      // Whichever shard finds every point in the store runs the flow phase; shards that
+      // get here together start at different points and skip what another one stored.
+      const auto todo_flow = flow_todo(store, spec, points.size());
+      std::vector<int64_t> order;
+      for (size_t k = 0; k < todo_flow.size(); ++k) order.push_back(todo_flow[(k + static_cast<size_t>(shard)) % todo_flow.size()]);
+      Progress fp(label + " flow", static_cast<int64_t>(order.size()), 0, show);
+      for (int64_t id : order) {
+        if (store.flow_done().count(id)) continue;
+        const study::PointResult r = evaluator.evaluate_flow(points[static_cast<size_t>(id)]);
+        store.put_flow(r);
+        fp.add(r);
+      }
+      fp.end();
+    }
+  }
+  print_summary(db, a.top);
+  return 0;
+}
+
+int run_mpi(const SweepArgs& a, const study::StudySpec& spec, const std::vector<study::Point>& points) {
+  if (!a.shard.empty()) throw config::ConfigError("--shard is for runs without MPI (Slurm job arrays); under mpirun/srun the ranks share the points dynamically");
+  study::Evaluator evaluator(spec); // checks every job and cluster the study names (on every rank)
+  backend::MpiSession mpi;
+  const std::string db = a.db.empty() ? default_db(a.study) : a.db;
+  std::unique_ptr<study::Store> store;
+  std::string error;
+  if (mpi.rank() == 0) {
+    try {
+      store = std::make_unique<study::Store>(db, spec, points);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  }
+  if (!mpi.broadcast(error.empty())) {
+    if (mpi.rank() == 0) throw config::ConfigError(error);
+    return 1; // rank 0 reports the error
+  }
+  backend::WorkQueueOptions qo;
+  qo.root_computes = mpi.size() <= 4; // with many ranks rank 0 only hands out and writes
+  // Infeasible points take microseconds: a worker holds several so that it does not run
+  // dry while rank 0 computes a point of its own.
+  qo.prefetch = 8;
+  const bool show = mpi.rank() == 0 && show_progress(a.progress);
+
+  std::vector<int64_t> todo;
+  int64_t total = static_cast<int64_t>(points.size());
+  if (mpi.rank() == 0) {
+    const auto done = store->done();
+    for (const auto& p : points)
+      if (!done.count(p.id)) todo.push_back(p.id);
+  }
+  Progress progress("sweep (" + std::to_string(mpi.size()) + " ranks)", total, total - static_cast<int64_t>(todo.size()), show);
+  const auto stats = backend::run_work_queue(
+      todo, [&](int64_t id) { return study::to_json(evaluator.evaluate(points[static_cast<size_t>(id)])); },
+      [&](int64_t id, const std::string& text) {
+        const study::PointResult r = study::point_result_from_json(text);
+        store->put(points[static_cast<size_t>(id)], r);
+        progress.add(r);
+      },
+      qo);
+  progress.end();
+  if (mpi.rank() == 0)
+    std::fprintf(stderr, "twinscale sweep: %lld points computed on %d ranks in %.2f s (%.2f points/s), %lld already in %s\n",
+                 static_cast<long long>(progress.computed()), mpi.size(), progress.elapsed(),
+                 progress.computed() / std::max(1e-9, progress.elapsed()),
+                 static_cast<long long>(total - static_cast<int64_t>(todo.size())), db.c_str());
+  std::fprintf(stderr, "twinscale sweep: rank %d computed %lld points, %.2f s CPU, waited %.2f s\n", mpi.rank(),
+               static_cast<long long>(stats.items_here), cpu_s(), stats.wait_s);
+
+  if (spec.flow_best > 0) {
+    std::vector<int64_t> todo_flow;
+    if (mpi.rank() == 0) todo_flow = flow_todo(*store, spec, points.size());
+    Progress fp("sweep flow", static_cast<int64_t>(todo_flow.size()), 0, show);
+    backend::run_work_queue(
+        todo_flow, [&](int64_t id) { return study::to_json(evaluator.evaluate_flow(points[static_cast<size_t>(id)])); },
+        [&](int64_t, const std::string& text) {
+          const study::PointResult r = study::point_result_from_json(text);
+          store->put_flow(r);
+          fp.add(r);
+        },
+        qo);
+    fp.end();
+  }
+  if (mpi.rank() == 0) {
+    store.reset();
+    print_summary(db, a.top);
+  }
+  return 0;
+}
+
+int run_sweep(const SweepArgs& a) {
+  const study::StudySpec spec = study::load_study(a.study);
+  const std::vector<study::Point> points = study::generate_points(spec);
+  const backend::LaunchEnv env = backend::detect_launch_env();
+  if (env.size > 1) return run_mpi(a, spec, points);
+  return run_local(a, spec, points);
+}
+
+std::filesystem::path plot_script() {
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec)
+    for (auto dir = exe.parent_path(); !dir.empty() && dir != dir.root_path(); dir = dir.parent_path())
+      if (std::filesystem::exists(dir / "scripts" / "plot_sweep.py")) return dir / "scripts" / "plot_sweep.py";
+  const auto p = std::filesystem::path(TWINSCALE_SOURCE_DIR) / "scripts" / "plot_sweep.py";
+  return std::filesystem::exists(p) ? p : std::filesystem::path();
+}
+
+int run_show(const ShowArgs& a) {
+  const study::Store store(a.db);
+  const auto info = store.info();
+  const auto rows = store.rows();
+  std::cout << study::summary_table(info, rows, a.top);
+  if (!a.csv.empty()) write_file_atomically(a.csv, study::rows_csv(info, rows));
+  if (!a.plot_dir.empty()) {
+    std::filesystem::create_directories(a.plot_dir);
+    const auto csv = std::filesystem::path(a.plot_dir) / "sweep.csv";
+    write_file_atomically(csv.string(), study::rows_csv(info, rows));
+    const auto script = plot_script();
+    if (script.empty()) {
+      std::cerr << "twinscale: scripts/plot_sweep.py not found; the CSV is " << csv << "\n";
+      return 0;
+    }
+    const std::string python = std::filesystem::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+    const std::string cmd = python + " '" + script.string() + "' '" + csv.string() + "' --out '" + a.plot_dir + "' 1>&2";
+    if (std::system(cmd.c_str()) != 0)
+      std::cerr << "twinscale: plotting failed (python3 with matplotlib needed); the CSV is " << csv << "\n";
+  }
+  return 0;
+}
+
+} // namespace
+
+void add_sweep_command(CLI::App& app, Action& action) {
+  auto args = std::make_shared<SweepArgs>();
+  auto show = std::make_shared<ShowArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "sweep", "Run a parameter study (STUDY.toml) into a SQLite results store; resumable, MPI or --shard I/N");
+  cmd->add_option("study", args->study, "study file (TOML; keys documented in study/study_file.cpp)");
+  cmd->add_option("--db", args->db, "results store (SQLite; default: STUDY's stem + .db in the current directory)");
+  cmd->add_option("--shard", args->shard, "compute only points with id % N == I (Slurm job arrays; no MPI)");
+  cmd->add_option("--progress", args->progress, "progress line on stderr: auto (when a terminal), always, never")
+      ->check(CLI::IsMember({"auto", "always", "never"}));
+  cmd->add_option("--top", args->top, "best points to print at the end")->check(CLI::Range(int64_t{0}, int64_t{1000000}));
+  CLI::App* sh = cmd->add_subcommand("show", "Print the best points and the Pareto front of a results store; CSV, plots");
+  sh->add_option("db", show->db, "results store written by `twinscale sweep`")->required();
+  sh->add_option("--top", show->top, "best points to print")->check(CLI::Range(int64_t{0}, int64_t{1000000}));
+  sh->add_option("--csv", show->csv, "write every row as CSV");
+  sh->add_option("--plot", show->plot_dir, "write DIR/sweep.csv and PNG plots (python3-matplotlib)");
+  sh->callback([show, &action]() { action = [show]() { return run_show(*show); }; });
+  cmd->callback([cmd, sh, args, &action]() {
+    if (sh->parsed()) return;
+    if (args->study.empty()) throw CLI::ValidationError("STUDY", "give a study file: twinscale sweep STUDY.toml (or: sweep show DB)");
+    action = [args]() { return run_sweep(*args); };
+  });
+}
+
+} // namespace twinscale::cli

@@ -1,0 +1,381 @@
+#include "study/evaluate.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+#include "config/scenario.hpp"
+#include "config/cluster_file.hpp"
+#include "config/fault_file.hpp"
+#include "config/recovery_file.hpp"
+#include "faults/campaign.hpp"
+#include "faults/error.hpp"
+#include "config/error.hpp"
+#include "config/job_file.hpp"
+#include "config/presets.hpp"
+#include "schedules/check_job.hpp"
+#include "schedules/error.hpp"
+#include "schedules/memory.hpp"
+#include "schedules/schedule.hpp"
+#include "sim/simulate.hpp"
+#include "topology/fabric.hpp"
+#include "topology/placement.hpp"
+
+namespace twinscale::study {
+
+namespace {
+
+// ---- Run setup -------------------------------------------------------------------------
+// The one place `sweep` turns an effective job + cluster + placement + seed into a
+// simulated iteration, exactly as `twinscale simulate` does with default options
+// (cli/simulate_command.cpp, cli/simulated_iteration.cpp). When config/scenario lands,
+// rewire these two functions onto it.
+
+schedules::Schedule lower_job(const schedules::JobSpec& job, double gpu_memory_bytes, bool check_memory) {
+  schedules::LoweringTarget target;
+  target.gpu_memory_bytes = gpu_memory_bytes;
+  target.check_memory = check_memory;
+  return schedules::lower(job, target);
+}
+
+sim::SimReport simulate_schedule(const schedules::Schedule& schedule, const topology::Fabric& fabric,
+                                 const std::string& placement, uint64_t seed, bool flow) {
+  const topology::PlacementPolicy policy = config::parse_placement(placement, "placement");
+  const auto gpus = topology::place(fabric, {schedule.layout.tp, schedule.layout.dp, schedule.layout.pp}, policy, seed);
+  sim::SimOptions o;
+  o.mode = flow ? sim::SimMode::Flow : sim::SimMode::Analytic;
+  o.seed = seed;
+  return sim::simulate(schedule, fabric, gpus, o);
+}
+// ------------------------------------------------------------------------------------------
+
+const std::string* str(const Point& p, const char* axis) {
+  const Value* v = p.find(axis);
+  return v ? &std::get<std::string>(*v) : nullptr;
+}
+std::optional<int64_t> num(const Point& p, const char* axis) {
+  const Value* v = p.find(axis);
+  if (!v) return std::nullopt;
+  return std::get<int64_t>(*v);
+}
+std::optional<double> real(const Point& p, const char* axis) {
+  const Value* v = p.find(axis);
+  if (!v) return std::nullopt;
+  return std::get<double>(*v);
+}
+std::optional<bool> flag(const Point& p, const char* axis) {
+  const Value* v = p.find(axis);
+  if (!v) return std::nullopt;
+  return std::get<bool>(*v);
+}
+
+bool is_job_preset(const std::string& name) {
+  for (const auto& n : config::preset_names("jobs"))
+    if (n == name) return true;
+  return false;
+}
+
+std::string gb(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f GB", bytes / 1e9);
+  return buf;
+}
+
+/// The point's job: the base (or axis) job with every job axis applied, dp re-derived.
+/// Returns "" or the reason the combination is impossible.
+std::string effective_job(const StudySpec& spec, const Point& p, schedules::JobSpec& job) {
+  const std::string name = str(p, "job") ? *str(p, "job") : spec.job;
+  try {
+    job = is_job_preset(name) ? config::load_job_preset(name) : config::load_job(name);
+  } catch (const config::ConfigError& e) {
+    throw config::ConfigError(spec.file + ": key '" + (str(p, "job") ? "axes.job" : "base.job") + "': " + e.what());
+  }
+  auto& par = job.parallel;
+  int64_t gpus = par.gpus();
+  if (spec.gpus > 0) gpus = spec.gpus;
+  if (auto g = num(p, "gpus")) gpus = *g;
+  if (spec.global_batch > 0) par.global_batch = spec.global_batch;
+  if (auto v = num(p, "global_batch")) par.global_batch = *v;
+  if (auto v = num(p, "tp")) par.tp = *v;
+  if (auto v = num(p, "pp")) par.pp = *v;
+  if (auto v = num(p, "vpp")) par.vpp = *v;
+  if (auto v = num(p, "micro_batch")) par.micro_batch = *v;
+  if (auto v = num(p, "zero_stage")) par.zero_stage = *v;
+  if (auto v = flag(p, "sequence_parallel")) par.sequence_parallel = *v;
+  auto& opt = job.options;
+  if (const std::string* pl = str(p, "pipeline"))
+    opt.pipeline = *pl == "interleaved" ? schedules::PipelineKind::Interleaved : schedules::PipelineKind::OneFOneB;
+  else // check_job: interleaved exactly when vpp > 1
+    opt.pipeline = par.vpp > 1 ? schedules::PipelineKind::Interleaved : schedules::PipelineKind::OneFOneB;
+  if (auto v = flag(p, "overlap_dp")) opt.overlap.dp = *v;
+  if (auto v = flag(p, "overlap_pp")) opt.overlap.pp = *v;
+  if (auto v = flag(p, "overlap_tp")) opt.overlap.tp = *v;
+  if (auto v = num(p, "tp_chunks")) opt.overlap.tp_chunks = *v;
+  if (auto v = flag(p, "recompute")) opt.recompute = *v;
+  if (auto v = flag(p, "flash_attention")) opt.operators.flash_attention = *v;
+  if (gpus % (par.tp * par.pp) != 0)
+    return "gpus " + std::to_string(gpus) + " is not a multiple of tp·pp = " + std::to_string(par.tp * par.pp);
+  par.dp = gpus / (par.tp * par.pp);
+  try {
+    schedules::check_job(job);
+  } catch (const schedules::JobError& e) {
+    return e.what();
+  }
+  return {};
+}
+
+struct CampaignInputs {
+  faults::FaultModel model;
+  config::RecoveryFile recovery;
+};
+
+} // namespace
+
+std::string_view to_string(PointStatus s) {
+  switch (s) {
+  case PointStatus::Ok: return "ok";
+  case PointStatus::Infeasible: return "infeasible";
+  case PointStatus::Failed: return "failed";
+  }
+  return "?";
+}
+
+PointStatus point_status_from(std::string_view s) {
+  if (s == "ok") return PointStatus::Ok;
+  if (s == "infeasible") return PointStatus::Infeasible;
+  if (s == "failed") return PointStatus::Failed;
+  throw std::invalid_argument("unknown point status '" + std::string(s) + "'");
+}
+
+std::string to_json(const PointResult& r) {
+  nlohmann::json j;
+  j["id"] = r.id;
+  j["status"] = std::string(to_string(r.status));
+  j["reason"] = r.reason;
+  j["job"] = {r.gpus, r.tp, r.pp, r.vpp, r.dp, r.micro_batch, r.global_batch};
+  j["memory"] = {r.memory_bytes, r.gpu_memory_bytes};
+  j["ops"] = r.ops;
+  j["mode"] = r.mode;
+  j["sim"] = {r.iteration_time_s, r.tokens_per_s, r.tflops_per_gpu, r.mfu,
+              r.compute_s, r.exposed_tp_s, r.exposed_pp_s, r.exposed_dp_s, r.bubble_s};
+  if (r.campaign) j["campaign"] = {r.ettr, r.ettr_ci95, r.interruptions, r.lost_work_s};
+  return j.dump();
+}
+
+PointResult point_result_from_json(const std::string& text) {
+  const nlohmann::json j = nlohmann::json::parse(text);
+  PointResult r;
+  r.id = j.at("id");
+  r.status = point_status_from(j.at("status").get<std::string>());
+  r.reason = j.at("reason");
+  const auto& jb = j.at("job");
+  r.gpus = jb.at(0); r.tp = jb.at(1); r.pp = jb.at(2); r.vpp = jb.at(3); r.dp = jb.at(4);
+  r.micro_batch = jb.at(5); r.global_batch = jb.at(6);
+  r.memory_bytes = j.at("memory").at(0);
+  r.gpu_memory_bytes = j.at("memory").at(1);
+  r.ops = j.at("ops");
+  r.mode = j.at("mode");
+  const auto& s = j.at("sim");
+  r.iteration_time_s = s.at(0); r.tokens_per_s = s.at(1); r.tflops_per_gpu = s.at(2); r.mfu = s.at(3);
+  r.compute_s = s.at(4); r.exposed_tp_s = s.at(5); r.exposed_pp_s = s.at(6); r.exposed_dp_s = s.at(7);
+  r.bubble_s = s.at(8);
+  if (j.contains("campaign")) {
+    const auto& c = j.at("campaign");
+    r.campaign = true;
+    r.ettr = c.at(0); r.ettr_ci95 = c.at(1); r.interruptions = c.at(2); r.lost_work_s = c.at(3);
+  }
+  return r;
+}
+
+Evaluator::Evaluator(const StudySpec& spec) : spec_(spec) {
+  // Every job and cluster the study names must load, before any point runs.
+  auto job = [&](const std::string& name, const std::string& key) {
+    try {
+      if (is_job_preset(name)) config::load_job_preset(name);
+      else config::load_job(name);
+    } catch (const std::exception& e) { // ConfigError, JobError
+      throw config::ConfigError(spec.file + ": key '" + key + "': " + e.what());
+    }
+  };
+  auto cluster = [&](const std::string& name, const std::string& key) {
+    try {
+      config::load_cluster(name);
+    } catch (const config::ConfigError& e) {
+      throw config::ConfigError(spec.file + ": key '" + key + "': " + e.what());
+    }
+  };
+  job(spec.job, "base.job");
+  if (!spec.cluster.empty()) cluster(spec.cluster, "base.cluster");
+  if (spec.evaluation == Evaluation::Campaign) {
+    auto inputs = std::make_shared<CampaignInputs>();
+    try {
+      inputs->model = config::resolve_fault_model(spec.faults);
+    } catch (const std::exception& e) {
+      throw config::ConfigError(spec.file + ": key 'campaign.faults': " + e.what());
+    }
+    try {
+      inputs->recovery = config::resolve_recovery(spec.recovery);
+    } catch (const std::exception& e) {
+      throw config::ConfigError(spec.file + ": key 'campaign.recovery': " + e.what());
+    }
+    campaign_inputs_ = inputs;
+  }
+  for (const auto& a : spec.axes)
+    for (size_t i = 0; i < a.values.size(); ++i) {
+      const std::string key = "axes." + a.name + "[" + std::to_string(i) + "]";
+      if (a.name == "job") job(std::get<std::string>(a.values[i]), key);
+      if (a.name == "cluster") cluster(std::get<std::string>(a.values[i]), key);
+    }
+}
+Evaluator::~Evaluator() = default;
+
+PointResult Evaluator::evaluate(const Point& point) {
+  return run(point, spec_.mode == SimModeChoice::Flow &&
+                        (spec_.evaluation == Evaluation::Simulate || spec_.evaluation == Evaluation::Campaign));
+}
+
+PointResult Evaluator::evaluate_flow(const Point& point) { return run(point, true); }
+
+std::shared_ptr<const topology::Fabric> Evaluator::fabric_for(const std::string& cluster, const topology::ClusterSpec& cs,
+                                                               std::string& why_not) {
+  // A few recent fabrics are kept: points of one study mostly share their cluster.
+  char key[256];
+  std::snprintf(key, sizeof key, "%s|%.17g|%.17g|%lld|%lld", cluster.c_str(), cs.fabric.oversubscription[0],
+                cs.server.nic_bw_bytes_per_s, static_cast<long long>(cs.server.rails), static_cast<long long>(cs.gpus));
+  if (auto it = fabrics_.find(key); it != fabrics_.end()) return it->second;
+  std::shared_ptr<const topology::Fabric> fabric;
+  try {
+    fabric = std::make_shared<const topology::Fabric>(cs);
+  } catch (const topology::TopologyError& e) {
+    why_not = std::string("cluster ") + cluster + ": " + e.what();
+    return nullptr;
+  }
+  if (fabric_order_.size() >= 4) {
+    fabrics_.erase(fabric_order_.front());
+    fabric_order_.erase(fabric_order_.begin());
+  }
+  fabrics_[key] = fabric;
+  fabric_order_.push_back(key);
+  return fabric;
+}
+
+PointResult Evaluator::run(const Point& point, bool flow) {
+  PointResult r;
+  r.id = point.id;
+  auto infeasible = [&r](const std::string& why) {
+    r.status = PointStatus::Infeasible;
+    r.reason = why;
+    return r;
+  };
+  schedules::JobSpec job;
+  const std::string why = effective_job(spec_, point, job);
+  const auto& par = job.parallel;
+  r.gpus = par.gpus(); r.tp = par.tp; r.pp = par.pp; r.vpp = par.vpp; r.dp = par.dp;
+  r.micro_batch = par.micro_batch; r.global_batch = par.global_batch;
+  if (!why.empty()) return infeasible(why);
+
+  // The cluster: preset or file, then the cluster-variant axes; built for the job's GPUs.
+  std::string cluster = job.cluster;
+  if (!spec_.cluster.empty()) cluster = spec_.cluster;
+  if (const std::string* c = str(point, "cluster")) cluster = *c;
+  topology::ClusterSpec cs;
+  try {
+    cs = config::load_cluster(cluster);
+  } catch (const config::ConfigError& e) {
+    throw config::ConfigError(spec_.file + ": cluster of point " + std::to_string(point.id) + ": " + e.what());
+  }
+  if (auto v = real(point, "oversubscription")) cs.fabric.oversubscription.at(0) = *v;
+  if (auto v = real(point, "nic_gbit_per_s")) cs.server.nic_bw_bytes_per_s = *v * 1e9 / 8;
+  if (auto v = num(point, "rails")) cs.server.rails = *v;
+  cs.gpus = par.gpus();
+  r.gpu_memory_bytes = cs.gpu.memory_bytes > 0 ? cs.gpu.memory_bytes : 80e9;
+
+  for (int64_t s = 0; s < par.pp; ++s) r.memory_bytes = std::max(r.memory_bytes, schedules::estimate_memory(job, s).total_bytes());
+  if (spec_.memory_fits && r.memory_bytes > r.gpu_memory_bytes)
+    return infeasible("needs " + gb(r.memory_bytes) + " per GPU > " + gb(r.gpu_memory_bytes) + " of " + cs.gpu.model);
+  if (spec_.evaluation == Evaluation::Memory) return r;
+
+  std::shared_ptr<const topology::Fabric> fabric;
+  if (spec_.evaluation == Evaluation::Simulate || spec_.evaluation == Evaluation::Campaign) {
+    std::string why_not;
+    fabric = fabric_for(cluster, cs, why_not);
+    if (!fabric) return infeasible(why_not);
+  }
+
+  schedules::Schedule schedule;
+  try {
+    schedule = lower_job(job, r.gpu_memory_bytes, spec_.memory_fits);
+  } catch (const schedules::JobError& e) {
+    return infeasible(e.what());
+  }
+  for (const auto& prog : schedule.programs) r.ops += static_cast<int64_t>(prog.ops.size());
+  if (spec_.evaluation == Evaluation::Lower) return r;
+
+  const std::string placement = str(point, "placement") ? *str(point, "placement") : spec_.placement;
+  const uint64_t seed = num(point, "seed") ? static_cast<uint64_t>(*num(point, "seed")) : spec_.seed;
+  r.mode = flow ? "flow" : "analytic";
+  try {
+    const sim::SimReport s = simulate_schedule(schedule, *fabric, placement, seed, flow);
+    if (!s.completed) {
+      r.status = PointStatus::Failed;
+      r.reason = "did not complete: " + s.failure;
+      return r;
+    }
+    r.iteration_time_s = s.iteration_time_s;
+    r.tokens_per_s = s.tokens_per_s;
+    r.tflops_per_gpu = s.tflops_per_gpu;
+    r.mfu = s.mfu;
+    r.compute_s = s.breakdown.compute_s;
+    r.exposed_tp_s = s.breakdown.exposed_tp_s;
+    r.exposed_pp_s = s.breakdown.exposed_pp_s;
+    r.exposed_dp_s = s.breakdown.exposed_dp_s;
+    r.bubble_s = s.breakdown.bubble_s;
+    if (spec_.evaluation == Evaluation::Campaign) run_campaign(point, job, cs.server.gpus, r);
+  } catch (const schedules::ScheduleError& e) {
+    r.status = PointStatus::Failed;
+    r.reason = e.what();
+  } catch (const sim::SimError& e) {
+    r.status = PointStatus::Failed;
+    r.reason = e.what();
+  } catch (const topology::TopologyError& e) { // placement on this fabric
+    r.status = PointStatus::Failed;
+    r.reason = e.what();
+  }
+  return r;
+}
+
+void Evaluator::run_campaign(const Point& point, const schedules::JobSpec& job, int64_t gpus_per_node,
+                             PointResult& r) const {
+  // As `twinscale campaign` (cli/fault_commands.cpp) with the simulated iteration time.
+  const auto& in = *static_cast<const CampaignInputs*>(campaign_inputs_.get());
+  faults::Campaign c;
+  c.model = in.model;
+  if (auto scale = real(point, "fault_rate_scale"))
+    for (auto& cat : c.model.categories) cat.rate_per_gpu_hour *= *scale;
+  c.recovery = in.recovery.policy;
+  faults::CheckpointPolicy policy = in.recovery.checkpoint;
+  if (auto interval = real(point, "checkpoint_interval_s")) policy.interval_s = *interval;
+  c.checkpoint_interval_s = policy.interval_s;
+  const faults::CheckpointState state = faults::checkpoint_state(job, gpus_per_node);
+  c.checkpoint = faults::checkpoint_times(policy, state, in.recovery.policy.load_method);
+  c.shape = state.shape;
+  c.spec.duration_s = spec_.days * 86400.0;
+  c.spec.iteration_time_s = r.iteration_time_s;
+  c.spec.seeds = spec_.seeds;
+  c.spec.seed = spec_.campaign_seed;
+  try {
+    const faults::CampaignSummary sum = faults::run_campaign(c);
+    r.campaign = true;
+    r.ettr = sum.ettr.mean;
+    r.ettr_ci95 = sum.ettr.half_width;
+    r.interruptions = sum.interruptions.mean;
+    r.lost_work_s = sum.lost_work_s.mean;
+  } catch (const faults::FaultError& e) { // e.g. an interval shorter than the checkpoint itself
+    r.status = PointStatus::Infeasible;
+    r.reason = std::string("campaign: ") + e.what();
+  }
+}
+
+} // namespace twinscale::study

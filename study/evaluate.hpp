@@ -1,0 +1,78 @@
+// One point of a study: apply its axis values to the base job and cluster, check
+// divisibility (schedules::check_job) and memory, then lower, or simulate one iteration.
+// A point that cannot run is a result ("infeasible" or "failed" with the reason), not an
+// error: only a bad study (an unreadable base job or cluster) throws.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "study/points.hpp"
+#include "study/study_spec.hpp"
+
+namespace twinscale::topology {
+class Fabric;
+struct ClusterSpec;
+}
+namespace twinscale::schedules {
+struct JobSpec;
+}
+
+namespace twinscale::study {
+
+enum class PointStatus : uint8_t { Ok, Infeasible, Failed };
+std::string_view to_string(PointStatus);
+PointStatus point_status_from(std::string_view); // throws std::invalid_argument
+
+/// What one point gave. Doubles are exact (no rounding) so that a store filled in any
+/// order, by any number of processes, holds the same bytes.
+struct PointResult {
+  int64_t id = 0;
+  PointStatus status = PointStatus::Ok;
+  std::string reason;              // why infeasible or failed; "" when ok
+  // the effective job (after the axes)
+  int64_t gpus = 0, tp = 0, pp = 0, vpp = 0, dp = 0, micro_batch = 0, global_batch = 0;
+  double memory_bytes = 0;         // largest pipeline stage, per GPU (estimate_memory)
+  double gpu_memory_bytes = 0;     // of the cluster's GPU
+  int64_t ops = 0;                 // ops in the lowered schedule (what = lower or simulate)
+  // one simulated iteration (what = simulate; 0 otherwise)
+  std::string mode;                // "analytic" | "flow" | ""
+  double iteration_time_s = 0, tokens_per_s = 0, tflops_per_gpu = 0, mfu = 0;
+  double compute_s = 0, exposed_tp_s = 0, exposed_pp_s = 0, exposed_dp_s = 0, bubble_s = 0;
+  // weeks of training under faults (what = campaign; means over seeds)
+  bool campaign = false;
+  double ettr = 0, ettr_ci95 = 0;  // effective training time ratio, 95 % CI half-width
+  double interruptions = 0;        // per run
+  double lost_work_s = 0;          // work rolled back per run
+  /// What "best" ranks by: MFU, times ETTR for a campaign (useful FLOPs over wall time).
+  double score() const { return campaign ? mfu * ettr : mfu; }
+};
+
+/// Serialisation for the MPI work queue (exact doubles).
+std::string to_json(const PointResult& r);
+PointResult point_result_from_json(const std::string& text);
+
+class Evaluator {
+public:
+  explicit Evaluator(const StudySpec& spec);
+  ~Evaluator();
+  /// The study's evaluation of `point` ([evaluate] what and mode).
+  PointResult evaluate(const Point& point);
+  /// The flow-mode re-simulation of a point (flow_best).
+  PointResult evaluate_flow(const Point& point);
+
+private:
+  PointResult run(const Point& point, bool flow);
+  /// The fabric of a cluster variant (cached), or nullptr with the reason it cannot be built.
+  std::shared_ptr<const topology::Fabric> fabric_for(const std::string& cluster, const topology::ClusterSpec& cs,
+                                                     std::string& why_not);
+  void run_campaign(const Point& point, const schedules::JobSpec& job, int64_t gpus_per_node, PointResult& r) const;
+  const StudySpec spec_;
+  std::shared_ptr<const void> campaign_inputs_; // fault model + recovery policy (campaign studies)
+  std::map<std::string, std::shared_ptr<const topology::Fabric>> fabrics_; // a few recent fabrics
+  std::vector<std::string> fabric_order_;
+};
+
+} // namespace twinscale::study

@@ -1,0 +1,254 @@
+#include "study/store.hpp"
+
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+#include <sqlite3.h>
+
+#include "config/error.hpp"
+#include "schedules/error.hpp"
+
+namespace twinscale::study {
+
+namespace {
+
+const char* kSchema = R"sql(
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS points(
+  id INTEGER PRIMARY KEY, inputs TEXT NOT NULL, status TEXT NOT NULL, reason TEXT NOT NULL,
+  gpus INTEGER, tp INTEGER, pp INTEGER, vpp INTEGER, dp INTEGER, micro_batch INTEGER, global_batch INTEGER,
+  memory_bytes REAL, gpu_memory_bytes REAL, ops INTEGER, mode TEXT,
+  iteration_time_s REAL, tokens_per_s REAL, tflops_per_gpu REAL, mfu REAL,
+  compute_s REAL, exposed_tp_s REAL, exposed_pp_s REAL, exposed_dp_s REAL, bubble_s REAL,
+  flow_status TEXT, flow_reason TEXT, flow_iteration_time_s REAL, flow_tokens_per_s REAL, flow_mfu REAL,
+  flow_exposed_dp_s REAL, ettr REAL, ettr_ci95 REAL, interruptions REAL, lost_work_s REAL,
+  twinscale_version TEXT NOT NULL);
+)sql";
+
+/// A prepared statement, finalised on scope exit.
+class Stmt {
+public:
+  Stmt(sqlite3* db, const std::string& sql, const std::string& path) : db_(db) {
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &s_, nullptr) != SQLITE_OK)
+      throw StoreError(path + ": " + sqlite3_errmsg(db) + " (in: " + sql + ")");
+  }
+  ~Stmt() { sqlite3_finalize(s_); }
+  Stmt& bind(int i, int64_t v) { sqlite3_bind_int64(s_, i, v); return *this; }
+  Stmt& bind(int i, double v) { sqlite3_bind_double(s_, i, v); return *this; }
+  Stmt& bind(int i, const std::string& v) { sqlite3_bind_text(s_, i, v.c_str(), -1, SQLITE_TRANSIENT); return *this; }
+  int step() { return sqlite3_step(s_); }
+  int64_t i64(int c) const { return sqlite3_column_int64(s_, c); }
+  double dbl(int c) const { return sqlite3_column_double(s_, c); }
+  bool null(int c) const { return sqlite3_column_type(s_, c) == SQLITE_NULL; }
+  std::string text(int c) const {
+    const auto* t = sqlite3_column_text(s_, c);
+    return t ? reinterpret_cast<const char*>(t) : "";
+  }
+
+private:
+  sqlite3* db_;
+  sqlite3_stmt* s_ = nullptr;
+};
+
+} // namespace
+
+std::string twinscale_version() { return TWINSCALE_VERSION; }
+
+void Store::exec(const std::string& sql) const {
+  char* err = nullptr;
+  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+    const std::string msg = err ? err : sqlite3_errmsg(db_);
+    sqlite3_free(err);
+    throw StoreError(path_ + ": " + msg);
+  }
+}
+
+Store::Store(const std::string& path, const StudySpec& spec, const std::vector<Point>& points) : path_(path) {
+  if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) != SQLITE_OK)
+    throw StoreError(path + ": cannot open results store: " + (db_ ? sqlite3_errmsg(db_) : "out of memory"));
+  sqlite3_busy_timeout(db_, 120'000); // shards of one study wait for each other's commits
+  // WAL + synchronous=NORMAL: a committed point survives the process being killed.
+  exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
+  exec("BEGIN IMMEDIATE;");
+  try {
+    exec(kSchema);
+    const std::string fp = fingerprint(spec, points);
+    Stmt q(db_, "SELECT value FROM meta WHERE key = 'fingerprint'", path_);
+    if (q.step() == SQLITE_ROW) {
+      if (q.text(0) != fp) {
+        Stmt n(db_, "SELECT value FROM meta WHERE key IN ('name') ", path_);
+        const std::string other = n.step() == SQLITE_ROW ? n.text(0) : "?";
+        throw config::ConfigError(path + ": this results store belongs to study '" + other + "' (fingerprint " +
+                                  q.text(0) + "), not to " + spec.file + " (fingerprint " + fp +
+                                  "): the study changed since the store was made; give a new --db or delete it");
+      }
+    } else {
+      nlohmann::json axes = nlohmann::json::array();
+      for (const auto& a : spec.axes) axes.push_back(a.name);
+      const std::vector<std::pair<std::string, std::string>> meta = {
+          {"name", spec.name}, {"fingerprint", fp}, {"study_file", spec.file},
+          {"points", std::to_string(points.size())}, {"axes", axes.dump()},
+          {"flow_best", std::to_string(spec.flow_best)}, {"twinscale_version", twinscale_version()}};
+      for (const auto& [k, v] : meta) {
+        Stmt ins(db_, "INSERT INTO meta(key, value) VALUES(?, ?)", path_);
+        ins.bind(1, k).bind(2, v);
+        if (ins.step() != SQLITE_DONE) throw StoreError(path_ + ": " + sqlite3_errmsg(db_));
+      }
+    }
+    exec("COMMIT;");
+  } catch (...) {
+    sqlite3_exec(db_, "ROLLBACK;", nullptr, nullptr, nullptr);
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw;
+  }
+}
+
+Store::Store(const std::string& path) : path_(path) {
+  if (!std::filesystem::exists(path)) throw StoreError(path + ": no such results store");
+  // Read-write when the file allows it (read-only otherwise), only so that SQLite can
+  // remove its -wal/-shm files on close; nothing is written through this connection.
+  if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE, nullptr) != SQLITE_OK) {
+    const std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw StoreError(path + ": cannot open results store: " + msg);
+  }
+  sqlite3_busy_timeout(db_, 120'000);
+  try {
+    Stmt q(db_, "SELECT value FROM meta WHERE key = 'fingerprint'", path_);
+    if (q.step() != SQLITE_ROW) throw StoreError(path + ": not a twinscale results store (no fingerprint)");
+  } catch (const StoreError& e) {
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw StoreError(std::string(e.what()) + " — is this a store written by `twinscale sweep`?");
+  }
+}
+
+Store::~Store() {
+  if (db_) sqlite3_close(db_);
+}
+
+std::set<int64_t> Store::done() const {
+  std::set<int64_t> out;
+  Stmt q(db_, "SELECT id FROM points", path_);
+  while (q.step() == SQLITE_ROW) out.insert(q.i64(0));
+  return out;
+}
+
+std::set<int64_t> Store::flow_done() const {
+  std::set<int64_t> out;
+  Stmt q(db_, "SELECT id FROM points WHERE flow_status IS NOT NULL", path_);
+  while (q.step() == SQLITE_ROW) out.insert(q.i64(0));
+  return out;
+}
+
+void Store::put(const Point& point, const PointResult& r) {
+  Stmt ins(db_,
+           "INSERT OR IGNORE INTO points(id, inputs, status, reason, gpus, tp, pp, vpp, dp, micro_batch, global_batch, "
+           "memory_bytes, gpu_memory_bytes, ops, mode, iteration_time_s, tokens_per_s, tflops_per_gpu, mfu, compute_s, "
+           "exposed_tp_s, exposed_pp_s, exposed_dp_s, bubble_s, ettr, ettr_ci95, interruptions, lost_work_s, "
+           "twinscale_version) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+           path_);
+  TWINSCALE_ASSERT(point.id == r.id, "the result of point " + std::to_string(r.id) + " stored as point " + std::to_string(point.id));
+  int i = 0;
+  ins.bind(++i, r.id);
+  ins.bind(++i, inputs_json(point));
+  ins.bind(++i, std::string(to_string(r.status)));
+  ins.bind(++i, r.reason);
+  for (int64_t v : {r.gpus, r.tp, r.pp, r.vpp, r.dp, r.micro_batch, r.global_batch}) ins.bind(++i, v);
+  ins.bind(++i, r.memory_bytes);
+  ins.bind(++i, r.gpu_memory_bytes);
+  ins.bind(++i, r.ops);
+  ins.bind(++i, r.mode);
+  for (double v : {r.iteration_time_s, r.tokens_per_s, r.tflops_per_gpu, r.mfu, r.compute_s, r.exposed_tp_s,
+                   r.exposed_pp_s, r.exposed_dp_s, r.bubble_s})
+    ins.bind(++i, v);
+  for (double v : {r.ettr, r.ettr_ci95, r.interruptions, r.lost_work_s}) {
+    ++i;
+    if (r.campaign) ins.bind(i, v); // NULL otherwise
+  }
+  ins.bind(++i, twinscale_version());
+  if (ins.step() != SQLITE_DONE) throw StoreError(path_ + ": cannot write point " + std::to_string(r.id) + ": " + sqlite3_errmsg(db_));
+}
+
+void Store::put_flow(const PointResult& r) {
+  Stmt up(db_,
+          "UPDATE points SET flow_status = ?, flow_reason = ?, flow_iteration_time_s = ?, flow_tokens_per_s = ?, "
+          "flow_mfu = ?, flow_exposed_dp_s = ? WHERE id = ?",
+          path_);
+  up.bind(1, std::string(to_string(r.status))).bind(2, r.reason).bind(3, r.iteration_time_s).bind(4, r.tokens_per_s);
+  up.bind(5, r.mfu).bind(6, r.exposed_dp_s).bind(7, r.id);
+  if (up.step() != SQLITE_DONE)
+    throw StoreError(path_ + ": cannot write the flow result of point " + std::to_string(r.id) + ": " + sqlite3_errmsg(db_));
+}
+
+StoreInfo Store::info() const {
+  StoreInfo s;
+  Stmt q(db_, "SELECT key, value FROM meta", path_);
+  while (q.step() == SQLITE_ROW) {
+    const std::string k = q.text(0), v = q.text(1);
+    if (k == "name") s.name = v;
+    else if (k == "fingerprint") s.fingerprint = v;
+    else if (k == "study_file") s.study_file = v;
+    else if (k == "twinscale_version") s.version = v;
+    else if (k == "points") s.points = std::stoll(v);
+    else if (k == "flow_best") s.flow_best = std::stoll(v);
+    else if (k == "axes") for (const auto& a : nlohmann::json::parse(v)) s.axes.push_back(a.get<std::string>());
+  }
+  return s;
+}
+
+std::vector<StoredPoint> Store::rows() const {
+  std::vector<StoredPoint> out;
+  Stmt q(db_,
+         "SELECT id, inputs, status, reason, gpus, tp, pp, vpp, dp, micro_batch, global_batch, memory_bytes, "
+         "gpu_memory_bytes, ops, mode, iteration_time_s, tokens_per_s, tflops_per_gpu, mfu, compute_s, exposed_tp_s, "
+         "exposed_pp_s, exposed_dp_s, bubble_s, flow_status, flow_reason, flow_iteration_time_s, flow_tokens_per_s, "
+         "flow_mfu, flow_exposed_dp_s, ettr, ettr_ci95, interruptions, lost_work_s, twinscale_version FROM points "
+         "ORDER BY id",
+         path_);
+  while (q.step() == SQLITE_ROW) {
+    StoredPoint p;
+    PointResult& r = p.result;
+    int c = 0;
+    r.id = q.i64(c++);
+    p.inputs = q.text(c++);
+    r.status = point_status_from(q.text(c++));
+    r.reason = q.text(c++);
+    for (int64_t* v : {&r.gpus, &r.tp, &r.pp, &r.vpp, &r.dp, &r.micro_batch, &r.global_batch}) *v = q.i64(c++);
+    r.memory_bytes = q.dbl(c++);
+    r.gpu_memory_bytes = q.dbl(c++);
+    r.ops = q.i64(c++);
+    r.mode = q.text(c++);
+    for (double* v : {&r.iteration_time_s, &r.tokens_per_s, &r.tflops_per_gpu, &r.mfu, &r.compute_s, &r.exposed_tp_s,
+                      &r.exposed_pp_s, &r.exposed_dp_s, &r.bubble_s})
+      *v = q.dbl(c++);
+    if (!q.null(c)) {
+      PointResult f;
+      f.id = r.id;
+      f.status = point_status_from(q.text(c));
+      f.reason = q.text(c + 1);
+      f.iteration_time_s = q.dbl(c + 2);
+      f.tokens_per_s = q.dbl(c + 3);
+      f.mfu = q.dbl(c + 4);
+      f.exposed_dp_s = q.dbl(c + 5);
+      f.mode = "flow";
+      p.flow = f;
+    }
+    c += 6;
+    if (!q.null(c)) {
+      r.campaign = true;
+      r.ettr = q.dbl(c);
+      r.ettr_ci95 = q.dbl(c + 1);
+      r.interruptions = q.dbl(c + 2);
+      r.lost_work_s = q.dbl(c + 3);
+    }
+    c += 4;
+    p.version = q.text(c);
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+} // namespace twinscale::study

@@ -1,0 +1,315 @@
+// Study file format (TOML), `twinscale sweep STUDY.toml`. Every key, its type and default:
+//
+//   name = "gpt175b-12288"        string, required: labels the results store
+//
+//   [base]                        required: the job every point starts from
+//   job = "gpt-175b-megascale"    string, required: job preset name or job file (a path
+//                                 relative to the study file's directory)
+//   cluster = ""                  string: cluster preset or file; "" = the job's cluster
+//   gpus = 0                      integer ≥ 0: total GPUs, dp = gpus / (tp·pp); 0 = the job's
+//   global_batch = 0              integer ≥ 0: sequences per iteration; 0 = the job's
+//   placement = "linear"          "linear" | "tor-aware" | "random"
+//   seed = 1                      integer ≥ 0: simulator seed (ECMP hashing, random placement)
+//
+//   [sample]                      optional
+//   method = "grid"               "grid": every combination of the axes' values;
+//                                 "random": `points` distinct combinations drawn uniformly
+//                                 without replacement; "lhs": a Latin hypercube of `points`
+//                                 rows (each axis' values stratified, duplicates dropped)
+//   points = 0                    integer ≥ 1, required for random and lhs
+//   seed = 1                      integer ≥ 0: seed of the sampler (same seed, same points)
+//
+//   [axes]                        required, at least one axis; each an array of distinct
+//                                 values, applied on top of [base] in this order:
+//   job = ["gpt-175b-megascale"]  strings: job presets or files (the base job is replaced)
+//   cluster = ["megascale-ampere"] strings: cluster presets or files
+//   gpus = [12288]                integers ≥ 1: total GPUs (dp re-derived)
+//   global_batch = [6144]         integers ≥ 1
+//   tp, pp, vpp = [8]             integers ≥ 1: tensor, pipeline, virtual-pipeline sizes;
+//                                 dp = gpus / (tp·pp) (gpus: the axis, [base] or the job's)
+//   micro_batch = [1, 2]          integers ≥ 1
+//   zero_stage = [0, 1, 2]        integers in [0, 2]
+//   sequence_parallel = [true]    booleans
+//   pipeline = ["interleaved"]    "1f1b" | "interleaved"; without this axis a point with
+//                                 vpp > 1 is interleaved and one with vpp = 1 is 1f1b
+//   overlap_dp, overlap_pp, overlap_tp = [true, false]   booleans (M4, M5, M6)
+//   tp_chunks = [1, 4]            integers in [1, 64] (M6)
+//   recompute = [false, true]     booleans: full activation recomputation
+//   flash_attention = [true]      booleans (M7)
+//   placement = ["linear", "tor-aware", "random"]
+//   seed = [1, 2, 3]              integers ≥ 0: simulator seed
+//   oversubscription = [1, 2]     numbers > 0: down:up ratio of the ToR tier (cluster variant;
+//                                 a ratio the switch radix cannot split makes the point infeasible)
+//   nic_gbit_per_s = [200, 400]   numbers > 0: NIC speed per direction (cluster variant)
+//   rails = [8, 4, 1]             integers ≥ 1: rails per server (cluster variant, ≤ NICs)
+//   fault_rate_scale = [0.5, 1, 2] numbers > 0: every fault category's rate × this (campaign)
+//   checkpoint_interval_s = [1800, 3600]  numbers > 0: work between checkpoints (campaign;
+//                                 default: the recovery policy's interval)
+//
+//   [filters]                     optional
+//   memory_fits = true            boolean: a point whose largest pipeline stage needs more
+//                                 than the GPU's memory is "infeasible" (not simulated);
+//                                 false: memory is reported, not enforced. Divisibility
+//                                 (schedules::check_job) is always enforced.
+//
+//   [evaluate]                    optional: what each feasible point runs
+//   what = "simulate"             "lower" (lower the schedule), "memory" (the memory
+//                                 estimate only), "simulate" (one iteration), "campaign"
+//                                 (one iteration simulated, then weeks of training under
+//                                 faults: ETTR; see [campaign])
+//   mode = "analytic"             "analytic" | "flow" (what = "simulate")
+//   flow_best = 0                 integer ≥ 0: after an analytic study, simulate the best
+//                                 K points (by analytic MFU) again in flow mode
+//
+//   [campaign]                    optional, for what = "campaign" (as `twinscale campaign`)
+//   faults = "llama3-405b"        fault model: preset name or TOML file
+//   recovery = "megascale"        recovery + checkpoint policy: preset name or TOML file
+//   days = 28                     number > 0: wall time simulated per seed
+//   seeds = 4                     integer in [1, 1000]: independent runs (ETTR mean and 95 % CI)
+//   seed = 1                      integer ≥ 0: first seed
+#include "study/study_file.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "config/presets.hpp"
+#include "config/toml_reader.hpp"
+
+namespace twinscale::study {
+
+namespace {
+
+enum class Kind : uint8_t { Int, Number, Bool, String };
+
+struct AxisDef {
+  const char* name;
+  Kind kind;
+  int64_t min;      // integers; numbers: must be > 0 when min > 0
+  int64_t max;
+  std::vector<std::string> choices; // strings: valid values (empty: any, e.g. files)
+};
+
+const std::vector<AxisDef>& axis_defs() {
+  static const std::vector<AxisDef> defs = {
+      {"job", Kind::String, 0, 0, {}},
+      {"cluster", Kind::String, 0, 0, {}},
+      {"gpus", Kind::Int, 1, INT64_MAX, {}},
+      {"global_batch", Kind::Int, 1, INT64_MAX, {}},
+      {"tp", Kind::Int, 1, 4096, {}},
+      {"pp", Kind::Int, 1, 4096, {}},
+      {"vpp", Kind::Int, 1, 4096, {}},
+      {"micro_batch", Kind::Int, 1, INT64_MAX, {}},
+      {"zero_stage", Kind::Int, 0, 2, {}},
+      {"sequence_parallel", Kind::Bool, 0, 0, {}},
+      {"pipeline", Kind::String, 0, 0, {"1f1b", "interleaved"}},
+      {"overlap_dp", Kind::Bool, 0, 0, {}},
+      {"overlap_pp", Kind::Bool, 0, 0, {}},
+      {"overlap_tp", Kind::Bool, 0, 0, {}},
+      {"tp_chunks", Kind::Int, 1, 64, {}},
+      {"recompute", Kind::Bool, 0, 0, {}},
+      {"flash_attention", Kind::Bool, 0, 0, {}},
+      {"placement", Kind::String, 0, 0, {"linear", "tor-aware", "random"}},
+      {"seed", Kind::Int, 0, INT64_MAX, {}},
+      {"oversubscription", Kind::Number, 1, 0, {}},
+      {"nic_gbit_per_s", Kind::Number, 1, 0, {}},
+      {"rails", Kind::Int, 1, 1024, {}},
+      {"fault_rate_scale", Kind::Number, 1, 0, {}},
+      {"checkpoint_interval_s", Kind::Number, 1, 0, {}},
+  };
+  return defs;
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+
+/// A job or cluster reference: a preset name stays as is, a path resolves against `dir`.
+std::string resolve(const std::string& ref, const std::string& kind, const std::filesystem::path& dir) {
+  for (const auto& n : config::preset_names(kind))
+    if (n == ref) return ref;
+  std::filesystem::path p(ref);
+  if (p.is_relative() && !dir.empty()) p = dir / p;
+  return p.lexically_normal().string();
+}
+
+[[noreturn]] void fail(const std::string& file, const std::string& key, const std::string& why) {
+  throw config::ConfigError(file + ": key '" + key + "' " + why);
+}
+
+Axis read_axis(const AxisDef& d, const toml::node& node, const std::string& file, const std::filesystem::path& dir) {
+  const std::string key = std::string("axes.") + d.name;
+  const toml::array* arr = node.as_array();
+  if (!arr) fail(file, key, "must be an array of values, e.g. " + key.substr(5) + " = [...]");
+  if (arr->empty()) fail(file, key, "is empty; give at least one value (or remove the axis)");
+  Axis a{d.name, {}};
+  for (size_t i = 0; i < arr->size(); ++i) {
+    const toml::node& e = (*arr)[i];
+    const std::string at = key + "[" + std::to_string(i) + "]";
+    switch (d.kind) {
+    case Kind::Int: {
+      auto v = e.value_exact<int64_t>();
+      if (!v) fail(file, at, "must be an integer");
+      if (*v < d.min || *v > d.max)
+        fail(file, at, "is " + std::to_string(*v) + "; must be in [" + std::to_string(d.min) + ", " +
+                           (d.max == INT64_MAX ? std::string("∞") : std::to_string(d.max)) + "]");
+      a.values.emplace_back(*v);
+      break;
+    }
+    case Kind::Number: {
+      std::optional<double> v;
+      if (auto x = e.value_exact<double>()) v = *x;
+      else if (auto y = e.value_exact<int64_t>()) v = static_cast<double>(*y);
+      if (!v) fail(file, at, "must be a number");
+      if (!(*v > 0) || !(*v < 1e300)) fail(file, at, "must be a finite number > 0");
+      a.values.emplace_back(*v);
+      break;
+    }
+    case Kind::Bool: {
+      auto v = e.value_exact<bool>();
+      if (!v) fail(file, at, "must be true or false");
+      a.values.emplace_back(*v);
+      break;
+    }
+    case Kind::String: {
+      auto v = e.value_exact<std::string>();
+      if (!v) fail(file, at, "must be a string");
+      if (!d.choices.empty() && std::find(d.choices.begin(), d.choices.end(), *v) == d.choices.end())
+        fail(file, at, "is \"" + *v + "\"; valid values: " + join(d.choices));
+      std::string s = *v;
+      if (a.name == "job") s = resolve(s, "jobs", dir);
+      if (a.name == "cluster") s = resolve(s, "clusters", dir);
+      a.values.emplace_back(s);
+      break;
+    }
+    }
+  }
+  for (size_t i = 0; i < a.values.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (a.values[i] == a.values[j])
+        fail(file, key + "[" + std::to_string(i) + "]", "repeats the value " + to_text(a.values[i]) +
+                                                            " of [" + std::to_string(j) + "]; axis values must be distinct");
+  return a;
+}
+
+} // namespace
+
+std::string to_text(const Value& v) {
+  struct {
+    std::string operator()(int64_t x) const { return std::to_string(x); }
+    std::string operator()(double x) const {
+      std::ostringstream o;
+      o.precision(17);
+      o << x;
+      return o.str();
+    }
+    std::string operator()(bool x) const { return x ? "true" : "false"; }
+    std::string operator()(const std::string& x) const { return x; }
+  } visit;
+  return std::visit(visit, v);
+}
+
+const std::vector<std::string>& axis_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n;
+    for (const auto& d : axis_defs()) n.emplace_back(d.name);
+    return n;
+  }();
+  return names;
+}
+
+StudySpec parse_study(std::string_view text, const std::string& file) {
+  const toml::table root = config::parse_toml(text, file);
+  const std::filesystem::path dir = std::filesystem::path(file).parent_path();
+  config::TableReader top(root, file);
+  StudySpec s;
+  s.file = file;
+  s.name = top.get_string("name");
+  if (s.name.empty()) top.fail("name", "is empty; give the study a name");
+
+  config::TableReader b = top.table("base", true);
+  s.job = resolve(b.get_string("job"), "jobs", dir);
+  const std::string cluster = b.get_string("cluster", std::string());
+  s.cluster = cluster.empty() ? cluster : resolve(cluster, "clusters", dir);
+  s.gpus = b.get_int("gpus", 0, 0);
+  s.global_batch = b.get_int("global_batch", 0, 0);
+  s.placement = b.get_string("placement", std::string("linear"));
+  if (s.placement != "linear" && s.placement != "tor-aware" && s.placement != "random")
+    b.fail("placement", "is \"" + s.placement + "\"; valid values: linear, tor-aware, random");
+  s.seed = static_cast<uint64_t>(b.get_int("seed", 1, 0));
+  b.finish();
+
+  config::TableReader sm = top.table("sample");
+  s.method = sm.get_enum<SampleMethod>(
+      "method", {{"grid", SampleMethod::Grid}, {"random", SampleMethod::Random}, {"lhs", SampleMethod::LatinHypercube}},
+      SampleMethod::Grid);
+  if (s.method == SampleMethod::Grid) {
+    if (sm.has("points")) sm.fail("points", "is only for method = \"random\" or \"lhs\"; a grid takes every combination");
+  } else {
+    s.points = sm.get_int("points", std::nullopt, 1, 100'000'000);
+  }
+  s.sample_seed = static_cast<uint64_t>(sm.get_int("seed", 1, 0));
+  sm.finish();
+
+  top.table("axes", true); // marks the key read; its entries are checked below
+  const toml::table* axes = root.get_as<toml::table>("axes");
+  if (!axes) throw config::ConfigError(file + ": key 'axes' must be a table [axes]");
+  for (auto&& [k, v] : *axes) {
+    bool known = false;
+    for (const auto& d : axis_defs()) known |= k.str() == d.name;
+    if (!known)
+      throw config::ConfigError(file + ": unknown key 'axes." + std::string(k.str()) +
+                                "'; valid axes: " + join(axis_names()));
+  }
+  for (const auto& d : axis_defs())
+    if (const toml::node* n = axes->get(d.name)) s.axes.push_back(read_axis(d, *n, file, dir));
+  if (s.axes.empty())
+    throw config::ConfigError(file + ": key 'axes' has no axis; vary at least one of: " + join(axis_names()));
+
+  config::TableReader f = top.table("filters");
+  s.memory_fits = f.get_bool("memory_fits", true);
+  f.finish();
+
+  config::TableReader e = top.table("evaluate");
+  s.evaluation = e.get_enum<Evaluation>(
+      "what",
+      {{"lower", Evaluation::Lower}, {"memory", Evaluation::Memory}, {"simulate", Evaluation::Simulate},
+       {"campaign", Evaluation::Campaign}},
+      Evaluation::Simulate);
+  s.mode = e.get_enum<SimModeChoice>("mode", {{"analytic", SimModeChoice::Analytic}, {"flow", SimModeChoice::Flow}},
+                                     SimModeChoice::Analytic);
+  s.flow_best = e.get_int("flow_best", 0, 0, 1'000'000);
+  if (s.flow_best > 0 && (s.evaluation != Evaluation::Simulate || s.mode != SimModeChoice::Analytic))
+    e.fail("flow_best", "needs what = \"simulate\" and mode = \"analytic\" (it re-simulates the best analytic points in flow mode)");
+  e.finish();
+
+  config::TableReader c = top.table("campaign");
+  s.faults = resolve(c.get_string("faults", s.faults), "faults", dir);
+  s.recovery = resolve(c.get_string("recovery", s.recovery), "recovery", dir);
+  s.days = c.get_double("days", 28.0, 1e-6, 36500);
+  s.seeds = c.get_int("seeds", 4, 1, 1000);
+  s.campaign_seed = static_cast<uint64_t>(c.get_int("seed", 1, 0));
+  c.finish();
+  const bool campaign_axis = std::any_of(s.axes.begin(), s.axes.end(), [](const Axis& a) {
+    return a.name == "fault_rate_scale" || a.name == "checkpoint_interval_s";
+  });
+  if (s.evaluation != Evaluation::Campaign && (campaign_axis || top.has("campaign")))
+    e.fail("what", "is not \"campaign\", but the study has campaign settings ([campaign], fault_rate_scale or "
+                   "checkpoint_interval_s); set what = \"campaign\" or remove them");
+  top.finish();
+  return s;
+}
+
+StudySpec load_study(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw config::ConfigError(path + ": cannot open study file");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return parse_study(ss.str(), path);
+}
+
+} // namespace twinscale::study
