@@ -23,7 +23,7 @@ std::vector<uint8_t> synthetic_state(int64_t tp, int64_t pp, int64_t step, size_
   std::vector<uint8_t> v(bytes);
   uint64_t x = 0x9E3779B97F4A7C15ull ^ (static_cast<uint64_t>(tp) << 40) ^ (static_cast<uint64_t>(pp) << 20) ^
                static_cast<uint64_t>(step);
-  for (size_t i = 0; i < bytes; ++i) {  // xorshift64
+  for (size_t i = 0; i < bytes; ++i) { // xorshift64
     x ^= x << 13;
     x ^= x >> 7;
     x ^= x << 17;
@@ -121,7 +121,7 @@ std::optional<int64_t> latest_complete_step(const std::string& dir) {
   }
   std::sort(steps.rbegin(), steps.rend());
   for (int64_t s : steps) {
-    if (!fs::exists(fs::path(step_dir(dir, s)) / "manifest.json")) continue;  // never completed
+    if (!fs::exists(fs::path(step_dir(dir, s)) / "manifest.json")) continue; // never completed
     try {
       const Manifest m = read_manifest(dir, s);
       bool ok = m.shards.size() == static_cast<size_t>(m.tp * m.pp);
@@ -129,8 +129,7 @@ std::optional<int64_t> latest_complete_step(const std::string& dir) {
         ok = ok && fs::exists(shard_path(dir, s, sh.tp, sh.pp)) &&
              fs::file_size(shard_path(dir, s, sh.tp, sh.pp)) == sh.bytes;
       if (ok) return s;
-    } catch (const BackendError&) {
-    }
+    } catch (const BackendError&) {}
   }
   return std::nullopt;
 }
@@ -157,7 +156,7 @@ ShardPersist::ShardPersist(std::string path, std::vector<uint8_t> host_copy, dou
         return;
       }
       done += static_cast<size_t>(n);
-      if (bw > 0)  // pace to the storage bandwidth
+      if (bw > 0) // pace to the storage bandwidth
         std::this_thread::sleep_until(t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                                std::chrono::duration<double>(static_cast<double>(done) / bw)));
     }

@@ -21,10 +21,10 @@
 namespace twinscale::backend {
 
 struct CheckpointOptions {
-  std::string dir;                        // empty: no checkpoint
-  int64_t step = -1;                      // >= 0: write this step (persisted during the run)
-  bool restore = false;                   // restore the latest complete step before the run
-  double state_bytes = 1 << 20;           // synthetic state per (tp, pp) shard
+  std::string dir;              // empty: no checkpoint
+  int64_t step = -1;            // >= 0: write this step (persisted during the run)
+  bool restore = false;         // restore the latest complete step before the run
+  double state_bytes = 1 << 20; // synthetic state per (tp, pp) shard
   /// Storage bandwidth the persist thread paces itself to (0: as fast as the disk);
   /// models slow shared storage and makes the persist window observable.
   double persist_bw_bytes_per_s = 0;
@@ -43,7 +43,7 @@ struct Manifest {
   int64_t tp = 1;
   int64_t pp = 1;
   int64_t dp = 1;
-  std::vector<ShardInfo> shards;          // sorted by (pp, tp)
+  std::vector<ShardInfo> shards; // sorted by (pp, tp)
 };
 
 /// The synthetic state of shard (tp, pp) at `step`: a deterministic byte pattern, so a

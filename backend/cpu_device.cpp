@@ -8,8 +8,8 @@
 #include <cstdio>
 #include <deque>
 #include <map>
-#include <string>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include <mpi.h>
@@ -28,9 +28,7 @@ using schedules::OpKind;
 
 namespace {
 
-double steady_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double steady_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 struct CommState {
   MPI_Request request = MPI_REQUEST_NULL;
@@ -49,14 +47,14 @@ struct CpuDevice::Impl {
   int64_t rank = 0;
   std::vector<DeviceOpTiming> timing;
   std::vector<std::unique_ptr<CommState>> comm;
-  std::vector<int64_t> sequence;                // op → index on its channel
+  std::vector<int64_t> sequence; // op → index on its channel
   // NCCL's rule, kept on the CPU too: the ops of one communicator (channel) run in issue
   // order, each posted only once every op issued before it there has completed. So an
   // issue order that would deadlock NCCL deadlocks here, and CI sees it without a GPU.
-  std::vector<std::string> channel;             // op → its communicator (op_channel)
-  std::map<std::string, std::deque<uint32_t>> channel_queue;  // issued, not completed
+  std::vector<std::string> channel;                          // op → its communicator (op_channel)
+  std::map<std::string, std::deque<uint32_t>> channel_queue; // issued, not completed
   std::vector<bool> posted;
-  std::unique_ptr<std::atomic<uint8_t>[]> compute_state;  // 0 pending, 1 done, 2 failed
+  std::unique_ptr<std::atomic<uint8_t>[]> compute_state; // 0 pending, 1 done, 2 failed
 
   // Compute streams (Compute, Data): one thread each, running kernels in issue order.
   struct Worker {
@@ -70,11 +68,9 @@ struct CpuDevice::Impl {
   uint64_t completions = 0, seen_completions = 0;
   bool stop = false;
 
-  Impl(CpuDeviceOptions o, const detail::MpiGroups& g, double e)
-      : options(o), groups(g), epoch(e) {
+  Impl(CpuDeviceOptions o, const detail::MpiGroups& g, double e) : options(o), groups(g), epoch(e) {
     if (options.shape_divisor < 1)
-      throw BackendError("CPU device: shape divisor " + std::to_string(options.shape_divisor) +
-                         " must be >= 1");
+      throw BackendError("CPU device: shape divisor " + std::to_string(options.shape_divisor) + " must be >= 1");
   }
 
   double now() const { return steady_s() - epoch; }
@@ -98,8 +94,7 @@ struct CpuDevice::Impl {
         timing[i].end_s = now();
         timing[i].valid = true;
       } catch (const std::exception& e) {
-        std::fprintf(stderr, "twinscale run: rank %lld: op %u failed: %s\n",
-                     static_cast<long long>(rank), i, e.what());
+        std::fprintf(stderr, "twinscale run: rank %lld: op %u failed: %s\n", static_cast<long long>(rank), i, e.what());
         outcome = 2;
       }
       compute_state[i].store(outcome, std::memory_order_release);
@@ -134,8 +129,7 @@ struct CpuDevice::Impl {
     st->group_rank = schedule->layout.group_rank(op.group, rank);
     st->group_size = schedule->layout.group_size(op.group);
     st->sequence = sequence[i];
-    const int64_t floats =
-        static_cast<int64_t>(std::ceil(detail::scaled_bytes(op, options.shape_divisor) / 4.0));
+    const int64_t floats = static_cast<int64_t>(std::ceil(detail::scaled_bytes(op, options.shape_divisor) / 4.0));
     const int64_t n = st->group_size;
     const int64_t per = std::max<int64_t>(1, (floats + n - 1) / n);
     st->per_member = per;
@@ -147,28 +141,28 @@ struct CpuDevice::Impl {
     case OpKind::AllReduce:
       st->send.assign(static_cast<size_t>(floats), mine);
       st->recv.resize(static_cast<size_t>(floats));
-      rc = MPI_Iallreduce(st->send.data(), st->recv.data(), static_cast<int>(floats), MPI_FLOAT,
-                          MPI_SUM, c, &st->request);
+      rc = MPI_Iallreduce(st->send.data(), st->recv.data(), static_cast<int>(floats), MPI_FLOAT, MPI_SUM, c,
+                          &st->request);
       break;
     case OpKind::AllGather:
       st->send.assign(static_cast<size_t>(per), mine);
       st->recv.resize(static_cast<size_t>(per * n));
-      rc = MPI_Iallgather(st->send.data(), static_cast<int>(per), MPI_FLOAT, st->recv.data(),
-                          static_cast<int>(per), MPI_FLOAT, c, &st->request);
+      rc = MPI_Iallgather(st->send.data(), static_cast<int>(per), MPI_FLOAT, st->recv.data(), static_cast<int>(per),
+                          MPI_FLOAT, c, &st->request);
       break;
     case OpKind::ReduceScatter:
       st->send.assign(static_cast<size_t>(per * n), mine);
       st->recv.resize(static_cast<size_t>(per));
-      rc = MPI_Ireduce_scatter_block(st->send.data(), st->recv.data(), static_cast<int>(per),
-                                     MPI_FLOAT, MPI_SUM, c, &st->request);
+      rc = MPI_Ireduce_scatter_block(st->send.data(), st->recv.data(), static_cast<int>(per), MPI_FLOAT, MPI_SUM, c,
+                                     &st->request);
       break;
     case OpKind::AllToAll:
       st->send.resize(static_cast<size_t>(per * n));
-      for (int64_t j = 0; j < n; ++j)  // block j goes to member j
+      for (int64_t j = 0; j < n; ++j) // block j goes to member j
         std::fill_n(st->send.begin() + j * per, per, static_cast<float>(st->group_rank * 1000 + j));
       st->recv.resize(static_cast<size_t>(per * n));
-      rc = MPI_Ialltoall(st->send.data(), static_cast<int>(per), MPI_FLOAT, st->recv.data(),
-                         static_cast<int>(per), MPI_FLOAT, c, &st->request);
+      rc = MPI_Ialltoall(st->send.data(), static_cast<int>(per), MPI_FLOAT, st->recv.data(), static_cast<int>(per),
+                         MPI_FLOAT, c, &st->request);
       break;
     case OpKind::Broadcast: {
       const int root = op.peer >= 0 ? op.peer : 0;
@@ -187,10 +181,9 @@ struct CpuDevice::Impl {
       rc = MPI_Irecv(st->recv.data(), static_cast<int>(floats), MPI_FLOAT, op.peer,
                      static_cast<int>(st->sequence % 30000), c, &st->request);
       break;
-    default:
-      TWINSCALE_ASSERT(false, "post() of a compute op");
+    default: TWINSCALE_ASSERT(false, "post() of a compute op");
     }
-    if (rc != MPI_SUCCESS) st->request = MPI_REQUEST_NULL;  // poll() reports it failed
+    if (rc != MPI_SUCCESS) st->request = MPI_REQUEST_NULL; // poll() reports it failed
     comm[i] = std::move(st);
   }
 
@@ -208,14 +201,13 @@ struct CpuDevice::Impl {
     case OpKind::ReduceScatter: return all_equal(st.recv, 0, st.recv.size(), n * (n + 1) / 2);
     case OpKind::AllGather:
       for (int64_t j = 0; j < st.group_size; ++j)
-        if (!all_equal(st.recv, static_cast<size_t>(j * st.per_member),
-                       static_cast<size_t>(st.per_member), static_cast<double>(j + 1)))
+        if (!all_equal(st.recv, static_cast<size_t>(j * st.per_member), static_cast<size_t>(st.per_member),
+                       static_cast<double>(j + 1)))
           return false;
       return true;
     case OpKind::AllToAll:
       for (int64_t j = 0; j < st.group_size; ++j)
-        if (!all_equal(st.recv, static_cast<size_t>(j * st.per_member),
-                       static_cast<size_t>(st.per_member),
+        if (!all_equal(st.recv, static_cast<size_t>(j * st.per_member), static_cast<size_t>(st.per_member),
                        static_cast<double>(j * 1000 + st.group_rank)))
           return false;
       return true;
@@ -226,8 +218,7 @@ struct CpuDevice::Impl {
   }
 };
 
-CpuDevice::CpuDevice(CpuDeviceOptions options, const detail::MpiGroups& groups,
-                     double epoch_steady_s)
+CpuDevice::CpuDevice(CpuDeviceOptions options, const detail::MpiGroups& groups, double epoch_steady_s)
     : impl_(std::make_unique<Impl>(options, groups, epoch_steady_s)) {}
 
 CpuDevice::~CpuDevice() { impl_->stop_workers(); }
@@ -252,7 +243,7 @@ void CpuDevice::prepare(const schedules::Schedule& schedule, int64_t rank) {
     d.channel[i] = op_channel(schedule, rank, op);
     if (!d.channel[i].empty()) d.sequence[i] = next[d.channel[i]]++;
   }
-  for (const Op& op : d.program->ops) {  // one thread per compute stream in use
+  for (const Op& op : d.program->ops) { // one thread per compute stream in use
     const size_t st = static_cast<size_t>(op.stream);
     if (op.is_communication() || d.workers[st].thread.joinable()) continue;
     d.workers[st].kernels = std::make_unique<detail::CpuKernels>(d.options.max_buffer_bytes);
@@ -287,7 +278,7 @@ OpStatus CpuDevice::poll(uint32_t index) {
     return s == 0 ? OpStatus::Pending : s == 1 ? OpStatus::Done : OpStatus::Failed;
   }
   auto& queue = d.channel_queue[d.channel[index]];
-  if (!d.posted[index]) {  // queued behind an earlier op of its communicator
+  if (!d.posted[index]) { // queued behind an earlier op of its communicator
     if (queue.front() != index) return OpStatus::Pending;
     d.post(index);
     d.posted[index] = true;

@@ -67,9 +67,7 @@ public:
   /// Checkpoint stage 1 (M16, blocking): `state` stands for this rank's training state
   /// in device memory; returns its copy in host memory. CPU: a host copy. CUDA: the
   /// state lives in GPU memory and is copied device → pinned host memory.
-  virtual std::vector<uint8_t> stage1_snapshot(std::span<const uint8_t> state) {
-    return {state.begin(), state.end()};
-  }
+  virtual std::vector<uint8_t> stage1_snapshot(std::span<const uint8_t> state) { return {state.begin(), state.end()}; }
 };
 
 } // namespace twinscale::backend

@@ -81,12 +81,12 @@ public:
     result_.elapsed_s = t_end - t_begin;
     result_.ops_completed = done_count_;
     result_.status = done_count_ == n_ ? RunStatus::Completed
-                     : failed_        ? RunStatus::OpFailed
-                     : aborted_       ? RunStatus::Aborted
-                                      : RunStatus::TimedOut;
+                     : failed_         ? RunStatus::OpFailed
+                     : aborted_        ? RunStatus::Aborted
+                                       : RunStatus::TimedOut;
     if (result_.status != RunStatus::Completed) {
       pending_ops(t_end);
-      device_.abort();  // once, from here: never inside a device wait
+      device_.abort(); // once, from here: never inside a device wait
     }
     trace_events(t_end);
     return std::move(result_);
@@ -116,15 +116,13 @@ private:
     }
   }
 
-  bool satisfied(uint32_t j) const {
-    return on_device_ ? state_[j] != State::NotIssued : state_[j] == State::Done;
-  }
+  bool satisfied(uint32_t j) const { return on_device_ ? state_[j] != State::NotIssued : state_[j] == State::Done; }
 
   bool ready(uint32_t i) {
     if (stream_prev_[i] >= 0 && !satisfied(static_cast<uint32_t>(stream_prev_[i]))) return false;
     for (uint32_t d : program_.deps_of(i))
       if (!satisfied(d)) return false;
-    if (!channel_of_[i].empty()) {  // a communicator's ops in program order, on every member
+    if (!channel_of_[i].empty()) { // a communicator's ops in program order, on every member
       const auto& ch = channel_ops_[channel_of_[i]];
       if (ch[channel_next_[channel_of_[i]]] != i) return false;
     }
@@ -158,7 +156,7 @@ private:
           issue(list[next_issue_[s]]);
           ++next_issue_[s];
           again = any = true;
-          if (!on_device_) break;  // the next op on this stream waits for this one
+          if (!on_device_) break; // the next op on this stream waits for this one
         }
       }
     }
@@ -288,8 +286,8 @@ private:
 
   std::vector<State> state_;
   std::vector<double> issued_at_;
-  std::array<size_t, schedules::kStreamCount> next_issue_{};  // per stream
-  std::array<size_t, schedules::kStreamCount> next_done_{};   // per stream: oldest not done
+  std::array<size_t, schedules::kStreamCount> next_issue_{}; // per stream
+  std::array<size_t, schedules::kStreamCount> next_done_{};  // per stream: oldest not done
   std::map<std::string, size_t> channel_next_;
   std::vector<uint32_t> wait_for_;
   RankResult result_;

@@ -62,9 +62,9 @@ struct PendingOp {
   /// "send:<group>:<peer global rank>" / "recv:<group>:<peer global rank>" for p2p.
   /// (schedules::communicator_of with the devices' model: one per directed p2p pair.)
   std::string channel;
-  int64_t sequence = 0;              // index of the op among this rank's ops on `channel`
-  std::vector<int64_t> peers;        // global ranks it needs (group members, or the peer)
-  double waiting_s = 0;              // since it was issued
+  int64_t sequence = 0;       // index of the op among this rank's ops on `channel`
+  std::vector<int64_t> peers; // global ranks it needs (group members, or the peer)
+  double waiting_s = 0;       // since it was issued
 };
 
 struct RankResult {
@@ -82,14 +82,12 @@ struct RankResult {
 /// Channel of op `op` of `rank` (see PendingOp::channel); empty for compute ops.
 std::string op_channel(const schedules::Schedule& schedule, int64_t rank, const schedules::Op& op);
 /// Global ranks an op of `rank` needs: its group's members (collectives) or its peer.
-std::vector<int64_t> op_peers(const schedules::Schedule& schedule, int64_t rank,
-                              const schedules::Op& op);
+std::vector<int64_t> op_peers(const schedules::Schedule& schedule, int64_t rank, const schedules::Op& op);
 
 class Executor {
 public:
   /// `device` must not have been prepared; the executor prepares it for `rank`.
-  Executor(const schedules::Schedule& schedule, int64_t rank, Device& device,
-           ExecutorOptions options = {});
+  Executor(const schedules::Schedule& schedule, int64_t rank, Device& device, ExecutorOptions options = {});
   RankResult run();
 
 private:

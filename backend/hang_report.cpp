@@ -78,8 +78,7 @@ void write_rank_state(const std::string& dir, const RankState& st) {
   j["init_phases"] = json::array();
   for (const InitPhase& p : st.init_phases) j["init_phases"].push_back({p.name, p.seconds});
   j["events"] = json::array();
-  for (const schedules::TraceEvent& e : st.events)
-    j["events"].push_back({e.op_index, e.start_s, e.end_s, e.failed});
+  for (const schedules::TraceEvent& e : st.events) j["events"].push_back({e.op_index, e.start_s, e.end_s, e.failed});
   std::error_code ec;
   fs::create_directories(dir, ec);
   detail::write_file_atomically(rank_file(dir, st.rank), j.dump() + "\n");
@@ -107,8 +106,8 @@ RankState read_rank_state(const std::string& path) {
                                              static_cast<int>(schedules::OpKind::Recv) + 1, path, "kind");
       p.group = parse_enum<schedules::GroupKind>(w.at("group").get<std::string>(),
                                                  static_cast<int>(schedules::GroupKind::World) + 1, path, "group");
-      p.stream = parse_enum<schedules::Stream>(w.at("stream").get<std::string>(),
-                                               schedules::kStreamCount, path, "stream");
+      p.stream =
+          parse_enum<schedules::Stream>(w.at("stream").get<std::string>(), schedules::kStreamCount, path, "stream");
       p.channel = w.at("channel").get<std::string>();
       p.sequence = w.at("sequence").get<int64_t>();
       p.peers = w.at("peers").get<std::vector<int64_t>>();
@@ -116,7 +115,8 @@ RankState read_rank_state(const std::string& path) {
       st.waiting.push_back(std::move(p));
     }
     if (j.contains("init_phases"))
-      for (const json& p : j.at("init_phases")) st.init_phases.push_back({p.at(0).get<std::string>(), p.at(1).get<double>()});
+      for (const json& p : j.at("init_phases"))
+        st.init_phases.push_back({p.at(0).get<std::string>(), p.at(1).get<double>()});
     for (const json& e : j.at("events")) {
       schedules::TraceEvent ev;
       ev.rank = st.rank;
@@ -152,8 +152,8 @@ HangReport analyse_run_dir(const std::string& dir, int64_t world) {
     }
     r.states.push_back(read_rank_state(path));
     if (r.states.back().rank != rank)
-      throw BackendError("rank state " + path + ": holds rank " +
-                         std::to_string(r.states.back().rank) + ", expected " + std::to_string(rank));
+      throw BackendError("rank state " + path + ": holds rank " + std::to_string(r.states.back().rank) + ", expected " +
+                         std::to_string(rank));
   }
   for (const RankState& s : r.states) by_rank[s.rank] = &s;
 
@@ -185,12 +185,11 @@ HangReport analyse_run_dir(const std::string& dir, int64_t world) {
     sp.waited_on_by.assign(waiters.begin(), waiters.end());
     r.suspects.push_back(std::move(sp));
   }
-  for (int64_t rank : r.silent)  // silent ranks nobody named yet are suspects too
+  for (int64_t rank : r.silent) // silent ranks nobody named yet are suspects too
     if (!waited_on_by.count(rank)) r.suspects.push_back(Suspect{rank, true, {}});
   std::stable_sort(r.suspects.begin(), r.suspects.end(), [](const Suspect& a, const Suspect& b) {
     if (a.logged_nothing != b.logged_nothing) return a.logged_nothing;
-    if (a.waited_on_by.size() != b.waited_on_by.size())
-      return a.waited_on_by.size() > b.waited_on_by.size();
+    if (a.waited_on_by.size() != b.waited_on_by.size()) return a.waited_on_by.size() > b.waited_on_by.size();
     return a.rank < b.rank;
   });
   return r;
@@ -204,14 +203,12 @@ std::string HangReport::summary() const {
   }
   for (const Suspect& s : suspects) {
     o << "suspect rank " << s.rank << ": "
-      << (s.logged_nothing ? "logged nothing (dead or hung)" : "logged, but others wait for it")
-      << "; waited on by " << s.waited_on_by.size() << " rank(s) [" << join(s.waited_on_by)
-      << "]\n";
+      << (s.logged_nothing ? "logged nothing (dead or hung)" : "logged, but others wait for it") << "; waited on by "
+      << s.waited_on_by.size() << " rank(s) [" << join(s.waited_on_by) << "]\n";
   }
   for (const Wait& w : waits) {
     o << "rank " << w.rank << " waits for op " << w.op.op_index << " " << w.op.name << " ("
-      << schedules::to_string(w.op.kind) << " on " << w.op.channel << " #" << w.op.sequence
-      << ", " << std::fixed;
+      << schedules::to_string(w.op.kind) << " on " << w.op.channel << " #" << w.op.sequence << ", " << std::fixed;
     o.precision(3);
     o << w.op.waiting_s << " s); not arrived: [" << join(w.not_arrived) << "]\n";
   }
@@ -225,8 +222,7 @@ void write_hang_report(const HangReport& r, const std::string& path) {
   j["silent_ranks"] = r.silent;
   j["suspects"] = json::array();
   for (const Suspect& s : r.suspects)
-    j["suspects"].push_back(
-        {{"rank", s.rank}, {"logged_nothing", s.logged_nothing}, {"waited_on_by", s.waited_on_by}});
+    j["suspects"].push_back({{"rank", s.rank}, {"logged_nothing", s.logged_nothing}, {"waited_on_by", s.waited_on_by}});
   j["waits"] = json::array();
   for (const Wait& w : r.waits)
     j["waits"].push_back({{"rank", w.rank},

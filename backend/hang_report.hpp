@@ -26,7 +26,7 @@ struct RankState {
   std::vector<PendingOp> waiting;
   std::map<std::string, int64_t> issued;
   std::vector<schedules::TraceEvent> events;
-  std::vector<InitPhase> init_phases;  // this rank's start-up, phase by phase
+  std::vector<InitPhase> init_phases; // this rank's start-up, phase by phase
 };
 
 /// Writes <dir>/rank-<r>.json atomically (temp file, fsync, rename).
@@ -38,21 +38,21 @@ RankState read_rank_state(const std::string& path);
 struct Wait {
   int64_t rank = 0;
   PendingOp op;
-  std::vector<int64_t> not_arrived;   // peers that did not issue the matching op
+  std::vector<int64_t> not_arrived; // peers that did not issue the matching op
 };
 
 struct Suspect {
   int64_t rank = 0;
-  bool logged_nothing = false;        // no state file: dead, or hung before any timeout
-  std::vector<int64_t> waited_on_by;  // ranks with a Wait naming it
+  bool logged_nothing = false;       // no state file: dead, or hung before any timeout
+  std::vector<int64_t> waited_on_by; // ranks with a Wait naming it
 };
 
 struct HangReport {
   int64_t world = 0;
-  std::vector<RankState> states;      // by rank
-  std::vector<int64_t> silent;        // ranks without a state file
+  std::vector<RankState> states; // by rank
+  std::vector<int64_t> silent;   // ranks without a state file
   std::vector<Wait> waits;
-  std::vector<Suspect> suspects;      // most waited-on first; silent ranks before others
+  std::vector<Suspect> suspects; // most waited-on first; silent ranks before others
   bool all_completed() const;
   /// Human-readable lines (one per suspect and per waiting rank).
   std::string summary() const;

@@ -15,8 +15,7 @@ std::optional<int64_t> env_int(const char* name) {
   char* end = nullptr;
   const long long x = std::strtoll(v, &end, 10);
   if (end == v || *end != '\0' || x < 0)
-    throw BackendError(std::string("environment variable ") + name + "=\"" + v +
-                       "\" is not a non-negative integer");
+    throw BackendError(std::string("environment variable ") + name + "=\"" + v + "\" is not a non-negative integer");
   return x;
 }
 
@@ -29,18 +28,16 @@ LaunchEnv detect_launch_env() {
     const char* launcher;
   };
   for (const Source& s : {Source{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "openmpi"},
-                          Source{"SLURM_PROCID", "SLURM_NTASKS", "slurm"},
-                          Source{"PMI_RANK", "PMI_SIZE", "pmi"}}) {
+                          Source{"SLURM_PROCID", "SLURM_NTASKS", "slurm"}, Source{"PMI_RANK", "PMI_SIZE", "pmi"}}) {
     const auto rank = env_int(s.rank);
     const auto size = env_int(s.size);
     if (!rank && !size) continue;
     if (!rank || !size)
-      throw BackendError(std::string("launcher environment incomplete: ") + s.rank + " and " +
-                         s.size + " must both be set");
+      throw BackendError(std::string("launcher environment incomplete: ") + s.rank + " and " + s.size +
+                         " must both be set");
     if (*rank >= *size || *size == 0)
-      throw BackendError(std::string("launcher environment inconsistent: ") + s.rank + "=" +
-                         std::to_string(*rank) + " must be below " + s.size + "=" +
-                         std::to_string(*size));
+      throw BackendError(std::string("launcher environment inconsistent: ") + s.rank + "=" + std::to_string(*rank) +
+                         " must be below " + s.size + "=" + std::to_string(*size));
     return LaunchEnv{*rank, *size, s.launcher};
   }
   return LaunchEnv{0, 1, "none"};
@@ -60,8 +57,7 @@ RendezvousSpec parse_rendezvous(const std::string& text) {
       char* end = nullptr;
       const long p = std::strtol(port.c_str(), &end, 10);
       if (port.empty() || *end != '\0' || p <= 0 || p > 65535)
-        throw BackendError("--rendezvous \"" + text + "\": port \"" + port +
-                           "\" must be an integer in 1..65535");
+        throw BackendError("--rendezvous \"" + text + "\": port \"" + port + "\" must be an integer in 1..65535");
       r.port = static_cast<int>(p);
     }
     if (r.host.empty()) throw BackendError("--rendezvous \"" + text + "\": missing host");

@@ -14,7 +14,7 @@ namespace twinscale::backend {
 struct LaunchEnv {
   int64_t rank = 0;
   int64_t size = 1;
-  std::string launcher;   // "openmpi", "slurm", "pmi" or "none"
+  std::string launcher; // "openmpi", "slurm", "pmi" or "none"
 };
 
 /// Reads OMPI_COMM_WORLD_RANK/SIZE, SLURM_PROCID/NTASKS, PMI_RANK/PMI_SIZE (first found).
@@ -22,15 +22,15 @@ struct LaunchEnv {
 LaunchEnv detect_launch_env();
 
 enum class GroupInit : uint8_t {
-  Local,        // M9: each group created by its members only (local barriers, O(n))
-  GlobalSplit,  // baseline: split over the world + a global barrier after each group
+  Local,       // M9: each group created by its members only (local barriers, O(n))
+  GlobalSplit, // baseline: split over the world + a global barrier after each group
 };
 
 struct RendezvousSpec {
   enum class Kind : uint8_t { Mpi, Redis } kind = Kind::Mpi;
   std::string host = "127.0.0.1";
   int port = 6379;
-  std::string prefix;     // key namespace of this run in the store
+  std::string prefix; // key namespace of this run in the store
 };
 
 /// "mpi" or "redis://HOST:PORT". Throws BackendError naming the value otherwise.

@@ -3,33 +3,31 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <tuple>
 #include <cstdio>
+#include <dlfcn.h>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <memory>
 #include <sstream>
 #include <thread>
-#include <dlfcn.h>
+#include <tuple>
 #include <unistd.h>
 
 #include <mpi.h>
 
+#include "backend/cuda/cuda_device.hpp"
 #include "backend/detail/atomic_file.hpp"
 #include "backend/detail/mpi_groups.hpp"
 #include "backend/detail/redis_store.hpp"
 #include "backend/error.hpp"
 #include "backend/hang_report.hpp"
-#include "backend/cuda/cuda_device.hpp"
 
 namespace twinscale::backend {
 
 namespace {
 
-double steady_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double steady_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 /// Waits for a non-blocking MPI request at most `timeout_s` (polling, with short sleeps).
 bool wait_with_timeout(MPI_Request& request, double timeout_s) {
@@ -58,22 +56,25 @@ void restore_checkpoint(const CheckpointOptions& ck, const schedules::Layout& la
   MPI_Request req;
   MPI_Ibcast(&step, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD, &req);
   if (!wait_with_timeout(req, timeout_s)) throw BackendError("--restore: no step from rank 0 within the timeout");
-  if (step < 0) throw BackendError("--restore: no complete checkpoint (a step-N directory with its manifest) in " + ck.dir);
+  if (step < 0)
+    throw BackendError("--restore: no complete checkpoint (a step-N directory with its manifest) in " + ck.dir);
   const schedules::RankCoord c = layout.coord(rank);
   const Manifest m = read_manifest(ck.dir, step);
   if (m.tp != layout.tp || m.pp != layout.pp)
     throw BackendError("--restore: checkpoint step " + std::to_string(step) + " in " + ck.dir + " has tp " +
                        std::to_string(m.tp) + " pp " + std::to_string(m.pp) + ", the run has tp " +
                        std::to_string(layout.tp) + " pp " + std::to_string(layout.pp));
-  const auto it = std::find_if(m.shards.begin(), m.shards.end(),
-                               [&](const ShardInfo& s) { return s.tp == c.tp && s.pp == c.pp; });
+  const auto it =
+      std::find_if(m.shards.begin(), m.shards.end(), [&](const ShardInfo& s) { return s.tp == c.tp && s.pp == c.pp; });
   if (it == m.shards.end())
     throw BackendError("--restore: checkpoint step " + std::to_string(step) + " has no shard tp" +
                        std::to_string(c.tp) + " pp" + std::to_string(c.pp));
   std::vector<uint8_t> data;
   double t = steady_s();
-  if (c.dp == 0) data = read_shard(ck.dir, step, *it);  // the DP group's one reader
-  else data.resize(it->bytes);
+  if (c.dp == 0)
+    data = read_shard(ck.dir, step, *it); // the DP group's one reader
+  else
+    data.resize(it->bytes);
   out.restore_read_s = steady_s() - t;
   t = steady_s();
   MPI_Ibcast(data.data(), static_cast<int>(data.size()), MPI_BYTE, 0, dp, &req);
@@ -110,11 +111,11 @@ bool commit_checkpoint(const CheckpointOptions& ck, const schedules::Layout& lay
     m.dp = layout.dp;
     for (int r = 0; r < size; ++r)
       if (layout.coord(r).dp == 0)
-        m.shards.push_back({static_cast<int64_t>(all[4 * r]), static_cast<int64_t>(all[4 * r + 1]), all[4 * r + 2],
-                            all[4 * r + 3]});
+        m.shards.push_back(
+            {static_cast<int64_t>(all[4 * r]), static_cast<int64_t>(all[4 * r + 1]), all[4 * r + 2], all[4 * r + 3]});
     std::sort(m.shards.begin(), m.shards.end(),
               [](const ShardInfo& a, const ShardInfo& b) { return std::tie(a.pp, a.tp) < std::tie(b.pp, b.tp); });
-    write_manifest(ck.dir, m);  // last: the step exists from now on
+    write_manifest(ck.dir, m); // last: the step exists from now on
   }
   MPI_Ibcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD, &req);
   return wait_with_timeout(req, timeout_s) && ok == 1;
@@ -148,8 +149,7 @@ RunOutcome run_schedule(const schedules::Schedule& schedule, const RunOptions& o
   if (!initialised) {
     int provided = 0;
     MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
-    if (provided < MPI_THREAD_FUNNELED)
-      throw BackendError("the MPI library does not provide MPI_THREAD_FUNNELED");
+    if (provided < MPI_THREAD_FUNNELED) throw BackendError("the MPI library does not provide MPI_THREAD_FUNNELED");
   }
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   out.init_phases.push_back({"mpi_init", steady_s() - t});
@@ -163,8 +163,8 @@ RunOutcome run_schedule(const schedules::Schedule& schedule, const RunOptions& o
                        schedule.job.name + "\" needs " + std::to_string(schedule.world()) +
                        " (tp·pp·dp); start it with -np " + std::to_string(schedule.world()));
   if (env.launcher != "none" && env.rank != rank)
-    throw BackendError("launcher rank " + std::to_string(env.rank) + " (" + env.launcher +
-                       ") differs from MPI rank " + std::to_string(rank));
+    throw BackendError("launcher rank " + std::to_string(env.rank) + " (" + env.launcher + ") differs from MPI rank " +
+                       std::to_string(rank));
 
   // Rendezvous through the store (M9): every rank registers, then waits only for its
   // own groups' members (no global barrier).
@@ -174,9 +174,10 @@ RunOutcome run_schedule(const schedules::Schedule& schedule, const RunOptions& o
     t = steady_s();
     store = std::make_unique<detail::RedisStore>(options.rendezvous.host, options.rendezvous.port,
                                                  options.executor.timeout_s);
-    if (prefix.empty()) {  // one key namespace per run, chosen by rank 0
+    if (prefix.empty()) { // one key namespace per run, chosen by rank 0
       char id[64] = {};
-      if (rank == 0) std::snprintf(id, sizeof id, "twinscale:%s:%ld", host_name().c_str(), static_cast<long>(::getpid()));
+      if (rank == 0)
+        std::snprintf(id, sizeof id, "twinscale:%s:%ld", host_name().c_str(), static_cast<long>(::getpid()));
       MPI_Request req;
       MPI_Ibcast(id, sizeof id, MPI_CHAR, 0, MPI_COMM_WORLD, &req);
       if (!wait_with_timeout(req, options.executor.timeout_s))
@@ -190,7 +191,7 @@ RunOutcome run_schedule(const schedules::Schedule& schedule, const RunOptions& o
   detail::MpiGroups groups(schedule.layout, rank, MPI_COMM_WORLD, options.group_init);
   for (const InitPhase& p : groups.phases()) out.init_phases.push_back(p);
 
-  if (rank == 0 && !options.run_dir.empty()) {  // a run directory reused: clear the last run's files
+  if (rank == 0 && !options.run_dir.empty()) { // a run directory reused: clear the last run's files
     namespace fs = std::filesystem;
     std::error_code ec;
     fs::create_directories(options.run_dir, ec);
@@ -213,13 +214,13 @@ RunOutcome run_schedule(const schedules::Schedule& schedule, const RunOptions& o
   if (!wait_with_timeout(req, options.executor.timeout_s))
     throw BackendError("start-up: no epoch from rank 0 within the timeout");
   out.init_phases.push_back({"epoch", steady_s() - t});
-  if (!options.run_dir.empty()) {  // who runs where, for tools (and tests) that watch a run
+  if (!options.run_dir.empty()) { // who runs where, for tools (and tests) that watch a run
     std::error_code ec;
     std::filesystem::create_directories(options.run_dir, ec);
     detail::write_file_atomically(
         (std::filesystem::path(options.run_dir) / ("rank-" + std::to_string(rank) + ".started")).string(),
-        "{\"rank\": " + std::to_string(rank) + ", \"pid\": " + std::to_string(::getpid()) +
-            ", \"host\": \"" + host_name() + "\"}\n");
+        "{\"rank\": " + std::to_string(rank) + ", \"pid\": " + std::to_string(::getpid()) + ", \"host\": \"" +
+            host_name() + "\"}\n");
   }
 
   std::unique_ptr<Device> device;
@@ -248,15 +249,16 @@ RunOutcome run_schedule(const schedules::Schedule& schedule, const RunOptions& o
   // and stage 2 (the persist) in the background while the schedule runs.
   const CheckpointOptions& ck = options.checkpoint;
   const schedules::RankCoord coord = schedule.layout.coord(rank);
-  if (ck.restore) restore_checkpoint(ck, schedule.layout, rank, groups.comm(schedules::GroupKind::Dp),
-                                     options.executor.timeout_s, out.checkpoint);
+  if (ck.restore)
+    restore_checkpoint(ck, schedule.layout, rank, groups.comm(schedules::GroupKind::Dp), options.executor.timeout_s,
+                       out.checkpoint);
   std::unique_ptr<ShardPersist> persist;
   std::vector<uint8_t> snapshot;
   if (ck.step >= 0) {
     const std::vector<uint8_t> device_state =
         synthetic_state(coord.tp, coord.pp, ck.step, static_cast<size_t>(ck.state_bytes));
     t = steady_s();
-    snapshot = device->stage1_snapshot(device_state);  // stage 1: device → host memory
+    snapshot = device->stage1_snapshot(device_state); // stage 1: device → host memory
     out.checkpoint.snapshot_s = steady_s() - t;
     if (coord.dp == 0)
       persist = std::make_unique<ShardPersist>(shard_path(ck.dir, ck.step, coord.tp, coord.pp), std::move(snapshot),
@@ -312,9 +314,9 @@ RunOutcome run_schedule(const schedules::Schedule& schedule, const RunOptions& o
     for (const PendingOp& p : out.result.waiting) {
       std::string peers;
       for (int64_t q : p.peers) peers += (peers.empty() ? "" : ",") + std::to_string(q);
-      std::fprintf(stderr, "twinscale run: rank %d waits for op %u %s (%s on %s #%lld) for %.3f s; peers [%s]\n",
-                   rank, p.op_index, p.name.c_str(), std::string(schedules::to_string(p.kind)).c_str(),
-                   p.channel.c_str(), static_cast<long long>(p.sequence), p.waiting_s, peers.c_str());
+      std::fprintf(stderr, "twinscale run: rank %d waits for op %u %s (%s on %s #%lld) for %.3f s; peers [%s]\n", rank,
+                   p.op_index, p.name.c_str(), std::string(schedules::to_string(p.kind)).c_str(), p.channel.c_str(),
+                   static_cast<long long>(p.sequence), p.waiting_s, peers.c_str());
     }
   }
 
@@ -330,13 +332,14 @@ RunOutcome run_schedule(const schedules::Schedule& schedule, const RunOptions& o
     out.checkpoint.persist_s = steady_s() - t;
     if (!err.empty()) {
       std::fprintf(stderr, "twinscale run: rank %d: checkpoint persist failed: %s\n", rank, err.c_str());
-      out.all_ranks_completed = false;  // not committed below
+      out.all_ranks_completed = false; // not committed below
     }
   }
   if (ck.step >= 0 && out.all_ranks_completed) {
     out.checkpoint.committed = commit_checkpoint(ck, schedule.layout, rank, persist.get(), options.executor.timeout_s);
     if (!out.checkpoint.committed) {
-      std::fprintf(stderr, "twinscale run: rank %d: checkpoint step %lld not committed (a rank did not report its shard)\n",
+      std::fprintf(stderr,
+                   "twinscale run: rank %d: checkpoint step %lld not committed (a rank did not report its shard)\n",
                    rank, static_cast<long long>(ck.step));
       out.all_ranks_completed = false;
     }
@@ -361,8 +364,8 @@ RunOutcome run_schedule(const schedules::Schedule& schedule, const RunOptions& o
       total += counts[i];
     }
     std::vector<double> all_ev(static_cast<size_t>(total));
-    MPI_Igatherv(mine_ev.data(), count, MPI_DOUBLE, all_ev.data(), counts.data(), displs.data(),
-                 MPI_DOUBLE, 0, MPI_COMM_WORLD, &req);
+    MPI_Igatherv(mine_ev.data(), count, MPI_DOUBLE, all_ev.data(), counts.data(), displs.data(), MPI_DOUBLE, 0,
+                 MPI_COMM_WORLD, &req);
     if (!wait_with_timeout(req, options.executor.timeout_s))
       throw BackendError("trace gather: rank 0 did not receive every rank's events in time");
     if (rank == 0) {

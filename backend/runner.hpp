@@ -22,7 +22,7 @@ enum class DeviceKind : uint8_t { Cpu, Cuda };
 
 struct RunOptions {
   DeviceKind device = DeviceKind::Cpu;
-  ExecutorOptions executor;            // executor.timeout_s bounds every wait of the run
+  ExecutorOptions executor; // executor.timeout_s bounds every wait of the run
   CpuDeviceOptions cpu;
   RendezvousSpec rendezvous;
   GroupInit group_init = GroupInit::Local;
@@ -31,27 +31,27 @@ struct RunOptions {
   /// After stopping on a timeout, how long a rank waits for the other ranks' state
   /// files before it writes report.json.
   double settle_s = 1.0;
-  CheckpointOptions checkpoint;        // M16: restore before the run, persist during it
+  CheckpointOptions checkpoint; // M16: restore before the run, persist during it
 };
 
 struct CheckpointOutcome {
   std::optional<int64_t> restored_step;
-  double restore_read_s = 0;           // this rank's shard read (DP group readers only)
-  double restore_broadcast_s = 0;      // the broadcast inside the DP group
-  double snapshot_s = 0;               // stage 1: blocking copy to host memory
-  double persist_s = 0;                // stage 2 as seen by the run: waiting for the persist
-  bool committed = false;              // the manifest of options.checkpoint.step was written
+  double restore_read_s = 0;      // this rank's shard read (DP group readers only)
+  double restore_broadcast_s = 0; // the broadcast inside the DP group
+  double snapshot_s = 0;          // stage 1: blocking copy to host memory
+  double persist_s = 0;           // stage 2 as seen by the run: waiting for the persist
+  bool committed = false;         // the manifest of options.checkpoint.step was written
 };
 
 struct RunOutcome {
   int64_t rank = 0;
   int64_t world = 0;
-  std::string launcher;                // from the environment: openmpi, slurm, pmi, none
+  std::string launcher; // from the environment: openmpi, slurm, pmi, none
   RankResult result;
-  std::vector<InitPhase> init_phases;  // this rank's start-up, phase by phase
-  bool all_ranks_completed = false;    // every rank completed (agreed within the timeout)
-  std::optional<schedules::Trace> trace;  // on rank 0 when every rank completed
-  std::string report_summary;          // M19 summary, when this rank wrote report.json
+  std::vector<InitPhase> init_phases;    // this rank's start-up, phase by phase
+  bool all_ranks_completed = false;      // every rank completed (agreed within the timeout)
+  std::optional<schedules::Trace> trace; // on rank 0 when every rank completed
+  std::string report_summary;            // M19 summary, when this rank wrote report.json
   CheckpointOutcome checkpoint;
 };
 

@@ -36,8 +36,8 @@ struct ProgramBuilder {
   }
 };
 
-Op compute(OpKind kind, Kernel kernel, std::array<int64_t, 4> shape, double flops, double bytes,
-           Phase phase, int32_t mb) {
+Op compute(OpKind kind, Kernel kernel, std::array<int64_t, 4> shape, double flops, double bytes, Phase phase,
+           int32_t mb) {
   Op op;
   op.kind = kind;
   op.kernel = kernel;
@@ -50,8 +50,7 @@ Op compute(OpKind kind, Kernel kernel, std::array<int64_t, 4> shape, double flop
   return op;
 }
 
-Op comm(OpKind kind, GroupKind group, Stream stream, double bytes, int32_t peer, Phase phase,
-        int32_t mb) {
+Op comm(OpKind kind, GroupKind group, Stream stream, double bytes, int32_t peer, Phase phase, int32_t mb) {
   Op op;
   op.kind = kind;
   op.stream = stream;
@@ -65,8 +64,7 @@ Op comm(OpKind kind, GroupKind group, Stream stream, double bytes, int32_t peer,
 
 } // namespace
 
-schedules::Schedule synthetic_schedule(const schedules::Layout& layout,
-                                       const SyntheticOptions& o) {
+schedules::Schedule synthetic_schedule(const schedules::Layout& layout, const SyntheticOptions& o) {
   schedules::Schedule s;
   s.layout = layout;
   s.job.name = "synthetic";
@@ -76,7 +74,7 @@ schedules::Schedule synthetic_schedule(const schedules::Layout& layout,
   s.job.parallel.micro_batch = 1;
   s.job.parallel.global_batch = o.micro_batches * layout.dp;
   const double h = static_cast<double>(o.hidden), t = static_cast<double>(o.tokens);
-  const double act_bytes = 2.0 * t * h;  // bf16 activations
+  const double act_bytes = 2.0 * t * h; // bf16 activations
   const std::array<int64_t, 4> gemm_shape{o.tokens, o.hidden, o.hidden, 0};
   const double gemm_flops = 2.0 * t * h * h;
 
@@ -88,49 +86,45 @@ schedules::Schedule synthetic_schedule(const schedules::Layout& layout,
     for (int32_t mb = 0; mb < o.micro_batches; ++mb) {
       int64_t in = -1;
       if (!first)
-        in = b.add(comm(OpKind::Recv, GroupKind::Pp, Stream::PpRecv, act_bytes,
-                        static_cast<int32_t>(stage - 1), Phase::Forward, mb),
+        in = b.add(comm(OpKind::Recv, GroupKind::Pp, Stream::PpRecv, act_bytes, static_cast<int32_t>(stage - 1),
+                        Phase::Forward, mb),
                    "fwd.recv", {});
       int64_t x = in;
       for (int64_t g = 0; g < o.gemms_per_stage; ++g) {
-        const int64_t ln = b.add(compute(OpKind::Elementwise, Kernel::FusedLayerNorm,
-                                         {o.tokens * o.hidden, 0, 0, 0}, 5 * t * h, 2 * act_bytes,
-                                         Phase::Forward, mb),
+        const int64_t ln = b.add(compute(OpKind::Elementwise, Kernel::FusedLayerNorm, {o.tokens * o.hidden, 0, 0, 0},
+                                         5 * t * h, 2 * act_bytes, Phase::Forward, mb),
                                  "fwd.layernorm", {x});
-        const int64_t mm = b.add(compute(OpKind::Gemm, Kernel::Gemm, gemm_shape, gemm_flops,
-                                         3 * act_bytes, Phase::Forward, mb),
-                                 "fwd.gemm", {ln});
-        x = b.add(comm(OpKind::AllReduce, GroupKind::Tp, Stream::TpComm, act_bytes, -1,
-                       Phase::Forward, mb),
+        const int64_t mm =
+            b.add(compute(OpKind::Gemm, Kernel::Gemm, gemm_shape, gemm_flops, 3 * act_bytes, Phase::Forward, mb),
+                  "fwd.gemm", {ln});
+        x = b.add(comm(OpKind::AllReduce, GroupKind::Tp, Stream::TpComm, act_bytes, -1, Phase::Forward, mb),
                   "fwd.tp_all_reduce", {mm});
       }
-      const int64_t act = b.add(compute(OpKind::Elementwise, Kernel::FusedBiasGelu,
-                                        {o.tokens * o.hidden, 0, 0, 0}, 8 * t * h, 2 * act_bytes,
-                                        Phase::Forward, mb),
+      const int64_t act = b.add(compute(OpKind::Elementwise, Kernel::FusedBiasGelu, {o.tokens * o.hidden, 0, 0, 0},
+                                        8 * t * h, 2 * act_bytes, Phase::Forward, mb),
                                 "fwd.gelu", {x});
       fwd_out[static_cast<size_t>(mb)] = act;
       if (!last)
-        b.add(comm(OpKind::Send, GroupKind::Pp, Stream::PpSend, act_bytes,
-                   static_cast<int32_t>(stage + 1), Phase::Forward, mb),
+        b.add(comm(OpKind::Send, GroupKind::Pp, Stream::PpSend, act_bytes, static_cast<int32_t>(stage + 1),
+                   Phase::Forward, mb),
               "fwd.send", {act});
     }
     int64_t last_bwd = -1;
     for (int32_t mb = 0; mb < o.micro_batches; ++mb) {
       int64_t in = fwd_out[static_cast<size_t>(mb)];
       if (!last)
-        in = b.add(comm(OpKind::Recv, GroupKind::Pp, Stream::PpRecv, act_bytes,
-                        static_cast<int32_t>(stage + 1), Phase::Backward, mb),
+        in = b.add(comm(OpKind::Recv, GroupKind::Pp, Stream::PpRecv, act_bytes, static_cast<int32_t>(stage + 1),
+                        Phase::Backward, mb),
                    "bwd.recv", {in});
       int64_t x = in;
       for (int64_t g = 0; g < o.gemms_per_stage; ++g) {
-        const int64_t dgrad = b.add(compute(OpKind::Gemm, Kernel::Gemm, gemm_shape, gemm_flops,
-                                            3 * act_bytes, Phase::Backward, mb),
-                                    "bwd.gemm_dgrad", {x});
-        b.add(compute(OpKind::Gemm, Kernel::Gemm, {o.hidden, o.hidden, o.tokens, 0}, gemm_flops,
-                      3 * act_bytes, Phase::Backward, mb),
+        const int64_t dgrad =
+            b.add(compute(OpKind::Gemm, Kernel::Gemm, gemm_shape, gemm_flops, 3 * act_bytes, Phase::Backward, mb),
+                  "bwd.gemm_dgrad", {x});
+        b.add(compute(OpKind::Gemm, Kernel::Gemm, {o.hidden, o.hidden, o.tokens, 0}, gemm_flops, 3 * act_bytes,
+                      Phase::Backward, mb),
               "bwd.gemm_wgrad", {x});
-        x = b.add(comm(OpKind::AllReduce, GroupKind::Tp, Stream::TpComm, act_bytes, -1,
-                       Phase::Backward, mb),
+        x = b.add(comm(OpKind::AllReduce, GroupKind::Tp, Stream::TpComm, act_bytes, -1, Phase::Backward, mb),
                   "bwd.tp_all_reduce", {dgrad});
       }
       last_bwd = x;
@@ -141,17 +135,15 @@ schedules::Schedule synthetic_schedule(const schedules::Layout& layout,
     }
     // Gradient synchronisation and the optimizer step (parameters: gemms · h² per stage).
     const double params = static_cast<double>(o.gemms_per_stage) * h * h;
-    const int64_t dp = b.add(comm(OpKind::AllReduce, GroupKind::Dp, Stream::DpComm, 4 * params,
-                                  -1, Phase::Optimizer, -1),
-                             "opt.dp_all_reduce_grads", {last_bwd});
+    const int64_t dp =
+        b.add(comm(OpKind::AllReduce, GroupKind::Dp, Stream::DpComm, 4 * params, -1, Phase::Optimizer, -1),
+              "opt.dp_all_reduce_grads", {last_bwd});
     int64_t emb = -1;
     if (layout.pp > 1 && (first || last))
-      emb = b.add(comm(OpKind::AllReduce, GroupKind::Embedding, Stream::DpComm, 4 * h * 16, -1,
-                       Phase::Optimizer, -1),
+      emb = b.add(comm(OpKind::AllReduce, GroupKind::Embedding, Stream::DpComm, 4 * h * 16, -1, Phase::Optimizer, -1),
                   "opt.embedding_all_reduce", {last_bwd});
-    b.add(compute(OpKind::OptimizerStep, Kernel::AdamStep,
-                  {static_cast<int64_t>(params), 0, 0, 0}, 10 * params, 16 * params,
-                  Phase::Optimizer, -1),
+    b.add(compute(OpKind::OptimizerStep, Kernel::AdamStep, {static_cast<int64_t>(params), 0, 0, 0}, 10 * params,
+                  16 * params, Phase::Optimizer, -1),
           "opt.adam", {dp, emb, prev_bwd_send});
     s.programs.push_back(std::move(b.program));
   }

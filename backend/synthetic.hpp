@@ -12,12 +12,11 @@ namespace twinscale::backend {
 
 struct SyntheticOptions {
   int64_t micro_batches = 2;
-  int64_t hidden = 64;          // GEMMs are (tokens × hidden) · (hidden × hidden)
+  int64_t hidden = 64; // GEMMs are (tokens × hidden) · (hidden × hidden)
   int64_t tokens = 32;
-  int64_t gemms_per_stage = 1;  // GEMM + TP all-reduce pairs per micro-batch and direction
+  int64_t gemms_per_stage = 1; // GEMM + TP all-reduce pairs per micro-batch and direction
 };
 
-schedules::Schedule synthetic_schedule(const schedules::Layout& layout,
-                                       const SyntheticOptions& options = {});
+schedules::Schedule synthetic_schedule(const schedules::Layout& layout, const SyntheticOptions& options = {});
 
 } // namespace twinscale::backend

@@ -11,8 +11,7 @@ using schedules::Op;
 using schedules::OpKind;
 
 std::vector<std::string> check_trace_semantics(const schedules::Schedule& s,
-                                               const std::vector<schedules::TraceEvent>& events,
-                                               double slack) {
+                                               const std::vector<schedules::TraceEvent>& events, double slack) {
   std::vector<std::string> bad;
   auto where = [&](int64_t rank, uint32_t i) {
     const Op& op = s.program(rank).ops[i];
@@ -47,10 +46,10 @@ std::vector<std::string> check_trace_semantics(const schedules::Schedule& s,
       if (re[i]->failed) bad.push_back(where(r, i) + " failed");
       if (re[i]->end_s + slack < re[i]->start_s) bad.push_back(where(r, i) + " ends before it starts");
       const int st = static_cast<int>(op.stream);
-      if (auto it = last_on_stream.find(st); it != last_on_stream.end() && re[it->second] &&
-                                             re[i]->start_s + slack < re[it->second]->end_s)
-        bad.push_back(where(r, i) + " started before its stream predecessor op " +
-                      std::to_string(it->second) + " ended");
+      if (auto it = last_on_stream.find(st);
+          it != last_on_stream.end() && re[it->second] && re[i]->start_s + slack < re[it->second]->end_s)
+        bad.push_back(where(r, i) + " started before its stream predecessor op " + std::to_string(it->second) +
+                      " ended");
       last_on_stream[st] = i;
       for (uint32_t d : prog.deps_of(i))
         if (re[d] && re[i]->start_s + slack < re[d]->end_s)

@@ -16,7 +16,6 @@ namespace twinscale::backend {
 /// Violations, one line each (empty: the run is valid). `slack_s` tolerates clock
 /// granularity between processes.
 std::vector<std::string> check_trace_semantics(const schedules::Schedule& schedule,
-                                               const std::vector<schedules::TraceEvent>& events,
-                                               double slack_s = 1e-6);
+                                               const std::vector<schedules::TraceEvent>& events, double slack_s = 1e-6);
 
 } // namespace twinscale::backend

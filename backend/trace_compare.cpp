@@ -140,7 +140,7 @@ schedules::CalibrationTable calibrate_from_trace(const std::vector<TraceRecord>&
     if (!op.is_communication()) {
       const auto shape = cpu ? detail::scaled_shape(op, shape_divisor) : op.shape;
       builder.add_kernel_sample(op.kernel, cpu ? schedules::DType::FP32 : op.dtype, shape, r.duration_s, name);
-    } else if (op.kind != schedules::OpKind::Recv) {  // a link is counted once, at its send
+    } else if (op.kind != schedules::OpKind::Recv) { // a link is counted once, at its send
       const double bytes = cpu ? detail::scaled_bytes(op, shape_divisor) : op.bytes;
       const int64_t group = op.kind == schedules::OpKind::Send ? 2 : schedule.layout.group_size(op.group);
       builder.add_comm_sample(op.kind, group, bytes, r.duration_s);

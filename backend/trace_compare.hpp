@@ -19,7 +19,7 @@ struct KindError {
   int64_t ops = 0;
   double a_mean_s = 0;
   double b_mean_s = 0;
-  double mean_rel_error = 0;        // signed: B slower than A is positive
+  double mean_rel_error = 0; // signed: B slower than A is positive
   double median_abs_rel_error = 0;
   double max_abs_rel_error = 0;
 };
@@ -35,12 +35,12 @@ struct RankError {
 
 struct TraceComparison {
   int64_t matched = 0;
-  int64_t only_a = 0;               // in A (or failed in B) but not comparable
+  int64_t only_a = 0; // in A (or failed in B) but not comparable
   int64_t only_b = 0;
-  double a_span_s = 0;              // whole trace: last end − first start
+  double a_span_s = 0; // whole trace: last end − first start
   double b_span_s = 0;
-  std::vector<KindError> kinds;     // sorted by kind name
-  std::vector<RankError> ranks;     // sorted by rank
+  std::vector<KindError> kinds; // sorted by kind name
+  std::vector<RankError> ranks; // sorted by rank
 };
 
 /// Aligns by (rank, op index). Throws ScheduleError naming both files and the op when

@@ -15,8 +15,8 @@ namespace twinscale::backend {
 
 namespace {
 
-constexpr int kTagWork = 7101;    // rank 0 → worker: one int64 item, or kStop
-constexpr int kTagResult = 7102;  // worker → rank 0: int64 item followed by the result bytes
+constexpr int kTagWork = 7101;   // rank 0 → worker: one int64 item, or kStop
+constexpr int kTagResult = 7102; // worker → rank 0: int64 item followed by the result bytes
 constexpr int64_t kStop = -1;
 
 /// Sends that may still be in flight, with their buffers. Blocking MPI_Send spins until
@@ -103,10 +103,8 @@ void Outbox::drain() {
   std::abort(); // not reached
 }
 
-WorkQueueStats run_root(const std::vector<int64_t>& items, int size,
-                        const std::function<std::string(int64_t)>& compute,
-                        const std::function<void(int64_t, const std::string&)>& consume,
-                        const WorkQueueOptions& o) {
+WorkQueueStats run_root(const std::vector<int64_t>& items, int size, const std::function<std::string(int64_t)>& compute,
+                        const std::function<void(int64_t, const std::string&)>& consume, const WorkQueueOptions& o) {
   WorkQueueStats stats;
   for (int64_t i : items)
     if (i < 0) die("work queue", BackendError("item " + std::to_string(i) + " is negative (items must be ≥ 0)"));

@@ -44,14 +44,14 @@ private:
 };
 
 struct WorkQueueOptions {
-  bool root_computes = true;   // rank 0 computes items too (right for a few ranks)
-  int prefetch = 2;            // items outstanding per worker rank (≥ 1)
+  bool root_computes = true; // rank 0 computes items too (right for a few ranks)
+  int prefetch = 2;          // items outstanding per worker rank (≥ 1)
 };
 
 struct WorkQueueStats {
-  int64_t items_total = 0;     // rank 0: items handed out (including its own)
-  int64_t items_here = 0;      // items this rank computed
-  double wait_s = 0;           // wall time this rank waited for items or results
+  int64_t items_total = 0; // rank 0: items handed out (including its own)
+  int64_t items_here = 0;  // items this rank computed
+  double wait_s = 0;       // wall time this rank waited for items or results
 };
 
 /// Collective over MPI_COMM_WORLD. `items` (each ≥ 0) matters on rank 0 only.
@@ -59,8 +59,7 @@ struct WorkQueueStats {
 /// rank 0 for every item, in arrival order. An exception thrown by compute or consume
 /// on any rank aborts the whole job (MPI_Abort) after printing it on stderr, because the
 /// other ranks would otherwise wait forever.
-WorkQueueStats run_work_queue(const std::vector<int64_t>& items,
-                              const std::function<std::string(int64_t)>& compute,
+WorkQueueStats run_work_queue(const std::vector<int64_t>& items, const std::function<std::string(int64_t)>& compute,
                               const std::function<void(int64_t, const std::string&)>& consume,
                               const WorkQueueOptions& options = {});
 

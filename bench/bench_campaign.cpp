@@ -26,8 +26,7 @@ int main() {
   c.spec.duration_s = 28 * 86400.0;
   c.spec.iteration_time_s = 10.0;
   c.spec.seeds = 1;
-  std::printf("# %lld GPUs, 28 days, llama3-405b + megascale, iteration 10 s\n",
-              static_cast<long long>(state.gpus()));
+  std::printf("# %lld GPUs, 28 days, llama3-405b + megascale, iteration 10 s\n", static_cast<long long>(state.gpus()));
 
   bench::Stopwatch one;
   const auto s1 = faults::run_campaign(c);

@@ -41,7 +41,8 @@ Cpu cpu_now() {
   getrusage(RUSAGE_SELF, &s);
   getrusage(RUSAGE_CHILDREN, &c);
   auto sec = [](const timeval& t) { return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec); };
-  return {sec(s.ru_utime) + sec(s.ru_stime), sec(c.ru_utime) + sec(c.ru_stime), static_cast<double>(c.ru_maxrss) / 1024.0};
+  return {sec(s.ru_utime) + sec(s.ru_stime), sec(c.ru_utime) + sec(c.ru_stime),
+          static_cast<double>(c.ru_maxrss) / 1024.0};
 }
 
 int usage() {
@@ -59,13 +60,20 @@ int main(int argc, char** argv) {
   bool reference = true;
   for (int i = 1; i < argc; ++i) {
     const bool has = i + 1 < argc;
-    if (!std::strcmp(argv[i], "--gpus") && has) gpus = std::stoll(argv[++i]);
-    else if (!std::strcmp(argv[i], "--mode") && has) modes = argv[++i];
-    else if (!std::strcmp(argv[i], "--dist") && has) dist = argv[++i];
-    else if (!std::strcmp(argv[i], "--seed") && has) seed = std::stoull(argv[++i]);
-    else if (!std::strcmp(argv[i], "--per-rank-csv") && has) csv = argv[++i];
-    else if (!std::strcmp(argv[i], "--no-reference")) reference = false;
-    else return usage();
+    if (!std::strcmp(argv[i], "--gpus") && has)
+      gpus = std::stoll(argv[++i]);
+    else if (!std::strcmp(argv[i], "--mode") && has)
+      modes = argv[++i];
+    else if (!std::strcmp(argv[i], "--dist") && has)
+      dist = argv[++i];
+    else if (!std::strcmp(argv[i], "--seed") && has)
+      seed = std::stoull(argv[++i]);
+    else if (!std::strcmp(argv[i], "--per-rank-csv") && has)
+      csv = argv[++i];
+    else if (!std::strcmp(argv[i], "--no-reference"))
+      reference = false;
+    else
+      return usage();
   }
   if (modes != "analytic" && modes != "flow" && modes != "both") return usage();
   bench::Stopwatch setup;
@@ -104,7 +112,8 @@ int main(int argc, char** argv) {
     bench::report((p + ".wall").c_str(), wall, "s");
     bench::report((p + ".cpu").c_str(), cpu, "s");
     bench::report((p + ".ops").c_str(), static_cast<double>(r.ops_executed), "");
-    bench::report((p + ".cpu_per_op").c_str(), 1e9 * cpu / std::max<double>(1, static_cast<double>(r.ops_executed)), "ns");
+    bench::report((p + ".cpu_per_op").c_str(), 1e9 * cpu / std::max<double>(1, static_cast<double>(r.ops_executed)),
+                  "ns");
     bench::report((p + ".flows").c_str(), static_cast<double>(r.flows), "");
     bench::report((p + ".iteration_time").c_str(), r.iteration_time_s, "s");
     bench::report((p + ".mfu").c_str(), r.mfu, "");

@@ -39,7 +39,9 @@ public:
   void issue(uint32_t, std::span<const uint32_t>) override {}
   backend::OpStatus poll(uint32_t) override { return backend::OpStatus::Done; }
   void wait_for_progress(double) override {}
-  std::vector<backend::DeviceOpTiming> timings() override { return std::vector<backend::DeviceOpTiming>(n_, {0, 0, true}); }
+  std::vector<backend::DeviceOpTiming> timings() override {
+    return std::vector<backend::DeviceOpTiming>(n_, {0, 0, true});
+  }
   void abort() override {}
   double now_s() const override {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -102,8 +104,9 @@ void init_times(const std::string& cli, const std::vector<int>& ranks) {
   const bool have_redis = std::system("command -v redis-server > /dev/null 2>&1") == 0;
   const int port = 20000 + static_cast<int>(::getpid() % 20000);
   if (have_redis) {
-    run("redis-server --port " + std::to_string(port) + " --bind 127.0.0.1 --save '' --appendonly no --daemonize yes --dir " +
-        base.string() + " --pidfile " + (base / "redis.pid").string());
+    run("redis-server --port " + std::to_string(port) +
+        " --bind 127.0.0.1 --save '' --appendonly no --daemonize yes --dir " + base.string() + " --pidfile " +
+        (base / "redis.pid").string());
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
   }
   struct Method {
@@ -113,17 +116,18 @@ void init_times(const std::string& cli, const std::vector<int>& ranks) {
   std::vector<Method> methods = {{"mpi_local", "--rendezvous mpi --group-init local"},
                                  {"mpi_global", "--rendezvous mpi --group-init global"}};
   if (have_redis)
-    methods.push_back({"redis_local", "--rendezvous redis://127.0.0.1:" + std::to_string(port) + " --group-init local"});
+    methods.push_back(
+        {"redis_local", "--rendezvous redis://127.0.0.1:" + std::to_string(port) + " --group-init local"});
   for (int n : ranks) {
     for (const Method& m : methods) {
       const fs::path dir = base / (std::string(m.name) + "-" + std::to_string(n));
       bench::Stopwatch w;
-      const std::string out = run("timeout 600 mpirun --oversubscribe --allow-run-as-root -np " + std::to_string(n) + " " +
-                                  cli + " run --synthetic 2x2x" + std::to_string(n / 4) +
+      const std::string out = run("timeout 600 mpirun --oversubscribe --allow-run-as-root -np " + std::to_string(n) +
+                                  " " + cli + " run --synthetic 2x2x" + std::to_string(n / 4) +
                                   " --synthetic-micro-batches 1 --synthetic-hidden 8 --timeout 300 " + m.args +
                                   " --run-dir " + dir.string());
       const double wall = w.seconds();
-      std::map<std::string, double> worst;  // slowest rank per phase
+      std::map<std::string, double> worst; // slowest rank per phase
       double total = 0;
       try {
         const auto report = backend::analyse_run_dir(dir.string(), n);
@@ -163,7 +167,8 @@ int main(int argc, char** argv) {
   bool launch = true;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--no-launch") launch = false;
+    if (a == "--no-launch")
+      launch = false;
     else if (a == "--ranks" && i + 1 < argc) {
       ranks.clear();
       std::stringstream ss(argv[++i]);
@@ -176,7 +181,7 @@ int main(int argc, char** argv) {
     const std::string cli = (fs::path(argv[0]).parent_path() / ".." / "cli" / "twinscale").lexically_normal().string();
     init_times(cli, ranks);
   }
-  cpu_device_overhead();  // last: it initialises MPI in this process
+  cpu_device_overhead(); // last: it initialises MPI in this process
   bench::report("bench_executor.wall", total.seconds(), "s");
   bench::report("bench_executor.peak_rss", bench::peak_rss_mib(), "MiB");
   return 0;

@@ -41,7 +41,9 @@ int main(int argc, char** argv) {
   uint64_t x = 0x9e3779b97f4a7c15ULL, checksum = 0;
   bench::Stopwatch route_clock;
   for (int64_t i = 0; i < kRoutes; ++i) {
-    x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
     const auto src = static_cast<int64_t>(x % static_cast<uint64_t>(gpus));
     const auto dst = static_cast<int64_t>((x >> 32) % static_cast<uint64_t>(gpus));
     fabric.route(src, dst, static_cast<uint64_t>(i), 1, topology::EcmpPolicy::Hash, path);
@@ -54,7 +56,8 @@ int main(int argc, char** argv) {
   // ECMP analysis of one DP ring step of a whole-cluster job.
   const topology::JobShape job{8, gpus / 64, 8};
   bench::Stopwatch ecmp_clock;
-  const auto flows = topology::dp_ring_flows(job, topology::place(fabric, job, topology::PlacementPolicy::Random, 1), 1e6);
+  const auto flows =
+      topology::dp_ring_flows(job, topology::place(fabric, job, topology::PlacementPolicy::Random, 1), 1e6);
   const auto rep = topology::analyze_ecmp(fabric, flows, topology::EcmpPolicy::Hash, 1);
   bench::report("ecmp.dp_ring_random_placement_s", ecmp_clock.seconds(), "s");
   bench::report("ecmp.worst_collision_factor", rep.worst_collision_factor, "");

@@ -33,8 +33,10 @@ int main(int argc, char** argv) {
   std::vector<int64_t> sizes;
   std::string modes = "both";
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--gpus") && i + 1 < argc) sizes.push_back(std::stoll(argv[++i]));
-    else if (!std::strcmp(argv[i], "--mode") && i + 1 < argc) modes = argv[++i];
+    if (!std::strcmp(argv[i], "--gpus") && i + 1 < argc)
+      sizes.push_back(std::stoll(argv[++i]));
+    else if (!std::strcmp(argv[i], "--mode") && i + 1 < argc)
+      modes = argv[++i];
     else {
       std::fprintf(stderr, "usage: bench_sim [--gpus N]... [--mode analytic|flow|both]\n");
       return 2;
@@ -62,8 +64,7 @@ int main(int argc, char** argv) {
       bench::report((p + ".mfu").c_str(), r.mfu, "");
       bench::report((p + ".flows").c_str(), static_cast<double>(r.flows), "");
       bench::report((p + ".ops").c_str(), static_cast<double>(r.ops_executed), "");
-      if (r.mode == sim::SimMode::Flow)
-        bench::report((p + ".child_peak_rss").c_str(), children_peak_rss_mib(), "MiB");
+      if (r.mode == sim::SimMode::Flow) bench::report((p + ".child_peak_rss").c_str(), children_peak_rss_mib(), "MiB");
     }
     bench::report(("sim." + tag + ".peak_rss").c_str(), bench::peak_rss_mib(), "MiB");
   }

@@ -16,9 +16,7 @@ inline double peak_rss_mib() {
 class Stopwatch {
 public:
   Stopwatch() : start_(std::chrono::steady_clock::now()) {}
-  double seconds() const {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  }
+  double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
 
 private:
   std::chrono::steady_clock::time_point start_;

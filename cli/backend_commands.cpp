@@ -10,9 +10,9 @@
 
 #include "backend/error.hpp"
 #include "backend/runner.hpp"
-#include "cli/checked_options.hpp"
 #include "backend/synthetic.hpp"
 #include "backend/trace_compare.hpp"
+#include "cli/checked_options.hpp"
 #include "cli/commands.hpp"
 #include "cli/job_args.hpp"
 #include "schedules/trace.hpp"
@@ -22,8 +22,8 @@ namespace twinscale::cli {
 namespace {
 
 struct RunArgs {
-  JobArgs job;                 // JOB | --preset NAME (with --gpus, --global-batch)
-  std::string synthetic;       // or "TPxPPxDP"
+  JobArgs job;           // JOB | --preset NAME (with --gpus, --global-batch)
+  std::string synthetic; // or "TPxPPxDP"
   std::string trace;
   backend::SyntheticOptions synthetic_options;
   std::string device = "cpu";
@@ -52,28 +52,33 @@ schedules::Layout parse_layout(const std::string& text) {
   return l;
 }
 
-schedules::Schedule load_schedule(const JobArgs& job_args, const std::string& synthetic,
-                                  backend::SyntheticOptions so) {
+schedules::Schedule load_schedule(const JobArgs& job_args, const std::string& synthetic, backend::SyntheticOptions so) {
   if (!synthetic.empty()) {
     so.tokens = so.hidden;
     return backend::synthetic_schedule(parse_layout(synthetic), so);
   }
   schedules::LoweringTarget target;
-  target.check_memory = false;  // the backend runs synthetic tensors (at scaled shapes on CPUs)
+  target.check_memory = false; // the backend runs synthetic tensors (at scaled shapes on CPUs)
   return schedules::lower(job_args.load(), target);
 }
 
 int run_command(const RunArgs& a) {
   backend::RunOptions o;
-  if (a.device == "cpu") o.device = backend::DeviceKind::Cpu;
-  else if (a.device == "cuda") o.device = backend::DeviceKind::Cuda;
-  else throw backend::BackendError("--device \"" + a.device + "\": valid values are cpu and cuda");
+  if (a.device == "cpu")
+    o.device = backend::DeviceKind::Cpu;
+  else if (a.device == "cuda")
+    o.device = backend::DeviceKind::Cuda;
+  else
+    throw backend::BackendError("--device \"" + a.device + "\": valid values are cpu and cuda");
   o.executor.timeout_s = a.timeout_s;
   o.settle_s = std::min(1.0, a.timeout_s);
   o.rendezvous = backend::parse_rendezvous(a.rendezvous);
-  if (a.group_init == "local") o.group_init = backend::GroupInit::Local;
-  else if (a.group_init == "global") o.group_init = backend::GroupInit::GlobalSplit;
-  else throw backend::BackendError("--group-init \"" + a.group_init + "\": valid values are local and global");
+  if (a.group_init == "local")
+    o.group_init = backend::GroupInit::Local;
+  else if (a.group_init == "global")
+    o.group_init = backend::GroupInit::GlobalSplit;
+  else
+    throw backend::BackendError("--group-init \"" + a.group_init + "\": valid values are local and global");
   o.run_dir = a.run_dir;
   o.cpu.shape_divisor = a.shape_divisor;
   o.cpu.verify = !a.no_verify;
@@ -97,10 +102,11 @@ int run_command(const RunArgs& a) {
                  static_cast<long long>(*out.checkpoint.restored_step), out.checkpoint.restore_read_s,
                  out.checkpoint.restore_broadcast_s);
   if (out.checkpoint.committed && out.rank == 0)
-    std::fprintf(stderr, "twinscale run: checkpoint step %lld committed (snapshot %.6f s, waited %.6f s for the persist)\n",
+    std::fprintf(stderr,
+                 "twinscale run: checkpoint step %lld committed (snapshot %.6f s, waited %.6f s for the persist)\n",
                  static_cast<long long>(a.checkpoint.step), out.checkpoint.snapshot_s, out.checkpoint.persist_s);
   if (!out.report_summary.empty()) std::fprintf(stderr, "%s", out.report_summary.c_str());
-  if (a.json && out.rank == 0) {  // results of rank 0's view on stdout
+  if (a.json && out.rank == 0) { // results of rank 0's view on stdout
     nlohmann::json j;
     j["world"] = out.world;
     j["launcher"] = out.launcher;
@@ -160,12 +166,19 @@ int compare_command(const CompareArgs& args) {
     j["only_b"] = c.only_b;
     j["kinds"] = nlohmann::json::array();
     for (const auto& k : c.kinds)
-      j["kinds"].push_back({{"kind", k.kind}, {"ops", k.ops}, {"a_mean_s", k.a_mean_s}, {"b_mean_s", k.b_mean_s},
-                            {"mean_rel_error", k.mean_rel_error}, {"median_abs_rel_error", k.median_abs_rel_error},
+      j["kinds"].push_back({{"kind", k.kind},
+                            {"ops", k.ops},
+                            {"a_mean_s", k.a_mean_s},
+                            {"b_mean_s", k.b_mean_s},
+                            {"mean_rel_error", k.mean_rel_error},
+                            {"median_abs_rel_error", k.median_abs_rel_error},
                             {"max_abs_rel_error", k.max_abs_rel_error}});
     j["ranks"] = nlohmann::json::array();
     for (const auto& r : c.ranks)
-      j["ranks"].push_back({{"rank", r.rank}, {"ops", r.ops}, {"a_span_s", r.a_span_s}, {"b_span_s", r.b_span_s},
+      j["ranks"].push_back({{"rank", r.rank},
+                            {"ops", r.ops},
+                            {"a_span_s", r.a_span_s},
+                            {"b_span_s", r.b_span_s},
                             {"rel_error", r.rel_error}});
     std::cout << j.dump(1) << "\n";
     return 0;
@@ -175,11 +188,11 @@ int compare_command(const CompareArgs& args) {
               static_cast<long long>(c.only_a), static_cast<long long>(c.only_b));
   std::printf("span: A %.6f s, B %.6f s, error %s\n\n", c.a_span_s, c.b_span_s,
               pct(c.a_span_s > 0 ? (c.b_span_s - c.a_span_s) / c.a_span_s : 0).c_str());
-  std::printf("%-16s %8s %14s %14s %11s %13s %11s\n", "kind", "ops", "A mean s", "B mean s", "mean err",
-              "median |err|", "max |err|");
+  std::printf("%-16s %8s %14s %14s %11s %13s %11s\n", "kind", "ops", "A mean s", "B mean s", "mean err", "median |err|",
+              "max |err|");
   for (const auto& k : c.kinds)
-    std::printf("%-16s %8lld %14.9f %14.9f %11s %13s %11s\n", k.kind.c_str(), static_cast<long long>(k.ops),
-                k.a_mean_s, k.b_mean_s, pct(k.mean_rel_error).c_str(), pct(k.median_abs_rel_error).c_str(),
+    std::printf("%-16s %8lld %14.9f %14.9f %11s %13s %11s\n", k.kind.c_str(), static_cast<long long>(k.ops), k.a_mean_s,
+                k.b_mean_s, pct(k.mean_rel_error).c_str(), pct(k.median_abs_rel_error).c_str(),
                 pct(k.max_abs_rel_error).c_str());
   std::printf("\n%-6s %8s %14s %14s %11s\n", "rank", "ops", "A span s", "B span s", "err");
   for (const auto& r : c.ranks)
@@ -220,8 +233,8 @@ void add_backend_commands(CLI::App& app, Action& action) {
   args->job.add_to(*run);
   run->add_option("--trace", args->trace, "write the Chrome trace of the run here (rank 0)");
   run->add_option("--synthetic", args->synthetic, "the executor's self-test schedule for a TPxPPxDP layout");
-  add_integer_option(*run, "--synthetic-micro-batches", args->synthetic_options.micro_batches, 1, kMaxSyntheticMicroBatches,
-                     kSyntheticMicroBatchesWhy, "micro-batches of the self-test schedule");
+  add_integer_option(*run, "--synthetic-micro-batches", args->synthetic_options.micro_batches, 1,
+                     kMaxSyntheticMicroBatches, kSyntheticMicroBatchesWhy, "micro-batches of the self-test schedule");
   add_integer_option(*run, "--synthetic-hidden", args->synthetic_options.hidden, 1, kMaxSyntheticHidden,
                      kSyntheticHiddenWhy, "hidden size (and tokens) of the self-test schedule");
   run->add_option("--device", args->device, "cpu (MPI + Eigen) or cuda (NCCL + cuBLAS)")->capture_default_str();
@@ -233,19 +246,23 @@ void add_backend_commands(CLI::App& app, Action& action) {
   run->add_option("--run-dir", args->run_dir, "directory for per-rank state files and report.json");
   run->add_option("--shape-divisor", args->shape_divisor, "CPU device: divide every shape and message by this")
       ->capture_default_str();
-  run->add_option("--checkpoint-dir", args->checkpoint.dir, "M16 checkpoint directory (step-N/shard-*.bin, manifest.json)");
+  run->add_option("--checkpoint-dir", args->checkpoint.dir,
+                  "M16 checkpoint directory (step-N/shard-*.bin, manifest.json)");
   add_integer_option(*run, "--checkpoint-step", args->checkpoint.step, 0, int64_t{1} << 53, "a training step number",
                      "write checkpoint step N: blocking snapshot, then persisted in the background during the run");
   run->add_flag("--restore", args->checkpoint.restore, "restore the latest complete checkpoint before the run");
   run->add_option("--checkpoint-bytes", args->checkpoint.state_bytes, "synthetic state per (tp, pp) shard, bytes")
-      ->capture_default_str()->check(CLI::Range(1.0, 1e12));
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 1e12));
   run->add_option("--checkpoint-persist-bw", args->checkpoint.persist_bw_bytes_per_s,
                   "storage bandwidth the persist paces itself to, bytes/s (0: unpaced)")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   run->add_flag("--json", args->json, "rank 0 prints its outcome as JSON on stdout");
   run->add_flag("--no-verify", args->no_verify, "CPU device: do not check received data");
   auto cmp = std::make_shared<CompareArgs>();
-  CLI::App* compare = app.add_subcommand("compare", "compare two traces of one schedule op by op (error per op kind and rank)");
+  CLI::App* compare =
+      app.add_subcommand("compare", "compare two traces of one schedule op by op (error per op kind and rank)");
   compare->add_option("a", cmp->a, "trace A (the reference, e.g. the real run)")->required();
   compare->add_option("b", cmp->b, "trace B (e.g. the simulation)")->required();
   compare->add_flag("--json", cmp->json, "JSON instead of the table");
@@ -262,7 +279,8 @@ void add_backend_commands(CLI::App& app, Action& action) {
                      kSyntheticHiddenWhy, "as given to run");
   calibrate->add_option("--out", cal->out, "calibration table to write (JSON)")->required();
   calibrate->add_option("--shape-divisor", cal->shape_divisor, "the --shape-divisor of the CPU run")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   calibrate->add_option("--device-name", cal->device_name, "device description stored in the table");
   calibrate->callback([&action, cal] {
     if (cal->synthetic.empty()) cal->job.check_usage();
@@ -270,7 +288,8 @@ void add_backend_commands(CLI::App& app, Action& action) {
   });
 
   run->callback([&action, args] {
-    if (args->synthetic.empty()) args->job.check_usage();
+    if (args->synthetic.empty())
+      args->job.check_usage();
     else if (!args->job.source().empty())
       throw CLI::ValidationError("--synthetic", "give either a job (JOB or --preset) or --synthetic, not both");
     action = [args] { return run_command(*args); };

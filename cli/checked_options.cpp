@@ -38,7 +38,8 @@ uint64_t parse_seed_option(const std::string& name, const std::string& text) {
   return v;
 }
 
-std::array<int64_t, 3> parse_shape_option(const std::string& name, const std::string& text, const std::string& example) {
+std::array<int64_t, 3> parse_shape_option(const std::string& name, const std::string& text,
+                                          const std::string& example) {
   std::array<int64_t, 3> out{};
   size_t at = 0;
   for (int i = 0; i < 3; ++i) {
@@ -64,14 +65,16 @@ std::array<int64_t, 3> parse_shape_option(const std::string& name, const std::st
 CLI::Option* add_integer_option(CLI::App& app, const std::string& name, int64_t& dest, int64_t min, int64_t max,
                                 const std::string& range, const std::string& help) {
   return app.add_option_function<std::string>(
-      name, [&dest, name, min, max, range](const std::string& t) { dest = parse_integer_option(name, t, min, max, range); },
+      name,
+      [&dest, name, min, max, range](const std::string& t) { dest = parse_integer_option(name, t, min, max, range); },
       help + " (default " + std::to_string(dest) + ")");
 }
 
-CLI::Option* add_integer_option(CLI::App& app, const std::string& name, std::optional<int64_t>& dest,
-                                int64_t min, int64_t max, const std::string& range, const std::string& help) {
+CLI::Option* add_integer_option(CLI::App& app, const std::string& name, std::optional<int64_t>& dest, int64_t min,
+                                int64_t max, const std::string& range, const std::string& help) {
   return app.add_option_function<std::string>(
-      name, [&dest, name, min, max, range](const std::string& t) { dest = parse_integer_option(name, t, min, max, range); },
+      name,
+      [&dest, name, min, max, range](const std::string& t) { dest = parse_integer_option(name, t, min, max, range); },
       help);
 }
 

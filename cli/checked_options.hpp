@@ -30,8 +30,8 @@ std::array<int64_t, 3> parse_shape_option(const std::string& name, const std::st
 /// Registers `name` on `app` storing into `dest` through parse_integer_option.
 CLI::Option* add_integer_option(CLI::App& app, const std::string& name, int64_t& dest, int64_t min, int64_t max,
                                 const std::string& range, const std::string& help);
-CLI::Option* add_integer_option(CLI::App& app, const std::string& name, std::optional<int64_t>& dest,
-                                int64_t min, int64_t max, const std::string& range, const std::string& help);
+CLI::Option* add_integer_option(CLI::App& app, const std::string& name, std::optional<int64_t>& dest, int64_t min,
+                                int64_t max, const std::string& range, const std::string& help);
 /// The same for int (ranges within int).
 CLI::Option* add_integer_option(CLI::App& app, const std::string& name, int& dest, int64_t min, int64_t max,
                                 const std::string& range, const std::string& help);

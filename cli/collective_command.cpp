@@ -45,9 +45,12 @@ double parse_size(const std::string& flag, const std::string& text) {
   std::string digits = text;
   if (!digits.empty()) {
     switch (digits.back()) {
-    case 'K': case 'k': mult = 1024.0; break;
-    case 'M': case 'm': mult = 1024.0 * 1024; break;
-    case 'G': case 'g': mult = 1024.0 * 1024 * 1024; break;
+    case 'K':
+    case 'k': mult = 1024.0; break;
+    case 'M':
+    case 'm': mult = 1024.0 * 1024; break;
+    case 'G':
+    case 'g': mult = 1024.0 * 1024 * 1024; break;
     default: break;
     }
     if (mult > 1) digits.pop_back();
@@ -60,7 +63,9 @@ double parse_size(const std::string& flag, const std::string& text) {
     used = 0;
   }
   if (digits.empty() || used != digits.size() || v <= 0)
-    throw config::ConfigError(flag + ": '" + text + "' is not a size (valid: a positive integer with an optional K, M or G suffix, e.g. 8, 64K, 128M, 8G)");
+    throw config::ConfigError(
+        flag + ": '" + text +
+        "' is not a size (valid: a positive integer with an optional K, M or G suffix, e.g. 8, 64K, 128M, 8G)");
   return static_cast<double>(v) * mult;
 }
 
@@ -72,9 +77,7 @@ schedules::OpKind op_kind(const std::string& op) {
   return schedules::OpKind::Broadcast;
 }
 
-bool reduces(schedules::OpKind k) {
-  return k == schedules::OpKind::AllReduce || k == schedules::OpKind::ReduceScatter;
-}
+bool reduces(schedules::OpKind k) { return k == schedules::OpKind::AllReduce || k == schedules::OpKind::ReduceScatter; }
 
 int run_collective_command(const CollectiveArgs& a) {
   const double lo = parse_size("--min-bytes", a.min_bytes);
@@ -111,7 +114,8 @@ int run_collective_command(const CollectiveArgs& a) {
   for (double s = lo; s <= hi * (1 + 1e-12); s = std::floor(s * a.factor)) {
     sizes.push_back(s);
     if (sizes.size() > 64)
-      throw config::ConfigError("--min-bytes/--max-bytes/--factor give more than 64 sizes (valid: a sweep of at most 64; raise --factor)");
+      throw config::ConfigError(
+          "--min-bytes/--max-bytes/--factor give more than 64 sizes (valid: a sweep of at most 64; raise --factor)");
   }
   std::cerr << "twinscale collective: " << a.op << " over " << a.gpus << " GPUs (" << per_server << " per server, "
             << servers << " servers) on " << spec.name << ", " << a.mode << " mode, " << sizes.size() << " sizes\n";
@@ -132,18 +136,25 @@ int run_collective_command(const CollectiveArgs& a) {
     j["seed"] = a.seed;
     nlohmann::json out = nlohmann::json::array();
     for (const auto& r : rows)
-      out.push_back({{"size_bytes", r.bytes}, {"count", static_cast<int64_t>(r.bytes / 4)}, {"type", type},
-                     {"redop", redop}, {"time_us", r.time_s * 1e6}, {"algbw_gb_per_s", r.algbw_bytes_per_s / 1e9},
-                     {"busbw_gb_per_s", r.busbw_bytes_per_s / 1e9}, {"protocol", std::string(sim::to_string(r.protocol))},
-                     {"algorithm", std::string(sim::to_string(r.algorithm))}, {"channels", r.channels}, {"flows", r.flows}});
+      out.push_back({{"size_bytes", r.bytes},
+                     {"count", static_cast<int64_t>(r.bytes / 4)},
+                     {"type", type},
+                     {"redop", redop},
+                     {"time_us", r.time_s * 1e6},
+                     {"algbw_gb_per_s", r.algbw_bytes_per_s / 1e9},
+                     {"busbw_gb_per_s", r.busbw_bytes_per_s / 1e9},
+                     {"protocol", std::string(sim::to_string(r.protocol))},
+                     {"algorithm", std::string(sim::to_string(r.algorithm))},
+                     {"channels", r.channels},
+                     {"flows", r.flows}});
     j["rows"] = out;
     std::cout << j.dump(2) << "\n";
     return 0;
   }
   std::ostringstream o2;
   o2 << "# twinscale collective: " << a.op << ", " << a.gpus << " GPUs (" << per_server << " per server, " << servers
-     << " servers) on " << spec.name << ", " << a.mode << " mode, " << a.algorithm << ", channels asked "
-     << a.channels << ", protocol " << a.protocol << ", seed " << a.seed << "\n";
+     << " servers) on " << spec.name << ", " << a.mode << " mode, " << a.algorithm << ", channels asked " << a.channels
+     << ", protocol " << a.protocol << ", seed " << a.seed << "\n";
   char buf[256];
   std::snprintf(buf, sizeof buf, "#%14s %12s %8s %6s %12s %9s %9s %7s %8s\n", "size", "count", "type", "redop", "time",
                 "algbw", "busbw", "proto", "channels");

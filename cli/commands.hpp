@@ -15,8 +15,8 @@ void add_schedule_command(CLI::App& app, Action& action);
 void add_topology_command(CLI::App& app, Action& action);
 void add_simulate_command(CLI::App& app, Action& action);
 void add_collective_command(CLI::App& app, Action& action); // one collective, nccl-tests table
-void add_fault_commands(CLI::App& app, Action& action);    // campaign, tune-checkpoint
-void add_backend_commands(CLI::App& app, Action& action);  // run, compare, calibrate
-void add_sweep_command(CLI::App& app, Action& action);     // sweep, sweep show
+void add_fault_commands(CLI::App& app, Action& action);     // campaign, tune-checkpoint
+void add_backend_commands(CLI::App& app, Action& action);   // run, compare, calibrate
+void add_sweep_command(CLI::App& app, Action& action);      // sweep, sweep show
 
 } // namespace twinscale::cli

@@ -31,9 +31,9 @@
 
 #include "cli/checked_options.hpp"
 #include "cli/commands.hpp"
-#include "cli/job_args.hpp"
 #include "cli/detail/fault_report.hpp"
 #include "cli/detail/simulated_iteration.hpp"
+#include "cli/job_args.hpp"
 #include "config/cluster_file.hpp"
 #include "config/error.hpp"
 #include "config/fault_file.hpp"
@@ -53,7 +53,7 @@ struct FaultOptions {
   int64_t seeds = 5;
   uint64_t seed = 1;
   std::optional<double> iteration_time_s; // given: overrides the simulator
-  std::string cluster;                     // simulator: default the job's cluster
+  std::string cluster;                    // simulator: default the job's cluster
   std::string sim_mode = "analytic";
   std::string placement = "linear";
   uint64_t sim_seed = 1;
@@ -178,9 +178,12 @@ nlohmann::json setup_json(const Setup& s, const FaultOptions& o) {
   j["seed"] = o.seed;
   j["iteration_time_s"] = s.campaign.spec.iteration_time_s;
   if (s.simulated)
-    j["iteration_time_source"] = {{"kind", "simulated"},       {"mode", s.simulated->mode},
-                                  {"cluster", s.simulated->cluster}, {"placement", s.simulated->placement},
-                                  {"seed", s.simulated->seed}, {"mfu", s.simulated->mfu}};
+    j["iteration_time_source"] = {{"kind", "simulated"},
+                                  {"mode", s.simulated->mode},
+                                  {"cluster", s.simulated->cluster},
+                                  {"placement", s.simulated->placement},
+                                  {"seed", s.simulated->seed},
+                                  {"mfu", s.simulated->mfu}};
   else
     j["iteration_time_source"] = {{"kind", "given"}};
   j["checkpoint"] = {{"interval_s", s.campaign.checkpoint_interval_s},
@@ -217,8 +220,10 @@ int run_campaign_command(const FaultOptions& o) {
     write_file_atomically((dir / "campaign_causes.csv").string(), detail::causes_csv(sum, s.campaign));
     plot(dir, "--states '" + (dir / "campaign_states.csv").string() + "'");
   }
-  if (o.json) std::cout << j.dump(2) << "\n";
-  else std::cout << iteration_line(s) << detail::campaign_table(s.job.name, sum, s.campaign);
+  if (o.json)
+    std::cout << j.dump(2) << "\n";
+  else
+    std::cout << iteration_line(s) << detail::campaign_table(s.job.name, sum, s.campaign);
   return 0;
 }
 
@@ -229,8 +234,8 @@ int run_tune_command(const FaultOptions& o) {
   const double mtbf = s.model.interrupt_mtbf_s(gpus);
   const double daly = faults::daly_interval_s(delta, mtbf);
   // The sweep must start at or above the checkpoint's own length (validate_checkpoint).
-  const double floor_s = std::max(s.campaign.checkpoint.blocking_s + s.campaign.checkpoint.persist_s,
-                                  s.campaign.spec.iteration_time_s);
+  const double floor_s =
+      std::max(s.campaign.checkpoint.blocking_s + s.campaign.checkpoint.persist_s, s.campaign.spec.iteration_time_s);
   const double lo = o.min_s.value_or(std::max(floor_s, daly / 8));
   const double hi = o.max_s.value_or(std::max(lo * 2, daly * 8));
   if (o.points < 2) throw config::ConfigError("--points must be ≥ 2");
@@ -244,8 +249,10 @@ int run_tune_command(const FaultOptions& o) {
     write_file_atomically((dir / "tune_checkpoint.csv").string(), detail::sweep_csv(result));
     plot(dir, "--sweep '" + (dir / "tune_checkpoint.csv").string() + "'");
   }
-  if (o.json) std::cout << j.dump(2) << "\n";
-  else std::cout << iteration_line(s) << detail::tuner_table(s.job.name, result, s.campaign);
+  if (o.json)
+    std::cout << j.dump(2) << "\n";
+  else
+    std::cout << iteration_line(s) << detail::tuner_table(s.job.name, result, s.campaign);
   return 0;
 }
 

@@ -5,8 +5,8 @@
 #include <stdexcept>
 #include <unistd.h>
 
-#include "common/error.hpp"
 #include "cli/checked_options.hpp"
+#include "common/error.hpp"
 #include "config/cluster_file.hpp"
 #include "config/error.hpp"
 #include "config/job_file.hpp"
@@ -24,8 +24,7 @@ void JobArgs::add_to(CLI::App& command) {
                      "total GPUs; dp = gpus / (tp·pp)");
   add_integer_option(command, "--global-batch", global_batch_, 1, schedules::kMaxGlobalBatch,
                      "sequences per iteration: at most 2^24", "global batch in sequences");
-  command.add_option("--gpu-memory-gb", gpu_memory_gb_,
-                     "GPU memory for the memory check (default: the job's cluster)");
+  command.add_option("--gpu-memory-gb", gpu_memory_gb_, "GPU memory for the memory check (default: the job's cluster)");
 }
 
 void JobArgs::check_usage() const {

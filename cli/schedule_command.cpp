@@ -77,13 +77,17 @@ int show(const s::Schedule& sch, bool as_json) {
       e["pp_rank"] = p;
       e["ops"] = stages[p].ops;
       for (int k = 0; k < kOpKinds; ++k)
-        if (stages[p].ops_by_kind[k]) e["ops_by_kind"][std::string(s::to_string(static_cast<s::OpKind>(k)))] = stages[p].ops_by_kind[k];
+        if (stages[p].ops_by_kind[k])
+          e["ops_by_kind"][std::string(s::to_string(static_cast<s::OpKind>(k)))] = stages[p].ops_by_kind[k];
       for (int g = 0; g < kGroupKinds; ++g)
         if (stages[p].bytes_by_group[g] > 0)
-          e["bytes_per_iteration_by_group"][std::string(s::to_string(static_cast<s::GroupKind>(g)))] = stages[p].bytes_by_group[g];
+          e["bytes_per_iteration_by_group"][std::string(s::to_string(static_cast<s::GroupKind>(g)))] =
+              stages[p].bytes_by_group[g];
       const auto& m = sch.memory_by_stage[p];
-      e["memory_bytes"] = {{"parameters", m.parameters_bytes}, {"gradients", m.gradients_bytes},
-                           {"optimizer", m.optimizer_bytes}, {"activations", m.activations_bytes},
+      e["memory_bytes"] = {{"parameters", m.parameters_bytes},
+                           {"gradients", m.gradients_bytes},
+                           {"optimizer", m.optimizer_bytes},
+                           {"activations", m.activations_bytes},
                            {"total", m.total_bytes()}};
       st.push_back(e);
     }
@@ -93,13 +97,13 @@ int show(const s::Schedule& sch, bool as_json) {
   }
   const auto& p = job.parallel;
   std::cout << "job            " << job.name << " (cluster " << job.cluster << ")\n"
-            << "ranks          " << sch.world() << " = tp " << p.tp << " × dp " << p.dp << " × pp " << p.pp
-            << "; " << sch.programs.size() << " distinct programs\n"
+            << "ranks          " << sch.world() << " = tp " << p.tp << " × dp " << p.dp << " × pp " << p.pp << "; "
+            << sch.programs.size() << " distinct programs\n"
             << "pipeline       " << (job.options.pipeline == s::PipelineKind::Interleaved ? "interleaved 1F1B" : "1F1B")
             << ", vpp " << p.vpp << ", " << p.micro_batches() << " micro-batches of " << p.micro_batch
             << " per pipeline, " << job.options.iterations << " iteration(s)\n"
-            << "model FLOPs    " << num(sch.model_flops_per_iteration) << " per iteration (Narayanan closed form, dense attention: "
-            << num(narayanan) << ")\n\n";
+            << "model FLOPs    " << num(sch.model_flops_per_iteration)
+            << " per iteration (Narayanan closed form, dense attention: " << num(narayanan) << ")\n\n";
   std::cout << "ops per rank, by pipeline stage (kinds that occur)\n";
   std::array<bool, kOpKinds> used{};
   for (const auto& st : stages)
@@ -115,7 +119,8 @@ int show(const s::Schedule& sch, bool as_json) {
     std::printf("\n");
   }
   std::printf("\ncommunication bytes per rank per iteration, by group kind (GB)\n%5s", "stage");
-  for (int g = 0; g < kGroupKinds; ++g) std::printf(" %10s", std::string(s::to_string(static_cast<s::GroupKind>(g))).c_str());
+  for (int g = 0; g < kGroupKinds; ++g)
+    std::printf(" %10s", std::string(s::to_string(static_cast<s::GroupKind>(g))).c_str());
   std::printf("\n");
   for (size_t i = 0; i < stages.size(); ++i) {
     std::printf("%5zu", i);
@@ -170,8 +175,8 @@ void add_schedule_command(CLI::App& app, Action& action) {
       std::ostringstream os;
       s::write_schedule_json(sch, os);
       write_file_atomically(args->out, os.str());
-      std::cerr << "twinscale: wrote " << args->out << " (" << sch.world() << " ranks, "
-                << sch.programs.size() << " programs)\n";
+      std::cerr << "twinscale: wrote " << args->out << " (" << sch.world() << " ranks, " << sch.programs.size()
+                << " programs)\n";
       return 0;
     };
   });
@@ -186,10 +191,11 @@ void add_schedule_command(CLI::App& app, Action& action) {
       const s::Schedule sch = s::read_schedule_file(args->file);
       s::ValidateOptions opt;
       // the schedule names its cluster: a preset or a file next to the schedule, nothing else
-      opt.gpu_memory_bytes = gpu_memory_bytes(
-          args->gpu_memory_gb ? sch.job.cluster
-                              : config::resolve_document_reference(args->file, sch.job.cluster, "job.cluster", "clusters"),
-          args->gpu_memory_gb);
+      opt.gpu_memory_bytes =
+          gpu_memory_bytes(args->gpu_memory_gb ? sch.job.cluster
+                                               : config::resolve_document_reference(args->file, sch.job.cluster,
+                                                                                    "job.cluster", "clusters"),
+                           args->gpu_memory_gb);
       const auto violations = s::validate(sch, opt);
       if (args->json) {
         nlohmann::json j;
@@ -199,12 +205,16 @@ void add_schedule_command(CLI::App& app, Action& action) {
         j["symmetric"] = s::is_pp_symmetric(sch);
         j["violations"] = nlohmann::json::array();
         for (const auto& v : violations)
-          j["violations"].push_back({{"kind", s::to_string(v.kind)}, {"rank", v.rank}, {"op", v.op_index},
-                                     {"name", v.op_name}, {"labels", v.labels}, {"reason", v.reason}});
+          j["violations"].push_back({{"kind", s::to_string(v.kind)},
+                                     {"rank", v.rank},
+                                     {"op", v.op_index},
+                                     {"name", v.op_name},
+                                     {"labels", v.labels},
+                                     {"reason", v.reason}});
         std::cout << j.dump(2) << "\n";
       } else if (violations.empty()) {
-        std::cout << args->file << ": valid (" << sch.world() << " ranks, " << sch.programs.size()
-                  << " programs" << (s::is_pp_symmetric(sch) ? ", checked by tp×dp symmetry" : "") << ")\n";
+        std::cout << args->file << ": valid (" << sch.world() << " ranks, " << sch.programs.size() << " programs"
+                  << (s::is_pp_symmetric(sch) ? ", checked by tp×dp symmetry" : "") << ")\n";
       } else {
         for (const auto& v : violations) std::cout << s::describe(v) << "\n";
       }

@@ -6,9 +6,9 @@
 #include <iostream>
 #include <memory>
 #include <optional>
-#include <string_view>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -16,11 +16,11 @@
 #include "cli/commands.hpp"
 #include "cli/job_args.hpp"
 #include "config/error.hpp"
+#include "config/gpu_speeds.hpp"
 #include "config/scenario.hpp"
 #include "schedules/schedule.hpp"
 #include "schedules/trace.hpp"
 #include "sim/estimate.hpp"
-#include "config/gpu_speeds.hpp"
 #include "sim/per_rank_csv.hpp"
 #include "sim/simulate.hpp"
 
@@ -118,11 +118,17 @@ std::string report_json(const sim::SimReport& r, const schedules::Schedule& s, c
   j["per_stage"] = stages;
   nlohmann::json inc = nlohmann::json::array();
   for (const auto& i : r.incidents)
-    inc.push_back({{"rank", i.rank}, {"op", i.op_index}, {"name", i.name}, {"failed", i.failed},
-                   {"at_s", i.at_s}, {"stalled_s", i.stalled_s}});
+    inc.push_back({{"rank", i.rank},
+                   {"op", i.op_index},
+                   {"name", i.name},
+                   {"failed", i.failed},
+                   {"at_s", i.at_s},
+                   {"stalled_s", i.stalled_s}});
   j["incidents"] = inc;
-  j["stats"] = {{"aggregated", r.aggregated}, {"executed_ranks", r.executed_ranks},
-                {"ops_executed", r.ops_executed}, {"flows", r.flows}};
+  j["stats"] = {{"aggregated", r.aggregated},
+                {"executed_ranks", r.executed_ranks},
+                {"ops_executed", r.ops_executed},
+                {"flows", r.flows}};
   return j.dump(2) + "\n";
 }
 
@@ -157,8 +163,8 @@ std::string report_table(const sim::SimReport& r, const schedules::Schedule& s, 
   o << buf;
   for (size_t i = 0; i < r.per_stage.size(); ++i) {
     const auto& b = r.per_stage[i];
-    std::snprintf(buf, sizeof buf, "  %5zu %12.6f %12.6f %12.6f %12.6f %12.6f %12.6f\n", i, b.compute_s,
-                  b.exposed_tp_s, b.exposed_pp_s, b.exposed_dp_s, b.bubble_s, b.idle_s);
+    std::snprintf(buf, sizeof buf, "  %5zu %12.6f %12.6f %12.6f %12.6f %12.6f %12.6f\n", i, b.compute_s, b.exposed_tp_s,
+                  b.exposed_pp_s, b.exposed_dp_s, b.bubble_s, b.idle_s);
     o << buf;
   }
   if (!r.incidents.empty()) {
@@ -195,18 +201,20 @@ int run_simulate(const SimulateArgs& a) {
   spec.faults_file = a.faults_file;
   config::Scenario scenario(spec);
   std::vector<double> speeds;
-  if (!a.gpu_speed_dist.empty()) speeds = config::draw_gpu_speeds(a.gpu_speed_dist, scenario.fabric().gpus(), a.speed_seed);
+  if (!a.gpu_speed_dist.empty())
+    speeds = config::draw_gpu_speeds(a.gpu_speed_dist, scenario.fabric().gpus(), a.speed_seed);
   if (!a.gpu_speed_file.empty()) {
     const auto from_file = config::read_gpu_speed_file(a.gpu_speed_file, scenario.fabric(), scenario.gpu_of_rank());
-    if (speeds.empty()) speeds = from_file;
+    if (speeds.empty())
+      speeds = from_file;
     else
       for (size_t g = 0; g < speeds.size(); ++g) speeds[g] *= from_file[g];
   }
   if (!speeds.empty()) scenario.set_gpu_speed(std::move(speeds));
   const schedules::Schedule& schedule = scenario.schedule();
   const std::string& cluster_name = scenario.cluster_name();
-  if (!a.trace_file.empty()) scenario.record_trace(a.ranks.empty() ? std::vector<int64_t>{}
-                                                                    : parse_ranks(a.ranks, schedule.world()));
+  if (!a.trace_file.empty())
+    scenario.record_trace(a.ranks.empty() ? std::vector<int64_t>{} : parse_ranks(a.ranks, schedule.world()));
   scenario.check_fits();
   std::cerr << "twinscale simulate: " << schedule.world() << " ranks, " << schedule.programs.size()
             << " programs, fabric " << scenario.fabric().links().size() << " links; " << a.mode << " mode\n";
@@ -235,11 +243,15 @@ void add_simulate_command(CLI::App& app, Action& action) {
       ->check(CLI::IsMember(config::sim_mode_names()));
   cmd->add_option("--placement", args->placement, "rank placement")->check(CLI::IsMember(config::placement_names()));
   add_seed_option(*cmd, "--seed", args->seed, "seed of ECMP hashing and random placement");
-  cmd->add_option("--algorithm", args->algorithm, "all-reduce algorithm")->check(CLI::IsMember(config::all_reduce_algorithm_names()));
-  cmd->add_option("--channels", args->channels, "NCCL channels asked for (rings; a group spanning several NICs per server uses a multiple of them)")->check(CLI::Range(1, 64));
+  cmd->add_option("--algorithm", args->algorithm, "all-reduce algorithm")
+      ->check(CLI::IsMember(config::all_reduce_algorithm_names()));
+  cmd->add_option("--channels", args->channels,
+                  "NCCL channels asked for (rings; a group spanning several NICs per server uses a multiple of them)")
+      ->check(CLI::Range(1, 64));
   cmd->add_flag("--no-aggregate", args->no_aggregate, "execute every rank and every ring step (small jobs)");
-  cmd->add_flag("--ideal-collectives", args->ideal_collectives,
-                "collectives without NCCL's protocol costs (Simple bandwidth, fabric latencies only): what-ifs, error budgets");
+  cmd->add_flag(
+      "--ideal-collectives", args->ideal_collectives,
+      "collectives without NCCL's protocol costs (Simple bandwidth, fabric latencies only): what-ifs, error budgets");
   cmd->add_flag("--every-rank", args->every_rank,
                 "execute every rank at its GPU's speed, keeping the closed forms and merged ring steps");
   cmd->add_option("--gpu-speed-dist", args->gpu_speed_dist,

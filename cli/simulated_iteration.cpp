@@ -8,8 +8,8 @@ namespace twinscale::cli::detail {
 SimulatedIteration simulate_iteration(const schedules::JobSpec& job, const std::string& cluster,
                                       const std::string& mode, const std::string& placement, uint64_t seed) {
   if (cluster.empty() && job.cluster.empty())
-    throw config::ConfigError("job '" + job.name +
-                              "' has no cluster: give --cluster NAME|FILE, or --iteration-time S to skip the simulator");
+    throw config::ConfigError(
+        "job '" + job.name + "' has no cluster: give --cluster NAME|FILE, or --iteration-time S to skip the simulator");
   config::ScenarioSpec spec;
   spec.job = job;
   spec.cluster = cluster;

@@ -49,9 +49,7 @@ struct ShowArgs {
   std::string plot_dir;
 };
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 /// CPU time (user + system) of this process so far.
 double cpu_s() {
@@ -62,9 +60,12 @@ double cpu_s() {
 
 std::string duration_text(double s) {
   char buf[32];
-  if (s < 90) std::snprintf(buf, sizeof buf, "%.0f s", s);
-  else if (s < 5400) std::snprintf(buf, sizeof buf, "%dm%02ds", static_cast<int>(s) / 60, static_cast<int>(s) % 60);
-  else std::snprintf(buf, sizeof buf, "%dh%02dm", static_cast<int>(s) / 3600, (static_cast<int>(s) / 60) % 60);
+  if (s < 90)
+    std::snprintf(buf, sizeof buf, "%.0f s", s);
+  else if (s < 5400)
+    std::snprintf(buf, sizeof buf, "%dm%02ds", static_cast<int>(s) / 60, static_cast<int>(s) % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%dh%02dm", static_cast<int>(s) / 3600, (static_cast<int>(s) / 60) % 60);
   return buf;
 }
 
@@ -76,7 +77,8 @@ public:
   void add(const study::PointResult& r) {
     ++done_;
     ++here_;
-    if (r.status != study::PointStatus::Ok) ++left_out_;
+    if (r.status != study::PointStatus::Ok)
+      ++left_out_;
     else if (r.mfu > best_mfu_) {
       best_mfu_ = r.mfu;
       best_id_ = r.id;
@@ -103,7 +105,8 @@ private:
                   rate, duration_text(eta).c_str());
     std::string line = buf;
     if (best_id_ >= 0) {
-      std::snprintf(buf, sizeof buf, ", best MFU %.2f %% (point %lld)", 100 * best_mfu_, static_cast<long long>(best_id_));
+      std::snprintf(buf, sizeof buf, ", best MFU %.2f %% (point %lld)", 100 * best_mfu_,
+                    static_cast<long long>(best_id_));
       line += buf;
     }
     std::cerr << line << "\033[K" << std::flush;
@@ -132,16 +135,15 @@ std::pair<int64_t, int64_t> parse_shard(const std::string& text) {
     n = std::stoll(text.substr(slash + 1), &b);
     if (a != slash || b != text.size() - slash - 1) throw std::invalid_argument(text);
   } catch (const std::exception&) {
-    throw config::ConfigError("--shard '" + text + "': expected I/N, e.g. 0/8 (with Slurm: --shard $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT)");
+    throw config::ConfigError(
+        "--shard '" + text +
+        "': expected I/N, e.g. 0/8 (with Slurm: --shard $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT)");
   }
-  if (n < 1 || i < 0 || i >= n)
-    throw config::ConfigError("--shard '" + text + "': need N ≥ 1 and 0 ≤ I < N");
+  if (n < 1 || i < 0 || i >= n) throw config::ConfigError("--shard '" + text + "': need N ≥ 1 and 0 ≤ I < N");
   return {i, n};
 }
 
-std::string default_db(const std::string& study) {
-  return std::filesystem::path(study).stem().string() + ".db";
-}
+std::string default_db(const std::string& study) { return std::filesystem::path(study).stem().string() + ".db"; }
 
 /// The flow phase's points: the best flow_best points once every point has a row.
 std::vector<int64_t> flow_todo(const study::Store& store, const study::StudySpec& spec, size_t points) {
@@ -192,14 +194,17 @@ int run_local(const SweepArgs& a, const study::StudySpec& spec, const std::vecto
   if (spec.flow_best > 0) {
     const size_t have = store.done().size();
     if (have < points.size()) {
-      std::fprintf(stderr, "twinscale sweep: the flow phase runs once every point is in %s (%zu of %zu): the last shard to finish runs it\n",
+      std::fprintf(stderr,
+                   "twinscale sweep: the flow phase runs once every point is in %s (%zu of %zu): the last shard to "
+                   "finish runs it\n",
                    db.c_str(), have, points.size());
     } else {
       // Whichever shard finds every point in the store runs the flow phase; shards that
       // get here together start at different points and skip what another one stored.
       const auto todo_flow = flow_todo(store, spec, points.size());
       std::vector<int64_t> order;
-      for (size_t k = 0; k < todo_flow.size(); ++k) order.push_back(todo_flow[(k + static_cast<size_t>(shard)) % todo_flow.size()]);
+      for (size_t k = 0; k < todo_flow.size(); ++k)
+        order.push_back(todo_flow[(k + static_cast<size_t>(shard)) % todo_flow.size()]);
       Progress fp(label + " flow", static_cast<int64_t>(order.size()), 0, show);
       for (int64_t id : order) {
         if (store.flow_done().count(id)) continue;
@@ -215,7 +220,9 @@ int run_local(const SweepArgs& a, const study::StudySpec& spec, const std::vecto
 }
 
 int run_mpi(const SweepArgs& a, const study::StudySpec& spec, const std::vector<study::Point>& points) {
-  if (!a.shard.empty()) throw config::ConfigError("--shard is for runs without MPI (Slurm job arrays); under mpirun/srun the ranks share the points dynamically");
+  if (!a.shard.empty())
+    throw config::ConfigError(
+        "--shard is for runs without MPI (Slurm job arrays); under mpirun/srun the ranks share the points dynamically");
   study::Evaluator evaluator(spec); // checks every job and cluster the study names (on every rank)
   backend::MpiSession mpi;
   const std::string db = a.db.empty() ? default_db(a.study) : a.db;
@@ -246,7 +253,8 @@ int run_mpi(const SweepArgs& a, const study::StudySpec& spec, const std::vector<
     for (const auto& p : points)
       if (!done.count(p.id)) todo.push_back(p.id);
   }
-  Progress progress("sweep (" + std::to_string(mpi.size()) + " ranks)", total, total - static_cast<int64_t>(todo.size()), show);
+  Progress progress("sweep (" + std::to_string(mpi.size()) + " ranks)", total,
+                    total - static_cast<int64_t>(todo.size()), show);
   const auto stats = backend::run_work_queue(
       todo, [&](int64_t id) { return study::to_json(evaluator.evaluate(points[static_cast<size_t>(id)])); },
       [&](int64_t id, const std::string& text) {
@@ -257,7 +265,8 @@ int run_mpi(const SweepArgs& a, const study::StudySpec& spec, const std::vector<
       qo);
   progress.end();
   if (mpi.rank() == 0)
-    std::fprintf(stderr, "twinscale sweep: %lld points computed on %d ranks in %.2f s (%.2f points/s), %lld already in %s\n",
+    std::fprintf(stderr,
+                 "twinscale sweep: %lld points computed on %d ranks in %.2f s (%.2f points/s), %lld already in %s\n",
                  static_cast<long long>(progress.computed()), mpi.size(), progress.elapsed(),
                  progress.computed() / std::max(1e-9, progress.elapsed()),
                  static_cast<long long>(total - static_cast<int64_t>(todo.size())), db.c_str());
@@ -319,7 +328,8 @@ int run_show(const ShowArgs& a) {
       return 0;
     }
     const std::string python = std::filesystem::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
-    const std::string cmd = python + " '" + script.string() + "' '" + csv.string() + "' --out '" + a.plot_dir + "' 1>&2";
+    const std::string cmd =
+        python + " '" + script.string() + "' '" + csv.string() + "' --out '" + a.plot_dir + "' 1>&2";
     if (std::system(cmd.c_str()) != 0)
       std::cerr << "twinscale: plotting failed (python3 with matplotlib needed); the CSV is " << csv << "\n";
   }
@@ -338,8 +348,10 @@ void add_sweep_command(CLI::App& app, Action& action) {
   cmd->add_option("--shard", args->shard, "compute only points with id % N == I (Slurm job arrays; no MPI)");
   cmd->add_option("--progress", args->progress, "progress line on stderr: auto (when a terminal), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}));
-  cmd->add_option("--top", args->top, "best points to print at the end")->check(CLI::Range(int64_t{0}, int64_t{1000000}));
-  CLI::App* sh = cmd->add_subcommand("show", "Print the best points and the Pareto front of a results store; CSV, plots");
+  cmd->add_option("--top", args->top, "best points to print at the end")
+      ->check(CLI::Range(int64_t{0}, int64_t{1000000}));
+  CLI::App* sh =
+      cmd->add_subcommand("show", "Print the best points and the Pareto front of a results store; CSV, plots");
   sh->add_option("db", show->db, "results store written by `twinscale sweep`")->required();
   sh->add_option("--top", show->top, "best points to print")->check(CLI::Range(int64_t{0}, int64_t{1000000}));
   sh->add_option("--csv", show->csv, "write every row as CSV");
@@ -347,7 +359,8 @@ void add_sweep_command(CLI::App& app, Action& action) {
   sh->callback([show, &action]() { action = [show]() { return run_show(*show); }; });
   cmd->callback([cmd, sh, args, &action]() {
     if (sh->parsed()) return;
-    if (args->study.empty()) throw CLI::ValidationError("STUDY", "give a study file: twinscale sweep STUDY.toml (or: sweep show DB)");
+    if (args->study.empty())
+      throw CLI::ValidationError("STUDY", "give a study file: twinscale sweep STUDY.toml (or: sweep show DB)");
     action = [args]() { return run_sweep(*args); };
   });
 }

@@ -12,9 +12,9 @@
 #include "cli/checked_options.hpp"
 #include "cli/commands.hpp"
 #include "config/cluster_file.hpp"
-#include "schedules/limits.hpp"
 #include "config/error.hpp"
 #include "config/scenario.hpp"
+#include "schedules/limits.hpp"
 #include "topology/analysis.hpp"
 #include "topology/ecmp_analysis.hpp"
 #include "topology/placement.hpp"
@@ -96,7 +96,8 @@ Json analysis_json(const topology::Fabric& f, const topology::FabricAnalysis& a)
   j["switches"] = Json{{"tor", a.tors}, {"aggregation", a.aggs}, {"spine", a.spines}, {"total", a.switches}};
   Json tiers = Json::array();
   for (const auto& t : a.tiers_summary) {
-    Json tj{{"tier", t.tier}, {"count", t.switches}, {"up_links", t.up_links}, {"up_bw_bytes_per_s", t.up_bw_bytes_per_s}};
+    Json tj{
+        {"tier", t.tier}, {"count", t.switches}, {"up_links", t.up_links}, {"up_bw_bytes_per_s", t.up_bw_bytes_per_s}};
     if (t.tier != "server") tj["oversubscription"] = t.oversubscription; // down:up bandwidth
     tiers.push_back(tj);
   }
@@ -116,7 +117,10 @@ Json analysis_json(const topology::Fabric& f, const topology::FabricAnalysis& a)
   j["distances"] = d;
   Json rails = Json::array();
   for (const auto& r : a.rails_summary)
-    rails.push_back(Json{{"rail", r.rail}, {"nics", r.nics}, {"tors", r.tors}, {"aggregation", r.aggs},
+    rails.push_back(Json{{"rail", r.rail},
+                         {"nics", r.nics},
+                         {"tors", r.tors},
+                         {"aggregation", r.aggs},
                          {"plane_components", r.plane_components}});
   j["rails_detail"] = rails;
   j["shape"] = shape_json(f.shape());
@@ -126,8 +130,8 @@ Json analysis_json(const topology::Fabric& f, const topology::FabricAnalysis& a)
 void print_table(const topology::Fabric& f, const topology::FabricAnalysis& a, std::ostream& os) {
   const auto& s = f.shape();
   const auto& spec = f.spec();
-  os << "cluster " << a.name << ": " << a.gpus << " GPUs (" << spec.gpu.model << "), " << a.servers
-     << " servers × " << s.gpus_per_server << " GPUs, " << s.nics_per_server << " NICs × "
+  os << "cluster " << a.name << ": " << a.gpus << " GPUs (" << spec.gpu.model << "), " << a.servers << " servers × "
+     << s.gpus_per_server << " GPUs, " << s.nics_per_server << " NICs × "
      << fixed(spec.server.nic_bw_bytes_per_s * 8 / 1e9, 0) << " Gb/s on " << a.rails << " rail(s)\n";
   os << "switch " << spec.switch_spec.model << ": radix " << s.radix << " × "
      << fixed(spec.switch_spec.port_bw_bytes_per_s * 8 / 1e9, 0) << " Gb/s; " << a.tiers << " tiers; "
@@ -135,8 +139,9 @@ void print_table(const topology::Fabric& f, const topology::FabricAnalysis& a, s
   os << "tier          switches   up links   up capacity   down:up\n";
   for (const auto& t : a.tiers_summary) {
     char line[160];
-    std::snprintf(line, sizeof line, "%-12s %9lld %10lld %13s %9s\n", t.tier == "server" ? "server NICs" : t.tier.c_str(),
-                  static_cast<long long>(t.switches), static_cast<long long>(t.up_links), tbit(t.up_bw_bytes_per_s).c_str(),
+    std::snprintf(line, sizeof line, "%-12s %9lld %10lld %13s %9s\n",
+                  t.tier == "server" ? "server NICs" : t.tier.c_str(), static_cast<long long>(t.switches),
+                  static_cast<long long>(t.up_links), tbit(t.up_bw_bytes_per_s).c_str(),
                   t.tier == "server" ? "-" : (fixed(t.oversubscription, 2) + ":1").c_str());
     os << line;
   }
@@ -148,12 +153,13 @@ void print_table(const topology::Fabric& f, const topology::FabricAnalysis& a, s
   os << "switches total " << a.switches << "\n\nlinks            count   bw per direction\n";
   for (const auto& k : a.links_by_kind) {
     char line[160];
-    std::snprintf(line, sizeof line, "%-17s %7lld %12s Gb/s\n", topology::to_string(k.kind), static_cast<long long>(k.links),
-                  fixed(k.bw_bytes_per_s * 8 / 1e9, 0).c_str());
+    std::snprintf(line, sizeof line, "%-17s %7lld %12s Gb/s\n", topology::to_string(k.kind),
+                  static_cast<long long>(k.links), fixed(k.bw_bytes_per_s * 8 / 1e9, 0).c_str());
     os << line;
   }
   os << "links total " << a.links << "\n\n";
-  os << "bisection " << tbit(a.bisection_bw_bytes_per_s) << " per direction (limited by " << a.bisection_limited_by << ")\n";
+  os << "bisection " << tbit(a.bisection_bw_bytes_per_s) << " per direction (limited by " << a.bisection_limited_by
+     << ")\n";
   os << "diameter " << a.diameter_links << " links (graph), " << a.route_diameter_links << " links (routes)\n";
   for (const auto& c : a.distances)
     if (c.exists) os << "  " << c.between << ": " << c.links << " links, " << c.switch_hops << " switch hop(s)\n";
@@ -241,9 +247,14 @@ int run_ecmp(const TopologyArgs& a) {
   const auto hash = topology::analyze_ecmp(f, flows, topology::EcmpPolicy::Hash, a.seed);
   const auto ideal = topology::analyze_ecmp(f, flows, topology::EcmpPolicy::IdealSpread, a.seed);
   if (a.json) {
-    Json j{{"cluster", f.spec().name}, {"job", a.job},         {"placement", a.placement},
-           {"traffic", a.traffic},     {"seed", a.seed},       {"flows", flows.size()},
-           {"network_flows", hash.network_flows},    {"flows_leaving_tor", hash.flows_leaving_tor},
+    Json j{{"cluster", f.spec().name},
+           {"job", a.job},
+           {"placement", a.placement},
+           {"traffic", a.traffic},
+           {"seed", a.seed},
+           {"flows", flows.size()},
+           {"network_flows", hash.network_flows},
+           {"flows_leaving_tor", hash.flows_leaving_tor},
            {"hash", Json{{"worst_collision_factor", hash.worst_collision_factor},
                          {"worst_link", hash.worst_collision_factor > 0 ? f.link_name(hash.worst_link) : ""},
                          {"worst_direction", hash.worst_up ? "up" : "down"},

@@ -139,11 +139,10 @@ topology::ClusterSpec parse_cluster(TableReader& t, const std::string& default_n
     const std::vector<double> dflt(static_cast<size_t>(c.fabric.tiers - 1), 1.0);
     c.fabric.oversubscription = f.get_double_array("oversubscription", dflt);
     if (static_cast<int64_t>(c.fabric.oversubscription.size()) != c.fabric.tiers - 1)
-      f.fail("oversubscription", "has " + std::to_string(c.fabric.oversubscription.size()) + " entries; " +
-                                     std::to_string(c.fabric.tiers) + " tiers need " +
-                                     std::to_string(c.fabric.tiers - 1) +
-                                     (c.fabric.tiers == 3 ? " ([ToR, aggregation] down:up ratios)"
-                                                          : " ([ToR] down:up ratio)"));
+      f.fail("oversubscription",
+             "has " + std::to_string(c.fabric.oversubscription.size()) + " entries; " + std::to_string(c.fabric.tiers) +
+                 " tiers need " + std::to_string(c.fabric.tiers - 1) +
+                 (c.fabric.tiers == 3 ? " ([ToR, aggregation] down:up ratios)" : " ([ToR] down:up ratio)"));
     for (size_t i = 0; i < c.fabric.oversubscription.size(); ++i)
       if (!(c.fabric.oversubscription[i] > 0))
         f.fail("oversubscription", "[" + std::to_string(i) + "] must be a down:up ratio > 0 (1 = 1:1)");

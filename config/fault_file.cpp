@@ -49,30 +49,31 @@ using namespace twinscale::faults;
 namespace {
 
 FaultCategory read_kind(TableReader& t) {
-  return t.get_enum<FaultCategory>(
-      "kind", {{"gpu", FaultCategory::Gpu},
-               {"hbm", FaultCategory::Hbm},
-               {"gpu-sram", FaultCategory::GpuSram},
-               {"gpu-system-processor", FaultCategory::GpuSystemProcessor},
-               {"gpu-thermal", FaultCategory::GpuThermal},
-               {"nic", FaultCategory::Nic},
-               {"switch-cable", FaultCategory::SwitchCable},
-               {"host", FaultCategory::Host},
-               {"software-bug", FaultCategory::SoftwareBug},
-               {"nccl-watchdog", FaultCategory::NcclWatchdog},
-               {"silent-data-corruption", FaultCategory::SilentDataCorruption},
-               {"link-flap", FaultCategory::LinkFlap},
-               {"straggler", FaultCategory::Straggler},
-               {"other", FaultCategory::Other}});
+  return t.get_enum<FaultCategory>("kind", {{"gpu", FaultCategory::Gpu},
+                                            {"hbm", FaultCategory::Hbm},
+                                            {"gpu-sram", FaultCategory::GpuSram},
+                                            {"gpu-system-processor", FaultCategory::GpuSystemProcessor},
+                                            {"gpu-thermal", FaultCategory::GpuThermal},
+                                            {"nic", FaultCategory::Nic},
+                                            {"switch-cable", FaultCategory::SwitchCable},
+                                            {"host", FaultCategory::Host},
+                                            {"software-bug", FaultCategory::SoftwareBug},
+                                            {"nccl-watchdog", FaultCategory::NcclWatchdog},
+                                            {"silent-data-corruption", FaultCategory::SilentDataCorruption},
+                                            {"link-flap", FaultCategory::LinkFlap},
+                                            {"straggler", FaultCategory::Straggler},
+                                            {"other", FaultCategory::Other}});
 }
 
 double positive_rate(TableReader& t, std::string_view key) {
   const double v = t.get_double(key);
-  if (!(v > 0)) t.fail(key, "is " + std::to_string(v) + "; a rate must be > 0 (leave out a category that never happens)");
+  if (!(v > 0))
+    t.fail(key, "is " + std::to_string(v) + "; a rate must be > 0 (leave out a category that never happens)");
   return v;
 }
 
-FaultCategorySpec read_category(TableReader& t, const std::optional<double>& observed_gpu_hours, int64_t gpus_per_node) {
+FaultCategorySpec read_category(TableReader& t, const std::optional<double>& observed_gpu_hours,
+                                int64_t gpus_per_node) {
   FaultCategorySpec c;
   c.category = read_kind(t);
   c.name = t.get_string("name", std::string(to_string(c.category)));
@@ -87,35 +88,35 @@ FaultCategorySpec read_category(TableReader& t, const std::optional<double>& obs
   } else {
     c.rate_per_gpu_hour = per_gpu_hour_from_node_day(positive_rate(t, "rate_per_node_day"), gpus_per_node);
   }
-  c.scope = t.get_enum<FaultScope>("scope", {{"gpu", FaultScope::Gpu}, {"node", FaultScope::Node},
-                                             {"nic", FaultScope::Nic}, {"link", FaultScope::Link},
-                                             {"switch", FaultScope::Switch}, {"software", FaultScope::Software}});
-  c.effect = t.get_enum<FaultEffect>("effect", {{"interrupt", FaultEffect::Interrupt},
-                                               {"outage", FaultEffect::Outage},
-                                               {"slowdown", FaultEffect::Slowdown}},
-                                     FaultEffect::Interrupt);
+  c.scope = t.get_enum<FaultScope>("scope", {{"gpu", FaultScope::Gpu},
+                                             {"node", FaultScope::Node},
+                                             {"nic", FaultScope::Nic},
+                                             {"link", FaultScope::Link},
+                                             {"switch", FaultScope::Switch},
+                                             {"software", FaultScope::Software}});
+  c.effect = t.get_enum<FaultEffect>(
+      "effect",
+      {{"interrupt", FaultEffect::Interrupt}, {"outage", FaultEffect::Outage}, {"slowdown", FaultEffect::Slowdown}},
+      FaultEffect::Interrupt);
   c.detection = t.get_enum<DetectionSignal>("detection", {{"explicit-error", DetectionSignal::ExplicitError},
-                                                         {"missed-heartbeat", DetectionSignal::MissedHeartbeat},
-                                                         {"traffic-drop", DetectionSignal::TrafficDrop},
-                                                         {"none", DetectionSignal::None}});
+                                                          {"missed-heartbeat", DetectionSignal::MissedHeartbeat},
+                                                          {"traffic-drop", DetectionSignal::TrafficDrop},
+                                                          {"none", DetectionSignal::None}});
   c.needs_eviction = t.get_bool("needs_eviction", true);
   c.diagnosable = t.get_double("diagnosable", 1.0, 0.0, 1.0);
   c.duration_s = t.get_double("duration_s", 0.0, 0.0);
   c.duration_distribution = t.get_enum<DurationDistribution>(
-      "duration_distribution", {{"fixed", DurationDistribution::Fixed}, {"exponential", DurationDistribution::Exponential}},
+      "duration_distribution",
+      {{"fixed", DurationDistribution::Fixed}, {"exponential", DurationDistribution::Exponential}},
       DurationDistribution::Fixed);
   c.slowdown = t.get_double("slowdown", 0.0, 0.0, 0.999);
   t.finish();
   return c;
 }
 
-std::string read_text(const std::string& path) {
-  return read_config_file(path, "fault file");
-}
+std::string read_text(const std::string& path) { return read_config_file(path, "fault file"); }
 
-std::string file_stem(const std::string& file) {
-  return std::filesystem::path(file).stem().string();
-}
+std::string file_stem(const std::string& file) { return std::filesystem::path(file).stem().string(); }
 
 } // namespace
 
@@ -150,9 +151,7 @@ FaultModel parse_fault_model(std::string_view text, const std::string& file) {
   return m;
 }
 
-FaultModel load_fault_model(const std::string& path) {
-  return parse_fault_model(read_text(path), path);
-}
+FaultModel load_fault_model(const std::string& path) { return parse_fault_model(read_text(path), path); }
 
 FaultModel load_fault_model_preset(const std::string& name) {
   FaultModel m = parse_fault_model(preset_text("faults", name), "preset " + name);
@@ -169,7 +168,8 @@ void read_retransmit(TableReader& r, RetransmitPolicy& out) {
   if (r.has("ib_timeout") && r.has("timeout_per_retry_s"))
     r.fail("ib_timeout", "and timeout_per_retry_s both given; give one");
   if (r.has("ib_timeout"))
-    out.timeout_per_retry_s = RetransmitPolicy::ib_timeout_s(static_cast<int>(r.get_int("ib_timeout", std::nullopt, 1, 31)));
+    out.timeout_per_retry_s =
+        RetransmitPolicy::ib_timeout_s(static_cast<int>(r.get_int("ib_timeout", std::nullopt, 1, 31)));
   else
     out.timeout_per_retry_s = r.get_double("timeout_per_retry_s", out.timeout_per_retry_s, 1e-9);
   out.retries = r.get_int("retries", out.retries, 1, 1000);
@@ -187,9 +187,9 @@ FaultPlan parse_fault_plan(std::string_view text, const std::string& file) {
   for (auto& e : t.table_array("event")) {
     PlanEvent ev;
     ev.kind = e.get_enum<PlanEventKind>("kind", {{"link-flap", PlanEventKind::LinkFlap},
-                                                {"link-down", PlanEventKind::LinkDown},
-                                                {"gpu-slowdown", PlanEventKind::GpuSlowdown},
-                                                {"server-crash", PlanEventKind::ServerCrash}});
+                                                 {"link-down", PlanEventKind::LinkDown},
+                                                 {"gpu-slowdown", PlanEventKind::GpuSlowdown},
+                                                 {"server-crash", PlanEventKind::ServerCrash}});
     switch (ev.kind) {
     case PlanEventKind::LinkFlap:
     case PlanEventKind::LinkDown: ev.target = e.get_string("link"); break;
@@ -199,9 +199,12 @@ FaultPlan parse_fault_plan(std::string_view text, const std::string& file) {
     ev.at_s = e.get_double("at_s", std::nullopt, 0.0);
     if (ev.kind != PlanEventKind::ServerCrash) {
       if (e.has("until_s") && e.has("duration_s")) e.fail("until_s", "and duration_s both given; give one");
-      if (e.has("duration_s")) ev.until_s = ev.at_s + e.get_double("duration_s", std::nullopt, 1e-9);
-      else if (e.has("until_s")) ev.until_s = e.get_double("until_s");
-      else if (ev.kind == PlanEventKind::LinkFlap) e.fail("duration_s", "is missing: a link flap needs its duration (seconds > 0)");
+      if (e.has("duration_s"))
+        ev.until_s = ev.at_s + e.get_double("duration_s", std::nullopt, 1e-9);
+      else if (e.has("until_s"))
+        ev.until_s = e.get_double("until_s");
+      else if (ev.kind == PlanEventKind::LinkFlap)
+        e.fail("duration_s", "is missing: a link flap needs its duration (seconds > 0)");
     }
     if (ev.kind == PlanEventKind::GpuSlowdown) ev.slowdown = e.get_double("slowdown");
     e.finish();
@@ -211,9 +214,7 @@ FaultPlan parse_fault_plan(std::string_view text, const std::string& file) {
   return plan;
 }
 
-FaultPlan load_fault_plan(const std::string& path) {
-  return parse_fault_plan(read_text(path), path);
-}
+FaultPlan load_fault_plan(const std::string& path) { return parse_fault_plan(read_text(path), path); }
 
 void check_fault_plan(FaultPlan& plan, const PlanTargets& targets, const std::string& file) {
   try {

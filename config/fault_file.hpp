@@ -5,11 +5,11 @@
 #include <string>
 #include <string_view>
 
+#include "config/toml_reader.hpp"
 #include "faults/fault_model.hpp"
 #include "faults/fault_plan.hpp"
 #include "faults/plan_targets.hpp"
 #include "topology/fabric.hpp"
-#include "config/toml_reader.hpp"
 
 namespace twinscale::config {
 

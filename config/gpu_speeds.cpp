@@ -88,16 +88,15 @@ std::vector<double> draw_gpu_speeds(const std::string& spec, int64_t gpus, uint6
     return out;
   }
   if (kind == "uniform" && p.size() == 2) {
-    if (!(p[0] > 0 && p[1] >= p[0]))
-      throw ConfigError("--gpu-speed-dist '" + spec + "': need 0 < LO ≤ HI");
+    if (!(p[0] > 0 && p[1] >= p[0])) throw ConfigError("--gpu-speed-dist '" + spec + "': need 0 < LO ≤ HI");
     for (auto& f : out) f = p[0] + (p[1] - p[0]) * rng.uniform();
     return out;
   }
   throw ConfigError("--gpu-speed-dist '" + spec + "' is not a distribution" + valid);
 }
 
-std::vector<double> parse_gpu_speeds(const std::string& text, const std::string& source,
-                                     const topology::Fabric& fabric, const std::vector<int64_t>& gpu_of_rank) {
+std::vector<double> parse_gpu_speeds(const std::string& text, const std::string& source, const topology::Fabric& fabric,
+                                     const std::vector<int64_t>& gpu_of_rank) {
   std::vector<double> out(static_cast<size_t>(fabric.gpus()), 1.0);
   std::stringstream in(text);
   std::string line;

@@ -30,7 +30,7 @@ std::vector<double> read_gpu_speed_file(const std::string& path, const topology:
                                         const std::vector<int64_t>& gpu_of_rank);
 
 /// The same, from text (`source` names it in errors).
-std::vector<double> parse_gpu_speeds(const std::string& text, const std::string& source,
-                                     const topology::Fabric& fabric, const std::vector<int64_t>& gpu_of_rank);
+std::vector<double> parse_gpu_speeds(const std::string& text, const std::string& source, const topology::Fabric& fabric,
+                                     const std::vector<int64_t>& gpu_of_rank);
 
 } // namespace twinscale::config

@@ -8,13 +8,15 @@ namespace twinscale::config {
 
 namespace {
 
-template <class M> std::string names_of(const M& m) {
+template <class M>
+std::string names_of(const M& m) {
   std::string out;
   for (const auto& [name, v] : m) out += (out.empty() ? "" : ", ") + name;
   return out.empty() ? std::string("(none)") : out;
 }
 
-template <class M> const typename M::mapped_type* find_in(const M& m, std::string_view key) {
+template <class M>
+const typename M::mapped_type* find_in(const M& m, std::string_view key) {
   auto it = m.find(key);
   return it == m.end() ? nullptr : &it->second;
 }
@@ -39,7 +41,8 @@ double pos(TableReader& t, std::string_view key, std::optional<double> base, dou
 /// `key` = [LL, LL128, Simple] in microseconds → seconds.
 std::array<double, 3> per_protocol_us(TableReader& t, std::string_view key) {
   const std::vector<double> v = t.get_double_array(key);
-  if (v.size() != 3) t.fail(key, "must have 3 entries [LL, LL128, Simple] (microseconds), got " + std::to_string(v.size()));
+  if (v.size() != 3)
+    t.fail(key, "must have 3 entries [LL, LL128, Simple] (microseconds), got " + std::to_string(v.size()));
   for (double x : v)
     if (!(x >= 0)) t.fail(key, "entries must be ≥ 0 microseconds");
   return {v[0] * 1e-6, v[1] * 1e-6, v[2] * 1e-6};
@@ -70,8 +73,7 @@ void read_switch(TableReader& t, topology::SwitchSpec& out) {
 }
 
 template <class Spec, class Read>
-std::map<std::string, Spec, std::less<>> parse_section(std::string_view text, const std::string& file,
-                                                       Read read) {
+std::map<std::string, Spec, std::less<>> parse_section(std::string_view text, const std::string& file, Read read) {
   const toml::table root = parse_toml(text, file);
   std::map<std::string, Spec, std::less<>> out;
   for (const auto& name : entry_names(root, file)) {
@@ -89,9 +91,7 @@ std::map<std::string, Spec, std::less<>> parse_section(std::string_view text, co
 const topology::GpuSpec* HardwareCatalogue::gpu(std::string_view m) const { return find_in(gpus, m); }
 const topology::NvlinkSpec* HardwareCatalogue::nvlink(std::string_view g) const { return find_in(nvlinks, g); }
 const topology::NicSpec* HardwareCatalogue::nic(std::string_view m) const { return find_in(nics, m); }
-const topology::SwitchSpec* HardwareCatalogue::switch_model(std::string_view m) const {
-  return find_in(switches, m);
-}
+const topology::SwitchSpec* HardwareCatalogue::switch_model(std::string_view m) const { return find_in(switches, m); }
 std::string HardwareCatalogue::gpu_names() const { return names_of(gpus); }
 std::string HardwareCatalogue::nvlink_names() const { return names_of(nvlinks); }
 std::string HardwareCatalogue::nic_names() const { return names_of(nics); }
@@ -140,21 +140,21 @@ HardwareCatalogue parse_hardware_catalogue(std::string_view gpus_text, std::stri
                                            const std::string& gpus_file, const std::string& nvlink_file,
                                            const std::string& nics_file, const std::string& switches_file) {
   HardwareCatalogue c;
-  c.nvlinks = parse_section<topology::NvlinkSpec>(
-      nvlink_text, nvlink_file, [](const std::string& n, TableReader& t, topology::NvlinkSpec& s) {
-        s.generation = n;
-        read_nvlink(t, s);
-      });
+  c.nvlinks = parse_section<topology::NvlinkSpec>(nvlink_text, nvlink_file,
+                                                  [](const std::string& n, TableReader& t, topology::NvlinkSpec& s) {
+                                                    s.generation = n;
+                                                    read_nvlink(t, s);
+                                                  });
   c.nics = parse_section<topology::NicSpec>(nics_text, nics_file,
                                             [](const std::string& n, TableReader& t, topology::NicSpec& s) {
                                               s.model = n;
                                               read_nic(t, s);
                                             });
-  c.switches = parse_section<topology::SwitchSpec>(
-      switches_text, switches_file, [](const std::string& n, TableReader& t, topology::SwitchSpec& s) {
-        s.model = n;
-        read_switch(t, s);
-      });
+  c.switches = parse_section<topology::SwitchSpec>(switches_text, switches_file,
+                                                   [](const std::string& n, TableReader& t, topology::SwitchSpec& s) {
+                                                     s.model = n;
+                                                     read_switch(t, s);
+                                                   });
   c.gpus = parse_section<topology::GpuSpec>(gpus_text, gpus_file,
                                             [&c](const std::string& n, TableReader& t, topology::GpuSpec& g) {
                                               read_gpu_keys(t, nullptr, &c, g);

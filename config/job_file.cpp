@@ -97,14 +97,13 @@ s::JobSpec parse_job(std::string_view text, const std::string& file) {
   job.model.vocab = m.get_int("vocab", std::nullopt, 1);
   job.model.ffn_hidden = m.get_int("ffn_hidden", 0, 0);
   job.model.kv_heads = m.get_int("kv_heads", 0, 0);
-  job.model.mlp = m.get_enum<s::MlpKind>("mlp", {{"gelu", s::MlpKind::Gelu}, {"swiglu", s::MlpKind::SwiGlu}},
-                                         s::MlpKind::Gelu);
+  job.model.mlp =
+      m.get_enum<s::MlpKind>("mlp", {{"gelu", s::MlpKind::Gelu}, {"swiglu", s::MlpKind::SwiGlu}}, s::MlpKind::Gelu);
   job.model.untied_embeddings = m.get_bool("untied_embeddings", false);
   // 0 means 4·hidden; saturated so that a huge hidden is reported as such by check_job
   if (job.model.ffn_hidden == 0) job.model.ffn_hidden = s::saturating_mul(4, job.model.hidden);
   job.model.block = m.get_enum<s::BlockKind>(
-      "block", {{"serial", s::BlockKind::Serial}, {"parallel", s::BlockKind::Parallel}},
-      s::BlockKind::Serial);
+      "block", {{"serial", s::BlockKind::Serial}, {"parallel", s::BlockKind::Parallel}}, s::BlockKind::Serial);
   job.model.attention = m.get_enum<s::AttentionKind>(
       "attention", {{"dense", s::AttentionKind::Dense}, {"sliding", s::AttentionKind::Sliding}},
       s::AttentionKind::Dense);
@@ -127,9 +126,8 @@ s::JobSpec parse_job(std::string_view text, const std::string& file) {
     par.dp = p.get_int("dp", std::nullopt, 1);
     const int64_t product = s::saturating_mul(s::saturating_mul(par.tp, par.pp), par.dp);
     if (gpus && *gpus != product)
-      top.fail("gpus", "is " + std::to_string(*gpus) + " but tp·pp·dp = " +
-                           std::to_string(par.tp) + "·" + std::to_string(par.pp) + "·" +
-                           std::to_string(par.dp) + " = " + std::to_string(product) +
+      top.fail("gpus", "is " + std::to_string(*gpus) + " but tp·pp·dp = " + std::to_string(par.tp) + "·" +
+                           std::to_string(par.pp) + "·" + std::to_string(par.dp) + " = " + std::to_string(product) +
                            "; make them agree or omit parallel.dp");
   } else {
     if (!gpus)
@@ -137,8 +135,8 @@ s::JobSpec parse_job(std::string_view text, const std::string& file) {
                    "gpus / (tp·pp) is derived");
     const int64_t per_replica = ranks_per_replica(par, file);
     if (*gpus % per_replica != 0)
-      top.fail("gpus", "is " + std::to_string(*gpus) + ", not a multiple of tp·pp = " +
-                           std::to_string(per_replica) + "; dp = gpus / (tp·pp) must be whole");
+      top.fail("gpus", "is " + std::to_string(*gpus) + ", not a multiple of tp·pp = " + std::to_string(per_replica) +
+                           "; dp = gpus / (tp·pp) must be whole");
     par.dp = *gpus / per_replica;
   }
   p.finish();
@@ -146,13 +144,11 @@ s::JobSpec parse_job(std::string_view text, const std::string& file) {
   TableReader sc = top.table("schedule");
   auto& opt = job.options;
   opt.pipeline = sc.get_enum<s::PipelineKind>(
-      "pipeline",
-      {{"1f1b", s::PipelineKind::OneFOneB}, {"interleaved", s::PipelineKind::Interleaved}},
+      "pipeline", {{"1f1b", s::PipelineKind::OneFOneB}, {"interleaved", s::PipelineKind::Interleaved}},
       s::PipelineKind::OneFOneB);
   opt.iterations = sc.get_int("iterations", 1, 1, 1000);
   opt.optimizer = sc.get_enum<s::OptimizerKind>(
-      "optimizer", {{"adam", s::OptimizerKind::Adam}, {"lamb", s::OptimizerKind::Lamb}},
-      s::OptimizerKind::Adam);
+      "optimizer", {{"adam", s::OptimizerKind::Adam}, {"lamb", s::OptimizerKind::Lamb}}, s::OptimizerKind::Adam);
   opt.recompute = sc.get_bool("recompute", false);
   opt.grad_reduce_fp32 = sc.get_enum<bool>("grad_reduce_dtype", {{"bf16", false}, {"fp32", true}}, false);
   opt.async_data_loading = sc.get_bool("async_data_loading", false);
@@ -188,24 +184,19 @@ s::JobSpec load_job(const std::string& path) {
   return job;
 }
 
-s::JobSpec load_job_preset(const std::string& name) {
-  return parse_job(preset_text("jobs", name), "preset " + name);
-}
+s::JobSpec load_job_preset(const std::string& name) { return parse_job(preset_text("jobs", name), "preset " + name); }
 
-void apply_overrides(s::JobSpec& job, std::optional<int64_t> gpus,
-                     std::optional<int64_t> global_batch) {
+void apply_overrides(s::JobSpec& job, std::optional<int64_t> gpus, std::optional<int64_t> global_batch) {
   if (gpus) {
     if (*gpus < 1) throw ConfigError("--gpus is " + std::to_string(*gpus) + "; must be ≥ 1");
     const int64_t per_replica = ranks_per_replica(job.parallel, "job " + job.name);
     if (*gpus % per_replica != 0)
       throw ConfigError("--gpus " + std::to_string(*gpus) + " is not a multiple of tp·pp = " +
-                        std::to_string(per_replica) + " (job " + job.name +
-                        "); dp = gpus / (tp·pp) must be whole");
+                        std::to_string(per_replica) + " (job " + job.name + "); dp = gpus / (tp·pp) must be whole");
     job.parallel.dp = *gpus / per_replica;
   }
   if (global_batch) {
-    if (*global_batch < 1)
-      throw ConfigError("--global-batch is " + std::to_string(*global_batch) + "; must be ≥ 1");
+    if (*global_batch < 1) throw ConfigError("--global-batch is " + std::to_string(*global_batch) + "; must be ≥ 1");
     job.parallel.global_batch = *global_batch;
   }
   try {
@@ -213,7 +204,8 @@ void apply_overrides(s::JobSpec& job, std::optional<int64_t> gpus,
   } catch (const s::JobError& e) {
     std::string given;
     if (gpus) given += "--gpus " + std::to_string(*gpus) + " (dp = " + std::to_string(job.parallel.dp) + ")";
-    if (global_batch) given += std::string(given.empty() ? "" : ", ") + "--global-batch " + std::to_string(*global_batch);
+    if (global_batch)
+      given += std::string(given.empty() ? "" : ", ") + "--global-batch " + std::to_string(*global_batch);
     throw s::JobError(given.empty() ? std::string(e.what()) : "with " + given + ": " + e.what());
   }
 }

@@ -22,7 +22,6 @@ schedules::JobSpec load_job_preset(const std::string& name);
 /// Command-line overrides. `gpus` re-derives dp = gpus / (tp·pp) (must divide);
 /// `global_batch` replaces parallel.global_batch. The result is re-checked with
 /// schedules::check_job. Non-positive values are a ConfigError.
-void apply_overrides(schedules::JobSpec& job, std::optional<int64_t> gpus,
-                     std::optional<int64_t> global_batch);
+void apply_overrides(schedules::JobSpec& job, std::optional<int64_t> gpus, std::optional<int64_t> global_batch);
 
 } // namespace twinscale::config

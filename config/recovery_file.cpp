@@ -30,9 +30,7 @@ namespace twinscale::config {
 using namespace twinscale::faults;
 
 namespace {
-double seconds(TableReader& t, std::string_view key, double fallback) {
-  return t.get_double(key, fallback, 0.0, 1e12);
-}
+double seconds(TableReader& t, std::string_view key, double fallback) { return t.get_double(key, fallback, 0.0, 1e12); }
 double bandwidth(TableReader& t, std::string_view key, double fallback) {
   const double v = t.get_double(key, fallback);
   if (!(v > 0)) t.fail(key, "must be a bandwidth > 0 bytes/s");
@@ -48,10 +46,10 @@ RecoveryFile parse_recovery(std::string_view text, const std::string& file) {
   p.name = t.get_string("name", std::filesystem::path(file).stem().string());
   out.source = t.get_string("source", std::string());
   p.restart_s = seconds(t, "restart_s", p.restart_s);
-  p.load_method = t.get_enum<CheckpointLoadMethod>(
-      "load_method", {{"every-rank-reads", CheckpointLoadMethod::EveryRankReads},
-                      {"reader-per-dp-group", CheckpointLoadMethod::ReaderPerDpGroup}},
-      p.load_method);
+  p.load_method = t.get_enum<CheckpointLoadMethod>("load_method",
+                                                   {{"every-rank-reads", CheckpointLoadMethod::EveryRankReads},
+                                                    {"reader-per-dp-group", CheckpointLoadMethod::ReaderPerDpGroup}},
+                                                   p.load_method);
   {
     TableReader r = t.table("retransmit");
     read_retransmit(r, p.retransmit);
@@ -89,7 +87,8 @@ RecoveryFile parse_recovery(std::string_view text, const std::string& file) {
   {
     TableReader c = t.table("comm_init");
     p.comm_init.method = c.get_enum<CommInitMethod>(
-        "method", {{"global-barrier", CommInitMethod::GlobalBarrierPerGroup}, {"local-barrier", CommInitMethod::LocalBarrier}},
+        "method",
+        {{"global-barrier", CommInitMethod::GlobalBarrierPerGroup}, {"local-barrier", CommInitMethod::LocalBarrier}},
         p.comm_init.method);
     p.comm_init.store_op_s = seconds(c, "store_op_s", p.comm_init.store_op_s);
     c.finish();

@@ -14,7 +14,7 @@ namespace twinscale::config {
 struct RecoveryFile {
   faults::RecoveryPolicy policy;
   faults::CheckpointPolicy checkpoint;
-  std::string source;               // citation / assumptions note, copied into results
+  std::string source; // citation / assumptions note, copied into results
 };
 
 /// Throws ConfigError (syntax, unknown key, wrong type or range, and anything

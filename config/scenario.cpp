@@ -28,8 +28,7 @@ constexpr NameTable<sim::CollectiveAlgorithm, 2> kAlgorithms{{
 }};
 
 template <typename Enum, size_t N>
-Enum parse_name(const NameTable<Enum, N>& table, std::string_view text, std::string_view what,
-                std::string_view kind) {
+Enum parse_name(const NameTable<Enum, N>& table, std::string_view text, std::string_view what, std::string_view kind) {
   std::string valid;
   for (const auto& [name, value] : table) {
     if (name == text) return value;

@@ -33,24 +33,24 @@ namespace twinscale::config {
 // from) and listing the valid names; *_names() give those names in order (CLI checks).
 topology::PlacementPolicy parse_placement(std::string_view text, std::string_view what);
 std::string_view placement_name(topology::PlacementPolicy policy);
-const std::vector<std::string>& placement_names();      // linear, tor-aware, random
+const std::vector<std::string>& placement_names(); // linear, tor-aware, random
 sim::SimMode parse_sim_mode(std::string_view text, std::string_view what);
-const std::vector<std::string>& sim_mode_names();       // flow, analytic
+const std::vector<std::string>& sim_mode_names(); // flow, analytic
 sim::CollectiveAlgorithm parse_all_reduce_algorithm(std::string_view text, std::string_view what);
 const std::vector<std::string>& all_reduce_algorithm_names(); // ring, tree
 
 /// What a scenario is made of. Plain values: a command fills it from its options.
 struct ScenarioSpec {
-  schedules::JobSpec job;                  // overrides (--gpus, --global-batch) applied
-  std::string job_source;                  // "preset NAME" or the file, for messages
-  std::string cluster;                     // preset name or file; empty: the job's cluster
-  std::optional<double> gpu_memory_bytes;  // memory check; default: the cluster's GPU
+  schedules::JobSpec job;                 // overrides (--gpus, --global-batch) applied
+  std::string job_source;                 // "preset NAME" or the file, for messages
+  std::string cluster;                    // preset name or file; empty: the job's cluster
+  std::optional<double> gpu_memory_bytes; // memory check; default: the cluster's GPU
   topology::PlacementPolicy placement = topology::PlacementPolicy::Linear;
-  uint64_t seed = 1;                       // ECMP hashing and random placement
-  sim::SimOptions sim;                     // mode, algorithm, channels, aggregation…; its
-                                           // seed, calibration and faults are set from here
-  std::string calibration_file;            // JSON calibration table (empty: device model)
-  std::string faults_file;                 // TOML fault plan (empty: none)
+  uint64_t seed = 1;            // ECMP hashing and random placement
+  sim::SimOptions sim;          // mode, algorithm, channels, aggregation…; its
+                                // seed, calibration and faults are set from here
+  std::string calibration_file; // JSON calibration table (empty: device model)
+  std::string faults_file;      // TOML fault plan (empty: none)
 };
 
 /// A resolved scenario: everything sim::simulate needs, owned in one place (the options

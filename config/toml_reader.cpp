@@ -67,8 +67,7 @@ static const char* type_name(const toml::node& n) {
   }
 }
 
-int64_t TableReader::get_int(std::string_view key, std::optional<int64_t> fallback, int64_t min,
-                             int64_t max) {
+int64_t TableReader::get_int(std::string_view key, std::optional<int64_t> fallback, int64_t min, int64_t max) {
   const toml::node* n = lookup(key, "integer");
   if (!n) {
     if (fallback) return *fallback;
@@ -82,16 +81,17 @@ int64_t TableReader::get_int(std::string_view key, std::optional<int64_t> fallba
   return *v;
 }
 
-double TableReader::get_double(std::string_view key, std::optional<double> fallback, double min,
-                               double max) {
+double TableReader::get_double(std::string_view key, std::optional<double> fallback, double min, double max) {
   const toml::node* n = lookup(key, "number");
   if (!n) {
     if (fallback) return *fallback;
     fail_missing(key, "a number is required");
   }
   std::optional<double> v;
-  if (auto d = n->value_exact<double>()) v = *d;
-  else if (auto i = n->value_exact<int64_t>()) v = static_cast<double>(*i);
+  if (auto d = n->value_exact<double>())
+    v = *d;
+  else if (auto i = n->value_exact<int64_t>())
+    v = static_cast<double>(*i);
   if (!v) fail(key, std::string("must be a number, got ") + type_name(*n));
   if (!(*v >= min && *v <= max)) {
     std::ostringstream os;
@@ -123,8 +123,7 @@ std::string TableReader::get_string(std::string_view key, std::optional<std::str
   return *v;
 }
 
-std::vector<double> TableReader::get_double_array(std::string_view key,
-                                                  std::optional<std::vector<double>> fallback) {
+std::vector<double> TableReader::get_double_array(std::string_view key, std::optional<std::vector<double>> fallback) {
   const toml::node* n = lookup(key, "array");
   if (!n) {
     if (fallback) return *fallback;
@@ -135,9 +134,12 @@ std::vector<double> TableReader::get_double_array(std::string_view key,
   std::vector<double> out;
   for (size_t i = 0; i < arr->size(); ++i) {
     const toml::node& e = (*arr)[i];
-    if (auto d = e.value_exact<double>()) out.push_back(*d);
-    else if (auto v = e.value_exact<int64_t>()) out.push_back(static_cast<double>(*v));
-    else fail(key, "[" + std::to_string(i) + "] must be a number, got " + type_name(e));
+    if (auto d = e.value_exact<double>())
+      out.push_back(*d);
+    else if (auto v = e.value_exact<int64_t>())
+      out.push_back(static_cast<double>(*v));
+    else
+      fail(key, "[" + std::to_string(i) + "] must be a number, got " + type_name(e));
   }
   return out;
 }
@@ -158,8 +160,7 @@ std::vector<TableReader> TableReader::table_array(std::string_view key) {
   std::vector<TableReader> out;
   if (!n) return out;
   const toml::array* arr = n->as_array();
-  if (!arr) fail(key, std::string("must be an array of tables ([[") + full_key(key) + "]]), got " +
-                          type_name(*n));
+  if (!arr) fail(key, std::string("must be an array of tables ([[") + full_key(key) + "]]), got " + type_name(*n));
   for (size_t i = 0; i < arr->size(); ++i) {
     const toml::table* t = (*arr)[i].as_table();
     if (!t) fail(key, "[" + std::to_string(i) + "] must be a table");
@@ -175,8 +176,7 @@ void TableReader::finish() const {
     std::string list;
     for (auto& s : valid) list += (list.empty() ? "" : ", ") + s;
     throw ConfigError(file_ + ": unknown key '" + full_key(k.str()) + "'" +
-                      (list.empty() ? std::string(" (this table takes no keys)")
-                                    : "; valid keys here: " + list));
+                      (list.empty() ? std::string(" (this table takes no keys)") : "; valid keys here: " + list));
   }
 }
 
@@ -190,9 +190,7 @@ toml::table parse_toml(std::string_view text, const std::string& file) {
   }
 }
 
-toml::table parse_toml_file(const std::string& path) {
-  return parse_toml(read_config_file(path, "TOML file"), path);
-}
+toml::table parse_toml_file(const std::string& path) { return parse_toml(read_config_file(path, "TOML file"), path); }
 
 std::string read_config_file(const std::string& path, const std::string& what) {
   try {
@@ -202,8 +200,8 @@ std::string read_config_file(const std::string& path, const std::string& what) {
   }
 }
 
-std::string resolve_document_reference(const std::string& document, const std::string& ref,
-                                       const std::string& key, std::string_view preset_kind) {
+std::string resolve_document_reference(const std::string& document, const std::string& ref, const std::string& key,
+                                       std::string_view preset_kind) {
   namespace fs = std::filesystem;
   if (ref.empty()) return ref;
   const auto presets = preset_names(preset_kind);

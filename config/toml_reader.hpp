@@ -25,10 +25,10 @@ public:
 
   bool has(std::string_view key) const;
 
-  int64_t get_int(std::string_view key, std::optional<int64_t> fallback = std::nullopt,
-                  int64_t min = INT64_MIN, int64_t max = INT64_MAX);
-  double get_double(std::string_view key, std::optional<double> fallback = std::nullopt,
-                    double min = -1e300, double max = 1e300);
+  int64_t get_int(std::string_view key, std::optional<int64_t> fallback = std::nullopt, int64_t min = INT64_MIN,
+                  int64_t max = INT64_MAX);
+  double get_double(std::string_view key, std::optional<double> fallback = std::nullopt, double min = -1e300,
+                    double max = 1e300);
   bool get_bool(std::string_view key, std::optional<bool> fallback = std::nullopt);
   std::string get_string(std::string_view key, std::optional<std::string> fallback = std::nullopt);
   std::vector<double> get_double_array(std::string_view key,
@@ -65,7 +65,7 @@ public:
 
 private:
   [[noreturn]] void fail_missing(std::string_view key, const std::string& what) const;
-  const toml::node* lookup(std::string_view key, const char* expected) ;
+  const toml::node* lookup(std::string_view key, const char* expected);
 
   const toml::table* table_;
   std::string file_;
@@ -90,7 +90,7 @@ std::string read_config_file(const std::string& path, const std::string& what);
 /// ".." are resolved before the check), returned as folder/ref. Anything else — a path
 /// leading out of the folder, a device — is a ConfigError naming the document and `key`.
 /// An empty reference is returned as is.
-std::string resolve_document_reference(const std::string& document, const std::string& ref,
-                                       const std::string& key, std::string_view preset_kind);
+std::string resolve_document_reference(const std::string& document, const std::string& ref, const std::string& key,
+                                       std::string_view preset_kind);
 
 } // namespace twinscale::config

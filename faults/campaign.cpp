@@ -36,7 +36,15 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-enum class CampaignPhase : uint8_t { Training, CheckpointStall, Detection, Diagnosis, Replacement, RestartInit, CheckpointLoad };
+enum class CampaignPhase : uint8_t {
+  Training,
+  CheckpointStall,
+  Detection,
+  Diagnosis,
+  Replacement,
+  RestartInit,
+  CheckpointLoad
+};
 
 /// What the campaign loop handles next (the earliest of the candidates it considers).
 enum class NextEvent : uint8_t {
@@ -54,7 +62,7 @@ enum class NextEvent : uint8_t {
 
 struct Suspect {
   size_t category = 0;
-  int64_t misses = 0;   // diagnostics rounds that already missed this fault
+  int64_t misses = 0; // diagnostics rounds that already missed this fault
 };
 
 int64_t gpus_of(const topology::JobShape& s) { return s.tp * s.dp * s.pp; }
@@ -69,7 +77,8 @@ constexpr double kMaxCheckpointsPerSeed = 1e7;
 constexpr double kMaxCheckpointsAllSeeds = 1e8;
 
 void check_campaign_growth(const Campaign& c) {
-  const double gpus = static_cast<double>(c.shape.tp) * static_cast<double>(c.shape.dp) * static_cast<double>(c.shape.pp);
+  const double gpus =
+      static_cast<double>(c.shape.tp) * static_cast<double>(c.shape.dp) * static_cast<double>(c.shape.pp);
   const double hours = c.spec.duration_s / 3600.0;
   double total = 0, worst = -1;
   size_t worst_i = 0;
@@ -149,10 +158,15 @@ public:
       size_t which = 0;
       auto consider = [&](double when, NextEvent k, size_t w = 0) {
         when = std::max(when, t_); // overdue (e.g. a detection while recovering): now
-        if (when < te) { te = when; kind = k; which = w; }
+        if (when < te) {
+          te = when;
+          kind = k;
+          which = w;
+        }
       };
       if (scripted_) {
-        if (script_pos_ < c_.spec.scripted_faults.size()) consider(c_.spec.scripted_faults[script_pos_].at_s, NextEvent::ScriptedFault);
+        if (script_pos_ < c_.spec.scripted_faults.size())
+          consider(c_.spec.scripted_faults[script_pos_].at_s, NextEvent::ScriptedFault);
       } else {
         for (size_t i = 0; i < next_arrival_.size(); ++i) consider(next_arrival_[i], NextEvent::FaultArrival, i);
       }
@@ -176,8 +190,15 @@ public:
       case NextEvent::End: break;
       case NextEvent::FaultArrival: on_arrival(which); break;
       case NextEvent::PhaseEnd: on_phase_end(); break;
-      case NextEvent::CheckpointDue: work_ = next_ckpt_work_; enter(CampaignPhase::CheckpointStall, c_.checkpoint.blocking_s); break;
-      case NextEvent::PersistDone: ckpt_durable_ = pending_work_; pending_ = false; ++run_.checkpoints_durable; break;
+      case NextEvent::CheckpointDue:
+        work_ = next_ckpt_work_;
+        enter(CampaignPhase::CheckpointStall, c_.checkpoint.blocking_s);
+        break;
+      case NextEvent::PersistDone:
+        ckpt_durable_ = pending_work_;
+        pending_ = false;
+        ++run_.checkpoints_durable;
+        break;
       case NextEvent::StallEnd: stall_until_ = -kInf; break;
       case NextEvent::SlowdownEnd: slow_.erase(slow_.begin() + static_cast<std::ptrdiff_t>(which)); break;
       case NextEvent::Recurrence: on_recurrence(); break;
@@ -241,8 +262,7 @@ private:
 
   double draw_duration(size_t i) {
     const auto& cat = c_.model.categories[i];
-    if (cat.duration_distribution == DurationDistribution::Exponential)
-      return rngs_[i].exponential(cat.duration_s);
+    if (cat.duration_distribution == DurationDistribution::Exponential) return rngs_[i].exponential(cat.duration_s);
     return cat.duration_s;
   }
 
@@ -270,9 +290,7 @@ private:
     ++run_.faults_by_category[i];
     const auto& cat = c_.model.categories[i];
     switch (cat.effect) {
-    case FaultEffect::Slowdown:
-      slow_.emplace_back(t_ + draw_duration(i), cat.slowdown);
-      return;
+    case FaultEffect::Slowdown: slow_.emplace_back(t_ + draw_duration(i), cat.slowdown); return;
     case FaultEffect::Outage: {
       const double d = draw_duration(i);
       if (!computing()) return; // no traffic to disturb
@@ -431,9 +449,9 @@ private:
 
   const Campaign& c_;
   CampaignRun run_;
-  std::vector<detail::Rng> rngs_;      // per category: arrivals and durations
-  detail::Rng decide_;                 // diagnosis outcomes (kept apart so arrivals stay
-                                       // identical across policies: common random numbers)
+  std::vector<detail::Rng> rngs_; // per category: arrivals and durations
+  detail::Rng decide_;            // diagnosis outcomes (kept apart so arrivals stay
+                                  // identical across policies: common random numbers)
   std::vector<double> mean_gap_s_;
   std::vector<double> next_arrival_;
   const double interval_work_;
@@ -505,9 +523,8 @@ CampaignSummary run_campaign(const Campaign& c) {
   CampaignSummary s;
   s.comm_init_s = comm_init_s(c.recovery.comm_init, c.shape);
   s.restart_total_s = c.recovery.restart_s + s.comm_init_s;
-  s.interrupt_mtbf_s = c.model.interrupt_rate_per_hour(gpus_of(c.shape)) > 0
-                           ? c.model.interrupt_mtbf_s(gpus_of(c.shape))
-                           : kInf;
+  s.interrupt_mtbf_s =
+      c.model.interrupt_rate_per_hour(gpus_of(c.shape)) > 0 ? c.model.interrupt_mtbf_s(gpus_of(c.shape)) : kInf;
   s.checkpoint_interval_s = rounded_interval(c);
   for (int64_t k = 0; k < c.spec.seeds; ++k)
     s.runs.push_back(run_campaign_seed(c, c.spec.seed + static_cast<uint64_t>(k)));

@@ -58,7 +58,7 @@ const char* to_string(RunState s);
 /// A fault at a given time (scripted campaigns: tests, replaying a real incident log).
 struct ScriptedFault {
   double at_s = 0;
-  size_t category = 0;              // index into FaultModel::categories
+  size_t category = 0; // index into FaultModel::categories
 };
 
 struct CampaignSpec {
@@ -74,9 +74,9 @@ struct CampaignSpec {
 struct Campaign {
   FaultModel model;
   RecoveryPolicy recovery;
-  double checkpoint_interval_s = 3600;   // work between checkpoints (Daly's τ)
-  CheckpointTimes checkpoint;            // from checkpoint_times()
-  topology::JobShape shape;              // GPUs = tp·dp·pp scale the model and the comm init
+  double checkpoint_interval_s = 3600; // work between checkpoints (Daly's τ)
+  CheckpointTimes checkpoint;          // from checkpoint_times()
+  topology::JobShape shape;            // GPUs = tp·dp·pp scale the model and the comm init
   CampaignSpec spec;
 };
 
@@ -84,20 +84,20 @@ struct Campaign {
 struct CampaignRun {
   uint64_t seed = 0;
   std::array<double, kRunStates> time_by_state_s{};
-  std::vector<int64_t> interruptions_by_category;  // incidents started by a fault of each category
-  std::vector<int64_t> faults_by_category;         // every fault drawn, interrupting or not
-  int64_t interruptions = 0;        // incidents (the job stopped and was recovered)
-  int64_t repeat_interruptions = 0; // of which: a missed fault striking again
-  int64_t failed_recoveries = 0;    // a fault during replacement/restart/load
-  int64_t stalls = 0;               // link outages the job survived (M13)
-  double lost_work_s = 0;           // work rolled back
+  std::vector<int64_t> interruptions_by_category; // incidents started by a fault of each category
+  std::vector<int64_t> faults_by_category;        // every fault drawn, interrupting or not
+  int64_t interruptions = 0;                      // incidents (the job stopped and was recovered)
+  int64_t repeat_interruptions = 0;               // of which: a missed fault striking again
+  int64_t failed_recoveries = 0;                  // a fault during replacement/restart/load
+  int64_t stalls = 0;                             // link outages the job survived (M13)
+  double lost_work_s = 0;                         // work rolled back
   int64_t checkpoints_durable = 0;
-  int64_t checkpoints_lost = 0;     // failure before stage 2 finished
-  int64_t evictions = 0;            // nodes evicted (faulty or not)
-  int64_t false_evictions = 0;      // healthy nodes evicted (false positives)
-  int64_t missed_diagnoses = 0;     // faults diagnostics did not find
-  int64_t cold_replacements = 0;    // evictions that found no warm spare
-  std::vector<double> recovery_s;   // per incident: fault → training resumes
+  int64_t checkpoints_lost = 0;   // failure before stage 2 finished
+  int64_t evictions = 0;          // nodes evicted (faulty or not)
+  int64_t false_evictions = 0;    // healthy nodes evicted (false positives)
+  int64_t missed_diagnoses = 0;   // faults diagnostics did not find
+  int64_t cold_replacements = 0;  // evictions that found no warm spare
+  std::vector<double> recovery_s; // per incident: fault → training resumes
 
   double wall_s() const;
   double ettr() const { return time_by_state_s[0] / wall_s(); }
@@ -115,7 +115,7 @@ struct CampaignSummary {
   MeanCi interruptions;
   MeanCi lost_work_s;
   MeanCi checkpoints_lost;
-  double recovery_median_s = 0;     // over all incidents of all seeds
+  double recovery_median_s = 0; // over all incidents of all seeds
   double recovery_p99_s = 0;
 };
 

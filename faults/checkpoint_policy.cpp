@@ -47,8 +47,8 @@ CheckpointState checkpoint_state(double parameters, const topology::JobShape& sh
 
 CheckpointState checkpoint_state(const schedules::JobSpec& job, int64_t gpus_per_node) {
   const auto& p = job.parallel;
-  return checkpoint_state(parameter_count(job.model), topology::JobShape{p.tp, p.dp, p.pp},
-                          p.zero_stage >= 1, gpus_per_node);
+  return checkpoint_state(parameter_count(job.model), topology::JobShape{p.tp, p.dp, p.pp}, p.zero_stage >= 1,
+                          gpus_per_node);
 }
 
 CheckpointTimes checkpoint_times(const CheckpointPolicy& policy, const CheckpointState& st,
@@ -58,8 +58,7 @@ CheckpointTimes checkpoint_times(const CheckpointPolicy& policy, const Checkpoin
   const double per_gpu = st.param_bytes_per_gpu + st.optimizer_bytes_per_gpu;
   const double stage1 = per_gpu / bw.pcie_bw_bytes_per_s;
   const double per_node_unique = st.unique_bytes / st.nodes();
-  const double stage2 = std::max(st.unique_bytes / bw.write_bw_bytes_per_s,
-                                 per_node_unique / bw.client_bw_bytes_per_s);
+  const double stage2 = std::max(st.unique_bytes / bw.write_bw_bytes_per_s, per_node_unique / bw.client_bw_bytes_per_s);
   if (policy.async_persist) {
     t.blocking_s = stage1;
     t.persist_s = stage2;
@@ -76,8 +75,7 @@ CheckpointTimes checkpoint_times(const CheckpointPolicy& policy, const Checkpoin
     break;
   }
   case CheckpointLoadMethod::ReaderPerDpGroup: {
-    const double read = std::max(st.unique_bytes / bw.read_bw_bytes_per_s,
-                                 per_node_unique / bw.client_bw_bytes_per_s);
+    const double read = std::max(st.unique_bytes / bw.read_bw_bytes_per_s, per_node_unique / bw.client_bw_bytes_per_s);
     // Replicated over the DP group: the parameters, and the optimizer state without ZeRO.
     const double replicated = st.param_bytes_per_gpu + (st.optimizer_sharded ? 0.0 : st.optimizer_bytes_per_gpu);
     const double bcast = st.shape.dp > 1 ? replicated / bw.broadcast_bw_bytes_per_s : 0.0;
@@ -90,10 +88,11 @@ CheckpointTimes checkpoint_times(const CheckpointPolicy& policy, const Checkpoin
 
 void validate_checkpoint(const CheckpointPolicy& p, const CheckpointTimes& t) {
   const StorageSpec& s = p.storage;
-  const std::pair<const char*, double> bws[] = {
-      {"pcie_bw_bytes_per_s", s.pcie_bw_bytes_per_s}, {"write_bw_bytes_per_s", s.write_bw_bytes_per_s},
-      {"read_bw_bytes_per_s", s.read_bw_bytes_per_s}, {"client_bw_bytes_per_s", s.client_bw_bytes_per_s},
-      {"broadcast_bw_bytes_per_s", s.broadcast_bw_bytes_per_s}};
+  const std::pair<const char*, double> bws[] = {{"pcie_bw_bytes_per_s", s.pcie_bw_bytes_per_s},
+                                                {"write_bw_bytes_per_s", s.write_bw_bytes_per_s},
+                                                {"read_bw_bytes_per_s", s.read_bw_bytes_per_s},
+                                                {"client_bw_bytes_per_s", s.client_bw_bytes_per_s},
+                                                {"broadcast_bw_bytes_per_s", s.broadcast_bw_bytes_per_s}};
   for (auto& [name, v] : bws)
     if (!(v > 0) || !std::isfinite(v))
       throw FaultError(std::string("checkpoint storage: ") + name + " must be a bandwidth > 0 bytes/s");
@@ -102,8 +101,8 @@ void validate_checkpoint(const CheckpointPolicy& p, const CheckpointTimes& t) {
   const double needed = t.blocking_s + t.persist_s;
   if (p.interval_s < needed)
     throw FaultError("checkpoint: interval " + fmt_s(p.interval_s) +
-                     " is shorter than the checkpoint itself (blocking " + fmt_s(t.blocking_s) +
-                     " + persist " + fmt_s(t.persist_s) + "); use an interval ≥ " + fmt_s(needed));
+                     " is shorter than the checkpoint itself (blocking " + fmt_s(t.blocking_s) + " + persist " +
+                     fmt_s(t.persist_s) + "); use an interval ≥ " + fmt_s(needed));
 }
 
 } // namespace twinscale::faults

@@ -19,11 +19,11 @@ namespace twinscale::faults {
 /// gradients are not saved. Parameters are split over TP·PP; the optimizer state is
 /// further split over DP when ZeRO stage ≥ 1.
 struct CheckpointState {
-  double parameters = 0;                // model parameter count
-  double param_bytes_per_gpu = 0;       // BF16 weights of one model-parallel shard (same on every DP replica)
-  double optimizer_bytes_per_gpu = 0;   // FP32 master + moments held by one GPU
-  bool optimizer_sharded = false;       // ZeRO ≥ 1: each DP rank holds a distinct part
-  double unique_bytes = 0;              // one full checkpoint
+  double parameters = 0;              // model parameter count
+  double param_bytes_per_gpu = 0;     // BF16 weights of one model-parallel shard (same on every DP replica)
+  double optimizer_bytes_per_gpu = 0; // FP32 master + moments held by one GPU
+  bool optimizer_sharded = false;     // ZeRO ≥ 1: each DP rank holds a distinct part
+  double unique_bytes = 0;            // one full checkpoint
   topology::JobShape shape;
   int64_t gpus_per_node = 8;
 
@@ -38,29 +38,29 @@ double parameter_count(const schedules::ModelSpec& model);
 /// The checkpoint of `job` (its model and parallelism).
 CheckpointState checkpoint_state(const schedules::JobSpec& job, int64_t gpus_per_node = 8);
 /// A checkpoint of `parameters` parameters split over `shape` (for jobs given by size).
-CheckpointState checkpoint_state(double parameters, const topology::JobShape& shape,
-                                 bool zero_sharded, int64_t gpus_per_node = 8);
+CheckpointState checkpoint_state(double parameters, const topology::JobShape& shape, bool zero_sharded,
+                                 int64_t gpus_per_node = 8);
 
 /// Bandwidths checkpointing uses. Storage bandwidths are aggregate over the cluster and
 /// capped per node by the node's storage client.
 struct StorageSpec {
-  double pcie_bw_bytes_per_s = 25e9;           // per GPU, GPU → pinned host (PCIe 4 x16, measured ~25 GB/s)
-  double write_bw_bytes_per_s = 200e9;         // aggregate to the distributed file system
-  double read_bw_bytes_per_s = 400e9;          // aggregate from it
-  double client_bw_bytes_per_s = 12.5e9;       // per node, storage NIC (100 Gb/s)
-  double broadcast_bw_bytes_per_s = 24e9;      // per GPU, NCCL broadcast bus bandwidth (HDR 200G)
+  double pcie_bw_bytes_per_s = 25e9;      // per GPU, GPU → pinned host (PCIe 4 x16, measured ~25 GB/s)
+  double write_bw_bytes_per_s = 200e9;    // aggregate to the distributed file system
+  double read_bw_bytes_per_s = 400e9;     // aggregate from it
+  double client_bw_bytes_per_s = 12.5e9;  // per node, storage NIC (100 Gb/s)
+  double broadcast_bw_bytes_per_s = 24e9; // per GPU, NCCL broadcast bus bandwidth (HDR 200G)
 };
 
 struct CheckpointPolicy {
-  double interval_s = 3600;          // training time between two checkpoints (Daly's τ)
-  bool async_persist = true;         // two-stage (M16); false: the job waits for storage too
+  double interval_s = 3600;  // training time between two checkpoints (Daly's τ)
+  bool async_persist = true; // two-stage (M16); false: the job waits for storage too
   StorageSpec storage;
 };
 
 struct CheckpointTimes {
-  double blocking_s = 0;             // training stalls this long per checkpoint
-  double persist_s = 0;              // then the checkpoint becomes durable this much later
-  double load_s = 0;                 // reading it back on recovery
+  double blocking_s = 0; // training stalls this long per checkpoint
+  double persist_s = 0;  // then the checkpoint becomes durable this much later
+  double load_s = 0;     // reading it back on recovery
 };
 
 /// Stage times for `state` under `policy`, and the load time under `method`:

@@ -23,8 +23,7 @@ double daly_expected_wall_s(double work, double tau, double delta, double r, dou
 std::vector<double> geometric_intervals(double lo, double hi, int n) {
   if (!(lo > 0) || !(hi >= lo) || n < 1) throw FaultError("interval sweep: need 0 < lo ≤ hi and n ≥ 1 points");
   std::vector<double> out;
-  for (int i = 0; i < n; ++i)
-    out.push_back(n == 1 ? lo : lo * std::pow(hi / lo, static_cast<double>(i) / (n - 1)));
+  for (int i = 0; i < n; ++i) out.push_back(n == 1 ? lo : lo * std::pow(hi / lo, static_cast<double>(i) / (n - 1)));
   return out;
 }
 

@@ -26,8 +26,7 @@ double daly_interval_s(double checkpoint_s, double mtbf_s);
 /// Daly's expected wall time to complete `work_s` of work with exponential failures of
 /// mean `mtbf_s`, interval τ, checkpoint δ and restart R (failures may strike during
 /// checkpoints and restarts): M e^{R/M} (e^{(τ+δ)/M} − 1) · work / τ.
-double daly_expected_wall_s(double work_s, double interval_s, double checkpoint_s, double restart_s,
-                            double mtbf_s);
+double daly_expected_wall_s(double work_s, double interval_s, double checkpoint_s, double restart_s, double mtbf_s);
 
 /// Geometric grid of `n` intervals from `lo_s` to `hi_s` (inclusive).
 std::vector<double> geometric_intervals(double lo_s, double hi_s, int n);
@@ -35,22 +34,22 @@ std::vector<double> geometric_intervals(double lo_s, double hi_s, int n);
 struct TunerPoint {
   double interval_s = 0;
   MeanCi ettr;
-  MeanCi recovery_mean_s;           // mean time fault → training resumes, per seed
-  double daly_ettr = 0;             // work / Daly's expected wall time, R = recovery_mean_s
-  bool in_band = false;             // not significantly worse than the best (see above)
+  MeanCi recovery_mean_s; // mean time fault → training resumes, per seed
+  double daly_ettr = 0;   // work / Daly's expected wall time, R = recovery_mean_s
+  bool in_band = false;   // not significantly worse than the best (see above)
   std::vector<double> ettr_by_seed;
 };
 
 struct TunerResult {
   std::vector<TunerPoint> points;
-  size_t best = 0;                  // index of the highest mean ETTR
-  double band_lo_s = 0, band_hi_s = 0;   // smallest and largest interval in the band
+  size_t best = 0;                     // index of the highest mean ETTR
+  double band_lo_s = 0, band_hi_s = 0; // smallest and largest interval in the band
   /// The grid's resolution around the band: the nearest out-of-band intervals below and
   /// above it (0 and ∞ where the band reaches the end of the grid). The optimum lies in (bracket_lo_s,
   /// bracket_hi_s); a formula is consistent with the simulation when its interval does.
   double bracket_lo_s = 0, bracket_hi_s = 0;
-  double checkpoint_s = 0;          // δ: blocking time per checkpoint
-  double mtbf_s = 0;                // M: interruption MTBF of the model at the job's size
+  double checkpoint_s = 0; // δ: blocking time per checkpoint
+  double mtbf_s = 0;       // M: interruption MTBF of the model at the job's size
   double young_s = 0;
   double daly_s = 0;
 

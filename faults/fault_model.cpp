@@ -30,8 +30,7 @@ void validate_model(const FaultModel& m) {
   for (const auto& c : m.categories) {
     if (!(c.rate_per_gpu_hour > 0) || !std::isfinite(c.rate_per_gpu_hour))
       fail(m, &c, "rate", "must be > 0 (a category that never happens should be left out)");
-    if (!(c.diagnosable >= 0 && c.diagnosable <= 1))
-      fail(m, &c, "diagnosable", "must be a probability in [0, 1]");
+    if (!(c.diagnosable >= 0 && c.diagnosable <= 1)) fail(m, &c, "diagnosable", "must be a probability in [0, 1]");
     if (!(c.duration_s >= 0) || !std::isfinite(c.duration_s))
       fail(m, &c, "duration_s", "must be a finite number of seconds ≥ 0");
     switch (c.effect) {

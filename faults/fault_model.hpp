@@ -58,8 +58,8 @@ enum class DurationDistribution : uint8_t { Fixed, Exponential };
 
 struct FaultCategorySpec {
   FaultCategory category = FaultCategory::Other;
-  std::string name;                    // as in the source table ("Faulty GPU")
-  double rate_per_gpu_hour = 0;        // > 0
+  std::string name;             // as in the source table ("Faulty GPU")
+  double rate_per_gpu_hour = 0; // > 0
   FaultScope scope = FaultScope::Gpu;
   FaultEffect effect = FaultEffect::Interrupt;
   DetectionSignal detection = DetectionSignal::ExplicitError;
@@ -71,15 +71,15 @@ struct FaultCategorySpec {
   /// Outage: the link's outage; Slowdown: how long the slowdown lasts. Interrupt: unused.
   double duration_s = 0;
   DurationDistribution duration_distribution = DurationDistribution::Fixed;
-  double slowdown = 0;                 // Slowdown only: fraction of speed lost, in (0, 1)
+  double slowdown = 0; // Slowdown only: fraction of speed lost, in (0, 1)
 };
 
 struct FaultModel {
   std::string name;
-  std::string source;                  // citation, copied into results
+  std::string source; // citation, copied into results
   InterArrival inter_arrival = InterArrival::Exponential;
-  double weibull_shape = 1.0;          // k, for InterArrival::Weibull (k < 1: infant mortality)
-  int64_t gpus_per_node = 8;           // converts per-node-day rates
+  double weibull_shape = 1.0; // k, for InterArrival::Weibull (k < 1: infant mortality)
+  int64_t gpus_per_node = 8;  // converts per-node-day rates
   std::vector<FaultCategorySpec> categories;
 
   /// Faults of category `i` per hour on a cluster of `gpus` GPUs.

@@ -31,8 +31,8 @@ std::string seconds_text(double s) {
 }
 
 std::string describe(const PlanEvent& e, size_t index) {
-  return "event[" + std::to_string(index) + "] (" + to_string(e.kind) + " of '" + e.target +
-         "' during [" + seconds_text(e.at_s) + ", " + seconds_text(e.until_s) + "))";
+  return "event[" + std::to_string(index) + "] (" + to_string(e.kind) + " of '" + e.target + "' during [" +
+         seconds_text(e.at_s) + ", " + seconds_text(e.until_s) + "))";
 }
 
 [[noreturn]] void fail(const PlanEvent& e, size_t index, const std::string& why) {
@@ -40,14 +40,12 @@ std::string describe(const PlanEvent& e, size_t index) {
 }
 
 void check_times(const PlanEvent& e, size_t i) {
-  if (!std::isfinite(e.at_s) || e.at_s < 0)
-    fail(e, i, "start time must be a finite number of seconds ≥ 0");
+  if (!std::isfinite(e.at_s) || e.at_s < 0) fail(e, i, "start time must be a finite number of seconds ≥ 0");
   if (std::isnan(e.until_s) || !(e.until_s > e.at_s))
     fail(e, i, "end must be later than the start (a positive duration)");
   switch (e.kind) {
   case PlanEventKind::LinkFlap:
-    if (std::isinf(e.until_s))
-      fail(e, i, "a flap needs a finite duration; use link-down for an outage that lasts");
+    if (std::isinf(e.until_s)) fail(e, i, "a flap needs a finite duration; use link-down for an outage that lasts");
     break;
   case PlanEventKind::ServerCrash:
     if (!std::isinf(e.until_s)) fail(e, i, "a server crash is permanent (no end time)");
@@ -118,11 +116,9 @@ void validate_plan(FaultPlan& plan, const PlanTargets& targets) {
       if (key.first == 2)
         fail(cur, idx[k], "server '" + cur.target + "' already crashes in " + describe(prev, idx[k - 1]));
       if (cur.at_s < prev.until_s) {
-        const std::string why = key.first == 0
-            ? "link '" + cur.target + "' is already out then, in "
-            : "GPU '" + cur.target + "' is already slowed then, in ";
-        fail(cur, idx[k], why + describe(prev, idx[k - 1]) +
-                              "; merge the two events or make them not overlap");
+        const std::string why = key.first == 0 ? "link '" + cur.target + "' is already out then, in "
+                                               : "GPU '" + cur.target + "' is already slowed then, in ";
+        fail(cur, idx[k], why + describe(prev, idx[k - 1]) + "; merge the two events or make them not overlap");
       }
     }
   }

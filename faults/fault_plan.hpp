@@ -58,24 +58,22 @@ enum class OutageOutcome : uint8_t {
 
 struct PlanEvent {
   PlanEventKind kind = PlanEventKind::LinkFlap;
-  std::string target;          // name as written in the plan (link, GPU or server name)
-  int64_t target_index = -1;   // resolved by validate_plan(): index into Fabric::links()
-                               // for links, GPU index for GPUs, server index for servers
-  double at_s = 0;             // start, seconds from the start of the run
-  double until_s = kForever;   // end (exclusive); LinkFlap: at_s + flap duration
-  double slowdown = 0;         // GpuSlowdown only: fraction of speed lost, in (0, 1)
+  std::string target;        // name as written in the plan (link, GPU or server name)
+  int64_t target_index = -1; // resolved by validate_plan(): index into Fabric::links()
+                             // for links, GPU index for GPUs, server index for servers
+  double at_s = 0;           // start, seconds from the start of the run
+  double until_s = kForever; // end (exclusive); LinkFlap: at_s + flap duration
+  double slowdown = 0;       // GpuSlowdown only: fraction of speed lost, in (0, 1)
 
   double duration_s() const { return until_s - at_s; }
   /// GpuSlowdown: relative compute speed during the event (1 − slowdown).
   double speed_factor() const { return 1.0 - slowdown; }
-  bool is_link_outage() const {
-    return kind == PlanEventKind::LinkFlap || kind == PlanEventKind::LinkDown;
-  }
+  bool is_link_outage() const { return kind == PlanEventKind::LinkFlap || kind == PlanEventKind::LinkDown; }
 };
 
 struct FaultPlan {
   RetransmitPolicy retransmit;
-  std::vector<PlanEvent> events;  // sorted by (at_s, kind, target_index) once validated
+  std::vector<PlanEvent> events; // sorted by (at_s, kind, target_index) once validated
 };
 
 /// Stall or fail for an outage of `outage_s` seconds under `retransmit`.
@@ -87,9 +85,8 @@ inline OutageOutcome outage_outcome(double outage_s, const RetransmitPolicy& ret
 /// for an outage longer than the tolerated one.
 inline double outage_failure_time_s(const PlanEvent& e, const RetransmitPolicy& retransmit) {
   if (!e.is_link_outage()) return kForever;
-  return outage_outcome(e.duration_s(), retransmit) == OutageOutcome::Fail
-             ? e.at_s + retransmit.tolerated_outage_s()
-             : kForever;
+  return outage_outcome(e.duration_s(), retransmit) == OutageOutcome::Fail ? e.at_s + retransmit.tolerated_outage_s()
+                                                                           : kForever;
 }
 
 const char* to_string(PlanEventKind kind);

@@ -27,8 +27,7 @@ public:
 /// Targets given as explicit name lists; index = position in the list.
 class NamedTargets final : public PlanTargets {
 public:
-  NamedTargets(std::vector<std::string> links, std::vector<std::string> gpus,
-               std::vector<std::string> servers);
+  NamedTargets(std::vector<std::string> links, std::vector<std::string> gpus, std::vector<std::string> servers);
 
   std::optional<int64_t> find_link(std::string_view name) const override;
   std::optional<int64_t> find_gpu(std::string_view name) const override;

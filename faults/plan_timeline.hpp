@@ -29,10 +29,10 @@ enum class ChangeKind : uint8_t {
 struct PlanChange {
   double at_s = 0;
   ChangeKind kind = ChangeKind::LinkStall;
-  int64_t target_index = -1;   // link id, GPU index or server index (as in PlanEvent)
-  double speed_factor = 1.0;   // GpuSpeed only
-  size_t event = 0;            // index of the originating event in plan.events
-  bool ends_event = false;     // Resume, Restore and the speed reset at a slowdown's end
+  int64_t target_index = -1; // link id, GPU index or server index (as in PlanEvent)
+  double speed_factor = 1.0; // GpuSpeed only
+  size_t event = 0;          // index of the originating event in plan.events
+  bool ends_event = false;   // Resume, Restore and the speed reset at a slowdown's end
 };
 
 /// The changes of a validated plan (validate_plan() first: target_index must be set),

@@ -25,8 +25,7 @@ double comm_init_store_ops(CommInitMethod method, const topology::JobShape& s) {
   switch (method) {
   case CommInitMethod::GlobalBarrierPerGroup: {
     // Every group's creation is followed by a barrier over all N ranks.
-    const double groups = n / static_cast<double>(s.tp) + n / static_cast<double>(s.pp) +
-                          n / static_cast<double>(s.dp);
+    const double groups = n / static_cast<double>(s.tp) + n / static_cast<double>(s.pp) + n / static_cast<double>(s.dp);
     return world_ops + member_ops + groups * n;
   }
   case CommInitMethod::LocalBarrier:

@@ -18,11 +18,11 @@ namespace twinscale::faults {
 
 /// Time from a fault to the moment the driver acts on it, per detection signal (M14).
 struct DetectionPolicy {
-  double explicit_error_s = 30;      // error in logs / process exit → driver notified
-  double heartbeat_period_s = 10;    // executor daemon heartbeat period
-  int64_t heartbeat_misses = 3;      // misses before a node is declared lost
-  double traffic_window_s = 60;      // RDMA traffic stopped this long → declared a hang
-  double silent_s = 3600;            // silent corruption: until noticed (loss spike, checks)
+  double explicit_error_s = 30;   // error in logs / process exit → driver notified
+  double heartbeat_period_s = 10; // executor daemon heartbeat period
+  int64_t heartbeat_misses = 3;   // misses before a node is declared lost
+  double traffic_window_s = 60;   // RDMA traffic stopped this long → declared a hang
+  double silent_s = 3600;         // silent corruption: until noticed (loss spike, checks)
 
   /// Seconds from the fault to detection for `signal` (None → silent_s).
   double latency_s(DetectionSignal signal) const;
@@ -42,10 +42,10 @@ struct DiagnosticsPolicy {
 
 /// Eviction and replacement of faulty nodes.
 struct ReplacementPolicy {
-  int64_t warm_spares = 0;           // idle nodes ready to take a job's place
-  double spare_swap_s = 60;          // evict + bring a warm spare in
-  double cold_replacement_s = 3600;  // no spare left: wait for a node to be provisioned
-  double repair_s = 3 * 86400.0;     // an evicted node returns to the spare pool
+  int64_t warm_spares = 0;          // idle nodes ready to take a job's place
+  double spare_swap_s = 60;         // evict + bring a warm spare in
+  double cold_replacement_s = 3600; // no spare left: wait for a node to be provisioned
+  double repair_s = 3 * 86400.0;    // an evicted node returns to the spare pool
 };
 
 /// Communicator-group initialisation (M9). The store serialises its operations; with a
@@ -59,7 +59,7 @@ enum class CommInitMethod : uint8_t {
 
 struct CommInitPolicy {
   CommInitMethod method = CommInitMethod::LocalBarrier;
-  double store_op_s = 0.304e-3;      // one store operation (set/get/add/wait) at the server
+  double store_op_s = 0.304e-3; // one store operation (set/get/add/wait) at the server
 };
 
 /// Store operations to create the world, TP, PP and DP groups of `shape`.
@@ -72,17 +72,17 @@ double comm_init_s(const CommInitPolicy& policy, const topology::JobShape& shape
 double calibrate_store_op_s(CommInitMethod method, const topology::JobShape& shape, double measured_s);
 
 enum class CheckpointLoadMethod : uint8_t {
-  EveryRankReads,       // each rank reads its shard from storage (DP replicas read the same bytes)
-  ReaderPerDpGroup,     // one rank per DP group reads, then broadcasts over the group (M16)
+  EveryRankReads,   // each rank reads its shard from storage (DP replicas read the same bytes)
+  ReaderPerDpGroup, // one rank per DP group reads, then broadcasts over the group (M16)
 };
 
 struct RecoveryPolicy {
   std::string name;
-  RetransmitPolicy retransmit;       // M13: what link outages the job survives
+  RetransmitPolicy retransmit; // M13: what link outages the job survives
   DetectionPolicy detection;
   DiagnosticsPolicy diagnostics;
   ReplacementPolicy replacement;
-  double restart_s = 120;            // tear down, reschedule and relaunch the processes
+  double restart_s = 120; // tear down, reschedule and relaunch the processes
   CommInitPolicy comm_init;
   CheckpointLoadMethod load_method = CheckpointLoadMethod::ReaderPerDpGroup;
 };

@@ -36,7 +36,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   m.hidden = m.heads * b.pick({8, 16, 32});
   m.seq_len = b.pick({4, 8, 16, 32});
   m.vocab = b.pick({16, 32, 64, 128});
-  m.ffn_hidden = b.pick({0, 32, 64}) ;
+  m.ffn_hidden = b.pick({0, 32, 64});
   if (m.ffn_hidden == 0) m.ffn_hidden = 4 * m.hidden;
   m.block = b.flag() ? s::BlockKind::Parallel : s::BlockKind::Serial;
   if (b.flag()) {

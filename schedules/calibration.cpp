@@ -4,9 +4,9 @@
 #include <cmath>
 #include <fstream>
 #include <map>
-#include <tuple>
 #include <ostream>
 #include <sstream>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -38,7 +38,7 @@ std::string enum_names(int first, int count) {
   return out;
 }
 
-constexpr int kKernelCount = static_cast<int>(Kernel::DataLoad) + 1;  // the last Kernel
+constexpr int kKernelCount = static_cast<int>(Kernel::DataLoad) + 1; // the last Kernel
 constexpr int kOpKindCount = static_cast<int>(OpKind::Recv) + 1;
 constexpr int kDTypeCount = static_cast<int>(DType::FP32) + 1;
 
@@ -54,34 +54,32 @@ double median(std::vector<double> v) {
 }
 
 /// A checked field of one entry: present, of the right type, within range.
-double get_number(const json& j, const char* key, const std::string& path,
-                  const std::string& where, double min) {
-  if (!j.contains(key) || !j[key].is_number())
-    fail(path, where, std::string("\"") + key + "\" must be a number");
+double get_number(const json& j, const char* key, const std::string& path, const std::string& where, double min) {
+  if (!j.contains(key) || !j[key].is_number()) fail(path, where, std::string("\"") + key + "\" must be a number");
   const double v = j[key].get<double>();
   if (!std::isfinite(v) || v < min)
-    fail(path, where, std::string("\"") + key + "\" = " + std::to_string(v) +
-                          " is out of range (must be finite and >= " + std::to_string(min) + ")");
+    fail(path, where,
+         std::string("\"") + key + "\" = " + std::to_string(v) +
+             " is out of range (must be finite and >= " + std::to_string(min) + ")");
   return v;
 }
 
 /// An exact integer field in [min, max] (samples, group sizes): 1.5 and 1e300 are refused.
-int64_t get_integer(const json& j, const char* key, const std::string& path, const std::string& where,
-                    int64_t min, int64_t max) {
+int64_t get_integer(const json& j, const char* key, const std::string& path, const std::string& where, int64_t min,
+                    int64_t max) {
   if (!j.contains(key) || !j[key].is_number_integer())
     fail(path, where, std::string("\"") + key + "\" must be an integer");
   const bool too_big = j[key].is_number_unsigned() && j[key].get<uint64_t>() > static_cast<uint64_t>(max);
   const int64_t v = too_big ? max : j[key].get<int64_t>();
   if (too_big || v < min || v > max)
-    fail(path, where, std::string("\"") + key + "\" = " + j[key].dump() + " is out of range [" +
-                          std::to_string(min) + ", " + std::to_string(max) + "]");
+    fail(path, where,
+         std::string("\"") + key + "\" = " + j[key].dump() + " is out of range [" + std::to_string(min) + ", " +
+             std::to_string(max) + "]");
   return v;
 }
 
-std::string get_string(const json& j, const char* key, const std::string& path,
-                       const std::string& where) {
-  if (!j.contains(key) || !j[key].is_string())
-    fail(path, where, std::string("\"") + key + "\" must be a string");
+std::string get_string(const json& j, const char* key, const std::string& path, const std::string& where) {
+  if (!j.contains(key) || !j[key].is_string()) fail(path, where, std::string("\"") + key + "\" must be a string");
   return j[key].get<std::string>();
 }
 
@@ -98,8 +96,7 @@ double bus_factor(OpKind kind, int64_t group_size) {
   }
 }
 
-const KernelTiming* CalibrationTable::find_kernel(Kernel kernel, DType dtype,
-                                                  const std::array<int64_t, 4>& shape,
+const KernelTiming* CalibrationTable::find_kernel(Kernel kernel, DType dtype, const std::array<int64_t, 4>& shape,
                                                   std::string_view op) const {
   const KernelTiming* any = nullptr;
   for (const KernelTiming& k : kernels) {
@@ -110,15 +107,13 @@ const KernelTiming* CalibrationTable::find_kernel(Kernel kernel, DType dtype,
   return any;
 }
 
-const CommBandwidth* CalibrationTable::find_comm(OpKind kind, int64_t group_size,
-                                                 double bytes) const {
+const CommBandwidth* CalibrationTable::find_comm(OpKind kind, int64_t group_size, double bytes) const {
   for (const CommBandwidth& c : comms)
     if (c.kind == kind && c.group_size == group_size && c.bytes == bytes) return &c;
   return nullptr;
 }
 
-std::optional<double> CalibrationTable::busbw_bytes_per_s(OpKind kind, int64_t group_size,
-                                                          double bytes) const {
+std::optional<double> CalibrationTable::busbw_bytes_per_s(OpKind kind, int64_t group_size, double bytes) const {
   std::vector<const CommBandwidth*> row;
   for (const CommBandwidth& c : comms)
     if (c.kind == kind && c.group_size == group_size && c.bytes > 0) row.push_back(&c);
@@ -130,20 +125,17 @@ std::optional<double> CalibrationTable::busbw_bytes_per_s(OpKind kind, int64_t g
     if (bytes > row[i]->bytes) continue;
     const double x0 = std::log(row[i - 1]->bytes), x1 = std::log(row[i]->bytes);
     const double t = x1 > x0 ? (std::log(bytes) - x0) / (x1 - x0) : 1.0;
-    return row[i - 1]->busbw_bytes_per_s +
-           t * (row[i]->busbw_bytes_per_s - row[i - 1]->busbw_bytes_per_s);
+    return row[i - 1]->busbw_bytes_per_s + t * (row[i]->busbw_bytes_per_s - row[i - 1]->busbw_bytes_per_s);
   }
   return row.back()->busbw_bytes_per_s;
 }
 
-void CalibrationBuilder::add_kernel_sample(Kernel kernel, DType dtype,
-                                           const std::array<int64_t, 4>& shape, double seconds,
-                                           std::string_view op) {
+void CalibrationBuilder::add_kernel_sample(Kernel kernel, DType dtype, const std::array<int64_t, 4>& shape,
+                                           double seconds, std::string_view op) {
   kernel_samples_[{static_cast<int>(kernel), static_cast<int>(dtype), shape, std::string(op)}].push_back(seconds);
 }
 
-void CalibrationBuilder::add_comm_sample(OpKind kind, int64_t group_size, double bytes,
-                                         double seconds) {
+void CalibrationBuilder::add_comm_sample(OpKind kind, int64_t group_size, double bytes, double seconds) {
   comm_samples_[{static_cast<int>(kind), group_size, bytes}].push_back(seconds);
 }
 
@@ -211,16 +203,15 @@ CalibrationTable read_calibration(std::istream& in, const std::string& path) {
   if (!j.is_object()) fail(path, "file", "must be a JSON object");
   if (!j.contains("format") || j["format"] != kFormatName)
     fail(path, "\"format\"", std::string("must be \"") + kFormatName + "\"");
-  if (!j.contains("version") || !j["version"].is_number_integer() ||
-      j["version"].get<int>() < 1 || j["version"].get<int>() > kCalibrationFormatVersion)
-    fail(path, "\"version\"", "unsupported; this build reads versions 1 to " +
-                                  std::to_string(kCalibrationFormatVersion));
+  if (!j.contains("version") || !j["version"].is_number_integer() || j["version"].get<int>() < 1 ||
+      j["version"].get<int>() > kCalibrationFormatVersion)
+    fail(path, "\"version\"",
+         "unsupported; this build reads versions 1 to " + std::to_string(kCalibrationFormatVersion));
   CalibrationTable t;
   t.source = j.contains("source") && j["source"].is_string() ? j["source"].get<std::string>() : "";
   t.device = j.contains("device") && j["device"].is_string() ? j["device"].get<std::string>() : "";
   for (const char* key : {"kernels", "comms"})
-    if (j.contains(key) && !j[key].is_array())
-      fail(path, std::string("\"") + key + "\"", "must be an array");
+    if (j.contains(key) && !j[key].is_array()) fail(path, std::string("\"") + key + "\"", "must be an array");
 
   std::map<std::tuple<int, int, std::array<int64_t, 4>, std::string>, size_t> kernel_seen;
   std::map<std::tuple<int, int64_t, double>, size_t> comm_seen;
@@ -233,14 +224,11 @@ CalibrationTable read_calibration(std::istream& in, const std::string& path) {
       const std::string kname = get_string(e, "kernel", path, where);
       const auto kernel = enum_from_name<Kernel>(kname, kKernelCount);
       if (!kernel || *kernel == Kernel::None)
-        fail(path, where, "unknown kernel \"" + kname + "\"; valid: " +
-                              enum_names<Kernel>(1, kKernelCount));
+        fail(path, where, "unknown kernel \"" + kname + "\"; valid: " + enum_names<Kernel>(1, kKernelCount));
       k.kernel = *kernel;
       const std::string dname = get_string(e, "dtype", path, where);
       const auto dtype = enum_from_name<DType>(dname, kDTypeCount);
-      if (!dtype)
-        fail(path, where, "unknown dtype \"" + dname + "\"; valid: " +
-                              enum_names<DType>(0, kDTypeCount));
+      if (!dtype) fail(path, where, "unknown dtype \"" + dname + "\"; valid: " + enum_names<DType>(0, kDTypeCount));
       k.dtype = *dtype;
       if (!e.contains("shape") || !e["shape"].is_array() || e["shape"].size() != 4)
         fail(path, where + " (" + kname + ")", "\"shape\" must be an array of 4 integers");
@@ -255,8 +243,9 @@ CalibrationTable read_calibration(std::istream& in, const std::string& path) {
       const auto [it, fresh] = kernel_seen.emplace(
           std::make_tuple(static_cast<int>(k.kernel), static_cast<int>(k.dtype), k.shape, k.op), t.kernels.size());
       if (!fresh)
-        fail(path, where + " (" + kname + ")", "duplicates kernels[" + std::to_string(it->second) +
-                                                   "] (same kernel, dtype, shape and op); keep one entry");
+        fail(path, where + " (" + kname + ")",
+             "duplicates kernels[" + std::to_string(it->second) +
+                 "] (same kernel, dtype, shape and op); keep one entry");
       t.kernels.push_back(k);
     }
   }
@@ -269,9 +258,10 @@ CalibrationTable read_calibration(std::istream& in, const std::string& path) {
       const std::string kname = get_string(e, "kind", path, where);
       const auto kind = enum_from_name<OpKind>(kname, kOpKindCount);
       if (!kind || *kind < OpKind::AllGather || *kind == OpKind::Recv)
-        fail(path, where, "unknown communication kind \"" + kname +
-                              "\"; valid: all_gather, reduce_scatter, all_reduce, all_to_all, "
-                              "broadcast, send");
+        fail(path, where,
+             "unknown communication kind \"" + kname +
+                 "\"; valid: all_gather, reduce_scatter, all_reduce, all_to_all, "
+                 "broadcast, send");
       c.kind = *kind;
       const std::string w = where + " (" + kname + ")";
       c.group_size = get_integer(e, "group_size", path, w, 1, kMaxRanks);
@@ -283,8 +273,8 @@ CalibrationTable read_calibration(std::istream& in, const std::string& path) {
       const auto [it, fresh] =
           comm_seen.emplace(std::make_tuple(static_cast<int>(c.kind), c.group_size, c.bytes), t.comms.size());
       if (!fresh)
-        fail(path, w, "duplicates comms[" + std::to_string(it->second) +
-                          "] (same kind, group_size and bytes); keep one entry");
+        fail(path, w,
+             "duplicates comms[" + std::to_string(it->second) + "] (same kind, group_size and bytes); keep one entry");
       t.comms.push_back(c);
     }
   }

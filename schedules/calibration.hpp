@@ -37,9 +37,9 @@ inline constexpr int kCalibrationFormatVersion = 2;
 struct KernelTiming {
   Kernel kernel = Kernel::Gemm;
   DType dtype = DType::BF16;
-  std::array<int64_t, 4> shape{0, 0, 0, 0};   // as Op::shape
-  std::string op;                             // the op's name ("" in version 1: any op)
-  double seconds = 0;                         // median over samples
+  std::array<int64_t, 4> shape{0, 0, 0, 0}; // as Op::shape
+  std::string op;                           // the op's name ("" in version 1: any op)
+  double seconds = 0;                       // median over samples
   int64_t samples = 0;
 };
 
@@ -50,16 +50,16 @@ struct CommBandwidth {
   OpKind kind = OpKind::AllReduce;
   int64_t group_size = 0;
   double bytes = 0;
-  double seconds = 0;                         // median over samples
-  double algbw_bytes_per_s = 0;               // bytes / seconds
-  double busbw_bytes_per_s = 0;               // algbw × bus_factor(kind, group_size)
+  double seconds = 0;           // median over samples
+  double algbw_bytes_per_s = 0; // bytes / seconds
+  double busbw_bytes_per_s = 0; // algbw × bus_factor(kind, group_size)
   int64_t samples = 0;
 };
 
 struct CalibrationTable {
   int version = kCalibrationFormatVersion;
-  std::string source;                         // "cuda", "cpu"
-  std::string device;                         // free text, e.g. "NVIDIA H100 80GB HBM3"
+  std::string source; // "cuda", "cpu"
+  std::string device; // free text, e.g. "NVIDIA H100 80GB HBM3"
   std::vector<KernelTiming> kernels;
   std::vector<CommBandwidth> comms;
 
@@ -82,8 +82,8 @@ double bus_factor(OpKind kind, int64_t group_size);
 /// Accumulates samples and produces a table of medians (deterministic order).
 class CalibrationBuilder {
 public:
-  void add_kernel_sample(Kernel kernel, DType dtype, const std::array<int64_t, 4>& shape,
-                         double seconds, std::string_view op = {});
+  void add_kernel_sample(Kernel kernel, DType dtype, const std::array<int64_t, 4>& shape, double seconds,
+                         std::string_view op = {});
   void add_comm_sample(OpKind kind, int64_t group_size, double bytes, double seconds);
   CalibrationTable build(std::string source, std::string device) const;
 

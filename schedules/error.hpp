@@ -25,9 +25,9 @@ public:
 } // namespace twinscale::schedules
 
 /// Internal invariant: never user input. Throws std::logic_error (no exit(), no abort()).
-#define TWINSCALE_ASSERT(cond, msg)                                                       \
-  do {                                                                                     \
-    if (!(cond))                                                                           \
-      throw std::logic_error(std::string("internal error: ") + (msg) + " [" #cond "] at " + \
-                             __FILE__ + ":" + std::to_string(__LINE__));                  \
+#define TWINSCALE_ASSERT(cond, msg)                                                                                    \
+  do {                                                                                                                 \
+    if (!(cond))                                                                                                       \
+      throw std::logic_error(std::string("internal error: ") + (msg) + " [" #cond "] at " + __FILE__ + ":" +           \
+                             std::to_string(__LINE__));                                                                \
   } while (0)

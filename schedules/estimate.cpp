@@ -23,7 +23,8 @@ constexpr double kSecondsPerOp = 1e-6;
 
 double estimate_ops_per_program(const JobSpec& job) {
   const auto& p = job.parallel;
-  const double m = static_cast<double>(p.global_batch) / (static_cast<double>(p.dp) * static_cast<double>(p.micro_batch));
+  const double m =
+      static_cast<double>(p.global_batch) / (static_cast<double>(p.dp) * static_cast<double>(p.micro_batch));
   const double layers_per_rank = static_cast<double>(job.model.layers) / static_cast<double>(p.pp);
   const double chunks = static_cast<double>(std::max<int64_t>(job.options.overlap.tp_chunks, 1));
   // Per micro-batch and layer: ~24 forward + backward compute and collective ops, 16 more
@@ -47,17 +48,23 @@ ResourceEstimate estimate_lowering(const JobSpec& job) {
 
 std::string format_bytes(double bytes) {
   char buf[64];
-  if (bytes >= 1024.0 * 1024 * 1024) std::snprintf(buf, sizeof buf, "%.1f GiB", bytes / (1024.0 * 1024 * 1024));
-  else std::snprintf(buf, sizeof buf, "%.0f MiB", bytes / (1024.0 * 1024));
+  if (bytes >= 1024.0 * 1024 * 1024)
+    std::snprintf(buf, sizeof buf, "%.1f GiB", bytes / (1024.0 * 1024 * 1024));
+  else
+    std::snprintf(buf, sizeof buf, "%.0f MiB", bytes / (1024.0 * 1024));
   return buf;
 }
 
 std::string format_seconds(double seconds) {
   char buf[64];
-  if (seconds < 1) std::snprintf(buf, sizeof buf, "%.2f s", seconds);
-  else if (seconds < 600) std::snprintf(buf, sizeof buf, "%.0f s", seconds);
-  else if (seconds < 36000) std::snprintf(buf, sizeof buf, "%.0f min", seconds / 60);
-  else std::snprintf(buf, sizeof buf, "%.3g h", seconds / 3600);
+  if (seconds < 1)
+    std::snprintf(buf, sizeof buf, "%.2f s", seconds);
+  else if (seconds < 600)
+    std::snprintf(buf, sizeof buf, "%.0f s", seconds);
+  else if (seconds < 36000)
+    std::snprintf(buf, sizeof buf, "%.0f min", seconds / 60);
+  else
+    std::snprintf(buf, sizeof buf, "%.3g h", seconds / 3600);
   return buf;
 }
 
@@ -77,8 +84,8 @@ void check_lowering_size(const JobSpec& job) {
                    " ops per rank, more than 2^31 (op indices are 32-bit); lower parallel.global_batch "
                    "(micro-batches per pipeline: " +
                    std::to_string(job.parallel.micro_batches()) + ") or schedule.iterations");
-  require_fits("lowering job '" + job.name + "' (" + std::to_string(static_cast<long long>(ops)) +
-                   " ops per rank, " + std::to_string(job.parallel.pp) + " distinct programs)",
+  require_fits("lowering job '" + job.name + "' (" + std::to_string(static_cast<long long>(ops)) + " ops per rank, " +
+                   std::to_string(job.parallel.pp) + " distinct programs)",
                estimate_lowering(job),
                "lower parallel.global_batch (micro-batches per pipeline: " +
                    std::to_string(job.parallel.micro_batches()) + "), schedule.iterations or parallel.pp");

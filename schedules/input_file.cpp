@@ -50,11 +50,9 @@ double available_memory_bytes() {
 std::string read_input_file(const std::string& path, const std::string& what, InputKind kind) {
   // open first, then fstat the descriptor: no window between the check and the read
   Fd f{::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC)};
-  if (f.fd < 0)
-    throw InputFileError(path + ": cannot open " + what + " (" + std::strerror(errno) + ")");
+  if (f.fd < 0) throw InputFileError(path + ": cannot open " + what + " (" + std::strerror(errno) + ")");
   struct stat st {};
-  if (::fstat(f.fd, &st) != 0)
-    throw InputFileError(path + ": cannot stat " + what + " (" + std::strerror(errno) + ")");
+  if (::fstat(f.fd, &st) != 0) throw InputFileError(path + ": cannot stat " + what + " (" + std::strerror(errno) + ")");
   if (!S_ISREG(st.st_mode))
     throw InputFileError(path + ": not a regular file; a " + what +
                          " must be a plain file (not a directory, device, FIFO or socket)");

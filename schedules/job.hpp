@@ -7,10 +7,10 @@
 
 namespace twinscale::schedules {
 
-enum class BlockKind : uint8_t { Serial, Parallel };        // M1
-enum class AttentionKind : uint8_t { Dense, Sliding };      // M2
+enum class BlockKind : uint8_t { Serial, Parallel };         // M1
+enum class AttentionKind : uint8_t { Dense, Sliding };       // M2
 enum class PipelineKind : uint8_t { OneFOneB, Interleaved }; // M5
-enum class OptimizerKind : uint8_t { Adam, Lamb };          // M3
+enum class OptimizerKind : uint8_t { Adam, Lamb };           // M3
 enum class MlpKind : uint8_t { Gelu, SwiGlu };
 
 struct ModelSpec {
@@ -20,13 +20,13 @@ struct ModelSpec {
   int64_t heads = 0;
   int64_t seq_len = 0;
   int64_t vocab = 0;
-  int64_t ffn_hidden = 0;            // 0 in a file means 4·hidden
+  int64_t ffn_hidden = 0; // 0 in a file means 4·hidden
   BlockKind block = BlockKind::Serial;
   AttentionKind attention = AttentionKind::Dense;
-  int64_t window = 0;                // sliding-window width in tokens (Sliding only)
-  int64_t kv_heads = 0;              // key/value heads (grouped-query attention); 0 = heads
-  MlpKind mlp = MlpKind::Gelu;       // SwiGLU: FC1 produces gate and up (2·ffn_hidden)
-  bool untied_embeddings = false;    // LM head has its own weights (no embedding all-reduce)
+  int64_t window = 0;             // sliding-window width in tokens (Sliding only)
+  int64_t kv_heads = 0;           // key/value heads (grouped-query attention); 0 = heads
+  MlpKind mlp = MlpKind::Gelu;    // SwiGLU: FC1 produces gate and up (2·ffn_hidden)
+  bool untied_embeddings = false; // LM head has its own weights (no embedding all-reduce)
   /// Key/value heads in effect.
   int64_t kv() const { return kv_heads > 0 ? kv_heads : heads; }
 };
@@ -34,27 +34,27 @@ struct ModelSpec {
 struct ParallelSpec {
   int64_t tp = 1;
   int64_t pp = 1;
-  int64_t vpp = 1;                   // virtual stages (model chunks) per pipeline rank
+  int64_t vpp = 1; // virtual stages (model chunks) per pipeline rank
   int64_t dp = 1;
   bool sequence_parallel = false;
-  bool pp_scatter_gather = false;    // SC'21: each pipeline send carries 1/tp of the activation,
-                                     // all-gathered over the TP group on arrival (no SP)
-  int64_t zero_stage = 0;            // 0, 1 or 2 (M4 uses 2)
-  int64_t micro_batch = 1;           // sequences per micro-batch
-  int64_t global_batch = 1;          // sequences per iteration
+  bool pp_scatter_gather = false; // SC'21: each pipeline send carries 1/tp of the activation,
+                                  // all-gathered over the TP group on arrival (no SP)
+  int64_t zero_stage = 0;         // 0, 1 or 2 (M4 uses 2)
+  int64_t micro_batch = 1;        // sequences per micro-batch
+  int64_t global_batch = 1;       // sequences per iteration
   /// Micro-batches per pipeline per iteration: global_batch / (dp · micro_batch).
   int64_t micro_batches() const { return global_batch / (dp * micro_batch); }
   int64_t gpus() const { return tp * pp * dp; }
 };
 
 struct OverlapSpec {
-  bool dp = false;                   // M4: prefetch all-gathers, early reduce-scatters, priorities
-  bool pp = false;                   // M5: decoupled, asynchronous send/recv
-  bool tp = false;                   // M6: TP communication chunked against GEMMs
-  int64_t tp_chunks = 1;             // chunks a TP GEMM + collective is split into (M6)
+  bool dp = false;       // M4: prefetch all-gathers, early reduce-scatters, priorities
+  bool pp = false;       // M5: decoupled, asynchronous send/recv
+  bool tp = false;       // M6: TP communication chunked against GEMMs
+  int64_t tp_chunks = 1; // chunks a TP GEMM + collective is split into (M6)
 };
 
-struct OperatorSpec {                // M7
+struct OperatorSpec { // M7
   bool flash_attention = false;
   bool fused_layernorm = false;
   bool fused_gelu = false;
@@ -64,12 +64,12 @@ struct ScheduleOptions {
   PipelineKind pipeline = PipelineKind::OneFOneB;
   OverlapSpec overlap;
   OptimizerKind optimizer = OptimizerKind::Adam;
-  bool recompute = false;            // full activation recomputation in backward
-  bool grad_reduce_fp32 = false;     // DP gradients reduced in fp32 (Megatron's default with
-                                     // bf16 mixed precision): twice the bytes of bf16
+  bool recompute = false;        // full activation recomputation in backward
+  bool grad_reduce_fp32 = false; // DP gradients reduced in fp32 (Megatron's default with
+                                 // bf16 mixed precision): twice the bytes of bf16
   OperatorSpec operators;
-  bool async_data_loading = false;   // M8
-  int64_t iterations = 1;            // iterations lowered back to back
+  bool async_data_loading = false; // M8
+  int64_t iterations = 1;          // iterations lowered back to back
 };
 
 struct JobSpec {
@@ -77,7 +77,7 @@ struct JobSpec {
   ModelSpec model;
   ParallelSpec parallel;
   ScheduleOptions options;
-  std::string cluster;               // cluster preset name or path to a cluster file
+  std::string cluster; // cluster preset name or path to a cluster file
 };
 
 } // namespace twinscale::schedules

@@ -30,9 +30,7 @@ struct Layout {
 
   int64_t world() const { return tp * dp * pp; }
   int64_t rank(RankCoord c) const { return c.tp + tp * (c.dp + dp * c.pp); }
-  RankCoord coord(int64_t rank) const {
-    return RankCoord{rank % tp, (rank / tp) % dp, rank / (tp * dp)};
-  }
+  RankCoord coord(int64_t rank) const { return RankCoord{rank % tp, (rank / tp) % dp, rank / (tp * dp)}; }
   /// Members of `rank`'s group of `kind`, in group-rank order.
   std::vector<int64_t> group_members(GroupKind kind, int64_t rank) const;
   /// This rank's index inside its group of `kind`.

@@ -3,13 +3,13 @@
 // detail/layer_ops.cpp (a layer's ops), detail/stage_lowering.cpp (p2p, DP/ZeRO,
 // optimizer, data), memory.cpp (memory per stage).
 #include <cmath>
-#include <sstream>
 #include <iomanip>
+#include <sstream>
 
 #include "schedules/check_job.hpp"
-#include "schedules/estimate.hpp"
 #include "schedules/detail/stage_lowering.hpp"
 #include "schedules/error.hpp"
+#include "schedules/estimate.hpp"
 #include "schedules/memory.hpp"
 #include "schedules/schedule.hpp"
 
@@ -34,10 +34,9 @@ Schedule lower(const JobSpec& job, const LoweringTarget& target) {
   for (int64_t p = 0; p < P; ++p) {
     const MemoryEstimate mem = estimate_memory(job, p);
     if (target.check_memory && mem.total_bytes() > target.gpu_memory_bytes)
-      throw JobError("job '" + job.name + "': pipeline stage " + std::to_string(p) + " needs " +
-                     gb(mem.total_bytes()) + " per GPU (parameters " + gb(mem.parameters_bytes) +
-                     ", gradients " + gb(mem.gradients_bytes) + ", optimizer " +
-                     gb(mem.optimizer_bytes) + ", activations " + gb(mem.activations_bytes) +
+      throw JobError("job '" + job.name + "': pipeline stage " + std::to_string(p) + " needs " + gb(mem.total_bytes()) +
+                     " per GPU (parameters " + gb(mem.parameters_bytes) + ", gradients " + gb(mem.gradients_bytes) +
+                     ", optimizer " + gb(mem.optimizer_bytes) + ", activations " + gb(mem.activations_bytes) +
                      ") but the GPU has " + gb(target.gpu_memory_bytes) +
                      "; use schedule.recompute, operators.flash_attention, a higher zero_stage, "
                      "or more tp/pp");
@@ -58,8 +57,7 @@ Schedule lower(const JobSpec& job, const LoweringTarget& target) {
   for (const Program& prog : out.programs) {
     double f = 0;
     for (const Op& op : prog.ops)
-      if ((op.kind == OpKind::Gemm || op.kind == OpKind::Attention) &&
-          op.labels.phase != Phase::Recompute)
+      if ((op.kind == OpKind::Gemm || op.kind == OpKind::Attention) && op.labels.phase != Phase::Recompute)
         f += op.flops;
     flops += f * ranks_per_stage;
   }

@@ -30,7 +30,7 @@ double chunk_parameters(const JobSpec& job, int64_t pp_rank, int64_t chunk) {
   const double embedding = static_cast<double>(job.model.vocab) / static_cast<double>(job.parallel.tp) * h;
   if (virtual_stage == 0) n += embedding + static_cast<double>(job.model.seq_len) * h;
   if (virtual_stage == pp * vpp - 1) {
-    n += 2 * h;                    // final LayerNorm
+    n += 2 * h;                                                      // final LayerNorm
     if (pp * vpp > 1 || job.model.untied_embeddings) n += embedding; // LM head (tied: a copy)
   }
   return n;
@@ -57,8 +57,7 @@ MemoryEstimate estimate_memory(const JobSpec& job, int64_t pp_rank) {
   const double h = static_cast<double>(m.hidden);
   const double a = static_cast<double>(m.heads);
   const double t = static_cast<double>(p.tp);
-  const double keys =
-      m.attention == AttentionKind::Sliding ? static_cast<double>(std::min(m.window, m.seq_len)) : s;
+  const double keys = m.attention == AttentionKind::Sliding ? static_cast<double>(std::min(m.window, m.seq_len)) : s;
   const double scores = job.options.operators.flash_attention ? 0.0 : 5 * a * keys / (h * t);
   const bool sp = p.sequence_parallel && p.tp > 1;
   const double per_layer = s * b * h * ((sp ? 34 / t : 10 + 24 / t) + scores);
@@ -77,8 +76,7 @@ MemoryEstimate estimate_memory(const JobSpec& job, int64_t pp_rank) {
     mem.activations_bytes = static_cast<double>(most) * layers_per_chunk * layer_input + per_layer;
   else
     mem.activations_bytes = static_cast<double>(most) * layers_per_chunk * per_layer;
-  if (pp_rank == p.pp - 1)
-    mem.activations_bytes += s * b * static_cast<double>(m.vocab) / t * 4;
+  if (pp_rank == p.pp - 1) mem.activations_bytes += s * b * static_cast<double>(m.vocab) / t * 4;
   return mem;
 }
 

@@ -42,11 +42,11 @@ namespace {
 
 enum class OpState : uint8_t { NotStarted, Started, Done };
 
-struct Instance {                   // one communicator (a set of members)
-  std::string name;                 // "tp{0,1}", "pp:0>1", …
-  std::vector<int64_t> members;     // global ranks
-  std::vector<uint32_t> arrived;    // collectives: per position, members that started it
-  std::vector<std::pair<int64_t, uint32_t>> first;  // per position: (rank, op) of the first arrival
+struct Instance {                                  // one communicator (a set of members)
+  std::string name;                                // "tp{0,1}", "pp:0>1", …
+  std::vector<int64_t> members;                    // global ranks
+  std::vector<uint32_t> arrived;                   // collectives: per position, members that started it
+  std::vector<std::pair<int64_t, uint32_t>> first; // per position: (rank, op) of the first arrival
   bool mismatch_reported = false;
 };
 
@@ -54,18 +54,18 @@ struct RankState {
   int64_t rank = 0;
   const Program* program = nullptr;
   std::vector<OpState> state;
-  std::vector<uint32_t> issue_pos;                     // op → position in the issue order
+  std::vector<uint32_t> issue_pos; // op → position in the issue order
   std::array<std::vector<uint32_t>, kStreamCount> stream_ops;
   std::array<size_t, kStreamCount> stream_cursor{};
-  std::vector<int32_t> instance;                        // op → communicator instance (-1)
-  std::vector<uint32_t> ordinal;                        // op → position in its instance's queue
-                                                         // (p2p: among the same direction)
-  std::vector<int32_t> local;                           // op → index of its queue here (-1)
-  std::vector<int64_t> peer;                            // p2p op → the peer's global rank
-  std::vector<uint32_t> match;                          // p2p op → the peer's matching op
-  std::map<int32_t, int32_t> local_of;                  // instance → index of its queue here
-  std::vector<std::vector<uint32_t>> queue;             // per local queue: ops in issue order
-  std::vector<size_t> queue_cursor;                     // per local queue: first op not done
+  std::vector<int32_t> instance;            // op → communicator instance (-1)
+  std::vector<uint32_t> ordinal;            // op → position in its instance's queue
+                                            // (p2p: among the same direction)
+  std::vector<int32_t> local;               // op → index of its queue here (-1)
+  std::vector<int64_t> peer;                // p2p op → the peer's global rank
+  std::vector<uint32_t> match;              // p2p op → the peer's matching op
+  std::map<int32_t, int32_t> local_of;      // instance → index of its queue here
+  std::vector<std::vector<uint32_t>> queue; // per local queue: ops in issue order
+  std::vector<size_t> queue_cursor;         // per local queue: first op not done
   size_t done = 0;
 };
 
@@ -97,8 +97,7 @@ public:
       const size_t i = work_.front();
       work_.pop_front();
       queued_[i] = false;
-      while (sweep(ranks_[i])) {
-      }
+      while (sweep(ranks_[i])) {}
     }
     for (RankState& st : ranks_)
       if (st.done < st.program->ops.size() && out_.size() < max_) report(st);
@@ -126,7 +125,7 @@ private:
     st.local.assign(n, -1);
     st.peer.assign(n, -1);
     st.match.assign(n, UINT32_MAX);
-    std::map<std::pair<int32_t, int>, uint32_t> counts;  // (instance, kind) → ops so far
+    std::map<std::pair<int32_t, int>, uint32_t> counts; // (instance, kind) → ops so far
     for (uint32_t i : order) {
       const Op& op = st.program->ops[i];
       if (!op.is_communication()) continue;
@@ -148,9 +147,7 @@ private:
     }
   }
 
-  int64_t peer_of(int64_t r, const Op& op) const {
-    return L_.group_members(op.group, r)[static_cast<size_t>(op.peer)];
-  }
+  int64_t peer_of(int64_t r, const Op& op) const { return L_.group_members(op.group, r)[static_cast<size_t>(op.peer)]; }
 
   int32_t instance_of(int64_t r, const Op& op) {
     std::vector<int64_t> members;
@@ -192,9 +189,9 @@ private:
     if (inst < 0) return {};
     const uint32_t head = queue_head(st, i);
     if (head == i) return {};
-    return "NCCL runs the kernels of communicator " + instances_[inst].name +
-           " in issue order, and op " + std::to_string(head) + " (" + name(st, head) + ", " +
-           std::string(to_string(st.program->ops[head].kind)) + ") was issued on it before and has not completed";
+    return "NCCL runs the kernels of communicator " + instances_[inst].name + " in issue order, and op " +
+           std::to_string(head) + " (" + name(st, head) + ", " + std::string(to_string(st.program->ops[head].kind)) +
+           ") was issued on it before and has not completed";
   }
 
   uint32_t queue_head(const RankState& st, uint32_t i) const {
@@ -227,8 +224,10 @@ private:
         in.arrived.resize(k + 1, 0);
         in.first.resize(k + 1, {-1, 0});
       }
-      if (in.first[k].first < 0) in.first[k] = {st.rank, i};
-      else check_match(in, k, st, i);
+      if (in.first[k].first < 0)
+        in.first[k] = {st.rank, i};
+      else
+        check_match(in, k, st, i);
       if (++in.arrived[k] == in.members.size())
         for (int64_t m : in.members) enqueue(static_cast<size_t>(m));
       return;
@@ -243,9 +242,9 @@ private:
     if ((a.kind == b.kind && a.bytes == b.bytes) || in.mismatch_reported) return;
     in.mismatch_reported = true;
     std::ostringstream os;
-    os << "collective #" << k << " on communicator " << in.name << " is " << to_string(b.kind) << " of "
-       << b.bytes << " bytes, but rank " << r0 << " issues " << to_string(a.kind) << " of " << a.bytes
-       << " bytes there (its op " << i0 << " " << name(ranks_[static_cast<size_t>(r0)], i0) << ")";
+    os << "collective #" << k << " on communicator " << in.name << " is " << to_string(b.kind) << " of " << b.bytes
+       << " bytes, but rank " << r0 << " issues " << to_string(a.kind) << " of " << a.bytes << " bytes there (its op "
+       << i0 << " " << name(ranks_[static_cast<size_t>(r0)], i0) << ")";
     add(ViolationKind::CollectiveMismatch, st, i, os.str());
   }
 
@@ -338,7 +337,8 @@ private:
     std::ostringstream os;
     os << "stuck at " << to_string(op.kind) << " on stream " << to_string(op.stream) << " after " << st.done << " of "
        << st.program->ops.size() << " ops: ";
-    if (st.state[best] == OpState::Started) os << peer_wait(st, best);
+    if (st.state[best] == OpState::Started)
+      os << peer_wait(st, best);
     else {
       os << start_blocker(st, best);
       const int32_t inst = st.instance[best];
@@ -379,8 +379,8 @@ private:
 
 } // namespace
 
-std::vector<Violation> check_nccl_order(const Schedule& schedule, const CommModel& model,
-                                        const IssueOrder& issue_order, size_t max_violations) {
+std::vector<Violation> check_nccl_order(const Schedule& schedule, const CommModel& model, const IssueOrder& issue_order,
+                                        size_t max_violations) {
   return NcclOrderRun(schedule, model, issue_order, max_violations).run();
 }
 

@@ -15,8 +15,8 @@ namespace twinscale::schedules {
 enum class OpKind : uint8_t {
   // compute
   Gemm,
-  Attention,     // the attention core (QKᵀ, softmax, ·V) as one op; kernel says how
-  Elementwise,   // norm, activation, dropout, residual add, softmax (memory-bound)
+  Attention,   // the attention core (QKᵀ, softmax, ·V) as one op; kernel says how
+  Elementwise, // norm, activation, dropout, residual add, softmax (memory-bound)
   OptimizerStep,
   // communication
   AllGather,
@@ -30,21 +30,21 @@ enum class OpKind : uint8_t {
 
 /// The concrete kernel a compute op stands for (M7: fused and unfused forms differ).
 enum class Kernel : uint8_t {
-  None,              // communication ops
+  None, // communication ops
   Gemm,
-  AttentionUnfused,  // GEMM + softmax + GEMM, materialising the s×s scores
+  AttentionUnfused, // GEMM + softmax + GEMM, materialising the s×s scores
   FlashAttention2,
-  LayerNorm,         // unfused: several passes over the activation
+  LayerNorm, // unfused: several passes over the activation
   FusedLayerNorm,
-  Gelu,              // unfused bias-add + GeLU
+  Gelu, // unfused bias-add + GeLU
   FusedBiasGelu,
   Dropout,
   ResidualAdd,
   AdamStep,
   LambStep,
-  Embedding,         // embedding lookup / its gradient scatter
-  CrossEntropy,      // vocabulary-parallel loss
-  DataLoad,          // host → device copy of a batch (Phase::Data; bytes = batch bytes)
+  Embedding,    // embedding lookup / its gradient scatter
+  CrossEntropy, // vocabulary-parallel loss
+  DataLoad,     // host → device copy of a batch (Phase::Data; bytes = batch bytes)
 };
 
 enum class Stream : uint8_t {
@@ -53,7 +53,7 @@ enum class Stream : uint8_t {
   DpComm = 2,
   PpSend = 3,
   PpRecv = 4,
-  Data = 5,          // asynchronous data loading (M8)
+  Data = 5, // asynchronous data loading (M8)
 };
 inline constexpr int kStreamCount = 6;
 
@@ -66,8 +66,8 @@ enum class DType : uint8_t { BF16, FP32 };
 struct OpLabels {
   int32_t iteration = 0;
   int32_t micro_batch = -1;
-  int32_t chunk = -1;        // model chunk (virtual stage) on this pipeline rank
-  int32_t layer = -1;        // global layer index
+  int32_t chunk = -1; // model chunk (virtual stage) on this pipeline rank
+  int32_t layer = -1; // global layer index
   Phase phase = Phase::Forward;
 };
 
@@ -81,14 +81,14 @@ struct Op {
   int32_t peer = -1;                  // Send/Recv: the peer's rank inside `group`
   uint32_t dep_begin = 0;             // range in Program::deps
   uint32_t dep_count = 0;
-  double flops = 0;                   // compute: floating-point operations
-  double bytes = 0;                   // compute: HBM bytes moved; comm: payload bytes
-                                      // (all-gather/reduce-scatter: the full gathered size)
+  double flops = 0; // compute: floating-point operations
+  double bytes = 0; // compute: HBM bytes moved; comm: payload bytes
+                    // (all-gather/reduce-scatter: the full gathered size)
   /// Kernel shape. Gemm: {m, n, k, 0}. Attention: {batch·heads, seq, head_dim, window
   /// (0 = dense)}. Elementwise/optimizer: {elements, 0, 0, 0}.
   std::array<int64_t, 4> shape{0, 0, 0, 0};
   OpLabels labels;
-  uint32_t name = 0;                  // index in Schedule::names (e.g. "attn.qkv")
+  uint32_t name = 0; // index in Schedule::names (e.g. "attn.qkv")
 
   bool is_communication() const { return kind >= OpKind::AllGather; }
   bool is_collective() const { return is_communication() && kind != OpKind::Send && kind != OpKind::Recv; }

@@ -17,16 +17,15 @@
 
 namespace twinscale::schedules {
 
-int64_t pipeline_warmup(PipelineKind kind, int64_t pp, int64_t vpp, int64_t micro_batches,
-                        int64_t pp_rank) {
+int64_t pipeline_warmup(PipelineKind kind, int64_t pp, int64_t vpp, int64_t micro_batches, int64_t pp_rank) {
   if (kind == PipelineKind::OneFOneB) return std::min(pp - pp_rank - 1, micro_batches);
   const int64_t total = micro_batches * vpp;
   if (micro_batches == pp) return total; // Megatron: all warm-up when M == P
   return std::min((pp - pp_rank - 1) * 2 + (vpp - 1) * pp, total);
 }
 
-std::vector<PipelineStep> pipeline_order(PipelineKind kind, int64_t pp, int64_t vpp,
-                                         int64_t micro_batches, int64_t pp_rank) {
+std::vector<PipelineStep> pipeline_order(PipelineKind kind, int64_t pp, int64_t vpp, int64_t micro_batches,
+                                         int64_t pp_rank) {
   TWINSCALE_ASSERT(pp >= 1 && vpp >= 1 && micro_batches >= 1, "bad pipeline sizes");
   TWINSCALE_ASSERT(pp_rank >= 0 && pp_rank < pp, "pp_rank out of range");
   std::vector<PipelineStep> out;
@@ -49,9 +48,7 @@ std::vector<PipelineStep> pipeline_order(PipelineKind kind, int64_t pp, int64_t 
     return forward ? c : vpp - 1 - c;
   };
   auto micro_batch_of = [&](int64_t k) { return (k / group) * pp + k % pp; };
-  auto step = [&](int64_t k, bool forward) {
-    return PipelineStep{forward, micro_batch_of(k), chunk_of(k, forward)};
-  };
+  auto step = [&](int64_t k, bool forward) { return PipelineStep{forward, micro_batch_of(k), chunk_of(k, forward)}; };
   const int64_t warmup = pipeline_warmup(kind, pp, vpp, micro_batches, pp_rank);
   out.reserve(2 * total);
   for (int64_t k = 0; k < warmup; ++k) out.push_back(step(k, true));

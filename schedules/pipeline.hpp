@@ -12,17 +12,16 @@ namespace twinscale::schedules {
 struct PipelineStep {
   bool forward = true;
   int64_t micro_batch = 0;
-  int64_t chunk = 0;       // model chunk on this rank; it holds virtual stage chunk·P + rank
+  int64_t chunk = 0; // model chunk on this rank; it holds virtual stage chunk·P + rank
   bool operator==(const PipelineStep&) const = default;
 };
 
 /// The ordered passes of pipeline rank `pp_rank` of `pp` ranks with `vpp` model chunks
 /// and `micro_batches` micro-batches. For OneFOneB, vpp must be 1.
-std::vector<PipelineStep> pipeline_order(PipelineKind kind, int64_t pp, int64_t vpp,
-                                         int64_t micro_batches, int64_t pp_rank);
+std::vector<PipelineStep> pipeline_order(PipelineKind kind, int64_t pp, int64_t vpp, int64_t micro_batches,
+                                         int64_t pp_rank);
 
 /// Warm-up forward passes of `pp_rank` (before the first backward).
-int64_t pipeline_warmup(PipelineKind kind, int64_t pp, int64_t vpp, int64_t micro_batches,
-                        int64_t pp_rank);
+int64_t pipeline_warmup(PipelineKind kind, int64_t pp, int64_t vpp, int64_t micro_batches, int64_t pp_rank);
 
 } // namespace twinscale::schedules

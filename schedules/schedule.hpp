@@ -26,11 +26,9 @@ inline constexpr int kScheduleFormatVersion = 1;
 
 struct Program {
   std::vector<Op> ops;
-  std::vector<uint32_t> deps;   // Op::dep_begin/dep_count index here
+  std::vector<uint32_t> deps; // Op::dep_begin/dep_count index here
 
-  std::span<const uint32_t> deps_of(const Op& op) const {
-    return {deps.data() + op.dep_begin, op.dep_count};
-  }
+  std::span<const uint32_t> deps_of(const Op& op) const { return {deps.data() + op.dep_begin, op.dep_count}; }
   std::span<const uint32_t> deps_of(size_t op_index) const { return deps_of(ops[op_index]); }
 };
 
@@ -40,14 +38,12 @@ struct MemoryEstimate {
   double gradients_bytes = 0;
   double optimizer_bytes = 0;
   double activations_bytes = 0;
-  double total_bytes() const {
-    return parameters_bytes + gradients_bytes + optimizer_bytes + activations_bytes;
-  }
+  double total_bytes() const { return parameters_bytes + gradients_bytes + optimizer_bytes + activations_bytes; }
 };
 
 struct Schedule {
   int version = kScheduleFormatVersion;
-  JobSpec job;                                 // effective job after presets/overrides
+  JobSpec job; // effective job after presets/overrides
   Layout layout;
   std::vector<Program> programs;
   std::vector<uint32_t> program_of_rank;       // size layout.world()

@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <istream>
-#include <sstream>
 #include <limits>
-#include <type_traits>
 #include <ostream>
+#include <sstream>
+#include <type_traits>
 
 #include <nlohmann/json.hpp>
 
@@ -33,25 +33,41 @@ json job_json(const JobSpec& j) {
       {"name", j.name},
       {"cluster", j.cluster},
       {"model",
-       {{"layers", m.layers}, {"hidden", m.hidden}, {"heads", m.heads}, {"seq_len", m.seq_len},
-        {"vocab", m.vocab}, {"ffn_hidden", m.ffn_hidden}, {"block", block_name(m.block)},
-        {"attention", attention_name(m.attention)}, {"window", m.window}, {"kv_heads", m.kv_heads},
-        {"mlp", m.mlp == MlpKind::SwiGlu ? "swiglu" : "gelu"}, {"untied_embeddings", m.untied_embeddings}}},
+       {{"layers", m.layers},
+        {"hidden", m.hidden},
+        {"heads", m.heads},
+        {"seq_len", m.seq_len},
+        {"vocab", m.vocab},
+        {"ffn_hidden", m.ffn_hidden},
+        {"block", block_name(m.block)},
+        {"attention", attention_name(m.attention)},
+        {"window", m.window},
+        {"kv_heads", m.kv_heads},
+        {"mlp", m.mlp == MlpKind::SwiGlu ? "swiglu" : "gelu"},
+        {"untied_embeddings", m.untied_embeddings}}},
       {"parallel",
-       {{"tp", p.tp}, {"pp", p.pp}, {"vpp", p.vpp}, {"dp", p.dp},
-        {"sequence_parallel", p.sequence_parallel}, {"pp_scatter_gather", p.pp_scatter_gather},
+       {{"tp", p.tp},
+        {"pp", p.pp},
+        {"vpp", p.vpp},
+        {"dp", p.dp},
+        {"sequence_parallel", p.sequence_parallel},
+        {"pp_scatter_gather", p.pp_scatter_gather},
         {"zero_stage", p.zero_stage},
-        {"micro_batch", p.micro_batch}, {"global_batch", p.global_batch}}},
+        {"micro_batch", p.micro_batch},
+        {"global_batch", p.global_batch}}},
       {"schedule",
-       {{"pipeline", pipeline_name(o.pipeline)}, {"iterations", o.iterations},
-        {"optimizer", optimizer_name(o.optimizer)}, {"recompute", o.recompute},
+       {{"pipeline", pipeline_name(o.pipeline)},
+        {"iterations", o.iterations},
+        {"optimizer", optimizer_name(o.optimizer)},
+        {"recompute", o.recompute},
         {"grad_reduce_dtype", o.grad_reduce_fp32 ? "fp32" : "bf16"},
         {"async_data_loading", o.async_data_loading},
-        {"overlap", {{"dp", o.overlap.dp}, {"pp", o.overlap.pp}, {"tp", o.overlap.tp},
-                     {"tp_chunks", o.overlap.tp_chunks}}},
-        {"operators", {{"flash_attention", o.operators.flash_attention},
-                       {"fused_layernorm", o.operators.fused_layernorm},
-                       {"fused_gelu", o.operators.fused_gelu}}}}}};
+        {"overlap",
+         {{"dp", o.overlap.dp}, {"pp", o.overlap.pp}, {"tp", o.overlap.tp}, {"tp_chunks", o.overlap.tp_chunks}}},
+        {"operators",
+         {{"flash_attention", o.operators.flash_attention},
+          {"fused_layernorm", o.operators.fused_layernorm},
+          {"fused_gelu", o.operators.fused_gelu}}}}}};
 }
 
 json op_json(const Op& op, const Program& p) {
@@ -149,8 +165,10 @@ public:
     out.model.seq_len = get<int64_t>(m, "seq_len", mw);
     out.model.vocab = get<int64_t>(m, "vocab", mw);
     out.model.ffn_hidden = get<int64_t>(m, "ffn_hidden", mw);
-    out.model.block = get_choice<BlockKind>(m, "block", mw, {{"serial", BlockKind::Serial}, {"parallel", BlockKind::Parallel}});
-    out.model.attention = get_choice<AttentionKind>(m, "attention", mw, {{"dense", AttentionKind::Dense}, {"sliding", AttentionKind::Sliding}});
+    out.model.block =
+        get_choice<BlockKind>(m, "block", mw, {{"serial", BlockKind::Serial}, {"parallel", BlockKind::Parallel}});
+    out.model.attention = get_choice<AttentionKind>(
+        m, "attention", mw, {{"dense", AttentionKind::Dense}, {"sliding", AttentionKind::Sliding}});
     out.model.window = get<int64_t>(m, "window", mw);
     // Added with issue #9; absent in older files means the defaults.
     if (m.contains("kv_heads")) out.model.kv_heads = get<int64_t>(m, "kv_heads", mw);
@@ -173,9 +191,11 @@ public:
     const json& s = at(j, "schedule", w);
     const std::string sw = w + ".schedule";
     auto& o = out.options;
-    o.pipeline = get_choice<PipelineKind>(s, "pipeline", sw, {{"1f1b", PipelineKind::OneFOneB}, {"interleaved", PipelineKind::Interleaved}});
+    o.pipeline = get_choice<PipelineKind>(
+        s, "pipeline", sw, {{"1f1b", PipelineKind::OneFOneB}, {"interleaved", PipelineKind::Interleaved}});
     o.iterations = get<int64_t>(s, "iterations", sw);
-    o.optimizer = get_choice<OptimizerKind>(s, "optimizer", sw, {{"adam", OptimizerKind::Adam}, {"lamb", OptimizerKind::Lamb}});
+    o.optimizer =
+        get_choice<OptimizerKind>(s, "optimizer", sw, {{"adam", OptimizerKind::Adam}, {"lamb", OptimizerKind::Lamb}});
     o.recompute = get<bool>(s, "recompute", sw);
     o.grad_reduce_fp32 = s.contains("grad_reduce_dtype") &&
                          get_choice<bool>(s, "grad_reduce_dtype", sw, {{"bf16", false}, {"fp32", true}});
@@ -216,7 +236,8 @@ public:
     o.labels.layer = get<int32_t>(j, "layer", w);
     o.labels.phase = get_enum<Phase>(j, "phase", w, phase_from_string);
     o.name = get<uint32_t>(j, "name", w);
-    if (o.name >= names) fail(w + ".name", "index " + std::to_string(o.name) + " but there are " + std::to_string(names) + " names");
+    if (o.name >= names)
+      fail(w + ".name", "index " + std::to_string(o.name) + " but there are " + std::to_string(names) + " names");
     const json& deps = at(j, "deps", w);
     if (!deps.is_array()) fail(w + ".deps", "expected an array");
     o.dep_begin = static_cast<uint32_t>(prog.deps.size());
@@ -225,7 +246,8 @@ public:
       const std::string dw = w + ".deps[" + std::to_string(i) + "]";
       if (!deps[i].is_number_unsigned()) fail(dw, "expected an op index");
       const auto d = deps[i].get<uint64_t>();
-      if (d >= index) fail(dw, "op " + std::to_string(d) + " is not an earlier op (this is op " + std::to_string(index) + ")");
+      if (d >= index)
+        fail(dw, "op " + std::to_string(d) + " is not an earlier op (this is op " + std::to_string(index) + ")");
       prog.deps.push_back(static_cast<uint32_t>(d));
     }
     return o;
@@ -241,21 +263,20 @@ std::string job_to_json(const JobSpec& job) { return job_json(job).dump(); }
 void write_schedule_json(const Schedule& s, std::ostream& out) {
   json mem = json::array();
   for (const auto& m : s.memory_by_stage)
-    mem.push_back({{"parameters_bytes", m.parameters_bytes}, {"gradients_bytes", m.gradients_bytes},
-                   {"optimizer_bytes", m.optimizer_bytes}, {"activations_bytes", m.activations_bytes}});
+    mem.push_back({{"parameters_bytes", m.parameters_bytes},
+                   {"gradients_bytes", m.gradients_bytes},
+                   {"optimizer_bytes", m.optimizer_bytes},
+                   {"activations_bytes", m.activations_bytes}});
   out << "{\"format\":\"twinscale-schedule\",\"format_version\":" << kScheduleFormatVersion
       << ",\n\"job\":" << job_json(s.job).dump()
       << ",\n\"layout\":" << json{{"tp", s.layout.tp}, {"dp", s.layout.dp}, {"pp", s.layout.pp}}.dump()
       << ",\n\"model_flops_per_iteration\":" << json(s.model_flops_per_iteration).dump()
-      << ",\n\"memory_by_stage\":" << mem.dump()
-      << ",\n\"names\":" << json(s.names).dump()
-      << ",\n\"program_of_rank\":" << json(s.program_of_rank).dump()
-      << ",\n\"programs\":[";
+      << ",\n\"memory_by_stage\":" << mem.dump() << ",\n\"names\":" << json(s.names).dump()
+      << ",\n\"program_of_rank\":" << json(s.program_of_rank).dump() << ",\n\"programs\":[";
   for (size_t p = 0; p < s.programs.size(); ++p) {
     out << (p ? ",\n" : "\n") << "{\"ops\":[";
     const Program& prog = s.programs[p];
-    for (size_t i = 0; i < prog.ops.size(); ++i)
-      out << (i ? ",\n" : "\n") << op_json(prog.ops[i], prog).dump();
+    for (size_t i = 0; i < prog.ops.size(); ++i) out << (i ? ",\n" : "\n") << op_json(prog.ops[i], prog).dump();
     out << "\n]}";
   }
   out << "\n]}\n";
@@ -274,8 +295,8 @@ Schedule read_schedule_json(std::istream& in, const std::string& path) {
     r.fail("$.format", "expected \"twinscale-schedule\"");
   const int version = r.get<int>(doc, "format_version", "$");
   if (version != kScheduleFormatVersion)
-    r.fail("$.format_version", "unsupported version " + std::to_string(version) + " (this reader: " +
-                                   std::to_string(kScheduleFormatVersion) + ")");
+    r.fail("$.format_version", "unsupported version " + std::to_string(version) +
+                                   " (this reader: " + std::to_string(kScheduleFormatVersion) + ")");
   Schedule s;
   s.version = version;
   s.job = r.job(r.at(doc, "job", "$"), "$.job");
@@ -304,8 +325,9 @@ Schedule read_schedule_json(std::istream& in, const std::string& path) {
   const json& mem = r.at(doc, "memory_by_stage", "$");
   if (!mem.is_array()) r.fail("$.memory_by_stage", "expected an array");
   if (static_cast<int64_t>(mem.size()) != s.layout.pp)
-    r.fail("$.memory_by_stage", "has " + std::to_string(mem.size()) + " entries; expected one per pipeline stage (pp = " +
-                                    std::to_string(s.layout.pp) + ")");
+    r.fail("$.memory_by_stage", "has " + std::to_string(mem.size()) +
+                                    " entries; expected one per pipeline stage (pp = " + std::to_string(s.layout.pp) +
+                                    ")");
   for (size_t i = 0; i < mem.size(); ++i) {
     const std::string w = "$.memory_by_stage[" + std::to_string(i) + "]";
     MemoryEstimate m;

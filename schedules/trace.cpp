@@ -6,14 +6,14 @@
 #include <array>
 #include <cinttypes>
 #include <cmath>
+#include <cstdio>
+#include <istream>
 #include <limits>
+#include <numeric>
+#include <ostream>
 #include <sstream>
 #include <type_traits>
 #include <unordered_map>
-#include <cstdio>
-#include <istream>
-#include <numeric>
-#include <ostream>
 
 #include <nlohmann/json.hpp>
 
@@ -53,9 +53,8 @@ void write_chrome_trace(const Trace& trace, const Schedule& schedule, std::ostre
                           std::to_string(world) + " ranks");
     const Program& p = schedule.program(e.rank);
     if (e.op_index >= p.ops.size())
-      throw ScheduleError("trace event for rank " + std::to_string(e.rank) + " op " +
-                          std::to_string(e.op_index) + " but its program has " +
-                          std::to_string(p.ops.size()) + " ops");
+      throw ScheduleError("trace event for rank " + std::to_string(e.rank) + " op " + std::to_string(e.op_index) +
+                          " but its program has " + std::to_string(p.ops.size()) + " ops");
   }
   for (size_t i : order) {
     const auto& e = trace.events[i];
@@ -98,8 +97,7 @@ void write_chrome_trace(const Trace& trace, const Schedule& schedule, std::ostre
           << ",\"chunk\":" << op.labels.chunk << ",\"layer\":" << op.labels.layer
           << ",\"phase\":" << quoted(to_string(op.labels.phase)) << ",\"bytes\":" << fixed(op.bytes, 0)
           << ",\"flops\":" << fixed(op.flops, 0);
-    if (op.is_communication())
-      out << ",\"group\":" << quoted(to_string(op.group)) << ",\"peer\":" << op.peer;
+    if (op.is_communication()) out << ",\"group\":" << quoted(to_string(op.group)) << ",\"peer\":" << op.peer;
     out << ",\"failed\":" << (e.failed ? "true" : "false") << "}}";
   }
   out << "\n]}\n";
@@ -116,8 +114,7 @@ T field(const nlohmann::json& obj, const char* key, const std::string& path, con
   if (it == obj.end()) bad(path, where, std::string("missing \"") + key + "\"");
   if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
     // exact integers only: 1.5 is not truncated, 2^32 + k does not wrap to k
-    if (!it->is_number_integer())
-      bad(path, where + "." + key, "expected an integer, got " + it->dump());
+    if (!it->is_number_integer()) bad(path, where + "." + key, "expected an integer, got " + it->dump());
     if (it->is_number_unsigned() ? it->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<T>::max())
                                  : (it->get<int64_t>() < static_cast<int64_t>(std::numeric_limits<T>::min()) ||
                                     it->get<int64_t>() > static_cast<int64_t>(std::numeric_limits<T>::max())))
@@ -186,8 +183,9 @@ std::vector<TraceRecord> read_chrome_trace(std::istream& in, const std::string& 
     r.op_index = static_cast<uint32_t>(op);
     const uint64_t key = static_cast<uint64_t>(r.rank) << 32 | r.op_index;
     if (const auto [it, fresh] = seen.emplace(key, i); !fresh)
-      bad(path, where, "duplicate event: rank " + std::to_string(r.rank) + " op " + std::to_string(op) +
-                           " was already traced by $.traceEvents[" + std::to_string(it->second) + "]");
+      bad(path, where,
+          "duplicate event: rank " + std::to_string(r.rank) + " op " + std::to_string(op) +
+              " was already traced by $.traceEvents[" + std::to_string(it->second) + "]");
     r.kind = enum_field<OpKind>(a, "kind", op_kind_from_string, path, aw);
     r.stream = enum_field<Stream>(a, "stream", stream_from_string, path, aw);
     r.labels.iteration = field<int32_t>(a, "iteration", path, aw);

@@ -16,14 +16,14 @@ struct Schedule;
 
 struct TraceEvent {
   int64_t rank = 0;
-  uint32_t op_index = 0;    // index in the rank's program
+  uint32_t op_index = 0; // index in the rank's program
   double start_s = 0;
   double end_s = 0;
-  bool failed = false;      // the op did not complete (fault); end_s = when it failed
+  bool failed = false; // the op did not complete (fault); end_s = when it failed
 };
 
 struct Trace {
-  std::string source;       // "sim", "cuda", "cpu"
+  std::string source; // "sim", "cuda", "cpu"
   std::vector<TraceEvent> events;
 };
 

@@ -70,8 +70,7 @@ std::string mib(double bytes) {
 
 class Checker {
 public:
-  Checker(const Schedule& s, const ValidateOptions& o, std::vector<Violation>& out)
-      : s_(s), o_(o), out_(out) {}
+  Checker(const Schedule& s, const ValidateOptions& o, std::vector<Violation>& out) : s_(s), o_(o), out_(out) {}
 
   bool full() const { return out_.size() >= o_.max_violations; }
 
@@ -105,16 +104,16 @@ public:
     }
     if (static_cast<int64_t>(s_.program_of_rank.size()) != L.world()) {
       add(ViolationKind::Structure, -1, -1,
-          "program_of_rank has " + std::to_string(s_.program_of_rank.size()) +
-              " entries; the layout has " + std::to_string(L.world()) + " ranks");
+          "program_of_rank has " + std::to_string(s_.program_of_rank.size()) + " entries; the layout has " +
+              std::to_string(L.world()) + " ranks");
       return false;
     }
     bool ok = true;
     for (int64_t r = 0; r < L.world(); ++r)
       if (s_.program_of_rank[r] >= s_.programs.size()) {
         add(ViolationKind::Structure, r, -1,
-            "program index " + std::to_string(s_.program_of_rank[r]) + " ≥ " +
-                std::to_string(s_.programs.size()) + " programs");
+            "program index " + std::to_string(s_.program_of_rank[r]) + " ≥ " + std::to_string(s_.programs.size()) +
+                " programs");
         ok = false;
       }
     if (!ok) return false;
@@ -128,8 +127,8 @@ public:
         const auto idx = static_cast<int64_t>(i);
         if (op.name >= s_.names.size()) {
           add(ViolationKind::Structure, rank, -1,
-              "op " + std::to_string(i) + " names entry " + std::to_string(op.name) +
-                  " but there are " + std::to_string(s_.names.size()) + " names");
+              "op " + std::to_string(i) + " names entry " + std::to_string(op.name) + " but there are " +
+                  std::to_string(s_.names.size()) + " names");
           ok = false;
           continue;
         }
@@ -142,7 +141,7 @@ public:
           if (d >= i) {
             add(ViolationKind::Dependency, rank, idx,
                 "depends on op " + std::to_string(d) +
-                    (d == i ? " (itself)" : " which comes later: a forward dependency, so a cycle is possible") );
+                    (d == i ? " (itself)" : " which comes later: a forward dependency, so a cycle is possible"));
             ok = false;
           }
         if (static_cast<int>(op.stream) >= kStreamCount) {
@@ -153,12 +152,11 @@ public:
           if (op.group != GroupKind::Pp || op.peer < 0 || op.peer >= L.pp || op.peer == pp) {
             add(ViolationKind::Structure, rank, idx,
                 "send/recv needs group pp and a peer pp rank in [0, " + std::to_string(L.pp) +
-                    ") other than its own (" + std::to_string(pp) + "); got group " +
-                    std::string(to_string(op.group)) + ", peer " + std::to_string(op.peer));
+                    ") other than its own (" + std::to_string(pp) + "); got group " + std::string(to_string(op.group)) +
+                    ", peer " + std::to_string(op.peer));
             ok = false;
           }
-        } else if (op.is_collective() && op.group == GroupKind::Embedding && L.pp > 1 &&
-                   pp != 0 && pp != L.pp - 1) {
+        } else if (op.is_collective() && op.group == GroupKind::Embedding && L.pp > 1 && pp != 0 && pp != L.pp - 1) {
           add(ViolationKind::Structure, rank, idx,
               "embedding-group collective on pipeline stage " + std::to_string(pp) +
                   "; only the first and last stages are members");
@@ -213,18 +211,16 @@ public:
     for (size_t i = 0; i < n; ++i) {
       if (x[i].kind == y[i].kind && x[i].bytes == y[i].bytes) continue;
       add(ViolationKind::CollectiveMismatch, b, y[i].op,
-          "collective #" + std::to_string(i) + " on its " + std::string(to_string(g)) +
-              " group is " + std::string(to_string(y[i].kind)) + " of " + mib(y[i].bytes) +
-              ", but group member rank " + std::to_string(a) + " issues " +
-              std::string(to_string(x[i].kind)) + " of " + mib(x[i].bytes) + " (its op " +
-              std::to_string(x[i].op) + " " + s_.names[s_.program(a).ops[x[i].op].name] + ")");
+          "collective #" + std::to_string(i) + " on its " + std::string(to_string(g)) + " group is " +
+              std::string(to_string(y[i].kind)) + " of " + mib(y[i].bytes) + ", but group member rank " +
+              std::to_string(a) + " issues " + std::string(to_string(x[i].kind)) + " of " + mib(x[i].bytes) +
+              " (its op " + std::to_string(x[i].op) + " " + s_.names[s_.program(a).ops[x[i].op].name] + ")");
       return;
     }
     if (x.size() != y.size())
       add(ViolationKind::CollectiveMismatch, b, -1,
-          "issues " + std::to_string(y.size()) + " collectives on its " +
-              std::string(to_string(g)) + " group but member rank " + std::to_string(a) +
-              " issues " + std::to_string(x.size()));
+          "issues " + std::to_string(y.size()) + " collectives on its " + std::string(to_string(g)) +
+              " group but member rank " + std::to_string(a) + " issues " + std::to_string(x.size()));
   }
 
   // sends (or receives) of a program toward (from) one peer pp rank, in program order
@@ -265,22 +261,19 @@ public:
           const double rb = s_.programs[pq].ops[recvs[i]].bytes;
           if (sb != rb) {
             add(ViolationKind::UnmatchedP2p, sender, sends[i],
-                "send #" + std::to_string(i) + " to rank " + std::to_string(receiver) + " carries " +
-                    mib(sb) + " but the matching recv (its op " + std::to_string(recvs[i]) +
-                    ") expects " + mib(rb));
+                "send #" + std::to_string(i) + " to rank " + std::to_string(receiver) + " carries " + mib(sb) +
+                    " but the matching recv (its op " + std::to_string(recvs[i]) + ") expects " + mib(rb));
             return;
           }
         }
         if (sends.size() > recvs.size())
           add(ViolationKind::UnmatchedP2p, sender, sends[n],
-              "send #" + std::to_string(n) + " to rank " + std::to_string(receiver) +
-                  " has no matching recv (" + std::to_string(sends.size()) + " sends, " +
-                  std::to_string(recvs.size()) + " recvs)");
+              "send #" + std::to_string(n) + " to rank " + std::to_string(receiver) + " has no matching recv (" +
+                  std::to_string(sends.size()) + " sends, " + std::to_string(recvs.size()) + " recvs)");
         else if (recvs.size() > sends.size())
           add(ViolationKind::UnmatchedP2p, receiver, recvs[n],
-              "recv #" + std::to_string(n) + " from rank " + std::to_string(sender) +
-                  " has no matching send (" + std::to_string(sends.size()) + " sends, " +
-                  std::to_string(recvs.size()) + " recvs)");
+              "recv #" + std::to_string(n) + " from rank " + std::to_string(sender) + " has no matching send (" +
+                  std::to_string(sends.size()) + " sends, " + std::to_string(recvs.size()) + " recvs)");
       };
       for (int32_t q : send_peers[pr]) check_pair(r, L.rank({c.tp, c.dp, q}));
       for (int32_t q : recv_peers[pr]) check_pair(L.rank({c.tp, c.dp, q}), r);
@@ -320,8 +313,8 @@ std::vector<Violation> validate(const Schedule& schedule, const ValidateOptions&
   // schedule that passed the checks above.
   if (!matched) return out;
   const size_t before = out.size();
-  for (auto& v : detail::find_deadlocks(schedule, options.use_symmetry && is_pp_symmetric(schedule),
-                                        options.max_violations)) {
+  for (auto& v :
+       detail::find_deadlocks(schedule, options.use_symmetry && is_pp_symmetric(schedule), options.max_violations)) {
     if (out.size() >= options.max_violations) break;
     out.push_back(std::move(v));
   }
@@ -329,7 +322,8 @@ std::vector<Violation> validate(const Schedule& schedule, const ValidateOptions&
   // stream semantics accept, so that each report has one cause.
   double total_ops = 0;
   for (int64_t r = 0; r < schedule.world(); ++r) total_ops += static_cast<double>(schedule.program(r).ops.size());
-  if (out.size() == before && out.size() < options.max_violations && options.check_nccl_order && total_ops <= options.nccl_order_max_ops)
+  if (out.size() == before && out.size() < options.max_violations && options.check_nccl_order &&
+      total_ops <= options.nccl_order_max_ops)
     for (auto& v : check_nccl_order(schedule, kDeviceCommModel, {}, options.max_violations - out.size()))
       out.push_back(std::move(v));
   return out;

@@ -11,22 +11,22 @@
 namespace twinscale::schedules {
 
 enum class ViolationKind : uint8_t {
-  Structure,           // malformed: bad program index, peer, group, name, …
-  Dependency,          // a dependency on a later op or itself (the only way to form a cycle)
-  CollectiveMismatch,  // members of a group issue different collective sequences
-  UnmatchedP2p,        // sends and receives of a rank pair differ in count or bytes
-  Deadlock,            // the abstract execution gets stuck
-  Memory,              // a stage's memory estimate exceeds the GPU
-  NcclOrder,           // deadlocks under NCCL's per-communicator ordering (nccl_order.hpp)
+  Structure,          // malformed: bad program index, peer, group, name, …
+  Dependency,         // a dependency on a later op or itself (the only way to form a cycle)
+  CollectiveMismatch, // members of a group issue different collective sequences
+  UnmatchedP2p,       // sends and receives of a rank pair differ in count or bytes
+  Deadlock,           // the abstract execution gets stuck
+  Memory,             // a stage's memory estimate exceeds the GPU
+  NcclOrder,          // deadlocks under NCCL's per-communicator ordering (nccl_order.hpp)
 };
 std::string_view to_string(ViolationKind);
 
 struct Violation {
   ViolationKind kind = ViolationKind::Structure;
-  int64_t rank = -1;        // -1: not about one rank
-  int64_t op_index = -1;    // index in the rank's program; -1: not about one op
+  int64_t rank = -1;     // -1: not about one rank
+  int64_t op_index = -1; // index in the rank's program; -1: not about one op
   std::string op_name;
-  std::string labels;       // "it 0 mb 3 chunk 1 layer 5 bwd"
+  std::string labels; // "it 0 mb 3 chunk 1 layer 5 bwd"
   std::string reason;
 };
 

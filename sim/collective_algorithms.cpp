@@ -128,13 +128,12 @@ CollectivePlan plan_collective(OpKind kind, const GroupPlacement& where, double 
   if (kind != OpKind::AllReduce && kind != OpKind::AllGather && kind != OpKind::ReduceScatter &&
       kind != OpKind::Broadcast && kind != OpKind::AllToAll)
     throw SimError("plan_collective: " + std::string(schedules::to_string(kind)) +
-                                " is not a collective (valid: all_reduce, all_gather, "
-                                "reduce_scatter, broadcast, all_to_all)");
+                   " is not a collective (valid: all_reduce, all_gather, "
+                   "reduce_scatter, broadcast, all_to_all)");
   if (where.server.size() != where.nic.size())
     throw SimError("plan_collective: " + std::to_string(where.server.size()) + " servers for " +
-                                std::to_string(where.nic.size()) + " NICs (one of each per member)");
-  if (min_channels < 1)
-    throw SimError("plan_collective: channels = " + std::to_string(min_channels) + " (valid: ≥ 1)");
+                   std::to_string(where.nic.size()) + " NICs (one of each per member)");
+  if (min_channels < 1) throw SimError("plan_collective: channels = " + std::to_string(min_channels) + " (valid: ≥ 1)");
   CollectivePlan plan;
   const auto n = static_cast<int64_t>(where.server.size());
   const auto blocks = members_by_server(where);
@@ -148,7 +147,8 @@ CollectivePlan plan_collective(OpKind kind, const GroupPlacement& where, double 
     for (int64_t c = 0; c < plan.channels; ++c)
       for (int64_t i = 0; i < n; ++i)
         for (int64_t j = 0; j < n; ++j)
-          if (i != j) p.transfers.push_back({static_cast<int32_t>(i), static_cast<int32_t>(j), static_cast<uint32_t>(c)});
+          if (i != j)
+            p.transfers.push_back({static_cast<int32_t>(i), static_cast<int32_t>(j), static_cast<uint32_t>(c)});
     plan.phases.push_back(std::move(p));
     return plan;
   }
@@ -205,8 +205,8 @@ void apply_protocol(CollectivePlan& plan, const ProtocolCost& cost, double laten
   for (const auto& p : plan.phases) total_steps += p.latency_steps;
   for (auto& p : plan.phases) {
     p.bytes_per_step /= cost.bw_fraction;
-    p.nccl_latency_s = total_steps > 0 ? latency_s * static_cast<double>(p.latency_steps) / static_cast<double>(total_steps)
-                                       : 0.0;
+    p.nccl_latency_s =
+        total_steps > 0 ? latency_s * static_cast<double>(p.latency_steps) / static_cast<double>(total_steps) : 0.0;
   }
 }
 

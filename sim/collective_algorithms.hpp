@@ -70,9 +70,9 @@ struct CollectivePhase {
 struct CollectivePlan {
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::Ring;
   NcclProtocol protocol = NcclProtocol::Simple;
-  double bw_fraction = 1.0;   // wire bytes = payload bytes / bw_fraction
-  int64_t channels = 1;       // rings (NCCL channels)
-  int64_t servers = 1;        // distinct servers among the members
+  double bw_fraction = 1.0; // wire bytes = payload bytes / bw_fraction
+  int64_t channels = 1;     // rings (NCCL channels)
+  int64_t servers = 1;      // distinct servers among the members
   std::vector<CollectivePhase> phases;
   /// Bytes each member puts on the wire in all (for tests and bus-bandwidth reports).
   double bytes_sent_per_member(int64_t group_size) const;
@@ -98,8 +98,7 @@ CollectivePlan plan_collective(schedules::OpKind kind, const GroupPlacement& whe
 int64_t max_plan_channels(int min_channels, int64_t nics_per_server);
 
 /// The plan over `group_size` members, each on its own server, one channel.
-CollectivePlan plan_collective(schedules::OpKind kind, int64_t group_size, double bytes,
-                               CollectiveAlgorithm algorithm);
+CollectivePlan plan_collective(schedules::OpKind kind, int64_t group_size, double bytes, CollectiveAlgorithm algorithm);
 
 /// Puts a protocol's cost on `plan`: bytes per step / cost.bw_fraction, and
 /// `latency_s` (NCCL's latency of the whole collective) spread over the phases in

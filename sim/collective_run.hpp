@@ -20,13 +20,13 @@ namespace twinscale::sim {
 struct CollectiveRunResult {
   double bytes = 0;
   double time_s = 0;
-  double algbw_bytes_per_s = 0;   // bytes / time
-  double busbw_bytes_per_s = 0;   // algbw × nccl_bus_factor
+  double algbw_bytes_per_s = 0; // bytes / time
+  double busbw_bytes_per_s = 0; // algbw × nccl_bus_factor
   NcclProtocol protocol = NcclProtocol::Simple;
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::Ring;
   int64_t channels = 1;
   int64_t servers = 1;
-  int64_t flows = 0;              // flow mode: flows put on the fabric
+  int64_t flows = 0; // flow mode: flows put on the fabric
 };
 
 /// The GPUs of a group of `gpus` GPUs, `gpus_per_server` on each of consecutive servers

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <string>
 
+#include "schedules/calibration.hpp"
 #include "schedules/error.hpp"
 #include "sim/error.hpp"
-#include "schedules/calibration.hpp"
 
 namespace twinscale::sim {
 
@@ -18,8 +18,7 @@ DeviceModel::DeviceModel(const topology::GpuSpec& gpu, DeviceModelParams params,
                          const schedules::CalibrationTable* calibration)
     : gpu_(gpu), params_(params), calibration_(calibration) {
   if (!(gpu_.peak_flops > 0) || !(gpu_.hbm_bw_bytes_per_s > 0))
-    throw SimError("device model: GPU '" + gpu_.model +
-                                "' needs peak_flops > 0 and hbm_bw_bytes_per_s > 0");
+    throw SimError("device model: GPU '" + gpu_.model + "' needs peak_flops > 0 and hbm_bw_bytes_per_s > 0");
 }
 
 DeviceModelParams DeviceModelParams::from_gpu(const topology::GpuSpec& gpu, int channels) {
@@ -51,7 +50,9 @@ double DeviceModelParams::nccl_slowdown(const topology::GpuSpec& gpu, int channe
 }
 
 DeviceModelParams DeviceModelOverrides::apply(DeviceModelParams p) const {
-  const auto set = [](double& v, const std::optional<double>& o) { if (o) v = *o; };
+  const auto set = [](double& v, const std::optional<double>& o) {
+    if (o) v = *o;
+  };
   set(p.sustained_clock_ratio, sustained_clock_ratio);
   set(p.gemm_max_efficiency, gemm_max_efficiency);
   set(p.gemm_half_dim, gemm_half_dim);
@@ -66,10 +67,9 @@ DeviceModelParams DeviceModelOverrides::apply(DeviceModelParams p) const {
 }
 
 double DeviceModel::wave_efficiency(int64_t m, int64_t n) const {
-  if (params_.sms <= 0 || params_.gemm_tile_m <= 0 || params_.gemm_tile_n <= 0 || m <= 0 || n <= 0)
-    return 1.0;
-  const int64_t tiles = ((m + params_.gemm_tile_m - 1) / params_.gemm_tile_m) *
-                        ((n + params_.gemm_tile_n - 1) / params_.gemm_tile_n);
+  if (params_.sms <= 0 || params_.gemm_tile_m <= 0 || params_.gemm_tile_n <= 0 || m <= 0 || n <= 0) return 1.0;
+  const int64_t tiles =
+      ((m + params_.gemm_tile_m - 1) / params_.gemm_tile_m) * ((n + params_.gemm_tile_n - 1) / params_.gemm_tile_n);
   const int64_t waves = (tiles + params_.sms - 1) / params_.sms;
   return static_cast<double>(tiles) / static_cast<double>(waves * params_.sms);
 }
@@ -116,8 +116,7 @@ double DeviceModel::model_seconds(const Op& op) const {
     return std::max(op.flops / (peak * e), op.bytes / hbm) + launch;
   }
   case Kernel::FlashAttention2: {
-    const double e = op.labels.phase == Phase::Backward ? params_.flash_bwd_efficiency
-                                                         : params_.flash_fwd_efficiency;
+    const double e = op.labels.phase == Phase::Backward ? params_.flash_bwd_efficiency : params_.flash_fwd_efficiency;
     // A causal mask lets FlashAttention-2 skip the key blocks above the diagonal: about
     // half the FLOPs of dense attention (Dao 2023, §3.1.1; its causal benchmarks count
     // FLOPs the same way). A sliding window (shape[3] > 0) is already s·w in the op.

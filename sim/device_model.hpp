@@ -47,20 +47,20 @@ namespace twinscale::sim {
 /// catalogue (presets/hardware/gpus.toml, each with its source) through from_gpu();
 /// DeviceModelOverrides replaces single figures (tests, what-ifs, calibration).
 struct DeviceModelParams {
-  double sustained_clock_ratio = 1;     // tensor clock under the power limit / boost clock
-  double gemm_max_efficiency = 0;       // large GEMM filling whole waves, fraction of peak
-  double gemm_half_dim = 0;             // a GEMM dimension this small halves efficiency
-  int64_t gemm_tile_m = 0;              // thread-block output tile: waves over the SMs
+  double sustained_clock_ratio = 1; // tensor clock under the power limit / boost clock
+  double gemm_max_efficiency = 0;   // large GEMM filling whole waves, fraction of peak
+  double gemm_half_dim = 0;         // a GEMM dimension this small halves efficiency
+  int64_t gemm_tile_m = 0;          // thread-block output tile: waves over the SMs
   int64_t gemm_tile_n = 0;
-  int64_t sms = 0;                      // streaming multiprocessors (0: no wave quantisation)
-  double flash_fwd_efficiency = 0;      // FlashAttention-2 forward
-  double flash_bwd_efficiency = 0;      // backward
-  double vector_flop_efficiency = 0;    // FLOPs of memory-bound kernels (never the bound)
-  double hbm_efficiency = 0;            // achieved fraction of HBM bandwidth (streaming)
-  double kernel_launch_s = 0;           // per kernel launch
-  double nccl_compute_slowdown = 0;     // compute slowdown while NCCL kernels run
-  double compute_time_factor = 1;       // every compute op's time × this (speed variation:
-                                        // the slowest GPU of the job, sim/speed_variation.hpp)
+  int64_t sms = 0;                   // streaming multiprocessors (0: no wave quantisation)
+  double flash_fwd_efficiency = 0;   // FlashAttention-2 forward
+  double flash_bwd_efficiency = 0;   // backward
+  double vector_flop_efficiency = 0; // FLOPs of memory-bound kernels (never the bound)
+  double hbm_efficiency = 0;         // achieved fraction of HBM bandwidth (streaming)
+  double kernel_launch_s = 0;        // per kernel launch
+  double nccl_compute_slowdown = 0;  // compute slowdown while NCCL kernels run
+  double compute_time_factor = 1;    // every compute op's time × this (speed variation:
+                                     // the slowest GPU of the job, sim/speed_variation.hpp)
 
   /// The figures of `gpu`'s catalogue entry; the NCCL slowdown from the SMs `channels`
   /// NCCL channels occupy (see nccl_slowdown()).
@@ -74,10 +74,9 @@ struct DeviceModelParams {
 
 /// Single figures replacing the catalogue's (unset: the catalogue value).
 struct DeviceModelOverrides {
-  std::optional<double> sustained_clock_ratio, gemm_max_efficiency, gemm_half_dim,
-      flash_fwd_efficiency, flash_bwd_efficiency, vector_flop_efficiency, hbm_efficiency,
-      kernel_launch_s, nccl_compute_slowdown;
-  std::optional<bool> wave_quantisation;  // false: ignore the SM count
+  std::optional<double> sustained_clock_ratio, gemm_max_efficiency, gemm_half_dim, flash_fwd_efficiency,
+      flash_bwd_efficiency, vector_flop_efficiency, hbm_efficiency, kernel_launch_s, nccl_compute_slowdown;
+  std::optional<bool> wave_quantisation; // false: ignore the SM count
   DeviceModelParams apply(DeviceModelParams p) const;
 };
 

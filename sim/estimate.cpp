@@ -13,7 +13,7 @@ namespace {
 // 131,072) leans high. Without aggregation every rank and every ring step runs: counted
 // as 4× (each rank's collectives split into their steps).
 constexpr double kFlowBytesPerRank = 200.0 * 1024;
-constexpr double kFlowBaseBytes = 256.0 * 1024 * 1024;     // SimGrid, the process, the model
+constexpr double kFlowBaseBytes = 256.0 * 1024 * 1024; // SimGrid, the process, the model
 constexpr double kNoAggregateFactor = 4.0;
 // Fabric graph: bench_fabric, 8.5 MiB for 12,288 GPUs (≈ 0.7 KiB per GPU); 1 KiB leans high.
 constexpr double kFabricBytesPerGpu = 1024;
@@ -46,8 +46,9 @@ schedules::ResourceEstimate check_simulation_fits(const schedules::JobSpec& job,
   const int64_t ranks = job.parallel.tp * job.parallel.dp * job.parallel.pp;
   std::string how;
   if (mode == SimMode::Flow) {
-    if (!aggregate) how += "drop --no-aggregate (about " +
-                           schedules::format_bytes(estimate_simulation(job, mode, true).memory_bytes) + "), ";
+    if (!aggregate)
+      how += "drop --no-aggregate (about " +
+             schedules::format_bytes(estimate_simulation(job, mode, true).memory_bytes) + "), ";
     how += "use --mode analytic (about " +
            schedules::format_bytes(estimate_simulation(job, SimMode::Analytic, true).memory_bytes) + "), ";
   }

@@ -83,7 +83,8 @@ ProtocolCost protocol_cost(const NcclParams& params, const CollectiveShape& s, N
                                                              : params.ll_fraction_other;
     if (p == NcclProtocol::LL128) {
       c.bw_fraction = per_server < 2 ? params.ll128_fraction_one_gpu_per_server : params.ll128_fraction;
-      const double ceiling = ll128_ceiling_per_channel(params, s.kind) * static_cast<double>(std::max<int64_t>(1, s.channels));
+      const double ceiling =
+          ll128_ceiling_per_channel(params, s.kind) * static_cast<double>(std::max<int64_t>(1, s.channels));
       if (simple_busbw > 0) c.bw_fraction = std::min(c.bw_fraction, ceiling / simple_busbw);
     }
     c.base_latency_s = params.ring_base_latency_s[pi];
@@ -107,7 +108,8 @@ double protocol_latency_s(const NcclParams&, const CollectiveShape& s, const Pro
     int64_t log2_servers = 0;
     while ((int64_t{1} << (log2_servers + 1)) <= s.servers) ++log2_servers;
     const double per_server = static_cast<double>(s.ranks / std::max<int64_t>(1, s.servers));
-    return c.base_latency_s + 2.0 * ((per_server - 1) * c.intra_step_s + static_cast<double>(log2_servers) * c.inter_step_s);
+    return c.base_latency_s +
+           2.0 * ((per_server - 1) * c.intra_step_s + static_cast<double>(log2_servers) * c.inter_step_s);
   }
   const auto [steps, inter] = nccl_ring_steps(s.kind, s.ranks, s.servers);
   return c.base_latency_s + static_cast<double>(steps - inter) * c.intra_step_s +

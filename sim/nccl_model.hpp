@@ -98,19 +98,19 @@ NcclParams resolve_nccl(const NcclParams& params, const topology::ClusterSpec& c
 /// protocol: the output of the tuner for one call.
 struct ProtocolCost {
   NcclProtocol protocol = NcclProtocol::Simple;
-  double bw_fraction = 1.0;        // of the Simple protocol's bus bandwidth
-  double base_latency_s = 0;       // once per collective
-  double intra_step_s = 0;         // per step crossing NVLink
-  double inter_step_s = 0;         // per step crossing the network
+  double bw_fraction = 1.0;  // of the Simple protocol's bus bandwidth
+  double base_latency_s = 0; // once per collective
+  double intra_step_s = 0;   // per step crossing NVLink
+  double inter_step_s = 0;   // per step crossing the network
 };
 
 /// The shape a collective's cost depends on.
 struct CollectiveShape {
   schedules::OpKind kind = schedules::OpKind::AllReduce;
-  bool tree = false;               // all-reduce by double binary tree
+  bool tree = false; // all-reduce by double binary tree
   int64_t ranks = 0;
   int64_t servers = 0;
-  int64_t channels = 1;            // rings (NCCL channels) the collective uses
+  int64_t channels = 1; // rings (NCCL channels) the collective uses
 };
 
 /// Steps of one ring pass as NCCL counts them: (all steps, steps crossing servers).
@@ -120,8 +120,8 @@ std::array<int64_t, 2> nccl_ring_steps(schedules::OpKind kind, int64_t ranks, in
 
 /// The cost of `shape` under protocol `p`. `simple_busbw` (bytes/s) is the Simple
 /// protocol's bus bandwidth of the group on an idle fabric (for LL128's ceiling).
-ProtocolCost protocol_cost(const NcclParams& params, const CollectiveShape& shape, NcclProtocol p,
-                           double bytes, double simple_busbw);
+ProtocolCost protocol_cost(const NcclParams& params, const CollectiveShape& shape, NcclProtocol p, double bytes,
+                           double simple_busbw);
 
 /// NCCL's latency of the whole collective under `cost`: base + step latencies.
 double protocol_latency_s(const NcclParams& params, const CollectiveShape& shape, const ProtocolCost& cost);
@@ -129,8 +129,7 @@ double protocol_latency_s(const NcclParams& params, const CollectiveShape& shape
 /// The tuner's choice for `bytes`: the enabled protocol with the least predicted time
 /// latency + bytes · bus_factor / (simple_busbw · fraction). With model_protocols off:
 /// Simple, fraction 1, no latency.
-ProtocolCost choose_protocol(const NcclParams& params, const CollectiveShape& shape, double bytes,
-                             double simple_busbw);
+ProtocolCost choose_protocol(const NcclParams& params, const CollectiveShape& shape, double bytes, double simple_busbw);
 
 /// nccl-tests' bus factor (PERFORMANCE.md): all-reduce 2(n−1)/n; all-gather,
 /// reduce-scatter, all-to-all (n−1)/n; broadcast 1.

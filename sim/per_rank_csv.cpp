@@ -10,8 +10,8 @@ std::string per_rank_csv(const SimReport& r) {
   char buf[160];
   for (const auto& t : r.per_rank) {
     std::snprintf(buf, sizeof buf, "%lld,%lld,%lld,%lld,%.9f,%.9f,%.9f\n", static_cast<long long>(t.rank),
-                  static_cast<long long>(t.tp), static_cast<long long>(t.pp), static_cast<long long>(t.dp),
-                  t.forward_s, t.backward_s, t.comm_wait_s);
+                  static_cast<long long>(t.tp), static_cast<long long>(t.pp), static_cast<long long>(t.dp), t.forward_s,
+                  t.backward_s, t.comm_wait_s);
     out += buf;
   }
   return out;

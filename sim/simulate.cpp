@@ -62,8 +62,7 @@ SimReport run_in_process(const schedules::Schedule& schedule, const topology::Fa
   const auto t0 = std::chrono::steady_clock::now();
   check_options(user_options);
   const topology::ClusterSpec& spec = fabric.spec();
-  DeviceModelParams params =
-      user_options.device.apply(DeviceModelParams::from_gpu(spec.gpu, user_options.channels));
+  DeviceModelParams params = user_options.device.apply(DeviceModelParams::from_gpu(spec.gpu, user_options.channels));
   if (user_options.speed_variation && (user_options.every_rank || !user_options.gpu_speed.empty()))
     throw SimError("simulate: speed_variation (--speed-variation) is the order-statistic shortcut of a symmetric "
                    "run; when every rank is executed give the per-GPU speeds themselves (--gpu-speed-dist "
@@ -86,8 +85,7 @@ SimReport run_in_process(const schedules::Schedule& schedule, const topology::Fa
   // that execute every rank apply each slowdown to its own GPU instead.
   schedules::RankCoord representative{};
   if (options.faults != nullptr) {
-    if (options.mode == SimMode::Analytic)
-      throw SimError("simulate: fault plans need the flow mode (--mode flow)");
+    if (options.mode == SimMode::Analytic) throw SimError("simulate: fault plans need the flow mode (--mode flow)");
     double worst = 0;
     for (const auto& e : options.faults->events) {
       if (e.kind != faults::PlanEventKind::GpuSlowdown || e.slowdown <= worst) continue;
@@ -154,7 +152,8 @@ SimReport run_in_process(const schedules::Schedule& schedule, const topology::Fa
   }
   for (size_t s = 0; s < slots.size(); ++s) {
     const auto pp = static_cast<size_t>(L.coord(slots[s]).pp);
-    add(r.per_stage[pp], ex.account(static_cast<int32_t>(s)).breakdown(), 1.0 / static_cast<double>(per_stage_count[pp]));
+    add(r.per_stage[pp], ex.account(static_cast<int32_t>(s)).breakdown(),
+        1.0 / static_cast<double>(per_stage_count[pp]));
   }
   r.per_rank.resize(static_cast<size_t>(L.world()));
   r.per_rank_breakdown.resize(static_cast<size_t>(L.world()));
@@ -176,8 +175,7 @@ SimReport run_in_process(const schedules::Schedule& schedule, const topology::Fa
     if (ranks.empty()) ranks.insert(slots.begin(), slots.end());
     for (int64_t rank : ranks) {
       if (rank < 0 || rank >= L.world())
-        throw SimError("trace ranks: rank " + std::to_string(rank) + " outside 0.." +
-                                    std::to_string(L.world() - 1));
+        throw SimError("trace ranks: rank " + std::to_string(rank) + " outside 0.." + std::to_string(L.world() - 1));
       const auto& timing = ex.timings(ex.representative_slot(rank));
       for (uint32_t i = 0; i < timing.size(); ++i) {
         const auto& t = timing[i];
@@ -252,8 +250,7 @@ SimReport run_in_child(const schedules::Schedule& schedule, const topology::Fabr
   }
   ::close(fds[0]);
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
   if (data.empty()) {
     const std::string why = WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status))
                                                 : "exit status " + std::to_string(WEXITSTATUS(status));

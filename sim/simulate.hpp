@@ -62,17 +62,17 @@ std::string_view to_string(SimMode);
 
 struct SimOptions {
   SimMode mode = SimMode::Flow;
-  uint64_t seed = 1;                                       // ECMP hash salt
+  uint64_t seed = 1; // ECMP hash salt
   topology::EcmpPolicy ecmp = topology::EcmpPolicy::Hash;
   CollectiveAlgorithm all_reduce_algorithm = CollectiveAlgorithm::Ring;
-  bool aggregate = true;          // symmetry + closed forms + merged ring steps (header comment)
-  bool every_rank = false;        // execute every rank (own GPU speed), keep the shortcuts
+  bool aggregate = true;   // symmetry + closed forms + merged ring steps (header comment)
+  bool every_rank = false; // execute every rank (own GPU speed), keep the shortcuts
   /// Compute speed factor per fabric GPU (1 = nominal; 0.9: ops take 1/0.9 as long);
   /// empty: every GPU at 1. Unequal factors execute every rank.
   std::vector<double> gpu_speed;
-  int channels = 2;               // NCCL channels asked for: rings use a multiple of the
-                                  // NICs a group's GPUs use per server, at least this many
-  NcclParams nccl;                // protocols (LL/LL128/Simple), latencies, PXN
+  int channels = 2; // NCCL channels asked for: rings use a multiple of the
+                    // NICs a group's GPUs use per server, at least this many
+  NcclParams nccl;  // protocols (LL/LL128/Simple), latencies, PXN
   // Link efficiencies (achieved / raw) and device figures come from the cluster's parts in
   // the hardware catalogue (presets/hardware/: NVLink generation, NIC model, GPU model);
   // these replace them when set (tests, what-ifs).
@@ -83,9 +83,9 @@ struct SimOptions {
   // from the catalogue's speed_sigma; compute runs at the pace of the job's slowest GPU.
   bool speed_variation = false;
   const schedules::CalibrationTable* calibration = nullptr; // overrides the device model
-  bool record_trace = false;      // fill SimReport::trace
-  std::vector<int64_t> trace_ranks; // ranks to trace (empty: every executed rank)
-  const faults::FaultPlan* faults = nullptr; // validated plan (flow mode)
+  bool record_trace = false;                                // fill SimReport::trace
+  std::vector<int64_t> trace_ranks;                         // ranks to trace (empty: every executed rank)
+  const faults::FaultPlan* faults = nullptr;                // validated plan (flow mode)
 };
 
 /// Where one rank's time goes over the iteration, seconds. compute + exposed_* + bubble
@@ -105,9 +105,9 @@ struct Breakdown {
 struct RankTimes {
   int64_t rank = 0;
   int64_t tp = 0, pp = 0, dp = 0;
-  double forward_s = 0;      // compute ops of the forward phase
-  double backward_s = 0;     // compute ops of backward and recompute
-  double comm_wait_s = 0;    // compute idle waiting on communication (exposed + bubble)
+  double forward_s = 0;   // compute ops of the forward phase
+  double backward_s = 0;  // compute ops of backward and recompute
+  double comm_wait_s = 0; // compute idle waiting on communication (exposed + bubble)
 };
 
 /// An op that stalled (a flow made no progress for a while) or failed (fault).
@@ -122,24 +122,24 @@ struct OpIncident {
 
 struct SimReport {
   SimMode mode = SimMode::Flow;
-  bool completed = true;            // false when a fault failed the job
-  std::string failure;              // why it did not complete
-  double makespan_s = 0;            // all iterations lowered into the schedule
+  bool completed = true; // false when a fault failed the job
+  std::string failure;   // why it did not complete
+  double makespan_s = 0; // all iterations lowered into the schedule
   double iteration_time_s = 0;
   double tokens_per_s = 0;
-  double tflops_per_gpu = 0;        // model FLOPs (no recomputation) per GPU, TFLOP/s
+  double tflops_per_gpu = 0; // model FLOPs (no recomputation) per GPU, TFLOP/s
   double mfu = 0;
-  Breakdown breakdown;              // average over ranks
-  std::vector<Breakdown> per_stage; // average over the ranks of each pipeline stage
-  std::vector<RankTimes> per_rank;  // every rank (symmetric runs: from its representative)
+  Breakdown breakdown;                       // average over ranks
+  std::vector<Breakdown> per_stage;          // average over the ranks of each pipeline stage
+  std::vector<RankTimes> per_rank;           // every rank (symmetric runs: from its representative)
   std::vector<Breakdown> per_rank_breakdown; // every rank, same rule
   std::vector<OpIncident> incidents;
-  schedules::Trace trace;           // when SimOptions::record_trace
+  schedules::Trace trace; // when SimOptions::record_trace
   // Statistics of the run.
-  bool aggregated = false;          // symmetry used (one pipeline executed)
+  bool aggregated = false; // symmetry used (one pipeline executed)
   int64_t executed_ranks = 0;
   int64_t ops_executed = 0;
-  int64_t flows = 0;                // network flows put on the fabric (flow mode)
+  int64_t flows = 0; // network flows put on the fabric (flow mode)
   double wall_s = 0;
 };
 

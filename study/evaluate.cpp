@@ -6,15 +6,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include "config/scenario.hpp"
 #include "config/cluster_file.hpp"
-#include "config/fault_file.hpp"
-#include "config/recovery_file.hpp"
-#include "faults/campaign.hpp"
-#include "faults/error.hpp"
 #include "config/error.hpp"
+#include "config/fault_file.hpp"
 #include "config/job_file.hpp"
 #include "config/presets.hpp"
+#include "config/recovery_file.hpp"
+#include "config/scenario.hpp"
+#include "faults/campaign.hpp"
+#include "faults/error.hpp"
 #include "schedules/check_job.hpp"
 #include "schedules/error.hpp"
 #include "schedules/memory.hpp"
@@ -158,8 +158,8 @@ std::string to_json(const PointResult& r) {
   j["memory"] = {r.memory_bytes, r.gpu_memory_bytes};
   j["ops"] = r.ops;
   j["mode"] = r.mode;
-  j["sim"] = {r.iteration_time_s, r.tokens_per_s, r.tflops_per_gpu, r.mfu,
-              r.compute_s, r.exposed_tp_s, r.exposed_pp_s, r.exposed_dp_s, r.bubble_s};
+  j["sim"] = {r.iteration_time_s, r.tokens_per_s, r.tflops_per_gpu, r.mfu,     r.compute_s,
+              r.exposed_tp_s,     r.exposed_pp_s, r.exposed_dp_s,   r.bubble_s};
   if (r.campaign) j["campaign"] = {r.ettr, r.ettr_ci95, r.interruptions, r.lost_work_s};
   return j.dump();
 }
@@ -171,20 +171,34 @@ PointResult point_result_from_json(const std::string& text) {
   r.status = point_status_from(j.at("status").get<std::string>());
   r.reason = j.at("reason");
   const auto& jb = j.at("job");
-  r.gpus = jb.at(0); r.tp = jb.at(1); r.pp = jb.at(2); r.vpp = jb.at(3); r.dp = jb.at(4);
-  r.micro_batch = jb.at(5); r.global_batch = jb.at(6);
+  r.gpus = jb.at(0);
+  r.tp = jb.at(1);
+  r.pp = jb.at(2);
+  r.vpp = jb.at(3);
+  r.dp = jb.at(4);
+  r.micro_batch = jb.at(5);
+  r.global_batch = jb.at(6);
   r.memory_bytes = j.at("memory").at(0);
   r.gpu_memory_bytes = j.at("memory").at(1);
   r.ops = j.at("ops");
   r.mode = j.at("mode");
   const auto& s = j.at("sim");
-  r.iteration_time_s = s.at(0); r.tokens_per_s = s.at(1); r.tflops_per_gpu = s.at(2); r.mfu = s.at(3);
-  r.compute_s = s.at(4); r.exposed_tp_s = s.at(5); r.exposed_pp_s = s.at(6); r.exposed_dp_s = s.at(7);
+  r.iteration_time_s = s.at(0);
+  r.tokens_per_s = s.at(1);
+  r.tflops_per_gpu = s.at(2);
+  r.mfu = s.at(3);
+  r.compute_s = s.at(4);
+  r.exposed_tp_s = s.at(5);
+  r.exposed_pp_s = s.at(6);
+  r.exposed_dp_s = s.at(7);
   r.bubble_s = s.at(8);
   if (j.contains("campaign")) {
     const auto& c = j.at("campaign");
     r.campaign = true;
-    r.ettr = c.at(0); r.ettr_ci95 = c.at(1); r.interruptions = c.at(2); r.lost_work_s = c.at(3);
+    r.ettr = c.at(0);
+    r.ettr_ci95 = c.at(1);
+    r.interruptions = c.at(2);
+    r.lost_work_s = c.at(3);
   }
   return r;
 }
@@ -193,8 +207,10 @@ Evaluator::Evaluator(const StudySpec& spec) : spec_(spec) {
   // Every job and cluster the study names must load, before any point runs.
   auto job = [&](const std::string& name, const std::string& key) {
     try {
-      if (is_job_preset(name)) config::load_job_preset(name);
-      else config::load_job(name);
+      if (is_job_preset(name))
+        config::load_job_preset(name);
+      else
+        config::load_job(name);
     } catch (const std::exception& e) { // ConfigError, JobError
       throw config::ConfigError(spec.file + ": key '" + key + "': " + e.what());
     }
@@ -238,8 +254,8 @@ PointResult Evaluator::evaluate(const Point& point) {
 
 PointResult Evaluator::evaluate_flow(const Point& point) { return run(point, true); }
 
-std::shared_ptr<const topology::Fabric> Evaluator::fabric_for(const std::string& cluster, const topology::ClusterSpec& cs,
-                                                               std::string& why_not) {
+std::shared_ptr<const topology::Fabric> Evaluator::fabric_for(const std::string& cluster,
+                                                              const topology::ClusterSpec& cs, std::string& why_not) {
   // A few recent fabrics are kept: points of one study mostly share their cluster.
   char key[256];
   std::snprintf(key, sizeof key, "%s|%.17g|%.17g|%lld|%lld", cluster.c_str(), cs.fabric.oversubscription[0],
@@ -272,8 +288,13 @@ PointResult Evaluator::run(const Point& point, bool flow) {
   schedules::JobSpec job;
   const std::string why = effective_job(spec_, point, job);
   const auto& par = job.parallel;
-  r.gpus = par.gpus(); r.tp = par.tp; r.pp = par.pp; r.vpp = par.vpp; r.dp = par.dp;
-  r.micro_batch = par.micro_batch; r.global_batch = par.global_batch;
+  r.gpus = par.gpus();
+  r.tp = par.tp;
+  r.pp = par.pp;
+  r.vpp = par.vpp;
+  r.dp = par.dp;
+  r.micro_batch = par.micro_batch;
+  r.global_batch = par.global_batch;
   if (!why.empty()) return infeasible(why);
 
   // The cluster: preset or file, then the cluster-variant axes; built for the job's GPUs.
@@ -292,7 +313,8 @@ PointResult Evaluator::run(const Point& point, bool flow) {
   cs.gpus = par.gpus();
   r.gpu_memory_bytes = cs.gpu.memory_bytes > 0 ? cs.gpu.memory_bytes : 80e9;
 
-  for (int64_t s = 0; s < par.pp; ++s) r.memory_bytes = std::max(r.memory_bytes, schedules::estimate_memory(job, s).total_bytes());
+  for (int64_t s = 0; s < par.pp; ++s)
+    r.memory_bytes = std::max(r.memory_bytes, schedules::estimate_memory(job, s).total_bytes());
   if (spec_.memory_fits && r.memory_bytes > r.gpu_memory_bytes)
     return infeasible("needs " + gb(r.memory_bytes) + " per GPU > " + gb(r.gpu_memory_bytes) + " of " + cs.gpu.model);
   if (spec_.evaluation == Evaluation::Memory) return r;

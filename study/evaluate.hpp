@@ -15,7 +15,7 @@
 namespace twinscale::topology {
 class Fabric;
 struct ClusterSpec;
-}
+} // namespace twinscale::topology
 namespace twinscale::schedules {
 struct JobSpec;
 }
@@ -31,21 +31,21 @@ PointStatus point_status_from(std::string_view); // throws std::invalid_argument
 struct PointResult {
   int64_t id = 0;
   PointStatus status = PointStatus::Ok;
-  std::string reason;              // why infeasible or failed; "" when ok
+  std::string reason; // why infeasible or failed; "" when ok
   // the effective job (after the axes)
   int64_t gpus = 0, tp = 0, pp = 0, vpp = 0, dp = 0, micro_batch = 0, global_batch = 0;
-  double memory_bytes = 0;         // largest pipeline stage, per GPU (estimate_memory)
-  double gpu_memory_bytes = 0;     // of the cluster's GPU
-  int64_t ops = 0;                 // ops in the lowered schedule (what = lower or simulate)
+  double memory_bytes = 0;     // largest pipeline stage, per GPU (estimate_memory)
+  double gpu_memory_bytes = 0; // of the cluster's GPU
+  int64_t ops = 0;             // ops in the lowered schedule (what = lower or simulate)
   // one simulated iteration (what = simulate; 0 otherwise)
-  std::string mode;                // "analytic" | "flow" | ""
+  std::string mode; // "analytic" | "flow" | ""
   double iteration_time_s = 0, tokens_per_s = 0, tflops_per_gpu = 0, mfu = 0;
   double compute_s = 0, exposed_tp_s = 0, exposed_pp_s = 0, exposed_dp_s = 0, bubble_s = 0;
   // weeks of training under faults (what = campaign; means over seeds)
   bool campaign = false;
-  double ettr = 0, ettr_ci95 = 0;  // effective training time ratio, 95 % CI half-width
-  double interruptions = 0;        // per run
-  double lost_work_s = 0;          // work rolled back per run
+  double ettr = 0, ettr_ci95 = 0; // effective training time ratio, 95 % CI half-width
+  double interruptions = 0;       // per run
+  double lost_work_s = 0;         // work rolled back per run
   /// What "best" ranks by: MFU, times ETTR for a campaign (useful FLOPs over wall time).
   double score() const { return campaign ? mfu * ettr : mfu; }
 };

@@ -60,15 +60,18 @@ std::vector<Point> generate_points(const StudySpec& spec) {
   uint64_t total = 1;
   bool huge = false;
   for (const auto& a : spec.axes) {
-    if (total > (UINT64_MAX >> 2) / a.values.size()) huge = true;
-    else total *= a.values.size();
+    if (total > (UINT64_MAX >> 2) / a.values.size())
+      huge = true;
+    else
+      total *= a.values.size();
   }
   std::vector<Point> out;
   Rng rng{spec.sample_seed};
   switch (spec.method) {
   case SampleMethod::Grid:
     if (huge || total > kMaxGridPoints)
-      throw config::ConfigError(spec.file + ": key 'axes' spans " + (huge ? std::string("more than 2^62") : std::to_string(total)) +
+      throw config::ConfigError(spec.file + ": key 'axes' spans " +
+                                (huge ? std::string("more than 2^62") : std::to_string(total)) +
                                 " grid points (limit " + std::to_string(kMaxGridPoints) +
                                 "); use [sample] method = \"random\" or \"lhs\" with points = N");
     for (uint64_t i = 0; i < total; ++i) out.push_back(decode(spec, i));
@@ -78,8 +81,9 @@ std::vector<Point> generate_points(const StudySpec& spec) {
     if (huge)
       throw config::ConfigError(spec.file + ": key 'axes' spans more than 2^62 points; use [sample] method = \"lhs\"");
     if (n > total)
-      throw config::ConfigError(spec.file + ": key 'sample.points' is " + std::to_string(n) + " but the axes span only " +
-                                std::to_string(total) + " distinct points; use at most that many (or method = \"grid\")");
+      throw config::ConfigError(spec.file + ": key 'sample.points' is " + std::to_string(n) +
+                                " but the axes span only " + std::to_string(total) +
+                                " distinct points; use at most that many (or method = \"grid\")");
     // Floyd's algorithm: n distinct indices of [0, total), then grid order.
     std::set<uint64_t> chosen;
     for (uint64_t j = total - n; j < total; ++j) {
@@ -108,7 +112,8 @@ std::vector<Point> generate_points(const StudySpec& spec) {
       for (size_t k = 0; k < spec.axes.size(); ++k) row[k] = index[k][i];
       if (!seen.insert(row).second) continue; // discrete axes: a repeated row is dropped
       Point p;
-      for (size_t k = 0; k < spec.axes.size(); ++k) p.values.emplace_back(spec.axes[k].name, spec.axes[k].values[row[k]]);
+      for (size_t k = 0; k < spec.axes.size(); ++k)
+        p.values.emplace_back(spec.axes[k].name, spec.axes[k].values[row[k]]);
       out.push_back(std::move(p));
     }
     break;
@@ -127,14 +132,21 @@ std::string inputs_json(const Point& p) {
 std::string fingerprint(const StudySpec& s, const std::vector<Point>& points) {
   nlohmann::ordered_json j;
   j["name"] = s.name;
-  j["base"] = {{"job", s.job}, {"cluster", s.cluster}, {"gpus", s.gpus}, {"global_batch", s.global_batch},
-               {"placement", s.placement}, {"seed", s.seed}};
+  j["base"] = {{"job", s.job},
+               {"cluster", s.cluster},
+               {"gpus", s.gpus},
+               {"global_batch", s.global_batch},
+               {"placement", s.placement},
+               {"seed", s.seed}};
   j["sample"] = {{"method", static_cast<int>(s.method)}, {"points", s.points}, {"seed", s.sample_seed}};
   j["filters"] = {{"memory_fits", s.memory_fits}};
-  j["evaluate"] = {{"what", static_cast<int>(s.evaluation)}, {"mode", static_cast<int>(s.mode)},
-                   {"flow_best", s.flow_best}};
+  j["evaluate"] = {
+      {"what", static_cast<int>(s.evaluation)}, {"mode", static_cast<int>(s.mode)}, {"flow_best", s.flow_best}};
   if (s.evaluation == Evaluation::Campaign)
-    j["campaign"] = {{"faults", s.faults}, {"recovery", s.recovery}, {"days", s.days}, {"seeds", s.seeds},
+    j["campaign"] = {{"faults", s.faults},
+                     {"recovery", s.recovery},
+                     {"days", s.days},
+                     {"seeds", s.seeds},
                      {"seed", s.campaign_seed}};
   std::string text = j.dump();
   for (const auto& p : points) text += "\n" + inputs_json(p);

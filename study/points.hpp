@@ -12,8 +12,8 @@
 namespace twinscale::study {
 
 struct Point {
-  int64_t id = 0;                                      // 0 … points − 1, stable
-  std::vector<std::pair<std::string, Value>> values;   // one per axis, canonical order
+  int64_t id = 0;                                    // 0 … points − 1, stable
+  std::vector<std::pair<std::string, Value>> values; // one per axis, canonical order
 
   const Value* find(const std::string& axis) const;
 };

@@ -120,7 +120,8 @@ std::string summary_table(const StoreInfo& info, const std::vector<StoredPoint>&
   const char* header = "      id      MFU   iteration    memory  flow MFU  layout and axes\n";
   const bool campaign = !best.empty() && best.front()->result.campaign;
   o << "best " << std::min<int64_t>(top, static_cast<int64_t>(best.size())) << " points by "
-    << (campaign ? "MFU × ETTR" : "MFU") << "\n" << header;
+    << (campaign ? "MFU × ETTR" : "MFU") << "\n"
+    << header;
   for (size_t i = 0; i < best.size() && static_cast<int64_t>(i) < top; ++i) o << point_line(*best[i]);
   const auto front = pareto_front(rows);
   o << "Pareto front, MFU vs memory per GPU (" << front.size() << " points)\n" << header;

@@ -33,9 +33,18 @@ public:
       throw StoreError(path + ": " + sqlite3_errmsg(db) + " (in: " + sql + ")");
   }
   ~Stmt() { sqlite3_finalize(s_); }
-  Stmt& bind(int i, int64_t v) { sqlite3_bind_int64(s_, i, v); return *this; }
-  Stmt& bind(int i, double v) { sqlite3_bind_double(s_, i, v); return *this; }
-  Stmt& bind(int i, const std::string& v) { sqlite3_bind_text(s_, i, v.c_str(), -1, SQLITE_TRANSIENT); return *this; }
+  Stmt& bind(int i, int64_t v) {
+    sqlite3_bind_int64(s_, i, v);
+    return *this;
+  }
+  Stmt& bind(int i, double v) {
+    sqlite3_bind_double(s_, i, v);
+    return *this;
+  }
+  Stmt& bind(int i, const std::string& v) {
+    sqlite3_bind_text(s_, i, v.c_str(), -1, SQLITE_TRANSIENT);
+    return *this;
+  }
   int step() { return sqlite3_step(s_); }
   int64_t i64(int c) const { return sqlite3_column_int64(s_, c); }
   double dbl(int c) const { return sqlite3_column_double(s_, c); }
@@ -85,10 +94,13 @@ Store::Store(const std::string& path, const StudySpec& spec, const std::vector<P
     } else {
       nlohmann::json axes = nlohmann::json::array();
       for (const auto& a : spec.axes) axes.push_back(a.name);
-      const std::vector<std::pair<std::string, std::string>> meta = {
-          {"name", spec.name}, {"fingerprint", fp}, {"study_file", spec.file},
-          {"points", std::to_string(points.size())}, {"axes", axes.dump()},
-          {"flow_best", std::to_string(spec.flow_best)}, {"twinscale_version", twinscale_version()}};
+      const std::vector<std::pair<std::string, std::string>> meta = {{"name", spec.name},
+                                                                     {"fingerprint", fp},
+                                                                     {"study_file", spec.file},
+                                                                     {"points", std::to_string(points.size())},
+                                                                     {"axes", axes.dump()},
+                                                                     {"flow_best", std::to_string(spec.flow_best)},
+                                                                     {"twinscale_version", twinscale_version()}};
       for (const auto& [k, v] : meta) {
         Stmt ins(db_, "INSERT INTO meta(key, value) VALUES(?, ?)", path_);
         ins.bind(1, k).bind(2, v);
@@ -150,7 +162,8 @@ void Store::put(const Point& point, const PointResult& r) {
            "exposed_tp_s, exposed_pp_s, exposed_dp_s, bubble_s, ettr, ettr_ci95, interruptions, lost_work_s, "
            "twinscale_version) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
            path_);
-  TWINSCALE_ASSERT(point.id == r.id, "the result of point " + std::to_string(r.id) + " stored as point " + std::to_string(point.id));
+  TWINSCALE_ASSERT(point.id == r.id,
+                   "the result of point " + std::to_string(r.id) + " stored as point " + std::to_string(point.id));
   int i = 0;
   ins.bind(++i, r.id);
   ins.bind(++i, inputs_json(point));
@@ -169,7 +182,8 @@ void Store::put(const Point& point, const PointResult& r) {
     if (r.campaign) ins.bind(i, v); // NULL otherwise
   }
   ins.bind(++i, twinscale_version());
-  if (ins.step() != SQLITE_DONE) throw StoreError(path_ + ": cannot write point " + std::to_string(r.id) + ": " + sqlite3_errmsg(db_));
+  if (ins.step() != SQLITE_DONE)
+    throw StoreError(path_ + ": cannot write point " + std::to_string(r.id) + ": " + sqlite3_errmsg(db_));
 }
 
 void Store::put_flow(const PointResult& r) {
@@ -180,7 +194,8 @@ void Store::put_flow(const PointResult& r) {
   up.bind(1, std::string(to_string(r.status))).bind(2, r.reason).bind(3, r.iteration_time_s).bind(4, r.tokens_per_s);
   up.bind(5, r.mfu).bind(6, r.exposed_dp_s).bind(7, r.id);
   if (up.step() != SQLITE_DONE)
-    throw StoreError(path_ + ": cannot write the flow result of point " + std::to_string(r.id) + ": " + sqlite3_errmsg(db_));
+    throw StoreError(path_ + ": cannot write the flow result of point " + std::to_string(r.id) + ": " +
+                     sqlite3_errmsg(db_));
 }
 
 StoreInfo Store::info() const {
@@ -188,13 +203,20 @@ StoreInfo Store::info() const {
   Stmt q(db_, "SELECT key, value FROM meta", path_);
   while (q.step() == SQLITE_ROW) {
     const std::string k = q.text(0), v = q.text(1);
-    if (k == "name") s.name = v;
-    else if (k == "fingerprint") s.fingerprint = v;
-    else if (k == "study_file") s.study_file = v;
-    else if (k == "twinscale_version") s.version = v;
-    else if (k == "points") s.points = std::stoll(v);
-    else if (k == "flow_best") s.flow_best = std::stoll(v);
-    else if (k == "axes") for (const auto& a : nlohmann::json::parse(v)) s.axes.push_back(a.get<std::string>());
+    if (k == "name")
+      s.name = v;
+    else if (k == "fingerprint")
+      s.fingerprint = v;
+    else if (k == "study_file")
+      s.study_file = v;
+    else if (k == "twinscale_version")
+      s.version = v;
+    else if (k == "points")
+      s.points = std::stoll(v);
+    else if (k == "flow_best")
+      s.flow_best = std::stoll(v);
+    else if (k == "axes")
+      for (const auto& a : nlohmann::json::parse(v)) s.axes.push_back(a.get<std::string>());
   }
   return s;
 }

@@ -43,8 +43,8 @@ std::string twinscale_version();
 
 struct StoredPoint {
   PointResult result;
-  std::string inputs;                 // JSON object of the axis values
-  std::optional<PointResult> flow;    // the flow re-simulation, when done
+  std::string inputs;              // JSON object of the axis values
+  std::optional<PointResult> flow; // the flow re-simulation, when done
   std::string version;
 };
 
@@ -66,8 +66,8 @@ public:
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
 
-  std::set<int64_t> done() const;        // points with a row
-  std::set<int64_t> flow_done() const;   // points with a flow re-simulation
+  std::set<int64_t> done() const;      // points with a row
+  std::set<int64_t> flow_done() const; // points with a flow re-simulation
   /// Inserts the row of a point (ignored if the point already has one), one transaction.
   void put(const Point& point, const PointResult& result);
   /// Records the flow re-simulation of a point that has a row, one transaction.

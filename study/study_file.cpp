@@ -87,7 +87,7 @@ enum class Kind : uint8_t { Int, Number, Bool, String };
 struct AxisDef {
   const char* name;
   Kind kind;
-  int64_t min;      // integers; numbers: must be > 0 when min > 0
+  int64_t min; // integers; numbers: must be > 0 when min > 0
   int64_t max;
   std::vector<std::string> choices; // strings: valid values (empty: any, e.g. files)
 };
@@ -155,15 +155,18 @@ Axis read_axis(const AxisDef& d, const toml::node& node, const std::string& file
       auto v = e.value_exact<int64_t>();
       if (!v) fail(file, at, "must be an integer");
       if (*v < d.min || *v > d.max)
-        fail(file, at, "is " + std::to_string(*v) + "; must be in [" + std::to_string(d.min) + ", " +
-                           (d.max == INT64_MAX ? std::string("∞") : std::to_string(d.max)) + "]");
+        fail(file, at,
+             "is " + std::to_string(*v) + "; must be in [" + std::to_string(d.min) + ", " +
+                 (d.max == INT64_MAX ? std::string("∞") : std::to_string(d.max)) + "]");
       a.values.emplace_back(*v);
       break;
     }
     case Kind::Number: {
       std::optional<double> v;
-      if (auto x = e.value_exact<double>()) v = *x;
-      else if (auto y = e.value_exact<int64_t>()) v = static_cast<double>(*y);
+      if (auto x = e.value_exact<double>())
+        v = *x;
+      else if (auto y = e.value_exact<int64_t>())
+        v = static_cast<double>(*y);
       if (!v) fail(file, at, "must be a number");
       if (!(*v > 0) || !(*v < 1e300)) fail(file, at, "must be a finite number > 0");
       a.values.emplace_back(*v);
@@ -191,8 +194,9 @@ Axis read_axis(const AxisDef& d, const toml::node& node, const std::string& file
   for (size_t i = 0; i < a.values.size(); ++i)
     for (size_t j = 0; j < i; ++j)
       if (a.values[i] == a.values[j])
-        fail(file, key + "[" + std::to_string(i) + "]", "repeats the value " + to_text(a.values[i]) +
-                                                            " of [" + std::to_string(j) + "]; axis values must be distinct");
+        fail(file, key + "[" + std::to_string(i) + "]",
+             "repeats the value " + to_text(a.values[i]) + " of [" + std::to_string(j) +
+                 "]; axis values must be distinct");
   return a;
 }
 
@@ -248,7 +252,8 @@ StudySpec parse_study(std::string_view text, const std::string& file) {
       "method", {{"grid", SampleMethod::Grid}, {"random", SampleMethod::Random}, {"lhs", SampleMethod::LatinHypercube}},
       SampleMethod::Grid);
   if (s.method == SampleMethod::Grid) {
-    if (sm.has("points")) sm.fail("points", "is only for method = \"random\" or \"lhs\"; a grid takes every combination");
+    if (sm.has("points"))
+      sm.fail("points", "is only for method = \"random\" or \"lhs\"; a grid takes every combination");
   } else {
     s.points = sm.get_int("points", std::nullopt, 1, 100'000'000);
   }
@@ -275,16 +280,18 @@ StudySpec parse_study(std::string_view text, const std::string& file) {
   f.finish();
 
   config::TableReader e = top.table("evaluate");
-  s.evaluation = e.get_enum<Evaluation>(
-      "what",
-      {{"lower", Evaluation::Lower}, {"memory", Evaluation::Memory}, {"simulate", Evaluation::Simulate},
-       {"campaign", Evaluation::Campaign}},
-      Evaluation::Simulate);
+  s.evaluation = e.get_enum<Evaluation>("what",
+                                        {{"lower", Evaluation::Lower},
+                                         {"memory", Evaluation::Memory},
+                                         {"simulate", Evaluation::Simulate},
+                                         {"campaign", Evaluation::Campaign}},
+                                        Evaluation::Simulate);
   s.mode = e.get_enum<SimModeChoice>("mode", {{"analytic", SimModeChoice::Analytic}, {"flow", SimModeChoice::Flow}},
                                      SimModeChoice::Analytic);
   s.flow_best = e.get_int("flow_best", 0, 0, 1'000'000);
   if (s.flow_best > 0 && (s.evaluation != Evaluation::Simulate || s.mode != SimModeChoice::Analytic))
-    e.fail("flow_best", "needs what = \"simulate\" and mode = \"analytic\" (it re-simulates the best analytic points in flow mode)");
+    e.fail("flow_best",
+           "needs what = \"simulate\" and mode = \"analytic\" (it re-simulates the best analytic points in flow mode)");
   e.finish();
 
   config::TableReader c = top.table("campaign");

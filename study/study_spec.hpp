@@ -21,35 +21,35 @@ enum class Evaluation : uint8_t { Lower, Memory, Simulate, Campaign };
 enum class SimModeChoice : uint8_t { Analytic, Flow };
 
 struct Axis {
-  std::string name;            // one of axis_names() (study_file.cpp documents each)
-  std::vector<Value> values;   // in the order written; duplicates rejected
+  std::string name;          // one of axis_names() (study_file.cpp documents each)
+  std::vector<Value> values; // in the order written; duplicates rejected
 };
 
 struct StudySpec {
-  std::string file;            // the study file (for messages)
+  std::string file; // the study file (for messages)
   std::string name;
   // [base]
-  std::string job;             // job preset name or job file
-  std::string cluster;         // "" = the job's cluster
-  int64_t gpus = 0;            // 0 = the job's
-  int64_t global_batch = 0;    // 0 = the job's
+  std::string job;          // job preset name or job file
+  std::string cluster;      // "" = the job's cluster
+  int64_t gpus = 0;         // 0 = the job's
+  int64_t global_batch = 0; // 0 = the job's
   std::string placement = "linear";
-  uint64_t seed = 1;           // simulator seed (ECMP hashing, random placement)
+  uint64_t seed = 1; // simulator seed (ECMP hashing, random placement)
   // [sample]
   SampleMethod method = SampleMethod::Grid;
-  int64_t points = 0;          // random / lhs: points drawn
+  int64_t points = 0; // random / lhs: points drawn
   uint64_t sample_seed = 1;
   // [axes], in canonical order (axis_names())
   std::vector<Axis> axes;
   // [filters]
-  bool memory_fits = true;     // a point whose largest stage does not fit the GPU is infeasible
+  bool memory_fits = true; // a point whose largest stage does not fit the GPU is infeasible
   // [evaluate]
   Evaluation evaluation = Evaluation::Simulate;
   SimModeChoice mode = SimModeChoice::Analytic;
-  int64_t flow_best = 0;       // analytic study: re-simulate the best K points in flow mode
+  int64_t flow_best = 0; // analytic study: re-simulate the best K points in flow mode
   // [campaign] (what = "campaign")
-  std::string faults = "llama3-405b";  // fault model preset or file
-  std::string recovery = "megascale";  // recovery + checkpoint policy preset or file
+  std::string faults = "llama3-405b"; // fault model preset or file
+  std::string recovery = "megascale"; // recovery + checkpoint policy preset or file
   double days = 28;
   int64_t seeds = 4;
   uint64_t campaign_seed = 1;

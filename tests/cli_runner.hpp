@@ -9,15 +9,15 @@
 namespace twinscale::test {
 
 struct CliResult {
-  int rc = -1;        // exit status; -1 if the process did not exit normally
-  std::string out;    // stdout (and stderr with Capture::StdoutAndStderr)
+  int rc = -1;     // exit status; -1 if the process did not exit normally
+  std::string out; // stdout (and stderr with Capture::StdoutAndStderr)
 };
 
 enum class Capture { StdoutOnly, StdoutAndStderr };
 
 inline CliResult run_cli(const std::string& args, Capture capture) {
-  const std::string cmd = std::string(TWINSCALE_CLI) + " " + args +
-                          (capture == Capture::StdoutOnly ? " 2>/dev/null" : " 2>&1");
+  const std::string cmd =
+      std::string(TWINSCALE_CLI) + " " + args + (capture == Capture::StdoutOnly ? " 2>/dev/null" : " 2>&1");
   CliResult r;
   FILE* p = popen(cmd.c_str(), "r");
   if (p == nullptr) return r;

@@ -19,9 +19,9 @@ void note_skipped(const std::string& reason);
 
 } // namespace twinscale::test
 
-#define TWINSCALE_SKIP(reason)                                                         \
-  do {                                                                                 \
-    WARN("SKIPPED: " << (reason));                                                     \
-    ::twinscale::test::note_skipped(reason);                                           \
-    return;                                                                            \
+#define TWINSCALE_SKIP(reason)                                                                                         \
+  do {                                                                                                                 \
+    WARN("SKIPPED: " << (reason));                                                                                     \
+    ::twinscale::test::note_skipped(reason);                                                                           \
+    return;                                                                                                            \
   } while (0)

@@ -46,8 +46,7 @@ int64_t gpu_eccentricity(const Fabric& f, const FabricGraph& g, const std::vecto
     const uint32_t s = f.gpu_vertex(src);
     dist[s] = 0;
     boost::breadth_first_search(
-        g, s,
-        boost::visitor(boost::make_bfs_visitor(boost::record_distances(dist.data(), boost::on_tree_edge()))));
+        g, s, boost::visitor(boost::make_bfs_visitor(boost::record_distances(dist.data(), boost::on_tree_edge()))));
     for (int64_t gpu = 0; gpu < f.gpus(); ++gpu) {
       const uint32_t d = dist[static_cast<size_t>(f.gpu_vertex(gpu))];
       if (d != UINT32_MAX) worst = std::max<int64_t>(worst, d);
@@ -78,7 +77,8 @@ void summarise_tiers(const Fabric& f, FabricAnalysis& r) {
   const double tor_up_total = static_cast<double>(tor_up_links) * port_bw;
   r.tiers_summary.push_back(TierSummary{"server", r.nics, r.nics, nic_total, 0});
   // Bandwidth from below per ToR (full groups) against its uplinks.
-  const double tor_down_bw = static_cast<double>(s.servers_per_tor * s.nics_per_server_per_tor) * s.nic_link_bw_bytes_per_s;
+  const double tor_down_bw =
+      static_cast<double>(s.servers_per_tor * s.nics_per_server_per_tor) * s.nic_link_bw_bytes_per_s;
   const double tor_up_bw = static_cast<double>(s.tor_up_ports) * port_bw;
   r.tiers_summary.push_back(TierSummary{"tor", s.tors, tor_up_links, tor_up_total, tor_down_bw / tor_up_bw});
   double smallest = std::min(nic_total, tor_up_total);
@@ -87,9 +87,9 @@ void summarise_tiers(const Fabric& f, FabricAnalysis& r) {
     const int64_t agg_up_links = s.aggs * s.agg_up_ports;
     const double agg_up_total = static_cast<double>(agg_up_links) * port_bw;
     const int64_t tors_in_full_pod = std::min(s.tors_per_pod, s.server_groups);
-    r.tiers_summary.push_back(TierSummary{"aggregation", s.aggs, agg_up_links, agg_up_total,
-                                          static_cast<double>(tors_in_full_pod * s.links_per_agg) /
-                                              static_cast<double>(s.agg_up_ports)});
+    r.tiers_summary.push_back(
+        TierSummary{"aggregation", s.aggs, agg_up_links, agg_up_total,
+                    static_cast<double>(tors_in_full_pod * s.links_per_agg) / static_cast<double>(s.agg_up_ports)});
     if (agg_up_total < smallest) {
       smallest = agg_up_total;
       r.bisection_limited_by = "aggregation uplinks";
@@ -164,7 +164,10 @@ void summarise_rails(const Fabric& f, FabricAnalysis& r) {
     RailSummary& rs = r.rails_summary[static_cast<size_t>(rail)];
     rs.rail = rail;
     switch (V[v].kind) {
-    case VertexKind::Nic: ++rs.nics; roots[static_cast<size_t>(rail)].push_back(uf.find(v)); break;
+    case VertexKind::Nic:
+      ++rs.nics;
+      roots[static_cast<size_t>(rail)].push_back(uf.find(v));
+      break;
     case VertexKind::Tor: ++rs.tors; break;
     default: ++rs.aggs; break;
     }

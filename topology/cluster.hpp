@@ -12,27 +12,27 @@ namespace twinscale::topology {
 /// Achieved fractions and per-kernel figures of a GPU model, read from the hardware
 /// catalogue (presets/hardware/gpus.toml, where each key is documented with its source).
 struct KernelFigures {
-  double sustained_clock_ratio = 1;    // tensor clock under the power limit / boost clock
-  double gemm_max_efficiency = 0;      // large GEMM whose tiles fill whole waves
-  double gemm_half_dim = 0;            // a dimension this small halves GEMM efficiency
-  int64_t gemm_tile_m = 0;             // thread-block output tile (wave quantisation)
+  double sustained_clock_ratio = 1; // tensor clock under the power limit / boost clock
+  double gemm_max_efficiency = 0;   // large GEMM whose tiles fill whole waves
+  double gemm_half_dim = 0;         // a dimension this small halves GEMM efficiency
+  int64_t gemm_tile_m = 0;          // thread-block output tile (wave quantisation)
   int64_t gemm_tile_n = 0;
-  double flash_fwd_efficiency = 0;     // FlashAttention-2 forward, fraction of peak
-  double flash_bwd_efficiency = 0;     // FlashAttention-2 backward
-  double vector_flop_efficiency = 0;   // FLOP rate of memory-bound kernels / peak
-  double hbm_efficiency = 0;           // achieved / nominal HBM bandwidth
-  double kernel_launch_s = 0;          // per kernel
-  double nccl_sms_per_channel = 0;     // SMs one NCCL channel occupies
-  double nccl_hbm_share = 0;           // HBM fraction a running communication kernel takes
-  double speed_sigma = 0;              // per-GPU speed variation (std. dev. of time multiplier)
+  double flash_fwd_efficiency = 0;   // FlashAttention-2 forward, fraction of peak
+  double flash_bwd_efficiency = 0;   // FlashAttention-2 backward
+  double vector_flop_efficiency = 0; // FLOP rate of memory-bound kernels / peak
+  double hbm_efficiency = 0;         // achieved / nominal HBM bandwidth
+  double kernel_launch_s = 0;        // per kernel
+  double nccl_sms_per_channel = 0;   // SMs one NCCL channel occupies
+  double nccl_hbm_share = 0;         // HBM fraction a running communication kernel takes
+  double speed_sigma = 0;            // per-GPU speed variation (std. dev. of time multiplier)
 };
 
 /// An NVLink generation (presets/hardware/nvlink.toml).
 struct NvlinkSpec {
-  std::string generation;              // "NVLink3"
+  std::string generation; // "NVLink3"
   int64_t links = 0;
-  double link_bw_bytes_per_s = 0;      // per link, per direction
-  double efficiency = 1;               // achieved / raw (nccl-tests busbw inside a server)
+  double link_bw_bytes_per_s = 0; // per link, per direction
+  double efficiency = 1;          // achieved / raw (nccl-tests busbw inside a server)
   /// NCCL's latency per step crossing this link, by protocol (LL, LL128, Simple), for
   /// ring and tree algorithms; seconds. Zero for parts outside the catalogue.
   std::array<double, 3> nccl_ring_step_s{};
@@ -41,9 +41,9 @@ struct NvlinkSpec {
 
 /// A NIC model (presets/hardware/nics.toml).
 struct NicSpec {
-  std::string model;                   // "ConnectX-6"
-  double bw_bytes_per_s = 0;           // line rate, per direction
-  double efficiency = 1;               // achieved NCCL busbw per NIC / line rate
+  std::string model;         // "ConnectX-6"
+  double bw_bytes_per_s = 0; // line rate, per direction
+  double efficiency = 1;     // achieved NCCL busbw per NIC / line rate
   /// NCCL's latency per step crossing the network through this NIC, by protocol (LL,
   /// LL128, Simple), ring and tree; seconds. Zero for parts outside the catalogue.
   std::array<double, 3> nccl_ring_step_s{};
@@ -51,40 +51,40 @@ struct NicSpec {
 };
 
 struct GpuSpec {
-  std::string model;                   // "A100-SXM-80GB", "H100-SXM", "H200-SXM", "B200"
-  double peak_flops = 0;               // dense BF16 FLOP/s at the boost clock
+  std::string model;     // "A100-SXM-80GB", "H100-SXM", "H200-SXM", "B200"
+  double peak_flops = 0; // dense BF16 FLOP/s at the boost clock
   double hbm_bw_bytes_per_s = 0;
   double memory_bytes = 0;
-  double nvlink_bw_bytes_per_s = 0;    // per GPU, per direction, into the NVSwitch
-  double pcie_bw_bytes_per_s = 0;      // host interface, per direction (server default)
-  int64_t sms = 0;                     // streaming multiprocessors
+  double nvlink_bw_bytes_per_s = 0; // per GPU, per direction, into the NVSwitch
+  double pcie_bw_bytes_per_s = 0;   // host interface, per direction (server default)
+  int64_t sms = 0;                  // streaming multiprocessors
   NvlinkSpec nvlink;
   KernelFigures kernels;
 };
 
 struct ServerSpec {
   int64_t gpus = 8;
-  double pcie_bw_bytes_per_s = 0;      // GPU ↔ host/NIC, per direction
+  double pcie_bw_bytes_per_s = 0; // GPU ↔ host/NIC, per direction
   int64_t nics = 8;
-  double nic_bw_bytes_per_s = 0;       // per NIC, per direction
-  int64_t rails = 8;                   // NIC i goes to the ToR of rail (i mod rails)
-  NicSpec nic;                         // the NIC model (efficiency of network links)
+  double nic_bw_bytes_per_s = 0; // per NIC, per direction
+  int64_t rails = 8;             // NIC i goes to the ToR of rail (i mod rails)
+  NicSpec nic;                   // the NIC model (efficiency of network links)
 };
 
 struct SwitchSpec {
-  std::string model;                   // "tomahawk4"
-  int64_t radix = 64;                  // ports at port_bw
+  std::string model;  // "tomahawk4"
+  int64_t radix = 64; // ports at port_bw
   double port_bw_bytes_per_s = 0;
-  double latency_s = 0;                // per hop, cut-through
+  double latency_s = 0; // per hop, cut-through
 };
 
 struct FabricSpec {
-  int64_t tiers = 3;                   // 2 (ToR–spine) or 3 (ToR–aggregation–spine)
+  int64_t tiers = 3;                              // 2 (ToR–spine) or 3 (ToR–aggregation–spine)
   std::vector<double> oversubscription{1.0, 1.0}; // down:up at ToR, aggregation (≥ 1)
-  bool split_downlinks = true;         // one 400G ToR port as two 200G server ports (M10)
-  int64_t servers_per_tor = 64;        // ≤ 64 in MegaScale
-  int64_t tors_per_pod = 0;            // 0 = derived from the radix
-  double cable_latency_s = 0;          // per link propagation
+  bool split_downlinks = true;                    // one 400G ToR port as two 200G server ports (M10)
+  int64_t servers_per_tor = 64;                   // ≤ 64 in MegaScale
+  int64_t tors_per_pod = 0;                       // 0 = derived from the radix
+  double cable_latency_s = 0;                     // per link propagation
 };
 
 struct ClusterSpec {
@@ -93,7 +93,7 @@ struct ClusterSpec {
   ServerSpec server;
   SwitchSpec switch_spec;
   FabricSpec fabric;
-  int64_t gpus = 0;                    // GPUs the fabric is built for (0 = from the job)
+  int64_t gpus = 0; // GPUs the fabric is built for (0 = from the job)
 };
 
 } // namespace twinscale::topology

@@ -27,19 +27,19 @@ struct LinkLoad {
   bool up = true;
   int64_t flows = 0;
   double bytes = 0;
-  double demand_bytes_per_s = 0;        // sum of the flows' line rates
-  double collision_factor = 0;          // demand ÷ link bandwidth
+  double demand_bytes_per_s = 0; // sum of the flows' line rates
+  double collision_factor = 0;   // demand ÷ link bandwidth
 };
 
 struct EcmpReport {
-  std::vector<LinkLoad> loads;          // every loaded link direction, by (link, up first)
-  double worst_collision_factor = 0;    // over network links (NIC–ToR and above)
+  std::vector<LinkLoad> loads;       // every loaded link direction, by (link, up first)
+  double worst_collision_factor = 0; // over network links (NIC–ToR and above)
   uint32_t worst_link = 0;
   bool worst_up = true;
-  int64_t max_flows_on_link = 0;        // over network links
-  double max_link_busy_s = 0;           // max over all link directions of bytes ÷ bw
-  int64_t network_flows = 0;            // flows that leave their server
-  int64_t flows_leaving_tor = 0;        // flows exposed to ECMP: they leave their ToR
+  int64_t max_flows_on_link = 0; // over network links
+  double max_link_busy_s = 0;    // max over all link directions of bytes ÷ bw
+  int64_t network_flows = 0;     // flows that leave their server
+  int64_t flows_leaving_tor = 0; // flows exposed to ECMP: they leave their ToR
 };
 
 /// Routes every flow with `policy` and `seed`. With IdealSpread every flow is split evenly

@@ -49,18 +49,17 @@ std::string gbit(double bytes_per_s) { return num(bytes_per_s * 8 / 1e9) + " Gb/
 }
 
 /// Splits `radix` into (down, up) by down:up = o; throws if that leaves ports unused.
-std::pair<int64_t, int64_t> split_ports(const std::string& cluster, const std::string& key,
-                                        int64_t radix, double o) {
+std::pair<int64_t, int64_t> split_ports(const std::string& cluster, const std::string& key, int64_t radix, double o) {
   if (!(o > 0) || !std::isfinite(o)) fail(cluster, key, "oversubscription " + num(o) + " must be > 0");
   const double down = static_cast<double>(radix) * o / (1 + o);
   const int64_t down_i = std::llround(down);
   if (std::fabs(down - static_cast<double>(down_i)) > 1e-6 || down_i < 1 || down_i >= radix)
     fail(cluster, key,
-         "oversubscription " + num(o) + ":1 splits the radix " + std::to_string(radix) +
-             " into " + num(down) + " down + " + num(static_cast<double>(radix) - down) +
-             " up ports; both must be whole numbers ≥ 1 (e.g. 1:1 → " + std::to_string(radix / 2) +
-             "+" + std::to_string(radix - radix / 2) + ", 3:1 → " + std::to_string(radix * 3 / 4) +
-             "+" + std::to_string(radix - radix * 3 / 4) + ")");
+         "oversubscription " + num(o) + ":1 splits the radix " + std::to_string(radix) + " into " + num(down) +
+             " down + " + num(static_cast<double>(radix) - down) +
+             " up ports; both must be whole numbers ≥ 1 (e.g. 1:1 → " + std::to_string(radix / 2) + "+" +
+             std::to_string(radix - radix / 2) + ", 3:1 → " + std::to_string(radix * 3 / 4) + "+" +
+             std::to_string(radix - radix * 3 / 4) + ")");
   return {down_i, radix - down_i};
 }
 
@@ -78,21 +77,26 @@ void validate(const ClusterSpec& spec, const std::string& c) {
   const ServerSpec& sv = spec.server;
   const SwitchSpec& sw = spec.switch_spec;
   const FabricSpec& fs = spec.fabric;
-  if (spec.gpus <= 0) fail(c, "gpus", "is " + std::to_string(spec.gpus) + "; the fabric needs a GPU count ≥ 1 (set gpus in the cluster or pass --gpus)");
+  if (spec.gpus <= 0)
+    fail(c, "gpus",
+         "is " + std::to_string(spec.gpus) +
+             "; the fabric needs a GPU count ≥ 1 (set gpus in the cluster or pass --gpus)");
   if (sv.gpus <= 0) fail(c, "server.gpus", "is " + std::to_string(sv.gpus) + "; must be ≥ 1");
   if (spec.gpus % sv.gpus != 0)
-    fail(c, "gpus", std::to_string(spec.gpus) + " GPUs is not a whole number of " +
-                        std::to_string(sv.gpus) + "-GPU servers (" + std::to_string(spec.gpus) +
-                        " mod " + std::to_string(sv.gpus) + " = " + std::to_string(spec.gpus % sv.gpus) + ")");
+    fail(c, "gpus",
+         std::to_string(spec.gpus) + " GPUs is not a whole number of " + std::to_string(sv.gpus) + "-GPU servers (" +
+             std::to_string(spec.gpus) + " mod " + std::to_string(sv.gpus) + " = " +
+             std::to_string(spec.gpus % sv.gpus) + ")");
   if (sv.nics <= 0) fail(c, "server.nics", "is " + std::to_string(sv.nics) + "; must be ≥ 1");
   if (sv.rails <= 0) fail(c, "server.rails", "is " + std::to_string(sv.rails) + "; must be ≥ 1");
   if (sv.rails > sv.nics)
-    fail(c, "server.rails", std::to_string(sv.rails) + " rails > " + std::to_string(sv.nics) +
-                                " NICs per server; each rail needs at least one NIC (rails ≤ nics)");
+    fail(c, "server.rails",
+         std::to_string(sv.rails) + " rails > " + std::to_string(sv.nics) +
+             " NICs per server; each rail needs at least one NIC (rails ≤ nics)");
   if (sv.nics % sv.rails != 0)
-    fail(c, "server.rails", std::to_string(sv.nics) + " NICs do not spread evenly over " +
-                                std::to_string(sv.rails) + " rails (nics mod rails = " +
-                                std::to_string(sv.nics % sv.rails) + "); use a divisor of nics");
+    fail(c, "server.rails",
+         std::to_string(sv.nics) + " NICs do not spread evenly over " + std::to_string(sv.rails) +
+             " rails (nics mod rails = " + std::to_string(sv.nics % sv.rails) + "); use a divisor of nics");
   if (!(sv.nic_bw_bytes_per_s > 0)) fail(c, "server.nic_gbit_per_s", "must be > 0");
   if (!(sv.pcie_bw_bytes_per_s > 0)) fail(c, "server.pcie_bw_bytes_per_s", "must be > 0");
   if (!(spec.gpu.nvlink_bw_bytes_per_s > 0)) fail(c, "gpu.nvlink_bw_bytes_per_s", "must be > 0");
@@ -101,18 +105,18 @@ void validate(const ClusterSpec& spec, const std::string& c) {
   if (fs.tiers != 2 && fs.tiers != 3)
     fail(c, "fabric.tiers", "is " + std::to_string(fs.tiers) + "; valid: 2 (ToR–spine) or 3 (ToR–aggregation–spine)");
   if (static_cast<int64_t>(fs.oversubscription.size()) < fs.tiers - 1)
-    fail(c, "fabric.oversubscription", "has " + std::to_string(fs.oversubscription.size()) +
-                                           " entries; " + std::to_string(fs.tiers) + " tiers need " +
-                                           std::to_string(fs.tiers - 1) + " (down:up at ToR" +
-                                           (fs.tiers == 3 ? ", aggregation)" : ")"));
+    fail(c, "fabric.oversubscription",
+         "has " + std::to_string(fs.oversubscription.size()) + " entries; " + std::to_string(fs.tiers) +
+             " tiers need " + std::to_string(fs.tiers - 1) + " (down:up at ToR" +
+             (fs.tiers == 3 ? ", aggregation)" : ")"));
   if (fs.servers_per_tor <= 0) fail(c, "fabric.servers_per_tor", "must be ≥ 1");
   if (fs.split_downlinks && sv.nic_bw_bytes_per_s > sw.port_bw_bytes_per_s / 2 * (1 + 1e-9))
-    fail(c, "fabric.split_downlinks", "a split " + gbit(sw.port_bw_bytes_per_s) + " port gives two " +
-                                          gbit(sw.port_bw_bytes_per_s / 2) + " ports, slower than the " +
-                                          gbit(sv.nic_bw_bytes_per_s) + " NICs; set split_downlinks = false");
+    fail(c, "fabric.split_downlinks",
+         "a split " + gbit(sw.port_bw_bytes_per_s) + " port gives two " + gbit(sw.port_bw_bytes_per_s / 2) +
+             " ports, slower than the " + gbit(sv.nic_bw_bytes_per_s) + " NICs; set split_downlinks = false");
   if (!fs.split_downlinks && sv.nic_bw_bytes_per_s > sw.port_bw_bytes_per_s * (1 + 1e-9))
-    fail(c, "server.nic_gbit_per_s", gbit(sv.nic_bw_bytes_per_s) + " NICs are faster than the " +
-                                         gbit(sw.port_bw_bytes_per_s) + " switch ports");
+    fail(c, "server.nic_gbit_per_s",
+         gbit(sv.nic_bw_bytes_per_s) + " NICs are faster than the " + gbit(sw.port_bw_bytes_per_s) + " switch ports");
 }
 
 /// The switch tiers above the ToRs: spines (2 tiers) or pods of aggregation switches and
@@ -124,12 +128,13 @@ void derive_upper_tiers(const ClusterSpec& spec, const std::string& c, ClosShape
     s.spine_planes = 1;
     s.spines_per_plane = spines_per_plane(s.tor_up_ports, s.tors, sw.radix);
     if (s.spines_per_plane == 0)
-      fail(c, "gpus", std::to_string(spec.gpus) + " GPUs need " + std::to_string(s.tors) + " ToRs (" +
-                          std::to_string(s.server_groups) + " groups of " + std::to_string(s.servers_per_tor) +
-                          " servers × " + std::to_string(s.rails) + " rails), but a 2-tier Clos of radix " +
-                          std::to_string(sw.radix) + " connects at most " + std::to_string(sw.radix) +
-                          " ToRs (" + std::to_string(sw.radix / s.rails * s.servers_per_tor * s.gpus_per_server) +
-                          " GPUs); use fabric.tiers = 3");
+      fail(c, "gpus",
+           std::to_string(spec.gpus) + " GPUs need " + std::to_string(s.tors) + " ToRs (" +
+               std::to_string(s.server_groups) + " groups of " + std::to_string(s.servers_per_tor) + " servers × " +
+               std::to_string(s.rails) + " rails), but a 2-tier Clos of radix " + std::to_string(sw.radix) +
+               " connects at most " + std::to_string(sw.radix) + " ToRs (" +
+               std::to_string(sw.radix / s.rails * s.servers_per_tor * s.gpus_per_server) +
+               " GPUs); use fabric.tiers = 3");
     s.spines = s.spines_per_plane;
     s.links_per_spine = s.tor_up_ports / s.spines_per_plane;
   } else {
@@ -137,11 +142,11 @@ void derive_upper_tiers(const ClusterSpec& spec, const std::string& c, ClosShape
         split_ports(c, "fabric.oversubscription[1] (aggregation)", sw.radix, fs.oversubscription[1]);
     s.tors_per_pod = fs.tors_per_pod == 0 ? s.agg_down_ports : fs.tors_per_pod;
     if (s.tors_per_pod < 0 || s.tors_per_pod > s.agg_down_ports)
-      fail(c, "fabric.tors_per_pod", "is " + std::to_string(s.tors_per_pod) + "; an aggregation switch has " +
-                                         std::to_string(s.agg_down_ports) + " down ports (radix " +
-                                         std::to_string(sw.radix) + " at " + num(fs.oversubscription[1]) +
-                                         ":1), one per ToR of its pod: valid 1.." + std::to_string(s.agg_down_ports) +
-                                         " (0 = " + std::to_string(s.agg_down_ports) + ")");
+      fail(c, "fabric.tors_per_pod",
+           "is " + std::to_string(s.tors_per_pod) + "; an aggregation switch has " + std::to_string(s.agg_down_ports) +
+               " down ports (radix " + std::to_string(sw.radix) + " at " + num(fs.oversubscription[1]) +
+               ":1), one per ToR of its pod: valid 1.." + std::to_string(s.agg_down_ports) +
+               " (0 = " + std::to_string(s.agg_down_ports) + ")");
     const int64_t fullest_pod = std::min(s.tors_per_pod, s.server_groups);
     s.aggs_per_pod = spines_per_plane(s.tor_up_ports, fullest_pod, s.agg_down_ports);
     check(s.aggs_per_pod > 0, "one link per ToR–agg pair always fits (tors_per_pod ≤ agg down)");
@@ -153,14 +158,13 @@ void derive_upper_tiers(const ClusterSpec& spec, const std::string& c, ClosShape
     s.spines_per_plane = spines_per_plane(s.agg_up_ports, s.pods, sw.radix);
     if (s.spines_per_plane == 0) {
       const int64_t max_blocks = sw.radix / s.rails;
-      fail(c, "gpus", std::to_string(spec.gpus) + " GPUs need " + std::to_string(s.pods) + " pods (" +
-                          std::to_string(s.blocks) + " blocks × " + std::to_string(s.rails) +
-                          " rails), but a spine of radix " + std::to_string(sw.radix) + " reaches at most " +
-                          std::to_string(sw.radix) + " pods: this 3-tier Clos holds at most " +
-                          std::to_string(max_blocks) + " blocks × " + std::to_string(s.tors_per_pod) +
-                          " groups × " + std::to_string(s.servers_per_tor) + " servers × " +
-                          std::to_string(s.gpus_per_server) + " GPUs = " +
-                          std::to_string(max_blocks * s.tors_per_pod * s.servers_per_tor * s.gpus_per_server) + " GPUs");
+      fail(c, "gpus",
+           std::to_string(spec.gpus) + " GPUs need " + std::to_string(s.pods) + " pods (" + std::to_string(s.blocks) +
+               " blocks × " + std::to_string(s.rails) + " rails), but a spine of radix " + std::to_string(sw.radix) +
+               " reaches at most " + std::to_string(sw.radix) + " pods: this 3-tier Clos holds at most " +
+               std::to_string(max_blocks) + " blocks × " + std::to_string(s.tors_per_pod) + " groups × " +
+               std::to_string(s.servers_per_tor) + " servers × " + std::to_string(s.gpus_per_server) + " GPUs = " +
+               std::to_string(max_blocks * s.tors_per_pod * s.servers_per_tor * s.gpus_per_server) + " GPUs");
     }
     s.spines = s.spine_planes * s.spines_per_plane;
     s.links_per_spine = s.agg_up_ports / s.spines_per_plane;
@@ -192,9 +196,8 @@ ClosShape derive_shape(const ClusterSpec& spec, const std::string& c) {
     fail(c, "fabric.servers_per_tor",
          std::to_string(s.servers_per_tor) + " servers × " + std::to_string(s.nics_per_server_per_tor) +
              " NIC(s) per rail = " + std::to_string(nic_ports) + " NIC ports need " +
-             std::to_string(s.tor_down_ports_used) + " ToR ports" +
-             (s.split_downlinks ? " (two per split port)" : "") + ", but a ToR has " +
-             std::to_string(s.tor_down_ports) + " down ports (radix " + std::to_string(sw.radix) +
+             std::to_string(s.tor_down_ports_used) + " ToR ports" + (s.split_downlinks ? " (two per split port)" : "") +
+             ", but a ToR has " + std::to_string(s.tor_down_ports) + " down ports (radix " + std::to_string(sw.radix) +
              " at " + num(fs.oversubscription[0]) + ":1); at most " +
              std::to_string(s.tor_down_ports * (s.split_downlinks ? 2 : 1) / s.nics_per_server_per_tor) +
              " servers per ToR fit");
@@ -213,8 +216,9 @@ void Fabric::Impl::add_vertices(const std::string& c) {
   // Vertices: GPUs first (gpu_vertex(g) = g), then NVSwitches, NICs, ToRs, aggs, spines.
   const int64_t total_vertices = s.gpus + s.servers + s.servers * s.nics_per_server + s.tors + s.aggs + s.spines;
   if (total_vertices >= (int64_t{1} << 31))
-    fail(c, "gpus", std::to_string(spec.gpus) + " GPUs give " + std::to_string(total_vertices) +
-                        " vertices, over the 2^31 the fabric indexes");
+    fail(c, "gpus",
+         std::to_string(spec.gpus) + " GPUs give " + std::to_string(total_vertices) +
+             " vertices, over the 2^31 the fabric indexes");
   v.reserve(static_cast<size_t>(total_vertices));
   auto add_kind = [&](VertexKind k, int64_t n) {
     const auto first = static_cast<uint32_t>(v.size());
@@ -244,39 +248,37 @@ void Fabric::Impl::add_links() {
   const int64_t tor_up_links = s.tors * s.tor_up_ports;
   L.reserve(static_cast<size_t>(2 * s.gpus + s.servers * s.nics_per_server + tor_up_links + s.aggs * s.agg_up_ports));
   for (int64_t g = 0; g < s.gpus; ++g)
-    add_link(static_cast<uint32_t>(g), v_nvswitch + static_cast<uint32_t>(server_of(g)),
-                   LinkKind::NvLink, spec.gpu.nvlink_bw_bytes_per_s, 0);
+    add_link(static_cast<uint32_t>(g), v_nvswitch + static_cast<uint32_t>(server_of(g)), LinkKind::NvLink,
+             spec.gpu.nvlink_bw_bytes_per_s, 0);
   l_pcie = static_cast<uint32_t>(L.size());
   for (int64_t g = 0; g < s.gpus; ++g)
-    add_link(static_cast<uint32_t>(g), v_nic + static_cast<uint32_t>(nic_of(g)),
-                   LinkKind::Pcie, sv.pcie_bw_bytes_per_s, 0);
+    add_link(static_cast<uint32_t>(g), v_nic + static_cast<uint32_t>(nic_of(g)), LinkKind::Pcie, sv.pcie_bw_bytes_per_s,
+             0);
   l_nic = static_cast<uint32_t>(L.size());
   for (int64_t n = 0; n < s.servers * s.nics_per_server; ++n)
-    add_link(v_nic + static_cast<uint32_t>(n), v_tor + static_cast<uint32_t>(tor_of_nic(n)),
-                   LinkKind::NicToTor, nic_link_bw, lat);
+    add_link(v_nic + static_cast<uint32_t>(n), v_tor + static_cast<uint32_t>(tor_of_nic(n)), LinkKind::NicToTor,
+             nic_link_bw, lat);
   l_tor_up = static_cast<uint32_t>(L.size());
   if (s.tiers == 3) {
     for (int64_t t = 0; t < s.tors; ++t)
       for (int64_t a = 0; a < s.aggs_per_pod; ++a)
         for (int64_t l = 0; l < s.links_per_agg; ++l)
-          add_link(v_tor + static_cast<uint32_t>(t),
-                         v_agg + static_cast<uint32_t>(pod_of_tor(t) * s.aggs_per_pod + a),
-                         LinkKind::TorToAggregation, port_bw, lat);
+          add_link(v_tor + static_cast<uint32_t>(t), v_agg + static_cast<uint32_t>(pod_of_tor(t) * s.aggs_per_pod + a),
+                   LinkKind::TorToAggregation, port_bw, lat);
     l_agg_up = static_cast<uint32_t>(L.size());
     for (int64_t x = 0; x < s.aggs; ++x) {
       const int64_t plane = x % s.aggs_per_pod;
       for (int64_t j = 0; j < s.spines_per_plane; ++j)
         for (int64_t l = 0; l < s.links_per_spine; ++l)
-          add_link(v_agg + static_cast<uint32_t>(x),
-                         v_spine + static_cast<uint32_t>(plane * s.spines_per_plane + j),
-                         LinkKind::AggregationToSpine, port_bw, lat);
+          add_link(v_agg + static_cast<uint32_t>(x), v_spine + static_cast<uint32_t>(plane * s.spines_per_plane + j),
+                   LinkKind::AggregationToSpine, port_bw, lat);
     }
   } else {
     for (int64_t t = 0; t < s.tors; ++t)
       for (int64_t j = 0; j < s.spines_per_plane; ++j)
         for (int64_t l = 0; l < s.links_per_spine; ++l)
-          add_link(v_tor + static_cast<uint32_t>(t), v_spine + static_cast<uint32_t>(j),
-                         LinkKind::TorToSpine, port_bw, lat);
+          add_link(v_tor + static_cast<uint32_t>(t), v_spine + static_cast<uint32_t>(j), LinkKind::TorToSpine, port_bw,
+                   lat);
     l_agg_up = static_cast<uint32_t>(L.size());
   }
   check(L.size() < (size_t{1} << 32), "link count fits uint32");
@@ -319,16 +321,30 @@ const std::vector<Link>& Fabric::links() const { return impl_->links; }
 int64_t Fabric::gpus() const { return impl_->shape.gpus; }
 int64_t Fabric::servers() const { return impl_->shape.servers; }
 
-
-int64_t Fabric::server_of_gpu(int64_t gpu) const { check_gpu(*this, gpu); return impl_->server_of(gpu); }
-uint32_t Fabric::gpu_vertex(int64_t gpu) const { check_gpu(*this, gpu); return static_cast<uint32_t>(gpu); }
-int64_t Fabric::local_index_of_gpu(int64_t gpu) const { check_gpu(*this, gpu); return gpu % impl_->shape.gpus_per_server; }
-int64_t Fabric::nic_of_gpu(int64_t gpu) const { check_gpu(*this, gpu); return impl_->nic_of(gpu); }
+int64_t Fabric::server_of_gpu(int64_t gpu) const {
+  check_gpu(*this, gpu);
+  return impl_->server_of(gpu);
+}
+uint32_t Fabric::gpu_vertex(int64_t gpu) const {
+  check_gpu(*this, gpu);
+  return static_cast<uint32_t>(gpu);
+}
+int64_t Fabric::local_index_of_gpu(int64_t gpu) const {
+  check_gpu(*this, gpu);
+  return gpu % impl_->shape.gpus_per_server;
+}
+int64_t Fabric::nic_of_gpu(int64_t gpu) const {
+  check_gpu(*this, gpu);
+  return impl_->nic_of(gpu);
+}
 int64_t Fabric::rail_of_gpu(int64_t gpu) const {
   check_gpu(*this, gpu);
   return (local_index_of_gpu(gpu) % impl_->shape.nics_per_server) % impl_->shape.rails;
 }
-int64_t Fabric::tor_of_gpu(int64_t gpu) const { check_gpu(*this, gpu); return impl_->tor_of_nic(impl_->nic_of(gpu)); }
+int64_t Fabric::tor_of_gpu(int64_t gpu) const {
+  check_gpu(*this, gpu);
+  return impl_->tor_of_nic(impl_->nic_of(gpu));
+}
 int64_t Fabric::group_of_server(int64_t server) const {
   if (server < 0 || server >= servers())
     throw TopologyError("server " + std::to_string(server) + " does not exist: cluster '" + spec().name +

@@ -29,12 +29,12 @@ enum class LinkKind : uint8_t { NvLink, Pcie, NicToTor, TorToAggregation, Aggreg
 
 struct Vertex {
   VertexKind kind = VertexKind::Gpu;
-  int64_t index = 0;                   // index among vertices of its kind
+  int64_t index = 0; // index among vertices of its kind
 };
 
 /// A full-duplex link; bandwidth is per direction. `a` is the end nearer the GPUs.
 struct Link {
-  uint32_t a = 0;                      // vertex ids
+  uint32_t a = 0; // vertex ids
   uint32_t b = 0;
   LinkKind kind = LinkKind::NvLink;
   double bw_bytes_per_s = 0;
@@ -70,24 +70,24 @@ struct ClosShape {
   int64_t gpus_per_server = 0;
   int64_t nics_per_server = 0;
   int64_t rails = 0;
-  int64_t nics_per_server_per_tor = 0;  // nics / rails: a server's NIC ports on one ToR
+  int64_t nics_per_server_per_tor = 0; // nics / rails: a server's NIC ports on one ToR
   int64_t servers_per_tor = 0;
-  int64_t server_groups = 0;            // servers sharing one ToR per rail
+  int64_t server_groups = 0; // servers sharing one ToR per rail
   bool split_downlinks = false;
-  double nic_link_bw_bytes_per_s = 0;   // NIC ↔ ToR link, per direction
+  double nic_link_bw_bytes_per_s = 0; // NIC ↔ ToR link, per direction
   int64_t radix = 0;
-  int64_t tor_down_ports = 0;           // radix ports (at port_bw) facing servers
+  int64_t tor_down_ports = 0; // radix ports (at port_bw) facing servers
   int64_t tor_up_ports = 0;
-  int64_t tor_down_ports_used = 0;      // by servers_per_tor full server groups
-  int64_t tors = 0;                     // server_groups × rails
+  int64_t tor_down_ports_used = 0; // by servers_per_tor full server groups
+  int64_t tors = 0;                // server_groups × rails
   // 3 tiers: a pod is one rail's ToRs from tors_per_pod consecutive server groups, wired
   // to aggs_per_pod aggregation switches with links_per_agg parallel links per ToR–agg
   // pair (aggs_per_pod · links_per_agg = tor_up_ports).
   int64_t tors_per_pod = 0;
-  int64_t blocks = 0;                   // server groups / tors_per_pod, rounded up
-  int64_t pods = 0;                     // blocks × rails
+  int64_t blocks = 0; // server groups / tors_per_pod, rounded up
+  int64_t pods = 0;   // blocks × rails
   int64_t aggs_per_pod = 0;
-  int64_t links_per_agg = 0;            // parallel links from a ToR to each agg of its pod
+  int64_t links_per_agg = 0; // parallel links from a ToR to each agg of its pod
   int64_t agg_down_ports = 0;
   int64_t agg_up_ports = 0;
   int64_t aggs = 0;
@@ -115,9 +115,9 @@ public:
 
   // Wiring of one GPU (GPU i of a server uses NIC i mod nics, on rail nic mod rails).
   int64_t local_index_of_gpu(int64_t gpu) const;
-  int64_t nic_of_gpu(int64_t gpu) const;      // global NIC index (server·nics + nic)
+  int64_t nic_of_gpu(int64_t gpu) const; // global NIC index (server·nics + nic)
   int64_t rail_of_gpu(int64_t gpu) const;
-  int64_t tor_of_gpu(int64_t gpu) const;      // global ToR index (group·rails + rail)
+  int64_t tor_of_gpu(int64_t gpu) const; // global ToR index (group·rails + rail)
   int64_t group_of_server(int64_t server) const;
   uint32_t nic_vertex(int64_t nic) const;
   uint32_t tor_vertex(int64_t tor) const;
@@ -137,9 +137,9 @@ public:
   std::optional<uint32_t> find_vertex(std::string_view name) const;
   std::string link_name(uint32_t link) const;
   std::optional<uint32_t> find_link(std::string_view name) const;
-  std::string server_name(int64_t server) const;           // "server12"
+  std::string server_name(int64_t server) const; // "server12"
   std::optional<int64_t> find_server(std::string_view name) const;
-  std::string gpu_name(int64_t gpu) const;                 // "server12.gpu3"
+  std::string gpu_name(int64_t gpu) const; // "server12.gpu3"
   std::optional<int64_t> find_gpu(std::string_view name) const;
 
   /// The links a flow from `src_gpu` to `dst_gpu` crosses (replaces `out`). Inside a
@@ -150,8 +150,8 @@ public:
   /// made per flow by `policy` at that switch: O(1) per hop, no per-pair tables. A flow
   /// keeps its path for a given (src, dst, flow_id, seed). src == dst gives an empty
   /// path; a GPU id out of range throws TopologyError.
-  void route(int64_t src_gpu, int64_t dst_gpu, uint64_t flow_id, uint64_t seed,
-             EcmpPolicy policy, std::vector<Hop>& out) const;
+  void route(int64_t src_gpu, int64_t dst_gpu, uint64_t flow_id, uint64_t seed, EcmpPolicy policy,
+             std::vector<Hop>& out) const;
 
   /// Fluid ECMP: every link the flow's equal-cost paths cross, with the fraction of the
   /// flow it carries when split evenly at every up-hop (the ideal-spreading bound).

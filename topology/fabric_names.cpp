@@ -131,7 +131,10 @@ std::optional<uint32_t> Fabric::find_link(std::string_view name) const {
     if (m.links[va.index].b == *b && parallel == 0) return static_cast<uint32_t>(va.index);
     if (m.links[m.l_pcie + va.index].b == *b && parallel == 0) return m.l_pcie + static_cast<uint32_t>(va.index);
     return std::nullopt;
-  case VertexKind::Nic: first = m.l_nic + static_cast<uint32_t>(va.index); count = 1; break;
+  case VertexKind::Nic:
+    first = m.l_nic + static_cast<uint32_t>(va.index);
+    count = 1;
+    break;
   case VertexKind::Tor:
     first = m.l_tor_up + static_cast<uint32_t>(va.index * s.tor_up_ports);
     count = static_cast<uint32_t>(s.tor_up_ports);

@@ -6,7 +6,6 @@ namespace twinscale::topology {
 
 using detail::check_gpu;
 
-
 void Fabric::route(int64_t src_gpu, int64_t dst_gpu, uint64_t flow_id, uint64_t seed, EcmpPolicy policy,
                    std::vector<Hop>& out) const {
   check_gpu(*this, src_gpu);
@@ -27,8 +26,9 @@ void Fabric::route(int64_t src_gpu, int64_t dst_gpu, uint64_t flow_id, uint64_t 
   const auto pick = [&](int64_t n, uint32_t sw, uint64_t rr) -> int64_t {
     if (n == 1) return 0;
     if (hash) {
-      return static_cast<int64_t>(detail::flow_hash(static_cast<uint64_t>(src_gpu), static_cast<uint64_t>(dst_gpu),
-                                                    flow_id, seed, sw) % static_cast<uint64_t>(n));
+      return static_cast<int64_t>(
+          detail::flow_hash(static_cast<uint64_t>(src_gpu), static_cast<uint64_t>(dst_gpu), flow_id, seed, sw) %
+          static_cast<uint64_t>(n));
     }
     return static_cast<int64_t>(rr % static_cast<uint64_t>(n));
   };
@@ -36,8 +36,8 @@ void Fabric::route(int64_t src_gpu, int64_t dst_gpu, uint64_t flow_id, uint64_t 
   const int64_t tor_s = m.tor_of_nic(nic_s), tor_d = m.tor_of_nic(nic_d);
   // IdealSpread: round-robin over the ToR's uplinks by flow id, offset by the source
   // NIC's port position under its ToR so that equal flow ids from different NICs spread.
-  const int64_t port_s = (m.server_of(src_gpu) % s.servers_per_tor) * s.nics_per_server_per_tor +
-                         (nic_s % s.nics_per_server) / s.rails;
+  const int64_t port_s =
+      (m.server_of(src_gpu) % s.servers_per_tor) * s.nics_per_server_per_tor + (nic_s % s.nics_per_server) / s.rails;
   const uint64_t rr0 = flow_id + static_cast<uint64_t>(port_s);
   out.push_back(Hop{m.l_pcie + u32(src_gpu), true});
   out.push_back(Hop{m.l_nic + u32(nic_s), true});
@@ -65,8 +65,9 @@ void Fabric::route(int64_t src_gpu, int64_t dst_gpu, uint64_t flow_id, uint64_t 
         out.push_back(Hop{m.l_agg_up + u32(agg_d * s.agg_up_ports + spine * s.links_per_spine + down), false});
       }
       const int64_t agg_d = pod_d * s.aggs_per_pod + a;
-      const int64_t down = pick(s.links_per_agg, m.v_agg + u32(agg_d),
-                                rr0 / static_cast<uint64_t>(s.tor_up_ports) + static_cast<uint64_t>(m.pos_in_pod(tor_d)));
+      const int64_t down =
+          pick(s.links_per_agg, m.v_agg + u32(agg_d),
+               rr0 / static_cast<uint64_t>(s.tor_up_ports) + static_cast<uint64_t>(m.pos_in_pod(tor_d)));
       out.push_back(Hop{m.l_tor_up + u32(tor_d * s.tor_up_ports + a * s.links_per_agg + down), false});
     }
   }

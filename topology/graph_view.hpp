@@ -16,8 +16,8 @@
 namespace twinscale::topology {
 
 struct GraphEdge {
-  uint32_t link = 0;  // the Fabric link id
-  bool up = true;     // crossed from its a end to its b end
+  uint32_t link = 0; // the Fabric link id
+  bool up = true;    // crossed from its a end to its b end
 };
 
 using FabricGraph = boost::compressed_sparse_row_graph<boost::directedS, boost::no_property, GraphEdge,

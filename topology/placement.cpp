@@ -50,9 +50,8 @@ std::vector<int64_t> place(const Fabric& fabric, const JobShape& shape, Placemen
   if (shape.tp < 1 || shape.dp < 1 || shape.pp < 1)
     throw TopologyError("job shape " + shape_text(shape) + ": every dimension must be ≥ 1");
   if (shape.tp > s.gpus_per_server || s.gpus_per_server % shape.tp != 0)
-    throw TopologyError("job shape " + shape_text(shape) + ": TP " + std::to_string(shape.tp) +
-                        " must divide the " + std::to_string(s.gpus_per_server) +
-                        " GPUs of a server of cluster '" + fabric.spec().name +
+    throw TopologyError("job shape " + shape_text(shape) + ": TP " + std::to_string(shape.tp) + " must divide the " +
+                        std::to_string(s.gpus_per_server) + " GPUs of a server of cluster '" + fabric.spec().name +
                         "' (TP groups stay inside a server)");
   int64_t tp_dp = 0, ranks = 0; // checked: a shape from input may overflow int64
   if (__builtin_mul_overflow(shape.tp, shape.dp, &tp_dp) || __builtin_mul_overflow(tp_dp, shape.pp, &ranks) ||
@@ -84,8 +83,7 @@ std::vector<int64_t> place(const Fabric& fabric, const JobShape& shape, Placemen
     std::vector<int64_t> all(static_cast<size_t>(s.servers));
     std::iota(all.begin(), all.end(), int64_t{0});
     detail::SplitMix rng(seed ^ 0x7a1e5c0de5eedULL);
-    for (size_t i = all.size(); i > 1; --i)
-      std::swap(all[i - 1], all[rng.below(i)]);
+    for (size_t i = all.size(); i > 1; --i) std::swap(all[i - 1], all[rng.below(i)]);
     server_of_slot.assign(all.begin(), all.begin() + servers_needed);
     break;
   }

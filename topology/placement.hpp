@@ -19,14 +19,13 @@ struct JobShape {
 };
 
 enum class PlacementPolicy : uint8_t {
-  Linear,    // rank r on GPU r
-  TorAware,  // the groups that talk most (DP rings, PP neighbours) under the same ToR (M10)
-  Random,    // a fragmented cluster: servers shuffled with `seed`
+  Linear,   // rank r on GPU r
+  TorAware, // the groups that talk most (DP rings, PP neighbours) under the same ToR (M10)
+  Random,   // a fragmented cluster: servers shuffled with `seed`
 };
 
 /// gpu_of_rank[r] for every rank of `shape`. Throws TopologyError if the job needs
 /// more GPUs than the fabric has or TP does not fit a server.
-std::vector<int64_t> place(const Fabric& fabric, const JobShape& shape,
-                           PlacementPolicy policy, uint64_t seed);
+std::vector<int64_t> place(const Fabric& fabric, const JobShape& shape, PlacementPolicy policy, uint64_t seed);
 
 } // namespace twinscale::topology

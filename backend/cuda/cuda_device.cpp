@@ -31,9 +31,7 @@ using schedules::OpKind;
 
 namespace {
 
-double steady_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double steady_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 void check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) throw BackendError(std::string("CUDA: ") + what + ": " + cudaGetErrorString(e));
@@ -47,15 +45,16 @@ void check(cublasStatus_t s, const char* what) {
 void check_nccl(ncclResult_t r, const char* what) {
   // Blocking communicators return once the kernel is enqueued; ncclInProgress would
   // only come from a non-blocking one, whose completion poll() watches.
-  if (r != ncclSuccess && r != ncclInProgress) throw BackendError(std::string("NCCL: ") + what + ": " + ncclGetErrorString(r));
+  if (r != ncclSuccess && r != ncclInProgress)
+    throw BackendError(std::string("NCCL: ") + what + ": " + ncclGetErrorString(r));
 }
 
 size_t round_up(double bytes) { return static_cast<size_t>(std::max(16.0, std::ceil(bytes / 256.0) * 256.0)); }
 
 /// Element counts of a communication op: bf16 payload of op.bytes, split over the group.
 struct CommCounts {
-  size_t count = 1;     // elements of the full payload (odd byte counts round up)
-  size_t per = 1;       // elements per member (all-gather, reduce-scatter, all-to-all)
+  size_t count = 1; // elements of the full payload (odd byte counts round up)
+  size_t per = 1;   // elements per member (all-gather, reduce-scatter, all-to-all)
   size_t send = 1, recv = 1;
 };
 
@@ -65,8 +64,14 @@ CommCounts comm_counts(const Op& op, int64_t n) {
   c.per = std::max<size_t>(1, (c.count + static_cast<size_t>(n) - 1) / static_cast<size_t>(n));
   const size_t all = c.per * static_cast<size_t>(n);
   switch (op.kind) {
-  case OpKind::AllGather: c.send = c.per; c.recv = all; break;
-  case OpKind::ReduceScatter: c.send = all; c.recv = c.per; break;
+  case OpKind::AllGather:
+    c.send = c.per;
+    c.recv = all;
+    break;
+  case OpKind::ReduceScatter:
+    c.send = all;
+    c.recv = c.per;
+    break;
   case OpKind::AllToAll: c.send = c.recv = all; break;
   default: c.send = c.recv = c.count; break;
   }
@@ -77,10 +82,10 @@ CommCounts comm_counts(const Op& op, int64_t n) {
 /// Memory-bound ops rotate over `sets` copies of their input/output so that, as in
 /// training, their data comes from HBM rather than from the L2 cache.
 struct ComputeArena {
-  std::array<size_t, 4> bytes{};  // 0-2 GEMM A B C / attention Q K V, 3 scores
+  std::array<size_t, 4> bytes{}; // 0-2 GEMM A B C / attention Q K V, 3 scores
   std::array<void*, 4> ptr{};
-  size_t ew_bytes = 0;            // one elementwise input (and one output)
-  std::vector<void*> ew_x, ew_y;  // rotation sets
+  size_t ew_bytes = 0;           // one elementwise input (and one output)
+  std::vector<void*> ew_x, ew_y; // rotation sets
   size_t next_set = 0;
   void need(int slot, double b) { bytes[slot] = std::max(bytes[slot], round_up(b)); }
 };
@@ -99,12 +104,14 @@ public:
 
   ~CudaDevice() override {
     const bool clean = !comms_->aborted() && cudaDeviceSynchronize() == cudaSuccess;
-    if (clean) comms_->close(timeout_s_);
-    else comms_->abort_all();
+    if (clean)
+      comms_->close(timeout_s_);
+    else
+      comms_->abort_all();
     for (cudaEvent_t e : start_) cudaEventDestroy(e);
     for (cudaEvent_t e : end_) cudaEventDestroy(e);
     if (base_) cudaEventDestroy(base_);
-    if (!clean) return;  // kernels may still be stuck: leave their memory and streams to the process exit
+    if (!clean) return; // kernels may still be stuck: leave their memory and streams to the process exit
     for (ComputeArena& a : arenas_) {
       for (void* p : a.ptr) cudaFree(p);
       for (void* p : a.ew_x) cudaFree(p);
@@ -160,8 +167,10 @@ public:
         if (stream_of_[d] != stream) check(cudaStreamWaitEvent(stream, end_[d], 0), "cudaStreamWaitEvent");
       // Events right around the enqueue: the op's own pair measures it, nothing else.
       check(cudaEventRecord(start_[i], stream), "cudaEventRecord");
-      if (op.is_communication()) launch_comm(i, op, stream);
-      else launch_compute(op, arenas_[static_cast<size_t>(op.stream)], stream);
+      if (op.is_communication())
+        launch_comm(i, op, stream);
+      else
+        launch_compute(op, arenas_[static_cast<size_t>(op.stream)], stream);
       check(cudaEventRecord(end_[i], stream), "cudaEventRecord");
       issue_order_.push_back(i);
     } catch (const BackendError& e) {
@@ -179,7 +188,7 @@ public:
     const Op& op = program_->ops[i];
     if (op.is_communication()) {
       const cuda::Channel c = comms_->get(channel_[i]);
-      if (!c.comm) return OpStatus::Failed;  // aborted
+      if (!c.comm) return OpStatus::Failed; // aborted
       ncclResult_t async = ncclSuccess;
       if (ncclCommGetAsyncError(c.comm, &async) != ncclSuccess) return OpStatus::Failed;
       if (async != ncclSuccess && async != ncclInProgress) return OpStatus::Failed;
@@ -272,7 +281,7 @@ private:
         if (op.is_collective() && op.group == GroupKind::Dp && dp_classes.size() > 0) {
           // rank of the class among the dp classes: 0 = lowest priority value
           const auto k = static_cast<int>(std::distance(dp_classes.begin(), dp_classes.find(op.priority)));
-          const int span = least - greatest;  // ≥ 0 (numerically lower is higher priority)
+          const int span = least - greatest; // ≥ 0 (numerically lower is higher priority)
           prio = least - (span * (k + 1)) / static_cast<int>(dp_classes.size() + 1);
         }
       }
@@ -299,7 +308,7 @@ private:
         a.need(3, bf * sh[0] * sh[1] * std::max<int64_t>(sh[1], sh[2]));
         break;
       case OpKind::Elementwise:
-        if (op.kernel == Kernel::DataLoad) {  // the whole batch, as scheduled
+        if (op.kernel == Kernel::DataLoad) { // the whole batch, as scheduled
           a.ew_bytes = std::max(a.ew_bytes, round_up(std::max(op.bytes, bf * sh[0])));
           host_batch_bytes_ = std::max(host_batch_bytes_, static_cast<size_t>(std::ceil(op.bytes)));
         } else {
@@ -334,8 +343,8 @@ private:
       if (!a.ew_bytes) continue;
       // Enough sets that one pass over them is twice the L2 (at most 16, at most 2 GiB).
       const double per_set = 2.0 * static_cast<double>(a.ew_bytes);
-      const auto sets = static_cast<size_t>(std::clamp(std::ceil(2.0 * l2 / per_set), 1.0,
-                                                       std::max(1.0, std::min(16.0, 2147483648.0 / per_set))));
+      const auto sets = static_cast<size_t>(
+          std::clamp(std::ceil(2.0 * l2 / per_set), 1.0, std::max(1.0, std::min(16.0, 2147483648.0 / per_set))));
       for (size_t k = 0; k < sets; ++k) {
         a.ew_x.push_back(alloc(a.ew_bytes, "cudaMalloc (elementwise input)"));
         a.ew_y.push_back(alloc(a.ew_bytes, "cudaMalloc (elementwise output)"));
@@ -376,7 +385,7 @@ private:
     const auto& sh = op.shape;
     const float one = 1.0f, zero = 0.0f;
     switch (op.kind) {
-    case OpKind::Gemm: {  // row-major C(m×n) = A(m×k)·B(k×n) as column-major Cᵀ = Bᵀ·Aᵀ
+    case OpKind::Gemm: { // row-major C(m×n) = A(m×k)·B(k×n) as column-major Cᵀ = Bᵀ·Aᵀ
       const int m = static_cast<int>(sh[0]), n = static_cast<int>(sh[1]), k = static_cast<int>(sh[2]);
       check(cublasSetStream(cublas_, stream), "cublasSetStream");
       check(cublasGemmEx(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, a.ptr[1], CUDA_R_16BF, n, a.ptr[0],
@@ -384,7 +393,7 @@ private:
             "cublasGemmEx (bf16)");
       return;
     }
-    case OpKind::Attention: {  // per head: S = Q·Kᵀ, softmax (causal, window), O = S·V
+    case OpKind::Attention: { // per head: S = Q·Kᵀ, softmax (causal, window), O = S·V
       const int bh = static_cast<int>(std::max<int64_t>(sh[0], 1)), s = static_cast<int>(sh[1]),
                 d = static_cast<int>(sh[2]);
       const long long sd = static_cast<long long>(s) * d, ss = static_cast<long long>(s) * s;
@@ -450,13 +459,18 @@ private:
     auto* recv = static_cast<char*>(b.recv);
     ncclComm_t comm = ch.comm;
     switch (op.kind) {
-    case OpKind::AllReduce: check_nccl(ncclAllReduce(send, recv, c.count, ncclBfloat16, ncclSum, comm, stream), "ncclAllReduce"); return;
-    case OpKind::AllGather: check_nccl(ncclAllGather(send, recv, c.per, ncclBfloat16, comm, stream), "ncclAllGather"); return;
+    case OpKind::AllReduce:
+      check_nccl(ncclAllReduce(send, recv, c.count, ncclBfloat16, ncclSum, comm, stream), "ncclAllReduce");
+      return;
+    case OpKind::AllGather:
+      check_nccl(ncclAllGather(send, recv, c.per, ncclBfloat16, comm, stream), "ncclAllGather");
+      return;
     case OpKind::ReduceScatter:
       check_nccl(ncclReduceScatter(send, recv, c.per, ncclBfloat16, ncclSum, comm, stream), "ncclReduceScatter");
       return;
     case OpKind::Broadcast:
-      check_nccl(ncclBroadcast(send, recv, c.count, ncclBfloat16, op.peer >= 0 ? op.peer : 0, comm, stream), "ncclBroadcast");
+      check_nccl(ncclBroadcast(send, recv, c.count, ncclBfloat16, op.peer >= 0 ? op.peer : 0, comm, stream),
+                 "ncclBroadcast");
       return;
     case OpKind::AllToAll: {
       cuda::GroupGuard group;
@@ -478,11 +492,11 @@ private:
   std::unique_ptr<cuda::CommSet> comms_;
   double epoch_, timeout_s_;
   const schedules::Program* program_ = nullptr;
-  std::map<std::string, cudaStream_t> streams_;    // "stream:<kind>" (compute) / "comm:<channel>"
-  std::vector<cudaStream_t> stream_of_;            // per op
-  std::vector<std::string> channel_;               // per communication op
+  std::map<std::string, cudaStream_t> streams_; // "stream:<kind>" (compute) / "comm:<channel>"
+  std::vector<cudaStream_t> stream_of_;         // per op
+  std::vector<std::string> channel_;            // per communication op
   std::array<ComputeArena, schedules::kStreamCount> arenas_{};
-  std::map<std::string, CommBuffers> comm_buffers_;  // per channel
+  std::map<std::string, CommBuffers> comm_buffers_; // per channel
   std::array<float*, 4> opt_{};
   int64_t opt_elems_ = 0, hidden_ = 1024, vocab_ = 1024;
   void* host_batch_ = nullptr;
@@ -506,8 +520,8 @@ int cuda_device_count() {
 }
 
 std::unique_ptr<Device> make_cuda_device(const schedules::Schedule& schedule, int64_t rank,
-                                         const BroadcastFromRoot& broadcast, double epoch_steady_s,
-                                         double timeout_s, std::vector<InitPhase>& phases) {
+                                         const BroadcastFromRoot& broadcast, double epoch_steady_s, double timeout_s,
+                                         std::vector<InitPhase>& phases) {
   cuda::check_nccl_version();
   const int gpus = cuda_device_count();
   if (gpus == 0) throw BackendError("--device cuda: no CUDA device is visible to rank " + std::to_string(rank));

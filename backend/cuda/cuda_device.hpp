@@ -35,7 +35,7 @@ int cuda_device_count();
 /// per step to `phases`. Throws BackendError when no GPU is visible or NCCL
 /// initialisation fails or exceeds `timeout_s` (every communicator made is aborted).
 std::unique_ptr<Device> make_cuda_device(const schedules::Schedule& schedule, int64_t rank,
-                                         const BroadcastFromRoot& broadcast, double epoch_steady_s,
-                                         double timeout_s, std::vector<InitPhase>& phases);
+                                         const BroadcastFromRoot& broadcast, double epoch_steady_s, double timeout_s,
+                                         std::vector<InitPhase>& phases);
 
 } // namespace twinscale::backend

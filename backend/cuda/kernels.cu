@@ -19,9 +19,7 @@ int blocks_for(int64_t n) {
   return static_cast<int>(std::min<int64_t>(std::max<int64_t>(b, 1), 65535));
 }
 
-__device__ float gelu(float x) {
-  return 0.5f * x * (1.0f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
-}
+__device__ float gelu(float x) { return 0.5f * x * (1.0f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x))); }
 
 __global__ void pointwise(int mode, const __nv_bfloat16* x, __nv_bfloat16* y, int64_t n) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
@@ -29,12 +27,12 @@ __global__ void pointwise(int mode, const __nv_bfloat16* x, __nv_bfloat16* y, in
     const float v = __bfloat162float(x[i]);
     float out = v;
     switch (mode) {
-    case 0: out = v + 0.1f; break;                                     // bias add / affine
-    case 1: out = gelu(v); break;                                      // GeLU
-    case 2: out = gelu(v + 0.1f); break;                               // fused bias + GeLU
-    case 3: out = ((i * 2654435761ull) >> 7) % 10 == 0 ? 0.0f : v / 0.9f; break;  // dropout
-    case 4: out = v + __bfloat162float(y[i]); break;                   // residual add
-    case 5: out = __bfloat162float(x[(i * 2654435761ull) % n]); break; // embedding gather
+    case 0: out = v + 0.1f; break;                                               // bias add / affine
+    case 1: out = gelu(v); break;                                                // GeLU
+    case 2: out = gelu(v + 0.1f); break;                                         // fused bias + GeLU
+    case 3: out = ((i * 2654435761ull) >> 7) % 10 == 0 ? 0.0f : v / 0.9f; break; // dropout
+    case 4: out = v + __bfloat162float(y[i]); break;                             // residual add
+    case 5: out = __bfloat162float(x[(i * 2654435761ull) % n]); break;           // embedding gather
     }
     y[i] = __float2bfloat16(out);
   }
@@ -42,8 +40,7 @@ __global__ void pointwise(int mode, const __nv_bfloat16* x, __nv_bfloat16* y, in
 
 // One block per row: mean and variance by block reduction; stage 0 writes statistics
 // only (the unfused form's first kernel), stage 1 also normalises.
-__global__ void row_norm(const __nv_bfloat16* x, __nv_bfloat16* y, int64_t n, int64_t row,
-                         int stage) {
+__global__ void row_norm(const __nv_bfloat16* x, __nv_bfloat16* y, int64_t n, int64_t row, int stage) {
   __shared__ float s_sum[kThreads], s_sq[kThreads];
   for (int64_t r = blockIdx.x; r * row < n; r += gridDim.x) {
     const int64_t base = r * row, len = min(row, n - base);
@@ -105,7 +102,7 @@ __global__ void softmax_rows(__nv_bfloat16* s, int64_t rows, int64_t cols, int64
   __shared__ float s_red[kThreads];
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     __nv_bfloat16* row = s + r * cols;
-    const int64_t i = r % cols;  // query index inside its head
+    const int64_t i = r % cols; // query index inside its head
     const int64_t lo = window > 0 ? max(static_cast<int64_t>(0), i - window + 1) : 0;
     float mx = -INFINITY;
     for (int64_t j = lo + threadIdx.x; j <= i; j += blockDim.x) mx = fmaxf(mx, __bfloat162float(row[j]));
@@ -139,7 +136,7 @@ __global__ void optimizer_step(bool lamb, float* p, const float* g, float* m, fl
     m[i] = b1 * m[i] + (1 - b1) * g[i];
     v[i] = b2 * v[i] + (1 - b2) * g[i] * g[i];
     float u = m[i] / (sqrtf(v[i]) + eps);
-    if (lamb) u *= fminf(1.0f, fabsf(p[i]) / (fabsf(u) + eps));  // element-wise trust bound
+    if (lamb) u *= fminf(1.0f, fabsf(p[i]) / (fabsf(u) + eps)); // element-wise trust bound
     p[i] -= lr * u;
   }
 }
@@ -152,8 +149,7 @@ __global__ void fill(__nv_bfloat16* y, int64_t n, float scale) {
 
 } // namespace
 
-int launch_elementwise(ElementwiseMode mode, const void* xv, void* yv, int64_t n, int64_t row,
-                       void* stream_v) {
+int launch_elementwise(ElementwiseMode mode, const void* xv, void* yv, int64_t n, int64_t row, void* stream_v) {
   auto* x = static_cast<const __nv_bfloat16*>(xv);
   auto* y = static_cast<__nv_bfloat16*>(yv);
   auto stream = static_cast<cudaStream_t>(stream_v);
@@ -182,8 +178,8 @@ int launch_elementwise(ElementwiseMode mode, const void* xv, void* yv, int64_t n
 
 int launch_softmax(void* scores, int64_t rows, int64_t cols, int64_t window, void* stream) {
   const int blocks = static_cast<int>(std::min<int64_t>(std::max<int64_t>(rows, 1), 65535));
-  softmax_rows<<<blocks, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-      static_cast<__nv_bfloat16*>(scores), rows, cols, window);
+  softmax_rows<<<blocks, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(static_cast<__nv_bfloat16*>(scores), rows,
+                                                                           cols, window);
   return static_cast<int>(cudaGetLastError());
 }
 

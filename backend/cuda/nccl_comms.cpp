@@ -20,9 +20,7 @@ using schedules::OpKind;
 
 namespace {
 
-double steady_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double steady_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 std::string version_string(int code) {
   // NCCL ≥ 2.9 encodes major·10000 + minor·100 + patch.
@@ -46,7 +44,7 @@ void wait_ready(ncclComm_t comm, double deadline, const std::string& what) {
 /// One ncclCommSplit of the world that every rank runs: this rank's colour, key and the
 /// channel the child communicator serves here (empty: not a member).
 struct Split {
-  std::string label;   // for init phases and errors
+  std::string label; // for init phases and errors
   int color = NCCL_SPLIT_NOCOLOR;
   int key = 0;
   std::string channel;
@@ -134,7 +132,7 @@ ncclComm_t init_world(const schedules::Schedule& schedule, int64_t rank, const B
 
   t = steady_s();
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  config.blocking = 0;  // non-blocking: the wait below is bounded by timeout_s
+  config.blocking = 0; // non-blocking: the wait below is bounded by timeout_s
   ncclComm_t world = nullptr;
   const int size = static_cast<int>(schedule.world());
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 23, 0)
@@ -143,7 +141,8 @@ ncclComm_t init_world(const schedules::Schedule& schedule, int64_t rank, const B
   const ncclResult_t r = ncclCommInitRankConfig(&world, size, id, static_cast<int>(rank), &config);
 #endif
   if (world) comms.set_world(world);
-  if (r != ncclSuccess && r != ncclInProgress) throw BackendError(std::string("NCCL: world init: ") + ncclGetErrorString(r));
+  if (r != ncclSuccess && r != ncclInProgress)
+    throw BackendError(std::string("NCCL: world init: ") + ncclGetErrorString(r));
   wait_ready(world, t + timeout_s, "world communicator initialisation");
   phases.push_back({"nccl_world", steady_s() - t});
   return world;
@@ -159,9 +158,12 @@ void connect_now(const Channel& c, bool collective, bool sender, void* buf, cuda
                  const std::string& label) {
   ncclResult_t r = ncclSuccess;
   auto* f = static_cast<float*>(buf);
-  if (collective) r = ncclAllReduce(f, f + 1, 1, ncclFloat, ncclSum, c.comm, stream);
-  else if (sender) r = ncclSend(f, 1, ncclFloat, c.peer, c.comm, stream);
-  else r = ncclRecv(f + 1, 1, ncclFloat, c.peer, c.comm, stream);
+  if (collective)
+    r = ncclAllReduce(f, f + 1, 1, ncclFloat, ncclSum, c.comm, stream);
+  else if (sender)
+    r = ncclSend(f, 1, ncclFloat, c.peer, c.comm, stream);
+  else
+    r = ncclRecv(f + 1, 1, ncclFloat, c.peer, c.comm, stream);
   if (r != ncclSuccess && r != ncclInProgress)
     throw BackendError("NCCL: first operation on communicator " + label + ": " + ncclGetErrorString(r));
   while (true) {
@@ -177,7 +179,7 @@ void connect_now(const Channel& c, bool collective, bool sender, void* buf, cuda
 
 void run_split(ncclComm_t world, const Split& sp, double timeout_s, CommSet& comms, void* buf, cudaStream_t stream) {
   ncclConfig_t child = NCCL_CONFIG_INITIALIZER;
-  child.blocking = 1;  // the hot path: calls return once enqueued
+  child.blocking = 1; // the hot path: calls return once enqueued
   ncclComm_t c = nullptr;
   ncclResult_t r = ncclSuccess;
   const double deadline = steady_s() + timeout_s;
@@ -241,7 +243,7 @@ void check_nccl_version() {
 int local_gpu(int64_t rank, int gpus) {
   int mpi = 0;
   MPI_Initialized(&mpi);
-  if (!mpi) return 0;  // a process without MPI (a test) is alone on its host
+  if (!mpi) return 0; // a process without MPI (a test) is alone on its host
   MPI_Comm host = MPI_COMM_NULL;
   if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host) != MPI_SUCCESS)
     throw BackendError("rank " + std::to_string(rank) + ": MPI_Comm_split_type (ranks of this host) failed");
@@ -368,7 +370,7 @@ void CommSet::close(double timeout_s) {
 std::unique_ptr<CommSet> create_comms(const schedules::Schedule& schedule, int64_t rank,
                                       const BroadcastFromRoot& broadcast, double timeout_s,
                                       std::vector<InitPhase>& phases) {
-  auto comms = std::make_unique<CommSet>();  // aborts whatever exists if we throw
+  auto comms = std::make_unique<CommSet>(); // aborts whatever exists if we throw
   const ncclComm_t world = init_world(schedule, rank, broadcast, timeout_s, phases, *comms);
   std::vector<Split> splits = collective_splits(schedule, rank);
   for (Split& sp : p2p_splits(schedule, rank)) splits.push_back(std::move(sp));

@@ -77,7 +77,7 @@ private:
 
 struct Channel {
   ncclComm_t comm = nullptr;
-  int peer = -1;  // p2p: the peer's rank inside the 2-rank communicator
+  int peer = -1; // p2p: the peer's rank inside the 2-rank communicator
 };
 
 /// The communicators of one rank. abort_all() is idempotent and thread-safe: after it,

@@ -39,7 +39,7 @@ std::vector<float>& CpuKernels::buffer(int slot, int64_t elements) {
   if (static_cast<int64_t>(b.size()) < elements) {
     const size_t old = b.size();
     b.resize(static_cast<size_t>(elements));
-    for (size_t i = old; i < b.size(); ++i)  // deterministic, bounded synthetic data
+    for (size_t i = old; i < b.size(); ++i) // deterministic, bounded synthetic data
       b[i] = 0.001f * static_cast<float>((i * 2654435761u + static_cast<size_t>(slot)) % 1000) - 0.5f;
   }
   return b;
@@ -73,7 +73,7 @@ double CpuKernels::run(const schedules::Op& op, const std::array<int64_t, 4>& sh
         const int64_t lo = window > 0 ? std::max<int64_t>(0, i - window + 1) : 0;
         auto row = scores.row(i);
         for (int64_t j = 0; j < lo; ++j) row(j) = -INFINITY;
-        for (int64_t j = i + 1; j < s; ++j) row(j) = -INFINITY;  // causal
+        for (int64_t j = i + 1; j < s; ++j) row(j) = -INFINITY; // causal
         const float mx = row.segment(lo, i - lo + 1).maxCoeff();
         row = (row.array() - mx).exp();
         row /= row.sum();
@@ -88,7 +88,7 @@ double CpuKernels::run(const schedules::Op& op, const std::array<int64_t, 4>& sh
     Vector x(buffer(0, n).data(), n);
     Vector y(buffer(1, n).data(), n);
     switch (op.kernel) {
-    case Kernel::LayerNorm:       // unfused: mean, variance and normalise as three passes
+    case Kernel::LayerNorm: // unfused: mean, variance and normalise as three passes
     case Kernel::FusedLayerNorm: {
       const int64_t row = std::min<int64_t>(n, 1024);
       for (int64_t off = 0; off < n; off += row) {
@@ -97,12 +97,12 @@ double CpuKernels::run(const schedules::Op& op, const std::array<int64_t, 4>& sh
         const float mean = xs.mean();
         const float var = (xs.array() - mean).square().mean();
         y.segment(off, len) = (xs.array() - mean) / std::sqrt(var + 1e-5f);
-        if (op.kernel == Kernel::LayerNorm)  // the unfused form's separate affine pass
+        if (op.kernel == Kernel::LayerNorm) // the unfused form's separate affine pass
           y.segment(off, len) = y.segment(off, len).array() * 1.01f + 0.01f;
       }
       break;
     }
-    case Kernel::Gelu:            // unfused: bias add, then GeLU (two passes)
+    case Kernel::Gelu: // unfused: bias add, then GeLU (two passes)
       y = x.array() + 0.1f;
       y = 0.5f * y.array() * (1.0f + (0.7978845608f * (y.array() + 0.044715f * y.array().cube())).tanh());
       break;
@@ -114,7 +114,7 @@ double CpuKernels::run(const schedules::Op& op, const std::array<int64_t, 4>& sh
     case Kernel::Dropout:
       for (int64_t i = 0; i < n; ++i) y[i] = ((i * 2654435761u) >> 7) % 10 == 0 ? 0.0f : x[i] / 0.9f;
       break;
-    case Kernel::DataLoad:        // host → device copy of the batch (a second buffer)
+    case Kernel::DataLoad: // host → device copy of the batch (a second buffer)
       std::copy(x.data(), x.data() + n, y.data());
       break;
     case Kernel::CrossEntropy: {
@@ -129,7 +129,7 @@ double CpuKernels::run(const schedules::Op& op, const std::array<int64_t, 4>& sh
       y[0] = loss;
       break;
     }
-    default:                      // residual add, embedding and anything else: y = x + y
+    default: // residual add, embedding and anything else: y = x + y
       y += x;
       break;
     }
@@ -143,7 +143,7 @@ double CpuKernels::run(const schedules::Op& op, const std::array<int64_t, 4>& sh
     m = b1 * m + (1 - b1) * g;
     v = b2 * v + (1 - b2) * g.cwiseProduct(g);
     auto update = (m.array() / (v.array().abs().sqrt() + eps)).matrix();
-    if (op.kernel == Kernel::LambStep) {  // layer-wise trust ratio ‖p‖ / ‖update‖
+    if (op.kernel == Kernel::LambStep) { // layer-wise trust ratio ‖p‖ / ‖update‖
       const float un = update.norm();
       const float trust = un > 0 ? p.norm() / un : 1.0f;
       p -= lr * trust * update;
@@ -152,8 +152,7 @@ double CpuKernels::run(const schedules::Op& op, const std::array<int64_t, 4>& sh
     }
     return static_cast<double>(p[0]);
   }
-  default:
-    TWINSCALE_ASSERT(false, "CpuKernels::run called with a communication op");
+  default: TWINSCALE_ASSERT(false, "CpuKernels::run called with a communication op");
   }
 }
 

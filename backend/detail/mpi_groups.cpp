@@ -12,9 +12,7 @@ using schedules::GroupKind;
 
 namespace {
 
-double wall_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double wall_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 void check(int rc, const char* what) {
   if (rc != MPI_SUCCESS) throw BackendError(std::string("MPI call failed while creating communicators: ") + what);
@@ -22,8 +20,7 @@ void check(int rc, const char* what) {
 
 } // namespace
 
-MpiGroups::MpiGroups(const schedules::Layout& layout, int64_t rank, MPI_Comm world,
-                     GroupInit init) {
+MpiGroups::MpiGroups(const schedules::Layout& layout, int64_t rank, MPI_Comm world, GroupInit init) {
   comms_.fill(MPI_COMM_NULL);
   double t = wall_s();
   MPI_Comm w = MPI_COMM_NULL;
@@ -43,10 +40,8 @@ MpiGroups::MpiGroups(const schedules::Layout& layout, int64_t rank, MPI_Comm wor
         MPI_Group world_group = MPI_GROUP_NULL, group = MPI_GROUP_NULL;
         check(MPI_Comm_group(w, &world_group), "MPI_Comm_group");
         std::vector<int> ranks(members.begin(), members.end());
-        check(MPI_Group_incl(world_group, static_cast<int>(ranks.size()), ranks.data(), &group),
-              "MPI_Group_incl");
-        check(MPI_Comm_create_group(w, group, 100 + static_cast<int>(kind), &c),
-              "MPI_Comm_create_group");
+        check(MPI_Group_incl(world_group, static_cast<int>(ranks.size()), ranks.data(), &group), "MPI_Group_incl");
+        check(MPI_Comm_create_group(w, group, 100 + static_cast<int>(kind), &c), "MPI_Comm_create_group");
         MPI_Group_free(&group);
         MPI_Group_free(&world_group);
       }

@@ -10,7 +10,8 @@ int cuda_device_count() { return 0; }
 
 std::unique_ptr<Device> make_cuda_device(const schedules::Schedule&, int64_t, const BroadcastFromRoot&, double, double,
                                          std::vector<InitPhase>&) {
-  throw BackendError("--device cuda: this build has no CUDA device (no CUDA toolkit at configure time); valid here: --device cpu");
+  throw BackendError(
+      "--device cuda: this build has no CUDA device (no CUDA toolkit at configure time); valid here: --device cpu");
 }
 
 } // namespace twinscale::backend

@@ -12,9 +12,7 @@ namespace twinscale::backend::detail {
 
 namespace {
 
-double steady_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double steady_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 struct Reply {
   redisReply* r;
@@ -46,8 +44,8 @@ RedisStore::~RedisStore() {
 }
 
 void RedisStore::set(const std::string& key, const std::string& value) {
-  Reply r{static_cast<redisReply*>(redisCommand(ctx_, "SET %b %b", key.data(), key.size(),
-                                                value.data(), value.size()))};
+  Reply r{
+      static_cast<redisReply*>(redisCommand(ctx_, "SET %b %b", key.data(), key.size(), value.data(), value.size()))};
   if (!r.r || r.r->type == REDIS_REPLY_ERROR)
     throw BackendError("rendezvous store redis://" + address_ + ": SET " + key + " failed" +
                        (r.r ? std::string(": ") + r.r->str : std::string(": ") + ctx_->errstr));
@@ -76,18 +74,18 @@ std::string RedisStore::get_wait(const std::string& key) {
   }
 }
 
-void RedisStore::rendezvous(const std::string& prefix, const schedules::Layout& layout,
-                            int64_t rank, const std::string& identity) {
+void RedisStore::rendezvous(const std::string& prefix, const schedules::Layout& layout, int64_t rank,
+                            const std::string& identity) {
   set(prefix + ":rank:" + std::to_string(rank), identity);
-  for (schedules::GroupKind kind : {schedules::GroupKind::Tp, schedules::GroupKind::Dp,
-                                    schedules::GroupKind::Pp, schedules::GroupKind::Embedding}) {
+  for (schedules::GroupKind kind : {schedules::GroupKind::Tp, schedules::GroupKind::Dp, schedules::GroupKind::Pp,
+                                    schedules::GroupKind::Embedding}) {
     const auto members = layout.group_members(kind, rank);
     if (std::find(members.begin(), members.end(), rank) == members.end()) continue;
-    const std::string key = prefix + ":group:" + std::string(schedules::to_string(kind)) + ":" +
-                            std::to_string(members.front());
+    const std::string key =
+        prefix + ":group:" + std::string(schedules::to_string(kind)) + ":" + std::to_string(members.front());
     const long long arrived = incr(key + ":arrived");
     if (arrived == static_cast<long long>(members.size())) set(key + ":ready", "1");
-    get_wait(key + ":ready");  // released by the group's last member
+    get_wait(key + ":ready"); // released by the group's last member
   }
 }
 

@@ -47,36 +47,37 @@ inline nlohmann::json model_json(const faults::FaultModel& m) {
 
 /// The effective recovery and checkpoint policy.
 inline nlohmann::json policy_json(const faults::RecoveryPolicy& p, const faults::CheckpointPolicy& ck) {
-  return {{"name", p.name},
-          {"restart_s", p.restart_s},
-          {"load_method", faults::to_string(p.load_method)},
-          {"retransmit", {{"timeout_per_retry_s", p.retransmit.timeout_per_retry_s}, {"retries", p.retransmit.retries}}},
-          {"detection",
-           {{"explicit_error_s", p.detection.explicit_error_s},
-            {"heartbeat_period_s", p.detection.heartbeat_period_s},
-            {"heartbeat_misses", p.detection.heartbeat_misses},
-            {"traffic_window_s", p.detection.traffic_window_s},
-            {"silent_s", p.detection.silent_s}}},
-          {"diagnostics",
-           {{"duration_s", p.diagnostics.duration_s},
-            {"false_negative_rate", p.diagnostics.false_negative_rate},
-            {"false_positive_rate", p.diagnostics.false_positive_rate},
-            {"escalate_after", p.diagnostics.escalate_after},
-            {"escalation_s", p.diagnostics.escalation_s},
-            {"missed_fault_recurrence_s", p.diagnostics.missed_fault_recurrence_s}}},
-          {"replacement",
-           {{"warm_spares", p.replacement.warm_spares},
-            {"spare_swap_s", p.replacement.spare_swap_s},
-            {"cold_replacement_s", p.replacement.cold_replacement_s},
-            {"repair_s", p.replacement.repair_s}}},
-          {"comm_init", {{"method", faults::to_string(p.comm_init.method)}, {"store_op_s", p.comm_init.store_op_s}}},
-          {"checkpoint", {{"interval_s", ck.interval_s}, {"async_persist", ck.async_persist}}},
-          {"storage",
-           {{"pcie_bw_bytes_per_s", ck.storage.pcie_bw_bytes_per_s},
-            {"write_bw_bytes_per_s", ck.storage.write_bw_bytes_per_s},
-            {"read_bw_bytes_per_s", ck.storage.read_bw_bytes_per_s},
-            {"client_bw_bytes_per_s", ck.storage.client_bw_bytes_per_s},
-            {"broadcast_bw_bytes_per_s", ck.storage.broadcast_bw_bytes_per_s}}}};
+  return {
+      {"name", p.name},
+      {"restart_s", p.restart_s},
+      {"load_method", faults::to_string(p.load_method)},
+      {"retransmit", {{"timeout_per_retry_s", p.retransmit.timeout_per_retry_s}, {"retries", p.retransmit.retries}}},
+      {"detection",
+       {{"explicit_error_s", p.detection.explicit_error_s},
+        {"heartbeat_period_s", p.detection.heartbeat_period_s},
+        {"heartbeat_misses", p.detection.heartbeat_misses},
+        {"traffic_window_s", p.detection.traffic_window_s},
+        {"silent_s", p.detection.silent_s}}},
+      {"diagnostics",
+       {{"duration_s", p.diagnostics.duration_s},
+        {"false_negative_rate", p.diagnostics.false_negative_rate},
+        {"false_positive_rate", p.diagnostics.false_positive_rate},
+        {"escalate_after", p.diagnostics.escalate_after},
+        {"escalation_s", p.diagnostics.escalation_s},
+        {"missed_fault_recurrence_s", p.diagnostics.missed_fault_recurrence_s}}},
+      {"replacement",
+       {{"warm_spares", p.replacement.warm_spares},
+        {"spare_swap_s", p.replacement.spare_swap_s},
+        {"cold_replacement_s", p.replacement.cold_replacement_s},
+        {"repair_s", p.replacement.repair_s}}},
+      {"comm_init", {{"method", faults::to_string(p.comm_init.method)}, {"store_op_s", p.comm_init.store_op_s}}},
+      {"checkpoint", {{"interval_s", ck.interval_s}, {"async_persist", ck.async_persist}}},
+      {"storage",
+       {{"pcie_bw_bytes_per_s", ck.storage.pcie_bw_bytes_per_s},
+        {"write_bw_bytes_per_s", ck.storage.write_bw_bytes_per_s},
+        {"read_bw_bytes_per_s", ck.storage.read_bw_bytes_per_s},
+        {"client_bw_bytes_per_s", ck.storage.client_bw_bytes_per_s},
+        {"broadcast_bw_bytes_per_s", ck.storage.broadcast_bw_bytes_per_s}}}};
 }
 
 inline nlohmann::json summary_json(const faults::CampaignSummary& s, const faults::Campaign& c) {
@@ -126,8 +127,8 @@ inline std::string states_csv(const faults::CampaignSummary& s) {
   for (auto& m : s.time_by_state_s) wall += m.mean;
   for (size_t i = 0; i < faults::kRunStates; ++i) {
     const auto& m = s.time_by_state_s[i];
-    out += std::string(faults::to_string(static_cast<faults::RunState>(i))) + "," + fmt("%.6f", m.mean / 3600) +
-           "," + fmt("%.6f", m.half_width / 3600) + "," + fmt("%.6f", wall > 0 ? m.mean / wall : 0) + "\n";
+    out += std::string(faults::to_string(static_cast<faults::RunState>(i))) + "," + fmt("%.6f", m.mean / 3600) + "," +
+           fmt("%.6f", m.half_width / 3600) + "," + fmt("%.6f", wall > 0 ? m.mean / wall : 0) + "\n";
   }
   return out;
 }
@@ -147,19 +148,19 @@ inline std::string causes_csv(const faults::CampaignSummary& s, const faults::Ca
   return out;
 }
 
-inline std::string campaign_table(const std::string& job, const faults::CampaignSummary& s,
-                                  const faults::Campaign& c) {
+inline std::string campaign_table(const std::string& job, const faults::CampaignSummary& s, const faults::Campaign& c) {
   const int64_t gpus = c.shape.tp * c.shape.dp * c.shape.pp;
   std::string o;
   o += "campaign: " + job + " on " + std::to_string(gpus) + " GPUs, " + fmt("%.1f", c.spec.duration_s / 86400) +
-       " days x " + std::to_string(c.spec.seeds) + " seeds; faults " + c.model.name + ", recovery " +
-       c.recovery.name + "\n";
+       " days x " + std::to_string(c.spec.seeds) + " seeds; faults " + c.model.name + ", recovery " + c.recovery.name +
+       "\n";
   o += "  iteration " + fmt("%.3f", c.spec.iteration_time_s) + " s; checkpoint every " +
        fmt("%.0f", s.checkpoint_interval_s) + " s (blocking " + fmt("%.2f", c.checkpoint.blocking_s) + " s, persist " +
        fmt("%.1f", c.checkpoint.persist_s) + " s, load " + fmt("%.1f", c.checkpoint.load_s) + " s)\n";
   o += "  restart " + fmt("%.1f", c.recovery.restart_s) + " s + communicator init " + fmt("%.1f", s.comm_init_s) +
        " s; interruption MTBF " + fmt("%.2f", s.interrupt_mtbf_s / 3600) + " h\n\n";
-  o += "  ETTR            " + fmt("%.4f", s.ettr.mean) + " ± " + fmt("%.4f", s.ettr.half_width) + "  (95% CI over seeds)\n";
+  o += "  ETTR            " + fmt("%.4f", s.ettr.mean) + " ± " + fmt("%.4f", s.ettr.half_width) +
+       "  (95% CI over seeds)\n";
   o += "  interruptions   " + fmt("%.1f", s.interruptions.mean) + " ± " + fmt("%.1f", s.interruptions.half_width) +
        " per run\n";
   o += "  lost work       " + fmt("%.2f", s.lost_work_s.mean / 3600) + " h per run; checkpoints lost " +
@@ -172,8 +173,9 @@ inline std::string campaign_table(const std::string& job, const faults::Campaign
   for (size_t i = 0; i < faults::kRunStates; ++i) {
     const auto& m = s.time_by_state_s[i];
     char line[160];
-    std::snprintf(line, sizeof line, "  %-17s %9.2f %8.2f %6.2f%%\n", faults::to_string(static_cast<faults::RunState>(i)),
-                  m.mean / 3600, m.half_width / 3600, 100 * m.mean / wall);
+    std::snprintf(line, sizeof line, "  %-17s %9.2f %8.2f %6.2f%%\n",
+                  faults::to_string(static_cast<faults::RunState>(i)), m.mean / 3600, m.half_width / 3600,
+                  100 * m.mean / wall);
     o += line;
   }
   o += "\n  interruptions by cause (per run)\n";
@@ -199,7 +201,9 @@ inline nlohmann::json tuner_json(const faults::TunerResult& r) {
   j["daly_consistent"] = r.consistent(r.daly_s);
   nlohmann::json pts = nlohmann::json::array();
   for (auto& p : r.points)
-    pts.push_back({{"interval_s", p.interval_s}, {"ettr", ci_json(p.ettr)}, {"daly_model_ettr", p.daly_ettr},
+    pts.push_back({{"interval_s", p.interval_s},
+                   {"ettr", ci_json(p.ettr)},
+                   {"daly_model_ettr", p.daly_ettr},
                    {"in_band", p.in_band}});
   j["points"] = pts;
   return j;
@@ -217,8 +221,8 @@ inline std::string sweep_csv(const faults::TunerResult& r) {
 inline std::string tuner_table(const std::string& job, const faults::TunerResult& r, const faults::Campaign& c) {
   std::string o = "tune-checkpoint: " + job + ", faults " + c.model.name + ", recovery " + c.recovery.name + ", " +
                   std::to_string(c.spec.seeds) + " seeds x " + fmt("%.1f", c.spec.duration_s / 86400) + " days\n";
-  o += "  checkpoint (blocking) δ = " + fmt("%.2f", r.checkpoint_s) + " s, interruption MTBF M = " +
-       fmt("%.0f", r.mtbf_s) + " s\n\n";
+  o += "  checkpoint (blocking) δ = " + fmt("%.2f", r.checkpoint_s) +
+       " s, interruption MTBF M = " + fmt("%.0f", r.mtbf_s) + " s\n\n";
   o += "  interval_s   ETTR     ±95%    Daly-model   optimum band\n";
   for (size_t i = 0; i < r.points.size(); ++i) {
     const auto& p = r.points[i];
@@ -232,8 +236,8 @@ inline std::string tuner_table(const std::string& job, const faults::TunerResult
        "  at this grid's resolution the optimum lies in (" + fmt("%.0f", r.bracket_lo_s) + ", " +
        fmt("%.0f", r.bracket_hi_s) + ") s\n";
   auto verdict = [&](double v) { return r.consistent(v) ? " (consistent)" : " (outside)"; };
-  o += "  Young √(2δM) = " + fmt("%.0f", r.young_s) + " s" + verdict(r.young_s) + "; Daly (higher order) = " +
-       fmt("%.0f", r.daly_s) + " s" + verdict(r.daly_s) + "\n";
+  o += "  Young √(2δM) = " + fmt("%.0f", r.young_s) + " s" + verdict(r.young_s) +
+       "; Daly (higher order) = " + fmt("%.0f", r.daly_s) + " s" + verdict(r.daly_s) + "\n";
   return o;
 }
 

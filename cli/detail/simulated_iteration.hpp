@@ -18,7 +18,7 @@ struct SimulatedIteration {
   std::string cluster;   // preset name or file the fabric was built from
   std::string placement; // "linear" | "tor-aware" | "random"
   uint64_t seed = 1;
-  double wall_s = 0;     // simulator wall time (for logs only)
+  double wall_s = 0; // simulator wall time (for logs only)
 };
 
 /// `cluster` empty: the job's cluster. `mode`: "analytic" or "flow"; `placement`:

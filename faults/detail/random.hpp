@@ -21,9 +21,7 @@ class Rng {
 public:
   Rng(uint64_t seed, uint64_t stream) : gen_(mix_seed(seed, stream)) {}
   /// Uniform in the open interval (0, 1): 53 random bits, never 0 or 1.
-  double uniform() {
-    return (static_cast<double>(gen_() >> 11) + 0.5) * (1.0 / 9007199254740992.0);
-  }
+  double uniform() { return (static_cast<double>(gen_() >> 11) + 0.5) * (1.0 / 9007199254740992.0); }
   bool bernoulli(double p) { return uniform() < p; }
   /// Exponential with the given mean.
   double exponential(double mean) { return -mean * std::log(uniform()); }
@@ -35,8 +33,6 @@ private:
 };
 
 /// Weibull scale giving mean `mean` for shape k: mean / Γ(1 + 1/k).
-inline double weibull_scale_for_mean(double mean, double shape) {
-  return mean / std::tgamma(1.0 + 1.0 / shape);
-}
+inline double weibull_scale_for_mean(double mean, double shape) { return mean / std::tgamma(1.0 + 1.0 / shape); }
 
 } // namespace twinscale::faults::detail

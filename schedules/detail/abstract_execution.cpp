@@ -36,7 +36,7 @@ constexpr int kGroupKinds = 5;
 
 struct ProgramIndex {
   std::array<std::vector<uint32_t>, kStreamCount> stream_ops;
-  std::vector<uint32_t> ordinal; // collectives: among the same group kind; p2p: same peer
+  std::vector<uint32_t> ordinal;  // collectives: among the same group kind; p2p: same peer
   std::vector<uint32_t> position; // index of the op within its stream
 };
 
@@ -50,15 +50,18 @@ ProgramIndex index_program(const Program& prog, int64_t pp) {
     const Op& op = prog.ops[i];
     ix.position[i] = static_cast<uint32_t>(ix.stream_ops[static_cast<int>(op.stream)].size());
     ix.stream_ops[static_cast<int>(op.stream)].push_back(static_cast<uint32_t>(i));
-    if (op.kind == OpKind::Send) ix.ordinal[i] = sends[op.peer]++;
-    else if (op.kind == OpKind::Recv) ix.ordinal[i] = recvs[op.peer]++;
-    else if (op.is_collective()) ix.ordinal[i] = coll[static_cast<int>(op.group)]++;
+    if (op.kind == OpKind::Send)
+      ix.ordinal[i] = sends[op.peer]++;
+    else if (op.kind == OpKind::Recv)
+      ix.ordinal[i] = recvs[op.peer]++;
+    else if (op.is_collective())
+      ix.ordinal[i] = coll[static_cast<int>(op.group)]++;
   }
   return ix;
 }
 
 struct RankState {
-  int64_t rank = 0;              // global rank
+  int64_t rank = 0; // global rank
   const Program* program = nullptr;
   const ProgramIndex* index = nullptr;
   // Ops of a stream complete in order, so the state of a rank is its stream cursors
@@ -144,10 +147,8 @@ public:
   bool complete(RankState& st, uint32_t i) {
     const Op& op = st.program->ops[i];
     const uint32_t k = st.index->ordinal[i];
-    if (op.kind == OpKind::Send)
-      return of(partner(st, op.peer)).recvs_started[L_.coord(st.rank).pp] > k;
-    if (op.kind == OpKind::Recv)
-      return of(partner(st, op.peer)).sends_started[L_.coord(st.rank).pp] > k;
+    if (op.kind == OpKind::Send) return of(partner(st, op.peer)).recvs_started[L_.coord(st.rank).pp] > k;
+    if (op.kind == OpKind::Recv) return of(partner(st, op.peer)).sends_started[L_.coord(st.rank).pp] > k;
     if (op.is_collective()) {
       const int32_t g = group_of_[index_of(st.rank)][static_cast<int>(op.group)];
       if (g < 0) return true;
@@ -196,9 +197,12 @@ public:
           st.head_started[s] = true;
           progress = true;
           const Op& op = st.program->ops[i];
-          if (op.kind == OpKind::Send) ++st.sends_started[op.peer];
-          else if (op.kind == OpKind::Recv) ++st.recvs_started[op.peer];
-          else if (op.is_collective()) ++st.coll_started[static_cast<int>(op.group)];
+          if (op.kind == OpKind::Send)
+            ++st.sends_started[op.peer];
+          else if (op.kind == OpKind::Recv)
+            ++st.recvs_started[op.peer];
+          else if (op.is_collective())
+            ++st.coll_started[static_cast<int>(op.group)];
           if (op.is_communication()) notify_partners(st, op, st.index->ordinal[i]);
         }
         if (!complete(st, i)) break;
@@ -243,8 +247,7 @@ public:
       const size_t i = queue_.front();
       queue_.pop_front();
       queued_[i] = false;
-      while (sweep(ranks_[i])) {
-      }
+      while (sweep(ranks_[i])) {}
     }
   }
 
@@ -254,8 +257,7 @@ public:
     if (!st.head_started[static_cast<int>(op.stream)]) {
       for (uint32_t d : st.program->deps_of(i))
         if (!is_done(st, d)) {
-          os << "waits for its dependency op " << d << " ("
-             << s_.names[st.program->ops[d].name] << ", stream "
+          os << "waits for its dependency op " << d << " (" << s_.names[st.program->ops[d].name] << ", stream "
              << to_string(st.program->ops[d].stream) << ")";
           return os.str();
         }
@@ -264,12 +266,11 @@ public:
     const uint32_t k = st.index->ordinal[i];
     if (op.kind == OpKind::Send || op.kind == OpKind::Recv) {
       const int64_t q = partner(st, op.peer);
-      os << "waits for rank " << q << " to reach its matching "
-         << (op.kind == OpKind::Send ? "recv" : "send") << " #" << k;
+      os << "waits for rank " << q << " to reach its matching " << (op.kind == OpKind::Send ? "recv" : "send") << " #"
+         << k;
       return os.str();
     }
-    os << "waits in " << to_string(op.kind) << " #" << k << " on its " << to_string(op.group)
-       << " group for rank(s)";
+    os << "waits in " << to_string(op.kind) << " #" << k << " on its " << to_string(op.group) << " group for rank(s)";
     for (int64_t m : members(st.rank, op.group))
       if (of(m).coll_started[static_cast<int>(op.group)] <= k) os << " " << m;
     return os.str();
@@ -293,8 +294,8 @@ public:
       v.op_name = s_.names[op.name];
       v.labels = describe_labels(op.labels);
       std::ostringstream os;
-      os << "stuck at " << to_string(op.kind) << " on stream " << to_string(op.stream) << " after "
-         << st.done << " of " << st.program->ops.size() << " ops: " << waits_for(st, stuck);
+      os << "stuck at " << to_string(op.kind) << " on stream " << to_string(op.stream) << " after " << st.done << " of "
+         << st.program->ops.size() << " ops: " << waits_for(st, stuck);
       if (sym_ && L_.tp * L_.dp > 1) os << " (as are all tp×dp ranks of pipeline stage " << L_.coord(st.rank).pp << ")";
       v.reason = os.str();
       out.push_back(std::move(v));
@@ -321,8 +322,7 @@ private:
 
 } // namespace
 
-std::vector<Violation> find_deadlocks(const Schedule& schedule, bool by_symmetry,
-                                      size_t max_violations) {
+std::vector<Violation> find_deadlocks(const Schedule& schedule, bool by_symmetry, size_t max_violations) {
   Executor ex(schedule, by_symmetry);
   ex.run();
   return ex.report(max_violations);

@@ -11,7 +11,6 @@ namespace twinscale::schedules::detail {
 /// reports each rank left with unfinished ops (the op it is stuck on and what it waits
 /// for). Assumes collectives and messages were already checked to match. With
 /// `by_symmetry`, only one rank per pipeline stage is executed (see the .cpp).
-std::vector<Violation> find_deadlocks(const Schedule& schedule, bool by_symmetry,
-                                      size_t max_violations);
+std::vector<Violation> find_deadlocks(const Schedule& schedule, bool by_symmetry, size_t max_violations);
 
 } // namespace twinscale::schedules::detail

@@ -63,9 +63,8 @@ uint32_t ProgramBuilder::add(Op op, std::string_view name, const std::vector<uin
   return index;
 }
 
-uint32_t ProgramBuilder::compute(OpKind kind, Kernel kernel, std::string_view name, double flops,
-                                 double bytes, std::array<int64_t, 4> shape,
-                                 std::initializer_list<uint32_t> deps) {
+uint32_t ProgramBuilder::compute(OpKind kind, Kernel kernel, std::string_view name, double flops, double bytes,
+                                 std::array<int64_t, 4> shape, std::initializer_list<uint32_t> deps) {
   Op op;
   op.kind = kind;
   op.kernel = kernel;
@@ -76,10 +75,8 @@ uint32_t ProgramBuilder::compute(OpKind kind, Kernel kernel, std::string_view na
   return add(op, name, deps);
 }
 
-uint32_t ProgramBuilder::collective(OpKind kind, GroupKind group, Stream stream,
-                                    std::string_view name, double bytes,
-                                    const std::vector<uint32_t>& deps, int32_t priority,
-                                    DType dtype) {
+uint32_t ProgramBuilder::collective(OpKind kind, GroupKind group, Stream stream, std::string_view name, double bytes,
+                                    const std::vector<uint32_t>& deps, int32_t priority, DType dtype) {
   Op op;
   op.kind = kind;
   op.stream = stream;

@@ -28,20 +28,20 @@ private:
 
 /// The job's sizes as used by the op formulas (all per rank unless noted).
 struct Dims {
-  int64_t b = 1;          // micro-batch (sequences)
-  int64_t s = 1;          // sequence length
-  int64_t h = 1;          // hidden
-  int64_t a = 1;          // heads
-  int64_t f = 1;          // ffn hidden
-  int64_t t = 1;          // tensor-parallel size
+  int64_t b = 1; // micro-batch (sequences)
+  int64_t s = 1; // sequence length
+  int64_t h = 1; // hidden
+  int64_t a = 1; // heads
+  int64_t f = 1; // ffn hidden
+  int64_t t = 1; // tensor-parallel size
   int64_t vocab = 1;
-  int64_t window = 0;     // 0 = dense attention
-  int64_t tokens = 1;     // b·s
+  int64_t window = 0;       // 0 = dense attention
+  int64_t tokens = 1;       // b·s
   int64_t tokens_local = 1; // b·s/t with sequence parallelism, else b·s
   bool sp = false;
-  int64_t tp_chunks = 1;  // > 1 only when TP overlap is on and tp > 1
-  int64_t qkv = 0;        // QKV GEMM output width: h + 2·kv_heads·head_dim (before / tp)
-  int64_t fc1 = 0;        // FC1 output width: f (GeLU) or 2·f (SwiGLU: gate and up)
+  int64_t tp_chunks = 1; // > 1 only when TP overlap is on and tp > 1
+  int64_t qkv = 0;       // QKV GEMM output width: h + 2·kv_heads·head_dim (before / tp)
+  int64_t fc1 = 0;       // FC1 output width: f (GeLU) or 2·f (SwiGLU: gate and up)
   bool swiglu = false;
   static Dims of(const JobSpec& job);
 };
@@ -52,18 +52,16 @@ class ProgramBuilder {
 public:
   explicit ProgramBuilder(NameTable& names) : names_(&names) {}
 
-  OpLabels labels;                  // labels stamped on every op added
+  OpLabels labels; // labels stamped on every op added
 
   uint32_t add(Op op, std::string_view name, std::initializer_list<uint32_t> deps = {});
   uint32_t add(Op op, std::string_view name, const std::vector<uint32_t>& deps);
 
   uint32_t compute(OpKind kind, Kernel kernel, std::string_view name, double flops, double bytes,
                    std::array<int64_t, 4> shape, std::initializer_list<uint32_t> deps = {});
-  uint32_t collective(OpKind kind, GroupKind group, Stream stream, std::string_view name,
-                      double bytes, const std::vector<uint32_t>& deps, int32_t priority = 0,
-                      DType dtype = DType::BF16);
-  uint32_t p2p(OpKind kind, int32_t peer, std::string_view name, double bytes,
-               const std::vector<uint32_t>& deps);
+  uint32_t collective(OpKind kind, GroupKind group, Stream stream, std::string_view name, double bytes,
+                      const std::vector<uint32_t>& deps, int32_t priority = 0, DType dtype = DType::BF16);
+  uint32_t p2p(OpKind kind, int32_t peer, std::string_view name, double bytes, const std::vector<uint32_t>& deps);
 
   /// The next compute op waits for `op` (kNoOp ignored).
   void wait_before_next_compute(uint32_t op);

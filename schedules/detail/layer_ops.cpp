@@ -21,21 +21,16 @@ constexpr double kFp32 = 4;
 } // namespace
 
 LayerEmitter::LayerEmitter(ProgramBuilder& builder, const JobSpec& job)
-    : b_(builder), job_(job), d_(Dims::of(job)),
-      parallel_block_(job.model.block == BlockKind::Parallel),
-      flash_(job.options.operators.flash_attention),
-      fused_ln_(job.options.operators.fused_layernorm),
+    : b_(builder), job_(job), d_(Dims::of(job)), parallel_block_(job.model.block == BlockKind::Parallel),
+      flash_(job.options.operators.flash_attention), fused_ln_(job.options.operators.fused_layernorm),
       fused_gelu_(job.options.operators.fused_gelu) {}
 
-OpKind LayerEmitter::reduce_kind() const {
-  return d_.sp ? OpKind::ReduceScatter : OpKind::AllReduce;
-}
+OpKind LayerEmitter::reduce_kind() const { return d_.sp ? OpKind::ReduceScatter : OpKind::AllReduce; }
 
 uint32_t LayerEmitter::gemm(const std::string& name, int64_t m, int64_t n, int64_t k,
                             std::initializer_list<uint32_t> deps) {
   const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-  const double bytes = kBf16 * (static_cast<double>(m) * k + static_cast<double>(k) * n +
-                                static_cast<double>(m) * n);
+  const double bytes = kBf16 * (static_cast<double>(m) * k + static_cast<double>(k) * n + static_cast<double>(m) * n);
   return b_.compute(OpKind::Gemm, Kernel::Gemm, name, flops, bytes, {m, n, k, 0}, deps);
 }
 
@@ -49,13 +44,12 @@ uint32_t LayerEmitter::wgrad(const std::string& name, int64_t m, int64_t n, int6
   return b_.compute(OpKind::Gemm, Kernel::Gemm, name, flops, bytes, {m, n, k, 0}, deps);
 }
 
-uint32_t LayerEmitter::tp_collective(OpKind kind, const std::string& name, double bytes,
-                                     std::vector<uint32_t> deps, DType dtype) {
+uint32_t LayerEmitter::tp_collective(OpKind kind, const std::string& name, double bytes, std::vector<uint32_t> deps,
+                                     DType dtype) {
   return b_.collective(kind, GroupKind::Tp, Stream::TpComm, name, bytes, deps, 0, dtype);
 }
 
-std::vector<uint32_t> LayerEmitter::gemm_then_collective(const std::string& name, int64_t m,
-                                                         int64_t n, int64_t k,
+std::vector<uint32_t> LayerEmitter::gemm_then_collective(const std::string& name, int64_t m, int64_t n, int64_t k,
                                                          OpKind collective, double bytes) {
   std::vector<uint32_t> out;
   if (d_.t == 1) {
@@ -71,8 +65,8 @@ std::vector<uint32_t> LayerEmitter::gemm_then_collective(const std::string& name
   return out;
 }
 
-void LayerEmitter::collective_then_gemm(OpKind collective, double bytes, const std::string& name,
-                                        int64_t m, int64_t n, int64_t k) {
+void LayerEmitter::collective_then_gemm(OpKind collective, double bytes, const std::string& name, int64_t m, int64_t n,
+                                        int64_t k) {
   if (d_.t == 1 || !d_.sp) {
     gemm(name, m, n, k);
     return;
@@ -80,8 +74,7 @@ void LayerEmitter::collective_then_gemm(OpKind collective, double bytes, const s
   const int64_t chunks = d_.tp_chunks;
   const uint32_t input = b_.last_compute();
   for (int64_t i = 0; i < chunks; ++i) {
-    const uint32_t c =
-        tp_collective(collective, name + ".ag", bytes / static_cast<double>(chunks), {input});
+    const uint32_t c = tp_collective(collective, name + ".ag", bytes / static_cast<double>(chunks), {input});
     gemm(name, m / chunks, n, k, {c});
   }
 }
@@ -139,8 +132,8 @@ void LayerEmitter::gelu(bool backward) {
 void LayerEmitter::dropout(const std::string& name, bool backward) {
   const double e = static_cast<double>(d_.tokens_local) * static_cast<double>(d_.h);
   // read, write (bf16) and a one-byte mask
-  b_.compute(OpKind::Elementwise, Kernel::Dropout, backward ? name + ".bwd" : name, 2 * e,
-             2 * e * kBf16 + e, {d_.tokens_local * d_.h, 0, 0, 0});
+  b_.compute(OpKind::Elementwise, Kernel::Dropout, backward ? name + ".bwd" : name, 2 * e, 2 * e * kBf16 + e,
+             {d_.tokens_local * d_.h, 0, 0, 0});
 }
 
 void LayerEmitter::residual(const std::string& name, int64_t inputs) {
@@ -155,12 +148,11 @@ void LayerEmitter::attention_core(bool backward) {
   const int64_t keys = d_.window > 0 ? std::min(d_.window, d_.s) : d_.s; // keys per query
   // QKᵀ and P·V: 2 GEMMs of 2·s·keys·head_dim per head (all keys counted, as in
   // Narayanan et al.'s model-FLOPs convention; sliding window: s·w instead of s²).
-  const double fwd_flops = 4.0 * static_cast<double>(d_.b * heads_local) *
-                           static_cast<double>(d_.s) * static_cast<double>(keys) *
-                           static_cast<double>(head_dim);
+  const double fwd_flops = 4.0 * static_cast<double>(d_.b * heads_local) * static_cast<double>(d_.s) *
+                           static_cast<double>(keys) * static_cast<double>(head_dim);
   const double qkvo = static_cast<double>(d_.tokens) * static_cast<double>(d_.h / d_.t) * kBf16;
-  const double scores = static_cast<double>(d_.b * heads_local) * static_cast<double>(d_.s) *
-                        static_cast<double>(keys) * kBf16;
+  const double scores =
+      static_cast<double>(d_.b * heads_local) * static_cast<double>(d_.s) * static_cast<double>(keys) * kBf16;
   const std::array<int64_t, 4> shape{d_.b * heads_local, d_.s, head_dim, d_.window};
   const Kernel kernel = flash_ ? Kernel::FlashAttention2 : Kernel::AttentionUnfused;
   if (!backward) {
@@ -271,8 +263,7 @@ void LayerEmitter::layer_backward() {
 
 void LayerEmitter::embedding_forward() {
   const double e = static_cast<double>(d_.tokens) * static_cast<double>(d_.h);
-  b_.compute(OpKind::Elementwise, Kernel::Embedding, "embedding", 0, 2 * e * kBf16,
-             {d_.tokens * d_.h, 0, 0, 0});
+  b_.compute(OpKind::Elementwise, Kernel::Embedding, "embedding", 0, 2 * e * kBf16, {d_.tokens * d_.h, 0, 0, 0});
   if (d_.t > 1) // vocabulary-parallel lookup: partial rows summed over TP
     b_.wait_before_next_compute(tp_collective(reduce_kind(), "embedding.reduce", e * kBf16, {b_.last_compute()}));
   dropout("embedding.dropout", false);
@@ -283,8 +274,7 @@ void LayerEmitter::embedding_backward() {
   dropout("embedding.dropout", true);
   if (d_.sp)
     b_.wait_before_next_compute(tp_collective(OpKind::AllGather, "embedding.bwd.ag", e * kBf16, {b_.last_compute()}));
-  b_.compute(OpKind::Elementwise, Kernel::Embedding, "embedding.bwd", e, 2 * e * kBf16,
-             {d_.tokens * d_.h, 0, 0, 0});
+  b_.compute(OpKind::Elementwise, Kernel::Embedding, "embedding.bwd", e, 2 * e * kBf16, {d_.tokens * d_.h, 0, 0, 0});
 }
 
 void LayerEmitter::head_forward() {
@@ -300,16 +290,16 @@ void LayerEmitter::head_forward() {
   const double row_bytes = static_cast<double>(m) * kFp32;
   b_.compute(OpKind::Elementwise, Kernel::CrossEntropy, "loss.max", logits, logits * kBf16, shape);
   if (d_.t > 1)
-    b_.wait_before_next_compute(tp_collective(OpKind::AllReduce, "loss.max.ar", row_bytes, {b_.last_compute()}, DType::FP32));
-  b_.compute(OpKind::Elementwise, Kernel::CrossEntropy, "loss.exp", 3 * logits,
-             logits * (kBf16 + kFp32), shape);
+    b_.wait_before_next_compute(
+        tp_collective(OpKind::AllReduce, "loss.max.ar", row_bytes, {b_.last_compute()}, DType::FP32));
+  b_.compute(OpKind::Elementwise, Kernel::CrossEntropy, "loss.exp", 3 * logits, logits * (kBf16 + kFp32), shape);
   if (d_.t > 1) {
     const uint32_t c = b_.last_compute();
     b_.wait_before_next_compute(tp_collective(OpKind::AllReduce, "loss.target.ar", row_bytes, {c}, DType::FP32));
     b_.wait_before_next_compute(tp_collective(OpKind::AllReduce, "loss.sum.ar", row_bytes, {c}, DType::FP32));
   }
-  b_.compute(OpKind::Elementwise, Kernel::CrossEntropy, "loss", static_cast<double>(m) * 4,
-             row_bytes * 3, {m, 0, 0, 0});
+  b_.compute(OpKind::Elementwise, Kernel::CrossEntropy, "loss", static_cast<double>(m) * 4, row_bytes * 3,
+             {m, 0, 0, 0});
 }
 
 void LayerEmitter::head_backward() {
@@ -317,11 +307,10 @@ void LayerEmitter::head_backward() {
   const int64_t v = d_.vocab / d_.t;
   const double act_bytes = static_cast<double>(m) * static_cast<double>(d_.h) * kBf16;
   const double logits = static_cast<double>(m) * static_cast<double>(v);
-  b_.compute(OpKind::Elementwise, Kernel::CrossEntropy, "loss.bwd", 2 * logits,
-             logits * (kFp32 + kBf16), {m * v, 0, 0, 0});
-  const uint32_t ag = d_.sp ? tp_collective(OpKind::AllGather, "lm_head.wgrad.ag", act_bytes,
-                                            {b_.last_compute()})
-                            : kNoOp;
+  b_.compute(OpKind::Elementwise, Kernel::CrossEntropy, "loss.bwd", 2 * logits, logits * (kFp32 + kBf16),
+             {m * v, 0, 0, 0});
+  const uint32_t ag =
+      d_.sp ? tp_collective(OpKind::AllGather, "lm_head.wgrad.ag", act_bytes, {b_.last_compute()}) : kNoOp;
   const auto rs = gemm_then_collective("lm_head.dgrad", m, d_.h, v, reduce_kind(), act_bytes);
   wgrad("lm_head.wgrad", v, d_.h, m, {ag});
   b_.wait_before_next_compute(rs);

@@ -14,28 +14,25 @@ class LayerEmitter {
 public:
   LayerEmitter(ProgramBuilder& builder, const JobSpec& job);
 
-  void layer_forward();   // labels (layer, phase, …) are set by the caller on the builder
+  void layer_forward(); // labels (layer, phase, …) are set by the caller on the builder
   void layer_backward();
   void embedding_forward();
   void embedding_backward();
-  void head_forward();    // final LayerNorm, LM head (tied embedding), vocab-parallel loss
+  void head_forward(); // final LayerNorm, LM head (tied embedding), vocab-parallel loss
   void head_backward();
 
 private:
-  uint32_t gemm(const std::string& name, int64_t m, int64_t n, int64_t k,
-                std::initializer_list<uint32_t> deps = {});
+  uint32_t gemm(const std::string& name, int64_t m, int64_t n, int64_t k, std::initializer_list<uint32_t> deps = {});
   /// Weight-gradient GEMM accumulating into the fp32 main-gradient buffer.
-  uint32_t wgrad(const std::string& name, int64_t m, int64_t n, int64_t k,
-                 std::initializer_list<uint32_t> deps = {});
+  uint32_t wgrad(const std::string& name, int64_t m, int64_t n, int64_t k, std::initializer_list<uint32_t> deps = {});
   /// GEMM followed by a TP collective on its output (split into tp_chunks pipelined
   /// pieces when TP overlap is on). Returns the collective ops (empty when tp = 1).
-  std::vector<uint32_t> gemm_then_collective(const std::string& name, int64_t m, int64_t n,
-                                             int64_t k, OpKind collective, double bytes);
+  std::vector<uint32_t> gemm_then_collective(const std::string& name, int64_t m, int64_t n, int64_t k,
+                                             OpKind collective, double bytes);
   /// TP collective (all-gather) on the GEMM's input, then the GEMM (chunked likewise).
-  void collective_then_gemm(OpKind collective, double bytes, const std::string& name, int64_t m,
-                            int64_t n, int64_t k);
-  uint32_t tp_collective(OpKind kind, const std::string& name, double bytes,
-                         std::vector<uint32_t> deps, DType dtype = DType::BF16);
+  void collective_then_gemm(OpKind collective, double bytes, const std::string& name, int64_t m, int64_t n, int64_t k);
+  uint32_t tp_collective(OpKind kind, const std::string& name, double bytes, std::vector<uint32_t> deps,
+                         DType dtype = DType::BF16);
 
   void layernorm(const std::string& name, bool backward);
   void gelu(bool backward);

@@ -57,8 +57,8 @@ std::vector<PpMessage> pp_messages(const JobSpec& job, int64_t src, int64_t dst)
 }
 
 StageLowering::StageLowering(const JobSpec& job, int64_t pp_rank, NameTable& names)
-    : job_(job), pp_rank_(pp_rank), P_(job.parallel.pp), V_(job.parallel.vpp),
-      M_(job.parallel.micro_batches()), b_(names), layers_(b_, job) {
+    : job_(job), pp_rank_(pp_rank), P_(job.parallel.pp), V_(job.parallel.vpp), M_(job.parallel.micro_batches()),
+      b_(names), layers_(b_, job) {
   const Dims d = Dims::of(job);
   act_bytes_ = static_cast<double>(d.tokens_local) * static_cast<double>(d.h) * 2;
   // SC'21 scatter/gather: the send carries 1/tp; an all-gather inside the TP group
@@ -92,8 +92,7 @@ bool StageLowering::has_embedding_chunk(int64_t chunk) const {
 std::pair<int64_t, PpMessage> StageLowering::needed_message(const PipelineStep& st) const {
   const int64_t vs = st.chunk * P_ + pp_rank_;
   if (st.forward && vs > 0) return {(pp_rank_ - 1 + P_) % P_, {iteration_, true, st.micro_batch, st.chunk}};
-  if (!st.forward && vs < P_ * V_ - 1)
-    return {(pp_rank_ + 1) % P_, {iteration_, false, st.micro_batch, st.chunk}};
+  if (!st.forward && vs < P_ * V_ - 1) return {(pp_rank_ + 1) % P_, {iteration_, false, st.micro_batch, st.chunk}};
   return {-1, {}};
 }
 
@@ -106,8 +105,7 @@ uint32_t StageLowering::ensure_recv(int64_t src, const PpMessage& message) {
   while (ops.size() <= found->second) {
     const PpMessage& m = list[ops.size()];
     b_.labels = OpLabels{static_cast<int32_t>(m.iteration), static_cast<int32_t>(m.micro_batch),
-                         static_cast<int32_t>(m.chunk), -1,
-                         m.forward ? Phase::Forward : Phase::Backward};
+                         static_cast<int32_t>(m.chunk), -1, m.forward ? Phase::Forward : Phase::Backward};
     uint32_t got = b_.p2p(OpKind::Recv, static_cast<int32_t>(src),
                           m.forward ? "pp.recv.activation" : "pp.recv.gradient", act_bytes_, {});
     if (job_.parallel.pp_scatter_gather)
@@ -141,10 +139,10 @@ void StageLowering::emit_data_op(int64_t for_iteration, bool async) {
 
 void StageLowering::emit_embedding_allreduce() {
   if (embedding_ar_ != kNoOp || job_.model.untied_embeddings) return; // untied: nothing shared
-  const double bytes = static_cast<double>(job_.model.vocab / job_.parallel.tp) *
-                       static_cast<double>(job_.model.hidden) * 2;
-  embedding_ar_ = b_.collective(OpKind::AllReduce, GroupKind::Embedding, Stream::DpComm,
-                                "embedding.grad.ar", bytes, {b_.last_compute()});
+  const double bytes =
+      static_cast<double>(job_.model.vocab / job_.parallel.tp) * static_cast<double>(job_.model.hidden) * 2;
+  embedding_ar_ = b_.collective(OpKind::AllReduce, GroupKind::Embedding, Stream::DpComm, "embedding.grad.ar", bytes,
+                                {b_.last_compute()});
   grad_reduced_.push_back(embedding_ar_);
 }
 
@@ -155,10 +153,9 @@ void StageLowering::emit_grad_reduce(int64_t chunk) {
   const double bytes = chunk_parameters(job_, pp_rank_, chunk) * (fp32 ? 4 : 2);
   const OpKind kind = par.zero_stage == 0 ? OpKind::AllReduce : OpKind::ReduceScatter;
   const int32_t priority = job_.options.overlap.dp ? 1 : 0;
-  const uint32_t op = b_.collective(kind, GroupKind::Dp, Stream::DpComm,
-                                    kind == OpKind::AllReduce ? "dp.grad.ar" : "dp.grad.rs", bytes,
-                                    {b_.last_compute(), embedding_ar_}, priority,
-                                    fp32 ? DType::FP32 : DType::BF16);
+  const uint32_t op =
+      b_.collective(kind, GroupKind::Dp, Stream::DpComm, kind == OpKind::AllReduce ? "dp.grad.ar" : "dp.grad.rs", bytes,
+                    {b_.last_compute(), embedding_ar_}, priority, fp32 ? DType::FP32 : DType::BF16);
   grad_reduced_.push_back(op);
   if (par.zero_stage == 2 && !job_.options.overlap.dp) b_.wait_before_next_compute(op);
 }
@@ -171,8 +168,7 @@ void StageLowering::emit_step(size_t j) {
   const int64_t last_vs = P_ * V_ - 1;
   const int64_t layers_per_chunk = job_.model.layers / (P_ * V_);
   b_.labels = OpLabels{static_cast<int32_t>(iteration_), static_cast<int32_t>(st.micro_batch),
-                       static_cast<int32_t>(st.chunk), -1,
-                       st.forward ? Phase::Forward : Phase::Backward};
+                       static_cast<int32_t>(st.chunk), -1, st.forward ? Phase::Forward : Phase::Backward};
 
   // receives
   if (auto [src, msg] = needed_message(st); src >= 0) b_.wait_before_next_compute(ensure_recv(src, msg));
@@ -187,8 +183,7 @@ void StageLowering::emit_step(size_t j) {
   if (st.forward && j == first_forward_[st.chunk]) {
     if (par.zero_stage == 2 && par.dp > 1 && param_ready_[st.chunk] == kNoOp) {
       const double bytes = chunk_parameters(job_, pp_rank_, st.chunk) * 2;
-      param_ready_[st.chunk] = b_.collective(OpKind::AllGather, GroupKind::Dp, Stream::DpComm,
-                                             "dp.param.ag", bytes,
+      param_ready_[st.chunk] = b_.collective(OpKind::AllGather, GroupKind::Dp, Stream::DpComm, "dp.param.ag", bytes,
                                              {b_.last_compute(), previous_optimizer_});
     }
     b_.wait_before_next_compute(param_ready_[st.chunk]);
@@ -219,27 +214,27 @@ void StageLowering::emit_step(size_t j) {
 
   // sends
   if (st.forward && vs < last_vs)
-    unfinished_sends_.push_back(b_.p2p(OpKind::Send, static_cast<int32_t>((pp_rank_ + 1) % P_),
-                                       "pp.send.activation", act_bytes_, {b_.last_compute()}));
+    unfinished_sends_.push_back(b_.p2p(OpKind::Send, static_cast<int32_t>((pp_rank_ + 1) % P_), "pp.send.activation",
+                                       act_bytes_, {b_.last_compute()}));
   if (!st.forward && vs > 0)
-    unfinished_sends_.push_back(b_.p2p(OpKind::Send, static_cast<int32_t>((pp_rank_ - 1 + P_) % P_),
-                                       "pp.send.gradient", act_bytes_, {b_.last_compute()}));
+    unfinished_sends_.push_back(b_.p2p(OpKind::Send, static_cast<int32_t>((pp_rank_ - 1 + P_) % P_), "pp.send.gradient",
+                                       act_bytes_, {b_.last_compute()}));
 
   // M4 with overlap: the next chunk's all-gather is launched during this chunk's forward
-  if (st.forward && j == first_forward_[st.chunk] && par.zero_stage == 2 && par.dp > 1 &&
-      opt.overlap.dp && st.chunk + 1 < V_) {
+  if (st.forward && j == first_forward_[st.chunk] && par.zero_stage == 2 && par.dp > 1 && opt.overlap.dp &&
+      st.chunk + 1 < V_) {
     const int64_t next = st.chunk + 1;
     const double bytes = chunk_parameters(job_, pp_rank_, next) * 2;
-    param_ready_[next] = b_.collective(OpKind::AllGather, GroupKind::Dp, Stream::DpComm,
-                                       "dp.param.ag", bytes,
-                                       {b_.last_compute(), previous_optimizer_},
-                                       static_cast<int32_t>(2 * V_ - next));
+    param_ready_[next] = b_.collective(OpKind::AllGather, GroupKind::Dp, Stream::DpComm, "dp.param.ag", bytes,
+                                       {b_.last_compute(), previous_optimizer_}, static_cast<int32_t>(2 * V_ - next));
   }
   // gradients of this chunk are final after its last backward
   // (the chunk holding the tied embedding waits for the embedding all-reduce at the end)
   if (!st.forward && j == last_backward_[st.chunk] && (opt.overlap.dp || par.zero_stage == 2)) {
-    if (has_embedding_chunk(st.chunk)) deferred_reduce_.push_back(st.chunk);
-    else emit_grad_reduce(st.chunk);
+    if (has_embedding_chunk(st.chunk))
+      deferred_reduce_.push_back(st.chunk);
+    else
+      emit_grad_reduce(st.chunk);
   }
 }
 
@@ -285,8 +280,7 @@ void StageLowering::emit_iteration_end() {
     if (sharded && par.dp > 1) {
       const double tensors = static_cast<double>(job_.model.layers / (P_)) * 12 + 4;
       b_.wait_before_next_compute(b_.collective(OpKind::AllReduce, GroupKind::Dp, Stream::DpComm,
-                                                "optimizer.lamb.norms.ar", tensors * 2 * 4,
-                                                {pass1}, 0, DType::FP32));
+                                                "optimizer.lamb.norms.ar", tensors * 2 * 4, {pass1}, 0, DType::FP32));
     }
     op.flops = 4 * elements;
     op.bytes = 14 * elements;
@@ -295,9 +289,8 @@ void StageLowering::emit_iteration_end() {
   if (par.zero_stage == 1 && par.dp > 1) { // distributed optimizer: gather updated params
     for (int64_t c = 0; c < V_; ++c) {
       const double bytes = chunk_parameters(job_, pp_rank_, c) * 2;
-      param_ready_[c] = b_.collective(OpKind::AllGather, GroupKind::Dp, Stream::DpComm,
-                                      "dp.param.ag", bytes, {previous_optimizer_},
-                                      opt.overlap.dp ? static_cast<int32_t>(2 * V_ - c) : 0);
+      param_ready_[c] = b_.collective(OpKind::AllGather, GroupKind::Dp, Stream::DpComm, "dp.param.ag", bytes,
+                                      {previous_optimizer_}, opt.overlap.dp ? static_cast<int32_t>(2 * V_ - c) : 0);
       if (!opt.overlap.dp) b_.wait_before_next_compute(param_ready_[c]);
     }
   } else {
@@ -326,9 +319,8 @@ Program StageLowering::run() {
     if (par.zero_stage == 2 && par.dp > 1 && opt.overlap.dp) {
       b_.labels = OpLabels{static_cast<int32_t>(iteration_), -1, 0, -1, Phase::Forward};
       const double bytes = chunk_parameters(job_, pp_rank_, 0) * 2;
-      param_ready_[0] = b_.collective(OpKind::AllGather, GroupKind::Dp, Stream::DpComm,
-                                      "dp.param.ag", bytes, {previous_optimizer_},
-                                      static_cast<int32_t>(2 * V_));
+      param_ready_[0] = b_.collective(OpKind::AllGather, GroupKind::Dp, Stream::DpComm, "dp.param.ag", bytes,
+                                      {previous_optimizer_}, static_cast<int32_t>(2 * V_));
     }
     for (size_t j = 0; j < order_.size(); ++j) emit_step(j);
     emit_iteration_end();

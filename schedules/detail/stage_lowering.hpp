@@ -15,9 +15,9 @@ namespace twinscale::schedules::detail {
 /// A point-to-point message between neighbouring pipeline ranks.
 struct PpMessage {
   int64_t iteration = 0;
-  bool forward = true;          // activation (forward) or gradient (backward)
+  bool forward = true; // activation (forward) or gradient (backward)
   int64_t micro_batch = 0;
-  int64_t chunk = 0;            // the receiver's model chunk that consumes it
+  int64_t chunk = 0; // the receiver's model chunk that consumes it
   auto key() const { return std::make_tuple(iteration, forward, micro_batch, chunk); }
 };
 
@@ -46,25 +46,25 @@ private:
   int64_t pp_rank_;
   int64_t P_, V_, M_;
   int64_t iteration_ = 0;
-  double act_bytes_;            // one pipeline message
+  double act_bytes_; // one pipeline message
   ProgramBuilder b_;
   LayerEmitter layers_;
   std::vector<PipelineStep> order_;
-  std::vector<size_t> first_forward_;  // step index per chunk
-  std::vector<size_t> last_backward_;  // step index per chunk
+  std::vector<size_t> first_forward_; // step index per chunk
+  std::vector<size_t> last_backward_; // step index per chunk
 
   // receives: per source rank, messages in the sender's order and the ops emitted so far
   std::map<int64_t, std::vector<PpMessage>> incoming_;
   std::map<int64_t, std::map<std::tuple<int64_t, bool, int64_t, int64_t>, size_t>> incoming_pos_;
   std::map<int64_t, std::vector<uint32_t>> recv_ops_;
 
-  std::vector<uint32_t> unfinished_sends_;  // coupled PP: next compute waits for these
-  std::vector<uint32_t> param_ready_;       // per chunk: the all-gather its forward needs
-  std::vector<int64_t> deferred_reduce_;    // chunks whose DP reduction waits for the flush
-  std::vector<uint32_t> grad_reduced_;      // reduce-scatters/all-reduces the optimizer needs
+  std::vector<uint32_t> unfinished_sends_; // coupled PP: next compute waits for these
+  std::vector<uint32_t> param_ready_;      // per chunk: the all-gather its forward needs
+  std::vector<int64_t> deferred_reduce_;   // chunks whose DP reduction waits for the flush
+  std::vector<uint32_t> grad_reduced_;     // reduce-scatters/all-reduces the optimizer needs
   uint32_t embedding_ar_ = kNoOp;
   uint32_t previous_optimizer_ = kNoOp;
-  uint32_t next_data_ = kNoOp;              // async data op for the coming iteration
+  uint32_t next_data_ = kNoOp; // async data op for the coming iteration
 };
 
 } // namespace twinscale::schedules::detail

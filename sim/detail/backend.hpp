@@ -14,18 +14,18 @@ namespace twinscale::sim::detail {
 struct FlowSpec {
   int64_t src_gpu = 0;
   int64_t dst_gpu = 0;
-  uint32_t channel = 0;   // NCCL channel = queue pair: part of the ECMP hash
+  uint32_t channel = 0; // NCCL channel = queue pair: part of the ECMP hash
   double bytes = 0;
-  double delay_s = 0;     // waited before sending (restored step latencies)
-  int32_t after = -1;     // flow of the same task that must complete first (explicit steps)
+  double delay_s = 0; // waited before sending (restored step latencies)
+  int32_t after = -1; // flow of the same task that must complete first (explicit steps)
 };
 
 /// A communication op's transfer: either a closed-form duration or flows. Flows of
 /// phase p+1 start once every flow of phase p has completed.
 struct CommTask {
-  double closed_form_s = -1;           // ≥ 0: completes after this long, no flows
+  double closed_form_s = -1; // ≥ 0: completes after this long, no flows
   std::vector<FlowSpec> flows;
-  std::vector<uint32_t> phase_begin;   // first flow of each phase (empty: one phase)
+  std::vector<uint32_t> phase_begin; // first flow of each phase (empty: one phase)
 };
 
 /// What a backend reports back to the executor.

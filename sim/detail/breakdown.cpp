@@ -22,8 +22,8 @@ struct Edge {
 
 } // namespace
 
-Breakdown rank_breakdown(const schedules::Program& program, const std::vector<OpTiming>& timing,
-                         double horizon, bool pipelined) {
+Breakdown rank_breakdown(const schedules::Program& program, const std::vector<OpTiming>& timing, double horizon,
+                         bool pipelined) {
   std::vector<Edge> edges;
   edges.reserve(timing.size() * 2);
   double first = horizon, last = 0;
@@ -44,8 +44,10 @@ Breakdown rank_breakdown(const schedules::Program& program, const std::vector<Op
     }
     const double xfer = t.transfer_s >= 0 ? t.transfer_s : t.end_s;
     int cat = kDp;
-    if (op.kind == OpKind::Send || op.kind == OpKind::Recv) cat = kPp;
-    else if (op.group == GroupKind::Tp) cat = kTp;
+    if (op.kind == OpKind::Send || op.kind == OpKind::Recv)
+      cat = kPp;
+    else if (op.group == GroupKind::Tp)
+      cat = kTp;
     add(xfer, t.end_s, cat);
     if (op.kind == OpKind::Recv) add(t.start_s, xfer, kRecvWait);
   }
@@ -57,13 +59,20 @@ Breakdown rank_breakdown(const schedules::Program& program, const std::vector<Op
     if (c > horizon) c = horizon;
     if (!(c > a)) return;
     const double d = c - a;
-    if (active[kCompute] > 0) b.compute_s += d;
-    else if (active[kTp] > 0) b.exposed_tp_s += d;
-    else if (active[kDp] > 0) b.exposed_dp_s += d;
-    else if (active[kPp] > 0) b.exposed_pp_s += d;
-    else if (active[kRecvWait] > 0) b.bubble_s += d;
-    else if (pipelined && (c <= first || a >= last)) b.bubble_s += d;
-    else b.idle_s += d;
+    if (active[kCompute] > 0)
+      b.compute_s += d;
+    else if (active[kTp] > 0)
+      b.exposed_tp_s += d;
+    else if (active[kDp] > 0)
+      b.exposed_dp_s += d;
+    else if (active[kPp] > 0)
+      b.exposed_pp_s += d;
+    else if (active[kRecvWait] > 0)
+      b.bubble_s += d;
+    else if (pipelined && (c <= first || a >= last))
+      b.bubble_s += d;
+    else
+      b.idle_s += d;
   };
   for (const Edge& e : edges) {
     // split at first/last so fill and drain are classified exactly
@@ -91,8 +100,10 @@ RankTimes rank_times(const schedules::Program& program, const std::vector<OpTimi
     const OpTiming& t = timing[i];
     if (op.is_communication() || t.end_s < 0 || t.start_s < 0) continue;
     const double d = t.end_s - t.start_s;
-    if (op.labels.phase == Phase::Forward) r.forward_s += d;
-    else if (op.labels.phase == Phase::Backward || op.labels.phase == Phase::Recompute) r.backward_s += d;
+    if (op.labels.phase == Phase::Forward)
+      r.forward_s += d;
+    else if (op.labels.phase == Phase::Backward || op.labels.phase == Phase::Recompute)
+      r.backward_s += d;
   }
   r.comm_wait_s = b.exposed_tp_s + b.exposed_pp_s + b.exposed_dp_s + b.bubble_s;
   return r;

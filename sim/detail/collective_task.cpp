@@ -27,8 +27,8 @@ CollectivePlan CollectiveTasks::plan(OpKind kind, double bytes, const std::vecto
   CollectivePlan p = plan_collective(kind, where, bytes, options_.all_reduce_algorithm, options_.channels);
   if (p.phases.empty() || !options_.nccl.model_protocols) return p;
   const auto n = static_cast<int64_t>(gpus.size());
-  auto key = std::make_tuple(static_cast<int>(kind) * 2 + (p.algorithm == CollectiveAlgorithm::Tree ? 1 : 0), bytes,
-                             gpus);
+  auto key =
+      std::make_tuple(static_cast<int>(kind) * 2 + (p.algorithm == CollectiveAlgorithm::Tree ? 1 : 0), bytes, gpus);
   auto it = tuned_.find(key);
   if (it == tuned_.end()) {
     const CollectiveShape shape = collective_shape(p, kind, n);
@@ -39,7 +39,8 @@ CollectivePlan CollectiveTasks::plan(OpKind kind, double bytes, const std::vecto
   return p;
 }
 
-double CollectiveTasks::closed_form_s(OpKind kind, double bytes, const std::vector<std::vector<int64_t>>& gpu_groups) const {
+double CollectiveTasks::closed_form_s(OpKind kind, double bytes,
+                                      const std::vector<std::vector<int64_t>>& gpu_groups) const {
   TWINSCALE_ASSERT(!gpu_groups.empty(), "a collective needs a group");
   const CollectivePlan p = plan(kind, bytes, gpu_groups.front());
   if (p.phases.empty()) return 0;
@@ -62,7 +63,8 @@ CommTask CollectiveTasks::flow_task(OpKind kind, double bytes, const std::vector
     const auto steps = static_cast<size_t>(phase.steps);
     // The transfer arriving at each member on each channel (explicit steps wait for it).
     std::map<std::pair<int32_t, uint32_t>, int32_t> into;
-    for (size_t t = 0; t < T; ++t) into.emplace(std::make_pair(phase.transfers[t].dst, phase.transfers[t].channel), static_cast<int32_t>(t));
+    for (size_t t = 0; t < T; ++t)
+      into.emplace(std::make_pair(phase.transfers[t].dst, phase.transfers[t].channel), static_cast<int32_t>(t));
     for (const auto& gpus : groups) {
       TWINSCALE_ASSERT(gpus.size() == n, "image groups must have the group's size");
       const size_t group_base = task.flows.size();

@@ -110,9 +110,7 @@ void EventCore::set_comm_active(int32_t slot, bool active) {
   if (slowdown_ != 0) reschedule(slot);
 }
 
-void EventCore::add_timer(double at, uint32_t comm_id) {
-  queue_.push({at, seq_++, Kind::Timer, -1, comm_id, 0});
-}
+void EventCore::add_timer(double at, uint32_t comm_id) { queue_.push({at, seq_++, Kind::Timer, -1, comm_id, 0}); }
 
 void EventCore::add_speed_change(double at, int32_t slot, double speed) {
   queue_.push({at, seq_++, Kind::Speed, slot, 0, speed});

@@ -50,8 +50,8 @@ private:
     uint64_t seq;
     Kind kind;
     int32_t slot;
-    uint32_t id;       // comm id (timer)
-    double speed;      // speed change
+    uint32_t id;  // comm id (timer)
+    double speed; // speed change
     bool operator>(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
   };
   struct Running {
@@ -106,7 +106,7 @@ private:
   double now_ = 0;
   uint64_t seq_ = 0;
   std::vector<Gpu> gpus_;
-  std::vector<HeapEntry> heap_;  // GPUs with a pending completion, min (time, seq) on top
+  std::vector<HeapEntry> heap_;   // GPUs with a pending completion, min (time, seq) on top
   std::vector<int32_t> heap_pos_; // by slot: index in heap_, −1 if none
   int32_t completing_ = -1;       // slot whose completion the listener is handling
   std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <sstream>
 
-#include "schedules/error.hpp"
 #include "schedules/calibration.hpp"
+#include "schedules/error.hpp"
 
 namespace twinscale::sim::detail {
 
@@ -23,8 +23,8 @@ ProgramIndex index_program(const schedules::Program& p, size_t program_id, const
     const Op& op = p.ops[i];
     const auto s = static_cast<size_t>(op.stream);
     if (s >= static_cast<size_t>(schedules::kStreamCount))
-      throw ScheduleError("program " + std::to_string(program_id) + " op " + std::to_string(i) +
-                          ": stream " + std::to_string(s) + " out of range");
+      throw ScheduleError("program " + std::to_string(program_id) + " op " + std::to_string(i) + ": stream " +
+                          std::to_string(s) + " out of range");
     HotOp& h = idx.hot[i];
     h.pos_in_stream = static_cast<uint32_t>(idx.stream_ops[s].size());
     idx.stream_ops[s].push_back(i);
@@ -35,10 +35,14 @@ ProgramIndex index_program(const schedules::Program& p, size_t program_id, const
     h.dep_count = static_cast<uint16_t>(op.dep_count);
     h.stream = static_cast<uint8_t>(s);
     h.priority = op.priority;
-    if (op.kind == OpKind::Send) h.cls = HotOp::Send;
-    else if (op.kind == OpKind::Recv) h.cls = HotOp::Recv;
-    else if (op.is_communication()) h.cls = HotOp::Collective;
-    else if (op.labels.phase == schedules::Phase::Forward) h.cls = HotOp::ComputeForward;
+    if (op.kind == OpKind::Send)
+      h.cls = HotOp::Send;
+    else if (op.kind == OpKind::Recv)
+      h.cls = HotOp::Recv;
+    else if (op.is_communication())
+      h.cls = HotOp::Collective;
+    else if (op.labels.phase == schedules::Phase::Forward)
+      h.cls = HotOp::ComputeForward;
     else if (op.labels.phase == schedules::Phase::Backward || op.labels.phase == schedules::Phase::Recompute)
       h.cls = HotOp::ComputeBackward;
     if (static_cast<size_t>(op.dep_begin) + op.dep_count > p.deps.size())
@@ -46,9 +50,8 @@ ProgramIndex index_program(const schedules::Program& p, size_t program_id, const
                           ": dependency range past the end of deps");
     for (uint32_t d : p.deps_of(op))
       if (d >= i)
-        throw ScheduleError("program " + std::to_string(program_id) + " op " + std::to_string(i) +
-                            ": depends on op " + std::to_string(d) +
-                            " which is not earlier in the program");
+        throw ScheduleError("program " + std::to_string(program_id) + " op " + std::to_string(i) + ": depends on op " +
+                            std::to_string(d) + " which is not earlier in the program");
     if (!op.is_communication()) h.seconds = device.seconds(op);
   }
   return idx;
@@ -114,7 +117,8 @@ Executor::Executor(const schedules::Schedule& schedule, const std::vector<int64_
     slot_rank_.reserve(static_cast<size_t>(world));
     for (int64_t r = 0; r < world; ++r) slot_rank_.push_back(r);
   }
-  for (size_t s = 0; s < slot_rank_.size(); ++s) slot_of_rank_[static_cast<size_t>(slot_rank_[s])] = static_cast<int32_t>(s);
+  for (size_t s = 0; s < slot_rank_.size(); ++s)
+    slot_of_rank_[static_cast<size_t>(slot_rank_[s])] = static_cast<int32_t>(s);
 
   std::vector<bool> traced(slot_rank_.size(), false);
   if (options_.record_trace) {
@@ -239,12 +243,8 @@ void Executor::issue(int32_t slot, uint32_t op_index) {
     if (h.cls == HotOp::Recv) sl.account.change(now, Activity::RecvWait, +1);
     issue_p2p(slot, op_index);
     return;
-  case HotOp::Collective:
-    issue_collective(slot, op_index);
-    return;
-  default:
-    sl.account.change(now, Activity::Compute, +1);
-    backend_->start_compute(slot, op_index, h.seconds / sl.speed);
+  case HotOp::Collective: issue_collective(slot, op_index); return;
+  default: sl.account.change(now, Activity::Compute, +1); backend_->start_compute(slot, op_index, h.seconds / sl.speed);
   }
 }
 
@@ -269,12 +269,13 @@ void Executor::issue_collective(int32_t slot, uint32_t op_index) {
     const Participant& first = pc.arrived.front();
     const Op& f = slots_[static_cast<size_t>(first.slot)].program->ops[first.op];
     if (f.kind != op.kind || f.bytes != op.bytes)
-      throw ScheduleError("collective mismatch in " + std::string(schedules::to_string(op.group)) +
-                          " group " + std::to_string(seq) + ": rank " + std::to_string(slots_[static_cast<size_t>(first.slot)].rank) +
-                          " op " + std::to_string(first.op) + " is " + std::string(schedules::to_string(f.kind)) +
-                          " of " + std::to_string(f.bytes) + " bytes, rank " + std::to_string(sl.rank) + " op " +
-                          std::to_string(op_index) + " is " + std::string(schedules::to_string(op.kind)) + " of " +
-                          std::to_string(op.bytes) + " bytes (members must issue the same collectives in the same order)");
+      throw ScheduleError(
+          "collective mismatch in " + std::string(schedules::to_string(op.group)) + " group " + std::to_string(seq) +
+          ": rank " + std::to_string(slots_[static_cast<size_t>(first.slot)].rank) + " op " + std::to_string(first.op) +
+          " is " + std::string(schedules::to_string(f.kind)) + " of " + std::to_string(f.bytes) + " bytes, rank " +
+          std::to_string(sl.rank) + " op " + std::to_string(op_index) + " is " +
+          std::string(schedules::to_string(op.kind)) + " of " + std::to_string(op.bytes) +
+          " bytes (members must issue the same collectives in the same order)");
   }
   pc.arrived.push_back({slot, op_index});
   if (static_cast<int32_t>(pc.arrived.size()) < sl.group_needed[k]) return;
@@ -297,8 +298,8 @@ void Executor::issue_p2p(int32_t slot, uint32_t op_index) {
                         std::string(schedules::to_string(op.group)) + " group of " + std::to_string(members.size()));
   const int64_t peer = members[static_cast<size_t>(op.peer)];
   if (slot_of_rank_[static_cast<size_t>(peer)] < 0)
-    throw ScheduleError("rank " + std::to_string(sl.rank) + " op " + std::to_string(op_index) +
-                        ": peer rank " + std::to_string(peer) + " is not executed");
+    throw ScheduleError("rank " + std::to_string(sl.rank) + " op " + std::to_string(op_index) + ": peer rank " +
+                        std::to_string(peer) + " is not executed");
   const bool send = op.kind == OpKind::Send;
   const int64_t src = send ? sl.rank : peer, dst = send ? peer : sl.rank;
   PairQueue& q = pending_p2p_[(static_cast<uint64_t>(src) << 32) | static_cast<uint64_t>(dst)];
@@ -311,8 +312,8 @@ void Executor::issue_p2p(int32_t slot, uint32_t op_index) {
   const Op& ro = slots_[static_cast<size_t>(r.slot)].program->ops[r.op];
   if (so.bytes != ro.bytes)
     throw ScheduleError("send rank " + std::to_string(src) + " op " + std::to_string(s.op) + " (" +
-                        std::to_string(so.bytes) + " bytes) matches recv rank " + std::to_string(dst) +
-                        " op " + std::to_string(r.op) + " (" + std::to_string(ro.bytes) +
+                        std::to_string(so.bytes) + " bytes) matches recv rank " + std::to_string(dst) + " op " +
+                        std::to_string(r.op) + " (" + std::to_string(ro.bytes) +
                         " bytes): a send and its receive must carry equal bytes");
   start_comm({s, r}, p2p_task(src, dst, so.bytes));
 }
@@ -359,7 +360,8 @@ CommTask Executor::collective_task(const Op& op, const std::vector<int64_t>& mem
   const auto& fabric = paths_.fabric();
   const int64_t server = fabric.server_of_gpu(gpu_of_rank_[static_cast<size_t>(members[0])]);
   bool same_server = true;
-  for (int64_t m : members) same_server = same_server && fabric.server_of_gpu(gpu_of_rank_[static_cast<size_t>(m)]) == server;
+  for (int64_t m : members)
+    same_server = same_server && fabric.server_of_gpu(gpu_of_rank_[static_cast<size_t>(m)]) == server;
   const bool closed = options_.mode == SimMode::Analytic || (shortcuts_ && same_server);
   if (closed && options_.calibration != nullptr) {
     if (auto busbw = options_.calibration->busbw_bytes_per_s(op.kind, n, op.bytes); busbw && *busbw > 0) {
@@ -438,8 +440,8 @@ void Executor::on_comm_done(uint32_t comm_id, bool failed, double stalled_s) {
   }
   if (failed && !job_failed_) {
     const Participant& p = parts.front();
-    fail_job("rank " + std::to_string(slots_[static_cast<size_t>(p.slot)].rank) + " op " + std::to_string(p.op) +
-             " (" + op_name(p.slot, p.op) + ") failed: a flow exceeded the retransmit limit");
+    fail_job("rank " + std::to_string(slots_[static_cast<size_t>(p.slot)].rank) + " op " + std::to_string(p.op) + " (" +
+             op_name(p.slot, p.op) + ") failed: a flow exceeded the retransmit limit");
   }
   for (const Participant& p : parts) complete_op(p.slot, p.op, failed);
   parts.clear();
@@ -503,10 +505,14 @@ void Executor::check_finished() const {
       int waiting = 0;
       for (uint32_t d : sl.program->deps_of(op))
         if (sl.stream_pos[sl.index->hot[d].stream] <= sl.index->hot[d].pos_in_stream) ++waiting;
-      if (waiting > 0) os << waiting << " dependencies not done;";
-      else if (o.kind == OpKind::Send || o.kind == OpKind::Recv) os << "no matching " << (o.kind == OpKind::Send ? "recv" : "send") << " posted;";
-      else if (o.is_collective()) os << "not every member of its " << schedules::to_string(o.group) << " group reached it;";
-      else os << "never completed;";
+      if (waiting > 0)
+        os << waiting << " dependencies not done;";
+      else if (o.kind == OpKind::Send || o.kind == OpKind::Recv)
+        os << "no matching " << (o.kind == OpKind::Send ? "recv" : "send") << " posted;";
+      else if (o.is_collective())
+        os << "not every member of its " << schedules::to_string(o.group) << " group reached it;";
+      else
+        os << "never completed;";
       ++shown;
     }
   }

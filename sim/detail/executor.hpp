@@ -42,8 +42,8 @@
 namespace twinscale::sim::detail {
 
 struct OpTiming {
-  double start_s = -1;     // issued on its stream (reached the head, dependencies done)
-  double transfer_s = -1;  // communication: data starts moving
+  double start_s = -1;    // issued on its stream (reached the head, dependencies done)
+  double transfer_s = -1; // communication: data starts moving
   double end_s = -1;
   bool failed = false;
 };
@@ -53,9 +53,9 @@ struct OpTiming {
 /// cache lines.
 struct HotOp {
   enum Class : uint8_t { ComputeForward, ComputeBackward, ComputeOther, Send, Recv, Collective };
-  double seconds = 0;          // compute: device-model seconds at speed 1
+  double seconds = 0; // compute: device-model seconds at speed 1
   uint32_t dep_begin = 0;
-  uint32_t pos_in_stream = 0;  // position in stream_ops[stream]
+  uint32_t pos_in_stream = 0; // position in stream_ops[stream]
   int32_t priority = 0;
   uint16_t dep_count = 0;
   uint8_t stream = 0;
@@ -74,9 +74,8 @@ class Executor final : public CompletionListener {
 public:
   /// `representative`: the pipeline executed by a symmetric run. Op timings are kept for
   /// the slots of SimOptions::trace_ranks (every slot when empty) if record_trace.
-  Executor(const schedules::Schedule& schedule, const std::vector<int64_t>& gpu_of_rank,
-           const SimOptions& options, const DeviceModel& device, const NetworkPaths& paths,
-           schedules::RankCoord representative = {});
+  Executor(const schedules::Schedule& schedule, const std::vector<int64_t>& gpu_of_rank, const SimOptions& options,
+           const DeviceModel& device, const NetworkPaths& paths, schedules::RankCoord representative = {});
 
   void attach(Backend* backend) { backend_ = backend; }
   void start();
@@ -111,16 +110,16 @@ private:
     int64_t rank = 0;
     const schedules::Program* program = nullptr;
     const ProgramIndex* index = nullptr;
-    double speed = 1;                       // compute speed factor of its GPU
+    double speed = 1; // compute speed factor of its GPU
     std::array<uint32_t, schedules::kStreamCount> stream_pos{};
     std::array<double, schedules::kStreamCount> stream_start{}; // running op's issue time
-    uint32_t busy = 0;                      // bit per stream
-    std::array<uint32_t, kGroupKinds> group_seq{};   // collectives issued per GroupKind
-    std::array<int64_t, kGroupKinds> group_first{};  // first member of its group per kind
-    std::array<int32_t, kGroupKinds> group_needed{}; // executed members of that group
+    uint32_t busy = 0;                                          // bit per stream
+    std::array<uint32_t, kGroupKinds> group_seq{};              // collectives issued per GroupKind
+    std::array<int64_t, kGroupKinds> group_first{};             // first member of its group per kind
+    std::array<int32_t, kGroupKinds> group_needed{};            // executed members of that group
     int32_t active_comms = 0;
     RankAccount account;
-    std::vector<OpTiming> timing;           // traced slots only
+    std::vector<OpTiming> timing; // traced slots only
   };
   struct Participant {
     int32_t slot;
@@ -142,8 +141,8 @@ private:
   void start_comm(const std::vector<Participant>& participants, CommTask task);
   CommTask collective_task(const schedules::Op& op, const std::vector<int64_t>& members) const;
   CommTask p2p_task(int64_t src_rank, int64_t dst_rank, double bytes) const;
-  std::vector<std::vector<int64_t>> image_groups(schedules::GroupKind kind,
-                                                 const std::vector<int64_t>& members, bool images) const;
+  std::vector<std::vector<int64_t>> image_groups(schedules::GroupKind kind, const std::vector<int64_t>& members,
+                                                 bool images) const;
   std::string op_name(int32_t slot, uint32_t op) const;
   void fail_job(const std::string& why);
   void decide_symmetry();
@@ -155,8 +154,8 @@ private:
   const NetworkPaths& paths_;
   CollectiveTasks collectives_;
   Backend* backend_ = nullptr;
-  bool symmetric_ = false;   // one pipeline stands for all
-  bool shortcuts_ = false;   // closed forms inside a server, merged ring steps
+  bool symmetric_ = false; // one pipeline stands for all
+  bool shortcuts_ = false; // closed forms inside a server, merged ring steps
 
   std::vector<ProgramIndex> program_index_;
   std::vector<Slot> slots_;
@@ -166,11 +165,11 @@ private:
   std::unordered_map<uint64_t, uint32_t> pending_of_key_; // (kind, first, seq) → pending_
   std::vector<PendingCollective> pending_;
   std::vector<uint32_t> free_pending_;
-  std::unordered_map<uint64_t, PairQueue> pending_p2p_;   // (src, dst)
-  std::vector<std::vector<Participant>> comms_;           // by comm id (ids are reused)
+  std::unordered_map<uint64_t, PairQueue> pending_p2p_; // (src, dst)
+  std::vector<std::vector<Participant>> comms_;         // by comm id (ids are reused)
   std::vector<uint32_t> free_comms_;
   struct ClosedFormKey {
-    uint64_t group;  // kind, group kind and first member packed
+    uint64_t group; // kind, group kind and first member packed
     double bytes;
     bool operator==(const ClosedFormKey&) const = default;
   };

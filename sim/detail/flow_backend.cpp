@@ -13,10 +13,10 @@
 #include <sstream>
 #include <string>
 
-#include "schedules/error.hpp"
-#include "sim/error.hpp"
-#include "sim/detail/event_core.hpp"
 #include "faults/fault_plan.hpp"
+#include "schedules/error.hpp"
+#include "sim/detail/event_core.hpp"
+#include "sim/error.hpp"
 #include <map>
 
 namespace twinscale::sim::detail {
@@ -43,8 +43,7 @@ public:
   }
   std::vector<sg4::Link*> up_, down_;
 
-  void get_local_route(const sgr::NetPoint* src, const sgr::NetPoint* dst, sgr::Route* into,
-                       double* latency) override {
+  void get_local_route(const sgr::NetPoint* src, const sgr::NetPoint* dst, sgr::Route* into, double* latency) override {
     const Endpoint& s = endpoints_.at(src->id());
     const Endpoint& d = endpoints_.at(dst->id());
     if (s.gpu == d.gpu) return;
@@ -82,7 +81,7 @@ struct FlowBackend::Impl {
   EventCore core;
   EcmpZone* zone = nullptr;
   sg4::Host* driver_host = nullptr;
-  std::vector<std::vector<sg4::Host*>> port_host; // by GPU, channel
+  std::vector<std::vector<sg4::Host*>> port_host;       // by GPU, channel
   std::vector<std::vector<sg4::Mailbox*>> port_mailbox; // by GPU, channel
   std::vector<std::unique_ptr<Task>> tasks;
   int64_t flows = 0;

@@ -18,16 +18,17 @@ NetworkPaths::NetworkPaths(const topology::Fabric& fabric, uint64_t seed, topolo
   for (size_t i = 0; i < links.size(); ++i) {
     const auto& l = links[i];
     double eff = 1.0;
-    if (l.kind == LinkKind::NvLink) eff = nvlink_efficiency;
-    else if (l.kind != LinkKind::Pcie) eff = network_efficiency;
+    if (l.kind == LinkKind::NvLink)
+      eff = nvlink_efficiency;
+    else if (l.kind != LinkKind::Pcie)
+      eff = network_efficiency;
     link_bw_[i] = l.bw_bytes_per_s * eff;
   }
   const auto& vertices = fabric_.vertices();
   const double sw = fabric_.spec().switch_spec.latency_s;
   auto is_switch = [&](uint32_t v) {
     const auto k = vertices[v].kind;
-    return k == topology::VertexKind::Tor || k == topology::VertexKind::Aggregation ||
-           k == topology::VertexKind::Spine;
+    return k == topology::VertexKind::Tor || k == topology::VertexKind::Aggregation || k == topology::VertexKind::Spine;
   };
   lat_up_.resize(links.size());
   lat_down_.resize(links.size());
@@ -73,8 +74,7 @@ double NetworkPaths::path_latency_s(int64_t src, int64_t dst, uint32_t channel) 
   return lat;
 }
 
-double NetworkPaths::closed_form_s(const CollectivePlan& plan,
-                                   const std::vector<std::vector<int64_t>>& gpu_groups,
+double NetworkPaths::closed_form_s(const CollectivePlan& plan, const std::vector<std::vector<int64_t>>& gpu_groups,
                                    bool with_latency) const {
   double total = 0;
   struct FlowPath {
@@ -110,8 +110,8 @@ double NetworkPaths::closed_form_s(const CollectivePlan& plan,
         const Hop& h = all_hops[i];
         rate = std::min(rate, link_bw_[h.link] / load_[2 * h.link + (h.up ? 0 : 1)]);
       }
-      const double lat = with_latency ? std::max(phase.nccl_latency_s, static_cast<double>(phase.latency_steps) * f.latency)
-                                      : 0.0;
+      const double lat =
+          with_latency ? std::max(phase.nccl_latency_s, static_cast<double>(phase.latency_steps) * f.latency) : 0.0;
       const double t = lat + (bytes > 0 ? static_cast<double>(phase.steps) * bytes / rate : 0.0);
       phase_s = std::max(phase_s, t);
     }

@@ -20,8 +20,8 @@ namespace twinscale::sim::detail {
 
 class NetworkPaths {
 public:
-  NetworkPaths(const topology::Fabric& fabric, uint64_t seed, topology::EcmpPolicy policy,
-               double nvlink_efficiency, double network_efficiency, bool pxn = true);
+  NetworkPaths(const topology::Fabric& fabric, uint64_t seed, topology::EcmpPolicy policy, double nvlink_efficiency,
+               double network_efficiency, bool pxn = true);
 
   const topology::Fabric& fabric() const { return fabric_; }
   /// Achieved bandwidth of link `link` (per direction).
@@ -51,10 +51,10 @@ private:
   uint64_t seed_;
   topology::EcmpPolicy policy_;
   bool pxn_;
-  std::vector<int64_t> proxy_local_;        // by rail: local index of a GPU on that rail
+  std::vector<int64_t> proxy_local_; // by rail: local index of a GPU on that rail
   std::vector<double> link_bw_;
   std::vector<double> lat_up_, lat_down_;
-  mutable std::vector<int32_t> load_;       // per link direction (2·link + down)
+  mutable std::vector<int32_t> load_; // per link direction (2·link + down)
   mutable std::vector<uint32_t> touched_;
   mutable std::vector<topology::Hop> hops_;
   mutable std::vector<topology::Hop> relay_hops_;

@@ -48,13 +48,20 @@ private:
     if (!(t > prev_)) return;
     const double d = t - prev_;
     prev_ = t;
-    if (active_[0] > 0) b_.compute_s += d;
-    else if (active_[1] > 0) b_.exposed_tp_s += d;
-    else if (active_[2] > 0) b_.exposed_dp_s += d;
-    else if (active_[3] > 0) b_.exposed_pp_s += d;
-    else if (active_[4] > 0) b_.bubble_s += d;
-    else if (pipelined_ && (!started_ || trailing_)) b_.bubble_s += d;
-    else b_.idle_s += d;
+    if (active_[0] > 0)
+      b_.compute_s += d;
+    else if (active_[1] > 0)
+      b_.exposed_tp_s += d;
+    else if (active_[2] > 0)
+      b_.exposed_dp_s += d;
+    else if (active_[3] > 0)
+      b_.exposed_pp_s += d;
+    else if (active_[4] > 0)
+      b_.bubble_s += d;
+    else if (pipelined_ && (!started_ || trailing_))
+      b_.bubble_s += d;
+    else
+      b_.idle_s += d;
   }
 
   std::array<int32_t, kActivityCount> active_{};

@@ -37,7 +37,7 @@ TEST_CASE("checkpoint: synthetic state is deterministic and differs per shard an
   CHECK(backend::synthetic_state(1, 2, 3, 1000) != backend::synthetic_state(0, 2, 3, 1000));
   CHECK(backend::synthetic_state(1, 2, 3, 1000) != backend::synthetic_state(1, 2, 4, 1000));
   const uint8_t abc[] = {'a', 'b', 'c'};
-  CHECK(backend::fnv1a(abc, 3) == 0xe71fa2190541574bull);  // FNV-1a 64 of "abc"
+  CHECK(backend::fnv1a(abc, 3) == 0xe71fa2190541574bull); // FNV-1a 64 of "abc"
 }
 
 TEST_CASE("checkpoint: persisted shards read back against the manifest") {
@@ -49,7 +49,7 @@ TEST_CASE("checkpoint: persisted shards read back against the manifest") {
   CHECK(backend::read_shard(dir, 7, back.shards[1]) == backend::synthetic_state(1, 0, 7, 4096));
   CHECK(backend::latest_complete_step(dir) == 7);
   for (const auto& e : fs::directory_iterator(backend::step_dir(dir, 7)))
-    CHECK(e.path().filename().string().find(".tmp") == std::string::npos);  // renamed into place
+    CHECK(e.path().filename().string().find(".tmp") == std::string::npos); // renamed into place
   // A corrupted shard is named.
   {
     std::fstream f(backend::shard_path(dir, 7, 1, 0), std::ios::in | std::ios::out | std::ios::binary);
@@ -96,14 +96,14 @@ TEST_CASE("checkpoint: a killed writer's temporaries go on the next commit of th
   fs::create_directories(dir / "step-3");
   fs::create_directories(dir / "step-4");
   auto leave = [](const fs::path& p) { std::ofstream(p) << "partial"; };
-  leave(dir / "step-3" / "shard-tp0-pp0.bin.tmp.4242");  // a writer killed mid-shard
+  leave(dir / "step-3" / "shard-tp0-pp0.bin.tmp.4242"); // a writer killed mid-shard
   leave(dir / "step-4" / "shard-tp1-pp0.bin.tmp.4243");
-  leave(dir / "step-4" / "notes.txt");                   // not ours: left alone
-  persist_step(dir.string(), 3, 64);                     // commits step 3 again
+  leave(dir / "step-4" / "notes.txt"); // not ours: left alone
+  persist_step(dir.string(), 3, 64);   // commits step 3 again
   CHECK(!fs::exists(dir / "step-3" / "shard-tp0-pp0.bin.tmp.4242"));
   CHECK(fs::exists(dir / "step-3" / "shard-tp0-pp0.bin"));
   CHECK(fs::exists(dir / "step-4" / "shard-tp1-pp0.bin.tmp.4243")); // another step: until restore
-  CHECK(backend::remove_checkpoint_temporaries(dir.string()) == 1);  // what restore calls
+  CHECK(backend::remove_checkpoint_temporaries(dir.string()) == 1); // what restore calls
   CHECK(!fs::exists(dir / "step-4" / "shard-tp1-pp0.bin.tmp.4243"));
   CHECK(fs::exists(dir / "step-4" / "notes.txt"));
   CHECK(backend::latest_complete_step(dir.string()) == 3);

@@ -86,8 +86,8 @@ TEST_CASE("rendezvous: parse mpi and redis://HOST:PORT, reject the rest") {
 }
 
 TEST_CASE("launch env: OpenMPI, Slurm and PMI variables, with checks") {
-  for (const char* v : {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "SLURM_PROCID", "SLURM_NTASKS",
-                        "PMI_RANK", "PMI_SIZE"})
+  for (const char* v :
+       {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "SLURM_PROCID", "SLURM_NTASKS", "PMI_RANK", "PMI_SIZE"})
     ::unsetenv(v);
   CHECK(backend::detect_launch_env().launcher == "none");
   ::setenv("SLURM_PROCID", "3", 1);

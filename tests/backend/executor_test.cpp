@@ -23,9 +23,7 @@ backend::ExecutorOptions opts(double timeout_s, double idle_s) {
   return o;
 }
 
-schedules::Schedule tiny() {
-  return backend::synthetic_schedule(schedules::Layout{2, 2, 2}, {3, 16, 8, 2});
-}
+schedules::Schedule tiny() { return backend::synthetic_schedule(schedules::Layout{2, 2, 2}, {3, 16, 8, 2}); }
 
 } // namespace
 
@@ -50,10 +48,10 @@ TEST_CASE("executor: every op of every rank runs, in an order the semantics allo
         const auto& op = prog.ops[i];
         for (uint32_t d : prog.deps_of(i)) {
           if (on_device) {
-            CHECK(pos[d] < pos[i]);                       // issued before, waited on device
+            CHECK(pos[d] < pos[i]); // issued before, waited on device
             CHECK(std::count(dev.wait_lists[i].begin(), dev.wait_lists[i].end(), d) == 1);
           } else {
-            CHECK(dev.done_at[d] < dev.issued_at[i]);     // completed before issue
+            CHECK(dev.done_at[d] < dev.issued_at[i]); // completed before issue
           }
         }
         const int st = static_cast<int>(op.stream);
@@ -75,7 +73,7 @@ TEST_CASE("executor: every op of every rank runs, in an order the semantics allo
 
 TEST_CASE("executor: a collective that never completes times out and says what it waits for") {
   const schedules::Schedule s = tiny();
-  const int64_t rank = 5;                        // tp 1, dp 0, pp 1
+  const int64_t rank = 5; // tp 1, dp 0, pp 1
   const auto& prog = s.program(rank);
   uint32_t second_tp = 0;
   int seen = 0;
@@ -97,7 +95,7 @@ TEST_CASE("executor: a collective that never completes times out and says what i
   CHECK(w.channel == "tp");
   CHECK(w.sequence == 1);
   CHECK(w.peers == std::vector<int64_t>{4, 5});
-  CHECK(w.waiting_s >= 0.045);  // the timeout counts from the last completion, just before its issue
+  CHECK(w.waiting_s >= 0.045); // the timeout counts from the last completion, just before its issue
   CHECK(r.issued.at("tp") == 2);
   CHECK(r.ops_completed < prog.ops.size());
   const auto failed = std::find_if(r.events.begin(), r.events.end(), [&](auto& e) { return e.op_index == second_tp; });
@@ -107,10 +105,10 @@ TEST_CASE("executor: a collective that never completes times out and says what i
 
 TEST_CASE("executor: a p2p receive names its peer's global rank and direction") {
   const schedules::Schedule s = tiny();
-  const int64_t rank = 6;                        // tp 0, dp 1, pp 1: receives from rank 2
+  const int64_t rank = 6; // tp 0, dp 1, pp 1: receives from rank 2
   const auto& prog = s.program(rank);
-  const auto it = std::find_if(prog.ops.begin(), prog.ops.end(),
-                               [](auto& op) { return op.kind == schedules::OpKind::Recv; });
+  const auto it =
+      std::find_if(prog.ops.begin(), prog.ops.end(), [](auto& op) { return op.kind == schedules::OpKind::Recv; });
   REQUIRE(it != prog.ops.end());
   FakeDevice dev(true);
   dev.stuck.insert(static_cast<uint32_t>(it - prog.ops.begin()));
@@ -163,7 +161,7 @@ TEST_CASE("synthetic schedule: p2p pairs and collectives match across ranks") {
       const std::string mirror = (ch[0] == 's' ? "recv:" : "send:") + ch.substr(5, colon - 5) + ":" + std::to_string(r);
       CHECK(count[{peer, mirror}] == n);
     } else {
-      const schedules::GroupKind g = ch == "tp" ? schedules::GroupKind::Tp
+      const schedules::GroupKind g = ch == "tp"   ? schedules::GroupKind::Tp
                                      : ch == "dp" ? schedules::GroupKind::Dp
                                                   : schedules::GroupKind::Embedding;
       for (int64_t m : s.layout.group_members(g, r)) CHECK(count[{m, ch}] == n);
@@ -200,13 +198,14 @@ TEST_CASE("executor watchdog: a rank whose peer stopped is reported within the t
   while (prog.ops[recv].kind != schedules::OpKind::Recv) ++recv;
   for (bool on_device : {false, true}) {
     FakeDevice dev(on_device);
-    dev.stuck.insert(recv);  // the sender is stopped: its message never comes
+    dev.stuck.insert(recv); // the sender is stopped: its message never comes
     const double timeout_s = 0.1;
     const backend::RankResult r = backend::Executor(s, 0, dev, opts(timeout_s, 1e-3)).run();
     CHECK(r.status == backend::RunStatus::TimedOut);
     CHECK(r.elapsed_s < 10 * timeout_s + 1.0);
     CHECK(dev.abort_calls == 1);
-    const bool names_recv = std::any_of(r.waiting.begin(), r.waiting.end(), [&](auto& w) { return w.op_index == recv; });
+    const bool names_recv =
+        std::any_of(r.waiting.begin(), r.waiting.end(), [&](auto& w) { return w.op_index == recv; });
     CHECK(names_recv);
   }
 }
@@ -214,14 +213,13 @@ TEST_CASE("executor watchdog: a rank whose peer stopped is reported within the t
 TEST_CASE("executor: a device that orders on the GPU has a bounded window of ops in flight per stream") {
   const schedules::Schedule s = tiny();
   FakeDevice dev(true);
-  dev.stuck.insert(0);  // the first compute op never completes
+  dev.stuck.insert(0); // the first compute op never completes
   backend::ExecutorOptions o = opts(0.05, 1e-3);
   o.max_in_flight_per_stream = 3;
   const backend::RankResult r = backend::Executor(s, 0, dev, o).run();
   CHECK(r.status == backend::RunStatus::TimedOut);
   size_t compute_issued = 0;
-  for (uint32_t i : dev.issue_order)
-    compute_issued += s.program(0).ops[i].stream == schedules::Stream::Compute;
+  for (uint32_t i : dev.issue_order) compute_issued += s.program(0).ops[i].stream == schedules::Stream::Compute;
   CHECK(compute_issued == 3);
 }
 
@@ -231,12 +229,12 @@ TEST_CASE("executor watchdog: waiting on a peer that progresses is not a hang; o
   uint32_t recv = 0;
   while (prog.ops[recv].kind != schedules::OpKind::Recv) ++recv;
   FakeDevice dev(false);
-  dev.stuck.insert(recv);  // its sender, rank 4, is slow and then stops
+  dev.stuck.insert(recv); // its sender, rank 4, is slow and then stops
   const double timeout_s = 0.1;
   backend::ExecutorOptions o = opts(timeout_s, 1e-3);
   const double t0 = dev.now_s();
   std::vector<int64_t> asked;
-  o.peer_progress = [&](int64_t peer) {  // rank 4 progresses for four timeouts, then stops
+  o.peer_progress = [&](int64_t peer) { // rank 4 progresses for four timeouts, then stops
     asked.push_back(peer);
     return std::min(dev.now_s(), t0 + 4 * timeout_s);
   };
@@ -247,9 +245,9 @@ TEST_CASE("executor watchdog: waiting on a peer that progresses is not a hang; o
   CHECK(r.elapsed_s > 4 * timeout_s);
   CHECK(r.elapsed_s < 4 * timeout_s + 2 * timeout_s + 1.0);
   REQUIRE(!asked.empty());
-  CHECK(std::count(asked.begin(), asked.end(), 4) == static_cast<long>(asked.size()));  // only the peer it waits on
+  CHECK(std::count(asked.begin(), asked.end(), 4) == static_cast<long>(asked.size())); // only the peer it waits on
   REQUIRE(published.size() >= 2);
-  CHECK(published.back() > published.front());  // it passed the peer's progress on
+  CHECK(published.back() > published.front()); // it passed the peer's progress on
 }
 
 TEST_CASE("executor watchdog: two ranks waiting on each other age out (no progress anywhere)") {
@@ -263,7 +261,7 @@ TEST_CASE("executor watchdog: two ranks waiting on each other age out (no progre
   backend::ExecutorOptions o = opts(timeout_s, 1e-3);
   double mine = -1e300;
   o.publish_progress = [&](double t) { mine = t; };
-  o.peer_progress = [&](int64_t) { return mine; };  // the peer only echoes this rank's progress
+  o.peer_progress = [&](int64_t) { return mine; }; // the peer only echoes this rank's progress
   const backend::RankResult r = backend::Executor(s, 0, dev, o).run();
   CHECK(r.status == backend::RunStatus::TimedOut);
   CHECK(r.elapsed_s < 10 * timeout_s + 1.0);

@@ -24,12 +24,12 @@ public:
   explicit FakeDevice(bool orders_on_device) : on_device_(orders_on_device) {}
 
   std::set<uint32_t> stuck, failing;
-  std::map<uint32_t, double> slow;                 // op → seconds it runs
+  std::map<uint32_t, double> slow; // op → seconds it runs
   std::vector<uint32_t> issue_order;
-  std::vector<std::vector<uint32_t>> wait_lists;   // per op, as passed to issue()
-  std::vector<int> issued_at, done_at;             // call counter; -1 = never
-  std::vector<double> issued_s;                    // steady clock at issue
-  std::vector<double> started_s;                   // first poll (the op heads its stream)
+  std::vector<std::vector<uint32_t>> wait_lists; // per op, as passed to issue()
+  std::vector<int> issued_at, done_at;           // call counter; -1 = never
+  std::vector<double> issued_s;                  // steady clock at issue
+  std::vector<double> started_s;                 // first poll (the op heads its stream)
   const schedules::Program* program = nullptr;
 
   std::string_view name() const override { return "fake"; }
@@ -55,11 +55,11 @@ public:
     if (failing.count(i)) return OpStatus::Failed;
     if (done_at[i] >= 0) return OpStatus::Done;
     if (stuck.count(i)) return OpStatus::Pending;
-    if (auto it = slow.find(i); it != slow.end()) {  // runs from when it heads its stream
+    if (auto it = slow.find(i); it != slow.end()) { // runs from when it heads its stream
       if (started_s[i] < 0) started_s[i] = now_s();
       if (now_s() - started_s[i] < it->second) return OpStatus::Pending;
     }
-    if (!channel_[i].empty()) {  // NCCL: a communicator's ops complete in issue order
+    if (!channel_[i].empty()) { // NCCL: a communicator's ops complete in issue order
       auto& q = queue_[channel_[i]];
       if (q.front() != i) return OpStatus::Pending;
       q.pop_front();

@@ -14,8 +14,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-backend::PendingOp pending(uint32_t op, schedules::OpKind kind, schedules::GroupKind group,
-                           std::string channel, int64_t seq, std::vector<int64_t> peers) {
+backend::PendingOp pending(uint32_t op, schedules::OpKind kind, schedules::GroupKind group, std::string channel,
+                           int64_t seq, std::vector<int64_t> peers) {
   backend::PendingOp p;
   p.op_index = op;
   p.name = "x";
@@ -104,9 +104,7 @@ TEST_CASE("hang report: a p2p peer has arrived when it issued the matching send"
 
 TEST_CASE("hang report: malformed state files and missing directories are named") {
   const std::string dir = fresh_dir("bad");
-  {
-    std::ofstream(dir + "/rank-0.json") << "{\"rank\": 0}";
-  }
+  { std::ofstream(dir + "/rank-0.json") << "{\"rank\": 0}"; }
   CHECK_THROWS_WITH(backend::analyse_run_dir(dir, 1), Catch::Contains("rank-0.json"));
   CHECK_THROWS_AS(backend::analyse_run_dir(dir + "/nope", 1), backend::BackendError);
   fs::remove_all(dir);

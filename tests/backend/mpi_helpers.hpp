@@ -13,8 +13,8 @@
 namespace twinscale::backend::test {
 
 struct ShellResult {
-  int status = -1;       // exit status of the command (124: killed by its time limit)
-  std::string output;    // stdout and stderr
+  int status = -1;    // exit status of the command (124: killed by its time limit)
+  std::string output; // stdout and stderr
 };
 
 inline ShellResult shell(const std::string& command, int limit_s) {
@@ -59,8 +59,7 @@ inline std::string mpirun(int ranks, bool survive_death = false) {
 }
 
 inline std::string fresh_dir(const std::string& name) {
-  const auto d = std::filesystem::temp_directory_path() /
-                 ("twinscale-test-" + name + "-" + std::to_string(::getpid()));
+  const auto d = std::filesystem::temp_directory_path() / ("twinscale-test-" + name + "-" + std::to_string(::getpid()));
   std::filesystem::remove_all(d);
   std::filesystem::create_directories(d);
   return d.string();

@@ -16,11 +16,11 @@
 
 #include "backend/checkpoint.hpp"
 #include "backend/hang_report.hpp"
-#include "config/job_file.hpp"
 #include "backend/synthetic.hpp"
 #include "backend/trace_check.hpp"
-#include "schedules/calibration.hpp"
+#include "config/job_file.hpp"
 #include "mpi_helpers.hpp"
+#include "schedules/calibration.hpp"
 
 using namespace twinscale;
 namespace fs = std::filesystem;
@@ -31,8 +31,11 @@ using backend::test::shell;
 TEST_CASE("mpi run: 8 CPU ranks run the synthetic schedule in a valid order") {
   if (!backend::test::have_mpirun()) TWINSCALE_SKIP("mpirun not found");
   const std::string dir = fresh_dir("run8");
-  const auto r = shell(mpirun(8) + " " TWINSCALE_CLI " run --synthetic 2x2x2 --synthetic-micro-batches 3 "
-                       "--synthetic-hidden 64 --timeout 20 --run-dir " + dir, 120);
+  const auto r = shell(mpirun(8) +
+                           " " TWINSCALE_CLI " run --synthetic 2x2x2 --synthetic-micro-batches 3 "
+                           "--synthetic-hidden 64 --timeout 20 --run-dir " +
+                           dir,
+                       120);
   INFO(r.output);
   REQUIRE(r.status == 0);
   backend::SyntheticOptions so;
@@ -71,20 +74,21 @@ void run_and_check(const schedules::Schedule& s, int ranks, const std::string& a
   const auto violations = backend::check_trace_semantics(s, events);
   for (size_t i = 0; i < std::min<size_t>(violations.size(), 20); ++i) UNSCOPED_INFO(violations[i]);
   CHECK(violations.empty());
-  if (calibrate) {  // the real trace → compare with itself, and a calibration table
+  if (calibrate) { // the real trace → compare with itself, and a calibration table
     const auto cmp = shell(TWINSCALE_CLI " compare " + dir + "/trace.json " + dir + "/trace.json --json", 60);
     REQUIRE(cmp.status == 0);
     const auto j = nlohmann::json::parse(cmp.output);
     CHECK(j.at("matched").get<size_t>() == ops);
     for (const auto& k : j.at("kinds")) CHECK(k.at("max_abs_rel_error").get<double>() == 0.0);
-    const auto cal = shell(TWINSCALE_CLI " calibrate " + dir + "/trace.json " + args + " --out " + dir + "/cal.json", 60);
+    const auto cal =
+        shell(TWINSCALE_CLI " calibrate " + dir + "/trace.json " + args + " --out " + dir + "/cal.json", 60);
     INFO(cal.output);
     REQUIRE(cal.status == 0);
     const schedules::CalibrationTable t = schedules::read_calibration_file(dir + "/cal.json");
     CHECK(t.source == "cpu");
     CHECK(!t.kernels.empty());
     CHECK(!t.comms.empty());
-    for (const auto& k : t.kernels) CHECK(k.dtype == schedules::DType::FP32);  // the CPU device computes in fp32
+    for (const auto& k : t.kernels) CHECK(k.dtype == schedules::DType::FP32); // the CPU device computes in fp32
     for (const auto& c : t.comms) CHECK(c.busbw_bytes_per_s > 0);
   }
   fs::remove_all(dir);
@@ -116,8 +120,10 @@ TEST_CASE("mpi run: kill -9 of one rank; the others stop within the timeout and 
   if (!backend::test::have_mpirun()) TWINSCALE_SKIP("mpirun not found");
   const std::string dir = fresh_dir("kill");
   const double timeout_s = 3;
-  auto job = backend::test::spawn(mpirun(8, true) + " " TWINSCALE_CLI " run --synthetic 2x2x2 "
-                                  "--synthetic-micro-batches 400 --synthetic-hidden 128 --timeout 3 --run-dir " + dir,
+  auto job = backend::test::spawn(mpirun(8, true) +
+                                      " " TWINSCALE_CLI " run --synthetic 2x2x2 "
+                                      "--synthetic-micro-batches 400 --synthetic-hidden 128 --timeout 3 --run-dir " +
+                                      dir,
                                   180);
   // Wait until every rank has started executing, then kill rank 3.
   for (int i = 0; i < 600; ++i) {
@@ -163,11 +169,16 @@ TEST_CASE("mpi run: kill -9 of one rank; the others stop within the timeout and 
 }
 
 TEST_CASE("mpi run: SIGSTOP of one rank; the others report it within the timeout (its sockets stay open)") {
-  if (!backend::test::have_mpirun()) { WARN("mpirun not found"); return; }
+  if (!backend::test::have_mpirun()) {
+    WARN("mpirun not found");
+    return;
+  }
   const std::string dir = fresh_dir("stop");
   const double timeout_s = 2;
-  auto job = backend::test::spawn(mpirun(8, true) + " " TWINSCALE_CLI " run --synthetic 2x2x2 "
-                                  "--synthetic-micro-batches 400 --synthetic-hidden 128 --timeout 2 --run-dir " + dir,
+  auto job = backend::test::spawn(mpirun(8, true) +
+                                      " " TWINSCALE_CLI " run --synthetic 2x2x2 "
+                                      "--synthetic-micro-batches 400 --synthetic-hidden 128 --timeout 2 --run-dir " +
+                                      dir,
                                   180);
   for (int i = 0; i < 600; ++i) {
     int started = 0;
@@ -188,7 +199,7 @@ TEST_CASE("mpi run: SIGSTOP of one rank; the others report it within the timeout
     for (int r = 0; r < 8; ++r) reported += r != 5 && fs::exists(dir + "/rank-" + std::to_string(r) + ".json");
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  ::kill(victim, SIGKILL);  // lets mpirun finish
+  ::kill(victim, SIGKILL); // lets mpirun finish
   const auto r = backend::test::finish(job);
   INFO(r.output);
   REQUIRE(reported == 7);
@@ -206,10 +217,15 @@ TEST_CASE("mpi run: SIGSTOP of one rank; the others report it within the timeout
 }
 
 TEST_CASE("mpi run: a slow but healthy rank (stopped and resumed, each pause under the timeout) is not reported") {
-  if (!backend::test::have_mpirun()) { WARN("mpirun not found"); return; }
+  if (!backend::test::have_mpirun()) {
+    WARN("mpirun not found");
+    return;
+  }
   const std::string dir = fresh_dir("slow");
-  auto job = backend::test::spawn(mpirun(8, true) + " " TWINSCALE_CLI " run --synthetic 2x2x2 "
-                                  "--synthetic-micro-batches 500 --synthetic-hidden 128 --timeout 2 --run-dir " + dir,
+  auto job = backend::test::spawn(mpirun(8, true) +
+                                      " " TWINSCALE_CLI " run --synthetic 2x2x2 "
+                                      "--synthetic-micro-batches 500 --synthetic-hidden 128 --timeout 2 --run-dir " +
+                                      dir,
                                   180);
   for (int i = 0; i < 600 && !fs::exists(dir + "/rank-5.started"); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -227,7 +243,7 @@ TEST_CASE("mpi run: a slow but healthy rank (stopped and resumed, each pause und
   ::kill(slow, SIGCONT);
   const auto r = backend::test::finish(job);
   INFO(r.output << "pauses: " << pauses);
-  CHECK(pauses >= 2);  // it really was slowed down
+  CHECK(pauses >= 2); // it really was slowed down
   const backend::HangReport report = backend::analyse_run_dir(dir, 8);
   CHECK(report.all_completed());
   CHECK(!fs::exists(dir + "/abort"));
@@ -237,7 +253,10 @@ TEST_CASE("mpi run: a slow but healthy rank (stopped and resumed, each pause und
 TEST_CASE("mpi run: tiny-1f1b on 8 oversubscribed ranks with a short timeout is not a hang") {
   // Issue #12: a receive posted early aged while its rank computed and was reported as
   // hung at --timeout 0.5. Progress is now a completed op, not an op's age.
-  if (!backend::test::have_mpirun()) { WARN("mpirun not found"); return; }
+  if (!backend::test::have_mpirun()) {
+    WARN("mpirun not found");
+    return;
+  }
   // With --run-dir, a rank whose peers are slow (this machine is oversubscribed and
   // shared) but progressing keeps waiting (cross-rank progress files).
   const std::string dir = fresh_dir("short-timeout");
@@ -251,17 +270,20 @@ TEST_CASE("mpi run: kill -9 during the checkpoint persist leaves the last good c
   if (!backend::test::have_mpirun()) TWINSCALE_SKIP("mpirun not found");
   const std::string dir = fresh_dir("ckpt-kill");
   const std::string ckpt = dir + "/ckpt";
-  const std::string common = " " TWINSCALE_CLI " run --synthetic 2x2x2 --synthetic-micro-batches 2 --synthetic-hidden 32 "
-                             "--timeout 3 --checkpoint-dir " + ckpt;
+  const std::string common = " " TWINSCALE_CLI
+                             " run --synthetic 2x2x2 --synthetic-micro-batches 2 --synthetic-hidden 32 "
+                             "--timeout 3 --checkpoint-dir " +
+                             ckpt;
   // 1. A good checkpoint, step 1.
   auto r = shell(mpirun(8) + common + " --run-dir " + dir + "/run1 --checkpoint-step 1 --checkpoint-bytes 65536", 120);
   INFO(r.output);
   REQUIRE(r.status == 0);
   REQUIRE(backend::latest_complete_step(ckpt) == 1);
   // 2. Step 2 persists slowly (1 MB at 200 kB/s); kill a shard writer (rank 5: tp1 dp0 pp1) meanwhile.
-  auto job = backend::test::spawn(mpirun(8, true) + common + " --run-dir " + dir +
-                                      "/run2 --checkpoint-step 2 --checkpoint-bytes 1000000 --checkpoint-persist-bw 200000",
-                                  120);
+  auto job =
+      backend::test::spawn(mpirun(8, true) + common + " --run-dir " + dir +
+                               "/run2 --checkpoint-step 2 --checkpoint-bytes 1000000 --checkpoint-persist-bw 200000",
+                           120);
   const std::string tmp_prefix = "shard-tp1-pp1.bin.tmp.";
   bool persisting = false;
   for (int i = 0; i < 600 && !persisting; ++i) {
@@ -297,8 +319,8 @@ TEST_CASE("mpi run: bad launches and options are errors that say what would be v
   CHECK(r.status == 1);
   CHECK_THAT(r.output, Catch::Contains("redis://HOST:PORT"));
   r = shell(TWINSCALE_CLI " run --preset tiny-1f1b --synthetic 1x1x1", 30);
-  CHECK(r.status == 2);  // usage
-  for (const std::string t : {"nan", "inf", "-1", "0"}) {  // nan/inf would switch the watchdog off
+  CHECK(r.status == 2);                                   // usage
+  for (const std::string t : {"nan", "inf", "-1", "0"}) { // nan/inf would switch the watchdog off
     r = shell(TWINSCALE_CLI " run --synthetic 1x1x1 --timeout " + t, 30);
     INFO(t << ": " << r.output);
     CHECK(r.status == 1);

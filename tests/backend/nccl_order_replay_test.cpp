@@ -40,7 +40,7 @@ void check_replay(const schedules::Schedule& s) {
     CHECK(v.kind == schedules::ViolationKind::NcclOrder);
     CHECK(v.rank >= 0);
     CHECK(v.op_index >= 0);
-    CHECK(v.reason.find("pp{") != std::string::npos);  // names the shared communicator
+    CHECK(v.reason.find("pp{") != std::string::npos); // names the shared communicator
   }
   const auto directed = schedules::check_nccl_order(s, schedules::kDeviceCommModel, replay);
   for (const auto& v : directed) UNSCOPED_INFO(schedules::describe(v));
@@ -55,7 +55,8 @@ TEST_CASE("nccl order replay: synthetic 1x2x1 deadlocks on one shared pp communi
   check_replay(backend::synthetic_schedule(schedules::Layout{1, 1, 2}, o));
 }
 
-TEST_CASE("nccl order replay: tiny-1f1b and tiny-interleaved deadlock on one shared pp communicator, not on directed ones") {
+TEST_CASE(
+    "nccl order replay: tiny-1f1b and tiny-interleaved deadlock on one shared pp communicator, not on directed ones") {
   for (const char* name : {"tiny-1f1b", "tiny-interleaved"}) {
     INFO(name);
     check_replay(schedules::lower(config::load_job_preset(name), schedules::LoweringTarget{80e9, false}));
@@ -77,7 +78,7 @@ TEST_CASE("nccl order replay: the fake device holds a communicator's later op un
   o.idle_wait_s = 1e-4;
   const auto r = backend::Executor(s, 1, dev, o).run();
   CHECK(r.status == backend::RunStatus::TimedOut);
-  CHECK(dev.done_at[recvs[1]] < 0);  // issued, but queued behind the stuck one
+  CHECK(dev.done_at[recvs[1]] < 0); // issued, but queued behind the stuck one
   CHECK(dev.issued_at[recvs[1]] >= 0);
   CHECK(dev.abort_calls == 1);
 }

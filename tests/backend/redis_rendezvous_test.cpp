@@ -64,18 +64,20 @@ TEST_CASE("redis rendezvous: 8 CPU ranks meet through a Redis store") {
   const std::string dir = backend::test::fresh_dir("redis");
   RedisServer server(dir);
   REQUIRE(server.pid > 0);
-  const auto r = backend::test::shell(backend::test::mpirun(8) + " " TWINSCALE_CLI
-                                      " run --synthetic 2x2x2 --timeout 30 --rendezvous redis://127.0.0.1:" +
-                                          std::to_string(server.port) + " --run-dir " + dir + "/run",
-                                      120);
+  const auto r =
+      backend::test::shell(backend::test::mpirun(8) +
+                               " " TWINSCALE_CLI " run --synthetic 2x2x2 --timeout 30 --rendezvous redis://127.0.0.1:" +
+                               std::to_string(server.port) + " --run-dir " + dir + "/run",
+                           120);
   INFO(r.output);
   REQUIRE(r.status == 0);
   CHECK_THAT(r.output, Catch::Contains("init redis_rendezvous"));
   CHECK(backend::analyse_run_dir(dir + "/run", 8).all_completed());
   // An unreachable store is an error that names it.
-  const auto bad = backend::test::shell(backend::test::mpirun(2) + " " TWINSCALE_CLI
-                                        " run --synthetic 1x1x2 --timeout 5 --rendezvous redis://127.0.0.1:1",
-                                        60);
+  const auto bad =
+      backend::test::shell(backend::test::mpirun(2) +
+                               " " TWINSCALE_CLI " run --synthetic 1x1x2 --timeout 5 --rendezvous redis://127.0.0.1:1",
+                           60);
   CHECK(bad.status != 0);
   CHECK_THAT(bad.output, Catch::Contains("redis://127.0.0.1:1"));
 }

@@ -53,8 +53,9 @@ TEST_CASE("compare: per-kind and per-rank errors of B against A") {
   CHECK(c.ranks[0].rel_error == Approx(0.1));
   b = records(s, 1.0);
   b[3].name = "something.else";
-  CHECK_THROWS_WITH(backend::compare_traces(a, "a.json", b, "b.json"),
-                    Catch::Contains("rank 0 op 3") && Catch::Contains("b.json") && Catch::Contains("not of the same schedule"));
+  CHECK_THROWS_WITH(backend::compare_traces(a, "a.json", b, "b.json"), Catch::Contains("rank 0 op 3") &&
+                                                                           Catch::Contains("b.json") &&
+                                                                           Catch::Contains("not of the same schedule"));
 }
 
 TEST_CASE("calibrate: medians per kernel shape and bandwidth per collective") {
@@ -71,8 +72,8 @@ TEST_CASE("calibrate: medians per kernel shape and bandwidth per collective") {
   const auto* ar = t.find_comm(schedules::OpKind::AllReduce, 2, 2.0 * 8 * 16);
   REQUIRE(ar != nullptr);
   CHECK(ar->algbw_bytes_per_s == Approx(256.0 / 2e-3));
-  CHECK(ar->busbw_bytes_per_s == Approx(256.0 / 2e-3));  // 2(n−1)/n = 1 at n = 2
-  CHECK(t.find_comm(schedules::OpKind::Send, 2, 256.0) != nullptr);  // p2p links, group size 2
+  CHECK(ar->busbw_bytes_per_s == Approx(256.0 / 2e-3));             // 2(n−1)/n = 1 at n = 2
+  CHECK(t.find_comm(schedules::OpKind::Send, 2, 256.0) != nullptr); // p2p links, group size 2
   // CPU traces: executed shapes (divided) in fp32.
   const auto c = backend::calibrate_from_trace(records(s, 1.0), "t.json", s, "cpu", "cpu", 4);
   CHECK(c.find_kernel(schedules::Kernel::Gemm, schedules::DType::FP32, {2, 4, 4, 0}, g->op) != nullptr);

@@ -85,7 +85,8 @@ TEST_CASE("hardening: a schedule whose layout product overflows is refused, not 
   const std::string text = tiny_schedule();
   REQUIRE(text.find("\"layout\":{\"dp\":2,\"pp\":2,\"tp\":2}") != std::string::npos);
   // 2^32 · 2^32 · 1 wraps to 0 in int64 arithmetic: the old size check passed and validate crashed
-  write(f, replaced(text, "\"layout\":{\"dp\":2,\"pp\":2,\"tp\":2}", "\"layout\":{\"dp\":4294967296,\"pp\":1,\"tp\":4294967296}"));
+  write(f, replaced(text, "\"layout\":{\"dp\":2,\"pp\":2,\"tp\":2}",
+                    "\"layout\":{\"dp\":4294967296,\"pp\":1,\"tp\":4294967296}"));
   const Result r = run("schedule validate " + f.string());
   CHECK(r.code == 1);
   CHECK(r.says("overflow.json"));

@@ -30,7 +30,7 @@ TEST_CASE("catalogue: the embedded entries", "[catalogue]") {
   CHECK(a100.peak_flops == 312e12);
   CHECK(a100.sms == 108);
   CHECK(a100.nvlink.generation == "NVLink3");
-  CHECK(a100.nvlink_bw_bytes_per_s == 300e9);      // 12 links × 25 GB/s
+  CHECK(a100.nvlink_bw_bytes_per_s == 300e9); // 12 links × 25 GB/s
   CHECK(a100.nvlink.efficiency == Approx(0.77));
   CHECK(a100.kernels.gemm_tile_m == 256);
   CHECK(hw.gpu("H100-SXM")->nvlink_bw_bytes_per_s == 450e9);

@@ -99,39 +99,32 @@ TEST_CASE("dp may be derived from gpus", "[config]") {
 }
 
 TEST_CASE("unknown keys are rejected with the valid ones", "[config][bad-input]") {
-  expect_error<config::ConfigError>(replace(kTiny, "tp = 2", "tp = 2\ntpp = 3"), "parallel.tpp",
-                                    "valid keys here");
-  expect_error<config::ConfigError>(replace(kTiny, "name = \"t\"", "name = \"t\"\nfoo = 1"), "'foo'",
-                                    "valid keys");
+  expect_error<config::ConfigError>(replace(kTiny, "tp = 2", "tp = 2\ntpp = 3"), "parallel.tpp", "valid keys here");
+  expect_error<config::ConfigError>(replace(kTiny, "name = \"t\"", "name = \"t\"\nfoo = 1"), "'foo'", "valid keys");
 }
 
 TEST_CASE("wrong types are rejected naming the key", "[config][bad-input]") {
-  expect_error<config::ConfigError>(replace(kTiny, "tp = 2", "tp = \"2\""), "parallel.tp",
-                                    "integer");
+  expect_error<config::ConfigError>(replace(kTiny, "tp = 2", "tp = \"2\""), "parallel.tp", "integer");
   expect_error<config::ConfigError>(replace(kTiny, "dp = 2", "dp = 2\nsequence_parallel = 1"),
                                     "parallel.sequence_parallel", "true or false");
-  expect_error<config::ConfigError>(replace(kTiny, "vocab = 1024", "vocab = 1024\nblock = \"x\""),
-                                    "model.block", "serial, parallel");
-  expect_error<config::ConfigError>(replace(kTiny, "dp = 2", "dp = 2\nzero_stage = 3"),
-                                    "parallel.zero_stage", "[0, 2]");
+  expect_error<config::ConfigError>(replace(kTiny, "vocab = 1024", "vocab = 1024\nblock = \"x\""), "model.block",
+                                    "serial, parallel");
+  expect_error<config::ConfigError>(replace(kTiny, "dp = 2", "dp = 2\nzero_stage = 3"), "parallel.zero_stage",
+                                    "[0, 2]");
 }
 
 TEST_CASE("impossible parallelism is a JobError naming the constraint", "[config][bad-input]") {
-  expect_error<schedules::JobError>(replace(kTiny, "layers = 4", "layers = 5"), "model.layers",
-                                    "pp·vpp");
-  expect_error<schedules::JobError>(replace(kTiny, "heads = 8", "heads = 3"), "model.hidden",
-                                    "model.heads");
-  expect_error<schedules::JobError>(replace(kTiny, "tp = 2", "tp = 16"), "model.heads",
-                                    "parallel.tp");
-  expect_error<schedules::JobError>(replace(kTiny, "global_batch = 8", "global_batch = 9"),
-                                    "global_batch", "dp·micro_batch");
-  expect_error<schedules::JobError>(
-      replace(kTiny, "dp = 2", "dp = 2\nvpp = 2"), "vpp", "interleaved");
+  expect_error<schedules::JobError>(replace(kTiny, "layers = 4", "layers = 5"), "model.layers", "pp·vpp");
+  expect_error<schedules::JobError>(replace(kTiny, "heads = 8", "heads = 3"), "model.hidden", "model.heads");
+  expect_error<schedules::JobError>(replace(kTiny, "tp = 2", "tp = 16"), "model.heads", "parallel.tp");
+  expect_error<schedules::JobError>(replace(kTiny, "global_batch = 8", "global_batch = 9"), "global_batch",
+                                    "dp·micro_batch");
+  expect_error<schedules::JobError>(replace(kTiny, "dp = 2", "dp = 2\nvpp = 2"), "vpp", "interleaved");
   expect_error<schedules::JobError>(
       replace(kTiny, "global_batch = 8", "global_batch = 6\nvpp = 2\n[schedule]\npipeline = \"interleaved\""),
       "micro-batches % pp", "3");
-  expect_error<schedules::JobError>(
-      replace(kTiny, "vocab = 1024", "vocab = 1024\nattention = \"sliding\""), "window", "0 <");
+  expect_error<schedules::JobError>(replace(kTiny, "vocab = 1024", "vocab = 1024\nattention = \"sliding\""), "window",
+                                    "0 <");
 }
 
 TEST_CASE("tp·pp·dp ≠ gpus is rejected", "[config][bad-input]") {
@@ -151,16 +144,15 @@ TEST_CASE("apply_overrides re-derives dp and re-checks", "[config]") {
 }
 
 TEST_CASE("missing files and syntax errors name the file", "[config][bad-input]") {
-  CHECK_THROWS_WITH(config::load_job("/nonexistent/job.toml"),
-                    Catch::Contains("/nonexistent/job.toml"));
+  CHECK_THROWS_WITH(config::load_job("/nonexistent/job.toml"), Catch::Contains("/nonexistent/job.toml"));
   CHECK_THROWS_WITH(config::parse_job("name = ", "bad.toml"), Catch::Contains("bad.toml"));
   CHECK_THROWS_WITH(config::load_job_preset("nope"), Catch::Contains("tiny-1f1b"));
 }
 
 TEST_CASE("validation-set options: scatter/gather and fp32 gradient reduction", "[config]") {
-  const auto job = config::parse_job(
-      replace(kTiny, "pp = 2", "pp = 2\npp_scatter_gather = true") + "\n[schedule]\ngrad_reduce_dtype = \"fp32\"\n",
-      "job.toml");
+  const auto job = config::parse_job(replace(kTiny, "pp = 2", "pp = 2\npp_scatter_gather = true") +
+                                         "\n[schedule]\ngrad_reduce_dtype = \"fp32\"\n",
+                                     "job.toml");
   CHECK(job.parallel.pp_scatter_gather);
   CHECK(job.options.grad_reduce_fp32);
   expect_error<config::ConfigError>(replace(kTiny, "pp = 2", "pp = 2") + "\n[schedule]\ngrad_reduce_dtype = \"fp16\"\n",

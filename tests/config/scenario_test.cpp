@@ -43,8 +43,8 @@ TEST_CASE("scenario: enum names parse both ways; a bad name lists the valid ones
     CHECK(m.find("--placement 'everywhere'") != std::string::npos);
     CHECK(m.find("linear, tor-aware, random") != std::string::npos);
   }
-  CHECK_THROWS_WITH(config::parse_sim_mode("warp", "--sim-mode"), Catch::Contains("--sim-mode 'warp'") &&
-                                                                      Catch::Contains("flow, analytic"));
+  CHECK_THROWS_WITH(config::parse_sim_mode("warp", "--sim-mode"),
+                    Catch::Contains("--sim-mode 'warp'") && Catch::Contains("flow, analytic"));
   CHECK_THROWS_AS(config::parse_all_reduce_algorithm("butterfly", "--algorithm"), config::ConfigError);
 }
 

@@ -12,16 +12,14 @@ TEST_CASE("a missing key with a near-miss spelling present names the misspelling
   config::TableReader top(t, "m.toml");
   config::TableReader model = top.table("model");
   CHECK(model.get_int("layers") == 4);
-  CHECK_THROWS_WITH(model.get_int("hidden"),
-                    Catch::Contains("m.toml: key 'model.hidden' is missing") &&
-                        Catch::Contains("found 'model.hiden' instead"));
+  CHECK_THROWS_WITH(model.get_int("hidden"), Catch::Contains("m.toml: key 'model.hidden' is missing") &&
+                                                 Catch::Contains("found 'model.hiden' instead"));
 }
 
 TEST_CASE("a missing key without a near miss says only what is required", "[config][bad-input]") {
   const toml::table t = config::parse_toml("x = 1\n", "a.toml");
   config::TableReader r(t, "a.toml");
-  CHECK_THROWS_WITH(r.get_string("cluster"),
-                    Catch::Equals("a.toml: key 'cluster' is missing (a string is required)"));
+  CHECK_THROWS_WITH(r.get_string("cluster"), Catch::Equals("a.toml: key 'cluster' is missing (a string is required)"));
 }
 
 TEST_CASE("range and type errors name the key and the valid range", "[config][bad-input]") {

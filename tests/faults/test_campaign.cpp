@@ -14,7 +14,7 @@ FaultCategorySpec category(FaultEffect effect, DetectionSignal signal, bool evic
   FaultCategorySpec c;
   c.name = "test";
   c.category = FaultCategory::Gpu;
-  c.rate_per_gpu_hour = 1e-9;  // irrelevant: scripted
+  c.rate_per_gpu_hour = 1e-9; // irrelevant: scripted
   c.effect = effect;
   c.detection = signal;
   c.needs_eviction = evict;
@@ -63,8 +63,7 @@ TEST_CASE("campaign: without faults ETTR is the checkpoint duty cycle", "[faults
   check_sums_to_wall(r, 2000);
 }
 
-TEST_CASE("campaign: one interruption costs detection, diagnosis, restart, load and lost work",
-          "[faults][campaign]") {
+TEST_CASE("campaign: one interruption costs detection, diagnosis, restart, load and lost work", "[faults][campaign]") {
   // 0–5 start; work to 100 at 105; stall to 115; work to 200 at 215; stall to 225;
   // fault at 260 with work 235 → 35 s lost; 7 + 3 + 0 + 5 + 2 = 17 s to recover.
   auto c = scripted({{260, 0}}, category(FaultEffect::Interrupt, DetectionSignal::ExplicitError, false, 0));
@@ -83,14 +82,13 @@ TEST_CASE("campaign: one interruption costs detection, diagnosis, restart, load 
   CHECK(s.recovery_median_s == Approx(17));
 }
 
-TEST_CASE("campaign: a failure before the persist stage ends loses that checkpoint (M16)",
-          "[faults][campaign]") {
+TEST_CASE("campaign: a failure before the persist stage ends loses that checkpoint (M16)", "[faults][campaign]") {
   auto c = scripted({{140, 0}}, category(FaultEffect::Interrupt, DetectionSignal::ExplicitError, false, 0));
   c.checkpoint.persist_s = 50; // checkpoint at work 100 copied by 115, durable at 165
   auto r = run_campaign(c).runs[0];
   CHECK(r.checkpoints_lost == 1);
   CHECK(r.lost_work_s == Approx(125)); // back to work 0
-  c.spec.scripted_faults = {{170, 0}};  // after it is durable: only 55 s lost
+  c.spec.scripted_faults = {{170, 0}}; // after it is durable: only 55 s lost
   r = run_campaign(c).runs[0];
   CHECK(r.checkpoints_lost == 0);
   CHECK(r.lost_work_s == Approx(55));
@@ -174,8 +172,7 @@ TEST_CASE("campaign: silent corruption rolls back past the checkpoints taken aft
   check_sums_to_wall(r, 2000);
 }
 
-TEST_CASE("campaign: random campaigns are deterministic per seed and sum to the wall time",
-          "[faults][campaign]") {
+TEST_CASE("campaign: random campaigns are deterministic per seed and sum to the wall time", "[faults][campaign]") {
   Campaign c;
   c.shape = {8, 96, 16}; // 12,288 GPUs
   c.model.name = "two";
@@ -234,7 +231,7 @@ TEST_CASE("campaign: an absurd fault rate is refused up front, naming the catego
   Campaign c = scripted({}, cat);
   c.model.categories[0].rate_per_gpu_hour = 1e300;
   CHECK_THROWS_WITH(run_campaign(c), Catch::Contains("faults per seed") && Catch::Contains("cosmic rays"));
-  c.model.categories[0].rate_per_gpu_hour = std::nan("");  // the model's own check names it
+  c.model.categories[0].rate_per_gpu_hour = std::nan(""); // the model's own check names it
   CHECK_THROWS_WITH(run_campaign(c), Catch::Contains("cosmic rays"));
   c.model.categories[0].rate_per_gpu_hour = 1e-3; // 2000 s on 1 GPU: ~0.0006 faults
   CHECK_NOTHROW(run_campaign(c));

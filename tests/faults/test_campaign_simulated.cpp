@@ -14,9 +14,7 @@ namespace {
 
 using Result = twinscale::test::CliResult;
 
-Result run_cli(const std::string& args) {
-  return twinscale::test::run_cli(args, twinscale::test::Capture::StdoutOnly);
-}
+Result run_cli(const std::string& args) { return twinscale::test::run_cli(args, twinscale::test::Capture::StdoutOnly); }
 
 /// The number after the first `"key": ` in a JSON text (NaN when absent).
 double json_number(const std::string& json, const std::string& key) {

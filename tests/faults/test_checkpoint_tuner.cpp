@@ -41,8 +41,7 @@ TEST_CASE("tuner: Daly's published optima for his worked example within 1 %", "[
   CHECK(daly_interval_s(40 * kMin, 15 * kMin) == Approx(15 * kMin));
 }
 
-TEST_CASE("tuner: simulated ETTR matches Daly's expected wall time for exponential failures",
-          "[faults][tuner]") {
+TEST_CASE("tuner: simulated ETTR matches Daly's expected wall time for exponential failures", "[faults][tuner]") {
   const double m = 15 * kMin, delta = 5 * kMin, r = 10 * kMin;
   Campaign c = daly_campaign(m, delta, r, 2000 * m, 8);
   for (double tau : {6 * kMin, 9.1 * kMin, 20 * kMin}) {

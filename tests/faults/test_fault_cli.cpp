@@ -21,7 +21,8 @@ TEST_CASE("fault CLI: campaign prints ETTR and is deterministic", "[faults][cli]
   REQUIRE(a.rc == 0);
   CHECK(a.out == b.out);
   CHECK(a.out.find("\"ettr\"") != std::string::npos);
-  const auto t = run("campaign --preset gpt-175b-megascale --iteration-time 10 --days 7 --seeds 2 --recovery megatron-baseline");
+  const auto t =
+      run("campaign --preset gpt-175b-megascale --iteration-time 10 --days 7 --seeds 2 --recovery megatron-baseline");
   REQUIRE(t.rc == 0);
   CHECK(t.out.find("ETTR") != std::string::npos);
   CHECK(t.out.find("Faulty GPU") != std::string::npos);
@@ -30,7 +31,8 @@ TEST_CASE("fault CLI: campaign prints ETTR and is deterministic", "[faults][cli]
 TEST_CASE("fault CLI: --out writes JSON and CSVs next to each other", "[faults][cli]") {
   const auto dir = std::filesystem::temp_directory_path() / "twinscale_fault_cli_out";
   std::filesystem::remove_all(dir);
-  const auto r = run("campaign --preset gpt-175b-megascale --iteration-time 10 --days 3 --seeds 2 --out " + dir.string());
+  const auto r =
+      run("campaign --preset gpt-175b-megascale --iteration-time 10 --days 3 --seeds 2 --out " + dir.string());
   REQUIRE(r.rc == 0);
   for (const char* f : {"campaign.json", "campaign_states.csv", "campaign_causes.csv"})
     CHECK(std::filesystem::exists(dir / f));

@@ -85,34 +85,40 @@ TEST_CASE("fault files: bad plans are errors naming the file and event", "[fault
   CHECK_THROWS_WITH(config::check_fault_plan(plan, targets, "p.toml"),
                     Catch::Contains("p.toml") && Catch::Contains("event[0]") &&
                         Catch::Contains("unknown link name 'spine9'") && Catch::Contains("tor0-agg0"));
-  plan = config::parse_fault_plan("[[event]]\nkind = \"gpu-slowdown\"\ngpu = \"gpu9\"\nat_s = 5\nslowdown = 0.1\n", "p.toml");
+  plan = config::parse_fault_plan("[[event]]\nkind = \"gpu-slowdown\"\ngpu = \"gpu9\"\nat_s = 5\nslowdown = 0.1\n",
+                                  "p.toml");
   CHECK_THROWS_WITH(config::check_fault_plan(plan, targets, "p.toml"),
                     Catch::Contains("unknown GPU name 'gpu9'") && Catch::Contains("server0.gpu0"));
-  plan = config::parse_fault_plan(
-      "[[event]]\nkind = \"link-down\"\nlink = \"tor0-agg0\"\nat_s = 5\n"
-      "[[event]]\nkind = \"link-flap\"\nlink = \"tor0-agg0\"\nat_s = 50\nduration_s = 2\n",
-      "p.toml");
+  plan = config::parse_fault_plan("[[event]]\nkind = \"link-down\"\nlink = \"tor0-agg0\"\nat_s = 5\n"
+                                  "[[event]]\nkind = \"link-flap\"\nlink = \"tor0-agg0\"\nat_s = 50\nduration_s = 2\n",
+                                  "p.toml");
   CHECK_THROWS_WITH(config::check_fault_plan(plan, targets, "p.toml"), Catch::Contains("already out"));
   CHECK_THROWS_WITH(config::parse_fault_plan("[[event]]\nkind = \"link-flap\"\nlink = \"x\"\nat_s = 5\n", "p.toml"),
                     Catch::Contains("p.toml") && Catch::Contains("duration_s") && Catch::Contains("is missing"));
-  CHECK_THROWS_WITH(config::parse_fault_plan("[[event]]\nkind = \"link-flap\"\ngpu = \"x\"\nlink = \"y\"\nat_s = 5\nduration_s = 1\n", "p.toml"),
-                    Catch::Contains("unknown key 'event[0].gpu'"));
+  CHECK_THROWS_WITH(
+      config::parse_fault_plan("[[event]]\nkind = \"link-flap\"\ngpu = \"x\"\nlink = \"y\"\nat_s = 5\nduration_s = 1\n",
+                               "p.toml"),
+      Catch::Contains("unknown key 'event[0].gpu'"));
   CHECK_THROWS_WITH(config::parse_fault_plan("[[event]]\nkind = \"link-melt\"\n", "p.toml"),
                     Catch::Contains("valid values: link-flap, link-down, gpu-slowdown, server-crash"));
 }
 
 TEST_CASE("fault files: zero, negative and ambiguous rates are errors", "[faults][config][errors]") {
-  const std::string head = "name = \"m\"\n[[category]]\nkind = \"gpu\"\nscope = \"gpu\"\ndetection = \"explicit-error\"\n";
+  const std::string head =
+      "name = \"m\"\n[[category]]\nkind = \"gpu\"\nscope = \"gpu\"\ndetection = \"explicit-error\"\n";
   CHECK_THROWS_WITH(config::parse_fault_model(head + "rate_per_gpu_hour = 0\n", "m.toml"),
-                    Catch::Contains("m.toml") && Catch::Contains("category[0].rate_per_gpu_hour") && Catch::Contains("must be > 0"));
+                    Catch::Contains("m.toml") && Catch::Contains("category[0].rate_per_gpu_hour") &&
+                        Catch::Contains("must be > 0"));
   CHECK_THROWS_WITH(config::parse_fault_model(head + "rate_per_node_day = -0.5\n", "m.toml"),
                     Catch::Contains("rate_per_node_day") && Catch::Contains("must be > 0"));
   CHECK_THROWS_WITH(config::parse_fault_model(head + "rate_per_node_day = 1\nrate_per_gpu_hour = 1\n", "m.toml"),
                     Catch::Contains("exactly one of"));
   CHECK_THROWS_WITH(config::parse_fault_model(head + "count = 3\n", "m.toml"), Catch::Contains("[observed]"));
-  CHECK_THROWS_WITH(config::parse_fault_model(head + "rate_per_gpu_hour = 1e-6\neffect = \"slowdown\"\nduration_s = 10\n", "m.toml"),
-                    Catch::Contains("m.toml") && Catch::Contains("slowdown"));
-  CHECK_THROWS_WITH(config::parse_fault_model("name = \"m\"\n", "m.toml"), Catch::Contains("at least one [[category]]"));
+  CHECK_THROWS_WITH(
+      config::parse_fault_model(head + "rate_per_gpu_hour = 1e-6\neffect = \"slowdown\"\nduration_s = 10\n", "m.toml"),
+      Catch::Contains("m.toml") && Catch::Contains("slowdown"));
+  CHECK_THROWS_WITH(config::parse_fault_model("name = \"m\"\n", "m.toml"),
+                    Catch::Contains("at least one [[category]]"));
   CHECK_THROWS_WITH(config::load_fault_model_preset("nope"), Catch::Contains("llama3-405b"));
   CHECK_THROWS_WITH(config::parse_recovery("[diagnostics]\nfalse_positive_rate = 2\n", "r.toml"),
                     Catch::Contains("r.toml") && Catch::Contains("diagnostics.false_positive_rate"));
@@ -135,15 +141,18 @@ TEST_CASE("fault files: a plan validates against a real fabric's names", "[fault
   const std::string server = fabric.server_name(1);
   auto plan = config::parse_fault_plan("[[event]]\nkind = \"link-flap\"\nlink = \"" + link +
                                            "\"\nat_s = 120\nduration_s = 3\n"
-                                           "[[event]]\nkind = \"gpu-slowdown\"\ngpu = \"" + gpu +
+                                           "[[event]]\nkind = \"gpu-slowdown\"\ngpu = \"" +
+                                           gpu +
                                            "\"\nat_s = 1\nslowdown = 0.1\n"
-                                           "[[event]]\nkind = \"server-crash\"\nserver = \"" + server + "\"\nat_s = 9\n",
+                                           "[[event]]\nkind = \"server-crash\"\nserver = \"" +
+                                           server + "\"\nat_s = 9\n",
                                        "plan.toml");
   config::check_fault_plan(plan, targets, "plan.toml");
   CHECK(plan.events[0].target_index == 3);
   CHECK(plan.events[1].target_index == 1);
   CHECK(plan.events[2].target_index == static_cast<int64_t>(fabric.links().size() - 1));
-  auto bad = config::parse_fault_plan("[[event]]\nkind = \"link-down\"\nlink = \"tor99-spine99\"\nat_s = 1\n", "plan.toml");
+  auto bad =
+      config::parse_fault_plan("[[event]]\nkind = \"link-down\"\nlink = \"tor99-spine99\"\nat_s = 1\n", "plan.toml");
   CHECK_THROWS_WITH(config::check_fault_plan(bad, targets, "plan.toml"),
                     Catch::Contains("unknown link name 'tor99-spine99'") && Catch::Contains(fabric.link_name(0)) &&
                         Catch::Contains(link));
@@ -160,8 +169,8 @@ TEST_CASE("fault files: load_checked_fault_plan reads a file and resolves fabric
   const auto path = std::filesystem::temp_directory_path() / "twinscale_test_plan.toml";
   {
     std::ofstream f(path);
-    f << "[retransmit]\nib_timeout = 20\nretries = 7\n[[event]]\nkind = \"link-flap\"\nlink = \""
-      << fabric.link_name(5) << "\"\nat_s = 120\nduration_s = 3\n";
+    f << "[retransmit]\nib_timeout = 20\nretries = 7\n[[event]]\nkind = \"link-flap\"\nlink = \"" << fabric.link_name(5)
+      << "\"\nat_s = 120\nduration_s = 3\n";
   }
   const auto plan = config::load_checked_fault_plan(path.string(), fabric);
   REQUIRE(plan.events.size() == 1);

@@ -8,8 +8,7 @@ using namespace twinscale::faults;
 
 namespace {
 NamedTargets targets() {
-  return NamedTargets({"tor0-agg0", "tor0-agg1", "nic3-tor3"}, {"gpu0", "gpu1", "gpu2"},
-                      {"server0", "server1"});
+  return NamedTargets({"tor0-agg0", "tor0-agg1", "nic3-tor3"}, {"gpu0", "gpu1", "gpu2"}, {"server0", "server1"});
 }
 PlanEvent ev(PlanEventKind k, std::string target, double at, double until, double slow = 0) {
   PlanEvent e;
@@ -57,25 +56,29 @@ TEST_CASE("fault plan: unknown names are errors listing how names look", "[fault
   auto t = targets();
   FaultPlan plan;
   plan.events.push_back(ev(PlanEventKind::LinkDown, "tor9-agg9", 1, kForever));
-  CHECK_THROWS_WITH(validate_plan(plan, t),
-                    Catch::Contains("unknown link name 'tor9-agg9'") && Catch::Contains("tor0-agg0") &&
-                        Catch::Contains("event[0]"));
+  CHECK_THROWS_WITH(validate_plan(plan, t), Catch::Contains("unknown link name 'tor9-agg9'") &&
+                                                Catch::Contains("tor0-agg0") && Catch::Contains("event[0]"));
   plan.events = {ev(PlanEventKind::GpuSlowdown, "gpu7", 1, 2, 0.1)};
   CHECK_THROWS_WITH(validate_plan(plan, t), Catch::Contains("unknown GPU name 'gpu7'") && Catch::Contains("gpu0"));
   plan.events = {ev(PlanEventKind::ServerCrash, "node1", 1, kForever)};
-  CHECK_THROWS_WITH(validate_plan(plan, t), Catch::Contains("unknown server name 'node1'") && Catch::Contains("server0"));
+  CHECK_THROWS_WITH(validate_plan(plan, t),
+                    Catch::Contains("unknown server name 'node1'") && Catch::Contains("server0"));
 }
 
 TEST_CASE("fault plan: contradictory overlapping events are errors", "[faults][plan][errors]") {
   auto t = targets();
   FaultPlan plan;
-  plan.events = {ev(PlanEventKind::LinkDown, "tor0-agg0", 100, 200), ev(PlanEventKind::LinkDown, "tor0-agg0", 150, 300)};
+  plan.events = {ev(PlanEventKind::LinkDown, "tor0-agg0", 100, 200),
+                 ev(PlanEventKind::LinkDown, "tor0-agg0", 150, 300)};
   CHECK_THROWS_WITH(validate_plan(plan, t), Catch::Contains("event[1]") && Catch::Contains("already out"));
-  plan.events = {ev(PlanEventKind::LinkDown, "tor0-agg0", 100, kForever), ev(PlanEventKind::LinkFlap, "tor0-agg0", 500, 503)};
+  plan.events = {ev(PlanEventKind::LinkDown, "tor0-agg0", 100, kForever),
+                 ev(PlanEventKind::LinkFlap, "tor0-agg0", 500, 503)};
   CHECK_THROWS_WITH(validate_plan(plan, t), Catch::Contains("already out"));
-  plan.events = {ev(PlanEventKind::GpuSlowdown, "gpu1", 0, 50, 0.1), ev(PlanEventKind::GpuSlowdown, "gpu1", 40, 60, 0.2)};
+  plan.events = {ev(PlanEventKind::GpuSlowdown, "gpu1", 0, 50, 0.1),
+                 ev(PlanEventKind::GpuSlowdown, "gpu1", 40, 60, 0.2)};
   CHECK_THROWS_WITH(validate_plan(plan, t), Catch::Contains("already slowed"));
-  plan.events = {ev(PlanEventKind::ServerCrash, "server0", 10, kForever), ev(PlanEventKind::ServerCrash, "server0", 20, kForever)};
+  plan.events = {ev(PlanEventKind::ServerCrash, "server0", 10, kForever),
+                 ev(PlanEventKind::ServerCrash, "server0", 20, kForever)};
   CHECK_THROWS_WITH(validate_plan(plan, t), Catch::Contains("already crashes"));
   // Back to back is fine; other links are independent.
   plan.events = {ev(PlanEventKind::LinkDown, "tor0-agg0", 100, 200), ev(PlanEventKind::LinkFlap, "tor0-agg0", 200, 203),

@@ -83,7 +83,8 @@ TEST_CASE("checkpoint and recovery: bad values are errors", "[faults][recovery][
   RecoveryPolicy r;
   r.name = "x";
   r.detection.heartbeat_period_s = 0;
-  CHECK_THROWS_WITH(validate_policy(r), Catch::Contains("recovery policy 'x'") && Catch::Contains("heartbeat_period_s"));
+  CHECK_THROWS_WITH(validate_policy(r),
+                    Catch::Contains("recovery policy 'x'") && Catch::Contains("heartbeat_period_s"));
   r.detection.heartbeat_period_s = 10;
   r.restart_s = -1;
   CHECK_THROWS_WITH(validate_policy(r), Catch::Contains("restart_s"));

@@ -29,9 +29,7 @@ using schedules::Stream;
 
 namespace {
 
-double steady_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double steady_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 /// One rank, every op kind the CUDA device runs; each op after the previous one.
 schedules::Schedule every_kind() {
@@ -71,17 +69,21 @@ schedules::Schedule every_kind() {
     return op;
   };
   Op load = compute(OpKind::Elementwise, Kernel::DataLoad, {1024, 0, 0, 0}, Stream::Data);
-  load.bytes = 8.0 * 1024 * 1024 + 3;  // the whole batch, larger than 2·elements, odd
+  load.bytes = 8.0 * 1024 * 1024 + 3; // the whole batch, larger than 2·elements, odd
   add(load, "data.load");
   add(compute(OpKind::Gemm, Kernel::Gemm, {4096, 4096, 4096, 0}), "gemm.4096");
   add(compute(OpKind::Gemm, Kernel::Gemm, {2048, 8192, 1024, 0}), "gemm.2048x8192x1024");
   add(compute(OpKind::Attention, Kernel::AttentionUnfused, {32, 2048, 128, 0}), "attention.dense");
   add(compute(OpKind::Attention, Kernel::FlashAttention2, {32, 2048, 128, 512}), "attention.window512");
   const int64_t e = 4096 * 1024;
-  for (auto [k, n] : std::initializer_list<std::pair<Kernel, const char*>>{
-           {Kernel::LayerNorm, "layernorm.unfused"}, {Kernel::FusedLayerNorm, "layernorm.fused"},
-           {Kernel::Gelu, "gelu.unfused"}, {Kernel::FusedBiasGelu, "bias_gelu.fused"}, {Kernel::Dropout, "dropout"},
-           {Kernel::ResidualAdd, "residual_add"}, {Kernel::Embedding, "embedding"}, {Kernel::CrossEntropy, "cross_entropy"}})
+  for (auto [k, n] : std::initializer_list<std::pair<Kernel, const char*>>{{Kernel::LayerNorm, "layernorm.unfused"},
+                                                                           {Kernel::FusedLayerNorm, "layernorm.fused"},
+                                                                           {Kernel::Gelu, "gelu.unfused"},
+                                                                           {Kernel::FusedBiasGelu, "bias_gelu.fused"},
+                                                                           {Kernel::Dropout, "dropout"},
+                                                                           {Kernel::ResidualAdd, "residual_add"},
+                                                                           {Kernel::Embedding, "embedding"},
+                                                                           {Kernel::CrossEntropy, "cross_entropy"}})
     add(compute(OpKind::Elementwise, k, {e, 0, 0, 0}), n);
   add(compute(OpKind::OptimizerStep, Kernel::AdamStep, {16 << 20, 0, 0, 0}), "adam");
   add(compute(OpKind::OptimizerStep, Kernel::LambStep, {16 << 20, 0, 0, 0}), "lamb");
@@ -147,7 +149,7 @@ TEST_CASE("cuda device: one rank runs every op kind and times each by its own ev
     CHECK(!ev.failed);
     CHECK(ev.end_s >= ev.start_s);
     if (op.kind == OpKind::Gemm || op.kind == OpKind::Attention) CHECK(ev.end_s > ev.start_s);
-    CHECK(ev.start_s >= prev_end - 5e-6);  // each op after its dependency (event resolution ~0.5 µs)
+    CHECK(ev.start_s >= prev_end - 5e-6); // each op after its dependency (event resolution ~0.5 µs)
     prev_end = ev.end_s;
     std::printf("%-28s %12.1f\n", s.names[op.name].c_str(), (ev.end_s - ev.start_s) * 1e6);
   }
@@ -167,7 +169,7 @@ TEST_CASE("cuda device: a run aborted mid-way leaves a process that can start an
     const backend::RankResult r = backend::Executor(big, 0, *dev, o).run();
     CHECK(r.status == backend::RunStatus::Aborted);
     CHECK(r.ops_completed < r.ops_total);
-  }  // the device goes with its communicators aborted once, never finalised
+  } // the device goes with its communicators aborted once, never finalised
   const auto small = backend::synthetic_schedule(schedules::Layout{1, 1, 1}, {});
   auto dev = one_rank_device(small);
   const backend::RankResult r = backend::Executor(small, 0, *dev, {}).run();

@@ -38,13 +38,13 @@ struct DeviceBuffer {
 } // namespace
 
 TEST_CASE("cuda kernels: every elementwise mode gives finite output over an odd element count") {
-  const int64_t row = 1024, n = 8 * row + 1;  // odd: the tail of a partial row
+  const int64_t row = 1024, n = 8 * row + 1; // odd: the tail of a partial row
   DeviceBuffer x(static_cast<size_t>(n) * 2), y(static_cast<size_t>(n) * 2);
   REQUIRE(cuda::launch_fill(x.p, n, 1.0f, nullptr) == 0);
-  for (auto mode : {cuda::ElementwiseMode::LayerNorm, cuda::ElementwiseMode::LayerNormUnfused,
-                    cuda::ElementwiseMode::Gelu, cuda::ElementwiseMode::FusedBiasGelu, cuda::ElementwiseMode::Dropout,
-                    cuda::ElementwiseMode::ResidualAdd, cuda::ElementwiseMode::CrossEntropy,
-                    cuda::ElementwiseMode::Embedding}) {
+  for (auto mode :
+       {cuda::ElementwiseMode::LayerNorm, cuda::ElementwiseMode::LayerNormUnfused, cuda::ElementwiseMode::Gelu,
+        cuda::ElementwiseMode::FusedBiasGelu, cuda::ElementwiseMode::Dropout, cuda::ElementwiseMode::ResidualAdd,
+        cuda::ElementwiseMode::CrossEntropy, cuda::ElementwiseMode::Embedding}) {
     INFO("mode " << static_cast<int>(mode));
     // A NaN pattern shows what a kernel left untouched; residual add reads y (y += x).
     const bool accumulates = mode == cuda::ElementwiseMode::ResidualAdd;
@@ -73,8 +73,8 @@ TEST_CASE("cuda kernels: causal and sliding-window softmax rows sum to one") {
       double sum = 0;
       for (int64_t c = 0; c < cols; ++c) sum += v[static_cast<size_t>(r * cols + c)];
       CHECK(sum == Approx(1.0).epsilon(0.03));
-      if (r < cols - 1) CHECK(v[static_cast<size_t>(r * cols + cols - 1)] == 0.0f);  // causal: no future key
-      if (window > 0 && r >= window) CHECK(v[static_cast<size_t>(r * cols)] == 0.0f);  // outside the window
+      if (r < cols - 1) CHECK(v[static_cast<size_t>(r * cols + cols - 1)] == 0.0f);   // causal: no future key
+      if (window > 0 && r >= window) CHECK(v[static_cast<size_t>(r * cols)] == 0.0f); // outside the window
     }
   }
 }

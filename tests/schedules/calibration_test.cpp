@@ -32,7 +32,7 @@ TEST_CASE("calibration: medians and nccl-tests bus bandwidth") {
   CHECK(t.find_kernel(Kernel::Gemm, DType::FP32, {128, 256, 64, 0}) == nullptr);
   const CommBandwidth* c = t.find_comm(OpKind::AllReduce, 8, 1 << 20);
   REQUIRE(c != nullptr);
-  CHECK(c->seconds == Approx(2e-4));                       // median of two = mean
+  CHECK(c->seconds == Approx(2e-4)); // median of two = mean
   CHECK(c->algbw_bytes_per_s == Approx((1 << 20) / 2e-4));
   CHECK(c->busbw_bytes_per_s == Approx(c->algbw_bytes_per_s * 2.0 * 7.0 / 8.0));
   CHECK(bus_factor(OpKind::AllGather, 4) == Approx(0.75));
@@ -70,11 +70,13 @@ TEST_CASE("calibration: read errors name the file and the entry") {
   CHECK_THROWS_WITH(read(R"({"format":"twinscale-calibration","version":99})"),
                     Catch::Contains("cal.json") && Catch::Contains("version"));
   CHECK_THROWS_WITH(
-      read(R"({"format":"twinscale-calibration","version":1,"kernels":[{"kernel":"gemm","dtype":"bf16","shape":[1,2,3,0],"seconds":1e-6,"samples":1},{"kernel":"gemmm","dtype":"bf16"}]})"),
+      read(
+          R"({"format":"twinscale-calibration","version":1,"kernels":[{"kernel":"gemm","dtype":"bf16","shape":[1,2,3,0],"seconds":1e-6,"samples":1},{"kernel":"gemmm","dtype":"bf16"}]})"),
       Catch::Contains("cal.json") && Catch::Contains("kernels[1]") && Catch::Contains("gemmm") &&
           Catch::Contains("flash_attention2"));
   CHECK_THROWS_WITH(
-      read(R"({"format":"twinscale-calibration","version":1,"comms":[{"kind":"all_reduce","group_size":8,"bytes":-1}]})"),
+      read(
+          R"({"format":"twinscale-calibration","version":1,"comms":[{"kind":"all_reduce","group_size":8,"bytes":-1}]})"),
       Catch::Contains("comms[0] (all_reduce)") && Catch::Contains("\"bytes\""));
   CHECK_THROWS_AS(read_calibration_file("/nonexistent/cal.json"), ScheduleError);
 }
@@ -94,7 +96,8 @@ TEST_CASE("calibration keys distinguish ops of one kernel and shape", "[schedule
   std::ostringstream out;
   write_calibration(t, out);
   CHECK(out.str().find("attn.core.bwd") != std::string::npos);
-  std::istringstream v1(R"({"format":"twinscale-calibration","version":1,"kernels":[{"kernel":"gemm","dtype":"bf16","shape":[1,2,3,0],"seconds":1e-6,"samples":1}],"comms":[]})");
+  std::istringstream v1(
+      R"({"format":"twinscale-calibration","version":1,"kernels":[{"kernel":"gemm","dtype":"bf16","shape":[1,2,3,0],"seconds":1e-6,"samples":1}],"comms":[]})");
   const CalibrationTable old = read_calibration(v1, "old.json");
   CHECK(old.find_kernel(Kernel::Gemm, DType::BF16, {1, 2, 3, 0}, "mlp.fc1") != nullptr);
 }

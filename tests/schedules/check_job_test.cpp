@@ -31,15 +31,30 @@ void expect(const std::function<void(JobSpec&)>& edit, const std::string& a, con
 
 TEST_CASE("check_job rejects impossible parallelism", "[schedules][check_job][bad-input]") {
   expect([](JobSpec& j) { j.model.layers = 6; }, "model.layers", "pp·vpp");
-  expect([](JobSpec& j) { j.model.heads = 3; j.model.hidden = 255; }, "model.heads", "parallel.tp");
+  expect(
+      [](JobSpec& j) {
+        j.model.heads = 3;
+        j.model.hidden = 255;
+      },
+      "model.heads", "parallel.tp");
   expect([](JobSpec& j) { j.model.hidden = 250; }, "model.hidden", "model.heads");
   expect([](JobSpec& j) { j.parallel.global_batch = 9; }, "global_batch", "dp·micro_batch");
   expect([](JobSpec& j) { j.parallel.global_batch = 10; }, "micro-batches % pp", "Megatron");
   expect([](JobSpec& j) { j.options.pipeline = PipelineKind::OneFOneB; }, "parallel.vpp", "interleaved");
-  expect([](JobSpec& j) { j.parallel.pp = 1; j.parallel.vpp = 4; }, "interleaved", "pp > 1");
+  expect(
+      [](JobSpec& j) {
+        j.parallel.pp = 1;
+        j.parallel.vpp = 4;
+      },
+      "interleaved", "pp > 1");
   expect([](JobSpec& j) { j.parallel.zero_stage = 3; }, "zero_stage", "0, 1, 2");
   expect([](JobSpec& j) { j.model.attention = AttentionKind::Sliding; }, "model.window", "0 <");
-  expect([](JobSpec& j) { j.model.attention = AttentionKind::Sliding; j.model.window = 4096; }, "model.window", "seq_len");
+  expect(
+      [](JobSpec& j) {
+        j.model.attention = AttentionKind::Sliding;
+        j.model.window = 4096;
+      },
+      "model.window", "seq_len");
   expect([](JobSpec& j) { j.options.overlap.tp_chunks = 3; }, "tp_chunks", "divide");
   expect([](JobSpec& j) { j.model.vocab = 1023; }, "model.vocab", "parallel.tp");
   expect([](JobSpec& j) { j.parallel.dp = 0; }, "parallel.tp, pp, vpp, dp", "≥ 1");

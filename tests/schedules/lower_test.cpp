@@ -105,8 +105,10 @@ TEST_CASE("fused kernels replace chains of small kernels", "[schedules][lower]")
   CHECK(b.count("mlp.bias_add") == 0);
   CHECK(fused.programs[0].ops.size() < unfused.programs[0].ops.size());
   double unfused_bytes = 0, fused_bytes = 0;
-  for (const Op& op : unfused.programs[0].ops) if (!op.is_communication()) unfused_bytes += op.bytes;
-  for (const Op& op : fused.programs[0].ops) if (!op.is_communication()) fused_bytes += op.bytes;
+  for (const Op& op : unfused.programs[0].ops)
+    if (!op.is_communication()) unfused_bytes += op.bytes;
+  for (const Op& op : fused.programs[0].ops)
+    if (!op.is_communication()) fused_bytes += op.bytes;
   CHECK(fused_bytes < unfused_bytes);
   bool flash = false;
   for (const Op& op : fused.programs[0].ops) flash |= op.kernel == Kernel::FlashAttention2;
@@ -135,8 +137,10 @@ TEST_CASE("sequence parallelism: all-gather/reduce-scatter; without: all-reduce"
   CHECK(nosp_ag == 0);
   // pipeline messages are sharded by tp with sequence parallelism
   double sp_send = 0, nosp_send = 0;
-  for (const Op& op : sp.programs[0].ops) if (op.kind == OpKind::Send) sp_send = op.bytes;
-  for (const Op& op : no_sp.programs[0].ops) if (op.kind == OpKind::Send) nosp_send = op.bytes;
+  for (const Op& op : sp.programs[0].ops)
+    if (op.kind == OpKind::Send) sp_send = op.bytes;
+  for (const Op& op : no_sp.programs[0].ops)
+    if (op.kind == OpKind::Send) nosp_send = op.bytes;
   CHECK(nosp_send == 128.0 * 256 * 2);
   CHECK(sp_send == nosp_send / 2);
 }
@@ -150,8 +154,8 @@ TEST_CASE("TP overlap splits GEMM + collective into chunks linked by dependencie
   // first layer forward: four attn.proj GEMM chunks, each followed by its reduce-scatter
   std::vector<size_t> gemms, rs;
   for (size_t i = 0; i < p.ops.size(); ++i) {
-    if (p.ops[i].labels.layer != 0 || p.ops[i].labels.micro_batch != 0 ||
-        p.ops[i].labels.phase != Phase::Forward) continue;
+    if (p.ops[i].labels.layer != 0 || p.ops[i].labels.micro_batch != 0 || p.ops[i].labels.phase != Phase::Forward)
+      continue;
     if (s.names[p.ops[i].name] == "attn.proj") gemms.push_back(i);
     if (s.names[p.ops[i].name] == "attn.proj.rs") rs.push_back(i);
   }
@@ -212,7 +216,8 @@ TEST_CASE("ZeRO stages place DP collectives as specified", "[schedules][lower]")
   size_t first_ag = SIZE_MAX, first_compute = SIZE_MAX;
   for (size_t i = 0; i < p.ops.size(); ++i) {
     if (first_ag == SIZE_MAX && p.ops[i].kind == OpKind::AllGather && p.ops[i].group == GroupKind::Dp) first_ag = i;
-    if (first_compute == SIZE_MAX && p.ops[i].stream == Stream::Compute && p.ops[i].kind != OpKind::Elementwise) first_compute = i;
+    if (first_compute == SIZE_MAX && p.ops[i].stream == Stream::Compute && p.ops[i].kind != OpKind::Elementwise)
+      first_compute = i;
   }
   CHECK(first_ag < first_compute);
   CHECK(p.ops[first_ag].priority > 0);
@@ -251,7 +256,8 @@ TEST_CASE("async data loading moves the load to the data stream", "[schedules][l
   CHECK(validate(s).empty());
 }
 
-TEST_CASE("memory: recompute and flash attention shrink activations; overflow names the stage", "[schedules][lower][memory]") {
+TEST_CASE("memory: recompute and flash attention shrink activations; overflow names the stage",
+          "[schedules][lower][memory]") {
   auto job = config::load_job_preset("gpt-175b-megatron");
   const auto base = estimate_memory(job, 0);
   job.options.recompute = true;
@@ -412,10 +418,12 @@ TEST_CASE("every option combination on a small job validates", "[schedules][lowe
 }
 
 TEST_CASE("edge pipeline shapes validate: M = P; many chunks; one micro-batch", "[schedules][lower]") {
-  struct Shape { int64_t pp, vpp, micro_batches; bool interleaved; };
-  for (const Shape& sh : {Shape{3, 2, 3, true}, Shape{4, 3, 4, true}, Shape{2, 4, 2, true},
-                          Shape{4, 1, 1, false}, Shape{4, 1, 2, false}, Shape{1, 1, 3, false},
-                          Shape{5, 2, 10, true}}) {
+  struct Shape {
+    int64_t pp, vpp, micro_batches;
+    bool interleaved;
+  };
+  for (const Shape& sh : {Shape{3, 2, 3, true}, Shape{4, 3, 4, true}, Shape{2, 4, 2, true}, Shape{4, 1, 1, false},
+                          Shape{4, 1, 2, false}, Shape{1, 1, 3, false}, Shape{5, 2, 10, true}}) {
     for (bool overlap : {false, true}) {
       auto job = config::load_job_preset("tiny-1f1b");
       job.parallel.pp = sh.pp;
@@ -476,8 +484,7 @@ TEST_CASE("SC'21 scatter/gather: pipeline sends carry 1/tp, all-gathered on arri
   int recvs = 0, gathers = 0;
   for (const Op& op : s.programs[1].ops) {
     recvs += op.kind == OpKind::Recv;
-    gathers += op.kind == OpKind::AllGather && op.group == GroupKind::Tp &&
-               s.names[op.name].rfind("pp.gather", 0) == 0;
+    gathers += op.kind == OpKind::AllGather && op.group == GroupKind::Tp && s.names[op.name].rfind("pp.gather", 0) == 0;
   }
   CHECK(gathers == recvs);
   CHECK(validate(s).empty());

@@ -62,13 +62,13 @@ TEST_CASE("nccl order: communicator names per group, priority class and p2p dire
 
 TEST_CASE("nccl order: sends and receives crossing on one shared communicator deadlock, directed channels do not") {
   const Schedule s = crossing_pair();
-  REQUIRE(validate(s, ValidateOptions{.check_memory = false}).empty());  // the device model runs it
+  REQUIRE(validate(s, ValidateOptions{.check_memory = false}).empty()); // the device model runs it
   const auto v = check_nccl_order(s, CommModel{false, false});
   REQUIRE(v.size() == 2);
   for (const Violation& x : v) {
     INFO(describe(x));
     CHECK(x.kind == ViolationKind::NcclOrder);
-    CHECK(x.op_index == 1);  // each rank's recv queues behind its own send
+    CHECK(x.op_index == 1); // each rank's recv queues behind its own send
     CHECK(x.reason.find("issue order") != std::string::npos);
     CHECK(x.reason.find("rank " + std::to_string(1 - x.rank)) != std::string::npos);
   }
@@ -98,7 +98,8 @@ TEST_CASE("nccl order: members issuing one communicator's collectives in differe
   };
   const auto v = check_nccl_order(s, kDeviceCommModel, swapped);
   REQUIRE(!v.empty());
-  const auto mismatch = std::find_if(v.begin(), v.end(), [](auto& x) { return x.kind == ViolationKind::CollectiveMismatch; });
+  const auto mismatch =
+      std::find_if(v.begin(), v.end(), [](auto& x) { return x.kind == ViolationKind::CollectiveMismatch; });
   REQUIRE(mismatch != v.end());
   INFO(describe(*mismatch));
   CHECK(mismatch->rank == 1);

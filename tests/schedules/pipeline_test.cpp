@@ -13,18 +13,15 @@ namespace {
 std::string render(const std::vector<PipelineStep>& steps) {
   std::ostringstream os;
   for (size_t i = 0; i < steps.size(); ++i)
-    os << (i ? " " : "") << (steps[i].forward ? 'F' : 'B') << steps[i].micro_batch << 'c'
-       << steps[i].chunk;
+    os << (i ? " " : "") << (steps[i].forward ? 'F' : 'B') << steps[i].micro_batch << 'c' << steps[i].chunk;
   return os.str();
 }
 } // namespace
 
 TEST_CASE("1F1B: P=4, M=6 by hand", "[schedules][pipeline]") {
   const auto k = PipelineKind::OneFOneB;
-  CHECK(render(pipeline_order(k, 4, 1, 6, 0)) ==
-        "F0c0 F1c0 F2c0 F3c0 B0c0 F4c0 B1c0 F5c0 B2c0 B3c0 B4c0 B5c0");
-  CHECK(render(pipeline_order(k, 4, 1, 6, 3)) ==
-        "F0c0 B0c0 F1c0 B1c0 F2c0 B2c0 F3c0 B3c0 F4c0 B4c0 F5c0 B5c0");
+  CHECK(render(pipeline_order(k, 4, 1, 6, 0)) == "F0c0 F1c0 F2c0 F3c0 B0c0 F4c0 B1c0 F5c0 B2c0 B3c0 B4c0 B5c0");
+  CHECK(render(pipeline_order(k, 4, 1, 6, 3)) == "F0c0 B0c0 F1c0 B1c0 F2c0 B2c0 F3c0 B3c0 F4c0 B4c0 F5c0 B5c0");
   CHECK(render(pipeline_order(k, 4, 1, 2, 0)) == "F0c0 F1c0 B0c0 B1c0");
 }
 
@@ -32,25 +29,22 @@ TEST_CASE("interleaved: P=2, V=2, M=4 by hand", "[schedules][pipeline]") {
   const auto k = PipelineKind::Interleaved;
   // rank 0: warm-up (2−0−1)·2 + (2−1)·2 = 4
   CHECK(pipeline_warmup(k, 2, 2, 4, 0) == 4);
-  CHECK(render(pipeline_order(k, 2, 2, 4, 0)) ==
-        "F0c0 F1c0 F0c1 F1c1 "
-        "F2c0 B0c1 F3c0 B1c1 F2c1 B0c0 F3c1 B1c0 "
-        "B2c1 B3c1 B2c0 B3c0");
+  CHECK(render(pipeline_order(k, 2, 2, 4, 0)) == "F0c0 F1c0 F0c1 F1c1 "
+                                                 "F2c0 B0c1 F3c0 B1c1 F2c1 B0c0 F3c1 B1c0 "
+                                                 "B2c1 B3c1 B2c0 B3c0");
   // rank 1: warm-up 0 + 2 = 2
   CHECK(pipeline_warmup(k, 2, 2, 4, 1) == 2);
-  CHECK(render(pipeline_order(k, 2, 2, 4, 1)) ==
-        "F0c0 F1c0 "
-        "F0c1 B0c1 F1c1 B1c1 F2c0 B0c0 F3c0 B1c0 F2c1 B2c1 F3c1 B3c1 "
-        "B2c0 B3c0");
+  CHECK(render(pipeline_order(k, 2, 2, 4, 1)) == "F0c0 F1c0 "
+                                                 "F0c1 B0c1 F1c1 B1c1 F2c0 B0c0 F3c0 B1c0 F2c1 B2c1 F3c1 B3c1 "
+                                                 "B2c0 B3c0");
 }
 
 TEST_CASE("interleaved: P=4, V=2, M=8 by hand", "[schedules][pipeline]") {
   const auto k = PipelineKind::Interleaved;
   // rank 0: warm-up (4−1)·2 + 4 = 10
-  CHECK(render(pipeline_order(k, 4, 2, 8, 0)) ==
-        "F0c0 F1c0 F2c0 F3c0 F0c1 F1c1 F2c1 F3c1 F4c0 F5c0 "
-        "F6c0 B0c1 F7c0 B1c1 F4c1 B2c1 F5c1 B3c1 F6c1 B0c0 F7c1 B1c0 "
-        "B2c0 B3c0 B4c1 B5c1 B6c1 B7c1 B4c0 B5c0 B6c0 B7c0");
+  CHECK(render(pipeline_order(k, 4, 2, 8, 0)) == "F0c0 F1c0 F2c0 F3c0 F0c1 F1c1 F2c1 F3c1 F4c0 F5c0 "
+                                                 "F6c0 B0c1 F7c0 B1c1 F4c1 B2c1 F5c1 B3c1 F6c1 B0c0 F7c1 B1c0 "
+                                                 "B2c0 B3c0 B4c1 B5c1 B6c1 B7c1 B4c0 B5c0 B6c0 B7c0");
   // rank 1: warm-up (4−2)·2 + 4 = 8
   CHECK(render(pipeline_order(k, 4, 2, 8, 1)) ==
         "F0c0 F1c0 F2c0 F3c0 F0c1 F1c1 F2c1 F3c1 "
@@ -63,11 +57,10 @@ TEST_CASE("interleaved: P=4, V=2, M=8 by hand", "[schedules][pipeline]") {
         "F6c1 B4c1 F7c1 B5c1 "
         "B6c1 B7c1 B4c0 B5c0 B6c0 B7c0");
   // rank 3: warm-up 0 + 4 = 4
-  CHECK(render(pipeline_order(k, 4, 2, 8, 3)) ==
-        "F0c0 F1c0 F2c0 F3c0 "
-        "F0c1 B0c1 F1c1 B1c1 F2c1 B2c1 F3c1 B3c1 F4c0 B0c0 F5c0 B1c0 "
-        "F6c0 B2c0 F7c0 B3c0 F4c1 B4c1 F5c1 B5c1 F6c1 B6c1 F7c1 B7c1 "
-        "B4c0 B5c0 B6c0 B7c0");
+  CHECK(render(pipeline_order(k, 4, 2, 8, 3)) == "F0c0 F1c0 F2c0 F3c0 "
+                                                 "F0c1 B0c1 F1c1 B1c1 F2c1 B2c1 F3c1 B3c1 F4c0 B0c0 F5c0 B1c0 "
+                                                 "F6c0 B2c0 F7c0 B3c0 F4c1 B4c1 F5c1 B5c1 F6c1 B6c1 F7c1 B7c1 "
+                                                 "B4c0 B5c0 B6c0 B7c0");
 }
 
 TEST_CASE("every pass appears exactly once, backward after forward", "[schedules][pipeline]") {

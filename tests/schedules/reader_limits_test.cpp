@@ -22,8 +22,8 @@ using Catch::Contains;
 namespace {
 std::string event(const std::string& pid, const std::string& op, const std::string& dur = "2.0",
                   const std::string& ts = "1.0") {
-  return R"({"ph":"X","name":"g","pid":)" + pid + R"(,"tid":0,"ts":)" + ts + R"(,"dur":)" + dur +
-         R"(,"args":{"op":)" + op +
+  return R"({"ph":"X","name":"g","pid":)" + pid + R"(,"tid":0,"ts":)" + ts + R"(,"dur":)" + dur + R"(,"args":{"op":)" +
+         op +
          R"(,"kind":"gemm","stream":"compute","iteration":0,"micro_batch":0,"chunk":0,"layer":0,"phase":"fwd","bytes":0,"failed":false}})";
 }
 std::vector<TraceRecord> read_trace(const std::string& events) {
@@ -65,7 +65,8 @@ TEST_CASE("calibration reader: exact integers, unique entries", "[schedules][cal
   CHECK(read("\"kernels\":[" + k + "]").kernels.size() == 1);
   CHECK_THROWS_WITH(read("\"kernels\":[" + k + "," + k + "]"),
                     Contains("kernels[1]") && Contains("duplicates kernels[0]"));
-  const std::string c = R"({"kind":"all_reduce","group_size":8,"bytes":1e6,"seconds":1e-3,"algbw_bytes_per_s":1e9,"busbw_bytes_per_s":1.75e9,"samples":3})";
+  const std::string c =
+      R"({"kind":"all_reduce","group_size":8,"bytes":1e6,"seconds":1e-3,"algbw_bytes_per_s":1e9,"busbw_bytes_per_s":1.75e9,"samples":3})";
   CHECK(read("\"comms\":[" + c + "]").comms.size() == 1);
   CHECK_THROWS_WITH(read("\"comms\":[" + c + "," + c + "]"), Contains("comms[1]") && Contains("duplicates comms[0]"));
   std::string huge = c;

@@ -44,7 +44,10 @@ TEST_CASE("one rank with two collectives swapped", "[schedules][validate]") {
     if (p.ops[i].is_collective() && p.ops[i].group == GroupKind::Tp) tp.push_back(i);
   size_t a = tp[0], b = SIZE_MAX;
   for (size_t i : tp)
-    if (p.ops[i].kind != p.ops[a].kind) { b = i; break; }
+    if (p.ops[i].kind != p.ops[a].kind) {
+      b = i;
+      break;
+    }
   REQUIRE(b != SIZE_MAX);
   std::swap(p.ops[a].kind, p.ops[b].kind);
   std::swap(p.ops[a].bytes, p.ops[b].bytes);
@@ -75,7 +78,10 @@ TEST_CASE("an unmatched send", "[schedules][validate]") {
 TEST_CASE("a send whose bytes differ from its recv", "[schedules][validate]") {
   Schedule s = tiny();
   for (Op& op : s.programs[1].ops)
-    if (op.kind == OpKind::Recv) { op.bytes *= 2; break; }
+    if (op.kind == OpKind::Recv) {
+      op.bytes *= 2;
+      break;
+    }
   const auto v = validate(s);
   INFO(all(v));
   REQUIRE(!v.empty());
@@ -176,7 +182,10 @@ TEST_CASE("structural errors are reported, not crashed on", "[schedules][validat
   CHECK(v[0].kind == ViolationKind::Structure);
   s = tiny();
   for (Op& op : s.programs[0].ops)
-    if (op.kind == OpKind::Send) { op.peer = 0; break; }
+    if (op.kind == OpKind::Send) {
+      op.peer = 0;
+      break;
+    }
   v = validate(s);
   REQUIRE(!v.empty());
   CHECK(v[0].reason.find("peer") != std::string::npos);

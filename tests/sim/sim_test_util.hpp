@@ -116,8 +116,7 @@ inline schedules::Program pipeline_program(int64_t s, int64_t p, int64_t v, int6
                                            double hbm_bw, double p2p_bytes = 0) {
   ProgramBuilder b;
   const int64_t total = m * v;
-  const int64_t warmup =
-      std::min(total, v == 1 ? p - s - 1 : (p - s - 1) * 2 + (v - 1) * p);
+  const int64_t warmup = std::min(total, v == 1 ? p - s - 1 : (p - s - 1) * 2 + (v - 1) * p);
   auto chunk_of = [&](int64_t k, bool fwd) {
     const int64_t c = (k % (p * v)) / p;
     return fwd ? c : v - 1 - c;

@@ -11,9 +11,7 @@ namespace {
 
 using Result = twinscale::test::CliResult;
 
-Result run(const std::string& args) {
-  return twinscale::test::run_cli(args, twinscale::test::Capture::StdoutOnly);
-}
+Result run(const std::string& args) { return twinscale::test::run_cli(args, twinscale::test::Capture::StdoutOnly); }
 
 } // namespace
 
@@ -29,9 +27,9 @@ TEST_CASE("twinscale simulate --json gives the documented keys, deterministicall
 }
 
 TEST_CASE("twinscale simulate: usage errors exit 2, bad input exits 1", "[sim][cli]") {
-  CHECK(run("simulate").rc == 2);                                            // no job
-  CHECK(run("simulate --preset tiny-1f1b --mode warp").rc == 2);             // bad mode
-  CHECK(run("simulate --preset no-such-job").rc == 1);                       // unknown preset
+  CHECK(run("simulate").rc == 2);                                // no job
+  CHECK(run("simulate --preset tiny-1f1b --mode warp").rc == 2); // bad mode
+  CHECK(run("simulate --preset no-such-job").rc == 1);           // unknown preset
   CHECK(run("simulate --preset tiny-1f1b --cluster no-such-cluster").rc == 1);
   CHECK(run("simulate --preset tiny-1f1b --trace /tmp/x.json --ranks 5-2").rc == 1);
 }
@@ -39,7 +37,8 @@ TEST_CASE("twinscale simulate: usage errors exit 2, bad input exits 1", "[sim][c
 TEST_CASE("twinscale simulate --every-rank with per-GPU speeds writes every rank's times", "[sim][cli][every_rank]") {
   const std::string csv = "/tmp/twinscale_every_rank_test.csv";
   const auto a = run("simulate --preset tiny-megascale --mode analytic --every-rank --gpu-speed-dist normal:0.05 "
-                     "--speed-seed 3 --json --per-rank-csv " + csv);
+                     "--speed-seed 3 --json --per-rank-csv " +
+                     csv);
   REQUIRE(a.rc == 0);
   CHECK(a.out.find("\"executed_ranks\": 8") != std::string::npos);
   std::FILE* f = std::fopen(csv.c_str(), "r");

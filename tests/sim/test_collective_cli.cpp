@@ -24,15 +24,16 @@ TEST_CASE("twinscale collective prints an nccl-tests table, deterministically", 
     CHECK(a.out.find("        1024          256    float    sum") != std::string::npos);
     CHECK(a.out.find("     1048576       262144    float    sum") != std::string::npos);
   }
-  const auto j = run("collective --cluster dgx-a100-superpod --op all-gather --gpus 8 -b 1M -e 1M --json --mode analytic");
+  const auto j =
+      run("collective --cluster dgx-a100-superpod --op all-gather --gpus 8 -b 1M -e 1M --json --mode analytic");
   REQUIRE(j.rc == 0);
   for (const char* key : {"\"busbw_gb_per_s\"", "\"algbw_gb_per_s\"", "\"time_us\"", "\"protocol\"", "\"channels\""})
     CHECK(j.out.find(key) != std::string::npos);
 }
 
 TEST_CASE("twinscale collective: usage errors exit 2, bad input exits 1", "[sim][cli][nccl]") {
-  CHECK(run("collective --gpus 8").rc == 2);                                               // no cluster
-  CHECK(run("collective --cluster dgx-a100-superpod --op all-mix").rc == 2);                // bad op
+  CHECK(run("collective --gpus 8").rc == 2);                                 // no cluster
+  CHECK(run("collective --cluster dgx-a100-superpod --op all-mix").rc == 2); // bad op
   CHECK(run("collective --cluster no-such-cluster").rc == 1);
   CHECK(run("collective --cluster dgx-a100-superpod --gpus 12 --gpus-per-server 8").rc == 1);
   CHECK(run("collective --cluster dgx-a100-superpod --gpus 8 --gpus-per-server 9").rc == 1);

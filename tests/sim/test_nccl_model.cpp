@@ -26,8 +26,8 @@ topology::Fabric dgx(int64_t servers) {
   return topology::Fabric(spec);
 }
 
-double busbw_gb(const topology::Fabric& f, OpKind kind, int64_t gpus, int64_t per_server, double bytes,
-                SimMode mode, SimOptions o = {}) {
+double busbw_gb(const topology::Fabric& f, OpKind kind, int64_t gpus, int64_t per_server, double bytes, SimMode mode,
+                SimOptions o = {}) {
   o.mode = mode;
   const auto g = collective_gpus(gpus, per_server, f.spec().server.gpus);
   return run_collective(f, kind, g, bytes, o).busbw_bytes_per_s / 1e9;
@@ -105,7 +105,8 @@ TEST_CASE("section B anchor: 8 x A100 in one server, all-reduce busbw 220-232 GB
   CHECK(flow == Approx(analytic).epsilon(0.01));
 }
 
-TEST_CASE("section B anchor: DGX A100 with 8 x HDR, multi-server all-reduce ~192 GB/s per server", "[sim][nccl][anchor]") {
+TEST_CASE("section B anchor: DGX A100 with 8 x HDR, multi-server all-reduce ~192 GB/s per server",
+          "[sim][nccl][anchor]") {
   for (int64_t servers : {4, 8}) {
     const auto f = dgx(servers);
     const int64_t n = 8 * servers;
@@ -147,7 +148,8 @@ TEST_CASE("section B anchor: small messages are latency-bound", "[sim][nccl][anc
 
 TEST_CASE("every collective kind: flow and analytic modes agree across servers", "[sim][nccl]") {
   const auto f = dgx(2);
-  for (OpKind kind : {OpKind::AllReduce, OpKind::AllGather, OpKind::ReduceScatter, OpKind::AllToAll, OpKind::Broadcast}) {
+  for (OpKind kind :
+       {OpKind::AllReduce, OpKind::AllGather, OpKind::ReduceScatter, OpKind::AllToAll, OpKind::Broadcast}) {
     for (double bytes : {64.0 * 1024, 256.0 * 1024 * 1024}) {
       const double a = busbw_gb(f, kind, 16, 8, bytes, SimMode::Analytic);
       const double fl = busbw_gb(f, kind, 16, 8, bytes, SimMode::Flow);
@@ -175,10 +177,11 @@ TEST_CASE("run_collective: bad input names what would be valid", "[sim][nccl]") 
   CHECK_THROWS_AS(collective_gpus(16, 9, 8), twinscale::sim::SimError);
 }
 
-TEST_CASE("catalogue: NCCL step latencies of NVLink and NIC entries, malformed ones rejected", "[sim][nccl][catalogue]") {
+TEST_CASE("catalogue: NCCL step latencies of NVLink and NIC entries, malformed ones rejected",
+          "[sim][nccl][catalogue]") {
   const auto& hw = config::hardware_catalogue();
-  CHECK(hw.nvlink("NVLink3")->nccl_ring_step_s[2] == Approx(3.4e-6));   // Simple over NVLink
-  CHECK(hw.nic("ConnectX-6")->nccl_ring_step_s[0] == Approx(2.7e-6));   // LL over the network
+  CHECK(hw.nvlink("NVLink3")->nccl_ring_step_s[2] == Approx(3.4e-6)); // Simple over NVLink
+  CHECK(hw.nic("ConnectX-6")->nccl_ring_step_s[0] == Approx(2.7e-6)); // LL over the network
   CHECK(hw.nic("ConnectX-7")->nccl_tree_step_s[2] == Approx(50e-6));
   const auto spec = config::load_cluster("dgx-a100-superpod");
   const NcclParams p = resolve_nccl({}, spec);
@@ -188,8 +191,9 @@ TEST_CASE("catalogue: NCCL step latencies of NVLink and NIC entries, malformed o
   CHECK((*resolve_nccl(set, spec).ring_net_step_s)[2] == 1e-6); // an override wins
   const std::string nic = "[X]\ngbit_per_s = 200\nefficiency = 0.9\nnccl_tree_step_us = [1, 2, 3]\n";
   auto parse_nics = [](const std::string& t) {
-    return config::parse_hardware_catalogue(config::preset_text("hardware", "gpus"), config::preset_text("hardware", "nvlink"),
-                                            t, config::preset_text("hardware", "switches"), "g", "n", "nics.toml");
+    return config::parse_hardware_catalogue(config::preset_text("hardware", "gpus"),
+                                            config::preset_text("hardware", "nvlink"), t,
+                                            config::preset_text("hardware", "switches"), "g", "n", "nics.toml");
   };
   CHECK_THROWS_WITH(parse_nics(nic), Catch::Contains("nics.toml") && Catch::Contains("nccl_ring_step_us"));
   CHECK_THROWS_WITH(parse_nics(nic + "nccl_ring_step_us = [1, 2]\n"), Catch::Contains("3 entries"));
@@ -203,8 +207,8 @@ TEST_CASE("PXN: a transfer to another rail crosses NVLink to the destination's r
   detail::NetworkPaths pxn(f, 1, topology::EcmpPolicy::Hash, 0.77, 0.96, true);
   detail::NetworkPaths direct(f, 1, topology::EcmpPolicy::Hash, 0.77, 0.96, false);
   CHECK(pxn.pxn_proxy(1, 10) == 2);
-  CHECK(pxn.pxn_proxy(2, 10) == 2);   // same rail: no relay
-  CHECK(pxn.pxn_proxy(1, 3) == 1);    // same server: NVLink only
+  CHECK(pxn.pxn_proxy(2, 10) == 2); // same rail: no relay
+  CHECK(pxn.pxn_proxy(1, 3) == 1);  // same server: NVLink only
   CHECK(direct.pxn_proxy(1, 10) == 1);
   std::vector<topology::Hop> hops;
   pxn.route(1, 10, 0, hops);

@@ -77,8 +77,11 @@ TEST_CASE("turning an overlap option on never lengthens an iteration on an idle 
       ++compared;
       const double t_off = run(l_off, mode);
       const double t_on = run(l_on, mode);
-      INFO("mode " << to_string(mode) << " option " << (which == 0 ? "dp" : which == 1 ? "pp" : "tp") << " off "
-                   << t_off << " on " << t_on);
+      INFO("mode " << to_string(mode) << " option "
+                   << (which == 0   ? "dp"
+                       : which == 1 ? "pp"
+                                    : "tp")
+                   << " off " << t_off << " on " << t_on);
       CHECK(t_on <= t_off * (1 + 1e-9));
     }
   }

@@ -16,7 +16,8 @@ using Catch::Matchers::Contains;
 namespace {
 
 std::string temp_db(const std::string& name) {
-  const auto p = std::filesystem::temp_directory_path() / ("twinscale-study-" + name + "-" + std::to_string(::getpid()) + ".db");
+  const auto p =
+      std::filesystem::temp_directory_path() / ("twinscale-study-" + name + "-" + std::to_string(::getpid()) + ".db");
   for (const char* ext : {"", "-wal", "-shm"}) std::filesystem::remove(p.string() + ext);
   return p.string();
 }
@@ -67,7 +68,8 @@ pp = [1]
 vpp = [1]
 [evaluate]
 what = "memory"
-)", "m.toml");
+)",
+                                       "m.toml");
   const auto r = study::Evaluator(spec).evaluate(study::generate_points(spec)[0]);
   CHECK(r.status == study::PointStatus::Infeasible);
   CHECK_THAT(r.reason, Contains("per GPU"));
@@ -148,7 +150,8 @@ faults = "llama3-405b"
 recovery = "megascale"
 days = 1
 seeds = 2
-)", "c.toml");
+)",
+                                       "c.toml");
   const auto points = study::generate_points(spec);
   REQUIRE(points.size() == 4);
   study::Evaluator ev(spec);
@@ -162,7 +165,7 @@ seeds = 2
   CHECK(calm.campaign);
   CHECK(calm.ettr > 0);
   CHECK(calm.ettr <= 1);
-  CHECK(stormy.ettr < calm.ettr);               // 1000× the fault rate costs training time
+  CHECK(stormy.ettr < calm.ettr); // 1000× the fault rate costs training time
   CHECK(stormy.interruptions > calm.interruptions);
   CHECK(stormy.score() == stormy.mfu * stormy.ettr);
   CHECK(study::to_json(study::Evaluator(spec).evaluate(points[3])) == study::to_json(stormy));
@@ -174,10 +177,13 @@ seeds = 2
   const auto rows = store.rows();
   REQUIRE(rows.size() == 1);
   CHECK(study::to_json(rows[0].result) == study::to_json(stormy));
-  CHECK_THROWS_WITH(study::parse_study("name = \"x\"\n[base]\njob = \"tiny-megascale\"\n[axes]\nfault_rate_scale = [1]\n", "x.toml"),
-                    Contains("x.toml") && Contains("evaluate.what") && Contains("campaign"));
-  CHECK_THROWS_WITH(study::Evaluator(study::parse_study(
-                        "name = \"x\"\n[base]\njob = \"tiny-megascale\"\n[axes]\ntp = [1]\n[evaluate]\nwhat = \"campaign\"\n"
-                        "[campaign]\nfaults = \"nope\"\n", "x.toml")),
-                    Contains("x.toml") && Contains("campaign.faults"));
+  CHECK_THROWS_WITH(
+      study::parse_study("name = \"x\"\n[base]\njob = \"tiny-megascale\"\n[axes]\nfault_rate_scale = [1]\n", "x.toml"),
+      Contains("x.toml") && Contains("evaluate.what") && Contains("campaign"));
+  CHECK_THROWS_WITH(
+      study::Evaluator(study::parse_study(
+          "name = \"x\"\n[base]\njob = \"tiny-megascale\"\n[axes]\ntp = [1]\n[evaluate]\nwhat = \"campaign\"\n"
+          "[campaign]\nfaults = \"nope\"\n",
+          "x.toml")),
+      Contains("x.toml") && Contains("campaign.faults"));
 }

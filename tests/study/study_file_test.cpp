@@ -99,14 +99,16 @@ TEST_CASE("study points: grid order, random without replacement, lhs, all determ
                     Contains("sample.points"));
 
   // Latin hypercube: every value of a 4-value axis appears equally often over 8 rows.
-  const auto l = study::generate_points(parse("[axes]\ntp = [1, 2, 4, 8]\npp = [1, 2, 4, 8]\nmicro_batch = [1, 2, 4, 8]\n"
-                                              "[sample]\nmethod = \"lhs\"\npoints = 8\nseed = 3\n"));
+  const auto l =
+      study::generate_points(parse("[axes]\ntp = [1, 2, 4, 8]\npp = [1, 2, 4, 8]\nmicro_batch = [1, 2, 4, 8]\n"
+                                   "[sample]\nmethod = \"lhs\"\npoints = 8\nseed = 3\n"));
   REQUIRE(l.size() == 8); // 8 rows in 64 cells: no duplicates possible per axis pair here? checked below
   std::map<int64_t, int> per_tp;
   for (const auto& p : l) ++per_tp[std::get<int64_t>(*p.find("tp"))];
   for (const auto& [v, n] : per_tp) CHECK(n == 2);
-  const auto l2 = study::generate_points(parse("[axes]\ntp = [1, 2, 4, 8]\npp = [1, 2, 4, 8]\nmicro_batch = [1, 2, 4, 8]\n"
-                                               "[sample]\nmethod = \"lhs\"\npoints = 8\nseed = 3\n"));
+  const auto l2 =
+      study::generate_points(parse("[axes]\ntp = [1, 2, 4, 8]\npp = [1, 2, 4, 8]\nmicro_batch = [1, 2, 4, 8]\n"
+                                   "[sample]\nmethod = \"lhs\"\npoints = 8\nseed = 3\n"));
   for (size_t i = 0; i < l.size(); ++i) CHECK(study::inputs_json(l[i]) == study::inputs_json(l2[i]));
 }
 

@@ -125,7 +125,8 @@ TEST_CASE("sweep: kill -9 of the whole study mid-run, then the same command, equ
           "[study][cli]") {
   const std::string dir = bt::fresh_dir("sweep-kill");
   const std::string study = write_study(dir, "mid.toml", kMidStudy);
-  const auto ref = test::run_cli("sweep " + study + " --db " + dir + "/ref.db --progress never", test::Capture::StdoutAndStderr);
+  const auto ref =
+      test::run_cli("sweep " + study + " --db " + dir + "/ref.db --progress never", test::Capture::StdoutAndStderr);
   REQUIRE(ref.rc == 0);
   CHECK_THAT(ref.out, Contains("points 16 of 16 done"));
 
@@ -134,7 +135,8 @@ TEST_CASE("sweep: kill -9 of the whole study mid-run, then the same command, equ
   const size_t at_kill = kill_mid_run("exec " + cmd, db, 3);
   CHECK(at_kill >= 3);
   REQUIRE(at_kill < 16); // the kill really interrupted the study
-  const auto again = test::run_cli("sweep " + study + " --db " + db + " --progress never", test::Capture::StdoutAndStderr);
+  const auto again =
+      test::run_cli("sweep " + study + " --db " + db + " --progress never", test::Capture::StdoutAndStderr);
   REQUIRE(again.rc == 0);
   CHECK_THAT(again.out, Contains(std::to_string(at_kill) + " already in"));
   CHECK(dump(db) == dump(dir + "/ref.db"));
@@ -153,7 +155,8 @@ TEST_CASE("sweep under mpirun: kill -9 of one rank mid-run, then the same comman
   }
   const std::string dir = bt::fresh_dir("sweep-mpi-kill");
   const std::string study = write_study(dir, "mid.toml", kMidStudy);
-  REQUIRE(test::run_cli("sweep " + study + " --db " + dir + "/ref.db --progress never", test::Capture::StdoutOnly).rc == 0);
+  REQUIRE(test::run_cli("sweep " + study + " --db " + dir + "/ref.db --progress never", test::Capture::StdoutOnly).rc ==
+          0);
 
   const std::string db = dir + "/mpi.db";
   const std::string cmd = bt::mpirun(2) + " " + TWINSCALE_CLI + " sweep " + study + " --db " + db + " --progress never";
@@ -171,24 +174,28 @@ TEST_CASE("sweep --shard i/n (Slurm arrays) and MPI ranks give the rows of one p
           "[study][cli][mpi]") {
   const std::string dir = bt::fresh_dir("sweep-shards");
   const std::string study = write_study(dir, "tiny.toml", kTinyStudy);
-  REQUIRE(test::run_cli("sweep " + study + " --db " + dir + "/one.db --progress never", test::Capture::StdoutOnly).rc == 0);
+  REQUIRE(test::run_cli("sweep " + study + " --db " + dir + "/one.db --progress never", test::Capture::StdoutOnly).rc ==
+          0);
   const std::string one = dump(dir + "/one.db");
   CHECK_THAT(one, Contains(" flow ")); // the flow phase ran
 
   for (int i = 0; i < 3; ++i) {
-    const auto r = test::run_cli("sweep " + study + " --db " + dir + "/shards.db --shard " + std::to_string(i) + "/3 --progress never",
+    const auto r = test::run_cli("sweep " + study + " --db " + dir + "/shards.db --shard " + std::to_string(i) +
+                                     "/3 --progress never",
                                  test::Capture::StdoutAndStderr);
     REQUIRE(r.rc == 0);
     if (i < 2) CHECK_THAT(r.out, Contains("the last shard to finish runs it"));
   }
   CHECK(dump(dir + "/shards.db") == one);
 
-  const auto bad = test::run_cli("sweep " + study + " --db " + dir + "/x.db --shard 3/3", test::Capture::StdoutAndStderr);
+  const auto bad =
+      test::run_cli("sweep " + study + " --db " + dir + "/x.db --shard 3/3", test::Capture::StdoutAndStderr);
   CHECK(bad.rc == 1);
   CHECK_THAT(bad.out, Contains("--shard '3/3'"));
 
   if (bt::have_mpirun()) {
-    const auto r = bt::shell(bt::mpirun(3) + " " + TWINSCALE_CLI + " sweep " + study + " --db " + dir + "/mpi.db --progress never", 120);
+    const auto r = bt::shell(
+        bt::mpirun(3) + " " + TWINSCALE_CLI + " sweep " + study + " --db " + dir + "/mpi.db --progress never", 120);
     INFO(r.output);
     REQUIRE(r.status == 0);
     CHECK(dump(dir + "/mpi.db") == one);
@@ -202,12 +209,14 @@ TEST_CASE("sweep: bad study input and a changed study are clear errors; show pri
   CHECK(r.rc == 1);
   CHECK_THAT(r.out, Contains(dir + "/none.toml"));
 
-  const std::string bad = write_study(dir, "bad.toml", "name = \"b\"\n[base]\njob = \"tiny-megascale\"\n[axes]\ntp = [1]\nwindow = [4]\n");
+  const std::string bad =
+      write_study(dir, "bad.toml", "name = \"b\"\n[base]\njob = \"tiny-megascale\"\n[axes]\ntp = [1]\nwindow = [4]\n");
   r = test::run_cli("sweep " + bad, test::Capture::StdoutAndStderr);
   CHECK(r.rc == 1);
   CHECK_THAT(r.out, Contains("bad.toml") && Contains("axes.window"));
 
-  const std::string nojob = write_study(dir, "nojob.toml", "name = \"b\"\n[base]\njob = \"no-such.toml\"\n[axes]\ntp = [1]\n");
+  const std::string nojob =
+      write_study(dir, "nojob.toml", "name = \"b\"\n[base]\njob = \"no-such.toml\"\n[axes]\ntp = [1]\n");
   r = test::run_cli("sweep " + nojob + " --db " + dir + "/nojob.db", test::Capture::StdoutAndStderr);
   CHECK(r.rc == 1);
   CHECK_THAT(r.out, Contains("base.job") && Contains("no-such.toml"));

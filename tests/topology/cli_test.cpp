@@ -87,8 +87,7 @@ TEST_CASE("cli: topology ecmp reports collisions (M11)", "[cli]") {
   REQUIRE(multi.rc == 0);
   REQUIRE(single.rc == 0);
   const auto m = nlohmann::json::parse(multi.out), s = nlohmann::json::parse(single.out);
-  CHECK(m["hash"]["worst_collision_factor"].get<double>() <
-        s["hash"]["worst_collision_factor"].get<double>());
+  CHECK(m["hash"]["worst_collision_factor"].get<double>() < s["hash"]["worst_collision_factor"].get<double>());
   CHECK(run_cli("topology ecmp tiny-2tier --job 3x1x1").rc == 1);
   CHECK(run_cli("topology ecmp tiny-2tier --job 8by4").rc == 1);
 }

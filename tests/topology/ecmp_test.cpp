@@ -39,8 +39,7 @@ TEST_CASE("ecmp: hashing is never better than the ideal spread", "[ecmp]") {
   const auto flows = dp_ring_flows(job, place(f, job, PlacementPolicy::Random, 5), 1e6);
   const EcmpReport ideal = analyze_ecmp(f, flows, EcmpPolicy::IdealSpread, 0);
   for (uint64_t seed = 0; seed < 16; ++seed)
-    CHECK(analyze_ecmp(f, flows, EcmpPolicy::Hash, seed).worst_collision_factor >=
-          ideal.worst_collision_factor - 1e-9);
+    CHECK(analyze_ecmp(f, flows, EcmpPolicy::Hash, seed).worst_collision_factor >= ideal.worst_collision_factor - 1e-9);
 }
 
 TEST_CASE("ecmp: loads conserve bytes and are deterministic", "[ecmp]") {

@@ -87,7 +87,8 @@ TEST_CASE("errors: fabric combinations that do not fit", "[errors]") {
 
 TEST_CASE("errors: malformed cluster files", "[errors]") {
   using config::ConfigError;
-  CHECK_THROWS_WITH(parse_with("tiers = 3", "tiers = 4"), Contains("bad.toml") && Contains("fabric.tiers") && Contains("[2, 3]"));
+  CHECK_THROWS_WITH(parse_with("tiers = 3", "tiers = 4"),
+                    Contains("bad.toml") && Contains("fabric.tiers") && Contains("[2, 3]"));
   CHECK_THROWS_WITH(parse_with("tiers = 3", "tiers = 3\nspeed = 1"), Contains("unknown key 'fabric.speed'"));
   CHECK_THROWS_WITH(parse_with("A100-SXM-80GB", "Z100"), Contains("gpu.model") && Contains("H100-SXM"));
   CHECK_THROWS_WITH(parse_with("nics = 8\n", "nics = 8\nnic = \"ConnectX-9\"\n"),

@@ -66,9 +66,12 @@ TEST_CASE("route: every path is connected and ends at the destination", "[fabric
           f.route(s, d, static_cast<uint64_t>(s * 7 + d), 42, p, path);
           INFO(name << " " << s << " → " << d);
           REQUIRE(walk(f, s, path) == f.gpu_vertex(d));
-          if (s == d) CHECK(path.empty());
-          else if (f.server_of_gpu(s) == f.server_of_gpu(d)) CHECK(path.size() == 2);
-          else if (f.tor_of_gpu(s) == f.tor_of_gpu(d)) CHECK(path.size() == 4);
+          if (s == d)
+            CHECK(path.empty());
+          else if (f.server_of_gpu(s) == f.server_of_gpu(d))
+            CHECK(path.size() == 2);
+          else if (f.tor_of_gpu(s) == f.tor_of_gpu(d))
+            CHECK(path.size() == 4);
         }
   }
 }
@@ -80,7 +83,7 @@ TEST_CASE("route: hop counts by distance on a 3-tier fabric", "[fabric]") {
   CHECK(path.size() == 6);
   f.route(0, 32, 1, 0, EcmpPolicy::Hash, path); // server 0 → server 4: other block
   CHECK(path.size() == 8);
-  f.route(0, 9, 1, 0, EcmpPolicy::Hash, path);  // rail 0 → rail 1 of the neighbour server
+  f.route(0, 9, 1, 0, EcmpPolicy::Hash, path); // rail 0 → rail 1 of the neighbour server
   CHECK(path.size() == 8);
 }
 
@@ -137,9 +140,10 @@ TEST_CASE("links_of_vertex: a switch's links, in id order", "[fabric]") {
   // 2 servers × 4 NICs on rail 0 below, 4 aggregation uplinks above
   CHECK(tor.size() == 8 + 4);
   CHECK(std::is_sorted(tor.begin(), tor.end()));
-  for (uint32_t l : tor) CHECK((f.links()[l].a == *f.find_vertex("tor1.r0") || f.links()[l].b == *f.find_vertex("tor1.r0")));
+  for (uint32_t l : tor)
+    CHECK((f.links()[l].a == *f.find_vertex("tor1.r0") || f.links()[l].b == *f.find_vertex("tor1.r0")));
   CHECK(f.links_of_vertex(*f.find_vertex("spine0")).size() == 4 * 2); // 4 pods × 2 links
-  CHECK(f.links_of_vertex(f.gpu_vertex(3)).size() == 2);               // NVLink + PCIe
+  CHECK(f.links_of_vertex(f.gpu_vertex(3)).size() == 2);              // NVLink + PCIe
   size_t total = 0;
   for (uint32_t v = 0; v < f.vertices().size(); ++v) total += f.links_of_vertex(v).size();
   CHECK(total == 2 * f.links().size());
@@ -158,8 +162,8 @@ TEST_CASE("path_latency_s: cables plus one switch latency per network switch", "
 
 TEST_CASE("wiring: GPUs sharing NICs, several NICs per rail", "[fabric]") {
   ClusterSpec spec = twinscale::config::load_cluster("tiny-3tier");
-  spec.server.nics = 4;  // GPU i → NIC i mod 4; NIC n → rail n mod 2
-  spec.server.rails = 2; // 2 NIC ports per server on each ToR
+  spec.server.nics = 4;            // GPU i → NIC i mod 4; NIC n → rail n mod 2
+  spec.server.rails = 2;           // 2 NIC ports per server on each ToR
   spec.fabric.servers_per_tor = 4; // 8 NIC ports = 4 split 400G ports
   const Fabric f(spec);
   CHECK(f.shape().nics_per_server_per_tor == 2);
@@ -167,7 +171,7 @@ TEST_CASE("wiring: GPUs sharing NICs, several NICs per rail", "[fabric]") {
   CHECK(f.shape().server_groups == 2);
   CHECK(f.nic_of_gpu(6) == 2);
   CHECK(f.rail_of_gpu(6) == 0);
-  CHECK(f.tor_of_gpu(8 * 5 + 7) == 1 * 2 + 1); // server 5 = group 1, NIC 3 → rail 1
+  CHECK(f.tor_of_gpu(8 * 5 + 7) == 1 * 2 + 1);                              // server 5 = group 1, NIC 3 → rail 1
   CHECK(f.links_of_vertex(*f.find_vertex("server0.nic1")).size() == 2 + 1); // GPUs 1, 5 + ToR
   std::vector<Hop> path;
   for (int64_t s = 0; s < f.gpus(); s += 3)

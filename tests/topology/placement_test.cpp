@@ -76,8 +76,7 @@ TEST_CASE("placement: Random is deterministic per seed and differs across seeds"
   CHECK(place(f, s, PlacementPolicy::TorAware, 1) == place(f, s, PlacementPolicy::TorAware, 9));
 }
 
-TEST_CASE("placement: TorAware keeps DP rings and PP neighbours under fewer ToRs than Random (M10)",
-          "[placement]") {
+TEST_CASE("placement: TorAware keeps DP rings and PP neighbours under fewer ToRs than Random (M10)", "[placement]") {
   const Fabric f = preset_fabric("megascale-ampere", 12288);
   const JobShape s{8, 32, 16}; // 4,096 GPUs: a stage's DP ring spans 32 servers
   const auto aware = place(f, s, PlacementPolicy::TorAware, 0);
@@ -91,8 +90,7 @@ TEST_CASE("placement: TorAware keeps DP rings and PP neighbours under fewer ToRs
   CHECK(aware_pp < random_pp);
 }
 
-TEST_CASE("placement: TorAware does not let a stage straddle two ToR groups when it fits one",
-          "[placement]") {
+TEST_CASE("placement: TorAware does not let a stage straddle two ToR groups when it fits one", "[placement]") {
   const Fabric f = preset_fabric("megascale-ampere", 12288);
   const JobShape s{8, 48, 4}; // 48 servers per stage, 64 per ToR group
   const auto linear = place(f, s, PlacementPolicy::Linear, 0);

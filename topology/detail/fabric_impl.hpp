@@ -57,8 +57,8 @@ inline void check(bool ok, const char* what) {
 
 inline void check_gpu(const Fabric& f, int64_t gpu) {
   if (gpu < 0 || gpu >= f.gpus())
-    throw TopologyError("GPU " + std::to_string(gpu) + " does not exist: cluster '" + f.spec().name +
-                        "' has GPUs 0.." + std::to_string(f.gpus() - 1));
+    throw TopologyError("GPU " + std::to_string(gpu) + " does not exist: cluster '" + f.spec().name + "' has GPUs 0.." +
+                        std::to_string(f.gpus() - 1));
 }
 
 } // namespace detail

@@ -15,8 +15,7 @@ inline uint64_t mix64(uint64_t x) {
 
 /// Hash of a flow's identity at one switch, as a switch's ECMP hash over the 5-tuple
 /// with a per-switch seed would be.
-inline uint64_t flow_hash(uint64_t src, uint64_t dst, uint64_t flow_id, uint64_t seed,
-                          uint64_t switch_vertex) {
+inline uint64_t flow_hash(uint64_t src, uint64_t dst, uint64_t flow_id, uint64_t seed, uint64_t switch_vertex) {
   uint64_t h = mix64(seed ^ 0x5bd1e9955bd1e995ULL);
   h = mix64(h ^ src);
   h = mix64(h ^ (dst * 0x9e3779b97f4a7c15ULL));
