@@ -15,7 +15,7 @@ pkgs=(
   libhiredis-dev redis-server # Redis rendezvous (backend/), tests start their own server
   python3-matplotlib    # plots of experiments and campaigns
   clang-format-14       # scripts/format.sh (the house style, .clang-format)
-  clang                 # libFuzzer harnesses of the readers (fuzz/, scripts/fuzz.sh)
+  clang libclang-rt-14-dev # libFuzzer harnesses of the readers (fuzz/, scripts/fuzz.sh): the compiler and its fuzzer/sanitizer runtimes
   libsqlite3-dev        # results store of `twinscale sweep` (study/)
 )
 missing=()

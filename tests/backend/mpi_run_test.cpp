@@ -116,27 +116,41 @@ TEST_CASE("mpi run: 16 CPU ranks (tp2 pp2 dp4) run the synthetic schedule in a v
                 "--synthetic 2x2x4 --synthetic-micro-batches 2 --synthetic-hidden 32", "run16");
 }
 
-TEST_CASE("mpi run: kill -9 of one rank; the others stop within the timeout and name it") {
-  if (!backend::test::have_mpirun()) TWINSCALE_SKIP("mpirun not found");
-  const std::string dir = fresh_dir("kill");
-  const double timeout_s = 3;
+namespace {
+
+/// 8 ranks of a long synthetic 2x2x2 run with `--run-dir dir`; returns once every rank has
+/// started executing (its rank-R.started file exists) and half a second more.
+backend::test::Job spawn_synthetic_8(const std::string& dir, double timeout_s) {
   auto job = backend::test::spawn(mpirun(8, true) +
                                       " " TWINSCALE_CLI " run --synthetic 2x2x2 "
-                                      "--synthetic-micro-batches 400 --synthetic-hidden 128 --timeout 3 --run-dir " +
-                                      dir,
+                                      "--synthetic-micro-batches 400 --synthetic-hidden 128 --timeout " +
+                                      std::to_string(timeout_s) + " --run-dir " + dir,
                                   180);
-  // Wait until every rank has started executing, then kill rank 3.
   for (int i = 0; i < 600; ++i) {
     int started = 0;
     for (int r = 0; r < 8; ++r) started += fs::exists(dir + "/rank-" + std::to_string(r) + ".started");
     if (started == 8) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  REQUIRE(fs::exists(dir + "/rank-3.started"));
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  const auto info = nlohmann::json::parse(std::ifstream(dir + "/rank-3.started"));
-  const pid_t victim = info.at("pid").get<pid_t>();
-  REQUIRE(::kill(victim, SIGKILL) == 0);
+  return job;
+}
+
+/// The pid that rank `rank` wrote into its rank-R.started file.
+pid_t started_pid(const std::string& dir, int rank) {
+  const std::string file = dir + "/rank-" + std::to_string(rank) + ".started";
+  REQUIRE(fs::exists(file));
+  return nlohmann::json::parse(std::ifstream(file)).at("pid").get<pid_t>();
+}
+
+} // namespace
+
+TEST_CASE("mpi run: kill -9 of one rank; the others stop within the timeout and name it") {
+  if (!backend::test::have_mpirun()) TWINSCALE_SKIP("mpirun not found");
+  const std::string dir = fresh_dir("kill");
+  const double timeout_s = 3;
+  auto job = spawn_synthetic_8(dir, timeout_s);
+  REQUIRE(::kill(started_pid(dir, 3), SIGKILL) == 0);
   const auto killed_at = fs::file_time_type::clock::now();
   const auto r = backend::test::finish(job);
   INFO(r.output);
@@ -169,27 +183,11 @@ TEST_CASE("mpi run: kill -9 of one rank; the others stop within the timeout and 
 }
 
 TEST_CASE("mpi run: SIGSTOP of one rank; the others report it within the timeout (its sockets stay open)") {
-  if (!backend::test::have_mpirun()) {
-    WARN("mpirun not found");
-    return;
-  }
+  if (!backend::test::have_mpirun()) TWINSCALE_SKIP("mpirun not found");
   const std::string dir = fresh_dir("stop");
   const double timeout_s = 2;
-  auto job = backend::test::spawn(mpirun(8, true) +
-                                      " " TWINSCALE_CLI " run --synthetic 2x2x2 "
-                                      "--synthetic-micro-batches 400 --synthetic-hidden 128 --timeout 2 --run-dir " +
-                                      dir,
-                                  180);
-  for (int i = 0; i < 600; ++i) {
-    int started = 0;
-    for (int r = 0; r < 8; ++r) started += fs::exists(dir + "/rank-" + std::to_string(r) + ".started");
-    if (started == 8) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  REQUIRE(fs::exists(dir + "/rank-5.started"));
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  const auto info = nlohmann::json::parse(std::ifstream(dir + "/rank-5.started"));
-  const pid_t victim = info.at("pid").get<pid_t>();
+  auto job = spawn_synthetic_8(dir, timeout_s);
+  const pid_t victim = started_pid(dir, 5);
   REQUIRE(::kill(victim, SIGSTOP) == 0);
   const auto stopped_at = fs::file_time_type::clock::now();
   // The survivors report while rank 5 is stopped (not dead: no connection error helps).
@@ -217,10 +215,7 @@ TEST_CASE("mpi run: SIGSTOP of one rank; the others report it within the timeout
 }
 
 TEST_CASE("mpi run: a slow but healthy rank (stopped and resumed, each pause under the timeout) is not reported") {
-  if (!backend::test::have_mpirun()) {
-    WARN("mpirun not found");
-    return;
-  }
+  if (!backend::test::have_mpirun()) TWINSCALE_SKIP("mpirun not found");
   const std::string dir = fresh_dir("slow");
   auto job = backend::test::spawn(mpirun(8, true) +
                                       " " TWINSCALE_CLI " run --synthetic 2x2x2 "
@@ -253,10 +248,7 @@ TEST_CASE("mpi run: a slow but healthy rank (stopped and resumed, each pause und
 TEST_CASE("mpi run: tiny-1f1b on 8 oversubscribed ranks with a short timeout is not a hang") {
   // Issue #12: a receive posted early aged while its rank computed and was reported as
   // hung at --timeout 0.5. Progress is now a completed op, not an op's age.
-  if (!backend::test::have_mpirun()) {
-    WARN("mpirun not found");
-    return;
-  }
+  if (!backend::test::have_mpirun()) TWINSCALE_SKIP("mpirun not found");
   // With --run-dir, a rank whose peers are slow (this machine is oversubscribed and
   // shared) but progressing keeps waiting (cross-rank progress files).
   const std::string dir = fresh_dir("short-timeout");

@@ -13,6 +13,7 @@
 #include "study/store.hpp"
 #include "tests/backend/mpi_helpers.hpp"
 #include "tests/cli_runner.hpp"
+#include "tests/skip.hpp"
 
 using namespace twinscale;
 using Catch::Matchers::Contains;
@@ -149,10 +150,7 @@ TEST_CASE("sweep: kill -9 of the whole study mid-run, then the same command, equ
 
 TEST_CASE("sweep under mpirun: kill -9 of one rank mid-run, then the same command, equals a one-process run",
           "[study][cli][mpi]") {
-  if (!bt::have_mpirun()) {
-    WARN("mpirun not found: MPI sweep test not run");
-    return;
-  }
+  if (!bt::have_mpirun()) TWINSCALE_SKIP("mpirun not found");
   const std::string dir = bt::fresh_dir("sweep-mpi-kill");
   const std::string study = write_study(dir, "mid.toml", kMidStudy);
   REQUIRE(test::run_cli("sweep " + study + " --db " + dir + "/ref.db --progress never", test::Capture::StdoutOnly).rc ==
