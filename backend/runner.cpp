@@ -121,9 +121,9 @@ bool commit_checkpoint(const CheckpointOptions& ck, const schedules::Layout& lay
   return wait_with_timeout(req, timeout_s) && ok == 1;
 }
 
-} // namespace
+// The stages of run_schedule, in order (each bounded by --timeout where it waits on peers).
 
-RunOutcome run_schedule(const schedules::Schedule& schedule, const RunOptions& options) {
+void check_timeout(const RunOptions& options) {
   // nan and inf would switch the watchdog off (every comparison false / never reached):
   // survivors of a dead rank would then wait forever.
   if (!std::isfinite(options.executor.timeout_s) || options.executor.timeout_s <= 0) {
@@ -132,10 +132,13 @@ RunOutcome run_schedule(const schedules::Schedule& schedule, const RunOptions& o
        << " must be a finite positive number of seconds (e.g. --timeout 60)";
     throw BackendError(os.str());
   }
-  RunOutcome out;
+}
+
+/// MPI start-up: the library is the real one, the world has the schedule's ranks and the
+/// launcher agrees on this rank. Fills out.rank, out.world, out.launcher.
+void start_mpi(const schedules::Schedule& schedule, RunOutcome& out) {
   const LaunchEnv env = detect_launch_env();
   out.launcher = env.launcher;
-
   // An executable that also links SimGrid may bind MPI_* to SMPI's copies in
   // libsimgrid (they share names): refuse clearly instead of crashing inside SimGrid.
   Dl_info where{};
@@ -143,7 +146,7 @@ RunOutcome run_schedule(const schedules::Schedule& schedule, const RunOptions& o
       std::string(where.dli_fname).find("simgrid") != std::string::npos)
     throw BackendError(std::string("MPI_Init_thread resolves to ") + where.dli_fname +
                        " (SimGrid's SMPI), not to the MPI library: link twinscale_backend before twinscale_sim");
-  double t = steady_s();
+  const double t = steady_s();
   int initialised = 0;
   MPI_Initialized(&initialised);
   if (!initialised) {
@@ -165,45 +168,49 @@ RunOutcome run_schedule(const schedules::Schedule& schedule, const RunOptions& o
   if (env.launcher != "none" && env.rank != rank)
     throw BackendError("launcher rank " + std::to_string(env.rank) + " (" + env.launcher + ") differs from MPI rank " +
                        std::to_string(rank));
+}
 
-  // Rendezvous through the store (M9): every rank registers, then waits only for its
-  // own groups' members (no global barrier).
-  std::unique_ptr<detail::RedisStore> store;
-  std::string prefix = options.rendezvous.prefix;
-  if (options.rendezvous.kind == RendezvousSpec::Kind::Redis) {
-    t = steady_s();
-    store = std::make_unique<detail::RedisStore>(options.rendezvous.host, options.rendezvous.port,
-                                                 options.executor.timeout_s);
-    if (prefix.empty()) { // one key namespace per run, chosen by rank 0
-      char id[64] = {};
-      if (rank == 0)
-        std::snprintf(id, sizeof id, "twinscale:%s:%ld", host_name().c_str(), static_cast<long>(::getpid()));
-      MPI_Request req;
-      MPI_Ibcast(id, sizeof id, MPI_CHAR, 0, MPI_COMM_WORLD, &req);
-      if (!wait_with_timeout(req, options.executor.timeout_s))
-        throw BackendError("rendezvous: no key prefix from rank 0 within the timeout");
-      prefix = id;
-    }
-    store->rendezvous(prefix, schedule.layout, rank, host_name() + ":" + std::to_string(::getpid()));
-    out.init_phases.push_back({"redis_rendezvous", steady_s() - t});
+/// The Redis store of the rendezvous (M9), or null with MPI rendezvous: every rank
+/// registers, then waits only for its own groups' members (no global barrier). `prefix`
+/// becomes the run's key namespace (chosen by rank 0 unless given).
+std::unique_ptr<detail::RedisStore> redis_rendezvous(const schedules::Schedule& schedule, const RunOptions& options,
+                                                     int rank, std::string& prefix, RunOutcome& out) {
+  prefix = options.rendezvous.prefix;
+  if (options.rendezvous.kind != RendezvousSpec::Kind::Redis) return nullptr;
+  const double t = steady_s();
+  auto store = std::make_unique<detail::RedisStore>(options.rendezvous.host, options.rendezvous.port,
+                                                    options.executor.timeout_s);
+  if (prefix.empty()) {
+    char id[64] = {};
+    if (rank == 0) std::snprintf(id, sizeof id, "twinscale:%s:%ld", host_name().c_str(), static_cast<long>(::getpid()));
+    MPI_Request req;
+    MPI_Ibcast(id, sizeof id, MPI_CHAR, 0, MPI_COMM_WORLD, &req);
+    if (!wait_with_timeout(req, options.executor.timeout_s))
+      throw BackendError("rendezvous: no key prefix from rank 0 within the timeout");
+    prefix = id;
   }
+  store->rendezvous(prefix, schedule.layout, rank, host_name() + ":" + std::to_string(::getpid()));
+  out.init_phases.push_back({"redis_rendezvous", steady_s() - t});
+  return store;
+}
 
-  detail::MpiGroups groups(schedule.layout, rank, MPI_COMM_WORLD, options.group_init);
-  for (const InitPhase& p : groups.phases()) out.init_phases.push_back(p);
+/// A run directory reused: rank 0 clears the last run's files.
+void clear_run_dir(const RunOptions& options, int rank, int size) {
+  if (rank != 0 || options.run_dir.empty()) return;
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(options.run_dir, ec);
+  for (const char* name : {"abort", "report.json"}) fs::remove(fs::path(options.run_dir) / name, ec);
+  for (int r = 0; r < size; ++r)
+    for (const char* ext : {".json", ".started", ".progress"})
+      fs::remove(fs::path(options.run_dir) / ("rank-" + std::to_string(r) + ext), ec);
+}
 
-  if (rank == 0 && !options.run_dir.empty()) { // a run directory reused: clear the last run's files
-    namespace fs = std::filesystem;
-    std::error_code ec;
-    fs::create_directories(options.run_dir, ec);
-    for (const char* name : {"abort", "report.json"}) fs::remove(fs::path(options.run_dir) / name, ec);
-    for (int r = 0; r < size; ++r)
-      for (const char* ext : {".json", ".started", ".progress"})
-        fs::remove(fs::path(options.run_dir) / ("rank-" + std::to_string(r) + ext), ec);
-  }
-
-  // The common epoch: rank 0's clock when every rank has passed a barrier (exact on
-  // one host, where steady_clock is shared; across hosts it is off by their offset).
-  t = steady_s();
+/// The common epoch: rank 0's clock when every rank has passed a barrier (exact on one
+/// host, where steady_clock is shared; across hosts it is off by their offset). With a
+/// run directory, writes rank-<r>.started (who runs where) for tools that watch a run.
+double common_epoch(const RunOptions& options, int rank, RunOutcome& out) {
+  const double t = steady_s();
   MPI_Request req;
   MPI_Ibarrier(MPI_COMM_WORLD, &req);
   if (!wait_with_timeout(req, options.executor.timeout_s))
@@ -214,7 +221,7 @@ RunOutcome run_schedule(const schedules::Schedule& schedule, const RunOptions& o
   if (!wait_with_timeout(req, options.executor.timeout_s))
     throw BackendError("start-up: no epoch from rank 0 within the timeout");
   out.init_phases.push_back({"epoch", steady_s() - t});
-  if (!options.run_dir.empty()) { // who runs where, for tools (and tests) that watch a run
+  if (!options.run_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(options.run_dir, ec);
     detail::write_file_atomically(
@@ -222,80 +229,89 @@ RunOutcome run_schedule(const schedules::Schedule& schedule, const RunOptions& o
         "{\"rank\": " + std::to_string(rank) + ", \"pid\": " + std::to_string(::getpid()) + ", \"host\": \"" +
             host_name() + "\"}\n");
   }
+  return epoch;
+}
 
-  std::unique_ptr<Device> device;
-  if (options.device == DeviceKind::Cpu) {
-    device = std::make_unique<CpuDevice>(options.cpu, groups, epoch);
-  } else {
-    // NCCL unique ids travel through the store when there is one (M9), else MPI.
-    BroadcastFromRoot broadcast = [&](void* data, size_t bytes, const std::string& key) {
-      if (store) {
-        if (rank == 0) store->set(prefix + ":" + key, std::string(static_cast<char*>(data), bytes));
-        const std::string v = store->get_wait(prefix + ":" + key);
-        if (v.size() != bytes) throw BackendError("rendezvous: value of " + key + " has the wrong size");
-        std::copy(v.begin(), v.end(), static_cast<char*>(data));
-        return;
-      }
-      MPI_Request r;
-      MPI_Ibcast(data, static_cast<int>(bytes), MPI_BYTE, 0, MPI_COMM_WORLD, &r);
-      if (!wait_with_timeout(r, options.executor.timeout_s))
-        throw BackendError("rendezvous: " + key + " not received from rank 0 within the timeout");
-    };
-    // Without the toolkit, backend/detail/no_cuda_device.cpp throws a BackendError here.
-    device = make_cuda_device(schedule, rank, broadcast, epoch, options.executor.timeout_s, out.init_phases);
-  }
-  // M16: restore the latest complete checkpoint (one reader per DP group, then a
-  // broadcast to the group), then stage 1 of this run's checkpoint (blocking snapshot)
-  // and stage 2 (the persist) in the background while the schedule runs.
+/// The device of this rank: the CPU device, or the CUDA device whose NCCL unique ids
+/// travel through the store when there is one (M9), else MPI.
+std::unique_ptr<Device> open_device(const schedules::Schedule& schedule, const RunOptions& options, int rank,
+                                    detail::MpiGroups& groups, double epoch, detail::RedisStore* store,
+                                    const std::string& prefix, RunOutcome& out) {
+  if (options.device == DeviceKind::Cpu) return std::make_unique<CpuDevice>(options.cpu, groups, epoch);
+  BroadcastFromRoot broadcast = [&options, rank, store, prefix](void* data, size_t bytes, const std::string& key) {
+    if (store) {
+      if (rank == 0) store->set(prefix + ":" + key, std::string(static_cast<char*>(data), bytes));
+      const std::string v = store->get_wait(prefix + ":" + key);
+      if (v.size() != bytes) throw BackendError("rendezvous: value of " + key + " has the wrong size");
+      std::copy(v.begin(), v.end(), static_cast<char*>(data));
+      return;
+    }
+    MPI_Request r;
+    MPI_Ibcast(data, static_cast<int>(bytes), MPI_BYTE, 0, MPI_COMM_WORLD, &r);
+    if (!wait_with_timeout(r, options.executor.timeout_s))
+      throw BackendError("rendezvous: " + key + " not received from rank 0 within the timeout");
+  };
+  // Without the toolkit, backend/detail/no_cuda_device.cpp throws a BackendError here.
+  return make_cuda_device(schedule, rank, broadcast, epoch, options.executor.timeout_s, out.init_phases);
+}
+
+/// M16: restores the latest complete checkpoint (one reader per DP group, then a
+/// broadcast to the group), then takes stage 1 of this run's checkpoint (blocking
+/// snapshot) and returns stage 2 (the persist, in the background; null when this rank
+/// persists nothing).
+std::unique_ptr<ShardPersist> start_checkpoint(const schedules::Schedule& schedule, const RunOptions& options, int rank,
+                                               detail::MpiGroups& groups, Device& device, RunOutcome& out) {
   const CheckpointOptions& ck = options.checkpoint;
   const schedules::RankCoord coord = schedule.layout.coord(rank);
   if (ck.restore)
     restore_checkpoint(ck, schedule.layout, rank, groups.comm(schedules::GroupKind::Dp), options.executor.timeout_s,
                        out.checkpoint);
-  std::unique_ptr<ShardPersist> persist;
-  std::vector<uint8_t> snapshot;
-  if (ck.step >= 0) {
-    const std::vector<uint8_t> device_state =
-        synthetic_state(coord.tp, coord.pp, ck.step, static_cast<size_t>(ck.state_bytes));
-    t = steady_s();
-    snapshot = device->stage1_snapshot(device_state); // stage 1: device → host memory
-    out.checkpoint.snapshot_s = steady_s() - t;
-    if (coord.dp == 0)
-      persist = std::make_unique<ShardPersist>(shard_path(ck.dir, ck.step, coord.tp, coord.pp), std::move(snapshot),
-                                               ck.persist_bw_bytes_per_s);
-  }
+  if (ck.step < 0) return nullptr;
+  const std::vector<uint8_t> device_state =
+      synthetic_state(coord.tp, coord.pp, ck.step, static_cast<size_t>(ck.state_bytes));
+  const double t = steady_s();
+  std::vector<uint8_t> snapshot = device.stage1_snapshot(device_state); // stage 1: device → host memory
+  out.checkpoint.snapshot_s = steady_s() - t;
+  if (coord.dp != 0) return nullptr;
+  return std::make_unique<ShardPersist>(shard_path(ck.dir, ck.step, coord.tp, coord.pp), std::move(snapshot),
+                                        ck.persist_bw_bytes_per_s);
+}
 
+/// The executor's options with the run directory's watch: an abort flag any rank may
+/// raise, and cross-rank progress (rank-<r>.progress holds the rank's effective progress
+/// time, seconds since the common epoch; exact on one host, rewritten atomically).
+ExecutorOptions watched_executor_options(const RunOptions& options, int rank) {
   ExecutorOptions exec_options = options.executor;
-  const std::string abort_flag =
-      options.run_dir.empty() ? "" : (std::filesystem::path(options.run_dir) / "abort").string();
-  if (!abort_flag.empty()) {
-    exec_options.should_abort = [abort_flag] { return std::filesystem::exists(abort_flag); };
-    // Cross-rank progress: rank-<r>.progress holds the rank's effective progress time
-    // (seconds since the common epoch; exact on one host), rewritten atomically.
-    namespace fs = std::filesystem;
-    const fs::path dir(options.run_dir);
-    auto progress_file = [dir](int64_t r) { return (dir / ("rank-" + std::to_string(r) + ".progress")).string(); };
-    exec_options.publish_progress = [path = progress_file(rank)](double t) {
-      char buf[64];
-      std::snprintf(buf, sizeof buf, "%.6f\n", t);
-      detail::write_file_atomically(path, buf);
-    };
-    exec_options.peer_progress = [progress_file](int64_t r) {
-      double t = -std::numeric_limits<double>::infinity();
-      std::ifstream in(progress_file(r));
-      if (!(in >> t)) t = -std::numeric_limits<double>::infinity();
-      return t;
-    };
-  }
-  Executor executor(schedule, rank, *device, exec_options);
-  out.result = executor.run();
-  const bool completed = out.result.status == RunStatus::Completed;
-  if (!abort_flag.empty() && (out.result.status == RunStatus::TimedOut || out.result.status == RunStatus::OpFailed))
-    detail::write_file_atomically(abort_flag, "{\"rank\": " + std::to_string(rank) + ", \"status\": \"" +
-                                                  std::string(to_string(out.result.status)) + "\"}\n");
-  if (!completed) groups.leak();
+  if (options.run_dir.empty()) return exec_options;
+  namespace fs = std::filesystem;
+  const fs::path dir(options.run_dir);
+  const std::string abort_flag = (dir / "abort").string();
+  exec_options.should_abort = [abort_flag] { return fs::exists(abort_flag); };
+  auto progress_file = [dir](int64_t r) { return (dir / ("rank-" + std::to_string(r) + ".progress")).string(); };
+  exec_options.publish_progress = [path = progress_file(rank)](double t) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.6f\n", t);
+    detail::write_file_atomically(path, buf);
+  };
+  exec_options.peer_progress = [progress_file](int64_t r) {
+    double t = -std::numeric_limits<double>::infinity();
+    std::ifstream in(progress_file(r));
+    if (!(in >> t)) t = -std::numeric_limits<double>::infinity();
+    return t;
+  };
+  return exec_options;
+}
 
+/// After the executor: the abort flag when this rank failed, its state file (M19) and,
+/// when it did not complete, what it waits for on stderr.
+void record_rank_outcome(const RunOptions& options, int rank, const RunOutcome& out) {
+  const bool completed = out.result.status == RunStatus::Completed;
+  if (options.run_dir.empty() && completed) return;
   if (!options.run_dir.empty()) {
+    if (out.result.status == RunStatus::TimedOut || out.result.status == RunStatus::OpFailed)
+      detail::write_file_atomically((std::filesystem::path(options.run_dir) / "abort").string(),
+                                    "{\"rank\": " + std::to_string(rank) + ", \"status\": \"" +
+                                        std::string(to_string(out.result.status)) + "\"}\n");
     RankState st;
     st.rank = rank;
     st.pid = ::getpid();
@@ -310,24 +326,29 @@ RunOutcome run_schedule(const schedules::Schedule& schedule, const RunOptions& o
     st.init_phases = out.init_phases;
     write_rank_state(options.run_dir, st);
   }
-  if (!completed) {
-    for (const PendingOp& p : out.result.waiting) {
-      std::string peers;
-      for (int64_t q : p.peers) peers += (peers.empty() ? "" : ",") + std::to_string(q);
-      std::fprintf(stderr, "twinscale run: rank %d waits for op %u %s (%s on %s #%lld) for %.3f s; peers [%s]\n", rank,
-                   p.op_index, p.name.c_str(), std::string(schedules::to_string(p.kind)).c_str(), p.channel.c_str(),
-                   static_cast<long long>(p.sequence), p.waiting_s, peers.c_str());
-    }
+  if (completed) return;
+  for (const PendingOp& p : out.result.waiting) {
+    std::string peers;
+    for (int64_t q : p.peers) peers += (peers.empty() ? "" : ",") + std::to_string(q);
+    std::fprintf(stderr, "twinscale run: rank %d waits for op %u %s (%s on %s #%lld) for %.3f s; peers [%s]\n", rank,
+                 p.op_index, p.name.c_str(), std::string(schedules::to_string(p.kind)).c_str(), p.channel.c_str(),
+                 static_cast<long long>(p.sequence), p.waiting_s, peers.c_str());
   }
+}
 
-  // Do all ranks agree that the run completed? Bounded: a dead rank never answers.
+/// Whether every rank completed (bounded: a dead rank never answers), then the end of
+/// the checkpoint: the persist joined and, when every rank completed, the step committed.
+void settle_run(const schedules::Schedule& schedule, const RunOptions& options, int rank, ShardPersist* persist,
+                RunOutcome& out) {
+  const bool completed = out.result.status == RunStatus::Completed;
   int mine = completed ? 1 : 0, all = 0;
+  MPI_Request req;
   MPI_Iallreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD, &req);
   out.all_ranks_completed =
       wait_with_timeout(req, completed ? options.executor.timeout_s : options.settle_s) && all == 1;
-
+  const CheckpointOptions& ck = options.checkpoint;
   if (persist) {
-    t = steady_s();
+    const double t = steady_s();
     const std::string err = persist->join();
     out.checkpoint.persist_s = steady_s() - t;
     if (!err.empty()) {
@@ -336,7 +357,7 @@ RunOutcome run_schedule(const schedules::Schedule& schedule, const RunOptions& o
     }
   }
   if (ck.step >= 0 && out.all_ranks_completed) {
-    out.checkpoint.committed = commit_checkpoint(ck, schedule.layout, rank, persist.get(), options.executor.timeout_s);
+    out.checkpoint.committed = commit_checkpoint(ck, schedule.layout, rank, persist, options.executor.timeout_s);
     if (!out.checkpoint.committed) {
       std::fprintf(stderr,
                    "twinscale run: rank %d: checkpoint step %lld not committed (a rank did not report its shard)\n",
@@ -346,45 +367,75 @@ RunOutcome run_schedule(const schedules::Schedule& schedule, const RunOptions& o
   } else if (ck.step >= 0 && rank == 0)
     std::fprintf(stderr, "twinscale run: checkpoint step %lld not committed (the run did not complete)\n",
                  static_cast<long long>(ck.step));
+}
 
-  if (out.all_ranks_completed) {
-    // Gather every rank's events on rank 0 (4 doubles per event).
-    std::vector<double> mine_ev;
-    for (const auto& e : out.result.events)
-      mine_ev.insert(mine_ev.end(), {static_cast<double>(e.op_index), e.start_s, e.end_s, e.failed ? 1.0 : 0.0});
-    int count = static_cast<int>(mine_ev.size());
-    std::vector<int> counts(rank == 0 ? size : 0);
-    MPI_Igather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD, &req);
-    if (!wait_with_timeout(req, options.executor.timeout_s))
-      throw BackendError("trace gather: rank 0 did not receive every rank's event count in time");
-    std::vector<int> displs(counts.size(), 0);
-    int total = 0;
-    for (size_t i = 0; i < counts.size(); ++i) {
-      displs[i] = total;
-      total += counts[i];
-    }
-    std::vector<double> all_ev(static_cast<size_t>(total));
-    MPI_Igatherv(mine_ev.data(), count, MPI_DOUBLE, all_ev.data(), counts.data(), displs.data(), MPI_DOUBLE, 0,
-                 MPI_COMM_WORLD, &req);
-    if (!wait_with_timeout(req, options.executor.timeout_s))
-      throw BackendError("trace gather: rank 0 did not receive every rank's events in time");
-    if (rank == 0) {
-      schedules::Trace trace;
-      trace.source = std::string(device->name());
-      for (int r = 0; r < size; ++r)
-        for (int k = displs[r]; k < displs[r] + counts[r]; k += 4)
-          trace.events.push_back(schedules::TraceEvent{r, static_cast<uint32_t>(all_ev[k]), all_ev[k + 1],
-                                                       all_ev[k + 2], all_ev[k + 3] != 0});
-      out.trace = std::move(trace);
-    }
-  } else if (!options.run_dir.empty()) {
-    // M19: give the other ranks time to write their states, then name who everyone waits on.
-    std::this_thread::sleep_for(std::chrono::duration<double>(options.settle_s));
-    const HangReport report = analyse_run_dir(options.run_dir, size);
-    write_hang_report(report, (std::filesystem::path(options.run_dir) / "report.json").string());
-    // The lowest rank that logged prints the summary (every writer writes the same file).
-    if (!report.states.empty() && report.states.front().rank == rank) out.report_summary = report.summary();
+/// Every rank's events gathered on rank 0 (4 doubles per event) into out.trace.
+void gather_trace(const RunOptions& options, int rank, int size, const Device& device, RunOutcome& out) {
+  std::vector<double> mine_ev;
+  for (const auto& e : out.result.events)
+    mine_ev.insert(mine_ev.end(), {static_cast<double>(e.op_index), e.start_s, e.end_s, e.failed ? 1.0 : 0.0});
+  int count = static_cast<int>(mine_ev.size());
+  std::vector<int> counts(rank == 0 ? size : 0);
+  MPI_Request req;
+  MPI_Igather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD, &req);
+  if (!wait_with_timeout(req, options.executor.timeout_s))
+    throw BackendError("trace gather: rank 0 did not receive every rank's event count in time");
+  std::vector<int> displs(counts.size(), 0);
+  int total = 0;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    displs[i] = total;
+    total += counts[i];
   }
+  std::vector<double> all_ev(static_cast<size_t>(total));
+  MPI_Igatherv(mine_ev.data(), count, MPI_DOUBLE, all_ev.data(), counts.data(), displs.data(), MPI_DOUBLE, 0,
+               MPI_COMM_WORLD, &req);
+  if (!wait_with_timeout(req, options.executor.timeout_s))
+    throw BackendError("trace gather: rank 0 did not receive every rank's events in time");
+  if (rank != 0) return;
+  schedules::Trace trace;
+  trace.source = std::string(device.name());
+  for (int r = 0; r < size; ++r)
+    for (int k = displs[r]; k < displs[r] + counts[r]; k += 4)
+      trace.events.push_back(
+          schedules::TraceEvent{r, static_cast<uint32_t>(all_ev[k]), all_ev[k + 1], all_ev[k + 2], all_ev[k + 3] != 0});
+  out.trace = std::move(trace);
+}
+
+/// M19: gives the other ranks time to write their states, then names who everyone waits
+/// on in report.json; the lowest rank that logged keeps the summary to print.
+void report_hang(const RunOptions& options, int rank, int size, RunOutcome& out) {
+  std::this_thread::sleep_for(std::chrono::duration<double>(options.settle_s));
+  const HangReport report = analyse_run_dir(options.run_dir, size);
+  write_hang_report(report, (std::filesystem::path(options.run_dir) / "report.json").string());
+  if (!report.states.empty() && report.states.front().rank == rank) out.report_summary = report.summary();
+}
+
+} // namespace
+
+RunOutcome run_schedule(const schedules::Schedule& schedule, const RunOptions& options) {
+  check_timeout(options);
+  RunOutcome out;
+  start_mpi(schedule, out);
+  const int rank = static_cast<int>(out.rank), size = static_cast<int>(out.world);
+  std::string prefix;
+  const std::unique_ptr<detail::RedisStore> store = redis_rendezvous(schedule, options, rank, prefix, out);
+  detail::MpiGroups groups(schedule.layout, rank, MPI_COMM_WORLD, options.group_init);
+  for (const InitPhase& p : groups.phases()) out.init_phases.push_back(p);
+  clear_run_dir(options, rank, size);
+  const double epoch = common_epoch(options, rank, out);
+  std::unique_ptr<Device> device = open_device(schedule, options, rank, groups, epoch, store.get(), prefix, out);
+  const std::unique_ptr<ShardPersist> persist = start_checkpoint(schedule, options, rank, groups, *device, out);
+
+  Executor executor(schedule, rank, *device, watched_executor_options(options, rank));
+  out.result = executor.run();
+  if (out.result.status != RunStatus::Completed) groups.leak();
+  record_rank_outcome(options, rank, out);
+
+  settle_run(schedule, options, rank, persist.get(), out);
+  if (out.all_ranks_completed)
+    gather_trace(options, rank, size, *device, out);
+  else if (!options.run_dir.empty())
+    report_hang(options, rank, size, out);
   device.reset();
   return out;
 }

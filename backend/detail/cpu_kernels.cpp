@@ -47,113 +47,121 @@ std::vector<float>& CpuKernels::buffer(int slot, int64_t elements) {
 
 double CpuKernels::run(const schedules::Op& op, const std::array<int64_t, 4>& shape) {
   switch (op.kind) {
-  case OpKind::Gemm: {
-    const int64_t m = shape[0], n = shape[1], k = shape[2];
-    MatrixMap a(buffer(0, m * k).data(), m, k);
-    MatrixMap b(buffer(1, k * n).data(), k, n);
-    MatrixMap c(buffer(2, m * n).data(), m, n);
-    c.noalias() = a * b;
-    return static_cast<double>(c(0, 0));
-  }
-  case OpKind::Attention: {
-    // {batch·heads, seq, head_dim, window}: per head S = Q·Kᵀ/√d, row softmax (keys
-    // outside a sliding window masked), O = P·V — the unfused form, materialising S.
-    const int64_t heads = shape[0], s = std::max<int64_t>(shape[1], 1), d = std::max<int64_t>(shape[2], 1);
-    const int64_t window = shape[3];
-    MatrixMap q(buffer(0, s * d).data(), s, d);
-    MatrixMap kk(buffer(1, s * d).data(), s, d);
-    MatrixMap v(buffer(2, s * d).data(), s, d);
-    MatrixMap scores(buffer(3, s * s).data(), s, s);
-    MatrixMap out(buffer(4, s * d).data(), s, d);
-    const float scale = 1.0f / std::sqrt(static_cast<float>(d));
-    double sum = 0;
-    for (int64_t h = 0; h < std::max<int64_t>(heads, 1); ++h) {
-      scores.noalias() = (q * kk.transpose()) * scale;
-      for (int64_t i = 0; i < s; ++i) {
-        const int64_t lo = window > 0 ? std::max<int64_t>(0, i - window + 1) : 0;
-        auto row = scores.row(i);
-        for (int64_t j = 0; j < lo; ++j) row(j) = -INFINITY;
-        for (int64_t j = i + 1; j < s; ++j) row(j) = -INFINITY; // causal
-        const float mx = row.segment(lo, i - lo + 1).maxCoeff();
-        row = (row.array() - mx).exp();
-        row /= row.sum();
-      }
-      out.noalias() = scores * v;
-      sum += out(0, 0);
-    }
-    return sum;
-  }
-  case OpKind::Elementwise: {
-    const int64_t n = std::max<int64_t>(shape[0], 1);
-    Vector x(buffer(0, n).data(), n);
-    Vector y(buffer(1, n).data(), n);
-    switch (op.kernel) {
-    case Kernel::LayerNorm: // unfused: mean, variance and normalise as three passes
-    case Kernel::FusedLayerNorm: {
-      const int64_t row = std::min<int64_t>(n, 1024);
-      for (int64_t off = 0; off < n; off += row) {
-        const int64_t len = std::min(row, n - off);
-        auto xs = x.segment(off, len);
-        const float mean = xs.mean();
-        const float var = (xs.array() - mean).square().mean();
-        y.segment(off, len) = (xs.array() - mean) / std::sqrt(var + 1e-5f);
-        if (op.kernel == Kernel::LayerNorm) // the unfused form's separate affine pass
-          y.segment(off, len) = y.segment(off, len).array() * 1.01f + 0.01f;
-      }
-      break;
-    }
-    case Kernel::Gelu: // unfused: bias add, then GeLU (two passes)
-      y = x.array() + 0.1f;
-      y = 0.5f * y.array() * (1.0f + (0.7978845608f * (y.array() + 0.044715f * y.array().cube())).tanh());
-      break;
-    case Kernel::FusedBiasGelu: {
-      auto b = x.array() + 0.1f;
-      y = 0.5f * b * (1.0f + (0.7978845608f * (b + 0.044715f * b.cube())).tanh());
-      break;
-    }
-    case Kernel::Dropout:
-      for (int64_t i = 0; i < n; ++i) y[i] = ((i * 2654435761u) >> 7) % 10 == 0 ? 0.0f : x[i] / 0.9f;
-      break;
-    case Kernel::DataLoad: // host → device copy of the batch (a second buffer)
-      std::copy(x.data(), x.data() + n, y.data());
-      break;
-    case Kernel::CrossEntropy: {
-      const int64_t row = std::min<int64_t>(n, 1024);
-      float loss = 0;
-      for (int64_t off = 0; off < n; off += row) {
-        const int64_t len = std::min(row, n - off);
-        auto xs = x.segment(off, len);
-        const float mx = xs.maxCoeff();
-        loss += mx + std::log((xs.array() - mx).exp().sum()) - xs[0];
-      }
-      y[0] = loss;
-      break;
-    }
-    default: // residual add, embedding and anything else: y = x + y
-      y += x;
-      break;
-    }
-    return static_cast<double>(y[0]);
-  }
-  case OpKind::OptimizerStep: {
-    const int64_t n = std::max<int64_t>(shape[0], 1);
-    Vector p(buffer(0, n).data(), n), g(buffer(1, n).data(), n);
-    Vector m(buffer(2, n).data(), n), v(buffer(3, n).data(), n);
-    const float lr = 1e-4f, b1 = 0.9f, b2 = 0.95f, eps = 1e-8f;
-    m = b1 * m + (1 - b1) * g;
-    v = b2 * v + (1 - b2) * g.cwiseProduct(g);
-    auto update = (m.array() / (v.array().abs().sqrt() + eps)).matrix();
-    if (op.kernel == Kernel::LambStep) { // layer-wise trust ratio ‖p‖ / ‖update‖
-      const float un = update.norm();
-      const float trust = un > 0 ? p.norm() / un : 1.0f;
-      p -= lr * trust * update;
-    } else {
-      p -= lr * update;
-    }
-    return static_cast<double>(p[0]);
-  }
+  case OpKind::Gemm: return gemm(shape);
+  case OpKind::Attention: return attention(shape);
+  case OpKind::Elementwise: return elementwise(op.kernel, shape);
+  case OpKind::OptimizerStep: return optimizer_step(op.kernel, shape);
   default: TWINSCALE_ASSERT(false, "CpuKernels::run called with a communication op");
   }
+}
+
+double CpuKernels::gemm(const std::array<int64_t, 4>& shape) {
+  const int64_t m = shape[0], n = shape[1], k = shape[2];
+  MatrixMap a(buffer(0, m * k).data(), m, k);
+  MatrixMap b(buffer(1, k * n).data(), k, n);
+  MatrixMap c(buffer(2, m * n).data(), m, n);
+  c.noalias() = a * b;
+  return static_cast<double>(c(0, 0));
+}
+
+double CpuKernels::attention(const std::array<int64_t, 4>& shape) {
+  // {batch·heads, seq, head_dim, window}: per head S = Q·Kᵀ/√d, row softmax (keys
+  // outside a sliding window masked), O = P·V — the unfused form, materialising S.
+  const int64_t heads = shape[0], s = std::max<int64_t>(shape[1], 1), d = std::max<int64_t>(shape[2], 1);
+  const int64_t window = shape[3];
+  MatrixMap q(buffer(0, s * d).data(), s, d);
+  MatrixMap kk(buffer(1, s * d).data(), s, d);
+  MatrixMap v(buffer(2, s * d).data(), s, d);
+  MatrixMap scores(buffer(3, s * s).data(), s, s);
+  MatrixMap out(buffer(4, s * d).data(), s, d);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  double sum = 0;
+  for (int64_t h = 0; h < std::max<int64_t>(heads, 1); ++h) {
+    scores.noalias() = (q * kk.transpose()) * scale;
+    for (int64_t i = 0; i < s; ++i) {
+      const int64_t lo = window > 0 ? std::max<int64_t>(0, i - window + 1) : 0;
+      auto row = scores.row(i);
+      for (int64_t j = 0; j < lo; ++j) row(j) = -INFINITY;
+      for (int64_t j = i + 1; j < s; ++j) row(j) = -INFINITY; // causal
+      const float mx = row.segment(lo, i - lo + 1).maxCoeff();
+      row = (row.array() - mx).exp();
+      row /= row.sum();
+    }
+    out.noalias() = scores * v;
+    sum += out(0, 0);
+  }
+  return sum;
+}
+
+double CpuKernels::elementwise(Kernel kernel, const std::array<int64_t, 4>& shape) {
+  const int64_t n = std::max<int64_t>(shape[0], 1);
+  Vector x(buffer(0, n).data(), n);
+  Vector y(buffer(1, n).data(), n);
+  switch (kernel) {
+  case Kernel::LayerNorm: // unfused: mean, variance and normalise as three passes
+  case Kernel::FusedLayerNorm: {
+    const int64_t row = std::min<int64_t>(n, 1024);
+    for (int64_t off = 0; off < n; off += row) {
+      const int64_t len = std::min(row, n - off);
+      auto xs = x.segment(off, len);
+      const float mean = xs.mean();
+      const float var = (xs.array() - mean).square().mean();
+      y.segment(off, len) = (xs.array() - mean) / std::sqrt(var + 1e-5f);
+      if (kernel == Kernel::LayerNorm) // the unfused form's separate affine pass
+        y.segment(off, len) = y.segment(off, len).array() * 1.01f + 0.01f;
+    }
+    break;
+  }
+  case Kernel::Gelu: // unfused: bias add, then GeLU (two passes)
+    y = x.array() + 0.1f;
+    y = 0.5f * y.array() * (1.0f + (0.7978845608f * (y.array() + 0.044715f * y.array().cube())).tanh());
+    break;
+  case Kernel::FusedBiasGelu: {
+    auto b = x.array() + 0.1f;
+    y = 0.5f * b * (1.0f + (0.7978845608f * (b + 0.044715f * b.cube())).tanh());
+    break;
+  }
+  case Kernel::Dropout:
+    for (int64_t i = 0; i < n; ++i) y[i] = ((i * 2654435761u) >> 7) % 10 == 0 ? 0.0f : x[i] / 0.9f;
+    break;
+  case Kernel::DataLoad: // host → device copy of the batch (a second buffer)
+    std::copy(x.data(), x.data() + n, y.data());
+    break;
+  case Kernel::CrossEntropy: {
+    const int64_t row = std::min<int64_t>(n, 1024);
+    float loss = 0;
+    for (int64_t off = 0; off < n; off += row) {
+      const int64_t len = std::min(row, n - off);
+      auto xs = x.segment(off, len);
+      const float mx = xs.maxCoeff();
+      loss += mx + std::log((xs.array() - mx).exp().sum()) - xs[0];
+    }
+    y[0] = loss;
+    break;
+  }
+  default: // residual add, embedding and anything else: y = x + y
+    y += x;
+    break;
+  }
+  return static_cast<double>(y[0]);
+}
+
+double CpuKernels::optimizer_step(Kernel kernel, const std::array<int64_t, 4>& shape) {
+  const int64_t n = std::max<int64_t>(shape[0], 1);
+  Vector p(buffer(0, n).data(), n), g(buffer(1, n).data(), n);
+  Vector m(buffer(2, n).data(), n), v(buffer(3, n).data(), n);
+  const float lr = 1e-4f, b1 = 0.9f, b2 = 0.95f, eps = 1e-8f;
+  m = b1 * m + (1 - b1) * g;
+  v = b2 * v + (1 - b2) * g.cwiseProduct(g);
+  auto update = (m.array() / (v.array().abs().sqrt() + eps)).matrix();
+  if (kernel == Kernel::LambStep) { // layer-wise trust ratio ‖p‖ / ‖update‖
+    const float un = update.norm();
+    const float trust = un > 0 ? p.norm() / un : 1.0f;
+    p -= lr * trust * update;
+  } else {
+    p -= lr * update;
+  }
+  return static_cast<double>(p[0]);
 }
 
 } // namespace twinscale::backend::detail

@@ -31,6 +31,10 @@ public:
   double run(const schedules::Op& op, const std::array<int64_t, 4>& shape);
 
 private:
+  double gemm(const std::array<int64_t, 4>& shape);
+  double attention(const std::array<int64_t, 4>& shape);
+  double elementwise(schedules::Kernel kernel, const std::array<int64_t, 4>& shape);
+  double optimizer_step(schedules::Kernel kernel, const std::array<int64_t, 4>& shape);
   std::vector<float>& buffer(int slot, int64_t elements);
   double max_buffer_bytes_;
   std::map<int, std::vector<float>> buffers_;
