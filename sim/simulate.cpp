@@ -13,9 +13,9 @@
 #include <set>
 
 #include "schedules/error.hpp"
-#include "sim/detail/analytic_backend.hpp"
+#include "sim/detail/analytic_engine.hpp"
 #include "sim/detail/executor.hpp"
-#include "sim/detail/flow_backend.hpp"
+#include "sim/detail/flow_engine.hpp"
 #include "sim/detail/network_paths.hpp"
 #include "sim/detail/report_codec.hpp"
 
@@ -100,12 +100,12 @@ SimReport run_in_process(const schedules::Schedule& schedule, const topology::Fa
     if (rank < 0 || rank >= schedule.layout.world())
       throw SimError("trace ranks: rank " + std::to_string(rank) + " outside 0.." +
                      std::to_string(schedule.layout.world() - 1));
-  detail::Executor ex(schedule, gpu_of_rank, options, device, paths, representative);
-  std::unique_ptr<detail::Backend> backend;
+  detail::SimExecutor ex(schedule, gpu_of_rank, options, device, paths, representative);
+  std::unique_ptr<detail::TimeEngine> backend;
   if (options.mode == SimMode::Analytic)
-    backend = std::make_unique<detail::AnalyticBackend>(ex, ex.slot_ranks().size(), params.nccl_compute_slowdown);
+    backend = std::make_unique<detail::AnalyticEngine>(ex, ex.slot_ranks().size(), params.nccl_compute_slowdown);
   else
-    backend = std::make_unique<detail::FlowBackend>(ex, paths, ex.gpu_of_slot(), options);
+    backend = std::make_unique<detail::FlowEngine>(ex, paths, ex.gpu_of_slot(), options);
   ex.attach(backend.get());
   backend->run([&ex]() { ex.start(); });
   ex.check_finished();

@@ -74,9 +74,9 @@ struct RankState {
   size_t done = 0;
 };
 
-class Executor {
+class AbstractExecutor {
 public:
-  Executor(const Schedule& s, bool by_symmetry) : s_(s), L_(s.layout), sym_(by_symmetry) {
+  AbstractExecutor(const Schedule& s, bool by_symmetry) : s_(s), L_(s.layout), sym_(by_symmetry) {
     indices_.resize(s.programs.size());
     std::vector<bool> indexed(s.programs.size(), false);
     auto add = [&](int64_t r) {
@@ -323,7 +323,7 @@ private:
 } // namespace
 
 std::vector<Violation> find_deadlocks(const Schedule& schedule, bool by_symmetry, size_t max_violations) {
-  Executor ex(schedule, by_symmetry);
+  AbstractExecutor ex(schedule, by_symmetry);
   ex.run();
   return ex.report(max_violations);
 }

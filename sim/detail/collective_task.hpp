@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "sim/collective_algorithms.hpp"
-#include "sim/detail/backend.hpp"
 #include "sim/detail/network_paths.hpp"
+#include "sim/detail/time_engine.hpp"
 #include "sim/simulate.hpp"
 
 namespace twinscale::sim::detail {

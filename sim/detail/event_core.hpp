@@ -22,7 +22,7 @@
 
 #include "schedules/error.hpp"
 #include "schedules/op.hpp"
-#include "sim/detail/backend.hpp"
+#include "sim/detail/time_engine.hpp"
 
 namespace twinscale::sim::detail {
 

@@ -70,9 +70,9 @@ uint64_t collective_key(GroupKind kind, int64_t first, uint32_t seq) {
 
 } // namespace
 
-Executor::Executor(const schedules::Schedule& schedule, const std::vector<int64_t>& gpu_of_rank,
-                   const SimOptions& options, const DeviceModel& device, const NetworkPaths& paths,
-                   schedules::RankCoord representative)
+SimExecutor::SimExecutor(const schedules::Schedule& schedule, const std::vector<int64_t>& gpu_of_rank,
+                         const SimOptions& options, const DeviceModel& device, const NetworkPaths& paths,
+                         schedules::RankCoord representative)
     : schedule_(schedule), gpu_of_rank_(gpu_of_rank), options_(options), device_(device), paths_(paths),
       collectives_(paths, options), rep_(representative) {
   const auto& L = schedule_.layout;
@@ -159,7 +159,7 @@ Executor::Executor(const schedules::Schedule& schedule, const std::vector<int64_
 /// Symmetry holds when every rank of a stage runs its stage's program at one speed and
 /// p2p only travels along pipelines (so the executed ranks only ever talk to executed
 /// ranks).
-void Executor::decide_symmetry() {
+void SimExecutor::decide_symmetry() {
   const auto& L = schedule_.layout;
   symmetric_ = options_.aggregate && !options_.every_rank;
   for (int64_t r = 0; symmetric_ && r < L.world(); ++r) {
@@ -178,23 +178,23 @@ void Executor::decide_symmetry() {
   }
 }
 
-int32_t Executor::representative_slot(int64_t rank) const {
+int32_t SimExecutor::representative_slot(int64_t rank) const {
   if (!symmetric_) return slot_of_rank(rank);
   const auto c = schedule_.layout.coord(rank);
   return slot_of_rank(schedule_.layout.rank({rep_.tp, rep_.dp, c.pp}));
 }
 
-std::string Executor::op_name(int32_t slot, uint32_t op) const {
+std::string SimExecutor::op_name(int32_t slot, uint32_t op) const {
   const Op& o = slots_[static_cast<size_t>(slot)].program->ops[op];
   std::string n = o.name < schedule_.names.size() ? schedule_.names[o.name] : std::string(schedules::to_string(o.kind));
   return n;
 }
 
-void Executor::start() {
+void SimExecutor::start() {
   for (size_t s = 0; s < slots_.size() && !job_failed_; ++s) issue_ready(static_cast<int32_t>(s));
 }
 
-bool Executor::deps_done(const Slot& sl, uint32_t op) const {
+bool SimExecutor::deps_done(const Slot& sl, uint32_t op) const {
   const HotOp* hot = sl.index->hot.data();
   const uint32_t* deps = sl.program->deps.data() + hot[op].dep_begin;
   for (uint32_t i = 0; i < hot[op].dep_count; ++i) {
@@ -207,7 +207,7 @@ bool Executor::deps_done(const Slot& sl, uint32_t op) const {
 /// Issues the head op of every idle stream whose dependencies are done, higher
 /// Op::priority first (ties: lower stream). Readiness only changes when an op
 /// completes, so trying every stream after each completion misses nothing.
-void Executor::issue_ready(int32_t slot) {
+void SimExecutor::issue_ready(int32_t slot) {
   Slot& sl = slots_[static_cast<size_t>(slot)];
   std::array<uint32_t, schedules::kStreamCount> cand{};
   std::array<int32_t, schedules::kStreamCount> prio{};
@@ -229,7 +229,7 @@ void Executor::issue_ready(int32_t slot) {
   for (int i = 0; i < nc && !job_failed_; ++i) issue(slot, cand[static_cast<size_t>(i)]);
 }
 
-void Executor::issue(int32_t slot, uint32_t op_index) {
+void SimExecutor::issue(int32_t slot, uint32_t op_index) {
   Slot& sl = slots_[static_cast<size_t>(slot)];
   const HotOp& h = sl.index->hot[op_index];
   const double now = backend_->now();
@@ -248,7 +248,7 @@ void Executor::issue(int32_t slot, uint32_t op_index) {
   }
 }
 
-void Executor::issue_collective(int32_t slot, uint32_t op_index) {
+void SimExecutor::issue_collective(int32_t slot, uint32_t op_index) {
   Slot& sl = slots_[static_cast<size_t>(slot)];
   const Op& op = sl.program->ops[op_index];
   const auto k = static_cast<size_t>(op.group);
@@ -288,7 +288,7 @@ void Executor::issue_collective(int32_t slot, uint32_t op_index) {
   free_pending_.push_back(pending_index);
 }
 
-void Executor::issue_p2p(int32_t slot, uint32_t op_index) {
+void SimExecutor::issue_p2p(int32_t slot, uint32_t op_index) {
   Slot& sl = slots_[static_cast<size_t>(slot)];
   const Op& op = sl.program->ops[op_index];
   const auto members = schedule_.layout.group_members(op.group, sl.rank);
@@ -321,8 +321,8 @@ void Executor::issue_p2p(int32_t slot, uint32_t op_index) {
 /// The group and, with `images`, the groups its symmetric images form (every tp shift,
 /// and every dp shift for pipeline groups): the traffic that runs at once when all ranks
 /// of a stage run in step.
-std::vector<std::vector<int64_t>> Executor::image_groups(GroupKind kind, const std::vector<int64_t>& members,
-                                                         bool images) const {
+std::vector<std::vector<int64_t>> SimExecutor::image_groups(GroupKind kind, const std::vector<int64_t>& members,
+                                                            bool images) const {
   std::vector<std::vector<int64_t>> out;
   if (!images || kind == GroupKind::World || kind == GroupKind::Tp) {
     out.push_back(members);
@@ -350,7 +350,7 @@ std::vector<std::vector<int64_t>> Executor::image_groups(GroupKind kind, const s
 /// symmetric run the images are not executed, in an every-rank run each image is
 /// executed and counts the others, which run at once when speeds are equal. Flows are
 /// those of the executed group, plus its images' in a symmetric run.
-CommTask Executor::collective_task(const Op& op, const std::vector<int64_t>& members) const {
+CommTask SimExecutor::collective_task(const Op& op, const std::vector<int64_t>& members) const {
   const auto n = static_cast<int64_t>(members.size());
   CommTask task;
   if (n <= 1) {
@@ -390,7 +390,7 @@ CommTask Executor::collective_task(const Op& op, const std::vector<int64_t>& mem
   return task;
 }
 
-CommTask Executor::p2p_task(int64_t src_rank, int64_t dst_rank, double bytes) const {
+CommTask SimExecutor::p2p_task(int64_t src_rank, int64_t dst_rank, double bytes) const {
   const int64_t src = gpu_of_rank_[static_cast<size_t>(src_rank)];
   const int64_t dst = gpu_of_rank_[static_cast<size_t>(dst_rank)];
   CommTask task;
@@ -403,7 +403,7 @@ CommTask Executor::p2p_task(int64_t src_rank, int64_t dst_rank, double bytes) co
   return task;
 }
 
-void Executor::start_comm(const std::vector<Participant>& participants, CommTask task) {
+void SimExecutor::start_comm(const std::vector<Participant>& participants, CommTask task) {
   uint32_t id = 0;
   if (free_comms_.empty()) {
     id = static_cast<uint32_t>(comms_.size());
@@ -425,10 +425,10 @@ void Executor::start_comm(const std::vector<Participant>& participants, CommTask
   backend_->start_comm(id, std::move(task));
 }
 
-void Executor::on_compute_done(int32_t slot, uint32_t op) { complete_op(slot, op, false); }
+void SimExecutor::on_compute_done(int32_t slot, uint32_t op) { complete_op(slot, op, false); }
 
 /// Releases every participant of the instance at once (one event per instance).
-void Executor::on_comm_done(uint32_t comm_id, bool failed, double stalled_s) {
+void SimExecutor::on_comm_done(uint32_t comm_id, bool failed, double stalled_s) {
   std::vector<Participant> parts = std::move(comms_[comm_id]);
   comms_[comm_id].clear();
   for (const Participant& p : parts) {
@@ -449,16 +449,16 @@ void Executor::on_comm_done(uint32_t comm_id, bool failed, double stalled_s) {
   free_comms_.push_back(comm_id);
 }
 
-void Executor::fail_job(const std::string& why) {
+void SimExecutor::fail_job(const std::string& why) {
   if (job_failed_) return;
   job_failed_ = true;
   failure_ = why;
   failure_time_s_ = backend_->now();
 }
 
-void Executor::on_job_fault(const std::string& why) { fail_job(why); }
+void SimExecutor::on_job_fault(const std::string& why) { fail_job(why); }
 
-void Executor::complete_op(int32_t slot, uint32_t op_index, bool failed) {
+void SimExecutor::complete_op(int32_t slot, uint32_t op_index, bool failed) {
   Slot& sl = slots_[static_cast<size_t>(slot)];
   const double now = backend_->now();
   const HotOp& h = sl.index->hot[op_index];
@@ -483,11 +483,11 @@ void Executor::complete_op(int32_t slot, uint32_t op_index, bool failed) {
   issue_ready(slot);
 }
 
-void Executor::finish(double horizon_s) {
+void SimExecutor::finish(double horizon_s) {
   for (Slot& sl : slots_) sl.account.finish(horizon_s);
 }
 
-void Executor::check_finished() const {
+void SimExecutor::check_finished() const {
   if (job_failed_ || ops_done_ == ops_total_) return;
   std::ostringstream os;
   os << "deadlock: " << (ops_total_ - ops_done_) << " ops never ran;";

@@ -1,5 +1,5 @@
 // The executor: runs every executed rank's program with the semantics of
-// schedules/schedule.hpp on a Backend. Ops of one stream start in program order, each
+// schedules/schedule.hpp on a TimeEngine. Ops of one stream start in program order, each
 // once the previous op of that stream has completed and its dependencies are done;
 // streams interact only through dependencies; when several streams of a rank can start
 // an op at the same instant, the higher Op::priority starts first. A collective starts
@@ -32,10 +32,10 @@
 #include <vector>
 
 #include "schedules/schedule.hpp"
-#include "sim/detail/backend.hpp"
 #include "sim/detail/collective_task.hpp"
 #include "sim/detail/network_paths.hpp"
 #include "sim/detail/rank_account.hpp"
+#include "sim/detail/time_engine.hpp"
 #include "sim/device_model.hpp"
 #include "sim/simulate.hpp"
 
@@ -70,14 +70,14 @@ struct ProgramIndex {
 
 inline constexpr int kGroupKinds = 5;
 
-class Executor final : public CompletionListener {
+class SimExecutor final : public CompletionListener {
 public:
   /// `representative`: the pipeline executed by a symmetric run. Op timings are kept for
   /// the slots of SimOptions::trace_ranks (every slot when empty) if record_trace.
-  Executor(const schedules::Schedule& schedule, const std::vector<int64_t>& gpu_of_rank, const SimOptions& options,
-           const DeviceModel& device, const NetworkPaths& paths, schedules::RankCoord representative = {});
+  SimExecutor(const schedules::Schedule& schedule, const std::vector<int64_t>& gpu_of_rank, const SimOptions& options,
+              const DeviceModel& device, const NetworkPaths& paths, schedules::RankCoord representative = {});
 
-  void attach(Backend* backend) { backend_ = backend; }
+  void attach(TimeEngine* backend) { backend_ = backend; }
   void start();
   void on_compute_done(int32_t slot, uint32_t op) override;
   void on_comm_done(uint32_t comm_id, bool failed, double stalled_s) override;
@@ -153,7 +153,7 @@ private:
   const DeviceModel& device_;
   const NetworkPaths& paths_;
   CollectiveTasks collectives_;
-  Backend* backend_ = nullptr;
+  TimeEngine* backend_ = nullptr;
   bool symmetric_ = false; // one pipeline stands for all
   bool shortcuts_ = false; // closed forms inside a server, merged ring steps
 

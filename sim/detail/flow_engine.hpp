@@ -25,17 +25,17 @@
 #include <memory>
 #include <vector>
 
-#include "sim/detail/backend.hpp"
 #include "sim/detail/network_paths.hpp"
+#include "sim/detail/time_engine.hpp"
 #include "sim/simulate.hpp"
 
 namespace twinscale::sim::detail {
 
-class FlowBackend final : public Backend {
+class FlowEngine final : public TimeEngine {
 public:
-  FlowBackend(CompletionListener& listener, const NetworkPaths& paths, std::vector<int64_t> slot_gpu,
-              const SimOptions& options);
-  ~FlowBackend() override;
+  FlowEngine(CompletionListener& listener, const NetworkPaths& paths, std::vector<int64_t> slot_gpu,
+             const SimOptions& options);
+  ~FlowEngine() override;
 
   double now() const override;
   void start_compute(int32_t slot, uint32_t op, double seconds) override;

@@ -2,14 +2,14 @@
 // event_core.hpp; communication tasks take their closed form.
 #pragma once
 
-#include "sim/detail/backend.hpp"
 #include "sim/detail/event_core.hpp"
+#include "sim/detail/time_engine.hpp"
 
 namespace twinscale::sim::detail {
 
-class AnalyticBackend final : public Backend {
+class AnalyticEngine final : public TimeEngine {
 public:
-  AnalyticBackend(CompletionListener& listener, size_t slots, double nccl_compute_slowdown)
+  AnalyticEngine(CompletionListener& listener, size_t slots, double nccl_compute_slowdown)
       : core_(listener, slots, nccl_compute_slowdown) {}
 
   double now() const override { return core_.now(); }

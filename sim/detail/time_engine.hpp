@@ -40,9 +40,9 @@ public:
   virtual void on_job_fault(const std::string& why) = 0;
 };
 
-class Backend {
+class TimeEngine {
 public:
-  virtual ~Backend() = default;
+  virtual ~TimeEngine() = default;
   virtual double now() const = 0;
   /// Runs `seconds` of nominal compute for op `op` of executed rank `slot`. Compute ops
   /// running at once on one GPU (kernels of different streams) share it equally.

@@ -1,4 +1,4 @@
-#include "sim/detail/flow_backend.hpp"
+#include "sim/detail/flow_engine.hpp"
 
 #include <simgrid/Exception.hpp>
 #include <simgrid/kernel/ProfileBuilder.hpp>
@@ -31,7 +31,7 @@ struct Endpoint {
   int32_t channel = -1; // -1: the GPU's compute host
 };
 
-/// Per-flow ECMP routing: see flow_backend.hpp.
+/// Per-flow ECMP routing: see flow_engine.hpp.
 class EcmpZone final : public sgr::NetZoneImpl {
 public:
   explicit EcmpZone(const NetworkPaths& paths) : sgr::NetZoneImpl("twinscale-fabric"), paths_(paths) {}
@@ -63,7 +63,7 @@ private:
 
 } // namespace
 
-struct FlowBackend::Impl {
+struct FlowEngine::Impl {
   struct Task {
     uint32_t comm_id = 0;
     CommTask spec;
@@ -128,7 +128,7 @@ struct FlowBackend::Impl {
   void drive(const std::function<void()>& start);
 };
 
-void FlowBackend::Impl::build_platform() {
+void FlowEngine::Impl::build_platform() {
   const auto& fabric = paths.fabric();
   zone = new EcmpZone(paths); // owned by SimGrid's engine (root zone)
   sg4::NetZone* z = zone->get_iface();
@@ -173,9 +173,9 @@ void FlowBackend::Impl::build_platform() {
 ///    fail: the collective and the job fail), ON again at until_s if it comes back;
 ///  - GPU slowdown: the executed rank on that GPU computes at 1 − slowdown of its speed
 ///    during the event (the event core's speed scale: compute ops are not SimGrid
-///    activities, see flow_backend.hpp);
+///    activities, see flow_engine.hpp);
 ///  - server crash: the job fails at at_s (every rank of a synchronous job stops).
-void FlowBackend::Impl::apply_fault_plan() {
+void FlowEngine::Impl::apply_fault_plan() {
   if (options.faults == nullptr) return;
   const faults::FaultPlan& plan = *options.faults;
   const double tolerated = plan.retransmit.tolerated_outage_s();
@@ -223,7 +223,7 @@ void FlowBackend::Impl::apply_fault_plan() {
   }
 }
 
-double FlowBackend::Impl::stalled_seconds(const FlowSpec& f, double start, double end) const {
+double FlowEngine::Impl::stalled_seconds(const FlowSpec& f, double start, double end) const {
   if (link_stalls.empty()) return 0;
   std::vector<topology::Hop> hops;
   paths.route(f.src_gpu, f.dst_gpu, f.channel, hops);
@@ -241,7 +241,7 @@ double FlowBackend::Impl::stalled_seconds(const FlowSpec& f, double start, doubl
 /// comm started at 1 B/s would stay at 1 B/s after the link recovers; a flow that would
 /// start during an outage therefore waits for its end (the same stall: no progress, then
 /// resume), or for the retransmit limit, after which the link is OFF and it fails.
-double FlowBackend::Impl::stall_end(const FlowSpec& f, double t) const {
+double FlowEngine::Impl::stall_end(const FlowSpec& f, double t) const {
   if (link_stalls.empty()) return t;
   std::vector<topology::Hop> hops;
   paths.route(f.src_gpu, f.dst_gpu, f.channel, hops);
@@ -260,7 +260,7 @@ double FlowBackend::Impl::stall_end(const FlowSpec& f, double t) const {
   return t;
 }
 
-void FlowBackend::Impl::launch_phase(Task* task) {
+void FlowEngine::Impl::launch_phase(Task* task) {
   const auto& spec = task->spec;
   const size_t begin = spec.phase_begin.empty() ? 0 : spec.phase_begin[task->phase];
   const size_t end = (spec.phase_begin.empty() || task->phase + 1 >= spec.phase_begin.size())
@@ -280,7 +280,7 @@ void FlowBackend::Impl::launch_phase(Task* task) {
 /// from it. Receivers of one port are interchangeable (every message to that mailbox
 /// goes from some source port to this port), so FIFO matching is exact. Host-to-host
 /// Comm::sendto is not used: its completions scan an engine-wide list in 3.32.
-void FlowBackend::Impl::launch_flow(Task* task, uint32_t flow) {
+void FlowEngine::Impl::launch_flow(Task* task, uint32_t flow) {
   static char payload = 0;
   const FlowSpec& f = task->spec.flows[flow];
   sg4::Host* src = port_host[static_cast<size_t>(f.src_gpu)][f.channel];
@@ -323,7 +323,7 @@ void FlowBackend::Impl::launch_flow(Task* task, uint32_t flow) {
   });
 }
 
-void FlowBackend::Impl::flow_done(Task* task, uint32_t flow, bool failed) {
+void FlowEngine::Impl::flow_done(Task* task, uint32_t flow, bool failed) {
   task->failed = task->failed || failed;
   if (flow != UINT32_MAX) {
     if (!task->dependents.empty())
@@ -350,7 +350,7 @@ void FlowBackend::Impl::flow_done(Task* task, uint32_t flow, bool failed) {
 /// The driver actor: dispatches the event core's events (compute completions, closed-form
 /// timers, speed changes) at their times, and sleeps in between until the next one or
 /// until a flow completes (flow actors notify `wake`).
-void FlowBackend::Impl::drive(const std::function<void()>& start) {
+void FlowEngine::Impl::drive(const std::function<void()>& start) {
   auto mutex = sg4::Mutex::create();
   std::unique_lock<sg4::Mutex> lock(*mutex);
   guarded(start);
@@ -368,23 +368,23 @@ void FlowBackend::Impl::drive(const std::function<void()>& start) {
   }
 }
 
-FlowBackend::FlowBackend(CompletionListener& listener, const NetworkPaths& paths, std::vector<int64_t> slot_gpu,
-                         const SimOptions& options)
+FlowEngine::FlowEngine(CompletionListener& listener, const NetworkPaths& paths, std::vector<int64_t> slot_gpu,
+                       const SimOptions& options)
     : impl_(std::make_unique<Impl>(listener, paths, std::move(slot_gpu), options)) {}
 
-FlowBackend::~FlowBackend() = default;
+FlowEngine::~FlowEngine() = default;
 
-double FlowBackend::now() const { return impl_->core.now(); }
+double FlowEngine::now() const { return impl_->core.now(); }
 
-int64_t FlowBackend::flows_started() const { return impl_->flows; }
+int64_t FlowEngine::flows_started() const { return impl_->flows; }
 
-void FlowBackend::start_compute(int32_t slot, uint32_t op, double seconds) {
+void FlowEngine::start_compute(int32_t slot, uint32_t op, double seconds) {
   impl_->core.start_compute(slot, op, seconds);
 }
 
-void FlowBackend::set_comm_active(int32_t slot, bool active) { impl_->core.set_comm_active(slot, active); }
+void FlowEngine::set_comm_active(int32_t slot, bool active) { impl_->core.set_comm_active(slot, active); }
 
-void FlowBackend::start_comm(uint32_t comm_id, CommTask task) {
+void FlowEngine::start_comm(uint32_t comm_id, CommTask task) {
   if (task.closed_form_s >= 0) {
     impl_->core.add_timer(impl_->core.now() + task.closed_form_s, comm_id);
     return;
@@ -406,7 +406,7 @@ void FlowBackend::start_comm(uint32_t comm_id, CommTask task) {
   impl->pending.emplace_back([impl, raw]() { impl->launch_phase(raw); });
 }
 
-void FlowBackend::run(const std::function<void()>& start) {
+void FlowEngine::run(const std::function<void()>& start) {
   static int argc = 0;
   static std::vector<std::string> args = {"twinscale-sim",
                                           "--cfg=network/model:CM02",
