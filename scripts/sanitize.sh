@@ -21,7 +21,10 @@ launcher=()
 command -v ccache >/dev/null 2>&1 && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 # SimGrid switches actor stacks itself; detect_stack_use_after_return would misread that.
 export ASAN_OPTIONS="detect_leaks=1:detect_stack_use_after_return=0:strict_string_checks=1"
-export LSAN_OPTIONS="suppressions=$PWD/scripts/sanitize.supp:print_suppressions=0"
+export LSAN_OPTIONS="suppressions=$PWD/scripts/sanitize.supp:print_suppressions=0:fast_unwind_on_malloc=0"
+# Open MPI unloads its MCA plugins at MPI_Finalize: their allocations would then be
+# reported from an "<unknown module>" that no suppression can name. Keep them loaded.
+export OMPI_MCA_mca_base_component_disable_dlclose=1
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 
 if [ "${1:-}" = "--readers" ]; then
