@@ -3,8 +3,13 @@
 #pragma once
 
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <sys/wait.h>
+#include <unistd.h>
 
 namespace twinscale::test {
 
@@ -26,6 +31,48 @@ inline CliResult run_cli(const std::string& args, Capture capture) {
   while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
   const int status = pclose(p);
   r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+/// A CLI run with stdout and stderr kept apart.
+struct CliOutput {
+  int code = -1; // exit status; -1 if the process did not exit normally
+  std::string out;
+  std::string err;
+  bool says(const std::string& s) const { return err.find(s) != std::string::npos; }
+};
+
+/// A scratch folder of this test process: <tmp>/twinscale-<name>-<pid>, created.
+inline std::filesystem::path scratch_dir(const std::string& name) {
+  const auto dir = std::filesystem::temp_directory_path() / ("twinscale-" + name + "-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+inline std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+inline void write_text(const std::filesystem::path& p, const std::string& text) {
+  std::ofstream out(p, std::ios::binary);
+  out << text;
+}
+
+/// Runs `env TWINSCALE_CLI args` (env: "VAR=value " prefixes, may be empty), its stdout and
+/// stderr through files in `scratch`.
+inline CliOutput run_cli_split(const std::string& args, const std::filesystem::path& scratch,
+                               const std::string& env = "") {
+  const auto out = scratch / "stdout.txt";
+  const auto err = scratch / "stderr.txt";
+  const std::string cmd = env + std::string(TWINSCALE_CLI) + " " + args + " >" + out.string() + " 2>" + err.string();
+  const int status = std::system(cmd.c_str());
+  CliOutput r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = slurp(out);
+  r.err = slurp(err);
   return r;
 }
 

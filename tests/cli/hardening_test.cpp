@@ -3,6 +3,8 @@
 // or a run that eats the machine. The CLI runs as a process.
 #include <catch2/catch.hpp>
 
+#include "tests/cli_runner.hpp"
+
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -15,46 +17,18 @@
 namespace fs = std::filesystem;
 
 namespace {
-struct Result {
-  int code = -1;
-  std::string out;
-  std::string err;
-  bool says(const std::string& s) const { return err.find(s) != std::string::npos; }
-};
+using Result = twinscale::test::CliOutput;
+using twinscale::test::slurp;
+using twinscale::test::write_text;
 
-fs::path scratch() {
-  const fs::path dir = fs::temp_directory_path() / ("twinscale-hardening-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return dir;
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void write(const fs::path& p, const std::string& text) {
-  std::ofstream out(p, std::ios::binary);
-  out << text;
-}
+fs::path scratch() { return twinscale::test::scratch_dir("hardening"); }
 
 /// Runs the CLI; `memory_bytes` > 0 sets TWINSCALE_MEMORY_BYTES (the memory the refusal
 /// checks compare against) for this run only.
 Result run(const std::string& args, double memory_bytes = 0) {
-  const fs::path dir = scratch();
-  const fs::path out = dir / "stdout.txt";
-  const fs::path err = dir / "stderr.txt";
   std::string env;
   if (memory_bytes > 0) env = "TWINSCALE_MEMORY_BYTES=" + std::to_string(static_cast<long long>(memory_bytes)) + " ";
-  const std::string cmd = env + std::string(TWINSCALE_CLI) + " " + args + " >" + out.string() + " 2>" + err.string();
-  const int status = std::system(cmd.c_str());
-  Result r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
+  return twinscale::test::run_cli_split(args, scratch(), env);
 }
 
 /// Replaces the first `from` in `text` by `to` (REQUIREs that it is there).
@@ -85,8 +59,8 @@ TEST_CASE("hardening: a schedule whose layout product overflows is refused, not 
   const std::string text = tiny_schedule();
   REQUIRE(text.find("\"layout\":{\"dp\":2,\"pp\":2,\"tp\":2}") != std::string::npos);
   // 2^32 · 2^32 · 1 wraps to 0 in int64 arithmetic: the old size check passed and validate crashed
-  write(f, replaced(text, "\"layout\":{\"dp\":2,\"pp\":2,\"tp\":2}",
-                    "\"layout\":{\"dp\":4294967296,\"pp\":1,\"tp\":4294967296}"));
+  write_text(f, replaced(text, "\"layout\":{\"dp\":2,\"pp\":2,\"tp\":2}",
+                         "\"layout\":{\"dp\":4294967296,\"pp\":1,\"tp\":4294967296}"));
   const Result r = run("schedule validate " + f.string());
   CHECK(r.code == 1);
   CHECK(r.says("overflow.json"));
@@ -103,24 +77,24 @@ TEST_CASE("hardening: schedule files are checked against their layout", "[cli][h
   const auto second = text.find("},{", mem);
   const auto end = text.find("}]", mem);
   REQUIRE(second < end);
-  write(f, text.substr(0, second + 1) + text.substr(end + 1));
+  write_text(f, text.substr(0, second + 1) + text.substr(end + 1));
   Result r = run("schedule validate " + f.string());
   CHECK(r.code == 1);
   CHECK(r.says("$.memory_by_stage"));
   CHECK(r.says("pp = 2"));
   // the embedded job must be the one the layout was lowered from
-  write(f, replaced(text, "\"layout\":{\"dp\":2,\"pp\":2,\"tp\":2}", "\"layout\":{\"dp\":1,\"pp\":2,\"tp\":4}"));
+  write_text(f, replaced(text, "\"layout\":{\"dp\":2,\"pp\":2,\"tp\":2}", "\"layout\":{\"dp\":1,\"pp\":2,\"tp\":4}"));
   r = run("schedule validate " + f.string());
   CHECK(r.code == 1);
   CHECK(r.says("disagrees with $.job.parallel"));
   // a number beyond double: a message naming the file, not a bare library exception
-  write(f, replaced(text, "\"model_flops_per_iteration\":", "\"model_flops_per_iteration\":1e400,\"x\":"));
+  write_text(f, replaced(text, "\"model_flops_per_iteration\":", "\"model_flops_per_iteration\":1e400,\"x\":"));
   r = run("schedule validate " + f.string());
   CHECK(r.code == 1);
   CHECK(r.says("bad.json"));
   CHECK(r.says("not valid JSON"));
   // a schedule's job.cluster may only be a preset or a file next to it: never a device
-  write(f, replaced(text, "\"cluster\":\"tiny-2tier\"", "\"cluster\":\"/dev/zero\""));
+  write_text(f, replaced(text, "\"cluster\":\"tiny-2tier\"", "\"cluster\":\"/dev/zero\""));
   r = run("schedule validate " + f.string());
   CHECK(r.code == 1);
   CHECK(r.says("job.cluster"));
@@ -140,25 +114,25 @@ TEST_CASE("hardening: device files and folders are not read as inputs", "[cli][h
   // a job's cluster: a preset, or a file in the job's folder (resolved relative to it)
   const fs::path dir = scratch() / "jobdir";
   fs::create_directories(dir);
-  write(dir / "job.toml", replaced(kTinyJob, "tiny-2tier", "/dev/zero"));
+  write_text(dir / "job.toml", replaced(kTinyJob, "tiny-2tier", "/dev/zero"));
   r = run("schedule show " + (dir / "job.toml").string());
   CHECK(r.code == 1);
   CHECK(r.says("key 'cluster'"));
-  write(dir / "job.toml", replaced(kTinyJob, "tiny-2tier", "../c.toml"));
+  write_text(dir / "job.toml", replaced(kTinyJob, "tiny-2tier", "../c.toml"));
   r = run("schedule show " + (dir / "job.toml").string());
   CHECK(r.code == 1);
   CHECK(r.says("outside the document's folder"));
   fs::copy_file(fs::path(TWINSCALE_SOURCE_DIR) / "presets/clusters/tiny-2tier.toml", dir / "c.toml",
                 fs::copy_options::overwrite_existing);
-  write(dir / "job.toml", replaced(kTinyJob, "tiny-2tier", "c.toml"));
+  write_text(dir / "job.toml", replaced(kTinyJob, "tiny-2tier", "c.toml"));
   r = run("schedule show " + (dir / "job.toml").string()); // from any working directory
   INFO(r.err);
   CHECK(r.code == 0);
-  write(dir / "job.toml", replaced(kTinyJob, "tiny-2tier", (dir / "c.toml").string())); // absolute, inside
+  write_text(dir / "job.toml", replaced(kTinyJob, "tiny-2tier", (dir / "c.toml").string())); // absolute, inside
   r = run("schedule show " + (dir / "job.toml").string());
   CHECK(r.code == 0);
   fs::create_symlink("/dev/zero", dir / "z.toml");
-  write(dir / "job.toml", replaced(kTinyJob, "tiny-2tier", "z.toml")); // a link out of the folder
+  write_text(dir / "job.toml", replaced(kTinyJob, "tiny-2tier", "z.toml")); // a link out of the folder
   r = run("schedule show " + (dir / "job.toml").string());
   CHECK(r.code == 1);
   CHECK(r.says("outside the document's folder"));
@@ -168,18 +142,18 @@ TEST_CASE("hardening: device files and folders are not read as inputs", "[cli][h
 TEST_CASE("hardening: huge sizes in a job give the right message", "[cli][hardening]") {
   const fs::path f = scratch() / "huge.toml";
   // 4·hidden overflowed and was reported as "ffn_hidden must be ≥ 1"
-  write(f, replaced(kTinyJob, "hidden = 64", "hidden = 4611686018427387904"));
+  write_text(f, replaced(kTinyJob, "hidden = 64", "hidden = 4611686018427387904"));
   Result r = run("schedule show " + f.string());
   CHECK(r.code == 1);
   CHECK(r.says("model.hidden = 4611686018427387904 is larger than"));
   // micro_batch·seq_len overflowed int64
-  write(f, replaced(replaced(kTinyJob, "seq_len = 16", "seq_len = 16777216"), "global_batch = 2",
-                    "micro_batch = 1048576\nglobal_batch = 1048576"));
+  write_text(f, replaced(replaced(kTinyJob, "seq_len = 16", "seq_len = 16777216"), "global_batch = 2",
+                         "micro_batch = 1048576\nglobal_batch = 1048576"));
   r = run("schedule show " + f.string());
   CHECK(r.code == 1);
   CHECK(r.says("micro_batch·model.seq_len"));
   // a huge pp
-  write(f, replaced(kTinyJob, "dp = 1", "dp = 1\npp = 4294967296"));
+  write_text(f, replaced(kTinyJob, "dp = 1", "dp = 1\npp = 4294967296"));
   r = run("schedule show " + f.string());
   CHECK(r.code == 1);
   CHECK(r.says("1048576"));
@@ -213,8 +187,8 @@ TEST_CASE("hardening: commands that would not fit in memory are refused up front
 TEST_CASE("hardening: a campaign with an absurd fault rate is refused, not run until memory runs out",
           "[cli][hardening]") {
   const fs::path f = scratch() / "faults.toml";
-  write(f, "name = \"absurd\"\nsource = \"test\"\n[[category]]\nkind = \"other\"\nname = \"everything\"\n"
-           "rate_per_node_day = 1e300\nscope = \"node\"\ndetection = \"explicit-error\"\n");
+  write_text(f, "name = \"absurd\"\nsource = \"test\"\n[[category]]\nkind = \"other\"\nname = \"everything\"\n"
+                "rate_per_node_day = 1e300\nscope = \"node\"\ndetection = \"explicit-error\"\n");
   const Result r = run("campaign --preset tiny-1f1b --faults " + f.string() + " --iteration-time 1 --days 1");
   CHECK(r.code == 1);
   CHECK(r.says("faults per seed"));

@@ -1,6 +1,8 @@
 // `twinscale schedule …` run as a process: exit codes 0 (ok), 1 (bad input), 2 (usage).
 #include <catch2/catch.hpp>
 
+#include "tests/cli_runner.hpp"
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -12,42 +14,13 @@
 namespace fs = std::filesystem;
 
 namespace {
-struct Result {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
+using Result = twinscale::test::CliOutput;
+using twinscale::test::slurp;
+using twinscale::test::write_text;
 
-fs::path scratch() {
-  const fs::path dir = fs::temp_directory_path() / ("twinscale-cli-test-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return dir;
-}
+fs::path scratch() { return twinscale::test::scratch_dir("cli-test"); }
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-Result run(const std::string& args) {
-  const fs::path dir = scratch();
-  const fs::path out = dir / "stdout.txt";
-  const fs::path err = dir / "stderr.txt";
-  const std::string cmd = std::string(TWINSCALE_CLI) + " " + args + " >" + out.string() + " 2>" + err.string();
-  const int status = std::system(cmd.c_str());
-  Result r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
-}
-
-void write(const fs::path& p, const std::string& text) {
-  std::ofstream out(p, std::ios::binary);
-  out << text;
-}
+Result run(const std::string& args) { return twinscale::test::run_cli_split(args, scratch()); }
 } // namespace
 
 TEST_CASE("schedule show: preset, overrides, --json", "[cli]") {
@@ -78,8 +51,8 @@ TEST_CASE("schedule show: bad input exits 1 with a message naming it", "[cli]") 
   CHECK(r.code == 1);
   CHECK(r.err.find("--gpus") != std::string::npos);
   const fs::path job = scratch() / "bad.toml";
-  write(job, "name = \"x\"\ncluster = \"c\"\n[model]\nlayers = 3\nhidden = 64\nheads = 4\nseq_len = 16\n"
-             "vocab = 64\n[parallel]\npp = 2\ndp = 1\nglobal_batch = 2\n");
+  write_text(job, "name = \"x\"\ncluster = \"c\"\n[model]\nlayers = 3\nhidden = 64\nheads = 4\nseq_len = 16\n"
+                  "vocab = 64\n[parallel]\npp = 2\ndp = 1\nglobal_batch = 2\n");
   r = run("schedule show " + job.string());
   CHECK(r.code == 1);
   CHECK(r.err.find("bad.toml") != std::string::npos);
@@ -116,7 +89,7 @@ TEST_CASE("schedule export then validate; a broken file fails validation", "[cli
   REQUIRE(at != std::string::npos);
   text.replace(at, key.size(), "\"program_of_rank\":[0,0,0,1,");
   const fs::path broken = dir / "broken.json";
-  write(broken, text);
+  write_text(broken, text);
   r = run("schedule validate " + broken.string());
   CHECK(r.code == 1);
   CHECK(r.out.find("rank 3") != std::string::npos); // its sends now target itself
@@ -124,7 +97,7 @@ TEST_CASE("schedule export then validate; a broken file fails validation", "[cli
   CHECK(r.code == 1);
   CHECK(r.out.find("\"valid\": false") != std::string::npos);
 
-  write(broken, "{\"format\":\"twinscale-schedule\"");
+  write_text(broken, "{\"format\":\"twinscale-schedule\"");
   r = run("schedule validate " + broken.string());
   CHECK(r.code == 1);
   CHECK(r.err.find("broken.json") != std::string::npos);
