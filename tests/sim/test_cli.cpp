@@ -51,3 +51,16 @@ TEST_CASE("twinscale simulate --every-rank with per-GPU speeds writes every rank
   CHECK(run("simulate --preset tiny-megascale --gpu-speed-dist gauss:1").rc == 1);
   CHECK(run("simulate --preset tiny-megascale --gpu-speed-file /nonexistent/speeds.csv").rc == 1);
 }
+
+TEST_CASE("twinscale simulate: the speed-variation shortcut is refused when every rank is executed", "[sim][cli]") {
+  // The order statistic stands in for unexecuted ranks; with every rank executed the
+  // per-GPU speeds themselves must be given (and the two would count variation twice).
+  const auto r = twinscale::test::run_cli("simulate --preset tiny-1f1b --mode analytic --every-rank --speed-variation",
+                                          twinscale::test::Capture::StdoutAndStderr);
+  CHECK(r.rc == 1);
+  CHECK(r.out.find("--speed-variation") != std::string::npos);
+  CHECK(r.out.find("--gpu-speed-dist") != std::string::npos);
+  const auto ok = twinscale::test::run_cli("simulate --preset tiny-1f1b --mode analytic --speed-variation",
+                                           twinscale::test::Capture::StdoutOnly);
+  CHECK(ok.rc == 0);
+}
