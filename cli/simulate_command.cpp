@@ -43,6 +43,8 @@ struct SimulateArgs {
   std::string gpu_speed_file;
   uint64_t speed_seed = 1;
   bool speed_variation = false;
+  double slow_host_fraction = 0;
+  double slow_host_factor = 1;
   std::string trace_file;
   std::string ranks;
   std::string per_rank_csv;
@@ -195,6 +197,8 @@ int run_simulate(const SimulateArgs& a) {
   spec.sim.aggregate = !a.no_aggregate;
   spec.sim.every_rank = a.every_rank;
   spec.sim.speed_variation = a.speed_variation;
+  spec.sim.slow_hosts.fraction = a.slow_host_fraction;
+  spec.sim.slow_hosts.factor = a.slow_host_factor;
   spec.sim.all_reduce_algorithm = config::parse_all_reduce_algorithm(a.algorithm, "--algorithm");
   spec.sim.nccl.model_protocols = !a.ideal_collectives;
   spec.calibration_file = a.calibration_file;
@@ -261,6 +265,10 @@ void add_simulate_command(CLI::App& app, Action& action) {
   cmd->add_option("--speed-seed", args->speed_seed, "seed of --gpu-speed-dist");
   cmd->add_flag("--speed-variation", args->speed_variation,
                 "per-GPU speed drawn per seed (catalogue speed_sigma); compute at the slowest GPU's pace");
+  cmd->add_option("--slow-host-fraction", args->slow_host_fraction,
+                  "with --speed-variation: probability in [0, 1] that a server is slow (drawn per seed)");
+  cmd->add_option("--slow-host-factor", args->slow_host_factor,
+                  "with --speed-variation: time multiplier (>= 1) of a slow server's GPUs");
   cmd->add_option("--trace", args->trace_file, "write a Chrome trace (Perfetto) of the executed ranks");
   cmd->add_option("--ranks", args->ranks, "ranks to trace, e.g. 0-7,64");
   cmd->add_option("--per-rank-csv", args->per_rank_csv, "write rank,tp,pp,dp,forward_s,backward_s,comm_wait_s");

@@ -39,10 +39,18 @@
 //   pipeline = "1f1b"               "1f1b" | "interleaved" (M5; vpp > 1 needs interleaved)
 //   iterations = 1                  integer ≥ 1: iterations lowered back to back
 //   optimizer = "adam"              "adam" | "lamb" (M3)
-//   recompute = false               boolean: full activation recomputation in backward
+//   recompute = false               boolean (true = "full") or "none" | "selective" | "full":
+//                                   activation recomputation in backward; selective
+//                                   recomputes only the attention core (Korthikanti 2022)
 //   grad_reduce_dtype = "bf16"      "bf16" | "fp32": datatype of the DP gradient reduction
 //                                   (Megatron-LM reduces fp32 main gradients: twice the bytes)
 //   async_data_loading = false      boolean: M8, next batch loaded while gradients sync
+//   grad_accumulation_fusion = true boolean: wgrad GEMMs accumulate into the main-gradient
+//                                   buffer (Megatron --gradient-accumulation-fusion); false:
+//                                   a separate add kernel per weight and micro-batch (SC'21)
+//   tp_async_allreduce = true       boolean: the backward's TP collective of the input
+//                                   gradient overlaps the wgrad GEMM (Megatron
+//                                   --async-tensor-model-parallel-allreduce); false: SC'21
 //   [schedule.overlap]
 //   dp = false                      boolean: M4 prefetch/early reduce-scatter/priorities
 //   pp = false                      boolean: M5 decoupled asynchronous send/recv
@@ -149,9 +157,17 @@ s::JobSpec parse_job(std::string_view text, const std::string& file) {
   opt.iterations = sc.get_int("iterations", 1, 1, 1000);
   opt.optimizer = sc.get_enum<s::OptimizerKind>(
       "optimizer", {{"adam", s::OptimizerKind::Adam}, {"lamb", s::OptimizerKind::Lamb}}, s::OptimizerKind::Adam);
-  opt.recompute = sc.get_bool("recompute", false);
+  if (sc.holds_string("recompute")) {
+    const auto r = sc.get_enum<int>("recompute", {{"none", 0}, {"selective", 1}, {"full", 2}});
+    opt.recompute = r == 2;
+    opt.selective_recompute = r == 1;
+  } else {
+    opt.recompute = sc.get_bool("recompute", false);
+  }
   opt.grad_reduce_fp32 = sc.get_enum<bool>("grad_reduce_dtype", {{"bf16", false}, {"fp32", true}}, false);
   opt.async_data_loading = sc.get_bool("async_data_loading", false);
+  opt.grad_accumulation_fusion = sc.get_bool("grad_accumulation_fusion", true);
+  opt.tp_async_allreduce = sc.get_bool("tp_async_allreduce", true);
   {
     TableReader o = sc.table("overlap");
     opt.overlap.dp = o.get_bool("dp", false);

@@ -48,6 +48,11 @@ void TableReader::fail_missing(std::string_view key, const std::string& what) co
 
 bool TableReader::has(std::string_view key) const { return table_->contains(key); }
 
+bool TableReader::holds_string(std::string_view key) const {
+  const toml::node* n = table_->get(key);
+  return n != nullptr && n->is_string();
+}
+
 const toml::node* TableReader::lookup(std::string_view key, const char* expected) {
   read_.emplace(key);
   known_.emplace_back(key);

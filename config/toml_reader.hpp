@@ -24,6 +24,8 @@ public:
   TableReader(const toml::table& table, std::string file, std::string prefix = {});
 
   bool has(std::string_view key) const;
+  /// The key is present and holds a string (for keys that take a boolean or a name).
+  bool holds_string(std::string_view key) const;
 
   int64_t get_int(std::string_view key, std::optional<int64_t> fallback = std::nullopt, int64_t min = INT64_MIN,
                   int64_t max = INT64_MAX);

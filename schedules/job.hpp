@@ -64,9 +64,19 @@ struct ScheduleOptions {
   PipelineKind pipeline = PipelineKind::OneFOneB;
   OverlapSpec overlap;
   OptimizerKind optimizer = OptimizerKind::Adam;
-  bool recompute = false;        // full activation recomputation in backward
-  bool grad_reduce_fp32 = false; // DP gradients reduced in fp32 (Megatron's default with
-                                 // bf16 mixed precision): twice the bytes of bf16
+  bool recompute = false;           // full activation recomputation in backward
+  bool selective_recompute = false; // only the attention core (QKᵀ, softmax, dropout, ·V) is
+                                    // recomputed in backward (Korthikanti et al. 2022, §4)
+  bool grad_reduce_fp32 = false;    // DP gradients reduced in fp32 (Megatron's default with
+                                    // bf16 mixed precision): twice the bytes of bf16
+  // Megatron-LM's --gradient-accumulation-fusion: the weight-gradient GEMM accumulates
+  // into the main-gradient buffer. false (Megatron-LM of SC'21): the GEMM writes a 16-bit
+  // gradient and a separate kernel adds it into the buffer, per weight and micro-batch.
+  bool grad_accumulation_fusion = true;
+  // Megatron-LM's --async-tensor-model-parallel-allreduce: the backward's TP collective of
+  // the input gradient runs while the weight-gradient GEMM computes. false (SC'21): it
+  // follows both GEMMs and the computation waits for it.
+  bool tp_async_allreduce = true;
   OperatorSpec operators;
   bool async_data_loading = false; // M8
   int64_t iterations = 1;          // iterations lowered back to back

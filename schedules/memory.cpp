@@ -58,7 +58,9 @@ MemoryEstimate estimate_memory(const JobSpec& job, int64_t pp_rank) {
   const double a = static_cast<double>(m.heads);
   const double t = static_cast<double>(p.tp);
   const double keys = m.attention == AttentionKind::Sliding ? static_cast<double>(std::min(m.window, m.seq_len)) : s;
-  const double scores = job.options.operators.flash_attention ? 0.0 : 5 * a * keys / (h * t);
+  // Selective recomputation keeps no score-sized activations (Korthikanti et al. 2022, §4).
+  const bool no_scores = job.options.operators.flash_attention || job.options.selective_recompute;
+  const double scores = no_scores ? 0.0 : 5 * a * keys / (h * t);
   const bool sp = p.sequence_parallel && p.tp > 1;
   const double per_layer = s * b * h * ((sp ? 34 / t : 10 + 24 / t) + scores);
   const double layer_input = 2 * s * b * h / (sp ? t : 1);

@@ -22,8 +22,8 @@ double stage_parameters(const JobSpec& job, int64_t pp_rank);
 ///    divided by dp for ZeRO stages 1 and 2;
 ///  - activations (Korthikanti et al., MLSys'23, Table 2): per layer and micro-batch
 ///    s·b·h·(34/t + 5·a·keys/(h·t)) with sequence parallelism, s·b·h·(10 + 24/t +
-///    5·a·keys/(h·t)) without; FlashAttention-2 removes the 5·a·keys/(h·t) term (no
-///    stored scores); keys = s (dense) or the window (sliding). Full recomputation
+///    5·a·keys/(h·t)) without; FlashAttention-2 and selective recomputation remove the
+///    5·a·keys/(h·t) term (no stored scores); keys = s (dense) or the window (sliding). Full recomputation
 ///    stores only each layer's BF16 input plus one layer's full activations. Multiplied
 ///    by the most forward passes in flight on that rank (from the pipeline order), plus
 ///    one micro-batch of FP32 logits on the last stage.

@@ -60,8 +60,11 @@ json job_json(const JobSpec& j) {
         {"iterations", o.iterations},
         {"optimizer", optimizer_name(o.optimizer)},
         {"recompute", o.recompute},
+        {"selective_recompute", o.selective_recompute},
         {"grad_reduce_dtype", o.grad_reduce_fp32 ? "fp32" : "bf16"},
         {"async_data_loading", o.async_data_loading},
+        {"grad_accumulation_fusion", o.grad_accumulation_fusion},
+        {"tp_async_allreduce", o.tp_async_allreduce},
         {"overlap",
          {{"dp", o.overlap.dp}, {"pp", o.overlap.pp}, {"tp", o.overlap.tp}, {"tp_chunks", o.overlap.tp_chunks}}},
         {"operators",
@@ -197,9 +200,15 @@ public:
     o.optimizer =
         get_choice<OptimizerKind>(s, "optimizer", sw, {{"adam", OptimizerKind::Adam}, {"lamb", OptimizerKind::Lamb}});
     o.recompute = get<bool>(s, "recompute", sw);
+    // Added with issue #9; absent in older files means off.
+    o.selective_recompute = s.contains("selective_recompute") && get<bool>(s, "selective_recompute", sw);
     o.grad_reduce_fp32 = s.contains("grad_reduce_dtype") &&
                          get_choice<bool>(s, "grad_reduce_dtype", sw, {{"bf16", false}, {"fp32", true}});
     o.async_data_loading = get<bool>(s, "async_data_loading", sw);
+    // Added with issue #9; absent in older files means on (the default).
+    o.grad_accumulation_fusion =
+        !s.contains("grad_accumulation_fusion") || get<bool>(s, "grad_accumulation_fusion", sw);
+    o.tp_async_allreduce = !s.contains("tp_async_allreduce") || get<bool>(s, "tp_async_allreduce", sw);
     const json& ov = at(s, "overlap", sw);
     o.overlap.dp = get<bool>(ov, "dp", sw + ".overlap");
     o.overlap.pp = get<bool>(ov, "pp", sw + ".overlap");

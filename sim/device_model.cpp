@@ -133,6 +133,11 @@ double DeviceModel::model_seconds(const Op& op) const {
                      wave_efficiency(std::max<int64_t>(1, op.shape[0]) * seq, cols);
     return op.flops / (peak * e) + op.bytes / hbm + launch;
   }
+  case Kernel::DataLoad: {
+    // The batch's host → device copy crosses PCIe (the GPU's host interface), not HBM.
+    const double pcie = gpu_.pcie_bw_bytes_per_s > 0 ? gpu_.pcie_bw_bytes_per_s : hbm;
+    return op.bytes / pcie + launch;
+  }
   default: {
     const double vec_peak = peak * params_.vector_flop_efficiency;
     return std::max(op.flops / vec_peak, op.bytes / hbm) + launch;

@@ -20,6 +20,7 @@
 //              t = max(F / (peak · e_vec), B / (hbm · e_hbm)) + k · t_launch, k = 1 per
 //              lowered op (the lowering emits one op per kernel: three LayerNorm passes
 //              unfused, one fused; the cross-entropy passes apart).
+//   Data load  t = B / pcie + t_launch: the batch's host → device copy (GPU's PCIe figure).
 //   NCCL kernels occupy SMs: while a communication op of the rank moves data, compute
 //   runs at 1 / (1 + slowdown) of its speed, slowdown = max(used / (SMs − used),
 //   h / (1 − h)) with used = channels · nccl_sms_per_channel and h = nccl_hbm_share

@@ -67,9 +67,15 @@ SimReport run_in_process(const schedules::Schedule& schedule, const topology::Fa
     throw SimError("simulate: speed_variation (--speed-variation) is the order-statistic shortcut of a symmetric "
                    "run; when every rank is executed give the per-GPU speeds themselves (--gpu-speed-dist "
                    "normal:SIGMA or --gpu-speed-file)");
-  if (user_options.speed_variation)
+  if (!user_options.speed_variation && (user_options.slow_hosts.fraction != 0 || user_options.slow_hosts.factor != 1))
+    throw SimError("simulate: slow hosts (--slow-host-fraction, --slow-host-factor) apply to the order statistic "
+                   "of --speed-variation; add --speed-variation");
+  if (user_options.speed_variation) {
+    SlowHosts slow = user_options.slow_hosts;
+    slow.gpus_per_host = std::max<int64_t>(1, spec.server.gpus);
     params.compute_time_factor =
-        slowest_gpu_factor(schedule.layout.world(), spec.gpu.kernels.speed_sigma, user_options.seed);
+        slowest_gpu_factor(schedule.layout.world(), spec.gpu.kernels.speed_sigma, user_options.seed, slow);
+  }
   DeviceModel device(spec.gpu, params, user_options.calibration);
   device.set_op_names(&schedule.names);
   // The options with every catalogue figure resolved (what the backends read).

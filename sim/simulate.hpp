@@ -82,6 +82,8 @@ struct SimOptions {
   // Per-GPU speed variation (sim/speed_variation.hpp): every GPU's speed drawn per seed
   // from the catalogue's speed_sigma; compute runs at the pace of the job's slowest GPU.
   bool speed_variation = false;
+  SlowHosts slow_hosts; // with speed_variation: a fraction of slow hosts (gpus_per_host set
+                        // from the cluster's servers)
   const schedules::CalibrationTable* calibration = nullptr; // overrides the device model
   bool record_trace = false;                                // fill SimReport::trace
   std::vector<int64_t> trace_ranks;                         // ranks to trace (empty: every executed rank)

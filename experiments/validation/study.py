@@ -3,8 +3,13 @@
 Each row becomes a job file (OUTDIR/jobs/<row>.toml) on the Selene cluster (selene.toml):
 GPT with vocabulary 51,200, sequence 2,048, full activation recomputation, fused kernels
 (SC'21's operator fusion), no sequence parallelism but scatter/gather of pipeline sends
-(tp > 1, pp > 1), DP gradients reduced in fp32,
-micro-batch and interleaving per row from Megatron-LM's examples/sc21/run_table_1.sh.
+(tp > 1, pp > 1), micro-batch and interleaving per row from Megatron-LM's
+examples/sc21/run_table_1.sh. The software of 2021 as examples/sc21/CONFIG.sh and SRUN.sh
+run it (--fp16 --loss-scale 8192 without --accumulate-allreduce-grads-in-fp32, container
+nvcr.io/nvidia/pytorch:20.12): 16-bit main gradients and DP reduction (grad_reduce_dtype
+"bf16" = 2 bytes), weight gradients added into the main-gradient buffer by a separate
+kernel (no --gradient-accumulation-fusion yet) and the backward's TP all-reduce not
+overlapped with the wgrad GEMM (no --async-tensor-model-parallel-allreduce yet).
 Per-GPU speed variation is on (--speed-variation: the job waits for its slowest GPU, seed 1).
 Predicted TFLOP/s per GPU counts FLOPs as the paper does (recomputation included):
 96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h)) / (iteration time · GPUs).
@@ -77,7 +82,9 @@ global_batch = {batch}
 [schedule]
 pipeline = "{'interleaved' if vpp > 1 else '1f1b'}"
 recompute = true
-grad_reduce_dtype = "fp32"
+grad_reduce_dtype = "bf16"
+grad_accumulation_fusion = false
+tp_async_allreduce = false
 
 [schedule.operators]
 fused_layernorm = true

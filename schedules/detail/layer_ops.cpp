@@ -36,12 +36,22 @@ uint32_t LayerEmitter::gemm(const std::string& name, int64_t m, int64_t n, int64
 
 uint32_t LayerEmitter::wgrad(const std::string& name, int64_t m, int64_t n, int64_t k,
                              std::initializer_list<uint32_t> deps) {
-  // Megatron accumulates weight gradients into an fp32 main-gradient buffer: the GEMM
-  // reads and writes m×n fp32 values (β = 1) instead of writing bf16 ones.
   const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-  const double bytes = kBf16 * (static_cast<double>(m) * k + static_cast<double>(k) * n) +
-                       2 * kFp32 * static_cast<double>(m) * static_cast<double>(n);
-  return b_.compute(OpKind::Gemm, Kernel::Gemm, name, flops, bytes, {m, n, k, 0}, deps);
+  const double inputs = kBf16 * (static_cast<double>(m) * k + static_cast<double>(k) * n);
+  const double mn = static_cast<double>(m) * static_cast<double>(n);
+  if (job_.options.grad_accumulation_fusion) {
+    // Megatron's --gradient-accumulation-fusion: the GEMM reads and writes the m×n fp32
+    // main gradient (β = 1) instead of writing a bf16 one.
+    return b_.compute(OpKind::Gemm, Kernel::Gemm, name, flops, inputs + 2 * kFp32 * mn, {m, n, k, 0}, deps);
+  }
+  // Unfused (Megatron-LM of SC'21, local DDP's param hook main_grad.add_(grad)): the GEMM
+  // writes a 16-bit gradient, then one kernel reads it and reads and writes the main
+  // gradient (fp32 or 16-bit, the DP reduction's type), per weight and micro-batch.
+  const uint32_t g = b_.compute(OpKind::Gemm, Kernel::Gemm, name, flops, inputs + kBf16 * mn, {m, n, k, 0}, deps);
+  const double main = job_.options.grad_reduce_fp32 ? kFp32 : kBf16;
+  b_.compute(OpKind::Elementwise, Kernel::ResidualAdd, name + ".accumulate", mn, mn * (kBf16 + 2 * main),
+             {m * n, 0, 0, 0});
+  return g;
 }
 
 uint32_t LayerEmitter::tp_collective(OpKind kind, const std::string& name, double bytes, std::vector<uint32_t> deps,
@@ -63,6 +73,12 @@ std::vector<uint32_t> LayerEmitter::gemm_then_collective(const std::string& name
     out.push_back(tp_collective(collective, coll_name, bytes / static_cast<double>(chunks), {g}));
   }
   return out;
+}
+
+void LayerEmitter::unless_async(const std::vector<uint32_t>& collectives) {
+  // Without Megatron's async TP all-reduce the input gradient's collective overlaps no
+  // GEMM (Megatron of 2021 ran it after both the dgrad and the wgrad GEMM; the same total).
+  if (!job_.options.tp_async_allreduce) b_.wait_before_next_compute(collectives);
 }
 
 void LayerEmitter::collective_then_gemm(OpKind collective, double bytes, const std::string& name, int64_t m, int64_t n,
@@ -156,16 +172,33 @@ void LayerEmitter::attention_core(bool backward) {
   const std::array<int64_t, 4> shape{d_.b * heads_local, d_.s, head_dim, d_.window};
   const Kernel kernel = flash_ ? Kernel::FlashAttention2 : Kernel::AttentionUnfused;
   if (!backward) {
-    // Flash: read Q, K, V, write O. Unfused: also write, softmax (read+write), dropout
-    // (read+write) and read again the s×keys scores.
-    const double bytes = 4 * qkvo + (flash_ ? 0.0 : 6 * scores);
+    // Flash: read Q, K, V, write O. Unfused (Megatron's baddbmm, fused scale-mask-softmax,
+    // dropout, bmm): the score GEMM writes the s×keys scores (1), softmax reads and writes
+    // them (2), dropout reads and writes them and writes a one-byte mask (2.5), the P·V
+    // GEMM reads them (1): 6.5 passes.
+    const double bytes = 4 * qkvo + (flash_ ? 0.0 : 6.5 * scores);
     b_.compute(OpKind::Attention, kernel, "attn.core", fwd_flops, bytes, shape);
   } else {
     // Model FLOPs of the backward: 2× forward (FlashAttention-2 recomputes the scores on
     // top; that cost belongs to the device model's efficiency for the kernel).
-    const double bytes = 8 * qkvo + (flash_ ? 0.0 : 6 * scores);
+    // Unfused: dP = dO·Vᵀ writes (1), dV = Pᵀ·dO reads P (1), dropout backward reads dP
+    // and the mask and writes (2.5), softmax backward reads its output and grad and writes
+    // (3), dQ and dK read dS (2): 9.5 passes over the scores.
+    const double bytes = 8 * qkvo + (flash_ ? 0.0 : 9.5 * scores);
     b_.compute(OpKind::Attention, kernel, "attn.core.bwd", 2 * fwd_flops, bytes, shape);
   }
+}
+
+void LayerEmitter::attention_backward() {
+  // Selective recomputation: the attention core's forward runs again right before its
+  // backward (its s×keys activations were not kept); full recomputation already re-ran it.
+  if (job_.options.selective_recompute && !job_.options.recompute) {
+    const Phase saved = b_.labels.phase;
+    b_.labels.phase = Phase::Recompute;
+    attention_core(false);
+    b_.labels.phase = saved;
+  }
+  attention_core(true);
 }
 
 void LayerEmitter::layer_forward() {
@@ -223,6 +256,7 @@ void LayerEmitter::layer_backward() {
     gelu(true);
     uint32_t ag = gather_input("mlp.fc1.wgrad.ag");
     auto rs = gemm_then_collective("mlp.fc1.dgrad", m, h, d_.fc1 / t, reduce_kind(), act_bytes);
+    unless_async(rs);
     wgrad("mlp.fc1.wgrad", d_.fc1 / t, h, m, {ag});
     b_.wait_before_next_compute(rs);
     layernorm("mlp.ln", true);
@@ -231,9 +265,10 @@ void LayerEmitter::layer_backward() {
     dropout("attn.dropout", true);
     collective_then_gemm(OpKind::AllGather, act_bytes, "attn.proj.dgrad", m, h / t, h);
     wgrad("attn.proj.wgrad", h, h / t, m);
-    attention_core(true);
+    attention_backward();
     ag = gather_input("attn.qkv.wgrad.ag");
     rs = gemm_then_collective("attn.qkv.dgrad", m, h, d_.qkv / t, reduce_kind(), act_bytes);
+    unless_async(rs);
     wgrad("attn.qkv.wgrad", d_.qkv / t, h, m, {ag});
     b_.wait_before_next_compute(rs);
     layernorm("attn.ln", true);
@@ -248,12 +283,14 @@ void LayerEmitter::layer_backward() {
   gelu(true);
   const uint32_t ag = gather_input("ln.wgrad.ag");
   const auto rs_mlp = gemm_then_collective("mlp.fc1.dgrad", m, h, d_.fc1 / t, reduce_kind(), act_bytes);
+  unless_async(rs_mlp);
   wgrad("mlp.fc1.wgrad", d_.fc1 / t, h, m, {ag});
   // the MLP's reduce-scatter overlaps the whole attention backward
   gemm("attn.proj.dgrad", m, h / t, h);
   wgrad("attn.proj.wgrad", h, h / t, m);
-  attention_core(true);
+  attention_backward();
   const auto rs_attn = gemm_then_collective("attn.qkv.dgrad", m, h, d_.qkv / t, reduce_kind(), act_bytes);
+  unless_async(rs_attn);
   wgrad("attn.qkv.wgrad", d_.qkv / t, h, m);
   b_.wait_before_next_compute(rs_mlp);
   b_.wait_before_next_compute(rs_attn);
@@ -312,6 +349,7 @@ void LayerEmitter::head_backward() {
   const uint32_t ag =
       d_.sp ? tp_collective(OpKind::AllGather, "lm_head.wgrad.ag", act_bytes, {b_.last_compute()}) : kNoOp;
   const auto rs = gemm_then_collective("lm_head.dgrad", m, d_.h, v, reduce_kind(), act_bytes);
+  unless_async(rs);
   wgrad("lm_head.wgrad", v, d_.h, m, {ag});
   b_.wait_before_next_compute(rs);
   layernorm("final_ln", true);

@@ -30,6 +30,8 @@ private:
   std::vector<uint32_t> gemm_then_collective(const std::string& name, int64_t m, int64_t n, int64_t k,
                                              OpKind collective, double bytes);
   /// TP collective (all-gather) on the GEMM's input, then the GEMM (chunked likewise).
+  /// tp_async_allreduce = false: the next compute op waits for `collectives`.
+  void unless_async(const std::vector<uint32_t>& collectives);
   void collective_then_gemm(OpKind collective, double bytes, const std::string& name, int64_t m, int64_t n, int64_t k);
   uint32_t tp_collective(OpKind kind, const std::string& name, double bytes, std::vector<uint32_t> deps,
                          DType dtype = DType::BF16);
@@ -39,6 +41,7 @@ private:
   void dropout(const std::string& name, bool backward);
   void residual(const std::string& name, int64_t inputs);
   void attention_core(bool backward);
+  void attention_backward(); // (selective recomputation, then) the core's backward
 
   void attention_branch_backward_tail(); // attention core backward … QKV wgrad
   OpKind reduce_kind() const;            // reduce-scatter with SP, else all-reduce

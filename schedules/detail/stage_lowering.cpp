@@ -1,7 +1,8 @@
 // One pipeline rank's program: per iteration, the data load (M8), the pipeline passes in
 // Megatron's order with their point-to-point transfers (M5), the data-parallel gradient
-// and parameter collectives by ZeRO stage (M4), the tied-embedding gradient all-reduce
-// and the optimizer step (M3).
+// and parameter collectives by ZeRO stage (M4), the tied-embedding gradient all-reduce,
+// the gradient-norm and loss all-reduces and the optimizer step (M3); the TP broadcast
+// of each micro-batch's inputs on the stages that load data.
 //
 // Point-to-point: a forward pass of virtual stage vs = chunk·P + rank receives its input
 // from rank−1 (rank P−1 → rank 0 moves to the next chunk) unless vs = 0, and sends its
@@ -160,6 +161,37 @@ void StageLowering::emit_grad_reduce(int64_t chunk) {
   if (par.zero_stage == 2 && !job_.options.overlap.dp) b_.wait_before_next_compute(op);
 }
 
+void StageLowering::emit_input_broadcast() {
+  // Megatron's get_batch on a stage that needs the batch (tokens on the first, labels on
+  // the last): TP rank 0 reads it and broadcasts it to its TP group (mpu.broadcast_data:
+  // the sizes, then the int64 tokens and labels), before the forward can start.
+  const double tokens = static_cast<double>(job_.parallel.micro_batch * job_.model.seq_len);
+  const uint32_t sizes =
+      b_.collective(OpKind::Broadcast, GroupKind::Tp, Stream::TpComm, "data.broadcast.sizes", 8, {b_.last_compute()});
+  b_.wait_before_next_compute(
+      b_.collective(OpKind::Broadcast, GroupKind::Tp, Stream::TpComm, "data.broadcast", tokens * 8 * 2, {sizes}));
+}
+
+void StageLowering::emit_grad_norm_and_loss(double elements) {
+  const auto& par = job_.parallel;
+  // Gradient clipping (Megatron's clip_grad_norm_fp32): one pass reading the fp32 main
+  // gradients of this rank's parameters, then the squared norm summed over the
+  // model-parallel group (TP, then the pipeline; with a sharded optimizer also over DP)
+  // before the optimizer may scale them.
+  const std::array<int64_t, 4> shape{static_cast<int64_t>(elements), 0, 0, 0};
+  uint32_t last =
+      b_.compute(OpKind::Elementwise, Kernel::ResidualAdd, "optimizer.grad_norm", 2 * elements, 4 * elements, shape);
+  const auto reduce = [&](GroupKind g, const char* name) {
+    last = b_.collective(OpKind::AllReduce, g, Stream::DpComm, name, 4, {last}, 0, DType::FP32);
+  };
+  if (par.tp > 1) reduce(GroupKind::Tp, "optimizer.grad_norm.tp.ar");
+  if (P_ > 1) reduce(GroupKind::Pp, "optimizer.grad_norm.pp.ar");
+  if (par.zero_stage >= 1 && par.dp > 1) reduce(GroupKind::Dp, "optimizer.grad_norm.dp.ar");
+  // The iteration's loss averaged over DP for logging (last stage; one fp32 all-reduce).
+  if (pp_rank_ == P_ - 1 && par.dp > 1) reduce(GroupKind::Dp, "loss.dp.ar");
+  b_.wait_before_next_compute(last);
+}
+
 void StageLowering::emit_step(size_t j) {
   const PipelineStep& st = order_[j];
   const auto& opt = job_.options;
@@ -190,6 +222,7 @@ void StageLowering::emit_step(size_t j) {
   }
 
   if (st.forward) {
+    if ((vs == 0 || vs == last_vs) && par.tp > 1) emit_input_broadcast();
     if (vs == 0) layers_.embedding_forward();
     for (int64_t i = 0; i < layers_per_chunk; ++i) {
       b_.labels.layer = static_cast<int32_t>(vs * layers_per_chunk + i);
@@ -258,6 +291,7 @@ void StageLowering::emit_iteration_end() {
   embedding_ar_ = kNoOp;
   const bool sharded = par.zero_stage >= 1;
   const double elements = stage_parameters(job_, pp_rank_) / (sharded ? static_cast<double>(par.dp) : 1.0);
+  emit_grad_norm_and_loss(elements);
   const std::array<int64_t, 4> shape{static_cast<int64_t>(elements), 0, 0, 0};
   Op op;
   op.kind = OpKind::OptimizerStep;

@@ -34,6 +34,8 @@ private:
   void emit_iteration_end();
   void emit_data_op(int64_t for_iteration, bool async);
   void emit_grad_reduce(int64_t chunk);
+  void emit_input_broadcast();
+  void emit_grad_norm_and_loss(double elements);
   void emit_embedding_allreduce();
   /// Emits, in the sender's order, the receives from `src` up to `message`; returns the
   /// receive of `message`.

@@ -159,6 +159,27 @@ TEST_CASE("validation-set options: scatter/gather and fp32 gradient reduction", 
                                     "schedule.grad_reduce_dtype", "bf16, fp32");
 }
 
+TEST_CASE("SC'21 software options and selective recomputation", "[config]") {
+  const auto defaults = config::parse_job(kTiny, "job.toml");
+  CHECK(defaults.options.grad_accumulation_fusion);
+  CHECK(defaults.options.tp_async_allreduce);
+  CHECK_FALSE(defaults.options.selective_recompute);
+  const auto job = config::parse_job(std::string(kTiny) + "\n[schedule]\ngrad_accumulation_fusion = false\n"
+                                                          "tp_async_allreduce = false\nrecompute = \"selective\"\n",
+                                     "job.toml");
+  CHECK_FALSE(job.options.grad_accumulation_fusion);
+  CHECK_FALSE(job.options.tp_async_allreduce);
+  CHECK(job.options.selective_recompute);
+  CHECK_FALSE(job.options.recompute);
+  const auto full = config::parse_job(std::string(kTiny) + "\n[schedule]\nrecompute = \"full\"\n", "job.toml");
+  CHECK(full.options.recompute);
+  CHECK_FALSE(full.options.selective_recompute);
+  const auto on = config::parse_job(std::string(kTiny) + "\n[schedule]\nrecompute = true\n", "job.toml");
+  CHECK(on.options.recompute);
+  expect_error<config::ConfigError>(std::string(kTiny) + "\n[schedule]\nrecompute = \"some\"\n", "schedule.recompute",
+                                    "none, selective, full");
+}
+
 TEST_CASE("model keys: kv_heads, mlp, untied_embeddings", "[config]") {
   const auto job = config::parse_job(
       replace(kTiny, "vocab = 1024", "vocab = 1024\nkv_heads = 2\nmlp = \"swiglu\"\nuntied_embeddings = true"),

@@ -517,3 +517,84 @@ TEST_CASE("grouped-query attention, SwiGLU and untied embeddings shape the ops",
   job.model.kv_heads = 3;
   CHECK_THROWS_WITH(lower(job), Catch::Contains("model.kv_heads"));
 }
+
+TEST_CASE("SC'21 software: unfused main-gradient accumulation and synchronous TP all-reduce", "[schedules][lower]") {
+  auto job = config::load_job_preset("tiny-interleaved");
+  job.parallel.sequence_parallel = false;
+  REQUIRE(job.parallel.tp > 1);
+  const Schedule fused = lower(job);
+  const auto fused_bwd = count_names(fused, fused.programs[0], Phase::Backward);
+  CHECK(fused_bwd.count("mlp.fc1.wgrad.accumulate") == 0);
+  // the input gradient's all-reduce overlaps the wgrad GEMM (no dependency between them)
+  const auto wgrad_waits_for_ar = [](const Schedule& s) {
+    const Program& p = s.programs[0];
+    for (const Op& op : p.ops) {
+      if (s.names[op.name] != "attn.qkv.wgrad") continue;
+      for (uint32_t d : p.deps_of(op))
+        if (s.names[p.ops[d].name] == "attn.qkv.dgrad.ar") return true;
+      return false;
+    }
+    FAIL("no attn.qkv.wgrad op");
+    return false;
+  };
+  CHECK_FALSE(wgrad_waits_for_ar(fused));
+
+  job.options.grad_accumulation_fusion = false;
+  job.options.tp_async_allreduce = false;
+  const Schedule sc21 = lower(job);
+  const auto bwd = count_names(sc21, sc21.programs[0], Phase::Backward);
+  // one add kernel per weight-gradient GEMM, as many as the GEMMs
+  for (const char* w : {"mlp.fc1.wgrad", "mlp.fc2.wgrad", "attn.proj.wgrad", "attn.qkv.wgrad"}) {
+    REQUIRE(bwd.count(w) == 1);
+    CHECK(bwd.at(std::string(w) + ".accumulate") == bwd.at(w));
+  }
+  // the add reads the 16-bit gradient and reads and writes a 16-bit main gradient
+  for (const Op& op : sc21.programs[0].ops)
+    if (sc21.names[op.name] == "mlp.fc1.wgrad.accumulate") {
+      CHECK(op.bytes == Approx(6.0 * static_cast<double>(op.shape[0])));
+      break;
+    }
+  CHECK(wgrad_waits_for_ar(sc21));
+  CHECK(validate(sc21).empty());
+}
+
+TEST_CASE("selective recomputation re-runs only the attention core", "[schedules][lower]") {
+  auto job = config::load_job_preset("tiny-1f1b");
+  job.options.recompute = false;
+  job.options.selective_recompute = true;
+  job.options.operators.flash_attention = false; // scores stored without selective
+  const Schedule s = lower(job);
+  const auto re = count_names(s, s.programs[0], Phase::Recompute);
+  const auto fwd = count_names(s, s.programs[0], Phase::Forward);
+  REQUIRE(re.size() == 1);
+  CHECK(re.begin()->first == "attn.core");
+  CHECK(re.begin()->second == fwd.at("attn.core"));
+  CHECK(validate(s).empty());
+  // it keeps no score-sized activations: less memory than none, more than full
+  auto none = job;
+  none.options.selective_recompute = false;
+  auto full = none;
+  full.options.recompute = true;
+  const double sel = estimate_memory(job, 0).activations_bytes;
+  CHECK(sel < estimate_memory(none, 0).activations_bytes);
+  CHECK(sel > estimate_memory(full, 0).activations_bytes);
+}
+
+TEST_CASE("gradient-norm and loss all-reduces and the TP broadcast of inputs", "[schedules][lower]") {
+  auto job = config::load_job_preset("tiny-interleaved");
+  REQUIRE(job.parallel.tp > 1);
+  REQUIRE(job.parallel.pp > 1);
+  const Schedule s = lower(job);
+  const int64_t last = job.parallel.pp - 1;
+  const auto opt0 = count_names(s, s.programs[0], Phase::Optimizer);
+  const auto optl = count_names(s, s.programs[static_cast<size_t>(last)], Phase::Optimizer);
+  CHECK(opt0.at("optimizer.grad_norm") == 1);
+  CHECK(opt0.at("optimizer.grad_norm.tp.ar") == 1);
+  CHECK(opt0.at("optimizer.grad_norm.pp.ar") == 1);
+  CHECK(opt0.count("loss.dp.ar") == 0);
+  CHECK(optl.at("loss.dp.ar") == (job.parallel.dp > 1 ? 1 : 0));
+  // one broadcast of the inputs per micro-batch on the first stage (chunk 0 only)
+  const auto fwd0 = count_names(s, s.programs[0], Phase::Forward);
+  CHECK(fwd0.at("data.broadcast") == job.parallel.micro_batches());
+  CHECK(validate(s).empty());
+}

@@ -64,3 +64,33 @@ TEST_CASE("twinscale simulate: the speed-variation shortcut is refused when ever
                                            twinscale::test::Capture::StdoutOnly);
   CHECK(ok.rc == 0);
 }
+
+TEST_CASE("twinscale simulate: slow hosts are validated and slow the job down", "[sim][cli]") {
+  using twinscale::test::Capture;
+  using twinscale::test::run_cli;
+  const auto bad = run_cli("simulate --preset tiny-1f1b --mode analytic --speed-variation --slow-host-fraction 1.5",
+                           Capture::StdoutAndStderr);
+  CHECK(bad.rc == 1);
+  CHECK(bad.out.find("--slow-host-fraction") != std::string::npos);
+  const auto factor = run_cli("simulate --preset tiny-1f1b --mode analytic --speed-variation --slow-host-fraction 0.5 "
+                              "--slow-host-factor 0.5",
+                              Capture::StdoutAndStderr);
+  CHECK(factor.rc == 1);
+  CHECK(factor.out.find("--slow-host-factor") != std::string::npos);
+  const auto alone =
+      run_cli("simulate --preset tiny-1f1b --mode analytic --slow-host-fraction 0.5", Capture::StdoutAndStderr);
+  CHECK(alone.rc == 1);
+  CHECK(alone.out.find("--speed-variation") != std::string::npos);
+  const auto time_of = [](const std::string& out) {
+    const auto at = out.find("iteration time");
+    REQUIRE(at != std::string::npos);
+    return std::stod(out.substr(out.find_first_of("0123456789", at)));
+  };
+  const auto plain = run_cli("simulate --preset tiny-1f1b --mode analytic --speed-variation", Capture::StdoutOnly);
+  const auto slow = run_cli("simulate --preset tiny-1f1b --mode analytic --speed-variation --slow-host-fraction 1 "
+                            "--slow-host-factor 1.5",
+                            Capture::StdoutOnly);
+  REQUIRE(plain.rc == 0);
+  REQUIRE(slow.rc == 0);
+  CHECK(time_of(slow.out) > 1.2 * time_of(plain.out));
+}

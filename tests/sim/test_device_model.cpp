@@ -4,6 +4,7 @@
 
 #include "config/hardware_catalogue.hpp"
 #include "sim/device_model.hpp"
+#include "sim/error.hpp"
 #include "sim/speed_variation.hpp"
 
 using namespace twinscale;
@@ -83,4 +84,19 @@ TEST_CASE("speed variation: the slowest of N GPUs, deterministic, growing with N
   const double t = DeviceModel(a100(), p).seconds(gemm(4096, 4096, 4096));
   p.compute_time_factor = a;
   CHECK(DeviceModel(a100(), p).seconds(gemm(4096, 4096, 4096)) == Approx(t * a));
+}
+
+TEST_CASE("speed variation: a fraction of slow hosts", "[sim][device]") {
+  // no slow hosts: exactly the draws of the plain order statistic
+  CHECK(sim::slowest_gpu_factor(3072, 0.013, 7, {}) == sim::slowest_gpu_factor(3072, 0.013, 7));
+  // every host slow by 1.2: every GPU's multiplier × 1.2
+  const double all = sim::slowest_gpu_factor(64, 0.013, 7, {1.0, 1.2, 8});
+  CHECK(all == Approx(1.2 * sim::slowest_gpu_factor(64, 0.013, 7)));
+  // without GPU variation: the factor when at least one host is slow, else 1
+  const double some = sim::slowest_gpu_factor(1024, 0.0, 3, {0.05, 1.5, 8});
+  CHECK(some == 1.5); // 128 hosts at 5 %: P(none slow) = 0.95^128 ≈ 0.1 %
+  CHECK(sim::slowest_gpu_factor(8, 0.0, 3, {0.0, 1.5, 8}) == 1.0);
+  CHECK_THROWS_AS(sim::slowest_gpu_factor(8, 0.013, 1, {1.5, 1.2, 8}), sim::SimError);
+  CHECK_THROWS_AS(sim::slowest_gpu_factor(8, 0.013, 1, {0.1, 0.9, 8}), sim::SimError);
+  CHECK_THROWS_AS(sim::slowest_gpu_factor(8, 0.013, 1, {0.1, 1.2, 0}), sim::SimError);
 }
