@@ -164,7 +164,10 @@ void StageLowering::emit_grad_reduce(int64_t chunk) {
 void StageLowering::emit_input_broadcast() {
   // Megatron's get_batch on a stage that needs the batch (tokens on the first, labels on
   // the last): TP rank 0 reads it and broadcasts it to its TP group (mpu.broadcast_data:
-  // the sizes, then the int64 tokens and labels), before the forward can start.
+  // the sizes, then the int64 tokens and labels), before the forward can start. M8
+  // (MegaScale, NSDI'24, data pipeline: redundant dataloader elimination) has one loader per machine write
+  // the batch to shared memory, from which every GPU copies it during the previous
+  // iteration's gradient sync: no broadcast on the critical path.
   const double tokens = static_cast<double>(job_.parallel.micro_batch * job_.model.seq_len);
   const uint32_t sizes =
       b_.collective(OpKind::Broadcast, GroupKind::Tp, Stream::TpComm, "data.broadcast.sizes", 8, {b_.last_compute()});
@@ -222,7 +225,7 @@ void StageLowering::emit_step(size_t j) {
   }
 
   if (st.forward) {
-    if ((vs == 0 || vs == last_vs) && par.tp > 1) emit_input_broadcast();
+    if ((vs == 0 || vs == last_vs) && par.tp > 1 && !opt.async_data_loading) emit_input_broadcast();
     if (vs == 0) layers_.embedding_forward();
     for (int64_t i = 0; i < layers_per_chunk; ++i) {
       b_.labels.layer = static_cast<int32_t>(vs * layers_per_chunk + i);

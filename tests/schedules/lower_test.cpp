@@ -597,4 +597,9 @@ TEST_CASE("gradient-norm and loss all-reduces and the TP broadcast of inputs", "
   const auto fwd0 = count_names(s, s.programs[0], Phase::Forward);
   CHECK(fwd0.at("data.broadcast") == job.parallel.micro_batches());
   CHECK(validate(s).empty());
+  // M8: the machine's shared data loader replaces the broadcast
+  job.options.async_data_loading = true;
+  const Schedule m8 = lower(job);
+  CHECK(count_names(m8, m8.programs[0], Phase::Forward).count("data.broadcast") == 0);
+  CHECK(validate(m8).empty());
 }
