@@ -146,10 +146,11 @@ def main():
         pts = [(float(r["published"]), float(r["predicted"])) for r in rows
                if r["mode"] == mode and r["unit"] == "TFLOP/s/GPU"]
         if pts:
-            ax.scatter([p[0] for p in pts], [p[1] for p in pts], marker=marker, label=f"SC'21, {mode}")
+            ax.scatter([p[0] for p in pts], [p[1] for p in pts], marker=marker, label=f"SC'21, {mode}", zorder=3)
     lo, hi = 100, 200
     ax.plot([lo, hi], [lo, hi], "k--", lw=1, label="y = x")
-    ax.fill_between([lo, hi], [lo * 0.9, hi * 0.9], [lo * 1.1, hi * 1.1], color="0.9", label="±10 %")
+    # the band under the points (drawn later, it would hide every point inside it)
+    ax.fill_between([lo, hi], [lo * 0.9, hi * 0.9], [lo * 1.1, hi * 1.1], color="0.9", label="±10 %", zorder=0)
     ax.set_xlabel("published TFLOP/s per GPU")
     ax.set_ylabel("predicted TFLOP/s per GPU")
     ax.set_title("twinscale vs Megatron-LM SC'21 (A100, Selene)")
