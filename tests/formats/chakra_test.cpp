@@ -16,7 +16,9 @@
 #include "schedules/schedule_json.hpp"
 #include "schedules/validate.hpp"
 #include "sim/simulate.hpp"
+#include "tests/backend/mpi_helpers.hpp"
 #include "tests/cli_runner.hpp"
+#include "tests/skip.hpp"
 #include "topology/fabric.hpp"
 #include "topology/placement.hpp"
 
@@ -43,8 +45,8 @@ std::string json_of(const s::Schedule& sch) {
 double simulated_iteration_s(const s::Schedule& sch, sim::SimMode mode) {
   const topology::ClusterSpec spec = config::load_cluster(sch.job.cluster);
   const topology::Fabric fabric(spec);
-  const auto gpus = topology::place(fabric, {sch.layout.tp, sch.layout.dp, sch.layout.pp},
-                                    topology::PlacementPolicy::Linear, 1);
+  const auto gpus =
+      topology::place(fabric, {sch.layout.tp, sch.layout.dp, sch.layout.pp}, topology::PlacementPolicy::Linear, 1);
   sim::SimOptions o;
   o.mode = mode;
   return sim::simulate(sch, fabric, gpus, o).iteration_time_s;
@@ -251,8 +253,9 @@ TEST_CASE("Bad Chakra ET files are refused naming the file and node", "[formats]
   auto reduce = node(7, "red", pb::COMM_COLL_NODE);
   attr_i64(reduce, "comm_type", pb::REDUCE);
   attr_i64(reduce, "comm_size", 8);
-  CHECK_THAT(import_error(with_rank0(et_file(meta, {reduce})), base),
-             Catch::Contains("bad.0.et: node id 7 (red): comm_type 1 has no twinscale collective (valid: ALL_REDUCE 0"));
+  CHECK_THAT(
+      import_error(with_rank0(et_file(meta, {reduce})), base),
+      Catch::Contains("bad.0.et: node id 7 (red): comm_type 1 has no twinscale collective (valid: ALL_REDUCE 0"));
   auto no_size = node(8, "ar", pb::COMM_COLL_NODE);
   attr_i64(no_size, "comm_type", pb::ALL_REDUCE);
   CHECK_THAT(import_error(with_rank0(et_file(meta, {no_size})), base),
@@ -280,8 +283,9 @@ TEST_CASE("Bad Chakra ET files are refused naming the file and node", "[formats]
   const auto at = files[2].find(needle);
   REQUIRE(at != std::string::npos);
   files[2].replace(at, 1, "X");
-  CHECK_THAT(import_error(files, std::nullopt), Catch::Contains("bad.2.et: node id ") &&
-                                                    Catch::Contains("attr \"ts.kind\": unknown value \"X" + needle.substr(1) + "\""));
+  CHECK_THAT(import_error(files, std::nullopt),
+             Catch::Contains("bad.2.et: node id ") &&
+                 Catch::Contains("attr \"ts.kind\": unknown value \"X" + needle.substr(1) + "\""));
   // an ET set that parses but cannot run (rank 0 sends, its peer never receives)
   auto unmatched = good;
   unmatched[4] = et_file(meta, {comp});
@@ -307,7 +311,8 @@ TEST_CASE("twinscale schedule export --format chakra and import-chakra", "[forma
   // a hand-written (foreign) set needs the job its ranks follow, and must validate
   const s::Schedule base = tiny_base();
   auto files = hand_written_set(base.layout);
-  for (size_t i = 0; i < files.size(); ++i) test::write_text(formats::chakra_file_name((dir / "hand").string(), i), files[i]);
+  for (size_t i = 0; i < files.size(); ++i)
+    test::write_text(formats::chakra_file_name((dir / "hand").string(), i), files[i]);
   r = test::run_cli_split("schedule import-chakra " + (dir / "hand").string() + " --out " + (dir / "h.json").string(),
                           dir);
   CHECK(r.code == 1);
@@ -335,5 +340,28 @@ TEST_CASE("twinscale schedule export --format chakra and import-chakra", "[forma
   r = test::run_cli_split("schedule export --preset tiny-1f1b --format xml --out " + (dir / "x").string(), dir);
   CHECK(r.code == 1);
   CHECK(r.says("valid values are json and chakra"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("Imported Chakra ET sets run on 8 CPU ranks (twinscale run --schedule)", "[formats][chakra][cli][mpi]") {
+  if (!backend::test::have_mpirun()) TWINSCALE_SKIP("mpirun not found");
+  const auto dir = test::scratch_dir("chakra-run");
+  // a twinscale export, round-tripped, and a hand-written set with Chakra's fields only
+  const std::string tiny = (dir / "tiny").string(), hand = (dir / "hand").string();
+  REQUIRE(test::run_cli_split("schedule export --preset tiny-interleaved --format chakra --out " + tiny, dir).code ==
+          0);
+  REQUIRE(test::run_cli_split("schedule import-chakra " + tiny + " --out " + tiny + ".json", dir).code == 0);
+  const auto files = hand_written_set(tiny_base().layout);
+  for (size_t i = 0; i < files.size(); ++i) test::write_text(formats::chakra_file_name(hand, i), files[i]);
+  REQUIRE(
+      test::run_cli_split("schedule import-chakra " + hand + " --preset tiny-1f1b --out " + hand + ".json", dir).code ==
+      0);
+  for (const std::string& sch : {tiny + ".json", hand + ".json"}) {
+    INFO(sch);
+    const auto r = backend::test::shell(
+        backend::test::mpirun(8) + " " + TWINSCALE_CLI + " run --schedule " + sch + " --timeout 120", 300);
+    INFO(r.output);
+    CHECK(r.output.find("rank 0 of 8 (openmpi): completed") != std::string::npos);
+  }
   std::filesystem::remove_all(dir);
 }
