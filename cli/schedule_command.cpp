@@ -9,6 +9,7 @@
 // The memory check uses the GPU memory of the job's cluster unless --gpu-memory-gb.
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -159,13 +160,32 @@ s::Schedule lower_job(const ScheduleArgs& a) {
   return s::lower(job, a.job.target_for(job));
 }
 
+/// The set PREFIX.<rank>.et, one file at a time, after checking that it fits the free
+/// disk space; a set that cannot be finished is removed (no half-written set is left).
 int export_chakra_files(const s::Schedule& sch, const std::string& prefix) {
-  const auto files = formats::export_chakra(sch);
-  for (size_t r = 0; r < files.size(); ++r)
-    write_file_atomically(formats::chakra_file_name(prefix, static_cast<int64_t>(r)), files[r]);
+  const formats::ChakraExporter exporter(sch);
+  const double estimate = exporter.estimated_set_bytes();
+  std::filesystem::path dir = std::filesystem::path(prefix).parent_path();
+  if (dir.empty()) dir = ".";
+  std::error_code ec;
+  const auto space = std::filesystem::space(dir, ec);
+  if (ec) throw Error(prefix + ": cannot write the Chakra set: " + dir.string() + ": " + ec.message());
+  if (estimate > static_cast<double>(space.available))
+    throw Error(prefix + ": the Chakra set would take " + num(estimate / 1e9, "%.2f") + " GB (" +
+                std::to_string(sch.world()) + " files) but " + dir.string() + " has " +
+                num(static_cast<double>(space.available) / 1e9, "%.2f") +
+                " GB free; write it elsewhere or export fewer ranks (--gpus)");
+  int64_t written = 0;
+  try {
+    for (; written < sch.world(); ++written)
+      write_file_atomically(formats::chakra_file_name(prefix, written), exporter.file(written));
+  } catch (...) {
+    for (int64_t r = 0; r < written; ++r) std::filesystem::remove(formats::chakra_file_name(prefix, r), ec);
+    throw;
+  }
   std::cerr << "twinscale: wrote " << formats::chakra_file_name(prefix, 0) << " … "
-            << formats::chakra_file_name(prefix, static_cast<int64_t>(files.size()) - 1) << " (Chakra ET, "
-            << files.size() << " ranks)\n";
+            << formats::chakra_file_name(prefix, sch.world() - 1) << " (Chakra ET, " << sch.world() << " ranks, "
+            << num(estimate / 1e6, "%.1f") << " MB)\n";
   return 0;
 }
 
@@ -173,14 +193,13 @@ int export_chakra_files(const s::Schedule& sch, const std::string& prefix) {
 /// written as a schedule JSON file.
 int import_chakra_files(const ScheduleArgs& a) {
   const auto paths = formats::chakra_set_paths(a.file);
-  std::vector<std::string> bytes;
-  for (const auto& p : paths) {
+  auto read = [&paths](size_t r) {
     try {
-      bytes.push_back(s::read_input_file(p, "Chakra ET file", s::InputKind::Json));
+      return s::read_input_file(paths[r], "Chakra ET file", s::InputKind::Json);
     } catch (const s::InputFileError& e) {
       throw formats::ChakraError(e.what());
     }
-  }
+  };
   std::optional<s::Schedule> base;
   if (!a.import_job.empty() && !a.import_preset.empty())
     throw config::ConfigError("import-chakra: give --job FILE or --preset NAME, not both");
@@ -191,7 +210,7 @@ int import_chakra_files(const ScheduleArgs& a) {
     target.check_memory = false; // only the layout, names and memory estimate are taken from it
     base = s::lower(job, target);
   }
-  const s::Schedule sch = formats::import_chakra(paths, bytes, base);
+  const s::Schedule sch = formats::import_chakra(paths, read, base);
   s::ValidateOptions opt;
   opt.check_memory = false; // the ET says nothing of memory; the job's estimate is kept as it is
   const auto violations = s::validate(sch, opt);

@@ -23,6 +23,7 @@
 // the caller supplies the job (its layout must have as many ranks as there are files).
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -41,7 +42,24 @@ public:
 /// Version written in GlobalMetadata.version (the Chakra schema release followed).
 inline constexpr const char* kChakraSchemaVersion = "0.0.4";
 
-/// The ET file of every rank, in rank order (bytes of `<prefix>.<rank>.et`).
+/// Writes the ET files of one schedule, one rank at a time (a 12,288-rank schedule's
+/// files do not fit in memory together).
+class ChakraExporter {
+public:
+  explicit ChakraExporter(const schedules::Schedule& schedule);
+  /// The bytes of `<prefix>.<rank>.et`.
+  std::string file(int64_t rank) const;
+  /// The bytes of the whole set, from one file per distinct program (a rank's file
+  /// differs from another of the same program only by a few bytes of rank numbers).
+  double estimated_set_bytes() const;
+
+private:
+  const schedules::Schedule& schedule_;
+  std::string header_; // in rank 0's file
+};
+
+/// The ET file of every rank, in rank order (bytes of `<prefix>.<rank>.et`); for small
+/// schedules (tests): every file is held in memory.
 std::vector<std::string> export_chakra(const schedules::Schedule& schedule);
 
 /// `<prefix>.<rank>.et` for rank = 0, 1, … (the files of a set).
@@ -52,6 +70,10 @@ std::string chakra_file_name(const std::string& prefix, int64_t rank);
 /// "ts.schedule_header" (it is ignored when they do). The result is deduplicated (ranks
 /// with equal programs share one) but not validated: run schedules::validate on it.
 schedules::Schedule import_chakra(const std::vector<std::string>& paths, const std::vector<std::string>& bytes,
+                                  const std::optional<schedules::Schedule>& base);
+/// The same, reading file r's bytes with read(r) when it gets there: one file in memory
+/// at a time.
+schedules::Schedule import_chakra(const std::vector<std::string>& paths, const std::function<std::string(size_t)>& read,
                                   const std::optional<schedules::Schedule>& base);
 
 /// The files of the set `prefix` (`<prefix>.0.et`, `<prefix>.1.et`, … up to the first

@@ -96,39 +96,59 @@ std::string chakra_file_name(const std::string& prefix, int64_t rank) {
   return prefix + "." + std::to_string(rank) + ".et";
 }
 
-std::vector<std::string> export_chakra(const s::Schedule& schedule) {
-  std::vector<std::string> files;
-  const std::string header = schedule_header(schedule);
-  for (int64_t rank = 0; rank < schedule.world(); ++rank) {
-    const s::Program& prog = schedule.program(rank);
-    pb::GlobalMetadata meta;
-    meta.set_version(kChakraSchemaVersion);
-    auto attr = [&meta](const std::string& name) {
-      auto* a = meta.add_attr();
-      a->set_name(name);
-      return a;
-    };
-    attr(kSchema)->set_string_val(kSchemaName);
-    attr(kRank)->set_int64_val(rank);
-    attr(kWorld)->set_int64_val(schedule.world());
-    if (rank == 0) attr(kHeader)->set_string_val(header); // once per set: it holds every rank's program index
-    std::vector<int64_t> stream_prev(prog.ops.size(), -1);
-    std::array<int64_t, s::kStreamCount> last;
-    last.fill(-1);
-    for (size_t i = 0; i < prog.ops.size(); ++i) {
-      auto& l = last[static_cast<size_t>(prog.ops[i].stream)];
-      stream_prev[i] = l;
-      l = static_cast<int64_t>(i);
-    }
-    std::string bytes;
-    {
-      google::protobuf::io::StringOutputStream sos(&bytes);
-      google::protobuf::io::CodedOutputStream out(&sos);
-      put(out, meta);
-      for (size_t i = 0; i < prog.ops.size(); ++i) put(out, node_of(schedule, rank, prog, i, stream_prev));
-    }
-    files.push_back(std::move(bytes));
+ChakraExporter::ChakraExporter(const s::Schedule& schedule) : schedule_(schedule), header_(schedule_header(schedule)) {}
+
+std::string ChakraExporter::file(int64_t rank) const {
+  const s::Schedule& schedule = schedule_;
+  const s::Program& prog = schedule.program(rank);
+  pb::GlobalMetadata meta;
+  meta.set_version(kChakraSchemaVersion);
+  auto attr = [&meta](const std::string& name) {
+    auto* a = meta.add_attr();
+    a->set_name(name);
+    return a;
+  };
+  attr(kSchema)->set_string_val(kSchemaName);
+  attr(kRank)->set_int64_val(rank);
+  attr(kWorld)->set_int64_val(schedule.world());
+  if (rank == 0) attr(kHeader)->set_string_val(header_); // once per set: it holds every rank's program index
+  std::vector<int64_t> stream_prev(prog.ops.size(), -1);
+  std::array<int64_t, s::kStreamCount> last;
+  last.fill(-1);
+  for (size_t i = 0; i < prog.ops.size(); ++i) {
+    auto& l = last[static_cast<size_t>(prog.ops[i].stream)];
+    stream_prev[i] = l;
+    l = static_cast<int64_t>(i);
   }
+  std::string bytes;
+  {
+    google::protobuf::io::StringOutputStream sos(&bytes);
+    google::protobuf::io::CodedOutputStream out(&sos);
+    put(out, meta);
+    for (size_t i = 0; i < prog.ops.size(); ++i) put(out, node_of(schedule, rank, prog, i, stream_prev));
+  }
+  return bytes;
+}
+
+double ChakraExporter::estimated_set_bytes() const {
+  // per program: one rank other than 0 (rank 0's file also holds the header), and how many use it
+  const size_t programs = schedule_.programs.size();
+  std::vector<int64_t> sample(programs, -1), count(programs, 0);
+  for (int64_t r = 0; r < schedule_.world(); ++r) {
+    const uint32_t p = schedule_.program_of_rank[static_cast<size_t>(r)];
+    if (sample[p] <= 0) sample[p] = r;
+    ++count[p];
+  }
+  double total = static_cast<double>(header_.size());
+  for (size_t p = 0; p < programs; ++p)
+    if (count[p] > 0) total += static_cast<double>(file(sample[p]).size()) * static_cast<double>(count[p]);
+  return total;
+}
+
+std::vector<std::string> export_chakra(const s::Schedule& schedule) {
+  const ChakraExporter exporter(schedule);
+  std::vector<std::string> files;
+  for (int64_t rank = 0; rank < schedule.world(); ++rank) files.push_back(exporter.file(rank));
   return files;
 }
 

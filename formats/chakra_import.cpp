@@ -307,10 +307,16 @@ std::vector<std::string> chakra_set_paths(const std::string& prefix) {
 
 s::Schedule import_chakra(const std::vector<std::string>& paths, const std::vector<std::string>& bytes,
                           const std::optional<s::Schedule>& base) {
-  TWINSCALE_ASSERT(paths.size() == bytes.size() && !paths.empty(), "one path per file, at least one");
-  std::vector<EtFile> files;
-  for (size_t r = 0; r < paths.size(); ++r) files.push_back(parse(paths[r], bytes[r]));
-  s::Schedule sch = header_of(paths[0], files[0], base);
+  TWINSCALE_ASSERT(paths.size() == bytes.size(), "one path per file");
+  return import_chakra(
+      paths, [&bytes](size_t r) { return bytes[r]; }, base);
+}
+
+s::Schedule import_chakra(const std::vector<std::string>& paths, const std::function<std::string(size_t)>& read,
+                          const std::optional<s::Schedule>& base) {
+  TWINSCALE_ASSERT(!paths.empty(), "at least one file");
+  EtFile f = parse(paths[0], read(0));
+  s::Schedule sch = header_of(paths[0], f, base);
   const int64_t world = static_cast<int64_t>(paths.size());
   if (sch.world() != world)
     throw ChakraError(paths[0] + ": the set has " + std::to_string(world) + " file(s) but the layout (tp " +
@@ -319,8 +325,8 @@ s::Schedule import_chakra(const std::vector<std::string>& paths, const std::vect
   Names names(sch.names);
   std::unordered_map<std::string, uint32_t> shared;
   for (int64_t r = 0; r < world; ++r) {
-    const auto& f = files[static_cast<size_t>(r)];
     const std::string& path = paths[static_cast<size_t>(r)];
+    if (r > 0) f = parse(path, read(static_cast<size_t>(r))); // one file in memory at a time
     for (const char* key : {kRank, kWorld})
       if (const auto* a = find_attr(f.meta.attr(), key)) {
         const auto v = int_value(*a);
