@@ -1,10 +1,13 @@
 #include "backend/work_queue.hpp"
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <exception>
 #include <iostream>
+#include <mutex>
+#include <thread>
 #include <time.h>
 
 #include <mpi.h>
@@ -169,6 +172,137 @@ WorkQueueStats run_root(const std::vector<int64_t>& items, int size, const std::
   return stats;
 }
 
+/// Rank 0 when MPI allows another thread to make the MPI calls (MPI_THREAD_SERIALIZED):
+/// the calling thread computes rank 0's share while a service thread hands out items,
+/// takes results in and consumes every result (rank 0's own too), so a worker's request
+/// is answered within a nap (≤ 2 ms) instead of after rank 0's current item. compute()
+/// runs on the calling thread only, consume() on the service thread only.
+class ThreadedRoot {
+public:
+  ThreadedRoot(const std::vector<int64_t>& items, int size,
+               const std::function<void(int64_t, const std::string&)>& consume, const WorkQueueOptions& o)
+      : items_(items), size_(size), consume_(consume), prefetch_(std::max(1, o.prefetch)),
+        outstanding_(static_cast<size_t>(size), 0) {}
+
+  WorkQueueStats run(const std::function<std::string(int64_t)>& compute, bool root_computes) {
+    WorkQueueStats stats;
+    std::thread service([this] { serve(); });
+    for (;;) {
+      int64_t mine = 0;
+      {
+        std::lock_guard<std::mutex> lock(m_);
+        if (!root_computes || next_ >= items_.size() || failed_) break;
+        mine = items_[next_++];
+      }
+      try {
+        std::string r = compute(mine);
+        ++stats.items_here;
+        std::lock_guard<std::mutex> lock(m_);
+        own_.emplace_back(mine, std::move(r));
+      } catch (const std::exception& e) {
+        std::lock_guard<std::mutex> lock(m_);
+        failed_ = true;
+        failure_ = e.what();
+      }
+    }
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      main_done_ = true;
+    }
+    const double t0 = MPI_Wtime(); // no other MPI call runs now: MPI_Wtime is local
+    service.join();
+    stats.wait_s = MPI_Wtime() - t0;
+    stats.items_total = static_cast<int64_t>(items_.size());
+    return stats;
+  }
+
+private:
+  /// Items a worker may hold: `prefetch`, fewer near the end (no backlog on one rank).
+  int cap_locked() const {
+    const size_t left = items_.size() - next_;
+    return static_cast<int>(std::clamp<size_t>(left / static_cast<size_t>(size_), 1, static_cast<size_t>(prefetch_)));
+  }
+  void top_up(int w) {
+    for (;;) {
+      int64_t item = 0;
+      {
+        std::lock_guard<std::mutex> lock(m_);
+        if (next_ >= items_.size() || outstanding_[static_cast<size_t>(w)] >= cap_locked()) return;
+        item = items_[next_++];
+      }
+      send_item(outbox_, item, w);
+      ++outstanding_[static_cast<size_t>(w)];
+      ++in_flight_;
+    }
+  }
+  void store(int64_t item, const std::string& result) {
+    try {
+      consume_(item, result);
+    } catch (const std::exception& e) {
+      die("storing a result", e);
+    }
+  }
+  void serve() {
+    for (int w = 1; w < size_; ++w) top_up(w);
+    int from = 0;
+    int64_t item = 0;
+    std::string result;
+    for (int round = 0;;) {
+      bool busy = false;
+      while (receive_result(false, from, item, result)) {
+        --outstanding_[static_cast<size_t>(from)];
+        --in_flight_;
+        store(item, result);
+        top_up(from);
+        busy = true;
+      }
+      std::deque<std::pair<int64_t, std::string>> own;
+      bool done = false;
+      {
+        std::lock_guard<std::mutex> lock(m_);
+        own.swap(own_);
+        if (failed_) die("computing an item", BackendError(failure_));
+        done = main_done_ && next_ >= items_.size();
+      }
+      for (auto& [i, r] : own) store(i, r);
+      busy = busy || !own.empty();
+      if (done && in_flight_ == 0) {
+        std::lock_guard<std::mutex> lock(m_);
+        if (own_.empty()) break;
+        continue;
+      }
+      for (int w = 1; w < size_; ++w) top_up(w); // rank 0 computing nothing: workers take the rest
+      outbox_.reap();
+      if (busy)
+        round = 0;
+      else
+        nap(round);
+    }
+    for (int w = 1; w < size_; ++w) send_item(outbox_, kStop, w);
+    outbox_.drain();
+  }
+
+  const std::vector<int64_t>& items_;
+  const int size_;
+  const std::function<void(int64_t, const std::string&)>& consume_;
+  const int prefetch_;
+  Outbox outbox_;                // service thread only
+  std::vector<int> outstanding_; // service thread only
+  int64_t in_flight_ = 0;        // service thread only
+  std::mutex m_;                 // guards what follows
+  size_t next_ = 0;
+  std::deque<std::pair<int64_t, std::string>> own_; // rank 0's results, to consume
+  bool main_done_ = false;
+  bool failed_ = false;
+  std::string failure_;
+};
+
+bool threads_allowed() {
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&provided);
+  return provided >= MPI_THREAD_SERIALIZED;
+}
+
 WorkQueueStats run_worker(const std::function<std::string(int64_t)>& compute) {
   WorkQueueStats stats;
   Outbox outbox;
@@ -203,7 +337,10 @@ MpiSession::MpiSession() {
   int initialised = 0;
   MPI_Initialized(&initialised);
   if (!initialised) {
-    if (MPI_Init(nullptr, nullptr) != MPI_SUCCESS) throw BackendError("MPI_Init failed");
+    // SERIALIZED: rank 0's work queue makes its MPI calls from a service thread
+    int provided = MPI_THREAD_SINGLE;
+    if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
+      throw BackendError("MPI_Init_thread failed");
     owns_ = true;
   }
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
@@ -251,7 +388,13 @@ WorkQueueStats run_work_queue(const std::vector<int64_t>& items, const std::func
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (rank == 0) return run_root(items, size, compute, consume, options);
+  if (rank == 0) {
+    for (int64_t i : items)
+      if (i < 0) die("work queue", BackendError("item " + std::to_string(i) + " is negative (items must be ≥ 0)"));
+    if (size > 1 && threads_allowed())
+      return ThreadedRoot(items, size, consume, options).run(compute, options.root_computes);
+    return run_root(items, size, compute, consume, options);
+  }
   return run_worker(compute);
 }
 

@@ -6,12 +6,15 @@
 //   backend::MpiSession mpi;                  // MPI_Init unless already initialised
 //   backend::run_work_queue(items, compute, consume, options);  // collective
 //
-// Rank 0 also computes (between handing out items) unless options.root_computes is
-// false; each other rank holds up to `prefetch` items so it never waits on rank 0 while
-// rank 0 computes one (fewer near the end, so no rank is left with a backlog). Sends are
-// non-blocking, and every wait (for an item, a result, a send, the broadcast, the barrier
-// before MPI_Finalize) polls with short sleeps instead of MPI's busy polling, so a waiting
-// rank leaves the CPU to computing ones. A rank that dies takes the job down with it (mpirun's default);
+// Rank 0 also computes unless options.root_computes is false. When MPI grants
+// MPI_THREAD_SERIALIZED (MpiSession asks for it), rank 0 computes on the calling thread
+// while a service thread answers the workers, takes results in and consumes them, so a
+// worker never waits for rank 0 to finish a point of its own; otherwise rank 0 serves
+// between its own items. Each worker holds up to `prefetch` items (fewer near the end,
+// so no rank is left with a backlog). Sends are non-blocking, and every wait (for an
+// item, a result, a send, the broadcast, the barrier before MPI_Finalize) polls with
+// short sleeps instead of MPI's busy polling, so a waiting rank or thread leaves the CPU
+// to computing ones. A rank that dies takes the job down with it (mpirun's default);
 // callers make consume() durable so that a rerun resumes.
 #pragma once
 
@@ -22,8 +25,9 @@
 
 namespace twinscale::backend {
 
-/// MPI for the duration of a scope: initialises MPI if it is not yet (MPI_THREAD_SINGLE
-/// is enough here) and finalises it at scope exit if it initialised it.
+/// MPI for the duration of a scope: initialises MPI if it is not yet (asking for
+/// MPI_THREAD_SERIALIZED, for rank 0's service thread) and finalises it at scope exit if
+/// it initialised it.
 class MpiSession {
 public:
   MpiSession();
@@ -56,7 +60,7 @@ struct WorkQueueStats {
 
 /// Collective over MPI_COMM_WORLD. `items` (each ≥ 0) matters on rank 0 only.
 /// compute(item) runs on whichever rank gets the item; consume(item, result) runs on
-/// rank 0 for every item, in arrival order. An exception thrown by compute or consume
+/// rank 0 for every item, in arrival order, on one thread (not necessarily the caller's). An exception thrown by compute or consume
 /// on any rank aborts the whole job (MPI_Abort) after printing it on stderr, because the
 /// other ranks would otherwise wait forever.
 WorkQueueStats run_work_queue(const std::vector<int64_t>& items, const std::function<std::string(int64_t)>& compute,

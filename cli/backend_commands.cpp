@@ -15,7 +15,10 @@
 #include "cli/checked_options.hpp"
 #include "cli/commands.hpp"
 #include "cli/job_args.hpp"
+#include "schedules/error.hpp"
+#include "schedules/schedule_json.hpp"
 #include "schedules/trace.hpp"
+#include "schedules/validate.hpp"
 
 namespace twinscale::cli {
 
@@ -24,6 +27,7 @@ namespace {
 struct RunArgs {
   JobArgs job;           // JOB | --preset NAME (with --gpus, --global-batch)
   std::string synthetic; // or "TPxPPxDP"
+  std::string schedule;  // or a schedule JSON file (schedule export, schedule import-chakra)
   std::string trace;
   backend::SyntheticOptions synthetic_options;
   std::string device = "cpu";
@@ -52,7 +56,19 @@ schedules::Layout parse_layout(const std::string& text) {
   return l;
 }
 
-schedules::Schedule load_schedule(const JobArgs& job_args, const std::string& synthetic, backend::SyntheticOptions so) {
+schedules::Schedule load_schedule(const JobArgs& job_args, const std::string& synthetic, backend::SyntheticOptions so,
+                                  const std::string& schedule_file = "") {
+  if (!schedule_file.empty()) { // e.g. a Chakra ET set imported by `schedule import-chakra`
+    schedules::Schedule sch = schedules::read_schedule_file(schedule_file);
+    schedules::ValidateOptions vo;
+    vo.check_memory = false; // as for a lowered job: the CPU device runs scaled shapes
+    const auto violations = schedules::validate(sch, vo);
+    if (!violations.empty())
+      throw schedules::ScheduleError(schedule_file + ": cannot run: " + schedules::describe(violations.front()) +
+                                     " (twinscale schedule validate lists all " + std::to_string(violations.size()) +
+                                     ")");
+    return sch;
+  }
   if (!synthetic.empty()) {
     so.tokens = so.hidden;
     return backend::synthetic_schedule(parse_layout(synthetic), so);
@@ -86,7 +102,7 @@ int run_command(const RunArgs& a) {
   if ((a.checkpoint.step >= 0 || a.checkpoint.restore) && a.checkpoint.dir.empty())
     throw backend::BackendError("--checkpoint-step and --restore need --checkpoint-dir DIR");
 
-  const schedules::Schedule schedule = load_schedule(a.job, a.synthetic, a.synthetic_options);
+  const schedules::Schedule schedule = load_schedule(a.job, a.synthetic, a.synthetic_options, a.schedule);
 
   const backend::RunOutcome out = backend::run_schedule(schedule, o);
   if (out.rank == 0) {
@@ -233,6 +249,8 @@ void add_backend_commands(CLI::App& app, Action& action) {
   args->job.add_to(*run);
   run->add_option("--trace", args->trace, "write the Chrome trace of the run here (rank 0)");
   run->add_option("--synthetic", args->synthetic, "the executor's self-test schedule for a TPxPPxDP layout");
+  run->add_option("--schedule", args->schedule,
+                  "a schedule file to run (JSON: schedule export, schedule import-chakra), instead of a job");
   add_integer_option(*run, "--synthetic-micro-batches", args->synthetic_options.micro_batches, 1,
                      kMaxSyntheticMicroBatches, kSyntheticMicroBatchesWhy, "micro-batches of the self-test schedule");
   add_integer_option(*run, "--synthetic-hidden", args->synthetic_options.hidden, 1, kMaxSyntheticHidden,
@@ -288,7 +306,10 @@ void add_backend_commands(CLI::App& app, Action& action) {
   });
 
   run->callback([&action, args] {
-    if (args->synthetic.empty())
+    if (!args->schedule.empty()) {
+      if (!args->synthetic.empty() || !args->job.source().empty())
+        throw CLI::ValidationError("--schedule", "give one of a job (JOB or --preset), --synthetic or --schedule");
+    } else if (args->synthetic.empty())
       args->job.check_usage();
     else if (!args->job.source().empty())
       throw CLI::ValidationError("--synthetic", "give either a job (JOB or --preset) or --synthetic, not both");

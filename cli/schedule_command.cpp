@@ -3,10 +3,13 @@
 //
 //   twinscale schedule show (JOB | --preset NAME) [--gpus N] [--global-batch B] [--json]
 //   twinscale schedule export (JOB | --preset NAME) [...] --out FILE
+//   twinscale schedule export (JOB | --preset NAME) [...] --format chakra --out PREFIX
+//   twinscale schedule import-chakra PREFIX --out FILE [JOB | --preset NAME] [--gpu-memory-gb G]
 //   twinscale schedule validate FILE [--gpu-memory-gb G] [--json]
 // The memory check uses the GPU memory of the job's cluster unless --gpu-memory-gb.
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -17,8 +20,12 @@
 
 #include "cli/commands.hpp"
 #include "cli/job_args.hpp"
+#include "config/error.hpp"
+#include "config/job_file.hpp"
 #include "config/toml_reader.hpp"
+#include "formats/chakra.hpp"
 #include "schedules/error.hpp"
+#include "schedules/input_file.hpp"
 #include "schedules/schedule.hpp"
 #include "schedules/schedule_json.hpp"
 #include "schedules/validate.hpp"
@@ -143,12 +150,83 @@ struct ScheduleArgs {
   bool json = false;
   std::string out;
   std::string file;
-  std::optional<double> gpu_memory_gb; // validate FILE only (show/export: in JobArgs)
+  std::string format = "json";           // export: json | chakra
+  std::string import_job, import_preset; // import-chakra: the job of a foreign ET set
+  std::optional<double> gpu_memory_gb;   // validate FILE only (show/export: in JobArgs)
 };
 
 s::Schedule lower_job(const ScheduleArgs& a) {
   const s::JobSpec job = a.job.load();
   return s::lower(job, a.job.target_for(job));
+}
+
+/// The set PREFIX.<rank>.et, one file at a time, after checking that it fits the free
+/// disk space; a set that cannot be finished is removed (no half-written set is left).
+int export_chakra_files(const s::Schedule& sch, const std::string& prefix) {
+  const formats::ChakraExporter exporter(sch);
+  const double estimate = exporter.estimated_set_bytes();
+  std::filesystem::path dir = std::filesystem::path(prefix).parent_path();
+  if (dir.empty()) dir = ".";
+  std::error_code ec;
+  const auto space = std::filesystem::space(dir, ec);
+  if (ec) throw Error(prefix + ": cannot write the Chakra set: " + dir.string() + ": " + ec.message());
+  if (estimate > static_cast<double>(space.available))
+    throw Error(prefix + ": the Chakra set would take " + num(estimate / 1e9, "%.2f") + " GB (" +
+                std::to_string(sch.world()) + " files) but " + dir.string() + " has " +
+                num(static_cast<double>(space.available) / 1e9, "%.2f") +
+                " GB free; write it elsewhere or export fewer ranks (--gpus)");
+  int64_t written = 0;
+  try {
+    for (; written < sch.world(); ++written)
+      write_file_atomically(formats::chakra_file_name(prefix, written), exporter.file(written));
+  } catch (...) {
+    for (int64_t r = 0; r < written; ++r) std::filesystem::remove(formats::chakra_file_name(prefix, r), ec);
+    throw;
+  }
+  std::cerr << "twinscale: wrote " << formats::chakra_file_name(prefix, 0) << " … "
+            << formats::chakra_file_name(prefix, sch.world() - 1) << " (Chakra ET, " << sch.world() << " ranks, "
+            << num(estimate / 1e6, "%.1f") << " MB)\n";
+  return 0;
+}
+
+/// import-chakra: the set's schedule, validated (with the memory of the job's cluster),
+/// written as a schedule JSON file.
+int import_chakra_files(const ScheduleArgs& a) {
+  const auto paths = formats::chakra_set_paths(a.file);
+  auto read = [&paths](size_t r) {
+    try {
+      return s::read_input_file(paths[r], "Chakra ET file", s::InputKind::Json);
+    } catch (const s::InputFileError& e) {
+      throw formats::ChakraError(e.what());
+    }
+  };
+  std::optional<s::Schedule> base;
+  if (!a.import_job.empty() && !a.import_preset.empty())
+    throw config::ConfigError("import-chakra: give --job FILE or --preset NAME, not both");
+  if (!a.import_job.empty() || !a.import_preset.empty()) {
+    const s::JobSpec job =
+        a.import_job.empty() ? config::load_job_preset(a.import_preset) : config::load_job(a.import_job);
+    s::LoweringTarget target;
+    target.check_memory = false; // only the layout, names and memory estimate are taken from it
+    base = s::lower(job, target);
+  }
+  const s::Schedule sch = formats::import_chakra(paths, read, base);
+  s::ValidateOptions opt;
+  opt.check_memory = false; // the ET says nothing of memory; the job's estimate is kept as it is
+  const auto violations = s::validate(sch, opt);
+  if (!violations.empty()) {
+    std::string text;
+    for (size_t i = 0; i < violations.size() && i < 10; ++i) text += "\n  " + s::describe(violations[i]);
+    throw formats::ChakraError(a.file + ": the ET set does not make a schedule that can run (" +
+                               std::to_string(violations.size()) +
+                               " violation(s); op = node position in the rank's file):" + text);
+  }
+  std::ostringstream os;
+  s::write_schedule_json(sch, os);
+  write_file_atomically(a.out, os.str());
+  std::cerr << "twinscale: wrote " << a.out << " (" << sch.world() << " ranks, " << sch.programs.size()
+            << " programs, valid)\n";
+  return 0;
 }
 } // namespace
 
@@ -167,11 +245,17 @@ void add_schedule_command(CLI::App& app, Action& action) {
 
   CLI::App* export_cmd = cmd->add_subcommand("export", "lower a job and write the schedule JSON");
   args->job.add_to(*export_cmd);
-  export_cmd->add_option("--out", args->out, "output file (written atomically)")->required();
+  export_cmd->add_option("--out", args->out, "output file (json) or prefix of the files (chakra: PREFIX.<rank>.et)")
+      ->required();
+  export_cmd->add_option("--format", args->format, "json (twinscale's schedule file) or chakra (MLCommons Chakra ET)")
+      ->capture_default_str();
   export_cmd->callback([args, &action] {
     args->job.check_usage();
     action = [args] {
+      if (args->format != "json" && args->format != "chakra")
+        throw config::ConfigError("--format \"" + args->format + "\": valid values are json and chakra");
       const s::Schedule sch = lower_job(*args);
+      if (args->format == "chakra") return export_chakra_files(sch, args->out);
       std::ostringstream os;
       s::write_schedule_json(sch, os);
       write_file_atomically(args->out, os.str());
@@ -180,6 +264,15 @@ void add_schedule_command(CLI::App& app, Action& action) {
       return 0;
     };
   });
+
+  CLI::App* import_cmd =
+      cmd->add_subcommand("import-chakra", "read a Chakra ET set (PREFIX.<rank>.et) into a validated schedule file");
+  import_cmd->add_option("prefix", args->file, "the set's prefix")->required();
+  import_cmd->add_option("--out", args->out, "schedule JSON file to write (atomically)")->required();
+  import_cmd->add_option("--job", args->import_job,
+                         "job file (TOML) the ranks follow, for an ET set not written by twinscale");
+  import_cmd->add_option("--preset", args->import_preset, "job preset, instead of --job");
+  import_cmd->callback([args, &action] { action = [args] { return import_chakra_files(*args); }; });
 
   CLI::App* validate_cmd = cmd->add_subcommand("validate", "check that a schedule file can run");
   validate_cmd->add_option("file", args->file, "schedule JSON file")->required();

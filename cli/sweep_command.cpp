@@ -241,9 +241,9 @@ int run_mpi(const SweepArgs& a, const study::StudySpec& spec, const std::vector<
   }
   backend::WorkQueueOptions qo;
   qo.root_computes = mpi.size() <= 4; // with many ranks rank 0 only hands out and writes
-  // Infeasible points take microseconds: a worker holds several so that it does not run
-  // dry while rank 0 computes a point of its own.
-  qo.prefetch = 8;
+  // One point computing and one waiting: rank 0's service thread answers within a nap,
+  // and a larger backlog only lengthens the tail (rank 0 idle while a worker finishes).
+  qo.prefetch = 2;
   const bool show = mpi.rank() == 0 && show_progress(a.progress);
 
   std::vector<int64_t> todo;

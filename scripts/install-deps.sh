@@ -17,6 +17,7 @@ pkgs=(
   clang-format-14       # scripts/format.sh (the house style, .clang-format)
   clang libclang-rt-14-dev # libFuzzer harnesses of the readers (fuzz/, scripts/fuzz.sh): the compiler and its fuzzer/sanitizer runtimes
   libsqlite3-dev        # results store of `twinscale sweep` (study/)
+  libprotobuf-dev protobuf-compiler # MLCommons Chakra execution traces (formats/): the messages and protoc
 )
 missing=()
 for p in "${pkgs[@]}"; do
