@@ -130,6 +130,71 @@ std::optional<double> CalibrationTable::busbw_bytes_per_s(OpKind kind, int64_t g
   return row.back()->busbw_bytes_per_s;
 }
 
+std::array<int64_t, 4> executed_shape(const Op& op, int64_t divisor) {
+  std::array<int64_t, 4> s = op.shape;
+  if (divisor <= 1) return s;
+  for (int64_t& d : s)
+    if (d > 0) d = std::max<int64_t>(1, (d + divisor - 1) / divisor);
+  return s;
+}
+
+double executed_bytes(double bytes, int64_t divisor) {
+  divisor = std::max<int64_t>(divisor, 1);
+  return std::max(4.0, std::ceil(bytes / static_cast<double>(divisor)));
+}
+
+std::optional<double> CalibrationTable::kernel_seconds(const Op& op, std::string_view name) const {
+  const KernelTiming* k = scaled_cpu_rule()
+                              ? find_kernel(op.kernel, DType::FP32, executed_shape(op, shape_divisor), name)
+                              : find_kernel(op.kernel, op.dtype, op.shape, name);
+  if (k == nullptr) return std::nullopt;
+  return k->seconds;
+}
+
+namespace {
+
+/// Seconds at `bytes` from the entries of one kind and group size (no allocation: one
+/// scan for the two neighbours and the ends). nullopt when there is none.
+std::optional<double> seconds_at(const std::vector<CommBandwidth>& comms, OpKind kind, int64_t group_size,
+                                 double bytes) {
+  const CommBandwidth *lo = nullptr, *hi = nullptr, *first = nullptr, *last = nullptr;
+  for (const CommBandwidth& c : comms) {
+    if (c.kind != kind || c.group_size != group_size || !(c.bytes > 0) || !(c.seconds > 0)) continue;
+    if (first == nullptr || c.bytes < first->bytes) first = &c;
+    if (last == nullptr || c.bytes > last->bytes) last = &c;
+    if (c.bytes <= bytes && (lo == nullptr || c.bytes > lo->bytes)) lo = &c;
+    if (c.bytes >= bytes && (hi == nullptr || c.bytes < hi->bytes)) hi = &c;
+  }
+  if (first == nullptr) return std::nullopt;
+  if (lo == nullptr) return first->seconds;                      // latency bound
+  if (hi == nullptr) return last->seconds * bytes / last->bytes; // bandwidth bound
+  if (hi->bytes <= lo->bytes) return lo->seconds;
+  const double t = (std::log(bytes) - std::log(lo->bytes)) / (std::log(hi->bytes) - std::log(lo->bytes));
+  return std::exp(std::log(lo->seconds) + t * (std::log(hi->seconds) - std::log(lo->seconds)));
+}
+
+} // namespace
+
+std::optional<double> CalibrationTable::comm_seconds(OpKind kind, int64_t group_size, double bytes) const {
+  if (kind == OpKind::Recv) kind = OpKind::Send;
+  if (group_size <= 1) return 0.0;
+  const double b = scaled_cpu_rule() ? executed_bytes(bytes, shape_divisor) : bytes;
+  if (!(b > 0)) return 0.0;
+  if (auto s = seconds_at(comms, kind, group_size, b)) return s;
+  int64_t below = 0, above = 0; // the nearest measured group sizes around group_size
+  for (const CommBandwidth& c : comms) {
+    if (c.kind != kind) continue;
+    if (c.group_size < group_size && c.group_size > below) below = c.group_size;
+    if (c.group_size > group_size && (above == 0 || c.group_size < above)) above = c.group_size;
+  }
+  if (below < 2 || above == 0) return std::nullopt;
+  const auto s0 = seconds_at(comms, kind, below, b), s1 = seconds_at(comms, kind, above, b);
+  if (!s0 || !s1) return std::nullopt;
+  const double t = (std::log(static_cast<double>(group_size)) - std::log(static_cast<double>(below))) /
+                   (std::log(static_cast<double>(above)) - std::log(static_cast<double>(below)));
+  return std::exp(std::log(*s0) + t * (std::log(*s1) - std::log(*s0)));
+}
+
 void CalibrationBuilder::add_kernel_sample(Kernel kernel, DType dtype, const std::array<int64_t, 4>& shape,
                                            double seconds, std::string_view op) {
   kernel_samples_[{static_cast<int>(kernel), static_cast<int>(dtype), shape, std::string(op)}].push_back(seconds);
@@ -173,6 +238,7 @@ void write_calibration(const CalibrationTable& table, std::ostream& out) {
   j["version"] = table.version;
   j["source"] = table.source;
   j["device"] = table.device;
+  j["shape_divisor"] = table.shape_divisor;
   j["kernels"] = json::array();
   for (const KernelTiming& k : table.kernels)
     j["kernels"].push_back({{"kernel", std::string(to_string(k.kernel))},
@@ -210,6 +276,7 @@ CalibrationTable read_calibration(std::istream& in, const std::string& path) {
   CalibrationTable t;
   t.source = j.contains("source") && j["source"].is_string() ? j["source"].get<std::string>() : "";
   t.device = j.contains("device") && j["device"].is_string() ? j["device"].get<std::string>() : "";
+  if (j.contains("shape_divisor")) t.shape_divisor = get_integer(j, "shape_divisor", path, "file", 1, int64_t{1} << 30);
   for (const char* key : {"kernels", "comms"})
     if (j.contains(key) && !j[key].is_array()) fail(path, std::string("\"") + key + "\"", "must be an array");
 

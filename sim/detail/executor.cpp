@@ -363,9 +363,9 @@ CommTask SimExecutor::collective_task(const Op& op, const std::vector<int64_t>& 
   for (int64_t m : members)
     same_server = same_server && fabric.server_of_gpu(gpu_of_rank_[static_cast<size_t>(m)]) == server;
   const bool closed = options_.mode == SimMode::Analytic || (shortcuts_ && same_server);
-  if (closed && options_.calibration != nullptr) {
-    if (auto busbw = options_.calibration->busbw_bytes_per_s(op.kind, n, op.bytes); busbw && *busbw > 0) {
-      task.closed_form_s = op.bytes * schedules::bus_factor(op.kind, n) / *busbw;
+  if (options_.calibration != nullptr) { // a measured time replaces the model (the lookup rule)
+    if (auto s = options_.calibration->comm_seconds(op.kind, n, op.bytes)) {
+      task.closed_form_s = *s;
       return task;
     }
   }
@@ -394,6 +394,12 @@ CommTask SimExecutor::p2p_task(int64_t src_rank, int64_t dst_rank, double bytes)
   const int64_t src = gpu_of_rank_[static_cast<size_t>(src_rank)];
   const int64_t dst = gpu_of_rank_[static_cast<size_t>(dst_rank)];
   CommTask task;
+  if (options_.calibration != nullptr && src != dst) {
+    if (auto s = options_.calibration->comm_seconds(OpKind::Send, 2, bytes)) {
+      task.closed_form_s = *s;
+      return task;
+    }
+  }
   if (options_.mode == SimMode::Analytic || src == dst) {
     task.closed_form_s = src == dst ? 0.0 : paths_.p2p_s(src, dst, bytes, options_.channels);
     return task;
