@@ -143,12 +143,41 @@ double executed_bytes(double bytes, int64_t divisor) {
   return std::max(4.0, std::ceil(bytes / static_cast<double>(divisor)));
 }
 
+namespace {
+
+/// The work of a kernel shape: the product of its positive dimensions (m·n·k of a GEMM,
+/// the elements of an elementwise kernel or optimizer step).
+double shape_work(const std::array<int64_t, 4>& shape) {
+  double w = 1;
+  for (int64_t d : shape)
+    if (d > 0) w *= static_cast<double>(d);
+  return w;
+}
+
+} // namespace
+
 std::optional<double> CalibrationTable::kernel_seconds(const Op& op, std::string_view name) const {
-  const KernelTiming* k = scaled_cpu_rule()
-                              ? find_kernel(op.kernel, DType::FP32, executed_shape(op, shape_divisor), name)
-                              : find_kernel(op.kernel, op.dtype, op.shape, name);
-  if (k == nullptr) return std::nullopt;
-  return k->seconds;
+  const DType dtype = scaled_cpu_rule() ? DType::FP32 : op.dtype;
+  const std::array<int64_t, 4> shape = scaled_cpu_rule() ? executed_shape(op, shape_divisor) : op.shape;
+  if (const KernelTiming* k = find_kernel(op.kernel, dtype, shape, name)) return k->seconds;
+  // No entry at this shape: the same op (kernel, dtype, op name) measured at other shapes,
+  // interpolated log-log in work between the neighbours, proportional to work outside.
+  if (name.empty()) return std::nullopt;
+  const double w = shape_work(shape);
+  const KernelTiming *lo = nullptr, *hi = nullptr;
+  double wlo = 0, whi = 0;
+  for (const KernelTiming& k : kernels) {
+    if (k.kernel != op.kernel || k.dtype != dtype || k.op != name || !(k.seconds > 0)) continue;
+    const double kw = shape_work(k.shape);
+    if (kw <= w && (lo == nullptr || kw > wlo)) lo = &k, wlo = kw;
+    if (kw >= w && (hi == nullptr || kw < whi)) hi = &k, whi = kw;
+  }
+  if (lo == nullptr && hi == nullptr) return std::nullopt;
+  if (lo == nullptr) return hi->seconds * w / whi;
+  if (hi == nullptr) return lo->seconds * w / wlo;
+  if (whi <= wlo) return lo->seconds;
+  const double t = (std::log(w) - std::log(wlo)) / (std::log(whi) - std::log(wlo));
+  return std::exp(std::log(lo->seconds) + t * (std::log(hi->seconds) - std::log(lo->seconds)));
 }
 
 namespace {

@@ -87,7 +87,10 @@ struct CalibrationTable {
   // running the same schedule. Other sources are looked up at the scheduled dtype and
   // shape. Both return nullopt when the table has no entry: the model's figure applies.
 
-  /// Measured seconds of compute op `op` (its name `name`) under the rule above.
+  /// Measured seconds of compute op `op` (its name `name`) under the rule above: the
+  /// entry at its shape; else the same op name measured at other shapes, log-log in the
+  /// work (product of the shape's dimensions) between the two nearest, proportional to
+  /// the work beyond them (an optimizer step or a GEMM of another pipeline split).
   std::optional<double> kernel_seconds(const Op& op, std::string_view name) const;
   /// Seconds of a communication of `kind` among `group_size` ranks moving `bytes` (the
   /// schedule's Op::bytes; Send for a point-to-point message, group_size 2), under the

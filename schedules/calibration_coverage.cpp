@@ -12,7 +12,8 @@ bool covered_by(const CalibrationTable& table, const Schedule& schedule, const O
         op.name < schedule.names.size() ? std::string_view(schedule.names[op.name]) : std::string_view();
     return table.kernel_seconds(op, name).has_value();
   }
-  if (op.kind == OpKind::Send || op.kind == OpKind::Recv) return table.comm_seconds(OpKind::Send, 2, op.bytes).has_value();
+  if (op.kind == OpKind::Send || op.kind == OpKind::Recv)
+    return table.comm_seconds(OpKind::Send, 2, op.bytes).has_value();
   return table.comm_seconds(op.kind, schedule.layout.group_size(op.group), op.bytes).has_value();
 }
 
