@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <set>
 #include <tuple>
 
@@ -33,7 +34,8 @@ double median_of(std::vector<double> v) {
 }
 
 void check(int rc, const char* what) {
-  if (rc != MPI_SUCCESS) throw BackendError(std::string("probe: ") + what + " failed (MPI error " + std::to_string(rc) + ")");
+  if (rc != MPI_SUCCESS)
+    throw BackendError(std::string("probe: ") + what + " failed (MPI error " + std::to_string(rc) + ")");
 }
 
 /// A compute op of the schedule as the device executes it.
@@ -46,7 +48,7 @@ std::string op_name(const Schedule& s, const Op& op) { return op.name < s.names.
 class Prober {
 public:
   Prober(const Schedule& schedule, const ProbeOptions& options, int rank, int world)
-      : s_(schedule), o_(options), rank_(rank), world_(world), kernels_(options.max_buffer_bytes) {}
+      : s_(schedule), o_(options), rank_(rank), world_(world) {}
 
   void measure_kernels(schedules::CalibrationBuilder& builder) {
     // Every distinct compute op of the schedule, in one order on every rank.
@@ -54,9 +56,9 @@ public:
     for (const auto& p : s_.programs)
       for (const Op& op : p.ops)
         if (!op.is_communication())
-          all.emplace(KernelKey{static_cast<int>(op.kernel), schedules::executed_shape(op, o_.shape_divisor),
-                                op_name(s_, op)},
-                      &op);
+          all.emplace(
+              KernelKey{static_cast<int>(op.kernel), schedules::executed_shape(op, o_.shape_divisor), op_name(s_, op)},
+              &op);
     std::set<KernelKey> mine;
     for (const Op& op : s_.program(rank_).ops)
       if (!op.is_communication())
@@ -64,13 +66,17 @@ public:
     // Round-robin repetitions: a burst of load on a shared machine spreads over every
     // kernel instead of spoiling all repetitions of one. -1: not in this rank's program.
     const size_t reps = static_cast<size_t>(o_.repetitions);
+    // Each op has its own kernels and buffers: the data one op leaves behind (its output,
+    // say, or values grown over repetitions) must not change another op's speed.
+    std::vector<std::unique_ptr<detail::CpuKernels>> runners(all.size());
     std::vector<double> samples(all.size() * reps, -1);
     for (int r = -o_.warmup; r < o_.repetitions; ++r) {
       size_t k = 0;
       for (const auto& [key, op] : all) {
         if (mine.count(key)) {
+          if (!runners[k]) runners[k] = std::make_unique<detail::CpuKernels>(o_.max_buffer_bytes);
           const double t0 = now_s();
-          kernels_.run(*op, std::get<1>(key));
+          runners[k]->run(*op, std::get<1>(key));
           if (r >= 0) samples[k * reps + static_cast<size_t>(r)] = now_s() - t0;
         }
         ++k;
@@ -86,7 +92,8 @@ public:
       for (int r = 0; r < world_; ++r)
         for (size_t x = 0; x < reps; ++x) {
           const double v = gathered[static_cast<size_t>(r) * samples.size() + k * reps + x];
-          if (v >= 0) builder.add_kernel_sample(op->kernel, schedules::DType::FP32, std::get<1>(key), v, std::get<2>(key));
+          if (v >= 0)
+            builder.add_kernel_sample(op->kernel, schedules::DType::FP32, std::get<1>(key), v, std::get<2>(key));
         }
       ++k;
     }
@@ -197,7 +204,6 @@ private:
   const Schedule& s_;
   const ProbeOptions& o_;
   int rank_, world_;
-  detail::CpuKernels kernels_;
   std::vector<float> send_, recv_;
 };
 
@@ -263,8 +269,8 @@ ProbeResult probe(const Schedule& schedule, const ProbeOptions& options) {
   MPI_Comm_size(MPI_COMM_WORLD, &world);
   if (world != schedule.world())
     throw BackendError("probe: the launcher started " + std::to_string(world) + " ranks but the schedule of job \"" +
-                       schedule.job.name + "\" needs " + std::to_string(schedule.world()) + " (tp·pp·dp); start it with -np " +
-                       std::to_string(schedule.world()));
+                       schedule.job.name + "\" needs " + std::to_string(schedule.world()) +
+                       " (tp·pp·dp); start it with -np " + std::to_string(schedule.world()));
   ProbeResult res;
   res.rank = rank;
   res.world = world;

@@ -25,9 +25,9 @@ namespace twinscale::backend {
 struct ProbeOptions {
   int64_t shape_divisor = 1;
   int warmup = 2;
-  int repetitions = 7;            // the median of these is kept
-  double max_sweep_bytes = 0;     // 0: 4 × the largest message of the schedule (at least 64 KiB)
-  double max_buffer_bytes = 1e9;  // per kernel buffer (as the CPU device)
+  int repetitions = 7;           // the median of these is kept
+  double max_sweep_bytes = 0;    // 0: 4 × the largest message of the schedule (at least 64 KiB)
+  double max_buffer_bytes = 1e9; // per kernel buffer (as the CPU device)
 };
 
 /// One row of the nccl-tests-style sweep table.

@@ -27,8 +27,9 @@ std::string job_text(const std::string& name, int pp, int dp, int global_batch) 
   return "name = \"" + name +
          "\"\ncluster = \"tiny-2tier\"\n[model]\nlayers = 2\nhidden = 64\nheads = 4\nseq_len = 32\nvocab = 256\n"
          "[parallel]\ntp = 1\npp = " +
-         std::to_string(pp) + "\ndp = " + std::to_string(dp) + "\nmicro_batch = 1\nglobal_batch = " +
-         std::to_string(global_batch) + "\n[schedule]\npipeline = \"1f1b\"\niterations = 1\n";
+         std::to_string(pp) + "\ndp = " + std::to_string(dp) +
+         "\nmicro_batch = 1\nglobal_batch = " + std::to_string(global_batch) +
+         "\n[schedule]\npipeline = \"1f1b\"\niterations = 1\n";
 }
 } // namespace
 
