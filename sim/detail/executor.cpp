@@ -5,6 +5,7 @@
 
 #include "schedules/calibration.hpp"
 #include "schedules/error.hpp"
+#include "schedules/execution_rules.hpp"
 
 namespace twinscale::sim::detail {
 
@@ -204,29 +205,23 @@ bool SimExecutor::deps_done(const Slot& sl, uint32_t op) const {
   return true;
 }
 
-/// Issues the head op of every idle stream whose dependencies are done, higher
-/// Op::priority first (ties: lower stream). Readiness only changes when an op
-/// completes, so trying every stream after each completion misses nothing.
+/// Issues the head op of every idle stream whose dependencies are done, in the shared
+/// start order (schedules/execution_rules.hpp: higher Op::priority first, then program
+/// order). Readiness only changes when an op completes, so trying every stream after
+/// each completion misses nothing.
 void SimExecutor::issue_ready(int32_t slot) {
   Slot& sl = slots_[static_cast<size_t>(slot)];
   std::array<uint32_t, schedules::kStreamCount> cand{};
-  std::array<int32_t, schedules::kStreamCount> prio{};
-  int nc = 0;
+  size_t nc = 0;
   for (int s = 0; s < schedules::kStreamCount; ++s) {
     if (sl.busy & (1u << s)) continue;
     const auto& ops = sl.index->stream_ops[static_cast<size_t>(s)];
     const uint32_t pos = sl.stream_pos[static_cast<size_t>(s)];
     if (pos >= ops.size() || !deps_done(sl, ops[pos])) continue;
-    const int32_t p = sl.index->hot[ops[pos]].priority;
-    int i = nc++;
-    for (; i > 0 && prio[static_cast<size_t>(i - 1)] < p; --i) {
-      cand[static_cast<size_t>(i)] = cand[static_cast<size_t>(i - 1)];
-      prio[static_cast<size_t>(i)] = prio[static_cast<size_t>(i - 1)];
-    }
-    cand[static_cast<size_t>(i)] = ops[pos];
-    prio[static_cast<size_t>(i)] = p;
+    cand[nc++] = ops[pos];
   }
-  for (int i = 0; i < nc && !job_failed_; ++i) issue(slot, cand[static_cast<size_t>(i)]);
+  schedules::order_ready(*sl.program, std::span<uint32_t>(cand.data(), nc));
+  for (size_t i = 0; i < nc && !job_failed_; ++i) issue(slot, cand[i]);
 }
 
 void SimExecutor::issue(int32_t slot, uint32_t op_index) {
