@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <thread>
 #include <tuple>
 
 #include <mpi.h>
@@ -75,6 +76,10 @@ public:
       for (const auto& [key, op] : all) {
         if (mine.count(key)) {
           if (!runners[k]) runners[k] = std::make_unique<detail::CpuKernels>(o_.max_buffer_bytes);
+          // As in a run, where the CPU device's worker waits for each op to be issued:
+          // the kernel starts after a short sleep, not at the end of a long busy streak
+          // (on a loaded machine the scheduler treats the two very differently).
+          std::this_thread::sleep_for(std::chrono::microseconds(o_.nap_us));
           const double t0 = now_s();
           runners[k]->run(*op, std::get<1>(key));
           if (r >= 0) samples[k * reps + static_cast<size_t>(r)] = now_s() - t0;
@@ -149,37 +154,43 @@ private:
         if (v[i] != expected(i)) ++bad;
     };
     const int ni = static_cast<int>(per);
+    MPI_Request req = MPI_REQUEST_NULL;
     switch (kind) {
     case OpKind::AllReduce:
       send_.assign(static_cast<size_t>(floats), mine);
       recv_.assign(static_cast<size_t>(floats), 0);
-      check(MPI_Allreduce(send_.data(), recv_.data(), static_cast<int>(floats), MPI_FLOAT, MPI_SUM, comm),
-            "MPI_Allreduce");
+      check(MPI_Iallreduce(send_.data(), recv_.data(), static_cast<int>(floats), MPI_FLOAT, MPI_SUM, comm, &req),
+            "MPI_Iallreduce");
+      complete(req);
       count_wrong(recv_, [&](size_t) { return sum; });
       break;
     case OpKind::AllGather:
       send_.assign(static_cast<size_t>(per), mine);
       recv_.assign(static_cast<size_t>(per * n), 0);
-      check(MPI_Allgather(send_.data(), ni, MPI_FLOAT, recv_.data(), ni, MPI_FLOAT, comm), "MPI_Allgather");
+      check(MPI_Iallgather(send_.data(), ni, MPI_FLOAT, recv_.data(), ni, MPI_FLOAT, comm, &req), "MPI_Iallgather");
+      complete(req);
       count_wrong(recv_, [&](size_t i) { return static_cast<float>(i / static_cast<size_t>(per) + 1); });
       break;
     case OpKind::ReduceScatter:
       send_.assign(static_cast<size_t>(per * n), mine);
       recv_.assign(static_cast<size_t>(per), 0);
-      check(MPI_Reduce_scatter_block(send_.data(), recv_.data(), ni, MPI_FLOAT, MPI_SUM, comm),
-            "MPI_Reduce_scatter_block");
+      check(MPI_Ireduce_scatter_block(send_.data(), recv_.data(), ni, MPI_FLOAT, MPI_SUM, comm, &req),
+            "MPI_Ireduce_scatter_block");
+      complete(req);
       count_wrong(recv_, [&](size_t) { return sum; });
       break;
     case OpKind::AllToAll:
       send_.resize(static_cast<size_t>(per * n));
       for (int64_t j = 0; j < n; ++j) std::fill_n(send_.begin() + j * per, per, static_cast<float>(me * 1000 + j));
       recv_.assign(static_cast<size_t>(per * n), 0);
-      check(MPI_Alltoall(send_.data(), ni, MPI_FLOAT, recv_.data(), ni, MPI_FLOAT, comm), "MPI_Alltoall");
+      check(MPI_Ialltoall(send_.data(), ni, MPI_FLOAT, recv_.data(), ni, MPI_FLOAT, comm, &req), "MPI_Ialltoall");
+      complete(req);
       count_wrong(recv_, [&](size_t i) { return static_cast<float>((i / static_cast<size_t>(per)) * 1000 + me); });
       break;
     case OpKind::Broadcast:
       recv_.assign(static_cast<size_t>(floats), me == 0 ? 7.0f : 0.0f);
-      check(MPI_Bcast(recv_.data(), static_cast<int>(floats), MPI_FLOAT, 0, comm), "MPI_Bcast");
+      check(MPI_Ibcast(recv_.data(), static_cast<int>(floats), MPI_FLOAT, 0, comm, &req), "MPI_Ibcast");
+      complete(req);
       count_wrong(recv_, [&](size_t) { return 7.0f; });
       break;
     default: { // point to point: half a ping-pong between members 0 and 1
@@ -188,17 +199,31 @@ private:
       recv_.assign(static_cast<size_t>(floats), 0);
       const int peer = 1 - me, count = static_cast<int>(floats);
       if (me == 0) {
-        check(MPI_Send(send_.data(), count, MPI_FLOAT, peer, 1, comm), "MPI_Send");
-        check(MPI_Recv(recv_.data(), count, MPI_FLOAT, peer, 2, comm, MPI_STATUS_IGNORE), "MPI_Recv");
+        check(MPI_Isend(send_.data(), count, MPI_FLOAT, peer, 1, comm, &req), "MPI_Isend");
+        complete(req);
+        check(MPI_Irecv(recv_.data(), count, MPI_FLOAT, peer, 2, comm, &req), "MPI_Irecv");
+        complete(req);
       } else {
-        check(MPI_Recv(recv_.data(), count, MPI_FLOAT, peer, 1, comm, MPI_STATUS_IGNORE), "MPI_Recv");
-        check(MPI_Send(send_.data(), count, MPI_FLOAT, peer, 2, comm), "MPI_Send");
+        check(MPI_Irecv(recv_.data(), count, MPI_FLOAT, peer, 1, comm, &req), "MPI_Irecv");
+        complete(req);
+        check(MPI_Isend(send_.data(), count, MPI_FLOAT, peer, 2, comm, &req), "MPI_Isend");
+        complete(req);
       }
       // The caller times the whole exchange; a one-way message is half of it.
       count_wrong(recv_, [&](size_t) { return 3.0f; });
     }
     }
     return bad;
+  }
+
+  /// As the CPU device completes a posted transfer: MPI progresses it only when tested,
+  /// and the executor tests between short idle waits.
+  void complete(MPI_Request& req) {
+    for (int done = 0;;) {
+      check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test");
+      if (done) return;
+      std::this_thread::sleep_for(std::chrono::microseconds(o_.nap_us));
+    }
   }
 
   const Schedule& s_;
@@ -287,7 +312,18 @@ ProbeResult probe(const Schedule& schedule, const ProbeOptions& options) {
     if (kind == static_cast<int>(OpKind::Send)) continue;
     for (int64_t g = 2; g <= world; g *= 2) kinds.insert({kind, g}); // other splits of the job
   }
-  const double max_sweep = options.max_sweep_bytes > 0 ? options.max_sweep_bytes : std::max(65536.0, 4 * largest);
+  // Another pipeline split moves more per message: with one stage, a data-parallel
+  // collective carries every stage's gradients. The sweep reaches twice that.
+  double whole = 0;
+  for (int64_t pp = 0; pp < schedule.layout.pp; ++pp) {
+    double stage = 0;
+    for (const Op& op : schedule.program(schedule.layout.rank({0, 0, pp})).ops)
+      if (op.is_collective() && op.group == schedules::GroupKind::Dp)
+        stage = std::max(stage, schedules::executed_bytes(op.bytes, options.shape_divisor));
+    whole += stage;
+  }
+  const double max_sweep =
+      options.max_sweep_bytes > 0 ? options.max_sweep_bytes : std::max({65536.0, 4 * largest, 2 * whole});
   auto add = [&](OpKind kind, int64_t n, double bytes, bool row) {
     int64_t wrong = 0;
     const std::vector<double> t = p.time_comm(kind, n, bytes, wrong);

@@ -26,8 +26,9 @@ struct ProbeOptions {
   int64_t shape_divisor = 1;
   int warmup = 2;
   int repetitions = 7;           // the median of these is kept
-  double max_sweep_bytes = 0;    // 0: 4 × the largest message of the schedule (at least 64 KiB)
+  double max_sweep_bytes = 0;    // 0: 4 × the largest message, 2 × a one-stage DP message, ≥ 64 KiB
   double max_buffer_bytes = 1e9; // per kernel buffer (as the CPU device)
+  int nap_us = 200;              // idle wait before each kernel and between MPI_Tests (as the executor)
 };
 
 /// One row of the nccl-tests-style sweep table.
