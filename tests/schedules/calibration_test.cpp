@@ -1,5 +1,6 @@
 // The calibration table (schedules/calibration.hpp): medians, bus bandwidth,
 // interpolation, a byte-identical round trip, and read errors that name file and entry.
+#include <cmath>
 #include <sstream>
 
 #include <catch2/catch.hpp>
@@ -175,4 +176,21 @@ TEST_CASE("calibration coverage counts ops and time from measured entries", "[sc
   CHECK(c.time_share() == Approx(static_cast<double>(gemms) / static_cast<double>(p.ops.size())));
   trace.events.push_back({0, static_cast<uint32_t>(p.ops.size()), 0, 1, false});
   CHECK_THROWS_WITH(calibration_coverage(t, s, trace), Catch::Contains("op " + std::to_string(p.ops.size())));
+}
+
+TEST_CASE("calibration: an op measured at other shapes is interpolated in work", "[schedules][calibration]") {
+  CalibrationBuilder b;
+  b.add_kernel_sample(Kernel::AdamStep, DType::FP32, {1000, 0, 0, 0}, 1e-3, "optimizer.adam");
+  b.add_kernel_sample(Kernel::AdamStep, DType::FP32, {100000, 0, 0, 0}, 4e-2, "optimizer.adam");
+  const CalibrationTable t = b.build("cpu", "cpu");
+  Op op;
+  op.kind = OpKind::OptimizerStep;
+  op.kernel = Kernel::AdamStep;
+  op.shape = {10000, 0, 0, 0};
+  CHECK(*t.kernel_seconds(op, "optimizer.adam") == Approx(std::sqrt(1e-3 * 4e-2))); // log-log midpoint
+  op.shape = {200000, 0, 0, 0};
+  CHECK(*t.kernel_seconds(op, "optimizer.adam") == Approx(8e-2)); // proportional beyond
+  op.shape = {500, 0, 0, 0};
+  CHECK(*t.kernel_seconds(op, "optimizer.adam") == Approx(5e-4));
+  CHECK_FALSE(t.kernel_seconds(op, "optimizer.sgd").has_value()); // another op: no entry
 }
