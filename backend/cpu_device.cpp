@@ -9,10 +9,8 @@
 #include <deque>
 #include <map>
 #include <mutex>
-#include <set>
 #include <string>
 #include <thread>
-#include <tuple>
 
 #include <mpi.h>
 
@@ -250,20 +248,6 @@ void CpuDevice::prepare(const schedules::Schedule& schedule, int64_t rank) {
     if (op.is_communication() || d.workers[st].thread.joinable()) continue;
     d.workers[st].kernels = std::make_unique<detail::CpuKernels>(d.options.max_buffer_bytes);
     d.workers[st].thread = std::thread([&d, st] { d.worker_loop(st); });
-  }
-  // Tensors exist before the step starts: each stream's kernels run every distinct shape
-  // of the stream once, here, so that growing the reused buffers (allocation, page
-  // faults, synthetic data) is not timed as part of the first op that needs them.
-  std::set<std::tuple<size_t, int, std::array<int64_t, 4>>> warmed;
-  for (const Op& op : d.program->ops) {
-    if (op.is_communication()) continue;
-    const size_t st = static_cast<size_t>(op.stream);
-    const auto shape = detail::scaled_shape(op, d.options.shape_divisor);
-    if (!warmed.insert({st, static_cast<int>(op.kernel), shape}).second) continue;
-    try { // the stream's worker touches its kernels only once an op is queued
-      d.workers[st].kernels->run(op, shape);
-    } catch (const std::exception&) { // e.g. a buffer above the limit: the op fails, and says so, in the run
-    }
   }
 }
 
