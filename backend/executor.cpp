@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "schedules/error.hpp"
+#include "schedules/execution_rules.hpp"
 #include "schedules/nccl_order.hpp"
 
 namespace twinscale::backend {
@@ -144,20 +145,27 @@ private:
   }
 
   /// Issues every op that became ready; repeats until a pass issues nothing, because
-  /// issuing on one stream can unblock a channel on another.
+  /// issuing on one stream can unblock a channel on another. Each pass takes the ready
+  /// head of every stream and starts them in the shared order (schedules/
+  /// execution_rules.hpp: higher priority first, then program order).
   bool issue_ready() {
     bool any = false;
+    std::array<uint32_t, schedules::kStreamCount> heads{};
     for (bool again = true; again;) {
       again = false;
+      size_t n = 0;
       for (size_t s = 0; s < stream_ops_.size(); ++s) {
-        auto& list = stream_ops_[s];
-        while (next_issue_[s] < list.size() && ready(list[next_issue_[s]])) {
-          if (on_device_ && next_issue_[s] - next_done_[s] >= options_.max_in_flight_per_stream) break;
-          issue(list[next_issue_[s]]);
-          ++next_issue_[s];
-          again = any = true;
-          if (!on_device_) break; // the next op on this stream waits for this one
-        }
+        const auto& list = stream_ops_[s];
+        if (next_issue_[s] >= list.size() || !ready(list[next_issue_[s]])) continue;
+        if (on_device_ && next_issue_[s] - next_done_[s] >= options_.max_in_flight_per_stream) continue;
+        heads[n++] = list[next_issue_[s]];
+      }
+      schedules::order_ready(program_, std::span<uint32_t>(heads.data(), n));
+      for (size_t h = 0; h < n; ++h) {
+        const auto s = static_cast<size_t>(program_.ops[heads[h]].stream);
+        issue(heads[h]); // still ready: a pass only adds readiness
+        ++next_issue_[s];
+        again = any = true;
       }
     }
     return any;

@@ -1,21 +1,9 @@
-// Checks that a real run's events are an execution the schedule's semantics allow
-// (schedules/schedule.hpp): every op ran; on each stream an op started after its
-// predecessor ended; after its dependencies ended; every member of a collective
-// started it before any member finished it; a receive finished after its send started.
-// Times must share one clock (one host, or clocks aligned by the runner's epoch).
+// The trace checker lives in schedules/trace_check.hpp (one statement of the execution
+// rules, for the simulator's traces and the backend's alike); backend code keeps its name.
 #pragma once
 
-#include <string>
-#include <vector>
-
-#include "schedules/schedule.hpp"
-#include "schedules/trace.hpp"
+#include "schedules/trace_check.hpp"
 
 namespace twinscale::backend {
-
-/// Violations, one line each (empty: the run is valid). `slack_s` tolerates clock
-/// granularity between processes.
-std::vector<std::string> check_trace_semantics(const schedules::Schedule& schedule,
-                                               const std::vector<schedules::TraceEvent>& events, double slack_s = 1e-6);
-
+using schedules::check_trace_semantics;
 } // namespace twinscale::backend

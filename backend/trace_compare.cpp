@@ -146,7 +146,9 @@ schedules::CalibrationTable calibrate_from_trace(const std::vector<TraceRecord>&
       builder.add_comm_sample(op.kind, group, bytes, r.duration_s);
     }
   }
-  return builder.build(source, device);
+  schedules::CalibrationTable table = builder.build(source, device);
+  table.shape_divisor = cpu ? shape_divisor : 1;
+  return table;
 }
 
 } // namespace twinscale::backend

@@ -17,6 +17,7 @@ void add_simulate_command(CLI::App& app, Action& action);
 void add_collective_command(CLI::App& app, Action& action); // one collective, nccl-tests table
 void add_fault_commands(CLI::App& app, Action& action);     // campaign, tune-checkpoint
 void add_backend_commands(CLI::App& app, Action& action);   // run, compare, calibrate
+void add_probe_command(CLI::App& app, Action& action);      // probe (micro-benchmarks, under mpirun)
 void add_sweep_command(CLI::App& app, Action& action);      // sweep, sweep show
 
 } // namespace twinscale::cli

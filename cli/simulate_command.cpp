@@ -18,6 +18,7 @@
 #include "config/error.hpp"
 #include "config/gpu_speeds.hpp"
 #include "config/scenario.hpp"
+#include "schedules/calibration_coverage.hpp"
 #include "schedules/schedule.hpp"
 #include "schedules/trace.hpp"
 #include "sim/estimate.hpp"
@@ -94,8 +95,10 @@ nlohmann::json breakdown_json(const sim::Breakdown& b) {
           {"exposed_dp_s", b.exposed_dp_s}, {"bubble_s", b.bubble_s},         {"idle_s", b.idle_s}};
 }
 
+using Coverage = std::optional<schedules::CalibrationCoverage>;
+
 std::string report_json(const sim::SimReport& r, const schedules::Schedule& s, const std::string& cluster,
-                        const SimulateArgs& a) {
+                        const SimulateArgs& a, const Coverage& cov) {
   nlohmann::json j;
   j["job"] = s.job.name;
   j["cluster"] = cluster;
@@ -131,11 +134,15 @@ std::string report_json(const sim::SimReport& r, const schedules::Schedule& s, c
                 {"executed_ranks", r.executed_ranks},
                 {"ops_executed", r.ops_executed},
                 {"flows", r.flows}};
+  if (cov)
+    j["calibration_coverage"] = {
+        {"ops", cov->ops},         {"measured_ops", cov->measured_ops},         {"op_share", cov->op_share()},
+        {"seconds", cov->seconds}, {"measured_seconds", cov->measured_seconds}, {"time_share", cov->time_share()}};
   return j.dump(2) + "\n";
 }
 
 std::string report_table(const sim::SimReport& r, const schedules::Schedule& s, const std::string& cluster,
-                         const SimulateArgs& a) {
+                         const SimulateArgs& a, const Coverage& cov) {
   std::ostringstream o;
   o << "job " << s.job.name << " on " << cluster << ": " << s.world() << " GPUs (tp " << s.layout.tp << ", pp "
     << s.layout.pp << ", dp " << s.layout.dp << "), " << sim::to_string(r.mode) << " mode, placement " << a.placement
@@ -145,6 +152,9 @@ std::string report_table(const sim::SimReport& r, const schedules::Schedule& s, 
   o << "  tokens/s           " << fixed(r.tokens_per_s, 1) << "\n";
   o << "  TFLOP/s per GPU    " << fixed(r.tflops_per_gpu, 2) << "\n";
   o << "  MFU                " << fixed(100.0 * r.mfu, 2) << " %\n";
+  if (cov)
+    o << "  calibration        " << fixed(100.0 * cov->op_share(), 1) << " % of ops (" << cov->measured_ops << "/"
+      << cov->ops << "), " << fixed(100.0 * cov->time_share(), 1) << " % of op time from measured entries\n";
   auto row = [&](const std::string& name, double v) {
     const double share = r.iteration_time_s > 0 ? 100.0 * v / r.makespan_s : 0.0;
     char buf[128];
@@ -217,7 +227,8 @@ int run_simulate(const SimulateArgs& a) {
   if (!speeds.empty()) scenario.set_gpu_speed(std::move(speeds));
   const schedules::Schedule& schedule = scenario.schedule();
   const std::string& cluster_name = scenario.cluster_name();
-  if (!a.trace_file.empty())
+  // A calibrated run records the trace of its executed ranks for the coverage report.
+  if (!a.trace_file.empty() || !a.calibration_file.empty())
     scenario.record_trace(a.ranks.empty() ? std::vector<int64_t>{} : parse_ranks(a.ranks, schedule.world()));
   scenario.check_fits();
   std::cerr << "twinscale simulate: " << schedule.world() << " ranks, " << schedule.programs.size()
@@ -232,7 +243,11 @@ int run_simulate(const SimulateArgs& a) {
     write_file_atomically(a.trace_file, t.str());
   }
   if (!a.per_rank_csv.empty()) write_file_atomically(a.per_rank_csv, sim::per_rank_csv(r));
-  std::cout << (a.json ? report_json(r, schedule, cluster_name, a) : report_table(r, schedule, cluster_name, a));
+  Coverage cov;
+  if (scenario.options().calibration != nullptr)
+    cov = schedules::calibration_coverage(*scenario.options().calibration, schedule, r.trace);
+  std::cout << (a.json ? report_json(r, schedule, cluster_name, a, cov)
+                       : report_table(r, schedule, cluster_name, a, cov));
   return 0; // a job that failed under faults is a result ("completed": false), not an error
 }
 

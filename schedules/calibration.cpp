@@ -130,6 +130,100 @@ std::optional<double> CalibrationTable::busbw_bytes_per_s(OpKind kind, int64_t g
   return row.back()->busbw_bytes_per_s;
 }
 
+std::array<int64_t, 4> executed_shape(const Op& op, int64_t divisor) {
+  std::array<int64_t, 4> s = op.shape;
+  if (divisor <= 1) return s;
+  for (int64_t& d : s)
+    if (d > 0) d = std::max<int64_t>(1, (d + divisor - 1) / divisor);
+  return s;
+}
+
+double executed_bytes(double bytes, int64_t divisor) {
+  divisor = std::max<int64_t>(divisor, 1);
+  return std::max(4.0, std::ceil(bytes / static_cast<double>(divisor)));
+}
+
+namespace {
+
+/// The work of a kernel shape: the product of its positive dimensions (m·n·k of a GEMM,
+/// the elements of an elementwise kernel or optimizer step).
+double shape_work(const std::array<int64_t, 4>& shape) {
+  double w = 1;
+  for (int64_t d : shape)
+    if (d > 0) w *= static_cast<double>(d);
+  return w;
+}
+
+} // namespace
+
+std::optional<double> CalibrationTable::kernel_seconds(const Op& op, std::string_view name) const {
+  const DType dtype = scaled_cpu_rule() ? DType::FP32 : op.dtype;
+  const std::array<int64_t, 4> shape = scaled_cpu_rule() ? executed_shape(op, shape_divisor) : op.shape;
+  if (const KernelTiming* k = find_kernel(op.kernel, dtype, shape, name)) return k->seconds;
+  // No entry at this shape: the same op (kernel, dtype, op name) measured at other shapes,
+  // interpolated log-log in work between the neighbours, proportional to work outside.
+  if (name.empty()) return std::nullopt;
+  const double w = shape_work(shape);
+  const KernelTiming *lo = nullptr, *hi = nullptr;
+  double wlo = 0, whi = 0;
+  for (const KernelTiming& k : kernels) {
+    if (k.kernel != op.kernel || k.dtype != dtype || k.op != name || !(k.seconds > 0)) continue;
+    const double kw = shape_work(k.shape);
+    if (kw <= w && (lo == nullptr || kw > wlo)) lo = &k, wlo = kw;
+    if (kw >= w && (hi == nullptr || kw < whi)) hi = &k, whi = kw;
+  }
+  if (lo == nullptr && hi == nullptr) return std::nullopt;
+  if (lo == nullptr) return hi->seconds * w / whi;
+  if (hi == nullptr) return lo->seconds * w / wlo;
+  if (whi <= wlo) return lo->seconds;
+  const double t = (std::log(w) - std::log(wlo)) / (std::log(whi) - std::log(wlo));
+  return std::exp(std::log(lo->seconds) + t * (std::log(hi->seconds) - std::log(lo->seconds)));
+}
+
+namespace {
+
+/// Seconds at `bytes` from the entries of one kind and group size (no allocation: one
+/// scan for the two neighbours and the ends). nullopt when there is none.
+std::optional<double> seconds_at(const std::vector<CommBandwidth>& comms, OpKind kind, int64_t group_size,
+                                 double bytes) {
+  const CommBandwidth *lo = nullptr, *hi = nullptr, *first = nullptr, *last = nullptr;
+  for (const CommBandwidth& c : comms) {
+    if (c.kind != kind || c.group_size != group_size || !(c.bytes > 0) || !(c.seconds > 0)) continue;
+    if (first == nullptr || c.bytes < first->bytes) first = &c;
+    if (last == nullptr || c.bytes > last->bytes) last = &c;
+    if (c.bytes <= bytes && (lo == nullptr || c.bytes > lo->bytes)) lo = &c;
+    if (c.bytes >= bytes && (hi == nullptr || c.bytes < hi->bytes)) hi = &c;
+  }
+  if (first == nullptr) return std::nullopt;
+  if (lo == nullptr) return first->seconds;                      // latency bound
+  if (hi == nullptr) return last->seconds * bytes / last->bytes; // bandwidth bound
+  if (hi->bytes <= lo->bytes) return lo->seconds;
+  const double t = (std::log(bytes) - std::log(lo->bytes)) / (std::log(hi->bytes) - std::log(lo->bytes));
+  return std::exp(std::log(lo->seconds) + t * (std::log(hi->seconds) - std::log(lo->seconds)));
+}
+
+} // namespace
+
+std::optional<double> CalibrationTable::comm_seconds(OpKind kind, int64_t group_size, double bytes) const {
+  if (kind == OpKind::Recv) kind = OpKind::Send;
+  if (group_size <= 1) return 0.0;
+  const double b = scaled_cpu_rule() ? executed_bytes(bytes, shape_divisor) : bytes;
+  if (!(b > 0)) return 0.0;
+  if (auto s = seconds_at(comms, kind, group_size, b)) return s;
+  int64_t below = 0, above = 0; // the nearest measured group sizes around group_size
+  for (const CommBandwidth& c : comms) {
+    if (c.kind != kind) continue;
+    if (c.group_size < group_size && c.group_size > below) below = c.group_size;
+    if (c.group_size > group_size && (above == 0 || c.group_size < above)) above = c.group_size;
+  }
+  if (below < 2 || above == 0) return std::nullopt;
+  const auto s0 = seconds_at(comms, kind, below, b), s1 = seconds_at(comms, kind, above, b);
+  if (!s0 || !s1) return std::nullopt;
+  const double t = (std::log(static_cast<double>(group_size)) - std::log(static_cast<double>(below))) /
+                   (std::log(static_cast<double>(above)) - std::log(static_cast<double>(below)));
+  return std::exp(std::log(*s0) + t * (std::log(*s1) - std::log(*s0)));
+}
+
 void CalibrationBuilder::add_kernel_sample(Kernel kernel, DType dtype, const std::array<int64_t, 4>& shape,
                                            double seconds, std::string_view op) {
   kernel_samples_[{static_cast<int>(kernel), static_cast<int>(dtype), shape, std::string(op)}].push_back(seconds);
@@ -173,6 +267,7 @@ void write_calibration(const CalibrationTable& table, std::ostream& out) {
   j["version"] = table.version;
   j["source"] = table.source;
   j["device"] = table.device;
+  j["shape_divisor"] = table.shape_divisor;
   j["kernels"] = json::array();
   for (const KernelTiming& k : table.kernels)
     j["kernels"].push_back({{"kernel", std::string(to_string(k.kernel))},
@@ -210,6 +305,7 @@ CalibrationTable read_calibration(std::istream& in, const std::string& path) {
   CalibrationTable t;
   t.source = j.contains("source") && j["source"].is_string() ? j["source"].get<std::string>() : "";
   t.device = j.contains("device") && j["device"].is_string() ? j["device"].get<std::string>() : "";
+  if (j.contains("shape_divisor")) t.shape_divisor = get_integer(j, "shape_divisor", path, "file", 1, int64_t{1} << 30);
   for (const char* key : {"kernels", "comms"})
     if (j.contains(key) && !j[key].is_array()) fail(path, std::string("\"") + key + "\"", "must be an array");
 

@@ -13,7 +13,9 @@
 // table never averages different work of one kernel and shape: forward and backward
 // attention ("attn.core", "attn.core.bwd"), each LayerNorm pass ("attn.ln.mean", ".var",
 // ".norm", ".bwd.*"); recomputation reuses its forward op's name, being the same work.
-// Version 1 files (no "op") are still read; their entries match any op. Entries are
+// Version 1 files (no "op") are still read; their entries match any op. Version 3 adds
+// "shape_divisor" (default 1): the divisor the measured device applied to every shape and
+// message (the CPU device runs the schedule scaled down). Entries are
 // sorted (kernel, dtype, shape, op) and (kind, group_size, bytes), so equal inputs give
 // byte-identical files.
 #pragma once
@@ -32,7 +34,7 @@
 
 namespace twinscale::schedules {
 
-inline constexpr int kCalibrationFormatVersion = 2;
+inline constexpr int kCalibrationFormatVersion = 3;
 
 struct KernelTiming {
   Kernel kernel = Kernel::Gemm;
@@ -60,6 +62,9 @@ struct CalibrationTable {
   int version = kCalibrationFormatVersion;
   std::string source; // "cuda", "cpu"
   std::string device; // free text, e.g. "NVIDIA H100 80GB HBM3"
+  /// The measured device ran every shape and message divided by this (CPU device's
+  /// --shape-divisor; 1 on CUDA devices). See the lookup rule below.
+  int64_t shape_divisor = 1;
   std::vector<KernelTiming> kernels;
   std::vector<CommBandwidth> comms;
 
@@ -73,7 +78,36 @@ struct CalibrationTable {
   /// interpolation in log(bytes) between the two neighbouring entries, clamped to the
   /// smallest/largest measured size. nullopt when no entry has this kind and group size.
   std::optional<double> busbw_bytes_per_s(OpKind kind, int64_t group_size, double bytes) const;
+
+  // The lookup rule (docs/backend.md "Calibration table"): a table measured on the CPU
+  // device (source "cpu") holds fp32 kernels at shapes divided by shape_divisor, because
+  // that is what the CPU device executes for any schedule; so an op of the schedule is
+  // looked up at (kernel, fp32, executed_shape(op, divisor), op name) and a message at
+  // executed_bytes(op, divisor). The simulated time is that of the measured CPU machine
+  // running the same schedule. Other sources are looked up at the scheduled dtype and
+  // shape. Both return nullopt when the table has no entry: the model's figure applies.
+
+  /// Measured seconds of compute op `op` (its name `name`) under the rule above: the
+  /// entry at its shape; else the same op name measured at other shapes, log-log in the
+  /// work (product of the shape's dimensions) between the two nearest, proportional to
+  /// the work beyond them (an optimizer step or a GEMM of another pipeline split).
+  std::optional<double> kernel_seconds(const Op& op, std::string_view name) const;
+  /// Seconds of a communication of `kind` among `group_size` ranks moving `bytes` (the
+  /// schedule's Op::bytes; Send for a point-to-point message, group_size 2), under the
+  /// rule above: log-log interpolation of time against bytes between the measured sizes
+  /// of that kind and group size; below the smallest, the smallest's time (latency
+  /// bound); above the largest, the largest's bandwidth. A group size between two
+  /// measured ones interpolates log-log in the group size; outside them, nullopt.
+  std::optional<double> comm_seconds(OpKind kind, int64_t group_size, double bytes) const;
+  /// True when this table was measured on the CPU device (the fp32, scaled-shape rule).
+  bool scaled_cpu_rule() const { return source == "cpu"; }
 };
+
+/// What a device with shape divisor `divisor` executes for `op`: every positive
+/// dimension divided by it, rounded up, at least 1 (the CPU device's --shape-divisor).
+std::array<int64_t, 4> executed_shape(const Op& op, int64_t divisor);
+/// The bytes it moves for a message of `bytes`: bytes / divisor rounded up, at least 4.
+double executed_bytes(double bytes, int64_t divisor);
 
 /// nccl-tests' bus-bandwidth factor (hardware.md): all-reduce 2(n−1)/n; all-gather,
 /// reduce-scatter, all-to-all (n−1)/n; broadcast, send/recv 1.

@@ -9,11 +9,16 @@
 #    a timeout, for every case whose rank count fits the GPUs (NCCL refuses two ranks
 #    on one GPU): 8-rank 8x1x1, 1x1x8, 2x1x4, 2x2x2, 1x8x1 and tiny-* on an 8-GPU
 #    server; smaller layouts on smaller machines; the rest SKIPPED;
-# 5. a kill-one-rank run (≥ 2 GPUs) that must end in the hang report naming the rank.
+# 5. a kill-one-rank run (≥ 2 GPUs) that must end in the hang report naming the rank;
+# 6. the twin loop on this server: probe → simulate a tiny job with the probe's table and
+#    cluster → run the job for real → compare (iteration error, calibration coverage).
+#    `probe --device cuda` is not built yet: on GPUs the table comes from the run's own
+#    trace (calibrate), reported as such; --cpu-dry-run probes the CPU device (2 ranks,
+#    configuration A probed, another pipeline/data-parallel split B predicted and run).
 # Prints one summary line per case: "gpu-check: <case> PASS|FAIL|SKIPPED (<detail>)"
 # and exits 1 if any case failed. Logs go to --out (default build/gpu-check).
 # --cpu-dry-run checks this script's own mechanics on a machine without GPUs: steps 4
-# and 5 with --device cpu as if there were 8 GPUs (steps 2 and 3 are skipped).
+# 5 and 6 with --device cpu as if there were 8 GPUs (steps 2 and 3 are skipped).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=build
@@ -174,6 +179,51 @@ else
     report "kill one rank" PASS "rank 1 killed, hang report names it"
   else
     report "kill one rank" FAIL "no hang report naming rank 1, log $dir.log"
+  fi
+fi
+
+# 6. The twin loop: probe (or calibrate) → simulate → run → compare.
+twin_job() {  # name pp dp global_batch
+  printf 'name = "%s"\ncluster = "tiny-2tier"\n[model]\nlayers = 4\nhidden = 256\nheads = 8\nseq_len = 128\nvocab = 1024\n[parallel]\ntp = 1\npp = %s\ndp = %s\nmicro_batch = 1\nglobal_batch = %s\n[schedule]\npipeline = "1f1b"\niterations = 1\n' "$1" "$2" "$3" "$4"
+}
+twin_summary() {  # compare.json sim.json → "iteration error X %, coverage Y %"
+  python3 -c 'import json, sys
+c = json.load(open(sys.argv[1])); s = json.load(open(sys.argv[2]))
+e = (c["b"]["span_s"] - c["a"]["span_s"]) / c["a"]["span_s"]
+cov = s.get("calibration_coverage", {}).get("op_share", 0)
+print("iteration error %+.1f %%, calibration coverage %.1f %% of ops" % (100 * e, 100 * cov))' "$1" "$2"
+}
+twin="$out/twin"
+rm -rf "$twin" && mkdir -p "$twin"
+if [ "$have_mpirun" = 0 ] || [ ! -x "$cli" ] || ! command -v python3 >/dev/null 2>&1; then
+  report "twin loop" SKIPPED "needs mpirun, python3 and $cli"
+elif [ "$device" = cpu ]; then
+  twin_job twin-a 2 1 4 >"$twin/a.toml"
+  twin_job twin-b 1 2 6 >"$twin/b.toml"
+  if timeout -k 10 "$case_timeout" $(mpirun_cmd 2) "$cli" probe "$twin/a.toml" --out "$twin/cal.json" \
+       --cluster-out "$twin/host.toml" >"$twin/probe.log" 2>&1 &&
+     "$cli" simulate "$twin/b.toml" --cluster "$twin/host.toml" --calibration "$twin/cal.json" --no-aggregate \
+       --json --trace "$twin/sim.json" >"$twin/sim-report.json" 2>"$twin/simulate.log" &&
+     timeout -k 10 "$case_timeout" $(mpirun_cmd 2) "$cli" run "$twin/b.toml" --device cpu --timeout 60 \
+       --trace "$twin/run.json" >"$twin/run.log" 2>&1 &&
+     "$cli" compare "$twin/run.json" "$twin/sim.json" --json >"$twin/compare.json" 2>"$twin/compare.log"; then
+    report "twin loop (probe A, predict and run B)" PASS "$(twin_summary "$twin/compare.json" "$twin/sim-report.json")"
+  else
+    report "twin loop (probe A, predict and run B)" FAIL "logs in $twin"
+  fi
+elif [ "$gpus" -lt 8 ]; then
+  report "twin loop" SKIPPED "the one-server tiny job needs 8 GPUs, $gpus visible"
+else
+  report "probe --device cuda" SKIPPED "not built yet; the table comes from the run's trace"
+  if timeout -k 10 "$case_timeout" $(mpirun_cmd 8) "$cli" run --preset tiny-1f1b --device cuda --timeout 60 \
+       --trace "$twin/run.json" >"$twin/run.log" 2>&1 &&
+     "$cli" calibrate "$twin/run.json" --preset tiny-1f1b --out "$twin/cal.json" >"$twin/calibrate.log" 2>&1 &&
+     "$cli" simulate --preset tiny-1f1b --gpus 8 --calibration "$twin/cal.json" --no-aggregate --json \
+       --trace "$twin/sim.json" >"$twin/sim-report.json" 2>"$twin/simulate.log" &&
+     "$cli" compare "$twin/run.json" "$twin/sim.json" --json >"$twin/compare.json" 2>"$twin/compare.log"; then
+    report "twin loop (tiny-1f1b, calibrated from its run)" PASS "$(twin_summary "$twin/compare.json" "$twin/sim-report.json")"
+  else
+    report "twin loop (tiny-1f1b, calibrated from its run)" FAIL "logs in $twin"
   fi
 fi
 

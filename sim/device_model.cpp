@@ -100,8 +100,7 @@ double DeviceModel::seconds(const Op& op) const {
   if (calibration_ != nullptr) {
     const std::string_view name =
         names_ != nullptr && op.name < names_->size() ? std::string_view((*names_)[op.name]) : std::string_view();
-    if (const auto* k = calibration_->find_kernel(op.kernel, op.dtype, op.shape, name))
-      return k->seconds * params_.compute_time_factor;
+    if (auto s = calibration_->kernel_seconds(op, name)) return *s * params_.compute_time_factor;
   }
   return model_seconds(op) * params_.compute_time_factor;
 }

@@ -7,6 +7,7 @@
 #include <Eigen/Dense>
 
 #include "backend/error.hpp"
+#include "schedules/calibration.hpp"
 #include "schedules/error.hpp"
 
 namespace twinscale::backend::detail {
@@ -17,16 +18,12 @@ using Matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMa
 using MatrixMap = Eigen::Map<Matrix>;
 using Vector = Eigen::Map<Eigen::VectorXf>;
 
+// The rule lives with the calibration table, which the simulator reads under it.
 std::array<int64_t, 4> scaled_shape(const schedules::Op& op, int64_t divisor) {
-  std::array<int64_t, 4> s = op.shape;
-  for (int64_t& d : s)
-    if (d > 0) d = std::max<int64_t>(1, (d + divisor - 1) / divisor);
-  return s;
+  return schedules::executed_shape(op, divisor);
 }
 
-double scaled_bytes(const schedules::Op& op, int64_t divisor) {
-  return std::max(4.0, std::ceil(op.bytes / static_cast<double>(divisor)));
-}
+double scaled_bytes(const schedules::Op& op, int64_t divisor) { return schedules::executed_bytes(op.bytes, divisor); }
 
 std::vector<float>& CpuKernels::buffer(int slot, int64_t elements) {
   elements = std::max<int64_t>(elements, 1);

@@ -5,6 +5,7 @@
 
 #include "schedules/calibration.hpp"
 #include "schedules/error.hpp"
+#include "schedules/execution_rules.hpp"
 
 namespace twinscale::sim::detail {
 
@@ -204,29 +205,23 @@ bool SimExecutor::deps_done(const Slot& sl, uint32_t op) const {
   return true;
 }
 
-/// Issues the head op of every idle stream whose dependencies are done, higher
-/// Op::priority first (ties: lower stream). Readiness only changes when an op
-/// completes, so trying every stream after each completion misses nothing.
+/// Issues the head op of every idle stream whose dependencies are done, in the shared
+/// start order (schedules/execution_rules.hpp: higher Op::priority first, then program
+/// order). Readiness only changes when an op completes, so trying every stream after
+/// each completion misses nothing.
 void SimExecutor::issue_ready(int32_t slot) {
   Slot& sl = slots_[static_cast<size_t>(slot)];
   std::array<uint32_t, schedules::kStreamCount> cand{};
-  std::array<int32_t, schedules::kStreamCount> prio{};
-  int nc = 0;
+  size_t nc = 0;
   for (int s = 0; s < schedules::kStreamCount; ++s) {
     if (sl.busy & (1u << s)) continue;
     const auto& ops = sl.index->stream_ops[static_cast<size_t>(s)];
     const uint32_t pos = sl.stream_pos[static_cast<size_t>(s)];
     if (pos >= ops.size() || !deps_done(sl, ops[pos])) continue;
-    const int32_t p = sl.index->hot[ops[pos]].priority;
-    int i = nc++;
-    for (; i > 0 && prio[static_cast<size_t>(i - 1)] < p; --i) {
-      cand[static_cast<size_t>(i)] = cand[static_cast<size_t>(i - 1)];
-      prio[static_cast<size_t>(i)] = prio[static_cast<size_t>(i - 1)];
-    }
-    cand[static_cast<size_t>(i)] = ops[pos];
-    prio[static_cast<size_t>(i)] = p;
+    cand[nc++] = ops[pos];
   }
-  for (int i = 0; i < nc && !job_failed_; ++i) issue(slot, cand[static_cast<size_t>(i)]);
+  schedules::order_ready(*sl.program, std::span<uint32_t>(cand.data(), nc));
+  for (size_t i = 0; i < nc && !job_failed_; ++i) issue(slot, cand[i]);
 }
 
 void SimExecutor::issue(int32_t slot, uint32_t op_index) {
@@ -363,9 +358,9 @@ CommTask SimExecutor::collective_task(const Op& op, const std::vector<int64_t>& 
   for (int64_t m : members)
     same_server = same_server && fabric.server_of_gpu(gpu_of_rank_[static_cast<size_t>(m)]) == server;
   const bool closed = options_.mode == SimMode::Analytic || (shortcuts_ && same_server);
-  if (closed && options_.calibration != nullptr) {
-    if (auto busbw = options_.calibration->busbw_bytes_per_s(op.kind, n, op.bytes); busbw && *busbw > 0) {
-      task.closed_form_s = op.bytes * schedules::bus_factor(op.kind, n) / *busbw;
+  if (options_.calibration != nullptr) { // a measured time replaces the model (the lookup rule)
+    if (auto s = options_.calibration->comm_seconds(op.kind, n, op.bytes)) {
+      task.closed_form_s = *s;
       return task;
     }
   }
@@ -394,6 +389,12 @@ CommTask SimExecutor::p2p_task(int64_t src_rank, int64_t dst_rank, double bytes)
   const int64_t src = gpu_of_rank_[static_cast<size_t>(src_rank)];
   const int64_t dst = gpu_of_rank_[static_cast<size_t>(dst_rank)];
   CommTask task;
+  if (options_.calibration != nullptr && src != dst) {
+    if (auto s = options_.calibration->comm_seconds(OpKind::Send, 2, bytes)) {
+      task.closed_form_s = *s;
+      return task;
+    }
+  }
   if (options_.mode == SimMode::Analytic || src == dst) {
     task.closed_form_s = src == dst ? 0.0 : paths_.p2p_s(src, dst, bytes, options_.channels);
     return task;

@@ -266,3 +266,51 @@ TEST_CASE("executor watchdog: two ranks waiting on each other age out (no progre
   CHECK(r.status == backend::RunStatus::TimedOut);
   CHECK(r.elapsed_s < 10 * timeout_s + 1.0);
 }
+
+namespace {
+/// One rank: a GEMM on the compute stream and an all-reduce on the DP stream, both ready
+/// at the start, with the given priorities.
+schedules::Schedule two_ready_ops(int32_t gemm_priority, int32_t all_reduce_priority) {
+  schedules::Schedule s;
+  s.names = {"gemm", "grad.ar"};
+  schedules::Program p;
+  schedules::Op gemm;
+  gemm.kind = schedules::OpKind::Gemm;
+  gemm.kernel = schedules::Kernel::Gemm;
+  gemm.stream = schedules::Stream::Compute;
+  gemm.shape = {8, 8, 8, 0};
+  gemm.priority = gemm_priority;
+  gemm.name = 0;
+  schedules::Op ar;
+  ar.kind = schedules::OpKind::AllReduce;
+  ar.group = schedules::GroupKind::Dp;
+  ar.stream = schedules::Stream::DpComm;
+  ar.bytes = 64;
+  ar.priority = all_reduce_priority;
+  ar.name = 1;
+  p.ops = {gemm, ar};
+  s.programs = {p};
+  s.program_of_rank = {0};
+  return s;
+}
+} // namespace
+
+TEST_CASE("executor: of the ops ready at once, the higher priority starts first, then program order") {
+  for (bool on_device : {false, true}) {
+    INFO("orders on device: " << on_device);
+    {
+      const auto s = two_ready_ops(0, 5); // the later op has the higher priority
+      FakeDevice dev(on_device);
+      const auto r = backend::Executor(s, 0, dev, opts(5, 1e-4)).run();
+      REQUIRE(r.status == backend::RunStatus::Completed);
+      CHECK(dev.issue_order == std::vector<uint32_t>{1, 0});
+    }
+    {
+      const auto s = two_ready_ops(3, 3); // a tie: program order
+      FakeDevice dev(on_device);
+      const auto r = backend::Executor(s, 0, dev, opts(5, 1e-4)).run();
+      REQUIRE(r.status == backend::RunStatus::Completed);
+      CHECK(dev.issue_order == std::vector<uint32_t>{0, 1});
+    }
+  }
+}

@@ -1,24 +1,38 @@
-#include "backend/trace_check.hpp"
+#include "schedules/trace_check.hpp"
 
 #include <map>
 #include <optional>
 
-#include "backend/executor.hpp"
+#include "schedules/nccl_order.hpp"
 
-namespace twinscale::backend {
+namespace twinscale::schedules {
 
-using schedules::Op;
-using schedules::OpKind;
+namespace {
 
-std::vector<std::string> check_trace_semantics(const schedules::Schedule& s,
-                                               const std::vector<schedules::TraceEvent>& events, double slack) {
+/// The ordered channel of an op (nccl_order.hpp with the devices' model: one per
+/// collective group, one per directed point-to-point pair); empty for compute ops.
+std::string channel_of(const Schedule& s, int64_t rank, const Op& op) {
+  return communicator_of(s, rank, op, kDeviceCommModel);
+}
+
+/// Global ranks an op of `rank` needs: its group's members (collectives) or its peer.
+std::vector<int64_t> peers_of(const Schedule& s, int64_t rank, const Op& op) {
+  if (!op.is_communication()) return {};
+  auto members = s.layout.group_members(op.group, rank);
+  if (op.is_collective()) return members;
+  return {members[static_cast<size_t>(op.peer)]};
+}
+
+} // namespace
+
+std::vector<std::string> check_trace_semantics(const Schedule& s, const std::vector<TraceEvent>& events, double slack) {
   std::vector<std::string> bad;
   auto where = [&](int64_t rank, uint32_t i) {
     const Op& op = s.program(rank).ops[i];
     return "rank " + std::to_string(rank) + " op " + std::to_string(i) + " (" +
-           (op.name < s.names.size() ? s.names[op.name] : std::string(schedules::to_string(op.kind))) + ")";
+           (op.name < s.names.size() ? s.names[op.name] : std::string(to_string(op.kind))) + ")";
   };
-  std::vector<std::vector<std::optional<schedules::TraceEvent>>> ev(static_cast<size_t>(s.world()));
+  std::vector<std::vector<std::optional<TraceEvent>>> ev(static_cast<size_t>(s.world()));
   for (int64_t r = 0; r < s.world(); ++r) ev[static_cast<size_t>(r)].resize(s.program(r).ops.size());
   for (const auto& e : events) {
     if (e.rank < 0 || e.rank >= s.world() || e.op_index >= ev[static_cast<size_t>(e.rank)].size()) {
@@ -31,7 +45,7 @@ std::vector<std::string> check_trace_semantics(const schedules::Schedule& s,
     slot = e;
   }
   // (rank, channel, sequence) → event, for matching across ranks.
-  std::map<std::tuple<int64_t, std::string, int64_t>, std::pair<uint32_t, schedules::TraceEvent>> by_channel;
+  std::map<std::tuple<int64_t, std::string, int64_t>, std::pair<uint32_t, TraceEvent>> by_channel;
   for (int64_t r = 0; r < s.world(); ++r) {
     const auto& prog = s.program(r);
     const auto& re = ev[static_cast<size_t>(r)];
@@ -54,7 +68,7 @@ std::vector<std::string> check_trace_semantics(const schedules::Schedule& s,
       for (uint32_t d : prog.deps_of(i))
         if (re[d] && re[i]->start_s + slack < re[d]->end_s)
           bad.push_back(where(r, i) + " started before its dependency op " + std::to_string(d) + " ended");
-      const std::string ch = op_channel(s, r, op);
+      const std::string ch = channel_of(s, r, op);
       if (!ch.empty()) by_channel[{r, ch, seq[ch]++}] = {i, *re[i]};
     }
   }
@@ -62,8 +76,8 @@ std::vector<std::string> check_trace_semantics(const schedules::Schedule& s,
     const auto& [r, ch, k] = key;
     const Op& op = s.program(r).ops[val.first];
     if (op.kind == OpKind::Recv) {
-      const int64_t peer = op_peers(s, r, op).front();
-      const std::string mirror = "send:" + std::string(schedules::to_string(op.group)) + ":" + std::to_string(r);
+      const int64_t peer = peers_of(s, r, op).front();
+      const std::string mirror = "send:" + std::string(to_string(op.group)) + ":" + std::to_string(r);
       auto it = by_channel.find({peer, mirror, k});
       if (it == by_channel.end())
         bad.push_back(where(r, val.first) + " has no matching send on rank " + std::to_string(peer));
@@ -71,7 +85,7 @@ std::vector<std::string> check_trace_semantics(const schedules::Schedule& s,
         bad.push_back(where(r, val.first) + " finished before its send on rank " + std::to_string(peer) + " started");
     } else if (op.is_collective() && op.kind != OpKind::Broadcast) {
       double last_start = 0;
-      for (int64_t m : op_peers(s, r, op)) {
+      for (int64_t m : peers_of(s, r, op)) {
         auto it = by_channel.find({m, ch, k});
         if (it == by_channel.end()) {
           bad.push_back(where(r, val.first) + ": member rank " + std::to_string(m) + " has no matching op");
@@ -86,4 +100,4 @@ std::vector<std::string> check_trace_semantics(const schedules::Schedule& s,
   return bad;
 }
 
-} // namespace twinscale::backend
+} // namespace twinscale::schedules

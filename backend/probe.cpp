@@ -1,0 +1,387 @@
+#include "backend/probe.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <set>
+#include <thread>
+#include <tuple>
+
+#include <mpi.h>
+#include <unistd.h>
+
+#include "backend/detail/cpu_kernels.hpp"
+#include "backend/error.hpp"
+
+namespace twinscale::backend {
+
+using schedules::Kernel;
+using schedules::Op;
+using schedules::OpKind;
+using schedules::Schedule;
+
+namespace {
+
+double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+void check(int rc, const char* what) {
+  if (rc != MPI_SUCCESS)
+    throw BackendError(std::string("probe: ") + what + " failed (MPI error " + std::to_string(rc) + ")");
+}
+
+/// A compute op of the schedule as the device executes it.
+using KernelKey = std::tuple<int, std::array<int64_t, 4>, std::string>;
+/// A communication as the device executes it: kind, group size, executed bytes.
+using CommKey = std::tuple<int, int64_t, double>;
+
+std::string op_name(const Schedule& s, const Op& op) { return op.name < s.names.size() ? s.names[op.name] : ""; }
+
+class Prober {
+public:
+  Prober(const Schedule& schedule, const ProbeOptions& options, int rank, int world)
+      : s_(schedule), o_(options), rank_(rank), world_(world) {}
+
+  void measure_kernels(schedules::CalibrationBuilder& builder) {
+    // Every distinct compute op of the schedule, in one order on every rank.
+    std::map<KernelKey, const Op*> all;
+    for (const auto& p : s_.programs)
+      for (const Op& op : p.ops)
+        if (!op.is_communication())
+          all.emplace(
+              KernelKey{static_cast<int>(op.kernel), schedules::executed_shape(op, o_.shape_divisor), op_name(s_, op)},
+              &op);
+    std::set<KernelKey> mine;
+    for (const Op& op : s_.program(rank_).ops)
+      if (!op.is_communication())
+        mine.insert({static_cast<int>(op.kernel), schedules::executed_shape(op, o_.shape_divisor), op_name(s_, op)});
+    // Round-robin repetitions: a burst of load on a shared machine spreads over every
+    // kernel instead of spoiling all repetitions of one. -1: not in this rank's program.
+    const size_t reps = static_cast<size_t>(o_.repetitions);
+    // Each op has its own kernels and buffers: the data one op leaves behind (its output,
+    // say, or values grown over repetitions) must not change another op's speed.
+    std::vector<std::unique_ptr<detail::CpuKernels>> runners(all.size());
+    std::vector<double> samples(all.size() * reps, -1);
+    for (int r = -o_.warmup; r < o_.repetitions; ++r) {
+      size_t k = 0;
+      for (const auto& [key, op] : all) {
+        if (mine.count(key)) {
+          if (!runners[k]) runners[k] = std::make_unique<detail::CpuKernels>(o_.max_buffer_bytes);
+          // As in a run, where the CPU device's worker waits for each op to be issued:
+          // the kernel starts after a short sleep, not at the end of a long busy streak
+          // (on a loaded machine the scheduler treats the two very differently).
+          std::this_thread::sleep_for(std::chrono::microseconds(o_.nap_us));
+          const double t0 = now_s();
+          runners[k]->run(*op, std::get<1>(key));
+          if (r >= 0) samples[k * reps + static_cast<size_t>(r)] = now_s() - t0;
+        }
+        ++k;
+      }
+    }
+    std::vector<double> gathered(rank_ == 0 ? samples.size() * static_cast<size_t>(world_) : 0);
+    check(MPI_Gather(samples.data(), static_cast<int>(samples.size()), MPI_DOUBLE, gathered.data(),
+                     static_cast<int>(samples.size()), MPI_DOUBLE, 0, MPI_COMM_WORLD),
+          "MPI_Gather of kernel times");
+    if (rank_ != 0) return;
+    size_t k = 0; // every rank's repetitions are samples of one entry (the builder keeps the median)
+    for (const auto& [key, op] : all) {
+      for (int r = 0; r < world_; ++r)
+        for (size_t x = 0; x < reps; ++x) {
+          const double v = gathered[static_cast<size_t>(r) * samples.size() + k * reps + x];
+          if (v >= 0)
+            builder.add_kernel_sample(op->kernel, schedules::DType::FP32, std::get<1>(key), v, std::get<2>(key));
+        }
+      ++k;
+    }
+  }
+
+  /// The schedule's communications as the device executes them.
+  std::set<CommKey> schedule_comms() const {
+    std::set<CommKey> out;
+    for (const auto& p : s_.programs)
+      for (const Op& op : p.ops) {
+        if (!op.is_communication() || op.kind == OpKind::Recv) continue;
+        const int64_t n = op.kind == OpKind::Send ? 2 : s_.layout.group_size(op.group);
+        if (n < 2) continue;
+        out.insert({static_cast<int>(op.kind), n, schedules::executed_bytes(op.bytes, o_.shape_divisor)});
+      }
+    return out;
+  }
+
+  /// Times (every repetition, seconds: the slowest rank's) and #wrong of one
+  /// communication on groups of `n` consecutive ranks, all groups at once.
+  std::vector<double> time_comm(OpKind kind, int64_t n, double bytes, int64_t& wrong) {
+    const int64_t floats = static_cast<int64_t>(std::ceil(bytes / 4.0));
+    const int64_t per = std::max<int64_t>(1, (floats + n - 1) / n);
+    const int groups = world_ / static_cast<int>(n);
+    const bool member = rank_ < groups * n;
+    MPI_Comm comm = MPI_COMM_NULL;
+    check(MPI_Comm_split(MPI_COMM_WORLD, member ? rank_ / static_cast<int>(n) : MPI_UNDEFINED, rank_, &comm),
+          "MPI_Comm_split");
+    const int me = rank_ % static_cast<int>(n);
+    std::vector<double> times;
+    int64_t bad = 0;
+    for (int r = 0; r < o_.warmup + o_.repetitions; ++r) {
+      check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+      const double t0 = now_s();
+      if (member) bad = run_once(kind, n, me, floats, per, comm);
+      double t = now_s() - t0, slowest = 0;
+      check(MPI_Allreduce(&t, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce of a time");
+      if (r >= o_.warmup) times.push_back(slowest);
+    }
+    check(MPI_Allreduce(&bad, &wrong, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD), "MPI_Allreduce of #wrong");
+    if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
+    return times;
+  }
+
+private:
+  /// One transfer on `comm` (member `me` of `n`); returns the elements that arrived wrong.
+  int64_t run_once(OpKind kind, int64_t n, int me, int64_t floats, int64_t per, MPI_Comm comm) {
+    const float mine = static_cast<float>(me + 1);
+    const float sum = static_cast<float>(n * (n + 1) / 2);
+    int64_t bad = 0;
+    auto count_wrong = [&](const std::vector<float>& v, auto expected) {
+      for (size_t i = 0; i < v.size(); ++i)
+        if (v[i] != expected(i)) ++bad;
+    };
+    const int ni = static_cast<int>(per);
+    MPI_Request req = MPI_REQUEST_NULL;
+    switch (kind) {
+    case OpKind::AllReduce:
+      send_.assign(static_cast<size_t>(floats), mine);
+      recv_.assign(static_cast<size_t>(floats), 0);
+      check(MPI_Iallreduce(send_.data(), recv_.data(), static_cast<int>(floats), MPI_FLOAT, MPI_SUM, comm, &req),
+            "MPI_Iallreduce");
+      complete(req);
+      count_wrong(recv_, [&](size_t) { return sum; });
+      break;
+    case OpKind::AllGather:
+      send_.assign(static_cast<size_t>(per), mine);
+      recv_.assign(static_cast<size_t>(per * n), 0);
+      check(MPI_Iallgather(send_.data(), ni, MPI_FLOAT, recv_.data(), ni, MPI_FLOAT, comm, &req), "MPI_Iallgather");
+      complete(req);
+      count_wrong(recv_, [&](size_t i) { return static_cast<float>(i / static_cast<size_t>(per) + 1); });
+      break;
+    case OpKind::ReduceScatter:
+      send_.assign(static_cast<size_t>(per * n), mine);
+      recv_.assign(static_cast<size_t>(per), 0);
+      check(MPI_Ireduce_scatter_block(send_.data(), recv_.data(), ni, MPI_FLOAT, MPI_SUM, comm, &req),
+            "MPI_Ireduce_scatter_block");
+      complete(req);
+      count_wrong(recv_, [&](size_t) { return sum; });
+      break;
+    case OpKind::AllToAll:
+      send_.resize(static_cast<size_t>(per * n));
+      for (int64_t j = 0; j < n; ++j) std::fill_n(send_.begin() + j * per, per, static_cast<float>(me * 1000 + j));
+      recv_.assign(static_cast<size_t>(per * n), 0);
+      check(MPI_Ialltoall(send_.data(), ni, MPI_FLOAT, recv_.data(), ni, MPI_FLOAT, comm, &req), "MPI_Ialltoall");
+      complete(req);
+      count_wrong(recv_, [&](size_t i) { return static_cast<float>((i / static_cast<size_t>(per)) * 1000 + me); });
+      break;
+    case OpKind::Broadcast:
+      recv_.assign(static_cast<size_t>(floats), me == 0 ? 7.0f : 0.0f);
+      check(MPI_Ibcast(recv_.data(), static_cast<int>(floats), MPI_FLOAT, 0, comm, &req), "MPI_Ibcast");
+      complete(req);
+      count_wrong(recv_, [&](size_t) { return 7.0f; });
+      break;
+    default: { // point to point: half a ping-pong between members 0 and 1
+      if (me > 1) break;
+      send_.assign(static_cast<size_t>(floats), 3.0f);
+      recv_.assign(static_cast<size_t>(floats), 0);
+      const int peer = 1 - me, count = static_cast<int>(floats);
+      if (me == 0) {
+        check(MPI_Isend(send_.data(), count, MPI_FLOAT, peer, 1, comm, &req), "MPI_Isend");
+        complete(req);
+        check(MPI_Irecv(recv_.data(), count, MPI_FLOAT, peer, 2, comm, &req), "MPI_Irecv");
+        complete(req);
+      } else {
+        check(MPI_Irecv(recv_.data(), count, MPI_FLOAT, peer, 1, comm, &req), "MPI_Irecv");
+        complete(req);
+        check(MPI_Isend(send_.data(), count, MPI_FLOAT, peer, 2, comm, &req), "MPI_Isend");
+        complete(req);
+      }
+      // The caller times the whole exchange; a one-way message is half of it.
+      count_wrong(recv_, [&](size_t) { return 3.0f; });
+    }
+    }
+    return bad;
+  }
+
+  /// As the CPU device completes a posted transfer: MPI progresses it only when tested,
+  /// and the executor tests between short idle waits.
+  void complete(MPI_Request& req) {
+    for (int done = 0;;) {
+      check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test");
+      if (done) return;
+      std::this_thread::sleep_for(std::chrono::microseconds(o_.nap_us));
+    }
+  }
+
+  const Schedule& s_;
+  const ProbeOptions& o_;
+  int rank_, world_;
+  std::vector<float> send_, recv_;
+};
+
+std::string cluster_toml(int world, double latency_s, double bandwidth, const std::string& host) {
+  char buf[2048];
+  std::snprintf(buf, sizeof buf,
+                "# Measured by `twinscale probe` on %s: %d ranks on one host (the CPU device).\n"
+                "# Point-to-point between ranks: one-way latency %.3g s (smallest message), bandwidth\n"
+                "# %.4g B/s (the best of the sweep). The cluster format has no intra-server\n"
+                "# latency key: the latency lives in the calibration table written with this file,\n"
+                "# which also gives every kernel and collective time; simulate with both\n"
+                "# (--cluster this --calibration table). The GPU model only fills figures the\n"
+                "# table does not cover (its coverage line says how many).\n"
+                "name = \"probed-cpu-host\"\n"
+                "gpus = %d\n\n"
+                "[gpu]\n"
+                "model = \"A100-SXM-80GB\"\n"
+                "nvlink_bw_bytes_per_s = %.6g # measured point-to-point bandwidth\n"
+                "nvlink_efficiency = 1.0\n\n"
+                "[server]\n"
+                "gpus = %d\n"
+                "nics = 1\n"
+                "nic = \"custom\"\n"
+                "nic_gbit_per_s = %.6g\n"
+                "rails = 1\n\n"
+                "[switch]\n"
+                "model = \"custom\"\n"
+                "radix = 8\n"
+                "port_gbit_per_s = %.6g\n"
+                "latency_ns = %.6g\n\n"
+                "[fabric]\n"
+                "tiers = 2\n"
+                "oversubscription = [1]\n"
+                "servers_per_tor = 1\n",
+                host.c_str(), world, latency_s, bandwidth, world, bandwidth, world, bandwidth * 8 / 1e9,
+                bandwidth * 8 / 1e9, latency_s * 1e9);
+  return buf;
+}
+
+/// Sweep sizes: 8 B × 4^k up to `max_bytes`.
+std::vector<double> sweep_sizes(double max_bytes) {
+  std::vector<double> out;
+  for (double b = 8; b <= max_bytes; b *= 4) out.push_back(b);
+  return out;
+}
+
+} // namespace
+
+ProbeResult probe(const Schedule& schedule, const ProbeOptions& options) {
+  if (options.shape_divisor < 1)
+    throw BackendError("probe: --shape-divisor " + std::to_string(options.shape_divisor) + " must be >= 1");
+  if (options.warmup < 0 || options.repetitions < 1)
+    throw BackendError("probe: --warmup must be >= 0 and --repetitions >= 1");
+  int initialised = 0;
+  MPI_Initialized(&initialised);
+  if (!initialised) {
+    int provided = 0;
+    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+  }
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  int rank = 0, world = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  if (world != schedule.world())
+    throw BackendError("probe: the launcher started " + std::to_string(world) + " ranks but the schedule of job \"" +
+                       schedule.job.name + "\" needs " + std::to_string(schedule.world()) +
+                       " (tp·pp·dp); start it with -np " + std::to_string(schedule.world()));
+  ProbeResult res;
+  res.rank = rank;
+  res.world = world;
+  Prober p(schedule, options, rank, world);
+  schedules::CalibrationBuilder builder;
+  p.measure_kernels(builder);
+
+  const std::set<CommKey> comms = p.schedule_comms();
+  double largest = 0;
+  std::set<std::pair<int, int64_t>> kinds{{static_cast<int>(OpKind::Send), 2}};
+  for (const auto& [kind, n, bytes] : comms) {
+    largest = std::max(largest, bytes);
+    kinds.insert({kind, n});
+    if (kind == static_cast<int>(OpKind::Send)) continue;
+    for (int64_t g = 2; g <= world; g *= 2) kinds.insert({kind, g}); // other splits of the job
+  }
+  // Another pipeline split moves more per message: with one stage, a data-parallel
+  // collective carries every stage's gradients. The sweep reaches twice that.
+  double whole = 0;
+  for (int64_t pp = 0; pp < schedule.layout.pp; ++pp) {
+    double stage = 0;
+    for (const Op& op : schedule.program(schedule.layout.rank({0, 0, pp})).ops)
+      if (op.is_collective() && op.group == schedules::GroupKind::Dp)
+        stage = std::max(stage, schedules::executed_bytes(op.bytes, options.shape_divisor));
+    whole += stage;
+  }
+  const double max_sweep =
+      options.max_sweep_bytes > 0 ? options.max_sweep_bytes : std::max({65536.0, 4 * largest, 2 * whole});
+  auto add = [&](OpKind kind, int64_t n, double bytes, bool row) {
+    int64_t wrong = 0;
+    const std::vector<double> t = p.time_comm(kind, n, bytes, wrong);
+    if (rank != 0) return;
+    for (double x : t) builder.add_comm_sample(kind, n, bytes, kind == OpKind::Send ? x / 2 : x);
+    if (!row) return;
+    SweepRow r;
+    r.kind = kind;
+    r.group_size = n;
+    r.bytes = bytes;
+    r.count = static_cast<int64_t>(std::ceil(bytes / 4.0));
+    r.seconds = median_of(t) / (kind == OpKind::Send ? 2 : 1);
+    r.algbw_bytes_per_s = r.seconds > 0 ? bytes / r.seconds : 0;
+    r.busbw_bytes_per_s = r.algbw_bytes_per_s * schedules::bus_factor(kind, n);
+    r.wrong = wrong;
+    res.sweep.push_back(r);
+  };
+  if (world >= 2) {
+    for (const auto& [kind, n] : kinds)
+      for (double b : sweep_sizes(max_sweep)) add(static_cast<OpKind>(kind), n, b, true);
+    for (const auto& [kind, n, bytes] : comms) add(static_cast<OpKind>(kind), n, bytes, false);
+  }
+  if (rank != 0) return res;
+  res.table = builder.build("cpu", "");
+  res.table.shape_divisor = options.shape_divisor;
+  for (const SweepRow& r : res.sweep) { // latency: the smallest message; bandwidth: the best
+    if (r.kind != OpKind::Send) continue;
+    if (res.p2p_latency_s == 0) res.p2p_latency_s = r.seconds;
+    res.p2p_bandwidth_bytes_per_s = std::max(res.p2p_bandwidth_bytes_per_s, r.algbw_bytes_per_s);
+  }
+  char host[256] = "localhost";
+  ::gethostname(host, sizeof host - 1);
+  res.table.device = std::string("cpu:") + host + " (" + std::to_string(world) + " ranks)";
+  res.cluster_toml = cluster_toml(world, res.p2p_latency_s,
+                                  res.p2p_bandwidth_bytes_per_s > 0 ? res.p2p_bandwidth_bytes_per_s : 1e9, host);
+  return res;
+}
+
+void finalize_probe() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+}
+
+std::string sweep_table(const std::vector<SweepRow>& rows) {
+  std::string out;
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "#%13s %12s %6s %-15s %6s %12s %10s %10s %8s\n", "size(B)", "count", "type", "kind",
+                "group", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong");
+  out += buf;
+  for (const SweepRow& r : rows) {
+    std::snprintf(buf, sizeof buf, " %13.0f %12lld %6s %-15s %6lld %12.2f %10.4f %10.4f %8lld\n", r.bytes,
+                  static_cast<long long>(r.count), "float", std::string(schedules::to_string(r.kind)).c_str(),
+                  static_cast<long long>(r.group_size), r.seconds * 1e6, r.algbw_bytes_per_s / 1e9,
+                  r.busbw_bytes_per_s / 1e9, static_cast<long long>(r.wrong));
+    out += buf;
+  }
+  return out;
+}
+
+} // namespace twinscale::backend

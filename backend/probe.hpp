@@ -1,0 +1,66 @@
+// `twinscale probe`: micro-benchmarks of one machine, run as every rank of a job (under
+// mpirun or srun, like `run`). It measures exactly what the job's schedule contains, on
+// the device it runs on (the CPU device: fp32 at the shapes divided by shape_divisor):
+// - every distinct compute op (kernel, executed shape, op name), on every rank at once
+//   (the contention of a real run), warm-up then repetitions in rounds over all of
+//   them, the median of every rank's repetitions;
+// - every distinct collective (kind, executed bytes, group size) on groups of that size
+//   made of consecutive ranks, all groups at once, timed between barriers;
+// - point-to-point one-way time (half a ping-pong between rank pairs);
+// - size sweeps of point-to-point and of each collective kind of the schedule at every
+//   group size it uses, each transfer checked element by element (#wrong).
+// It returns (on rank 0) a calibration table (source "cpu", the shape divisor) and a
+// cluster description of the measured machine; docs/backend.md "Probe".
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "schedules/calibration.hpp"
+#include "schedules/schedule.hpp"
+
+namespace twinscale::backend {
+
+struct ProbeOptions {
+  int64_t shape_divisor = 1;
+  int warmup = 2;
+  int repetitions = 7;           // the median of these is kept
+  double max_sweep_bytes = 0;    // 0: 4 × the largest message, 2 × a one-stage DP message, ≥ 64 KiB
+  double max_buffer_bytes = 1e9; // per kernel buffer (as the CPU device)
+  int nap_us = 200;              // idle wait before each kernel and between MPI_Tests (as the executor)
+};
+
+/// One row of the nccl-tests-style sweep table.
+struct SweepRow {
+  schedules::OpKind kind = schedules::OpKind::Send;
+  int64_t group_size = 2;
+  double bytes = 0;  // per rank, as Op::bytes
+  int64_t count = 0; // elements (fp32)
+  double seconds = 0;
+  double algbw_bytes_per_s = 0;
+  double busbw_bytes_per_s = 0;
+  int64_t wrong = 0; // elements that arrived wrong, summed over ranks
+};
+
+struct ProbeResult {
+  int64_t rank = 0;
+  int64_t world = 0;
+  schedules::CalibrationTable table; // rank 0 only
+  std::vector<SweepRow> sweep;       // rank 0 only
+  std::string cluster_toml;          // rank 0 only
+  double p2p_latency_s = 0;          // smallest-message one-way time (rank 0)
+  double p2p_bandwidth_bytes_per_s = 0;
+};
+
+/// Runs the probe as this process's rank (MPI is started here if it is not yet; call
+/// finalize_probe() at the end). Throws BackendError when the launch does not match the
+/// schedule's world or the device is not the CPU.
+ProbeResult probe(const schedules::Schedule& schedule, const ProbeOptions& options);
+void finalize_probe();
+
+/// The nccl-tests-style table of `rows` (size, count, type, kind, group, time, algbw,
+/// busbw, #wrong).
+std::string sweep_table(const std::vector<SweepRow>& rows);
+
+} // namespace twinscale::backend

@@ -1,0 +1,82 @@
+// `twinscale probe`: micro-benchmarks of this machine for one job (under mpirun or srun,
+// like `run`): the kernels and collectives of the job's schedule, point-to-point and
+// collective size sweeps (an nccl-tests-style table on stdout), a calibration table and a
+// cluster description of the measured machine (backend/probe.hpp).
+#include <cstdio>
+#include <sstream>
+
+#include "backend/error.hpp"
+#include "backend/probe.hpp"
+#include "cli/checked_options.hpp"
+#include "cli/commands.hpp"
+#include "cli/job_args.hpp"
+#include "schedules/calibration.hpp"
+#include "schedules/schedule.hpp"
+
+namespace twinscale::cli {
+
+namespace {
+
+struct ProbeArgs {
+  JobArgs job;
+  std::string device = "cpu";
+  std::string out, cluster_out;
+  backend::ProbeOptions options;
+};
+
+int probe_command(const ProbeArgs& a) {
+  if (a.device == "cuda")
+    throw backend::BackendError("probe --device cuda: not built yet; the probe measures the CPU device "
+                                "(calibrate from a CUDA run's trace instead: twinscale calibrate)");
+  if (a.device != "cpu") throw backend::BackendError("--device \"" + a.device + "\": valid values are cpu and cuda");
+  schedules::LoweringTarget target;
+  target.check_memory = false; // synthetic tensors at scaled shapes, as `run`
+  const schedules::Schedule schedule = schedules::lower(a.job.load(), target);
+  const backend::ProbeResult r = backend::probe(schedule, a.options);
+  if (r.rank == 0) {
+    std::ostringstream text;
+    schedules::write_calibration(r.table, text);
+    write_file_atomically(a.out, text.str());
+    if (!a.cluster_out.empty()) write_file_atomically(a.cluster_out, r.cluster_toml);
+    std::fputs(backend::sweep_table(r.sweep).c_str(), stdout);
+    std::fprintf(stderr,
+                 "twinscale probe: %lld ranks, %zu kernel entries, %zu communication entries written to %s%s%s; "
+                 "point-to-point %.3g s latency, %.4g GB/s\n",
+                 static_cast<long long>(r.world), r.table.kernels.size(), r.table.comms.size(), a.out.c_str(),
+                 a.cluster_out.empty() ? "" : ", cluster to ", a.cluster_out.c_str(), r.p2p_latency_s,
+                 r.p2p_bandwidth_bytes_per_s / 1e9);
+  }
+  backend::finalize_probe();
+  return 0;
+}
+
+} // namespace
+
+void add_probe_command(CLI::App& app, Action& action) {
+  auto args = std::make_shared<ProbeArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "probe", "measure this machine for a job (under mpirun): its kernels and collectives, size sweeps; "
+               "writes a calibration table and a cluster description");
+  args->job.add_to(*cmd);
+  cmd->add_option("--out", args->out, "calibration table to write (JSON)")->required();
+  cmd->add_option("--cluster-out", args->cluster_out, "cluster description of the measured machine (TOML)");
+  cmd->add_option("--device", args->device, "cpu (the CPU device of `run`)")->capture_default_str();
+  cmd->add_option("--shape-divisor", args->options.shape_divisor, "as `run --shape-divisor`")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--warmup", args->options.warmup, "untimed runs before each measurement")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000));
+  cmd->add_option("--repetitions", args->options.repetitions, "timed runs per measurement (median kept)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 10000));
+  cmd->add_option("--max-sweep-bytes", args->options.max_sweep_bytes,
+                  "largest message of the sweeps (default: 4 × the schedule's largest, at least 64 KiB)")
+      ->check(CLI::Range(8.0, 1e10));
+  cmd->callback([&action, args] {
+    args->job.check_usage();
+    action = [args] { return probe_command(*args); };
+  });
+}
+
+} // namespace twinscale::cli

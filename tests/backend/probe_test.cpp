@@ -1,0 +1,88 @@
+// `twinscale probe` under mpirun (real processes): it measures every compute op and
+// communication of the job's schedule, checks every transfer (#wrong), writes a
+// calibration table and a cluster description that `simulate` accepts, and the
+// simulation of another pipeline/data-parallel split of the job is covered 100 %.
+#include <filesystem>
+#include <fstream>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "config/cluster_file.hpp"
+#include "config/job_file.hpp"
+#include "mpi_helpers.hpp"
+#include "schedules/calibration.hpp"
+#include "schedules/calibration_coverage.hpp"
+#include "schedules/schedule.hpp"
+#include "tests/skip.hpp"
+
+using namespace twinscale;
+namespace fs = std::filesystem;
+using backend::test::fresh_dir;
+using backend::test::mpirun;
+using backend::test::shell;
+
+namespace {
+std::string job_text(const std::string& name, int pp, int dp, int global_batch) {
+  return "name = \"" + name +
+         "\"\ncluster = \"tiny-2tier\"\n[model]\nlayers = 2\nhidden = 64\nheads = 4\nseq_len = 32\nvocab = 256\n"
+         "[parallel]\ntp = 1\npp = " +
+         std::to_string(pp) + "\ndp = " + std::to_string(dp) +
+         "\nmicro_batch = 1\nglobal_batch = " + std::to_string(global_batch) +
+         "\n[schedule]\npipeline = \"1f1b\"\niterations = 1\n";
+}
+} // namespace
+
+TEST_CASE("probe: measures the schedule's ops and sweeps, and covers another split", "[backend][probe]") {
+  if (!backend::test::have_mpirun()) TWINSCALE_SKIP("mpirun not found");
+  const std::string dir = fresh_dir("probe2");
+  std::ofstream(dir + "/a.toml") << job_text("probe-a", 2, 1, 4);
+  std::ofstream(dir + "/b.toml") << job_text("probe-b", 1, 2, 6);
+  const auto r = shell(mpirun(2) + " " TWINSCALE_CLI " probe " + dir + "/a.toml --repetitions 3 --warmup 1 " +
+                           "--max-sweep-bytes 65536 --out " + dir + "/cal.json --cluster-out " + dir + "/host.toml",
+                       120);
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  // The nccl-tests-style table: every row checked, none wrong.
+  CHECK(r.output.find("#wrong") != std::string::npos);
+  CHECK(r.output.find(" send ") != std::string::npos);
+  CHECK(r.output.find(" all_reduce ") != std::string::npos);
+  const schedules::CalibrationTable t = schedules::read_calibration_file(dir + "/cal.json");
+  CHECK(t.source == "cpu");
+  const schedules::Schedule a = schedules::lower(config::load_job(dir + "/a.toml"));
+  for (int64_t rank = 0; rank < a.world(); ++rank)
+    for (const schedules::Op& op : a.program(rank).ops) {
+      INFO("rank " << rank << " op " << a.names[op.name]);
+      CHECK(schedules::covered_by(t, a, op));
+      if (!op.is_communication())
+        CHECK(t.find_kernel(op.kernel, schedules::DType::FP32, op.shape, a.names[op.name]) != nullptr);
+    }
+  const auto cluster = config::load_cluster(dir + "/host.toml");
+  CHECK(cluster.gpus == 2);
+  // Configuration B: another split and micro-batch count, simulated on the probed machine.
+  const auto s = shell(TWINSCALE_CLI " simulate " + dir + "/b.toml --cluster " + dir + "/host.toml --calibration " +
+                           dir + "/cal.json --no-aggregate --json",
+                       60);
+  INFO(s.output);
+  REQUIRE(s.status == 0);
+  const auto j = nlohmann::json::parse(s.output.substr(s.output.find('{')));
+  CHECK(j["calibration_coverage"]["op_share"].get<double>() == 1.0);
+  CHECK(j["calibration_coverage"]["time_share"].get<double>() == 1.0);
+  CHECK(j["iteration_time_s"].get<double>() > 0);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("probe: a launch that does not match the job is refused by name", "[backend][probe]") {
+  if (!backend::test::have_mpirun()) TWINSCALE_SKIP("mpirun not found");
+  const std::string dir = fresh_dir("probe-bad");
+  std::ofstream(dir + "/a.toml") << job_text("probe-a", 2, 1, 4);
+  const auto r = shell(mpirun(1) + " " TWINSCALE_CLI " probe " + dir + "/a.toml --out " + dir + "/cal.json", 60);
+  INFO(r.output);
+  CHECK(r.status != 0);
+  CHECK(r.output.find("-np 2") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir + "/cal.json"));
+  const auto c = shell(TWINSCALE_CLI " probe " + dir + "/a.toml --device cuda --out " + dir + "/cal.json", 30);
+  CHECK(c.status == 1);
+  CHECK(c.output.find("--device cuda") != std::string::npos);
+  fs::remove_all(dir);
+}
