@@ -17,6 +17,7 @@ pkgs=(
   clang-format-14       # scripts/format.sh (the house style, .clang-format)
   clang libclang-rt-14-dev # libFuzzer harnesses of the readers (fuzz/, scripts/fuzz.sh): the compiler and its fuzzer/sanitizer runtimes
   libsqlite3-dev        # results store of `twinscale sweep` (study/)
+  chromium              # headless check of `twinscale report` pages (ctest report_chromium; skipped without it)
 )
 missing=()
 for p in "${pkgs[@]}"; do
