@@ -8,6 +8,8 @@
 #include <regex>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "backend/hang_report.hpp"
 #include "cli/checked_options.hpp"
 #include "cli/commands.hpp"
@@ -56,11 +58,26 @@ void read_hang_evidence(const std::string& dir, int64_t world, diagnose::RunData
     if (s.status != backend::RunStatus::Completed) h.incomplete.push_back(s.rank);
   }
   for (const backend::Wait& w : r.waits)
-    h.waits.push_back(diagnose::WaitState{w.rank, w.op.op_index, w.op.name, std::string(schedules::to_string(w.op.kind)),
-                                          w.op.channel, w.op.sequence, w.op.waiting_s, w.not_arrived});
+    h.waits.push_back(diagnose::WaitState{w.rank, w.op.op_index, w.op.name,
+                                          std::string(schedules::to_string(w.op.kind)), w.op.channel, w.op.sequence,
+                                          w.op.waiting_s, w.not_arrived});
   if (data.ranks.empty())
     for (int64_t rank = 0; rank < world; ++rank) data.ranks.push_back(diagnose::RankSeries{rank, rank, -1, {}});
   diagnose::set_hosts(data, hosts);
+}
+
+/// Time by state and ETTR of `twinscale campaign --json` (or the campaign.json of --out).
+void read_campaign(const std::string& path, diagnose::ReportOptions& o) {
+  try {
+    const nlohmann::json j = nlohmann::json::parse(slurp(path));
+    const nlohmann::json& r = j.at("result");
+    for (const auto& [state, v] : r.at("time_by_state_s").items())
+      o.campaign_time_by_state_s.emplace_back(state, v.at("mean").get<double>());
+    o.campaign_ettr = r.at("ettr").at("mean").get<double>();
+    o.campaign_source = path;
+  } catch (const nlohmann::json::exception& e) {
+    throw diagnose::DiagnoseError(path + ": not the output of twinscale campaign --json (" + e.what() + ")");
+  }
 }
 
 } // namespace
@@ -74,7 +91,8 @@ diagnose::RunData read_run(const std::string& path, const DiagnoseInputOptions& 
       data = diagnose::from_trace(schedules::read_chrome_trace_file(trace), path, o.gpus_per_host);
     } else {
       data.source = path;
-      data.notes.push_back("no trace.json in the run directory: only hangs are analysed (run with --trace DIR/trace.json)");
+      data.notes.push_back(
+          "no trace.json in the run directory: only hangs are analysed (run with --trace DIR/trace.json)");
     }
     if (world == 0 && data.ranks.empty())
       throw diagnose::DiagnoseError(path + ": a run directory needs trace.json or rank-<r>.json state files "
@@ -100,7 +118,8 @@ diagnose::RunData read_run(const std::string& path, const DiagnoseInputOptions& 
 void add_diagnose_input_options(CLI::App& cmd, DiagnoseInputOptions& o) {
   add_integer_option(cmd, "--gpus-per-host", o.gpus_per_host, 1, 1 << 20, "1..2^20",
                      "ranks per host when the run does not name hosts (default 8)");
-  add_integer_option(cmd, "--world", o.world, 1, 1 << 20, "1..2^20", "ranks of a run directory (default: from its rank-<r> files)");
+  add_integer_option(cmd, "--world", o.world, 1, 1 << 20, "1..2^20",
+                     "ranks of a run directory (default: from its rank-<r> files)");
   cmd.add_option_function<std::string>(
       "--layout",
       [&o](const std::string& text) {
@@ -121,8 +140,7 @@ void add_diagnose_command(CLI::App& app, Action& action) {
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("diagnose", "stragglers, slow hosts and links, hangs, late launchers of a run "
                                                  "(exit 0: nothing found, 4: findings)");
-  cmd->add_option("run", args->runs,
-                  "a trace, a per-rank CSV or a run directory; several: successive steps of one job")
+  cmd->add_option("run", args->runs, "a trace, a per-rank CSV or a run directory; several: successive steps of one job")
       ->required();
   add_diagnose_input_options(*cmd, args->input);
   cmd->add_option("--min-excess", args->options.min_excess, "straggler: fraction above its peers' median")
@@ -151,12 +169,12 @@ void add_report_command(CLI::App& app, Action& action) {
     std::string out;
     std::string title = "twinscale report";
     std::vector<int64_t> timeline_ranks;
+    std::string campaign;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("report", "one self-contained HTML page of a run: breakdown, rank × phase "
                                                "heat-map, TP × PP × DP grid, timeline, diagnosis");
-  cmd->add_option("run", args->runs,
-                  "a trace, a per-rank CSV or a run directory; several: successive steps of one job")
+  cmd->add_option("run", args->runs, "a trace, a per-rank CSV or a run directory; several: successive steps of one job")
       ->required();
   add_diagnose_input_options(*cmd, args->input);
   cmd->add_option("-o,--out", args->out, "the HTML file to write")->required();
@@ -164,6 +182,7 @@ void add_report_command(CLI::App& app, Action& action) {
   cmd->add_option("--timeline-ranks", args->timeline_ranks,
                   "ranks drawn on the timeline (default: rank 0 and the ranks the diagnosis names)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
+  cmd->add_option("--campaign", args->campaign, "a campaign's result (twinscale campaign --json) for time by state");
   cmd->callback([args, &action] {
     action = [args] {
       diagnose::RunData data = read_run(args->runs.front(), args->input);
@@ -172,6 +191,7 @@ void add_report_command(CLI::App& app, Action& action) {
       diagnose::ReportOptions o;
       o.title = args->title;
       o.timeline_ranks = args->timeline_ranks;
+      if (!args->campaign.empty()) read_campaign(args->campaign, o);
       write_file_atomically(args->out, diagnose::html_report(data, d, o));
       std::cerr << "report of " << data.source << " written to " << args->out << " (" << d.findings.size()
                 << " finding(s))\n";

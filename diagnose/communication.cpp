@@ -9,9 +9,7 @@ namespace twinscale::diagnose {
 
 namespace {
 
-bool is_collective(schedules::Stream s) {
-  return s == schedules::Stream::TpComm || s == schedules::Stream::DpComm;
-}
+bool is_collective(schedules::Stream s) { return s == schedules::Stream::TpComm || s == schedules::Stream::DpComm; }
 
 } // namespace
 
@@ -46,7 +44,8 @@ void find_late_launchers(const RunData& d, const DiagnoseOptions& o, Diagnosis& 
     if (step_s > 0 && late >= o.late_fraction * step_s) late_of_rank[key.first].push_back({key.second, late / step_s});
   }
   for (const auto& [rank, late] : late_of_rank) {
-    if (rank < static_cast<int64_t>(out.scores.size())) out.scores[static_cast<size_t>(rank)].late_launches = late.size();
+    if (rank < static_cast<int64_t>(out.scores.size()))
+      out.scores[static_cast<size_t>(rank)].late_launches = late.size();
     Finding f;
     f.kind = FindingKind::LateLauncher;
     f.ranks = {rank};
@@ -57,7 +56,8 @@ void find_late_launchers(const RunData& d, const DiagnoseOptions& o, Diagnosis& 
     det.precision(1);
     det << "launched its last collective late in " << late.size() << " of " << d.steps() << " step(s):";
     double worst = 0;
-    for (size_t i = 0; i < late.size() && i < 8; ++i) det << " step " << late[i].first << " +" << 100 * late[i].second << " %";
+    for (size_t i = 0; i < late.size() && i < 8; ++i)
+      det << " step " << late[i].first << " +" << 100 * late[i].second << " %";
     for (const auto& l : late) worst = std::max(worst, l.second);
     f.excess = worst;
     f.score = static_cast<double>(late.size());
@@ -98,8 +98,7 @@ void find_slow_links(const RunData& d, const DiagnoseOptions& o, Diagnosis& out)
   // Compare each instance with the same collective of the other groups of its stage.
   std::map<std::tuple<int, int32_t, int64_t, int64_t>, std::vector<double>> peers; // key with leader → stage
   for (const auto& [k, i] : inst)
-    peers[{std::get<0>(k), std::get<1>(k), std::get<2>(k), L.coord(std::get<3>(k)).pp}].push_back(i.end -
-                                                                                                    i.last_start);
+    peers[{std::get<0>(k), std::get<1>(k), std::get<2>(k), L.coord(std::get<3>(k)).pp}].push_back(i.end - i.last_start);
   std::map<std::pair<int, int64_t>, std::vector<double>> excess_of_group; // (stream, leader) → excesses
   std::map<std::pair<int, int64_t>, std::string> name_of_group;
   for (const auto& [k, i] : inst) {
@@ -113,8 +112,8 @@ void find_slow_links(const RunData& d, const DiagnoseOptions& o, Diagnosis& out)
   for (const auto& [k, ex] : excess_of_group) {
     const double typical = median(ex);
     if (typical < o.link_excess) continue;
-    const auto kind = k.first == static_cast<int>(schedules::Stream::TpComm) ? schedules::GroupKind::Tp
-                                                                             : schedules::GroupKind::Dp;
+    const auto kind =
+        k.first == static_cast<int>(schedules::Stream::TpComm) ? schedules::GroupKind::Tp : schedules::GroupKind::Dp;
     Finding f;
     f.kind = FindingKind::SlowLink;
     f.ranks = L.group_members(kind, k.second);
@@ -123,9 +122,9 @@ void find_slow_links(const RunData& d, const DiagnoseOptions& o, Diagnosis& out)
     std::ostringstream det;
     det.setf(std::ios::fixed);
     det.precision(1);
-    det << (kind == schedules::GroupKind::Tp ? "tp" : "dp") << " group of rank " << k.second
-        << ": collectives take " << 100 * typical << " % longer than the same collectives of other groups (median of "
-        << ex.size() << ", e.g. " << name_of_group[k] << ")";
+    det << (kind == schedules::GroupKind::Tp ? "tp" : "dp") << " group of rank " << k.second << ": collectives take "
+        << 100 * typical << " % longer than the same collectives of other groups (median of " << ex.size() << ", e.g. "
+        << name_of_group[k] << ")";
     f.detail = det.str();
     out.findings.push_back(std::move(f));
   }

@@ -67,8 +67,8 @@ void find_hangs(const RunData& d, Diagnosis& out) {
     det << (silent.count(r) ? "logged nothing (stopped, hung or dead)" : "logged a state, but peers wait for it");
     if (!by.empty()) {
       std::map<std::string, int64_t> ops; // what the others are stuck in
-      for (const WaitState* w : waits_on[r]) ++ops[w->op_name + " (" + w->kind + " on " + w->channel + " #" +
-                                                   std::to_string(w->sequence) + ")"];
+      for (const WaitState* w : waits_on[r])
+        ++ops[w->op_name + " (" + w->kind + " on " + w->channel + " #" + std::to_string(w->sequence) + ")"];
       det << "; " << by.size() << " rank(s) wait on it [" << join({by.begin(), by.end()}) << "] in ";
       bool first = true;
       for (const auto& [op, n] : ops) {

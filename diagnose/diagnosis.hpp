@@ -34,10 +34,10 @@ std::string_view to_string(FindingKind);
 
 struct Finding {
   FindingKind kind = FindingKind::Straggler;
-  std::vector<int64_t> ranks; // the culprit(s): stuck-on rank, straggler, host's ranks, group
-  std::string host;           // slow hosts, and any rank whose host is known
-  double excess = 0;          // fraction slower than peers (lateness / step time for launches)
-  double score = 0;           // robust z (or count of waiting ranks for hangs)
+  std::vector<int64_t> ranks;       // the culprit(s): stuck-on rank, straggler, host's ranks, group
+  std::string host;                 // slow hosts, and any rank whose host is known
+  double excess = 0;                // fraction slower than peers (lateness / step time for launches)
+  double score = 0;                 // robust z (or count of waiting ranks for hangs)
   int64_t detected_after_steps = 0; // stragglers: first step count at which it is flagged
   std::string detail;               // one human sentence
 };
@@ -56,8 +56,8 @@ struct Diagnosis {
   std::string source;
   int64_t ranks = 0;
   int64_t steps = 0;
-  std::vector<Finding> findings; // hangs, then by kind, then by score
-  std::vector<RankScore> scores; // by rank
+  std::vector<Finding> findings;  // hangs, then by kind, then by score
+  std::vector<RankScore> scores;  // by rank
   std::vector<std::string> notes; // what could not be analysed and why
 };
 

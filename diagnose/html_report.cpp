@@ -88,6 +88,9 @@ json payload(const RunData& d, const Diagnosis& diag, const ReportOptions& o) {
     if (fresh) names.push_back(r.name);
     events.push_back({r.rank, static_cast<int>(r.stream), r9(r.start_s), r9(r.duration_s), it->second});
   }
+  json states = json::array();
+  for (const auto& [name, seconds] : o.campaign_time_by_state_s) states.push_back({name, r9(seconds)});
+  j["campaign"] = {{"source", o.campaign_source}, {"ettr", r9(o.campaign_ettr)}, {"states", std::move(states)}};
   j["timeline"] = {{"ranks", lanes}, {"names", std::move(names)}, {"events", std::move(events)}};
   return j;
 }
@@ -196,6 +199,29 @@ const char* kScript = R"JS(
       add(tl, 'p', 'no per-op events (a per-rank CSV has none; give a trace)').className = 'note';
     }
 
+    // Campaign: mean time by state, as shares of the wall time.
+    var cp = el('campaign'), C = D.campaign;
+    if (C.states.length) {
+      var wall = C.states.reduce(function (a, st) { return a + st[1]; }, 0) || 1;
+      var cs = document.createElementNS(ns, 'svg');
+      cs.setAttribute('width', 700); cs.setAttribute('height', 22 * C.states.length + 8);
+      C.states.forEach(function (st, i) {
+        var r = document.createElementNS(ns, 'rect');
+        r.setAttribute('x', 170); r.setAttribute('y', 4 + 22 * i); r.setAttribute('height', 16);
+        r.setAttribute('width', Math.max(1, 380 * st[1] / wall)); r.setAttribute('fill', colours[i % colours.length]);
+        cs.appendChild(r);
+        var t = document.createElementNS(ns, 'text');
+        t.setAttribute('x', 0); t.setAttribute('y', 17 + 22 * i); t.textContent = st[0]; cs.appendChild(t);
+        var u = document.createElementNS(ns, 'text');
+        u.setAttribute('x', 176 + 380 * st[1] / wall); u.setAttribute('y', 17 + 22 * i);
+        u.textContent = (st[1] / 86400).toFixed(2) + ' d (' + pct(st[1] / wall) + ')'; cs.appendChild(u);
+      });
+      add(cp, 'p', C.source + (C.ettr >= 0 ? ': ETTR ' + C.ettr.toFixed(4) : ''));
+      cp.appendChild(cs);
+    } else {
+      add(cp, 'p', 'no campaign given (report --campaign FILE, from twinscale campaign --json)').className = 'note';
+    }
+
     // Findings.
     var f = el('findings');
     if (!D.findings.length) add(f, 'p', 'nothing found');
@@ -244,6 +270,7 @@ std::string html_report(const RunData& d, const Diagnosis& diag, const ReportOpt
   h += "<h2>Timeline</h2><section id=\"timeline\"></section>\n";
   h += "<h2>Fabric link utilisation</h2><section id=\"links\"><p class=\"note\">not available: this report reads "
        "traces and per-rank CSVs, which carry no per-link data</p></section>\n";
+  h += "<h2>Campaign: time by state</h2><section id=\"campaign\"></section>\n";
   h += "<h2>Diagnosis</h2><section id=\"findings\"></section>\n";
   h += "<script type=\"application/json\" id=\"run-data\">" + data + "</script>\n";
   h += std::string("<script>") + kScript + "</script>\n</body></html>\n";

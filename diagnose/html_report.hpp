@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "diagnose/diagnosis.hpp"
@@ -17,10 +18,15 @@ struct ReportOptions {
   /// Ranks drawn on the timeline (traces only); empty: rank 0 and the worst-scored ranks.
   std::vector<int64_t> timeline_ranks;
   size_t max_timeline_ranks = 8;
+  /// A campaign's mean time by state (from `twinscale campaign --json`), seconds; empty:
+  /// the section says none was given.
+  std::vector<std::pair<std::string, double>> campaign_time_by_state_s;
+  double campaign_ettr = -1; // < 0: unknown
+  std::string campaign_source;
 };
 
 /// The HTML text (deterministic: same inputs, same bytes). Element ids: summary,
-/// breakdown, heatmap, grid, timeline, findings; the page sets data-rendered="ok" on
+/// breakdown, heatmap, grid, timeline, links, campaign, findings; the page sets data-rendered="ok" on
 /// <body> when its scripts ran, or lists the error in #errors.
 std::string html_report(const RunData& data, const Diagnosis& diagnosis, const ReportOptions& options = {});
 

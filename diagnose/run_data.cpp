@@ -42,8 +42,7 @@ void group_hosts(RunData& d, int64_t gpus_per_host) {
   if (gpus_per_host <= 0) throw DiagnoseError("--gpus-per-host must be ≥ 1, got " + std::to_string(gpus_per_host));
   for (RankSeries& r : d.ranks) {
     r.host = r.rank / gpus_per_host;
-    while (static_cast<int64_t>(d.hosts.size()) <= r.host)
-      d.hosts.push_back("host" + std::to_string(d.hosts.size()));
+    while (static_cast<int64_t>(d.hosts.size()) <= r.host) d.hosts.push_back("host" + std::to_string(d.hosts.size()));
   }
 }
 
@@ -113,9 +112,8 @@ RunData from_trace(const std::vector<schedules::TraceRecord>& records, const std
   std::vector<const schedules::TraceRecord*> sorted;
   sorted.reserve(records.size());
   for (const auto& r : records) sorted.push_back(&r);
-  std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) {
-    return a->rank != b->rank ? a->rank < b->rank : a->op_index < b->op_index;
-  });
+  std::sort(sorted.begin(), sorted.end(),
+            [](auto* a, auto* b) { return a->rank != b->rank ? a->rank < b->rank : a->op_index < b->op_index; });
   d.ranks.resize(static_cast<size_t>(world));
   std::vector<size_t> signature(static_cast<size_t>(world), 0);
   std::map<std::tuple<int64_t, int32_t, int>, int64_t> occurrence; // (rank, step, stream)
@@ -127,7 +125,7 @@ RunData from_trace(const std::vector<schedules::TraceRecord>& records, const std
     h = h * 1000003u ^ std::hash<std::string>{}(r->name) ^ (static_cast<size_t>(r->kind) << 8) ^
         static_cast<size_t>(r->stream);
     if (r->stream == schedules::Stream::Compute) {
-      const int phase = r->labels.phase == Phase::Forward                                        ? 0
+      const int phase = r->labels.phase == Phase::Forward                                           ? 0
                         : r->labels.phase == Phase::Backward || r->labels.phase == Phase::Recompute ? 1
                                                                                                     : 2;
       s.step_phase_s[static_cast<size_t>(step)][static_cast<size_t>(phase)] += r->duration_s;
@@ -162,8 +160,9 @@ RunData from_trace(const std::vector<schedules::TraceRecord>& records, const std
 
 void append_steps(RunData& into, const RunData& more) {
   if (more.ranks.size() != into.ranks.size() || more.phases != into.phases)
-    throw DiagnoseError(more.source + ": not another step of " + into.source + " (" + std::to_string(more.ranks.size()) +
-                        " ranks vs " + std::to_string(into.ranks.size()) + ", or other phases)");
+    throw DiagnoseError(more.source + ": not another step of " + into.source + " (" +
+                        std::to_string(more.ranks.size()) + " ranks vs " + std::to_string(into.ranks.size()) +
+                        ", or other phases)");
   for (size_t i = 0; i < into.ranks.size(); ++i) {
     if (more.ranks[i].peer_group != into.ranks[i].peer_group)
       throw DiagnoseError(more.source + ": rank " + std::to_string(i) + " runs another program than in " + into.source);

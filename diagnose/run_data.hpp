@@ -67,8 +67,8 @@ struct RunData {
   std::vector<bool> own_time;
   std::vector<RankSeries> ranks; // by rank
   std::vector<std::string> hosts;
-  std::optional<schedules::Layout> layout; // known from the CSV columns or given
-  std::vector<CommEvent> comms;            // traces only
+  std::optional<schedules::Layout> layout;     // known from the CSV columns or given
+  std::vector<CommEvent> comms;                // traces only
   std::vector<schedules::TraceRecord> records; // traces only: every op (the report's timeline)
   HangEvidence hang;
   std::vector<std::string> notes; // what the input lacks

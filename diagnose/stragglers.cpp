@@ -160,14 +160,14 @@ void find_stragglers(const RunData& d, const DiagnoseOptions& o, Diagnosis& out)
       for (size_t s : jitter_steps) worst.push_back(ex[s]);
       f.excess = *std::max_element(worst.begin(), worst.end());
       f.score = static_cast<double>(jitter_steps.size());
-      f.detail = "slow on " + std::to_string(jitter_steps.size()) + " of " + std::to_string(steps) +
-                 " steps (up to " + percent(f.excess) + "), normal otherwise";
+      f.detail = "slow on " + std::to_string(jitter_steps.size()) + " of " + std::to_string(steps) + " steps (up to " +
+                 percent(f.excess) + "), normal otherwise";
       out.findings.push_back(std::move(f));
     }
   }
   if (lonely)
-    out.notes.push_back(std::to_string(lonely) + " rank(s) have fewer than 2 peers running the same program: " +
-                        "not scored for stragglers");
+    out.notes.push_back(std::to_string(lonely) +
+                        " rank(s) have fewer than 2 peers running the same program: " + "not scored for stragglers");
   add_host_findings(d, o, out);
 }
 

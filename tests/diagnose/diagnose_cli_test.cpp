@@ -18,7 +18,7 @@ const std::string kJob = "--preset tiny-1f1b --gpus 32 --global-batch 32 --mode 
 
 } // namespace
 
-TEST_CASE("diagnose cli: a GPU 8 % slower in a simulated run is the straggler; a healthy run has no finding") {
+TEST_CASE("diagnose cli: a GPU 8 % slower in a simulated run is the straggler, a healthy run has no finding") {
   const fs::path dir = test::scratch_dir("diagnose-cli");
   test::write_text(dir / "speeds.csv", "scope,index,factor\nrank,13,0.925\n");
   auto sim = test::run_cli_split("simulate " + kJob + " --gpu-speed-file " + (dir / "speeds.csv").string() +
@@ -71,31 +71,38 @@ TEST_CASE("diagnose cli: unreadable input exits 1 naming the path and what is va
   r = test::run_cli_split("report " + (dir / "bad.csv").string() + " -o " + (dir / "r.html").string(), dir);
   CHECK(r.code == 1);
   CHECK(!fs::exists(dir / "r.html"));
+  test::write_text(dir / "one.csv", "rank,tp,pp,dp,forward_s,backward_s,comm_wait_s\n0,0,0,0,1,1,0\n");
+  r = test::run_cli_split("report " + (dir / "one.csv").string() + " --campaign " + (dir / "bad.csv").string() +
+                              " -o " + (dir / "r.html").string(),
+                          dir);
+  CHECK(r.code == 1);
+  CHECK(r.says("not the output of twinscale campaign"));
+  CHECK(!fs::exists(dir / "r.html"));
   fs::remove_all(dir);
 }
 
 TEST_CASE("report cli: a self-contained page with every section, from a trace") {
   const fs::path dir = test::scratch_dir("report-cli");
   test::write_text(dir / "speeds.csv", "scope,index,factor\nrank,5,0.9\n");
-  const auto sim = test::run_cli_split("simulate --preset tiny-1f1b --mode analytic --every-rank --gpu-speed-file " +
-                                           (dir / "speeds.csv").string() + " --trace " + (dir / "t.json").string() +
-                                           " --json",
-                                       dir);
+  const auto sim =
+      test::run_cli_split("simulate --preset tiny-1f1b --mode analytic --every-rank --gpu-speed-file " +
+                              (dir / "speeds.csv").string() + " --trace " + (dir / "t.json").string() + " --json",
+                          dir);
   REQUIRE(sim.code == 0);
   const auto r = test::run_cli_split(
       "report " + (dir / "t.json").string() + " --layout 2x2x2 -o " + (dir / "r.html").string(), dir);
   INFO(r.err);
   REQUIRE(r.code == 0);
   const std::string html = test::slurp(dir / "r.html");
-  for (const char* id : {"summary", "breakdown", "heatmap", "grid", "timeline", "links", "findings", "run-data"})
+  for (const char* id :
+       {"summary", "breakdown", "heatmap", "grid", "timeline", "links", "campaign", "findings", "run-data"})
     CHECK_THAT(html, Catch::Contains(std::string("id=\"") + id + "\""));
   CHECK_THAT(html, !Catch::Contains("http://") || Catch::Contains("http://www.w3.org/2000/svg"));
   CHECK_THAT(html, !Catch::Contains("https://"));
   CHECK_THAT(html, !Catch::Contains("<script src"));
   // Deterministic: the same inputs write the same bytes.
-  REQUIRE(test::run_cli_split("report " + (dir / "t.json").string() + " --layout 2x2x2 -o " +
-                                  (dir / "r2.html").string(),
-                              dir)
+  REQUIRE(test::run_cli_split(
+              "report " + (dir / "t.json").string() + " --layout 2x2x2 -o " + (dir / "r2.html").string(), dir)
               .code == 0);
   CHECK(test::slurp(dir / "r2.html") == html);
   fs::remove_all(dir);

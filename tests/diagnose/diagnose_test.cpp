@@ -48,9 +48,9 @@ TEST_CASE("diagnose: a uniform run has no findings") {
   CHECK(d.ranks == 64);
 }
 
-TEST_CASE("diagnose: a rank 5 % slower is the one straggler; 2 % is below the threshold") {
-  const auto d = diagnose::diagnose_run(
-      diagnose::read_per_rank_csv(csv([](int r) { return r == 37 ? 1.05 : 1.0; }), "s.csv", 8));
+TEST_CASE("diagnose: a rank 5 % slower is the one straggler, 2 % is below the threshold") {
+  const auto d =
+      diagnose::diagnose_run(diagnose::read_per_rank_csv(csv([](int r) { return r == 37 ? 1.05 : 1.0; }), "s.csv", 8));
   REQUIRE(d.findings.size() == 1);
   CHECK(d.findings[0].kind == FindingKind::Straggler);
   CHECK(d.findings[0].ranks == std::vector<int64_t>{37});
@@ -59,8 +59,8 @@ TEST_CASE("diagnose: a rank 5 % slower is the one straggler; 2 % is below the th
   CHECK(d.findings[0].detected_after_steps == 1);
   CHECK(d.scores[37].excess == Approx(0.05).epsilon(1e-6));
   CHECK(d.scores[36].excess == Approx(0.0).margin(1e-12));
-  const auto small = diagnose::diagnose_run(
-      diagnose::read_per_rank_csv(csv([](int r) { return r == 37 ? 1.02 : 1.0; }), "s.csv", 8));
+  const auto small =
+      diagnose::diagnose_run(diagnose::read_per_rank_csv(csv([](int r) { return r == 37 ? 1.02 : 1.0; }), "s.csv", 8));
   CHECK(small.findings.empty());
 }
 
@@ -87,8 +87,8 @@ TEST_CASE("diagnose: a slow host is named when most of its ranks straggle") {
 }
 
 TEST_CASE("diagnose: per-rank CSV errors name the file, line and column") {
-  CHECK_THROWS_WITH(diagnose::read_per_rank_csv("rank,x\n", "a.csv", 8), Catch::Contains("a.csv:1") &&
-                                                                             Catch::Contains("expected the header"));
+  CHECK_THROWS_WITH(diagnose::read_per_rank_csv("rank,x\n", "a.csv", 8),
+                    Catch::Contains("a.csv:1") && Catch::Contains("expected the header"));
   CHECK_THROWS_WITH(
       diagnose::read_per_rank_csv("rank,tp,pp,dp,forward_s,backward_s,comm_wait_s\n0,0,0,0,1,nan,0\n", "b.csv", 8),
       Catch::Contains("b.csv:2 column backward_s"));
@@ -184,4 +184,40 @@ TEST_CASE("diagnose: median and MAD") {
   CHECK(diagnose::median({4, 1, 2, 3}) == 2.5);
   CHECK(diagnose::median({}) == 0);
   CHECK(diagnose::mad({1, 2, 3, 4, 100}, 3) == 1);
+}
+
+TEST_CASE("diagnose: a tp group whose collectives are slower than the other groups' is a slow link") {
+  // 16 ranks, TP 4 × DP 4: each step a GEMM then a tp all-reduce; the group of ranks 4..7
+  // takes 30 % longer from its last arrival to the end.
+  std::vector<schedules::TraceRecord> v;
+  for (int r = 0; r < 16; ++r)
+    for (int s = 0; s < 3; ++s) {
+      schedules::TraceRecord g;
+      g.rank = r;
+      g.op_index = 2 * s;
+      g.name = "attn.proj";
+      g.labels.iteration = s;
+      g.start_s = 0.01 * s;
+      g.duration_s = 1e-3;
+      v.push_back(g);
+      schedules::TraceRecord c = g;
+      c.op_index = 2 * s + 1;
+      c.stream = schedules::Stream::TpComm;
+      c.kind = schedules::OpKind::AllReduce;
+      c.name = "attn.allreduce";
+      c.start_s = 0.01 * s + 1e-3;
+      c.duration_s = r / 4 == 1 ? 2.6e-3 : 2e-3;
+      v.push_back(c);
+    }
+  auto data = diagnose::from_trace(v, "l.json", 8);
+  auto d = diagnose::diagnose_run(data);
+  CHECK(of_kind(d, FindingKind::SlowLink).empty());
+  CHECK_THAT(d.notes.front(), Catch::Contains("--layout"));
+  data.layout = schedules::Layout{4, 4, 1};
+  d = diagnose::diagnose_run(data);
+  const auto links = of_kind(d, FindingKind::SlowLink);
+  REQUIRE(links.size() == 1);
+  CHECK(links[0]->ranks == std::vector<int64_t>{4, 5, 6, 7});
+  CHECK(links[0]->excess == Approx(0.3).epsilon(1e-6));
+  CHECK(of_kind(d, FindingKind::Straggler).empty());
 }
