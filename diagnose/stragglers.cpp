@@ -75,11 +75,15 @@ std::string percent(double f) {
 
 void add_host_findings(const RunData& d, const DiagnoseOptions& o, Diagnosis& out) {
   std::map<int64_t, std::vector<int64_t>> ranks_of_host, slow_of_host;
+  std::map<int64_t, int64_t> steps_of_host; // steps until its last straggler was flagged
   for (const RankSeries& r : d.ranks)
     if (r.host >= 0) ranks_of_host[r.host].push_back(r.rank);
   for (const Finding& f : out.findings)
-    if (f.kind == FindingKind::Straggler && d.ranks[static_cast<size_t>(f.ranks[0])].host >= 0)
-      slow_of_host[d.ranks[static_cast<size_t>(f.ranks[0])].host].push_back(f.ranks[0]);
+    if (f.kind == FindingKind::Straggler && d.ranks[static_cast<size_t>(f.ranks[0])].host >= 0) {
+      const int64_t h = d.ranks[static_cast<size_t>(f.ranks[0])].host;
+      slow_of_host[h].push_back(f.ranks[0]);
+      steps_of_host[h] = std::max(steps_of_host[h], f.detected_after_steps);
+    }
   for (const auto& [host, slow] : slow_of_host) {
     const auto& all = ranks_of_host[host];
     if (all.size() < 2 || static_cast<double>(slow.size()) < o.host_fraction * static_cast<double>(all.size()))
@@ -94,6 +98,7 @@ void add_host_findings(const RunData& d, const DiagnoseOptions& o, Diagnosis& ou
     std::vector<double> zs;
     for (int64_t r : all) zs.push_back(out.scores[static_cast<size_t>(r)].z);
     f.score = median(zs);
+    f.detected_after_steps = steps_of_host[host];
     f.detail = std::to_string(slow.size()) + " of its " + std::to_string(all.size()) +
                " ranks are stragglers; median excess " + percent(f.excess);
     out.findings.push_back(std::move(f));

@@ -48,7 +48,7 @@ TEST_CASE("diagnose of a real run: a SIGSTOPped rank is the hang the others wait
   const std::string dir = fresh_dir("diagnose-stop");
   auto job = backend::test::spawn(mpirun(8, true) +
                                       " " TWINSCALE_CLI " run --synthetic 2x2x2 "
-                                      "--synthetic-micro-batches 400 --synthetic-hidden 128 --timeout 2 --run-dir " +
+                                      "--synthetic-micro-batches 4000 --synthetic-hidden 128 --timeout 2 --run-dir " +
                                       dir,
                                   180);
   for (int i = 0; i < 600 && !fs::exists(dir + "/rank-7.started"); ++i)
