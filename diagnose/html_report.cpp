@@ -166,12 +166,12 @@ const char* kScript = R"JS(
     var gr = el('grid');
     if (D.layout) {
       var L = D.layout, cols = L.dp * L.tp, cell = Math.max(1, Math.min(12, Math.floor(1200 / cols)));
-      var gc = add(gr, 'canvas'); gc.width = cols * cell; gc.height = L.pp * Math.max(cell, 4);
+      var gc = add(gr, 'canvas'); gc.width = cols * cell; gc.height = L.pp * Math.max(cell, 16);
       var gg = gc.getContext('2d');
       for (var rank = 0; rank < D.ranks; ++rank) {
         var tp = rank % L.tp, dp = Math.floor(rank / L.tp) % L.dp, pp = Math.floor(rank / (L.tp * L.dp));
         gg.fillStyle = slowColour(D.excess[rank] || 0);
-        gg.fillRect((dp * L.tp + tp) * cell, pp * Math.max(cell, 4), cell, Math.max(cell, 4));
+        gg.fillRect((dp * L.tp + tp) * cell, pp * Math.max(cell, 16), cell, Math.max(cell, 16));
       }
       add(gr, 'p', 'rows: pipeline stage 0..' + (L.pp - 1) + '; columns: DP rank × TP rank; colour: own time vs peers').className = 'legend';
     } else {

@@ -3,7 +3,8 @@
 # runs (analytic, every rank executed), diagnosed, and counted: precision, recall, steps.
 # Usage: experiments/diagnosis/run.sh [OUTDIR]     (~25 min on the shared 2-core machine)
 # Writes OUTDIR/gpu-1536.{csv,png} (slow GPUs, 1,536 GPUs, 20 seeds) and
-# OUTDIR/host-1536.{csv,png} (slow hosts); FULL=1 adds one 12,288-GPU case per severity.
+# OUTDIR/host-1536.{csv,png} (slow hosts), OUTDIR/hangs.csv (24 SIGSTOPped CPU ranks, when
+# mpirun exists); FULL=1 adds 12,288-GPU cases (3 % and 5 %, 64 bad GPUs, 2 seeds).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -14,6 +15,9 @@ py=/usr/bin/python3
 "$py" "$here/study.py" "$out" --kinds host --severities 0.03,0.05 --counts 1,8 --seeds 20 --steps 1 \
   --gpus 1536 --global-batch 192 --tag host-1536
 if [ "${FULL:-0}" = 1 ]; then
-  "$py" "$here/study.py" "$out" --kinds gpu --severities 0.03,0.05 --counts 64 --seeds 1 --steps 1 \
+  "$py" "$here/study.py" "$out" --kinds gpu --severities 0.03,0.05 --counts 64 --seeds 2 --steps 1 \
     --gpus 12288 --global-batch 1536 --tag gpu-12288
+fi
+if command -v mpirun > /dev/null; then
+  "$here/hangs.sh" "$out" 24
 fi
