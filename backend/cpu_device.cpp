@@ -91,6 +91,8 @@ struct CpuDevice::Impl {
       uint8_t outcome = 1;
       try {
         w.kernels->run(op, detail::scaled_shape(op, options.shape_divisor));
+        if (rank == options.delay_rank && options.compute_delay_s > 0)
+          std::this_thread::sleep_for(std::chrono::duration<double>(options.compute_delay_s));
         timing[i].end_s = now();
         timing[i].valid = true;
       } catch (const std::exception& e) {

@@ -36,6 +36,8 @@ struct RunArgs {
   std::string group_init = "local";
   std::string run_dir;
   int64_t shape_divisor = 1;
+  int64_t delay_rank = -1;
+  double delay_s = 0;
   bool no_verify = false;
   bool json = false;
   backend::CheckpointOptions checkpoint;
@@ -98,11 +100,20 @@ int run_command(const RunArgs& a) {
   o.run_dir = a.run_dir;
   o.cpu.shape_divisor = a.shape_divisor;
   o.cpu.verify = !a.no_verify;
+  o.cpu.delay_rank = a.delay_rank;
+  o.cpu.compute_delay_s = a.delay_s;
+  if ((a.delay_rank >= 0) != (a.delay_s > 0))
+    throw backend::BackendError("--delay-rank and --delay-s go together (a rank and a delay > 0 s per compute op)");
+  if (a.delay_rank >= 0 && a.device != "cpu")
+    throw backend::BackendError("--delay-rank: only the cpu device injects delays, not --device " + a.device);
   o.checkpoint = a.checkpoint;
   if ((a.checkpoint.step >= 0 || a.checkpoint.restore) && a.checkpoint.dir.empty())
     throw backend::BackendError("--checkpoint-step and --restore need --checkpoint-dir DIR");
 
   const schedules::Schedule schedule = load_schedule(a.job, a.synthetic, a.synthetic_options, a.schedule);
+  if (a.delay_rank >= schedule.world())
+    throw backend::BackendError("--delay-rank " + std::to_string(a.delay_rank) + ": the schedule has ranks 0.." +
+                                std::to_string(schedule.world() - 1));
 
   const backend::RunOutcome out = backend::run_schedule(schedule, o);
   if (out.rank == 0) {
@@ -277,6 +288,10 @@ void add_backend_commands(CLI::App& app, Action& action) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   run->add_flag("--json", args->json, "rank 0 prints its outcome as JSON on stdout");
+  add_integer_option(*run, "--delay-rank", args->delay_rank, 0, 1 << 20, "a rank of the job",
+                     "CPU device, fault injection: this rank's compute ops take --delay-s longer (a straggler)");
+  run->add_option("--delay-s", args->delay_s, "seconds added to each compute op of --delay-rank")
+      ->check(CLI::Range(0.0, 60.0));
   run->add_flag("--no-verify", args->no_verify, "CPU device: do not check received data");
   auto cmp = std::make_shared<CompareArgs>();
   CLI::App* compare =

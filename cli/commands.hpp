@@ -19,5 +19,7 @@ void add_fault_commands(CLI::App& app, Action& action);     // campaign, tune-ch
 void add_backend_commands(CLI::App& app, Action& action);   // run, compare, calibrate
 void add_probe_command(CLI::App& app, Action& action);      // probe (micro-benchmarks, under mpirun)
 void add_sweep_command(CLI::App& app, Action& action);      // sweep, sweep show
+void add_diagnose_command(CLI::App& app, Action& action);   // stragglers, links, hangs, late launchers
+void add_report_command(CLI::App& app, Action& action);     // the HTML report of a run
 
 } // namespace twinscale::cli

@@ -34,6 +34,7 @@
 #include "cli/detail/fault_report.hpp"
 #include "cli/detail/simulated_iteration.hpp"
 #include "cli/job_args.hpp"
+#include "common/progress.hpp"
 #include "config/cluster_file.hpp"
 #include "config/error.hpp"
 #include "config/fault_file.hpp"
@@ -209,6 +210,8 @@ std::string iteration_line(const Setup& s) {
 
 int run_campaign_command(const FaultOptions& o) {
   Setup s = resolve(o);
+  Progress progress("campaign seeds", s.campaign.spec.seeds); // stderr, terminals only
+  if (progress.shown()) s.campaign.on_seed_done = [&progress](int64_t done, int64_t) { progress.update(done); };
   const faults::CampaignSummary sum = faults::run_campaign(s.campaign);
   nlohmann::json j = setup_json(s, o);
   j["result"] = detail::summary_json(sum, s.campaign);
@@ -239,6 +242,8 @@ int run_tune_command(const FaultOptions& o) {
   const double lo = o.min_s.value_or(std::max(floor_s, daly / 8));
   const double hi = o.max_s.value_or(std::max(lo * 2, daly * 8));
   if (o.points < 2) throw config::ConfigError("--points must be ≥ 2");
+  Progress progress("checkpoint intervals", o.points); // stderr, terminals only
+  if (progress.shown()) s.campaign.on_seed_done = [&progress](int64_t done, int64_t) { progress.update(done); };
   const auto result = faults::tune_checkpoint(s.campaign, faults::geometric_intervals(lo, hi, o.points));
   nlohmann::json j = setup_json(s, o);
   j["result"] = detail::tuner_json(result);

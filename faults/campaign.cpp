@@ -526,8 +526,10 @@ CampaignSummary run_campaign(const Campaign& c) {
   s.interrupt_mtbf_s =
       c.model.interrupt_rate_per_hour(gpus_of(c.shape)) > 0 ? c.model.interrupt_mtbf_s(gpus_of(c.shape)) : kInf;
   s.checkpoint_interval_s = rounded_interval(c);
-  for (int64_t k = 0; k < c.spec.seeds; ++k)
+  for (int64_t k = 0; k < c.spec.seeds; ++k) {
     s.runs.push_back(run_campaign_seed(c, c.spec.seed + static_cast<uint64_t>(k)));
+    if (c.on_seed_done) c.on_seed_done(k + 1, c.spec.seeds);
+  }
 
   auto over_runs = [&](auto&& f) {
     std::vector<double> x;

@@ -29,6 +29,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -78,6 +79,8 @@ struct Campaign {
   CheckpointTimes checkpoint;          // from checkpoint_times()
   topology::JobShape shape;            // GPUs = tp·dp·pp scale the model and the comm init
   CampaignSpec spec;
+  /// Optional: called after each seed with (seeds done, seeds in all), for progress.
+  std::function<void(int64_t, int64_t)> on_seed_done;
 };
 
 /// One seed's run.

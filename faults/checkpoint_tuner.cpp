@@ -35,9 +35,12 @@ TunerResult tune_checkpoint(const Campaign& base, const std::vector<double>& int
   r.mtbf_s = base.model.interrupt_mtbf_s(gpus);
   r.young_s = young_interval_s(r.checkpoint_s, r.mtbf_s);
   r.daly_s = daly_interval_s(r.checkpoint_s, r.mtbf_s);
-  for (double tau : intervals) {
-    Campaign c = base;
+  for (size_t i = 0; i < intervals.size(); ++i) {
+    const double tau = intervals[i];
+    Campaign c = base; // base.on_seed_done reports intervals here, not the seeds of one
+    c.on_seed_done = nullptr;
     c.checkpoint_interval_s = tau;
+    if (base.on_seed_done) base.on_seed_done(static_cast<int64_t>(i), static_cast<int64_t>(intervals.size()));
     const CampaignSummary s = run_campaign(c);
     // Intervals are whole iterations: two requests that round alike are one point.
     if (!r.points.empty() && r.points.back().interval_s == s.checkpoint_interval_s) continue;
@@ -56,6 +59,8 @@ TunerResult tune_checkpoint(const Campaign& base, const std::vector<double>& int
     p.daly_ettr = work / daly_expected_wall_s(work, p.interval_s, r.checkpoint_s, p.recovery_mean_s.mean, r.mtbf_s);
     r.points.push_back(std::move(p));
   }
+  if (base.on_seed_done)
+    base.on_seed_done(static_cast<int64_t>(intervals.size()), static_cast<int64_t>(intervals.size()));
   for (size_t i = 1; i < r.points.size(); ++i)
     if (r.points[i].ettr.mean > r.points[r.best].ettr.mean) r.best = i;
   const auto& best = r.points[r.best].ettr_by_seed;

@@ -18,6 +18,7 @@ pkgs=(
   clang libclang-rt-14-dev # libFuzzer harnesses of the readers (fuzz/, scripts/fuzz.sh): the compiler and its fuzzer/sanitizer runtimes
   libsqlite3-dev        # results store of `twinscale sweep` (study/)
   libprotobuf-dev protobuf-compiler # MLCommons Chakra execution traces (formats/): the messages and protoc
+  chromium              # headless check of `twinscale report` pages (ctest report_chromium; skipped without it)
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -1,0 +1,203 @@
+// `twinscale diagnose RUN`: stragglers, slow hosts, slow links, hangs and late launchers
+// of a run. RUN is a Chrome trace, a per-rank CSV (simulate --per-rank-csv) or the
+// directory `twinscale run --run-dir` left (its trace.json and rank-<r>.json states).
+// Exit status: 0 nothing found, 4 findings, 1 unreadable input.
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <regex>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "backend/hang_report.hpp"
+#include "cli/checked_options.hpp"
+#include "cli/commands.hpp"
+#include "cli/diagnose_input.hpp"
+#include "cli/job_args.hpp"
+#include "diagnose/diagnosis.hpp"
+#include "diagnose/error.hpp"
+#include "diagnose/html_report.hpp"
+#include "schedules/trace.hpp"
+
+namespace twinscale::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw diagnose::DiagnoseError(path + ": cannot open");
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+/// World size of a run directory: the highest rank-<r>.json or rank-<r>.started + 1.
+int64_t world_of_run_dir(const std::string& dir) {
+  static const std::regex name(R"(rank-([0-9]{1,7})\.(json|started))");
+  int64_t world = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    std::smatch m;
+    const std::string f = e.path().filename().string();
+    if (std::regex_match(f, m, name)) world = std::max<int64_t>(world, std::stoll(m[1].str()) + 1);
+  }
+  return world;
+}
+
+void read_hang_evidence(const std::string& dir, int64_t world, diagnose::RunData& data) {
+  const backend::HangReport r = backend::analyse_run_dir(dir, world);
+  diagnose::HangEvidence& h = data.hang;
+  h.present = true;
+  h.world = world;
+  h.silent = r.silent;
+  std::vector<std::string> hosts(static_cast<size_t>(world));
+  for (const backend::RankState& s : r.states) {
+    hosts[static_cast<size_t>(s.rank)] = s.host;
+    if (s.status != backend::RunStatus::Completed) h.incomplete.push_back(s.rank);
+  }
+  for (const backend::Wait& w : r.waits)
+    h.waits.push_back(diagnose::WaitState{w.rank, w.op.op_index, w.op.name,
+                                          std::string(schedules::to_string(w.op.kind)), w.op.channel, w.op.sequence,
+                                          w.op.waiting_s, w.not_arrived});
+  if (data.ranks.empty())
+    for (int64_t rank = 0; rank < world; ++rank) data.ranks.push_back(diagnose::RankSeries{rank, rank, -1, {}});
+  diagnose::set_hosts(data, hosts);
+}
+
+/// Time by state and ETTR of `twinscale campaign --json` (or the campaign.json of --out).
+void read_campaign(const std::string& path, diagnose::ReportOptions& o) {
+  try {
+    const nlohmann::json j = nlohmann::json::parse(slurp(path));
+    const nlohmann::json& r = j.at("result");
+    for (const auto& [state, v] : r.at("time_by_state_s").items())
+      o.campaign_time_by_state_s.emplace_back(state, v.at("mean").get<double>());
+    o.campaign_ettr = r.at("ettr").at("mean").get<double>();
+    o.campaign_source = path;
+  } catch (const nlohmann::json::exception& e) {
+    throw diagnose::DiagnoseError(path + ": not the output of twinscale campaign --json (" + e.what() + ")");
+  }
+}
+
+} // namespace
+
+diagnose::RunData read_run(const std::string& path, const DiagnoseInputOptions& o) {
+  if (fs::is_directory(path)) {
+    const int64_t world = o.world > 0 ? o.world : world_of_run_dir(path);
+    const std::string trace = (fs::path(path) / "trace.json").string();
+    diagnose::RunData data;
+    if (fs::exists(trace)) {
+      data = diagnose::from_trace(schedules::read_chrome_trace_file(trace), path, o.gpus_per_host);
+    } else {
+      data.source = path;
+      data.notes.push_back(
+          "no trace.json in the run directory: only hangs are analysed (run with --trace DIR/trace.json)");
+    }
+    if (world == 0 && data.ranks.empty())
+      throw diagnose::DiagnoseError(path + ": a run directory needs trace.json or rank-<r>.json state files "
+                                           "(twinscale run --run-dir DIR --trace DIR/trace.json)");
+    if (world > 0) read_hang_evidence(path, std::max<int64_t>(world, data.ranks.size()), data);
+    if (o.layout) data.layout = o.layout;
+    return data;
+  }
+  if (!fs::is_regular_file(path))
+    throw diagnose::DiagnoseError(path + ": no such file or directory (a trace, a per-rank CSV or a run directory)");
+  std::ifstream head(path);
+  std::string first;
+  std::getline(head, first);
+  diagnose::RunData data;
+  if (first.rfind("rank,", 0) == 0)
+    data = diagnose::read_per_rank_csv(slurp(path), path, o.gpus_per_host);
+  else
+    data = diagnose::from_trace(schedules::read_chrome_trace_file(path), path, o.gpus_per_host);
+  if (o.layout) data.layout = o.layout;
+  return data;
+}
+
+void add_diagnose_input_options(CLI::App& cmd, DiagnoseInputOptions& o) {
+  add_integer_option(cmd, "--gpus-per-host", o.gpus_per_host, 1, 1 << 20, "1..2^20",
+                     "ranks per host when the run does not name hosts (default 8)");
+  add_integer_option(cmd, "--world", o.world, 1, 1 << 20, "1..2^20",
+                     "ranks of a run directory (default: from its rank-<r> files)");
+  cmd.add_option_function<std::string>(
+      "--layout",
+      [&o](const std::string& text) {
+        const auto v = parse_shape_option("--layout", text, "8x8x192 (TPxPPxDP)");
+        o.layout = schedules::Layout{v[0], v[2], v[1]};
+      },
+      "TPxPPxDP of a trace (slow links need each collective's group)");
+}
+
+void add_diagnose_command(CLI::App& app, Action& action) {
+  struct Args {
+    std::vector<std::string> runs;
+    DiagnoseInputOptions input;
+    diagnose::DiagnoseOptions options;
+    bool json = false;
+    int64_t max_rows = 40;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand("diagnose", "stragglers, slow hosts and links, hangs, late launchers of a run "
+                                                 "(exit 0: nothing found, 4: findings)");
+  cmd->add_option("run", args->runs, "a trace, a per-rank CSV or a run directory; several: successive steps of one job")
+      ->required();
+  add_diagnose_input_options(*cmd, args->input);
+  cmd->add_option("--min-excess", args->options.min_excess, "straggler: fraction above its peers' median")
+      ->check(CLI::Range(0.0, 10.0))
+      ->capture_default_str();
+  cmd->add_option("--min-z", args->options.min_z, "straggler: robust z (MADs) above its peers' median")
+      ->check(CLI::Range(0.0, 1e6))
+      ->capture_default_str();
+  cmd->add_flag("--json", args->json, "JSON instead of the table");
+  add_integer_option(*cmd, "--rows", args->max_rows, 1, 1 << 30, "1..2^30", "findings shown in the table (default 40)");
+  cmd->callback([args, &action] {
+    action = [args] {
+      diagnose::RunData data = read_run(args->runs.front(), args->input);
+      for (size_t i = 1; i < args->runs.size(); ++i) diagnose::append_steps(data, read_run(args->runs[i], args->input));
+      const diagnose::Diagnosis d = diagnose::diagnose_run(data, args->options);
+      std::cout << (args->json ? diagnose::to_json(d) : diagnose::format_table(d, static_cast<size_t>(args->max_rows)));
+      return d.findings.empty() ? 0 : 4;
+    };
+  });
+}
+
+void add_report_command(CLI::App& app, Action& action) {
+  struct Args {
+    std::vector<std::string> runs;
+    DiagnoseInputOptions input;
+    std::string out;
+    std::string title = "twinscale report";
+    std::vector<int64_t> timeline_ranks;
+    std::string campaign;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand("report", "one self-contained HTML page of a run: breakdown, rank × phase "
+                                               "heat-map, TP × PP × DP grid, timeline, diagnosis");
+  cmd->add_option("run", args->runs, "a trace, a per-rank CSV or a run directory; several: successive steps of one job")
+      ->required();
+  add_diagnose_input_options(*cmd, args->input);
+  cmd->add_option("-o,--out", args->out, "the HTML file to write")->required();
+  cmd->add_option("--title", args->title, "page title")->capture_default_str();
+  cmd->add_option("--timeline-ranks", args->timeline_ranks,
+                  "ranks drawn on the timeline (default: rank 0 and the ranks the diagnosis names)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
+  cmd->add_option("--campaign", args->campaign, "a campaign's result (twinscale campaign --json) for time by state");
+  cmd->callback([args, &action] {
+    action = [args] {
+      diagnose::RunData data = read_run(args->runs.front(), args->input);
+      for (size_t i = 1; i < args->runs.size(); ++i) diagnose::append_steps(data, read_run(args->runs[i], args->input));
+      const diagnose::Diagnosis d = diagnose::diagnose_run(data);
+      diagnose::ReportOptions o;
+      o.title = args->title;
+      o.timeline_ranks = args->timeline_ranks;
+      if (!args->campaign.empty()) read_campaign(args->campaign, o);
+      write_file_atomically(args->out, diagnose::html_report(data, d, o));
+      std::cerr << "report of " << data.source << " written to " << args->out << " (" << d.findings.size()
+                << " finding(s))\n";
+      return 0;
+    };
+  });
+}
+
+} // namespace twinscale::cli

@@ -1,0 +1,26 @@
+// Reading what a run left, for `diagnose` and `report`: a Chrome trace, a per-rank CSV or
+// a run directory (trace.json and the rank-<r>.json states of backend/hang_report.hpp).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "diagnose/run_data.hpp"
+
+namespace twinscale::cli {
+
+struct DiagnoseInputOptions {
+  int64_t gpus_per_host = 8;
+  int64_t world = 0; // run directories: 0 = from the rank-<r> files
+  std::optional<schedules::Layout> layout;
+};
+
+/// Throws diagnose::DiagnoseError (or the trace reader's error) naming the path.
+diagnose::RunData read_run(const std::string& path, const DiagnoseInputOptions& options);
+
+void add_diagnose_input_options(CLI::App& cmd, DiagnoseInputOptions& options);
+
+} // namespace twinscale::cli

@@ -1,0 +1,96 @@
+// What `twinscale diagnose` reads, in one shape whatever the file: per-rank, per-step,
+// per-phase times (from a Chrome trace or a per-rank CSV), the communication ops of a
+// trace, and the "waiting for" states of a run that did not complete (M19). Simulated and
+// real runs land in the same RunData, so the analyses never know which they look at.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "schedules/layout.hpp"
+#include "schedules/trace.hpp"
+
+namespace twinscale::diagnose {
+
+/// One rank's times: step_phase_s[step][phase] seconds (phases: RunData::phases).
+struct RankSeries {
+  int64_t rank = 0;
+  /// Ranks that run the same program (the same pipeline stage, any TP/DP position) share
+  /// a peer group; a rank is only ever compared with its peers.
+  int64_t peer_group = 0;
+  int64_t host = -1; // index in RunData::hosts; -1: unknown
+  std::vector<std::vector<double>> step_phase_s;
+};
+
+/// One communication op of one rank, from a trace.
+struct CommEvent {
+  int64_t rank = 0;
+  int32_t step = 0;
+  uint32_t op_index = 0;
+  schedules::Stream stream = schedules::Stream::TpComm;
+  schedules::OpKind kind = schedules::OpKind::AllReduce;
+  std::string name;
+  int64_t occurrence = 0; // index among this rank's ops on the same stream in the step
+  double start_s = 0;
+  double end_s = 0;
+  bool failed = false;
+};
+
+/// An op a rank was stuck in when the run stopped, and the peers that never arrived.
+struct WaitState {
+  int64_t rank = 0;
+  uint32_t op_index = 0;
+  std::string op_name;
+  std::string kind;
+  std::string channel;
+  int64_t sequence = 0;
+  double waiting_s = 0;
+  std::vector<int64_t> not_arrived;
+};
+
+/// The M19 evidence of a run directory: who logged a state, who waits for whom.
+struct HangEvidence {
+  bool present = false; // a run directory with state files was read
+  int64_t world = 0;
+  std::vector<int64_t> silent;     // ranks without a state file (dead, or stopped)
+  std::vector<int64_t> incomplete; // ranks that logged but did not complete
+  std::vector<WaitState> waits;
+};
+
+struct RunData {
+  std::string source; // what was read (file or directory), for messages and output
+  std::vector<std::string> phases;
+  /// Phases a slow rank lengthens by itself (compute); the others (waiting on
+  /// communication) also grow on healthy ranks that wait for a slow one.
+  std::vector<bool> own_time;
+  std::vector<RankSeries> ranks; // by rank
+  std::vector<std::string> hosts;
+  std::optional<schedules::Layout> layout;     // known from the CSV columns or given
+  std::vector<CommEvent> comms;                // traces only
+  std::vector<schedules::TraceRecord> records; // traces only: every op (the report's timeline)
+  HangEvidence hang;
+  std::vector<std::string> notes; // what the input lacks
+  int64_t steps() const { return ranks.empty() ? 0 : static_cast<int64_t>(ranks.front().step_phase_s.size()); }
+};
+
+/// Parses `rank,tp,pp,dp,forward_s,backward_s,comm_wait_s` (sim/per_rank_csv.hpp);
+/// `source` names the file in errors. Ranks are grouped on hosts of `gpus_per_host`
+/// consecutive ranks. Throws DiagnoseError naming the line and column.
+RunData read_per_rank_csv(const std::string& text, const std::string& source, int64_t gpus_per_host);
+
+/// Builds RunData from the records of a Chrome trace: per step (args.iteration) and
+/// phase, the busy time of the compute stream; peers are ranks with the same program.
+RunData from_trace(const std::vector<schedules::TraceRecord>& records, const std::string& source,
+                   int64_t gpus_per_host);
+
+/// Appends the steps of `more` (another step of the same job: same ranks, same phases)
+/// to `into`; a run measured one step per file (e.g. per-rank CSVs of successive
+/// simulated steps). Throws DiagnoseError naming both sources when they differ.
+void append_steps(RunData& into, const RunData& more);
+
+/// Host names per rank (a real run's state files) replace the gpus_per_host grouping.
+void set_hosts(RunData& data, const std::vector<std::string>& host_of_rank);
+
+} // namespace twinscale::diagnose

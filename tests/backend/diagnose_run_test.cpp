@@ -1,0 +1,82 @@
+// `twinscale diagnose` of real CPU runs (issue #14, M18/M19 on real ranks): a rank whose
+// compute ops are delayed (--delay-rank) is named the straggler from the run directory,
+// and a stopped rank (SIGSTOP) is named the hang everyone waits on.
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "tests/skip.hpp"
+
+#include "mpi_helpers.hpp"
+
+using namespace twinscale;
+namespace fs = std::filesystem;
+using backend::test::fresh_dir;
+using backend::test::mpirun;
+using backend::test::shell;
+
+TEST_CASE("diagnose of a real run: the rank with delayed compute is the straggler") {
+  if (!backend::test::have_mpirun()) TWINSCALE_SKIP("mpirun not found");
+  const std::string dir = fresh_dir("diagnose-delay");
+  const auto r = shell(mpirun(8) +
+                           " " TWINSCALE_CLI " run --synthetic 2x2x2 --synthetic-micro-batches 4 "
+                           "--synthetic-hidden 64 --timeout 30 --delay-rank 6 --delay-s 0.02 --run-dir " +
+                           dir + " --trace " + dir + "/trace.json",
+                       180);
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  const auto d = shell(TWINSCALE_CLI " diagnose " + dir + " --json", 60);
+  INFO(d.output);
+  REQUIRE(d.status == 4);
+  const auto j = nlohmann::json::parse(d.output);
+  std::vector<int64_t> stragglers;
+  for (const auto& f : j.at("findings"))
+    if (f.at("kind") == "straggler") stragglers.push_back(f.at("ranks").at(0).get<int64_t>());
+  REQUIRE(!stragglers.empty());
+  CHECK(stragglers.front() == 6);                             // the highest score
+  CHECK(j.at("rank_scores").at(6).at(2).get<double>() > 1.0); // own time more than doubled
+  fs::remove_all(dir);
+}
+
+TEST_CASE("diagnose of a real run: a SIGSTOPped rank is the hang the others wait on") {
+  if (!backend::test::have_mpirun()) TWINSCALE_SKIP("mpirun not found");
+  const std::string dir = fresh_dir("diagnose-stop");
+  auto job = backend::test::spawn(mpirun(8, true) +
+                                      " " TWINSCALE_CLI " run --synthetic 2x2x2 "
+                                      "--synthetic-micro-batches 4000 --synthetic-hidden 128 --timeout 2 --run-dir " +
+                                      dir,
+                                  180);
+  for (int i = 0; i < 600 && !fs::exists(dir + "/rank-7.started"); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  for (int i = 0; i < 600 && !fs::exists(dir + "/rank-2.started"); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  REQUIRE(fs::exists(dir + "/rank-2.started"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const pid_t victim = nlohmann::json::parse(std::ifstream(dir + "/rank-2.started")).at("pid").get<pid_t>();
+  REQUIRE(::kill(victim, SIGSTOP) == 0);
+  int reported = 0;
+  for (int i = 0; i < 600 && reported < 7; ++i) {
+    reported = 0;
+    for (int rank = 0; rank < 8; ++rank)
+      reported += rank != 2 && fs::exists(dir + "/rank-" + std::to_string(rank) + ".json");
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ::kill(victim, SIGKILL);
+  const auto r = backend::test::finish(job);
+  INFO(r.output);
+  REQUIRE(reported == 7);
+  const auto d = shell(TWINSCALE_CLI " diagnose " + dir + " --json", 60);
+  INFO(d.output);
+  REQUIRE(d.status == 4);
+  const auto j = nlohmann::json::parse(d.output);
+  REQUIRE(!j.at("findings").empty());
+  CHECK(j["findings"][0]["kind"] == "hang");
+  CHECK(j["findings"][0]["ranks"] == nlohmann::json::array({2}));
+  CHECK_THAT(j["findings"][0]["detail"].get<std::string>(), Catch::Contains("wait on it"));
+  fs::remove_all(dir);
+}

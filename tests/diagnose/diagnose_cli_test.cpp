@@ -1,0 +1,109 @@
+// `twinscale diagnose` and `twinscale report` end to end on simulated runs: a slow GPU
+// injected through --gpu-speed-file is named (exit 4), a healthy run gives exit 0, bad
+// input exits 1 naming the path, and the report is one self-contained page.
+#include <filesystem>
+#include <string>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "tests/cli_runner.hpp"
+
+using namespace twinscale;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kJob = "--preset tiny-1f1b --gpus 32 --global-batch 32 --mode analytic --every-rank";
+
+} // namespace
+
+TEST_CASE("diagnose cli: a GPU 8 % slower in a simulated run is the straggler, a healthy run has no finding") {
+  const fs::path dir = test::scratch_dir("diagnose-cli");
+  test::write_text(dir / "speeds.csv", "scope,index,factor\nrank,13,0.925\n");
+  auto sim = test::run_cli_split("simulate " + kJob + " --gpu-speed-file " + (dir / "speeds.csv").string() +
+                                     " --per-rank-csv " + (dir / "slow.csv").string() + " --json",
+                                 dir);
+  REQUIRE(sim.code == 0);
+  auto d = test::run_cli_split("diagnose " + (dir / "slow.csv").string() + " --json", dir);
+  INFO(d.out << d.err);
+  REQUIRE(d.code == 4);
+  const auto j = nlohmann::json::parse(d.out);
+  REQUIRE(!j.at("findings").empty());
+  CHECK(j["findings"][0]["kind"] == "straggler");
+  CHECK(j["findings"][0]["ranks"] == nlohmann::json::array({13}));
+  CHECK(j["findings"][0]["excess"].get<double>() == Approx(0.081).margin(0.01));
+  size_t stragglers = 0;
+  for (const auto& f : j["findings"]) stragglers += f["kind"] == "straggler";
+  CHECK(stragglers == 1);
+  const auto table = test::run_cli_split("diagnose " + (dir / "slow.csv").string(), dir);
+  CHECK(table.code == 4);
+  CHECK_THAT(table.out, Catch::Contains("straggler") && Catch::Contains("host1"));
+
+  sim = test::run_cli_split("simulate " + kJob + " --per-rank-csv " + (dir / "ok.csv").string() + " --json", dir);
+  REQUIRE(sim.code == 0);
+  d = test::run_cli_split("diagnose " + (dir / "ok.csv").string(), dir);
+  INFO(d.out << d.err);
+  CHECK(d.code == 0);
+  CHECK_THAT(d.out, Catch::Contains("nothing found"));
+
+  // Two steps of one job: the straggler is still found, after 1 step.
+  d = test::run_cli_split("diagnose " + (dir / "slow.csv").string() + " " + (dir / "slow.csv").string() + " --json",
+                          dir);
+  REQUIRE(d.code == 4);
+  CHECK(nlohmann::json::parse(d.out)["steps"] == 2);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("diagnose cli: unreadable input exits 1 naming the path and what is valid") {
+  const fs::path dir = test::scratch_dir("diagnose-bad");
+  auto r = test::run_cli_split("diagnose " + (dir / "nope.json").string(), dir);
+  CHECK(r.code == 1);
+  CHECK(r.says("nope.json"));
+  test::write_text(dir / "bad.csv", "rank,tp,pp,dp,forward_s,backward_s,comm_wait_s\n0,0,0,0,1,x,0\n");
+  r = test::run_cli_split("diagnose " + (dir / "bad.csv").string(), dir);
+  CHECK(r.code == 1);
+  CHECK(r.says("bad.csv:2 column backward_s"));
+  fs::create_directories(dir / "empty-run");
+  r = test::run_cli_split("diagnose " + (dir / "empty-run").string(), dir);
+  CHECK(r.code == 1);
+  CHECK(r.says("trace.json"));
+  r = test::run_cli_split("report " + (dir / "bad.csv").string() + " -o " + (dir / "r.html").string(), dir);
+  CHECK(r.code == 1);
+  CHECK(!fs::exists(dir / "r.html"));
+  test::write_text(dir / "one.csv", "rank,tp,pp,dp,forward_s,backward_s,comm_wait_s\n0,0,0,0,1,1,0\n");
+  r = test::run_cli_split("report " + (dir / "one.csv").string() + " --campaign " + (dir / "bad.csv").string() +
+                              " -o " + (dir / "r.html").string(),
+                          dir);
+  CHECK(r.code == 1);
+  CHECK(r.says("not the output of twinscale campaign"));
+  CHECK(!fs::exists(dir / "r.html"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("report cli: a self-contained page with every section, from a trace") {
+  const fs::path dir = test::scratch_dir("report-cli");
+  test::write_text(dir / "speeds.csv", "scope,index,factor\nrank,5,0.9\n");
+  const auto sim =
+      test::run_cli_split("simulate --preset tiny-1f1b --mode analytic --every-rank --gpu-speed-file " +
+                              (dir / "speeds.csv").string() + " --trace " + (dir / "t.json").string() + " --json",
+                          dir);
+  REQUIRE(sim.code == 0);
+  const auto r = test::run_cli_split(
+      "report " + (dir / "t.json").string() + " --layout 2x2x2 -o " + (dir / "r.html").string(), dir);
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const std::string html = test::slurp(dir / "r.html");
+  for (const char* id :
+       {"summary", "breakdown", "heatmap", "grid", "timeline", "links", "campaign", "findings", "run-data"})
+    CHECK_THAT(html, Catch::Contains(std::string("id=\"") + id + "\""));
+  CHECK_THAT(html, !Catch::Contains("http://") || Catch::Contains("http://www.w3.org/2000/svg"));
+  CHECK_THAT(html, !Catch::Contains("https://"));
+  CHECK_THAT(html, !Catch::Contains("<script src"));
+  // Deterministic: the same inputs write the same bytes.
+  REQUIRE(test::run_cli_split(
+              "report " + (dir / "t.json").string() + " --layout 2x2x2 -o " + (dir / "r2.html").string(), dir)
+              .code == 0);
+  CHECK(test::slurp(dir / "r2.html") == html);
+  fs::remove_all(dir);
+}

@@ -1,0 +1,223 @@
+// diagnose/: stragglers, slow hosts, jitter, hangs and late launchers found in small
+// hand-made runs whose culprits are known; and clear errors for unreadable input.
+#include <cstdio>
+#include <string>
+
+#include <catch2/catch.hpp>
+
+#include "diagnose/diagnosis.hpp"
+#include "diagnose/error.hpp"
+
+using namespace twinscale;
+using diagnose::FindingKind;
+
+namespace {
+
+/// A per-rank CSV of a tp2·pp2·dp16 job (64 ranks): forward 1 s and backward 2 s per rank
+/// times `slow(rank)`; the waits grow on the others (as a straggler's peers wait).
+template <class F>
+std::string csv(F slow) {
+  std::string t = "rank,tp,pp,dp,forward_s,backward_s,comm_wait_s\n";
+  char line[200];
+  for (int r = 0; r < 64; ++r) {
+    const double f = slow(r);
+    std::snprintf(line, sizeof line, "%d,%d,%d,%d,%.9f,%.9f,%.9f\n", r, r % 2, r / 32, (r / 2) % 16, 1.0 * f, 2.0 * f,
+                  f > 1 ? 0.1 : 0.1 + 0.05 * (r % 3));
+    t += line;
+  }
+  return t;
+}
+
+std::vector<const diagnose::Finding*> of_kind(const diagnose::Diagnosis& d, FindingKind k) {
+  std::vector<const diagnose::Finding*> v;
+  for (const auto& f : d.findings)
+    if (f.kind == k) v.push_back(&f);
+  return v;
+}
+
+} // namespace
+
+TEST_CASE("diagnose: a uniform run has no findings") {
+  const auto data = diagnose::read_per_rank_csv(csv([](int) { return 1.0; }), "u.csv", 8);
+  REQUIRE(data.layout);
+  CHECK(data.layout->tp == 2);
+  CHECK(data.layout->pp == 2);
+  CHECK(data.layout->dp == 16);
+  const auto d = diagnose::diagnose_run(data);
+  CHECK(d.findings.empty());
+  CHECK(d.ranks == 64);
+}
+
+TEST_CASE("diagnose: a rank 5 % slower is the one straggler, 2 % is below the threshold") {
+  const auto d =
+      diagnose::diagnose_run(diagnose::read_per_rank_csv(csv([](int r) { return r == 37 ? 1.05 : 1.0; }), "s.csv", 8));
+  REQUIRE(d.findings.size() == 1);
+  CHECK(d.findings[0].kind == FindingKind::Straggler);
+  CHECK(d.findings[0].ranks == std::vector<int64_t>{37});
+  CHECK(d.findings[0].host == "host4");
+  CHECK(d.findings[0].excess == Approx(0.05).epsilon(1e-6));
+  CHECK(d.findings[0].detected_after_steps == 1);
+  CHECK(d.scores[37].excess == Approx(0.05).epsilon(1e-6));
+  CHECK(d.scores[36].excess == Approx(0.0).margin(1e-12));
+  const auto small =
+      diagnose::diagnose_run(diagnose::read_per_rank_csv(csv([](int r) { return r == 37 ? 1.02 : 1.0; }), "s.csv", 8));
+  CHECK(small.findings.empty());
+}
+
+TEST_CASE("diagnose: natural spread of the peers raises the bar (robust z over the MAD)") {
+  // Peers spread ±3 %: a rank 5 % slower is within 4 MADs and is not named; 15 % is.
+  auto spread = [](int r) { return 1.0 + 0.03 * ((r * 7) % 5 - 2) / 2.0; };
+  const auto d5 = diagnose::diagnose_run(
+      diagnose::read_per_rank_csv(csv([&](int r) { return r == 9 ? 1.05 : spread(r); }), "n.csv", 8));
+  CHECK(of_kind(d5, FindingKind::Straggler).empty());
+  const auto d15 = diagnose::diagnose_run(
+      diagnose::read_per_rank_csv(csv([&](int r) { return r == 9 ? 1.15 : spread(r); }), "n.csv", 8));
+  REQUIRE(of_kind(d15, FindingKind::Straggler).size() == 1);
+  CHECK(of_kind(d15, FindingKind::Straggler)[0]->ranks[0] == 9);
+}
+
+TEST_CASE("diagnose: a slow host is named when most of its ranks straggle") {
+  const auto d = diagnose::diagnose_run(
+      diagnose::read_per_rank_csv(csv([](int r) { return r / 8 == 2 ? 1.1 : 1.0; }), "h.csv", 8));
+  const auto hosts = of_kind(d, FindingKind::SlowHost);
+  REQUIRE(hosts.size() == 1);
+  CHECK(hosts[0]->host == "host2");
+  CHECK(hosts[0]->ranks.size() == 8);
+  CHECK(of_kind(d, FindingKind::Straggler).size() == 8);
+}
+
+TEST_CASE("diagnose: per-rank CSV errors name the file, line and column") {
+  CHECK_THROWS_WITH(diagnose::read_per_rank_csv("rank,x\n", "a.csv", 8),
+                    Catch::Contains("a.csv:1") && Catch::Contains("expected the header"));
+  CHECK_THROWS_WITH(
+      diagnose::read_per_rank_csv("rank,tp,pp,dp,forward_s,backward_s,comm_wait_s\n0,0,0,0,1,nan,0\n", "b.csv", 8),
+      Catch::Contains("b.csv:2 column backward_s"));
+  CHECK_THROWS_WITH(
+      diagnose::read_per_rank_csv("rank,tp,pp,dp,forward_s,backward_s,comm_wait_s\n1,0,0,0,1,1,0\n", "c.csv", 8),
+      Catch::Contains("expected rank 0"));
+  CHECK_THROWS_AS(diagnose::read_per_rank_csv("rank,tp,pp,dp,forward_s,backward_s,comm_wait_s\n", "d.csv", 8),
+                  diagnose::DiagnoseError);
+  CHECK_THROWS_WITH(diagnose::read_per_rank_csv(csv([](int) { return 1.0; }), "e.csv", 0),
+                    Catch::Contains("--gpus-per-host"));
+}
+
+namespace {
+
+/// A trace of 16 ranks with one program, `steps` steps: per step a forward GEMM (1 ms ×
+/// slow(rank, step)) then a dp all-reduce launched when the GEMM ends.
+template <class F>
+std::vector<schedules::TraceRecord> trace(int steps, F slow) {
+  std::vector<schedules::TraceRecord> v;
+  for (int r = 0; r < 16; ++r)
+    for (int s = 0; s < steps; ++s) {
+      const double t0 = 0.01 * s, dur = 1e-3 * slow(r, s);
+      schedules::TraceRecord g;
+      g.rank = r;
+      g.op_index = 2 * s;
+      g.name = "mlp.fc1";
+      g.labels.iteration = s;
+      g.start_s = t0;
+      g.duration_s = dur;
+      v.push_back(g);
+      schedules::TraceRecord c;
+      c.rank = r;
+      c.op_index = 2 * s + 1;
+      c.stream = schedules::Stream::DpComm;
+      c.kind = schedules::OpKind::AllReduce;
+      c.name = "grads.allreduce";
+      c.labels.iteration = s;
+      c.labels.phase = schedules::Phase::Backward;
+      c.start_s = t0 + dur;
+      c.duration_s = 2e-3;
+      v.push_back(c);
+    }
+  return v;
+}
+
+} // namespace
+
+TEST_CASE("diagnose: from a trace, a straggler is also the late launcher of the step's last collective") {
+  const auto data = diagnose::from_trace(trace(4, [](int r, int) { return r == 6 ? 1.3 : 1.0; }), "t.json", 8);
+  CHECK(data.steps() == 4);
+  const auto d = diagnose::diagnose_run(data);
+  REQUIRE(of_kind(d, FindingKind::Straggler).size() == 1);
+  CHECK(of_kind(d, FindingKind::Straggler)[0]->ranks[0] == 6);
+  const auto late = of_kind(d, FindingKind::LateLauncher);
+  REQUIRE(late.size() == 1);
+  CHECK(late[0]->ranks[0] == 6);
+  CHECK(late[0]->score == 4); // late in every step
+  CHECK(d.scores[6].late_launches == 4);
+}
+
+TEST_CASE("diagnose: slow on one step of eight is jitter, not a straggler") {
+  const auto d = diagnose::diagnose_run(
+      diagnose::from_trace(trace(8, [](int r, int s) { return r == 11 && s == 5 ? 1.5 : 1.0; }), "j.json", 8));
+  CHECK(of_kind(d, FindingKind::Straggler).empty());
+  const auto j = of_kind(d, FindingKind::Jitter);
+  REQUIRE(j.size() == 1);
+  CHECK(j[0]->ranks[0] == 11);
+  CHECK(j[0]->score == 1);
+}
+
+TEST_CASE("diagnose: a hang names the silent rank everyone waits on, and the op they are stuck in") {
+  diagnose::RunData data;
+  data.source = "run";
+  for (int r = 0; r < 4; ++r) data.ranks.push_back(diagnose::RankSeries{r, 0, -1, {}});
+  data.hang.present = true;
+  data.hang.world = 4;
+  data.hang.silent = {2};
+  data.hang.incomplete = {0, 1, 3};
+  for (int r : {0, 1, 3})
+    data.hang.waits.push_back(diagnose::WaitState{r, 7, "grads.allreduce", "all_reduce", "dp", 3, 2.5, {2}});
+  const auto d = diagnose::diagnose_run(data);
+  REQUIRE(!d.findings.empty());
+  CHECK(d.findings[0].kind == FindingKind::Hang);
+  CHECK(d.findings[0].ranks == std::vector<int64_t>{2});
+  CHECK(d.findings[0].score == 3);
+  CHECK_THAT(d.findings[0].detail, Catch::Contains("grads.allreduce") && Catch::Contains("[0,1,3]"));
+  CHECK_THAT(diagnose::to_json(d), Catch::Contains("\"hang\""));
+  CHECK_THAT(diagnose::format_table(d), Catch::Contains("hang"));
+}
+
+TEST_CASE("diagnose: median and MAD") {
+  CHECK(diagnose::median({3, 1, 2}) == 2);
+  CHECK(diagnose::median({4, 1, 2, 3}) == 2.5);
+  CHECK(diagnose::median({}) == 0);
+  CHECK(diagnose::mad({1, 2, 3, 4, 100}, 3) == 1);
+}
+
+TEST_CASE("diagnose: a tp group whose collectives are slower than the other groups' is a slow link") {
+  // 16 ranks, TP 4 × DP 4: each step a GEMM then a tp all-reduce; the group of ranks 4..7
+  // takes 30 % longer from its last arrival to the end.
+  std::vector<schedules::TraceRecord> v;
+  for (int r = 0; r < 16; ++r)
+    for (int s = 0; s < 3; ++s) {
+      schedules::TraceRecord g;
+      g.rank = r;
+      g.op_index = 2 * s;
+      g.name = "attn.proj";
+      g.labels.iteration = s;
+      g.start_s = 0.01 * s;
+      g.duration_s = 1e-3;
+      v.push_back(g);
+      schedules::TraceRecord c = g;
+      c.op_index = 2 * s + 1;
+      c.stream = schedules::Stream::TpComm;
+      c.kind = schedules::OpKind::AllReduce;
+      c.name = "attn.allreduce";
+      c.start_s = 0.01 * s + 1e-3;
+      c.duration_s = r / 4 == 1 ? 2.6e-3 : 2e-3;
+      v.push_back(c);
+    }
+  auto data = diagnose::from_trace(v, "l.json", 8);
+  auto d = diagnose::diagnose_run(data);
+  CHECK(of_kind(d, FindingKind::SlowLink).empty());
+  CHECK_THAT(d.notes.front(), Catch::Contains("--layout"));
+  data.layout = schedules::Layout{4, 4, 1};
+  d = diagnose::diagnose_run(data);
+  const auto links = of_kind(d, FindingKind::SlowLink);
+  REQUIRE(links.size() == 1);
+  CHECK(links[0]->ranks == std::vector<int64_t>{4, 5, 6, 7});
+  CHECK(links[0]->excess == Approx(0.3).epsilon(1e-6));
+  CHECK(of_kind(d, FindingKind::Straggler).empty());
+}
