@@ -18,5 +18,6 @@ void add_collective_command(CLI::App& app, Action& action); // one collective, n
 void add_fault_commands(CLI::App& app, Action& action);     // campaign, tune-checkpoint
 void add_backend_commands(CLI::App& app, Action& action);   // run, compare, calibrate
 void add_sweep_command(CLI::App& app, Action& action);      // sweep, sweep show
+void add_jobs_command(CLI::App& app, Action& action);       // simulate-jobs: several jobs, one fabric
 
 } // namespace twinscale::cli

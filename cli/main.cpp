@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   twinscale::cli::add_collective_command(app, action);
   twinscale::cli::add_backend_commands(app, action);
   twinscale::cli::add_sweep_command(app, action);
+  twinscale::cli::add_jobs_command(app, action);
   if (const std::string bad = twinscale::cli::unknown_subcommand(app, argc, argv); !bad.empty()) {
     std::cerr << "twinscale: " << bad << "\n";
     return 2;
