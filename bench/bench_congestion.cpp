@@ -5,7 +5,9 @@
 //    (DCQCN's CoNEXT'16 fixed point, Swift's delay equilibrium);
 //  - the PFC victim (N = 4): the throughput of a flow that only shares a paused uplink;
 //  - a PFC storm (the incast receiver stops draining for 10 ms): the victim's throughput;
-//  - a flow joining a running one: both rates over time.
+//  - a flow joining a running one: both rates over time;
+//  - what an ECMP collision costs in the flow engine: the byte factor of the penalty
+//    table (cc_penalty.hpp) for n = 2, 4, 8 flows of 16 MiB on one link.
 // The [network] parameters come from the cluster preset or file given (default
 // megascale-ampere). Usage: bench_congestion [CLUSTER] [OUTDIR]
 // Writes OUTDIR/cases.csv and OUTDIR/join.csv (default: current folder) and prints the cases.
@@ -20,6 +22,7 @@
 #include "bench/measure.hpp"
 #include "common/error.hpp"
 #include "config/cluster_file.hpp"
+#include "sim/congestion/cc_penalty.hpp"
 #include "sim/congestion/dcqcn_equations.hpp"
 #include "sim/congestion/fluid_model.hpp"
 #include "sim/congestion/fluid_scenarios.hpp"
@@ -124,6 +127,15 @@ int main(int argc, char** argv) try {
       const bool pfc_pred = cc == CongestionControl::None && !storm;
       row(storm ? "pfc_storm" : "pfc_victim", cc, 4, m, m.flow.back(), pfc_pred ? line / 4 : 0,
           pfc_pred ? m.flow.back() : 0);
+    }
+  }
+  for (CongestionControl cc : kAll) {
+    topology::NetworkCcSpec spec = base;
+    spec.congestion_control = cc;
+    CcPenaltyTable table(spec, line);
+    for (int n : {2, 4, 8}) {
+      const double factor = table.byte_factor(n, 16.0 * (1 << 20));
+      row("collision_16MiB", cc, n, Means{}, 0, 0, factor);
     }
   }
   std::ostringstream join;

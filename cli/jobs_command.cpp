@@ -43,7 +43,7 @@ int run_jobs(const JobsArgs& a) {
   topology::ClusterSpec cluster = config::load_cluster(study.cluster);
   int64_t total = 0;
   for (const auto& j : study.jobs) total += j.placement.gpus;
-  if (cluster.gpus < total) cluster.gpus = total;
+  if (cluster.gpus <= 0) cluster.gpus = total; // a cluster file without `gpus`: just the jobs
   const topology::Fabric fabric(cluster);
   std::vector<topology::JobRequest> requests;
   for (const auto& j : study.jobs) requests.push_back(j.placement);

@@ -53,7 +53,12 @@ JobsStudy load_jobs_study(const std::string& path) {
     sj.job = (resolved == ref && is_preset("jobs", ref)) ? load_job_preset(ref) : load_job(resolved);
     const int64_t gpus = j.get_int("gpus", std::nullopt, 1, 1 << 20);
     const int64_t batch = j.get_int("global_batch", 0, 0);
-    apply_overrides(sj.job, gpus, batch > 0 ? std::optional<int64_t>(batch) : std::nullopt);
+    try {
+      apply_overrides(sj.job, gpus, batch > 0 ? std::optional<int64_t>(batch) : std::nullopt);
+    } catch (const Error& e) {
+      j.fail("gpus", "= " + std::to_string(gpus) + (batch > 0 ? " (global_batch " + std::to_string(batch) + ")" : "") +
+                         " does not suit job '" + ref + "': " + e.what());
+    }
     sj.placement.gpus = gpus;
     sj.placement.policy = j.get_enum<topology::PlacementPolicy>("placement",
                                                                 {{"linear", topology::PlacementPolicy::Linear},

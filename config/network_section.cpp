@@ -29,9 +29,8 @@
 //   fs_max_cwnd_packets = 100
 //   initial_cwnd_packets = 0     # 0: one bandwidth-delay product
 //
-//   [network.hybrid]             # the ECN half of the hybrid; the RTT half is [network.swift]
-//   g = 0.0625                   # DCTCP's α gain per RTT (Alizadeh et al. SIGCOMM'10)
-//   ecn_weight = 1               # ECN cut = ecn_weight · α / 2
+//   [network.hybrid]             # RTT half: [network.swift]; ECN half: [network.dcqcn]'s
+//   ecn_weight = 1               # marking, α and τ, its cut scaled by ecn_weight
 //
 //   [network.pfc]                # IEEE 802.1Qbb, per switch ingress port
 //   enabled = true
@@ -93,7 +92,6 @@ topology::NetworkCcSpec parse_network(TableReader& cluster) {
   parse_swift(n.table("swift"), s.swift);
   {
     TableReader h = n.table("hybrid");
-    s.hybrid.g = h.get_double("g", s.hybrid.g, 1e-9, 1);
     s.hybrid.ecn_weight = h.get_double("ecn_weight", s.hybrid.ecn_weight, 0, 2);
     h.finish();
   }

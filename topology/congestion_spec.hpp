@@ -35,11 +35,10 @@ struct SwiftSpec {
   double initial_cwnd_packets = 0; // 0: one bandwidth-delay product (line rate)
 };
 
-/// MegaScale's hybrid (M12): Swift's RTT AIMD plus a DCTCP-style ECN reaction; ECN
-/// uses DcqcnSpec's RED marking.
+/// MegaScale's hybrid (M12): Swift's RTT AIMD plus DCQCN's ECN response on the window
+/// (DcqcnSpec's RED marking, α and τ; docs/congestion.md).
 struct HybridSpec {
-  double g = 1.0 / 16;     // ECN-fraction EWMA gain per RTT (DCTCP, Alizadeh et al. SIGCOMM'10)
-  double ecn_weight = 1.0; // the ECN cut is ecn_weight · α / 2
+  double ecn_weight = 1.0; // scales the ECN cut α/2 per CNP interval
 };
 
 /// Priority flow control (IEEE 802.1Qbb): per ingress port of a switch.

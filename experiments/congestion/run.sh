@@ -25,7 +25,7 @@ for cc in none dcqcn swift hybrid; do
   [[ "$cc" != none ]] && cluster="$here/megascale-ampere-$cc.toml"
   log="$out/bench_sim-$cc.txt"
   "$bench/bench_sim" --gpus "$gpus" --mode flow --cluster "$cluster" > "$log"
-  get() { awk -v k="sim.${gpus}gpus.flow.$1" '$2 == k":" {print $3}' "$log"; }
+  get() { awk -v k="sim.${gpus}gpus.flow.$1" '$2 == k {print $3}' "$log"; }
   echo "$cc,$gpus,$(get iteration_time),$(get mfu),$(get flows),$(get wall),$(get child_peak_rss)" >> "$csv"
 done
 mv "$csv" "$out/default_study.csv"

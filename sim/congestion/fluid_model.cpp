@@ -26,7 +26,7 @@ struct FluidModel::FlowState {
   // DCQCN
   double rc = 0, rt = 0, alpha = 1;
   // Swift / hybrid
-  double cwnd = 0, last_decrease_s = -1, ecn_alpha = 0;
+  double cwnd = 0, last_decrease_s = -1, ecn_alpha = 1; // α starts at 1 as DCQCN's
 };
 
 double FluidModel::marking_probability(const topology::DcqcnSpec& d, double bytes) {
@@ -115,11 +115,6 @@ void FluidModel::control(FlowState& f, const FluidFlow& spec, double now, double
   const bool hybrid = spec_.congestion_control == CongestionControl::Hybrid;
   double factor = 1;
   if (rtt >= target) factor = 1 - s.beta * (rtt - target) / rtt;
-  if (hybrid) {
-    // DCTCP's α over the marked fraction, updated continuously with gain g per RTT.
-    f.ecn_alpha += spec_.hybrid.g * (p - f.ecn_alpha) * dt / rtt;
-    if (p > 0) factor = std::min(factor, 1 - spec_.hybrid.ecn_weight * f.ecn_alpha / 2);
-  }
   if (factor < 1) {
     if (now - f.last_decrease_s >= rtt) { // at most one decrease per RTT
       f.cwnd *= std::max(factor, 1 - s.max_mdf);
@@ -127,6 +122,18 @@ void FluidModel::control(FlowState& f, const FluidFlow& spec, double now, double
     }
   } else {
     f.cwnd += s.ai_packets * mtu * dt / rtt; // +ai packets per RTT
+  }
+  if (hybrid && p > 0) {
+    // DCQCN's ECN response on the window (docs/congestion.md): α as DCQCN's, and the
+    // expected cut α/2 per CNP interval τ with a CNP in it, 1 − (1 − p)^(τ·rate).
+    const auto& d = spec_.dcqcn;
+    const double rate = std::min(line_rate, f.cwnd / rtt);
+    const double a_alpha = 1 - std::pow(1 - p, d.tau_alpha_s * rate / mtu);
+    const double a = 1 - std::pow(1 - p, d.tau_s * rate / mtu);
+    f.ecn_alpha += d.g / d.tau_alpha_s * (a_alpha - f.ecn_alpha) * dt;
+    f.cwnd *= 1 - spec_.hybrid.ecn_weight * f.ecn_alpha * a / (2 * d.tau_s) * dt;
+  } else if (hybrid) {
+    f.ecn_alpha -= spec_.dcqcn.g / spec_.dcqcn.tau_alpha_s * f.ecn_alpha * dt;
   }
   const double max_cwnd = line_rate * (options_.base_rtt_s + target);
   f.cwnd = std::clamp(f.cwnd, 1e-3 * mtu, max_cwnd);

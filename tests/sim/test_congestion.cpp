@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "sim/congestion/cc_penalty.hpp"
 #include "sim/congestion/dcqcn_equations.hpp"
 #include "sim/congestion/fluid_model.hpp"
 #include "sim/congestion/fluid_scenarios.hpp"
@@ -136,18 +137,20 @@ TEST_CASE("Swift N:1 incast: the RTT settles at the scaled delay target", "[cong
   }
 }
 
-TEST_CASE("Hybrid keeps the incast queue near ECN's Kmin, far below Swift's", "[congestion]") {
+TEST_CASE("Hybrid holds the incast queue in ECN's range, far below Swift's, and converges", "[congestion]") {
   const FluidFabric fab = incast_fabric(4, kLine);
   FluidOptions o;
-  o.end_s = 0.03;
+  o.end_s = 0.05;
   o.sample_every_s = 20e-6;
   const FluidResult hybrid = FluidModel(spec_of(CongestionControl::Hybrid), fab.ports, fab.flows, o).run();
   const FluidResult swift = FluidModel(spec_of(CongestionControl::Swift), fab.ports, fab.flows, o).run();
-  const Window h = window(hybrid, 4, 0.02, 0.03);
-  const Window s = window(swift, 4, 0.02, 0.03);
+  const Window h = window(hybrid, 4, 0.04, 0.05);
+  const Window s = window(swift, 4, 0.04, 0.05);
   CHECK(h.total == Approx(kLine).epsilon(0.05));
-  CHECK(h.mean_queue < 2 * topology::DcqcnSpec{}.kmin_bytes);
-  CHECK(s.mean_queue > 20 * h.mean_queue);
+  for (double x : h.per_flow) CHECK(x == Approx(kLine / 4).epsilon(0.05));
+  CHECK(h.mean_queue > topology::DcqcnSpec{}.kmin_bytes);
+  CHECK(h.mean_queue < topology::DcqcnSpec{}.kmax_bytes);
+  CHECK(s.mean_queue > 4 * h.mean_queue);
 }
 
 TEST_CASE("PFC without CC: the victim sharing a paused uplink gets the incast share C/N", "[congestion]") {
@@ -220,4 +223,19 @@ TEST_CASE("The fluid model refuses paths it cannot run", "[congestion]") {
   CHECK_THROWS_AS(FluidModel({}, ports, {{{0, 5}, 0, 0, 1}}, o), sim::SimError);
   CHECK_THROWS_AS(FluidModel({}, ports, {{{0, 1}, 0, 0, 1}, {{1, 0}, 0, 0, 1}}, o), sim::SimError);
   CHECK_THROWS_AS(FluidModel({}, {{0, false, false, {}}}, {}, o), sim::SimError);
+}
+
+TEST_CASE("Penalty table: no cost alone or without CC, a transient cost per collision", "[congestion]") {
+  CcPenaltyTable none(spec_of(CongestionControl::None), kLine);
+  CHECK(none.byte_factor(8, 16e6) == 1);
+  CcPenaltyTable dcqcn(spec_of(CongestionControl::Dcqcn), kLine);
+  CHECK(dcqcn.byte_factor(1, 16e6) == 1);
+  const double two = dcqcn.byte_factor(2, 16.0 * (1 << 20));
+  CHECK(two > 1);
+  // Above 64 MiB the loss is fixed: the factor falls as 1/bytes.
+  const double big = dcqcn.byte_factor(2, 256.0 * (1 << 20)), bigger = dcqcn.byte_factor(2, 1024.0 * (1 << 20));
+  CHECK(bigger - 1 == Approx((big - 1) / 4).epsilon(1e-9));
+  // The factor is what the fluid model takes: n·S/C + L(n, S).
+  const double s = 16.0 * (1 << 20);
+  CHECK(two == Approx(1 + dcqcn.loss_s(2, s) * kLine / (2 * s)).epsilon(1e-12));
 }
