@@ -42,9 +42,10 @@ def main(out):
     ax[1].set_title("N:1 incast: bottleneck queue")
     ax[1].legend()
     names = [x["controller"] for x in study]
-    ax[2].bar(names, [float(x["iteration_time_s"]) for x in study])
-    ax[2].set_ylabel("iteration time (s)")
-    ax[2].set_title("GPT-175B, %s GPUs, flow mode" % (study[0]["gpus"] if study else "?"))
+    base = float(next(x for x in study if x["controller"] == "none")["iteration_time_s"])
+    ax[2].bar(names, [100 * (float(x["iteration_time_s"]) / base - 1) for x in study])
+    ax[2].set_ylabel("iteration time vs none (%)")
+    ax[2].set_title("GPT-175B, %s GPUs, flow mode (none: %.4f s)" % (study[0]["gpus"], base))
     fig.tight_layout()
     ts.save_figure(fig, os.path.join(out, "congestion.png"))
     print("wrote", os.path.join(out, "congestion.png"))
