@@ -61,20 +61,22 @@ TEST_CASE("simulate-jobs: bad studies exit 1 naming file and key", "[cli][multi_
   CHECK(r.says("[[job]]"));
   r = run("simulate-jobs " + study("place.toml", "cluster = \"tiny-3tier\"\n[[job]]\njob = \"tiny-megascale\"\n"
                                                  "gpus = 8\nplacement = \"packed\"\n")
-                                .string());
+                                 .string());
   CHECK(r.code == 1);
   CHECK(r.says("job[0].placement"));
   CHECK(r.says("linear, tor-aware, random"));
-  r = run("simulate-jobs " + study("big.toml", "cluster = \"tiny-3tier\"\n[[job]]\njob = \"tiny-megascale\"\n"
-                                               "gpus = 32\nglobal_batch = 16\n[[job]]\njob = \"tiny-megascale\"\ngpus = 32\nglobal_batch = 16\n"
-                                               "[[job]]\njob = \"tiny-megascale\"\ngpus = 8\n")
-                              .string());
+  r = run("simulate-jobs " +
+          study("big.toml",
+                "cluster = \"tiny-3tier\"\n[[job]]\njob = \"tiny-megascale\"\n"
+                "gpus = 32\nglobal_batch = 16\n[[job]]\njob = \"tiny-megascale\"\ngpus = 32\nglobal_batch = 16\n"
+                "[[job]]\njob = \"tiny-megascale\"\ngpus = 8\n")
+              .string());
   CHECK(r.code == 1);
   CHECK(r.says("job 2 (8 GPUs)"));
   CHECK(r.says("0 are free"));
   r = run("simulate-jobs " + study("batch.toml", "cluster = \"tiny-3tier\"\n[[job]]\njob = \"tiny-megascale\"\n"
                                                  "gpus = 32\n")
-                                .string());
+                                 .string());
   CHECK(r.code == 1);
   CHECK(r.says("batch.toml"));
   CHECK(r.says("job[0].gpus"));
