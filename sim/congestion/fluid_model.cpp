@@ -140,173 +140,206 @@ void FluidModel::control(FlowState& f, const FluidFlow& spec, double now, double
   f.rate = std::min(line_rate, f.cwnd / rtt);
 }
 
+/// The state of one run: per flow, per port, the result being filled.
+struct FluidModel::Run {
+  std::vector<FlowState> flows;
+  std::vector<std::vector<std::pair<uint32_t, uint32_t>>> members; // per port: (flow, hop)
+  std::vector<double> factor, backlog, mark, ingress;              // per port
+  std::vector<size_t> next_change;                                 // per port
+  std::vector<uint8_t> paused;                                     // per port
+  size_t delay_steps = 1;
+  double last_sample = 0;
+  FluidResult result;
+};
+
 FluidResult FluidModel::run() {
   const double dt = options_.dt_s;
   const size_t nf = flows_.size(), np = ports_.size();
-  const size_t delay_steps = std::max<size_t>(1, static_cast<size_t>(std::lround(spec_.feedback_delay_s / dt)));
-  const bool pfc = spec_.pfc.enabled;
-  std::vector<FlowState> st(nf);
-  std::vector<std::vector<std::pair<uint32_t, uint32_t>>> members(np); // (flow, hop)
+  Run r;
+  r.delay_steps = std::max<size_t>(1, static_cast<size_t>(std::lround(spec_.feedback_delay_s / dt)));
+  r.flows.resize(nf);
+  r.members.resize(np);
   for (size_t f = 0; f < nf; ++f) {
-    st[f].q.assign(flows_[f].path.size(), 0);
-    st[f].arrive.assign(flows_[f].path.size(), 0);
-    st[f].p_hist.assign(delay_steps, 0);
-    st[f].d_hist.assign(delay_steps, 0);
-    st[f].to_send = flows_[f].bytes > 0 ? flows_[f].bytes : 1e300;
+    FlowState& s = r.flows[f];
+    s.q.assign(flows_[f].path.size(), 0);
+    s.arrive.assign(flows_[f].path.size(), 0);
+    s.p_hist.assign(r.delay_steps, 0);
+    s.d_hist.assign(r.delay_steps, 0);
+    s.to_send = flows_[f].bytes > 0 ? flows_[f].bytes : 1e300;
     for (size_t h = 0; h < flows_[f].path.size(); ++h)
-      members[flows_[f].path[h]].push_back({static_cast<uint32_t>(f), static_cast<uint32_t>(h)});
+      r.members[flows_[f].path[h]].push_back({static_cast<uint32_t>(f), static_cast<uint32_t>(h)});
   }
-  FluidResult r;
-  r.finish_s.assign(nf, -1);
-  r.delivered_bytes.assign(nf, 0);
-  r.paused_s.assign(np, 0);
-  r.max_queue_bytes.assign(np, 0);
-  std::vector<double> factor(np, 1), backlog(np, 0), mark(np, 0), ingress(np, 0);
-  std::vector<size_t> next_change(np, 0);
-  std::vector<uint8_t> paused(np, 0);
-  double last_sample = 0;
+  r.factor.assign(np, 1);
+  r.backlog.assign(np, 0);
+  r.mark.assign(np, 0);
+  r.ingress.assign(np, 0);
+  r.next_change.assign(np, 0);
+  r.paused.assign(np, 0);
+  r.result.finish_s.assign(nf, -1);
+  r.result.delivered_bytes.assign(nf, 0);
+  r.result.paused_s.assign(np, 0);
+  r.result.max_queue_bytes.assign(np, 0);
   bool any_finite = false;
   for (const auto& f : flows_) any_finite = any_finite || f.bytes > 0;
   const auto steps = static_cast<int64_t>(std::ceil(options_.end_s / dt));
   int64_t k = 0;
   for (; k < steps; ++k) {
     const double t = static_cast<double>(k) * dt;
-    for (size_t i = 0; i < np; ++i) {
-      auto& ch = ports_[i].capacity_changes;
-      while (next_change[i] < ch.size() && ch[next_change[i]].first <= t + dt / 2)
-        factor[i] = ch[next_change[i]++].second;
-      mark[i] = ports_[i].marks_ecn ? marking_probability(spec_.dcqcn, backlog[i]) : 0;
-    }
-    // Signals and controllers.
-    for (size_t f = 0; f < nf; ++f) {
-      FlowState& s = st[f];
-      const FluidFlow& spec = flows_[f];
-      if (s.done) continue;
-      const double line = ports_[spec.path[0]].capacity_bytes_per_s;
-      if (!s.started) {
-        if (t + dt / 2 < spec.start_s) continue;
-        s.started = true;
-        s.rc = s.rt = line;
-        s.alpha = 1;
-        s.rate = line;
-        const double init = spec_.swift.initial_cwnd_packets * spec_.mtu_bytes;
-        s.cwnd = init > 0 ? init : line * options_.base_rtt_s;
-      }
-      double keep = 1, qd = 0;
-      for (uint32_t p : spec.path) {
-        keep *= 1 - mark[p];
-        qd += backlog[p] / ports_[p].capacity_bytes_per_s;
-      }
-      const double p_now = s.p_hist[s.hist_at], d_now = s.d_hist[s.hist_at];
-      // Marks reach the sender with the packets that carry them (CNPs, ECN echoes): a
-      // flow that delivered nothing in the last step (stalled behind a pause or a
-      // flap) gets no congestion notification.
-      s.p_hist[s.hist_at] = s.delivered > s.delivered_before ? 1 - keep : 0;
-      s.delivered_before = s.delivered;
-      s.d_hist[s.hist_at] = qd;
-      s.hist_at = (s.hist_at + 1) % delay_steps;
-      control(s, spec, t, p_now, d_now, line);
-    }
-    // Injection, then service port by port from upstream to downstream, so that what a
-    // port forwards in this step can leave the next port in the same step (the backlog
-    // is then the standing queue, not one step's worth of transit).
-    for (size_t f = 0; f < nf; ++f) {
-      FlowState& s = st[f];
-      std::fill(s.arrive.begin(), s.arrive.end(), 0.0);
-      if (!s.started || s.done) continue;
-      const double inject = std::min({s.rate * dt, s.to_send, std::max(0.0, options_.host_queue_bytes - s.q[0])});
-      s.arrive[0] = inject;
-      s.to_send -= inject;
-    }
-    for (uint32_t i : port_order_) {
-      if (paused[i]) {
-        for (auto [f, h] : members[i]) {
-          st[f].q[h] += st[f].arrive[h];
-          st[f].arrive[h] = 0;
-        }
-        continue;
-      }
-      double avail = 0;
-      for (auto [f, h] : members[i]) avail += st[f].q[h] + st[f].arrive[h];
-      if (avail <= 0) continue;
-      const double frac = std::min(ports_[i].capacity_bytes_per_s * factor[i] * dt, avail) / avail;
-      for (auto [f, h] : members[i]) {
-        FlowState& s = st[f];
-        const double here = s.q[h] + s.arrive[h];
-        const double out = here * frac;
-        s.q[h] = here - out;
-        s.arrive[h] = 0;
-        if (h + 1 < s.q.size())
-          s.arrive[h + 1] += out;
-        else
-          s.delivered += out;
-      }
-    }
-    // Backlogs, drops (no PFC), PFC state.
-    std::fill(backlog.begin(), backlog.end(), 0);
-    std::fill(ingress.begin(), ingress.end(), 0);
-    for (size_t f = 0; f < nf; ++f) {
-      const auto& path = flows_[f].path;
-      for (size_t h = 0; h < path.size(); ++h) {
-        backlog[path[h]] += st[f].q[h];
-        if (h + 1 < path.size() && ports_[path[h]].pfc_ingress) ingress[path[h]] += st[f].q[h + 1];
-      }
-    }
-    if (!pfc) {
-      for (size_t i = 0; i < np; ++i) {
-        if (!ports_[i].marks_ecn || backlog[i] <= spec_.buffer_bytes) continue;
-        const double keep = spec_.buffer_bytes / backlog[i];
-        for (auto [f, h] : members[i]) {
-          const double drop = st[f].q[h] * (1 - keep);
-          st[f].q[h] -= drop;
-          st[f].to_send += drop; // sent again
-          r.dropped_bytes += drop;
-        }
-        backlog[i] = spec_.buffer_bytes;
-      }
-    }
-    for (size_t i = 0; i < np; ++i) {
-      r.max_queue_bytes[i] = std::max(r.max_queue_bytes[i], backlog[i]);
-      if (paused[i]) r.paused_s[i] += dt;
-      if (!pfc || !ports_[i].pfc_ingress) continue;
-      if (!paused[i] && ingress[i] > spec_.pfc.xoff_bytes)
-        paused[i] = 1;
-      else if (paused[i] && ingress[i] < spec_.pfc.xon_bytes)
-        paused[i] = 0;
-    }
-    // Completions and samples.
-    bool all_done = any_finite;
-    for (size_t f = 0; f < nf; ++f) {
-      FlowState& s = st[f];
-      if (flows_[f].bytes > 0 && !s.done && s.delivered >= flows_[f].bytes * (1 - 1e-9)) {
-        s.done = true;
-        s.rate = 0;
-        r.finish_s[f] = t + dt;
-      }
-      if (flows_[f].bytes > 0 && !s.done) all_done = false;
-    }
-    const double t_end = t + dt;
-    if (t_end - last_sample >= options_.sample_every_s - dt / 2) {
-      FluidSample smp;
-      smp.t_s = t_end;
-      for (size_t f = 0; f < nf; ++f) {
-        smp.rate.push_back(st[f].started && !st[f].done ? st[f].rate : 0);
-        smp.throughput.push_back((st[f].delivered - st[f].delivered_at_sample) / (t_end - last_sample));
-        st[f].delivered_at_sample = st[f].delivered;
-      }
-      smp.queue = backlog;
-      smp.paused = paused;
-      r.samples.push_back(std::move(smp));
-      last_sample = t_end;
-    }
+    control_flows(r, t);
+    serve_ports(r);
+    update_queues(r);
+    const bool all_done = finish_step(r, t) && any_finite;
     if (options_.stop_when_done && all_done) {
       ++k;
       break;
     }
   }
-  r.end_s = static_cast<double>(k) * dt;
-  for (size_t f = 0; f < nf; ++f) r.delivered_bytes[f] = st[f].delivered;
-  return r;
+  r.result.end_s = static_cast<double>(k) * dt;
+  for (size_t f = 0; f < nf; ++f) r.result.delivered_bytes[f] = r.flows[f].delivered;
+  return std::move(r.result);
+}
+
+/// Capacity changes due now, marking from the backlogs, then every flow's controller on
+/// its delayed signals.
+void FluidModel::control_flows(Run& r, double t) const {
+  const double dt = options_.dt_s;
+  for (size_t i = 0; i < ports_.size(); ++i) {
+    auto& ch = ports_[i].capacity_changes;
+    while (r.next_change[i] < ch.size() && ch[r.next_change[i]].first <= t + dt / 2)
+      r.factor[i] = ch[r.next_change[i]++].second;
+    r.mark[i] = ports_[i].marks_ecn ? marking_probability(spec_.dcqcn, r.backlog[i]) : 0;
+  }
+  for (size_t f = 0; f < flows_.size(); ++f) {
+    FlowState& s = r.flows[f];
+    const FluidFlow& spec = flows_[f];
+    if (s.done) continue;
+    const double line = ports_[spec.path[0]].capacity_bytes_per_s;
+    if (!s.started) {
+      if (t + dt / 2 < spec.start_s) continue;
+      s.started = true;
+      s.rc = s.rt = line;
+      s.alpha = 1;
+      s.rate = line;
+      const double init = spec_.swift.initial_cwnd_packets * spec_.mtu_bytes;
+      s.cwnd = init > 0 ? init : line * options_.base_rtt_s;
+    }
+    double keep = 1, qd = 0;
+    for (uint32_t p : spec.path) {
+      keep *= 1 - r.mark[p];
+      qd += r.backlog[p] / ports_[p].capacity_bytes_per_s;
+    }
+    const double p_now = s.p_hist[s.hist_at], d_now = s.d_hist[s.hist_at];
+    // Marks reach the sender with the packets that carry them (CNPs, ECN echoes): a
+    // flow that delivered nothing in the last step (stalled behind a pause or a flap)
+    // gets no congestion notification.
+    s.p_hist[s.hist_at] = s.delivered > s.delivered_before ? 1 - keep : 0;
+    s.delivered_before = s.delivered;
+    s.d_hist[s.hist_at] = qd;
+    s.hist_at = (s.hist_at + 1) % r.delay_steps;
+    control(s, spec, t, p_now, d_now, line);
+  }
+}
+
+/// Injection, then service port by port from upstream to downstream, so that what a
+/// port forwards in this step can leave the next port in the same step (the backlog is
+/// then the standing queue, not one step's worth of transit).
+void FluidModel::serve_ports(Run& r) const {
+  const double dt = options_.dt_s;
+  for (FlowState& s : r.flows) {
+    std::fill(s.arrive.begin(), s.arrive.end(), 0.0);
+    if (!s.started || s.done) continue;
+    const double inject = std::min({s.rate * dt, s.to_send, std::max(0.0, options_.host_queue_bytes - s.q[0])});
+    s.arrive[0] = inject;
+    s.to_send -= inject;
+  }
+  for (uint32_t i : port_order_) {
+    if (r.paused[i]) {
+      for (auto [f, h] : r.members[i]) {
+        r.flows[f].q[h] += r.flows[f].arrive[h];
+        r.flows[f].arrive[h] = 0;
+      }
+      continue;
+    }
+    double avail = 0;
+    for (auto [f, h] : r.members[i]) avail += r.flows[f].q[h] + r.flows[f].arrive[h];
+    if (avail <= 0) continue;
+    const double frac = std::min(ports_[i].capacity_bytes_per_s * r.factor[i] * dt, avail) / avail;
+    for (auto [f, h] : r.members[i]) {
+      FlowState& s = r.flows[f];
+      const double here = s.q[h] + s.arrive[h];
+      const double out = here * frac;
+      s.q[h] = here - out;
+      s.arrive[h] = 0;
+      if (h + 1 < s.q.size())
+        s.arrive[h + 1] += out;
+      else
+        s.delivered += out;
+    }
+  }
+}
+
+/// Backlogs and PFC ingress counters, drops (no PFC), pause and resume.
+void FluidModel::update_queues(Run& r) const {
+  const bool pfc = spec_.pfc.enabled;
+  std::fill(r.backlog.begin(), r.backlog.end(), 0);
+  std::fill(r.ingress.begin(), r.ingress.end(), 0);
+  for (size_t f = 0; f < flows_.size(); ++f) {
+    const auto& path = flows_[f].path;
+    for (size_t h = 0; h < path.size(); ++h) {
+      r.backlog[path[h]] += r.flows[f].q[h];
+      if (h + 1 < path.size() && ports_[path[h]].pfc_ingress) r.ingress[path[h]] += r.flows[f].q[h + 1];
+    }
+  }
+  for (size_t i = 0; i < ports_.size(); ++i) {
+    if (pfc || !ports_[i].marks_ecn || r.backlog[i] <= spec_.buffer_bytes) continue;
+    const double keep = spec_.buffer_bytes / r.backlog[i];
+    for (auto [f, h] : r.members[i]) {
+      const double drop = r.flows[f].q[h] * (1 - keep);
+      r.flows[f].q[h] -= drop;
+      r.flows[f].to_send += drop; // sent again
+      r.result.dropped_bytes += drop;
+    }
+    r.backlog[i] = spec_.buffer_bytes;
+  }
+  for (size_t i = 0; i < ports_.size(); ++i) {
+    r.result.max_queue_bytes[i] = std::max(r.result.max_queue_bytes[i], r.backlog[i]);
+    if (r.paused[i]) r.result.paused_s[i] += options_.dt_s;
+    if (!pfc || !ports_[i].pfc_ingress) continue;
+    if (!r.paused[i] && r.ingress[i] > spec_.pfc.xoff_bytes)
+      r.paused[i] = 1;
+    else if (r.paused[i] && r.ingress[i] < spec_.pfc.xon_bytes)
+      r.paused[i] = 0;
+  }
+}
+
+/// Completions and samples; true when every finite flow is done.
+bool FluidModel::finish_step(Run& r, double t) const {
+  const double dt = options_.dt_s;
+  bool all_done = true;
+  for (size_t f = 0; f < flows_.size(); ++f) {
+    FlowState& s = r.flows[f];
+    if (flows_[f].bytes > 0 && !s.done && s.delivered >= flows_[f].bytes * (1 - 1e-9)) {
+      s.done = true;
+      s.rate = 0;
+      r.result.finish_s[f] = t + dt;
+    }
+    if (flows_[f].bytes > 0 && !s.done) all_done = false;
+  }
+  const double t_end = t + dt;
+  if (t_end - r.last_sample >= options_.sample_every_s - dt / 2) {
+    FluidSample smp;
+    smp.t_s = t_end;
+    for (FlowState& s : r.flows) {
+      smp.rate.push_back(s.started && !s.done ? s.rate : 0);
+      smp.throughput.push_back((s.delivered - s.delivered_at_sample) / (t_end - r.last_sample));
+      s.delivered_at_sample = s.delivered;
+    }
+    smp.queue = r.backlog;
+    smp.paused = r.paused;
+    r.result.samples.push_back(std::move(smp));
+    r.last_sample = t_end;
+  }
+  return all_done;
 }
 
 } // namespace twinscale::sim::congestion

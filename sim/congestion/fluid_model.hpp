@@ -80,6 +80,11 @@ public:
 
 private:
   struct FlowState;
+  struct Run;
+  void control_flows(Run& r, double t) const;
+  void serve_ports(Run& r) const;
+  void update_queues(Run& r) const;
+  bool finish_step(Run& r, double t) const;
   void control(FlowState& f, const FluidFlow& spec, double now, double p, double qdelay_s, double line_rate) const;
   double swift_target_s(const FlowState& f, int32_t hops) const;
   void order_ports();
