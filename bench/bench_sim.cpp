@@ -4,7 +4,8 @@
 // GPUs, 6,144 from 3,072 on). Prints wall time and peak RSS (the flow mode runs in a
 // forked child: its RSS is the children's peak) plus the simulated figures.
 //
-//   bench_sim [--gpus N]... [--mode analytic|flow|both]
+//   bench_sim [--gpus N]... [--mode analytic|flow|both] [--cluster NAME|FILE]
+// (--cluster: another cluster, e.g. one whose [network] table turns congestion control on)
 #include <sys/resource.h>
 
 #include <cstdio>
@@ -32,13 +33,16 @@ double children_peak_rss_mib() {
 int main(int argc, char** argv) {
   std::vector<int64_t> sizes;
   std::string modes = "both";
+  std::string cluster = "megascale-ampere";
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--gpus") && i + 1 < argc)
       sizes.push_back(std::stoll(argv[++i]));
     else if (!std::strcmp(argv[i], "--mode") && i + 1 < argc)
       modes = argv[++i];
+    else if (!std::strcmp(argv[i], "--cluster") && i + 1 < argc)
+      cluster = argv[++i];
     else {
-      std::fprintf(stderr, "usage: bench_sim [--gpus N]... [--mode analytic|flow|both]\n");
+      std::fprintf(stderr, "usage: bench_sim [--gpus N]... [--mode analytic|flow|both] [--cluster NAME|FILE]\n");
       return 2;
     }
   }
@@ -48,7 +52,7 @@ int main(int argc, char** argv) {
     config::ScenarioSpec spec;
     spec.job = config::load_job_preset("gpt-175b-megascale");
     config::apply_overrides(spec.job, gpus, gpus < 3072 ? 768 : 6144);
-    spec.cluster = "megascale-ampere";
+    spec.cluster = cluster;
     config::Scenario scenario(spec);
     const std::string tag = std::to_string(gpus) + "gpus";
     bench::report(("sim." + tag + ".setup_wall").c_str(), setup.seconds(), "s");

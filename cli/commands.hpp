@@ -21,5 +21,6 @@ void add_probe_command(CLI::App& app, Action& action);      // probe (micro-benc
 void add_sweep_command(CLI::App& app, Action& action);      // sweep, sweep show
 void add_diagnose_command(CLI::App& app, Action& action);   // stragglers, links, hangs, late launchers
 void add_report_command(CLI::App& app, Action& action);     // the HTML report of a run
+void add_jobs_command(CLI::App& app, Action& action);       // simulate-jobs: several jobs, one fabric
 
 } // namespace twinscale::cli

@@ -43,6 +43,9 @@
 //   tors_per_pod = 0            # 3 tiers: server groups per pod (0 = aggregation down ports)
 //   cable_latency_ns = 0        # propagation per link
 //
+//   [network]                   # congestion control and PFC: keys in network_section.cpp
+//   congestion_control = "none" # none | dcqcn | swift | hybrid
+//
 // How the Clos is built from these numbers (full rules at the top of topology/fabric.cpp),
 // worked for megascale-ampere at 12,288 GPUs:
 //   servers   = 12288 GPUs / 8                         = 1,536
@@ -67,6 +70,7 @@
 #include <filesystem>
 
 #include "config/hardware_catalogue.hpp"
+#include "config/network_section.hpp"
 #include "config/presets.hpp"
 
 namespace twinscale::config {
@@ -152,9 +156,36 @@ topology::ClusterSpec parse_cluster(TableReader& t, const std::string& default_n
     c.fabric.cable_latency_s = f.get_double("cable_latency_ns", 0, 0) * 1e-9;
     f.finish();
   }
+  parse_network(t); // validated here; read by load_cluster_network (not yet part of ClusterSpec)
   t.finish();
   return c;
 }
+
+namespace {
+
+/// The TOML table of a cluster preset or file (see load_cluster) and its name for messages.
+std::pair<toml::table, std::string> cluster_table(std::string_view name_or_path);
+
+} // namespace
+
+topology::NetworkCcSpec load_cluster_network(std::string_view name_or_path) {
+  auto [tbl, file] = cluster_table(name_or_path);
+  TableReader r(tbl, file);
+  return parse_network(r);
+}
+
+namespace {
+
+std::pair<toml::table, std::string> cluster_table(std::string_view name_or_path) {
+  const std::string arg(name_or_path);
+  const bool looks_like_path = arg.find('/') != std::string::npos || arg.ends_with(".toml");
+  if (!looks_like_path)
+    for (const auto& n : preset_names("clusters"))
+      if (n == arg) return {parse_toml(preset_text("clusters", arg), "preset " + arg), "preset " + arg};
+  return {parse_toml_file(arg), arg};
+}
+
+} // namespace
 
 topology::ClusterSpec load_cluster(std::string_view name_or_path) {
   const std::string arg(name_or_path);

@@ -7,12 +7,17 @@
 
 #include "config/toml_reader.hpp"
 #include "topology/cluster.hpp"
+#include "topology/congestion_spec.hpp"
 
 namespace twinscale::config {
 
 /// A preset name (see preset_names("clusters")) or a path to a TOML file. Throws
 /// ConfigError naming the file and key for bad input.
 topology::ClusterSpec load_cluster(std::string_view name_or_path);
+
+/// The [network] table (congestion control, PFC) of a cluster preset or file, validated
+/// (config/network_section.cpp). Call after load_cluster, which reports a missing file.
+topology::NetworkCcSpec load_cluster_network(std::string_view name_or_path);
 
 /// Parses one cluster table (the whole file, or a [cluster] table of another file);
 /// calls finish() on it, so unknown keys are rejected. `default_name` is used when the

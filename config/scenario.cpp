@@ -103,6 +103,7 @@ Scenario::Scenario(const ScenarioSpec& spec)
                                    spec.placement, spec.seed)),
       options_(spec.sim) {
   options_.seed = spec.seed;
+  options_.network = load_cluster_network(cluster_name_);
   options_.calibration = nullptr;
   options_.faults = nullptr;
   if (!spec.calibration_file.empty()) {

@@ -47,6 +47,7 @@
 #include "sim/error.hpp"
 #include "sim/nccl_model.hpp"
 #include "sim/speed_variation.hpp"
+#include "topology/congestion_spec.hpp"
 #include "topology/fabric.hpp"
 
 #include "faults/fault_plan.hpp"
@@ -88,6 +89,9 @@ struct SimOptions {
   bool record_trace = false;                                // fill SimReport::trace
   std::vector<int64_t> trace_ranks;                         // ranks to trace (empty: every executed rank)
   const faults::FaultPlan* faults = nullptr;                // validated plan (flow mode)
+  /// Congestion control and PFC of the cluster's [network] table; the flow mode scales a
+  /// flow's bytes by its controller's penalty (sim/congestion/flow_congestion.hpp).
+  topology::NetworkCcSpec network;
 };
 
 /// Where one rank's time goes over the iteration, seconds. compute + exposed_* + bubble

@@ -15,6 +15,7 @@
 
 #include "faults/fault_plan.hpp"
 #include "schedules/error.hpp"
+#include "sim/congestion/flow_congestion.hpp"
 #include "sim/detail/event_core.hpp"
 #include "sim/error.hpp"
 #include <map>
@@ -93,6 +94,7 @@ struct FlowEngine::Impl {
   /// its requests are queued here and run once it has returned.
   std::deque<std::function<void()>> pending;
   std::map<uint32_t, std::vector<std::pair<double, double>>> link_stalls; // link → [from, to)
+  std::unique_ptr<congestion::FlowCongestion> cc;                         // [network] congestion_control (none: null)
 
   Impl(CompletionListener& l, const NetworkPaths& p, std::vector<int64_t> sg, const SimOptions& o)
       : listener(l), paths(p), slot_gpu(std::move(sg)), options(o),
@@ -157,6 +159,8 @@ void FlowEngine::Impl::build_platform() {
       port_mailbox[static_cast<size_t>(g)].push_back(sg4::Mailbox::by_name(p->get_name()));
     }
   }
+  if (options.network.congestion_control != topology::CongestionControl::None)
+    cc = std::make_unique<congestion::FlowCongestion>(paths, options.network);
   apply_fault_plan(); // profiles must be attached before links and hosts are sealed
   for (size_t i = 0; i < links.size(); ++i) {
     zone->up_[i]->seal();
@@ -307,12 +311,16 @@ void FlowEngine::Impl::launch_flow(Task* task, uint32_t flow) {
         sg4::this_actor::sleep_until(resume);
       }
       start = sg4::Engine::get_clock();
-      mbox->put(&payload, static_cast<uint64_t>(fs.bytes + 0.5));
+      // Congestion control (sim/congestion/flow_congestion.hpp): more bytes for a flow
+      // that starts on a link other flows already load.
+      const double bytes = cc ? cc->on_start(fs.src_gpu, fs.dst_gpu, fs.channel, fs.bytes) : fs.bytes;
+      mbox->put(&payload, static_cast<uint64_t>(bytes + 0.5));
     } catch (const simgrid::NetworkFailureException&) {
       failed = true;
     } catch (const simgrid::HostFailureException&) {
       failed = true;
     }
+    if (cc && start >= 0) cc->on_end(fs.src_gpu, fs.dst_gpu, fs.channel);
     --flows_in_flight;
     if (start >= 0) task->stalled_s = std::max(task->stalled_s, stalled_seconds(fs, start, sg4::Engine::get_clock()));
     guarded([&] {

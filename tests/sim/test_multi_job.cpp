@@ -1,0 +1,83 @@
+// Several jobs on one fabric (sim/multi_job.hpp): one job through simulate_jobs is the
+// same run as simulate(); jobs on disjoint rails share no link and do not slow each
+// other; jobs whose rings cross the same ToR uplinks share links and are not faster
+// together than alone.
+#include <catch2/catch.hpp>
+
+#include "sim/multi_job.hpp"
+#include "sim_test_util.hpp"
+
+using namespace twinscale;
+using namespace twinscale::sim;
+using namespace twinscale::sim::test;
+
+namespace {
+
+/// A ring all-reduce of 256 MB across 4 servers of tiny-2tier (2 rails, 2 servers per
+/// ToR group), one GPU per server at local index `local`.
+struct Ring {
+  schedules::Schedule schedule;
+  std::vector<int64_t> gpus;
+  Ring(const topology::ClusterSpec& spec, int64_t local) {
+    ProgramBuilder b;
+    const auto c = b.add(compute(1e-3, spec.gpu.hbm_bw_bytes_per_s));
+    b.add(collective(OpKind::AllReduce, GroupKind::Dp, 256e6, Stream::DpComm), {c});
+    schedule = make_schedule({1, 4, 1}, {b.take()}, {0, 0, 0, 0});
+    for (int64_t s = 0; s < 4; ++s) gpus.push_back(s * 8 + local);
+  }
+};
+
+} // namespace
+
+TEST_CASE("simulate_jobs: one job is the simulate() run", "[multi_job]") {
+  const auto spec = tiny_cluster();
+  const topology::Fabric fabric(spec);
+  const Ring a(spec, 0);
+  const SimOptions o = exact_options(SimMode::Flow);
+  const auto one = simulate_jobs({{"a", &a.schedule, a.gpus}}, fabric, o);
+  const auto ref = simulate(a.schedule, fabric, a.gpus, o);
+  REQUIRE(one.jobs.size() == 1);
+  CHECK(one.jobs[0].completed);
+  CHECK(one.jobs[0].iteration_time_s == Approx(ref.iteration_time_s).epsilon(1e-12));
+  CHECK(one.shared_links.empty());
+}
+
+TEST_CASE("simulate_jobs: jobs on different rails share nothing and keep their time", "[multi_job]") {
+  const auto spec = tiny_cluster();
+  const topology::Fabric fabric(spec);
+  const Ring a(spec, 0), b(spec, 1); // NIC 0 → rail 0, NIC 1 → rail 1
+  const SimOptions o = exact_options(SimMode::Flow);
+  const auto both = simulate_jobs({{"a", &a.schedule, a.gpus}, {"b", &b.schedule, b.gpus}}, fabric, o);
+  const auto alone = simulate_jobs({{"a", &a.schedule, a.gpus}}, fabric, o);
+  CHECK(both.shared_links.empty());
+  CHECK(both.jobs[0].iteration_time_s == Approx(alone.jobs[0].iteration_time_s).epsilon(1e-9));
+  CHECK(both.jobs[1].iteration_time_s == Approx(alone.jobs[0].iteration_time_s).epsilon(1e-9));
+}
+
+TEST_CASE("simulate_jobs: jobs on one rail fight over ToR uplinks", "[multi_job]") {
+  const auto spec = tiny_cluster();
+  const topology::Fabric fabric(spec);
+  const Ring a(spec, 0), b(spec, 2); // NICs 0 and 2: both on rail 0, same ToRs
+  const SimOptions o = exact_options(SimMode::Flow);
+  const auto both = simulate_jobs({{"a", &a.schedule, a.gpus}, {"b", &b.schedule, b.gpus}}, fabric, o);
+  const auto alone = simulate_jobs({{"a", &a.schedule, a.gpus}}, fabric, o);
+  REQUIRE_FALSE(both.shared_links.empty());
+  for (const auto& s : both.shared_links) {
+    const auto kind = fabric.links()[s.link].kind;
+    CHECK(kind != topology::LinkKind::NicToTor); // each job has its own NICs
+    CHECK(s.bytes_by_job[0] > 0);
+    CHECK(s.bytes_by_job[1] > 0);
+  }
+  CHECK(both.jobs[0].iteration_time_s >= alone.jobs[0].iteration_time_s * (1 - 1e-12));
+}
+
+TEST_CASE("simulate_jobs: refuses overlapping GPUs and the analytic mode", "[multi_job]") {
+  const auto spec = tiny_cluster();
+  const topology::Fabric fabric(spec);
+  const Ring a(spec, 0);
+  SimOptions o = exact_options(SimMode::Flow);
+  CHECK_THROWS_WITH(simulate_jobs({{"a", &a.schedule, a.gpus}, {"b", &a.schedule, a.gpus}}, fabric, o),
+                    Catch::Contains("is given to job 'a' and to job 'b'"));
+  o.mode = SimMode::Analytic;
+  CHECK_THROWS_WITH(simulate_jobs({{"a", &a.schedule, a.gpus}}, fabric, o), Catch::Contains("flow mode"));
+}
