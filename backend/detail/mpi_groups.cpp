@@ -30,7 +30,8 @@ MpiGroups::MpiGroups(const schedules::Layout& layout, int64_t rank, MPI_Comm wor
   phases_.push_back({"world", wall_s() - t});
 
   // M9 order: the intra-node TP group first, then DP, PP, Embedding.
-  for (GroupKind kind : {GroupKind::Tp, GroupKind::Dp, GroupKind::Pp, GroupKind::Embedding}) {
+  for (GroupKind kind :
+       {GroupKind::Tp, GroupKind::Dp, GroupKind::Pp, GroupKind::Embedding, GroupKind::Ep, GroupKind::ExpertDp}) {
     t = wall_s();
     const std::vector<int64_t> members = layout.group_members(kind, rank);
     const bool member = std::find(members.begin(), members.end(), rank) != members.end();

@@ -30,7 +30,7 @@ public:
   void leak() { leak_ = true; }
 
 private:
-  std::array<MPI_Comm, 5> comms_;
+  std::array<MPI_Comm, schedules::kGroupKindCount> comms_;
   std::vector<InitPhase> phases_;
   bool leak_ = false;
 };

@@ -34,6 +34,9 @@ private:
   void emit_iteration_end();
   void emit_data_op(int64_t for_iteration, bool async);
   void emit_grad_reduce(int64_t chunk);
+  /// All-gather of a chunk's parameters (ZeRO): the dense ones over DP, the routed
+  /// experts' over the expert data-parallel group (into expert_param_ready_).
+  uint32_t gather_parameters(int64_t chunk, std::vector<uint32_t> deps, int32_t priority);
   void emit_embedding_allreduce();
   /// Emits, in the sender's order, the receives from `src` up to `message`; returns the
   /// receive of `message`.
@@ -58,10 +61,11 @@ private:
   std::map<int64_t, std::map<std::tuple<int64_t, bool, int64_t, int64_t>, size_t>> incoming_pos_;
   std::map<int64_t, std::vector<uint32_t>> recv_ops_;
 
-  std::vector<uint32_t> unfinished_sends_; // coupled PP: next compute waits for these
-  std::vector<uint32_t> param_ready_;      // per chunk: the all-gather its forward needs
-  std::vector<int64_t> deferred_reduce_;   // chunks whose DP reduction waits for the flush
-  std::vector<uint32_t> grad_reduced_;     // reduce-scatters/all-reduces the optimizer needs
+  std::vector<uint32_t> unfinished_sends_;   // coupled PP: next compute waits for these
+  std::vector<uint32_t> param_ready_;        // per chunk: the all-gather its forward needs
+  std::vector<uint32_t> expert_param_ready_; // per chunk: the experts' all-gather (or kNoOp)
+  std::vector<int64_t> deferred_reduce_;     // chunks whose DP reduction waits for the flush
+  std::vector<uint32_t> grad_reduced_;       // reduce-scatters/all-reduces the optimizer needs
   uint32_t embedding_ar_ = kNoOp;
   uint32_t previous_optimizer_ = kNoOp;
   uint32_t next_data_ = kNoOp; // async data op for the coming iteration
