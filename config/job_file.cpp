@@ -55,8 +55,11 @@
 //   pp_scatter_gather = false       boolean: SC'21 scatter/gather: each pipeline send carries
 //                                   1/tp of the activation, all-gathered over NVLink inside the
 //                                   TP group on arrival (needs tp > 1, no sequence_parallel)
-//   zero_stage = 0                  0 | 1 | 2: 0 all-reduce, 1 distributed optimizer,
-//                                   2 MegaScale per-chunk all-gather/reduce-scatter (M4)
+//   zero_stage = 0                  0 | 1 | 2 | 3: 0 all-reduce, 1 distributed optimizer,
+//                                   2 MegaScale per-chunk all-gather/reduce-scatter (M4),
+//                                   3 ZeRO-3/FSDP: parameters gathered per layer for every
+//                                   pass, gradients reduce-scattered per layer (next layer
+//                                   prefetched with schedule.overlap.dp)
 //   micro_batch = 1                 integer ≥ 1: sequences per micro-batch
 //   global_batch                    integer ≥ 1, required: sequences per iteration
 //
@@ -176,7 +179,7 @@ s::JobSpec parse_job(std::string_view text, const std::string& file) {
   par.last_stage_layers = p.get_int("last_stage_layers", 0, 0);
   par.sequence_parallel = p.get_bool("sequence_parallel", false);
   par.pp_scatter_gather = p.get_bool("pp_scatter_gather", false);
-  par.zero_stage = p.get_int("zero_stage", 0, 0, 2);
+  par.zero_stage = p.get_int("zero_stage", 0, 0, 3);
   par.micro_batch = p.get_int("micro_batch", 1, 1);
   par.global_batch = p.get_int("global_batch", std::nullopt, 1);
   if (p.has("dp")) {

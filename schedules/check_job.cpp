@@ -129,8 +129,8 @@ void check_job(const JobSpec& job) {
   require(p.global_batch % (p.dp * p.micro_batch) == 0,
           who + "parallel.global_batch = " + str(p.global_batch) + " is not divisible by parallel.dp·micro_batch = " +
               str(p.dp) + "·" + str(p.micro_batch) + " = " + str(p.dp * p.micro_batch));
-  require(p.zero_stage >= 0 && p.zero_stage <= 2,
-          who + "parallel.zero_stage = " + str(p.zero_stage) + "; valid: 0, 1, 2");
+  require(p.zero_stage >= 0 && p.zero_stage <= 3,
+          who + "parallel.zero_stage = " + str(p.zero_stage) + "; valid: 0, 1, 2, 3");
   if (o.pipeline == PipelineKind::Interleaved) {
     require(p.pp > 1, who + "schedule.pipeline = \"interleaved\" needs parallel.pp > 1 (pp = 1)");
     require(p.micro_batches() % p.pp == 0, who +

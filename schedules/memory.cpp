@@ -38,6 +38,8 @@ LayerRange chunk_layers(const JobSpec& job, int64_t pp_rank, int64_t chunk) {
 }
 } // namespace
 
+double layer_parameter_count(const JobSpec& job, int64_t layer) { return layer_parameters(job, layer); }
+
 double layer_expert_parameters(const JobSpec& job, int64_t layer) {
   if (!job.model.is_moe_layer(layer)) return 0;
   return static_cast<double>(job.model.experts / job.parallel.ep) * one_expert_parameters(job);
@@ -119,6 +121,16 @@ MemoryEstimate estimate_memory(const JobSpec& job, int64_t pp_rank) {
   mem.parameters_bytes = 2 * n;
   mem.gradients_bytes = p.zero_stage >= 2 ? 2 * sharded : 2 * n;
   mem.optimizer_bytes = p.zero_stage >= 1 ? 12 * sharded : 12 * n;
+  if (p.zero_stage == 3) { // sharded parameters plus the gathered layers and one layer's gradients
+    double largest = 0;
+    for (int64_t c = 0; c < p.vpp; ++c) {
+      const LayerRange r = chunk_layers(job, pp_rank, c);
+      for (int64_t l = r.first; l < r.first + r.count; ++l) largest = std::max(largest, layer_parameters(job, l));
+    }
+    const double gathered = job.options.overlap.dp ? 2 : 1;
+    mem.parameters_bytes = 2 * sharded + 2 * gathered * largest;
+    mem.gradients_bytes = 2 * sharded + 2 * largest;
+  }
 
   const double s = static_cast<double>(m.seq_len);
   const double b = static_cast<double>(p.micro_batch);

@@ -39,8 +39,8 @@ uint32_t LayerEmitter::expert_gemm(const std::string& name, int64_t m, int64_t n
   // and each local expert's k×n weights read once (weight gradient: read and written in
   // fp32, as Megatron's main gradients).
   const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-  const double weights = static_cast<double>(d_.experts_local) * static_cast<double>(weight_grad ? m : k) *
-                         static_cast<double>(n);
+  const double weights =
+      static_cast<double>(d_.experts_local) * static_cast<double>(weight_grad ? m : k) * static_cast<double>(n);
   const double acts = weight_grad ? kBf16 * static_cast<double>(k) * static_cast<double>(m + n)
                                   : kBf16 * static_cast<double>(m) * static_cast<double>(k + n);
   const double bytes = acts + (weight_grad ? 2 * kFp32 : kBf16) * weights;
@@ -124,8 +124,7 @@ void LayerEmitter::moe_backward() {
                          {b_.last_compute()});
   shared_experts(true);
   b_.wait_before_next_compute(back);
-  b_.compute(OpKind::Elementwise, Kernel::MoePermute, "moe.permute.bwd", rows, 2 * rows * kBf16,
-             {T * k * h, 0, 0, 0});
+  b_.compute(OpKind::Elementwise, Kernel::MoePermute, "moe.permute.bwd", rows, 2 * rows * kBf16, {T * k * h, 0, 0, 0});
   b_.compute(OpKind::Elementwise, Kernel::MoeRouting, "moe.route.bwd", 4.0 * static_cast<double>(T * E),
              static_cast<double>(T * E) * 2 * kFp32, {T * E, E, k, 0});
   gemm("moe.router.dgrad", T, h, E);

@@ -23,7 +23,7 @@ public:
     return z ^ (z >> 31);
   }
   double uniform() { return (static_cast<double>(next() >> 11) + 0.5) * 0x1.0p-53; } // in (0, 1)
-  double normal() { // Box–Muller
+  double normal() {                                                                  // Box–Muller
     const double u = uniform(), v = uniform();
     constexpr double kTwoPi = 6.283185307179586;
     return std::sqrt(-2 * std::log(u)) * std::cos(kTwoPi * v);

@@ -25,6 +25,9 @@
 //    at the start of the iteration, chunk c+1's is launched once chunk c's first forward
 //    has run, reduce-scatters start as soon as a chunk's backward is final, and
 //    priorities follow the order of need (all-gathers 2·V − chunk, reduce-scatters 1).
+//  - zero_stage 3 (ZeRO-3/FSDP, fsdp.cpp): each layer's parameters all-gathered before
+//    every pass that uses it and its gradients reduce-scattered after its backward; the
+//    chunk's other parameters (embedding, head) as in stage 2.
 //  - The tied-embedding gradient all-reduce (first and last stage) follows the pipeline
 //    flush, as in Megatron's finalize_model_grads; the chunk holding the embedding or
 //    LM head reduces its gradients after it (a deliberate loss of overlap for that one
@@ -152,30 +155,37 @@ void StageLowering::emit_grad_reduce(int64_t chunk) {
   const auto& par = job_.parallel;
   if (par.dp == 1) return;
   const bool fp32 = job_.options.grad_reduce_fp32;
-  const double experts = chunk_expert_parameters(job_, pp_rank_, chunk);
-  const double bytes = (chunk_parameters(job_, pp_rank_, chunk) - experts) * (fp32 ? 4 : 2);
+  // ZeRO-3 reduces each layer's gradients after its backward (fsdp.cpp); here only the
+  // chunk's other parameters (embedding, LM head, final norm)
+  const bool zero3 = par.zero_stage == 3;
+  const double experts = zero3 ? 0.0 : chunk_expert_parameters(job_, pp_rank_, chunk);
+  const double bytes =
+      (zero3 ? chunk_other_parameters(chunk) : chunk_parameters(job_, pp_rank_, chunk) - experts) * (fp32 ? 4 : 2);
+  if (zero3 && bytes == 0) return;
   const OpKind kind = par.zero_stage == 0 ? OpKind::AllReduce : OpKind::ReduceScatter;
   const int32_t priority = job_.options.overlap.dp ? 1 : 0;
   const uint32_t op =
       b_.collective(kind, GroupKind::Dp, Stream::DpComm, kind == OpKind::AllReduce ? "dp.grad.ar" : "dp.grad.rs", bytes,
                     {b_.last_compute(), embedding_ar_}, priority, fp32 ? DType::FP32 : DType::BF16);
   grad_reduced_.push_back(op);
-  if (par.zero_stage == 2 && !job_.options.overlap.dp) b_.wait_before_next_compute(op);
+  if (par.zero_stage >= 2 && !job_.options.overlap.dp) b_.wait_before_next_compute(op);
   // routed experts: reduced over the ranks holding the same experts (all tp, dp/ep blocks)
   if (experts > 0 && par.tp * (par.dp / par.ep) > 1) {
     const uint32_t e = b_.collective(
         kind, GroupKind::ExpertDp, Stream::DpComm, kind == OpKind::AllReduce ? "edp.grad.ar" : "edp.grad.rs",
         experts * (fp32 ? 4 : 2), {b_.last_compute()}, priority, fp32 ? DType::FP32 : DType::BF16);
     grad_reduced_.push_back(e);
-    if (par.zero_stage == 2 && !job_.options.overlap.dp) b_.wait_before_next_compute(e);
+    if (par.zero_stage >= 2 && !job_.options.overlap.dp) b_.wait_before_next_compute(e);
   }
 }
 
 uint32_t StageLowering::gather_parameters(int64_t chunk, std::vector<uint32_t> deps, int32_t priority) {
   const auto& par = job_.parallel;
-  const double experts = chunk_expert_parameters(job_, pp_rank_, chunk);
-  const double bytes = (chunk_parameters(job_, pp_rank_, chunk) - experts) * 2;
+  const bool zero3 = par.zero_stage == 3; // layers are gathered one by one (fsdp.cpp)
+  const double experts = zero3 ? 0.0 : chunk_expert_parameters(job_, pp_rank_, chunk);
+  const double bytes = (zero3 ? chunk_other_parameters(chunk) : chunk_parameters(job_, pp_rank_, chunk) - experts) * 2;
   expert_param_ready_[chunk] = kNoOp;
+  if (zero3 && bytes == 0) return kNoOp;
   if (experts > 0 && par.tp * (par.dp / par.ep) > 1)
     expert_param_ready_[chunk] = b_.collective(OpKind::AllGather, GroupKind::ExpertDp, Stream::DpComm, "edp.param.ag",
                                                experts * 2, deps, priority);
@@ -203,7 +213,7 @@ void StageLowering::emit_step(size_t j) {
 
   // parameters of this chunk (ZeRO all-gathers)
   if (st.forward && j == first_forward_[st.chunk]) {
-    if (par.zero_stage == 2 && par.dp > 1 && param_ready_[st.chunk] == kNoOp) {
+    if (par.zero_stage >= 2 && par.dp > 1 && param_ready_[st.chunk] == kNoOp) {
       param_ready_[st.chunk] = gather_parameters(st.chunk, {b_.last_compute(), previous_optimizer_}, 0);
     }
     b_.wait_before_next_compute(param_ready_[st.chunk]);
@@ -212,24 +222,11 @@ void StageLowering::emit_step(size_t j) {
 
   if (st.forward) {
     if (vs == 0) layers_.embedding_forward();
-    for (int64_t i = 0; i < layers.count; ++i) {
-      b_.labels.layer = static_cast<int32_t>(layers.first + i);
-      layers_.layer_forward();
-    }
-    b_.labels.layer = -1;
+    emit_layers(layers, true);
     if (vs == last_vs) layers_.head_forward();
   } else {
     if (vs == last_vs) layers_.head_backward();
-    for (int64_t i = layers.count - 1; i >= 0; --i) {
-      b_.labels.layer = static_cast<int32_t>(layers.first + i);
-      if (opt.recompute) {
-        b_.labels.phase = Phase::Recompute;
-        layers_.layer_forward();
-        b_.labels.phase = Phase::Backward;
-      }
-      layers_.layer_backward();
-    }
-    b_.labels.layer = -1;
+    emit_layers(layers, false);
     if (vs == 0) layers_.embedding_backward();
   }
 
@@ -242,7 +239,7 @@ void StageLowering::emit_step(size_t j) {
                                        act_bytes_, {b_.last_compute()}));
 
   // M4 with overlap: the next chunk's all-gather is launched during this chunk's forward
-  if (st.forward && j == first_forward_[st.chunk] && par.zero_stage == 2 && par.dp > 1 && opt.overlap.dp &&
+  if (st.forward && j == first_forward_[st.chunk] && par.zero_stage >= 2 && par.dp > 1 && opt.overlap.dp &&
       st.chunk + 1 < V_) {
     const int64_t next = st.chunk + 1;
     param_ready_[next] =
@@ -250,7 +247,7 @@ void StageLowering::emit_step(size_t j) {
   }
   // gradients of this chunk are final after its last backward
   // (the chunk holding the tied embedding waits for the embedding all-reduce at the end)
-  if (!st.forward && j == last_backward_[st.chunk] && (opt.overlap.dp || par.zero_stage == 2)) {
+  if (!st.forward && j == last_backward_[st.chunk] && (opt.overlap.dp || par.zero_stage >= 2)) {
     if (has_embedding_chunk(st.chunk))
       deferred_reduce_.push_back(st.chunk);
     else
@@ -267,7 +264,7 @@ void StageLowering::emit_iteration_end() {
   // launched (all of them without DP overlap; with it, the embedding chunk's).
   for (int64_t c = 0; c < V_; ++c)
     if (has_embedding_chunk(c)) emit_embedding_allreduce();
-  if (!(opt.overlap.dp || par.zero_stage == 2))
+  if (!(opt.overlap.dp || par.zero_stage >= 2))
     for (int64_t c = V_ - 1; c >= 0; --c) emit_grad_reduce(c);
   for (int64_t c : deferred_reduce_) emit_grad_reduce(c);
   deferred_reduce_.clear();
@@ -347,7 +344,7 @@ Program StageLowering::run() {
       emit_data_op(iteration_, false);
     }
     // M4: prefetch the first chunk's parameters at the start of the iteration
-    if (par.zero_stage == 2 && par.dp > 1 && opt.overlap.dp) {
+    if (par.zero_stage >= 2 && par.dp > 1 && opt.overlap.dp) {
       b_.labels = OpLabels{static_cast<int32_t>(iteration_), -1, 0, -1, Phase::Forward};
       param_ready_[0] = gather_parameters(0, {previous_optimizer_}, static_cast<int32_t>(2 * V_));
     }

@@ -9,6 +9,7 @@
 #include "schedules/detail/builder.hpp"
 #include "schedules/detail/layer_ops.hpp"
 #include "schedules/pipeline.hpp"
+#include "schedules/stage_layers.hpp"
 
 namespace twinscale::schedules::detail {
 
@@ -37,6 +38,13 @@ private:
   /// All-gather of a chunk's parameters (ZeRO): the dense ones over DP, the routed
   /// experts' over the expert data-parallel group (into expert_param_ready_).
   uint32_t gather_parameters(int64_t chunk, std::vector<uint32_t> deps, int32_t priority);
+  /// The layers of one pass (forward, or backward with recomputation), with ZeRO-3's
+  /// per-layer parameter all-gathers and gradient reduce-scatters (fsdp.cpp).
+  void emit_layers(LayerRange layers, bool forward);
+  std::vector<uint32_t> fsdp_gather_layer(int64_t layer, int32_t priority);
+  void fsdp_reduce_layer(int64_t layer);
+  /// A chunk's parameters outside its layers (embedding, LM head, final norm).
+  double chunk_other_parameters(int64_t chunk) const;
   void emit_embedding_allreduce();
   /// Emits, in the sender's order, the receives from `src` up to `message`; returns the
   /// receive of `message`.

@@ -94,8 +94,7 @@ TEST_CASE("routing imbalance: balanced is 1, draws are seeded, skew raises the b
   CHECK(steep > 2);
 }
 
-TEST_CASE("tiny-moe lowers: all-to-alls over ep, experts sized by the routing draw, validated",
-          "[schedules][moe]") {
+TEST_CASE("tiny-moe lowers: all-to-alls over ep, experts sized by the routing draw, validated", "[schedules][moe]") {
   const JobSpec job = config::load_job_preset("tiny-moe");
   const Schedule s = lower(job);
   CHECK(s.layout.ep == 2);
@@ -121,8 +120,8 @@ TEST_CASE("tiny-moe lowers: all-to-alls over ep, experts sized by the routing dr
       const Op& a2a = *dispatch[i];
       CHECK(a2a.kind == OpKind::AllToAll);
       CHECK(a2a.group == GroupKind::Ep);
-      const double load = detail::hottest_rank_load(job.model, 2, a2a.labels.iteration, a2a.labels.micro_batch,
-                                                    a2a.labels.layer);
+      const double load =
+          detail::hottest_rank_load(job.model, 2, a2a.labels.iteration, a2a.labels.micro_batch, a2a.labels.layer);
       loads.insert(load);
       CHECK(a2a.bytes == Approx(static_cast<double>(T * k * h) * 2 * load));
       // the expert GEMM of the same (micro-batch, layer) processes the busiest rank's rows
@@ -140,12 +139,11 @@ TEST_CASE("tiny-moe lowers: all-to-alls over ep, experts sized by the routing dr
   }
 }
 
-TEST_CASE("MoE parameters: routed experts are whole per EP rank and sharded over their holders",
-          "[schedules][moe]") {
+TEST_CASE("MoE parameters: routed experts are whole per EP rank and sharded over their holders", "[schedules][moe]") {
   JobSpec job = config::load_job_preset("tiny-moe");
   const double h = 256, fm = 256;
-  const double one_expert = h * 2 * fm + fm * h; // SwiGLU FC1 (gate, up) and FC2, no biases
-  CHECK(layer_expert_parameters(job, 0) == 0); // the dense first layer
+  const double one_expert = h * 2 * fm + fm * h;            // SwiGLU FC1 (gate, up) and FC2, no biases
+  CHECK(layer_expert_parameters(job, 0) == 0);              // the dense first layer
   CHECK(layer_expert_parameters(job, 1) == 4 * one_expert); // 8 experts over ep 2
   CHECK(chunk_expert_parameters(job, 1, 0) == 2 * 4 * one_expert);
   const double n = stage_parameters(job, 1), experts = chunk_expert_parameters(job, 1, 0);
@@ -181,8 +179,7 @@ TEST_CASE("bad MoE jobs are refused naming the key and what would be valid", "[s
     CHECK_THROWS_WITH(lower(job), Catch::Contains(words));
   };
   refused([](JobSpec& j) { j.parallel.ep = 3; }, "parallel.ep = 3 must divide parallel.dp");
-  refused([](JobSpec& j) { j.model.experts = 5; },
-          "is not divisible by parallel.ep");
+  refused([](JobSpec& j) { j.model.experts = 5; }, "is not divisible by parallel.ep");
   refused([](JobSpec& j) { j.model.top_k = 9; }, "model.top_k = 9");
   refused([](JobSpec& j) { j.parallel.sequence_parallel = false; }, "needs parallel.sequence_parallel = true");
   refused([](JobSpec& j) { j.model.capacity_factor = 0.5; }, "model.capacity_factor");

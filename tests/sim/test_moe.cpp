@@ -1,6 +1,6 @@
-// Mixture of experts in the simulator (issue #16): the expert-parallel all-to-alls run in
-// both modes, the aggregated (symmetric) run agrees with the full one, and routing
-// imbalance costs time.
+// Issue #16 in the simulator: the expert-parallel all-to-alls and ZeRO-3's per-layer
+// collectives run in both modes, the aggregated (symmetric) run agrees with the full one,
+// routing imbalance costs time, ZeRO-3's prefetch hides gathers.
 #include <catch2/catch.hpp>
 
 #include "config/job_file.hpp"
@@ -35,20 +35,41 @@ Run simulate_job(const schedules::JobSpec& job, SimMode mode, bool aggregate) {
 
 } // namespace
 
-TEST_CASE("tiny-moe simulates in both modes; aggregated agrees with every rank executed", "[sim][moe]") {
-  const auto job = config::load_job_preset("tiny-moe");
-  for (SimMode mode : {SimMode::Analytic, SimMode::Flow}) {
-    const Run a = simulate_job(job, mode, true);
-    const Run f = simulate_job(job, mode, false);
-    INFO("mode " << to_string(mode) << " aggregated " << a.iteration_s << " full " << f.iteration_s);
-    CHECK(a.iteration_s > 0);
-    CHECK(a.iteration_s == Approx(f.iteration_s).epsilon(2e-3));
-    CHECK(a.compute_s == Approx(f.compute_s).epsilon(2e-3));
+TEST_CASE("tiny-moe and tiny-fsdp simulate in both modes; aggregated agrees with every rank executed", "[sim][moe]") {
+  for (const char* preset : {"tiny-moe", "tiny-fsdp"}) {
+    const auto job = config::load_job_preset(preset);
+    for (SimMode mode : {SimMode::Analytic, SimMode::Flow}) {
+      const Run a = simulate_job(job, mode, true);
+      const Run f = simulate_job(job, mode, false);
+      INFO(preset << " mode " << to_string(mode) << " aggregated " << a.iteration_s << " full " << f.iteration_s);
+      CHECK(a.iteration_s > 0);
+      CHECK(a.iteration_s == Approx(f.iteration_s).epsilon(2e-3));
+      CHECK(a.compute_s == Approx(f.compute_s).epsilon(2e-3));
+    }
   }
 }
 
-TEST_CASE("routing imbalance lengthens a MoE iteration; wider expert parallelism moves more bytes",
-          "[sim][moe]") {
+TEST_CASE("ZeRO-3 costs more communication than ZeRO-1 and prefetching hides some of it", "[sim][moe]") {
+  auto job = config::load_job_preset("tiny-fsdp");
+  job.model.hidden = 2048;
+  job.model.heads = 16;
+  job.model.seq_len = 1024;
+  job.model.ffn_hidden = 4 * 2048;
+  for (SimMode mode : {SimMode::Analytic, SimMode::Flow}) {
+    const double prefetched = simulate_job(job, mode, true).iteration_s;
+    auto blocking = job;
+    blocking.options.overlap.dp = false;
+    auto zero1 = job;
+    zero1.parallel.zero_stage = 1;
+    const double b = simulate_job(blocking, mode, true).iteration_s;
+    const double z1 = simulate_job(zero1, mode, true).iteration_s;
+    INFO("mode " << to_string(mode) << " zero-3 prefetched " << prefetched << " blocking " << b << " zero-1 " << z1);
+    CHECK(prefetched < b);
+    CHECK(z1 < b);
+  }
+}
+
+TEST_CASE("routing imbalance lengthens a MoE iteration; wider expert parallelism moves more bytes", "[sim][moe]") {
   auto job = config::load_job_preset("tiny-moe");
   // larger sizes so that the experts and the all-to-alls are not lost in launch latencies
   job.model.hidden = 2048;
