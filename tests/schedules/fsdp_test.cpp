@@ -2,12 +2,14 @@
 // reduce-scatters, sharded memory, stage layer ranges, the Llama 3 405B layout.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <map>
 
 #include "config/job_file.hpp"
 #include "schedules/check_job.hpp"
 #include "schedules/error.hpp"
 #include "schedules/memory.hpp"
+#include "schedules/memory_choices.hpp"
 #include "schedules/schedule.hpp"
 #include "schedules/stage_layers.hpp"
 #include "schedules/validate.hpp"
@@ -104,4 +106,33 @@ TEST_CASE("ZeRO-3 without overlap.dp blocks on every gather; with it the next la
   CHECK(deps_of_first_gemm_after_gather(blocking) == 2 * M * 3); // every gather blocks its layer
   CHECK(deps_of_first_gemm_after_gather(prefetched) < 2 * M * 3);
   CHECK(validate(blocking).empty());
+}
+
+TEST_CASE("memory by parallel choice: every layout the model admits, each with its worst stage", "[schedules][fsdp]") {
+  const JobSpec job = config::load_job_preset("tiny-1f1b"); // 8 GPUs
+  const auto choices = memory_by_parallel_choice(job, 80e9);
+  REQUIRE(!choices.empty());
+  bool own = false;
+  for (const auto& c : choices) {
+    JobSpec j = job;
+    j.parallel = c.parallel;
+    j.options.recompute = c.recompute;
+    if (j.parallel.pp != job.parallel.pp || j.parallel.vpp != job.parallel.vpp)
+      j.options.pipeline = PipelineKind::OneFOneB;
+    CHECK_NOTHROW(check_job(j));
+    CHECK(c.parallel.gpus() == 8);
+    double worst = 0;
+    for (int64_t p = 0; p < c.parallel.pp; ++p) worst = std::max(worst, estimate_memory(j, p).total_bytes());
+    CHECK(c.worst.total_bytes() == Approx(worst));
+    CHECK(c.fits == (worst <= 80e9));
+    if (c.parallel.tp == 2 && c.parallel.pp == 2 && c.parallel.zero_stage == 1 && !c.recompute) {
+      own = true;
+      CHECK(c.worst.total_bytes() ==
+            Approx(std::max(estimate_memory(job, 0).total_bytes(), estimate_memory(job, 1).total_bytes())));
+    }
+  }
+  CHECK(own);
+  CHECK(choices.size() >= 4 * 2 * 3); // tp 1, 2, 4, 8 · pp 1, 2, 4 at least, zero 0–3 · recompute
+  // a tiny GPU: nothing fits
+  for (const auto& c : memory_by_parallel_choice(job, 1e3)) CHECK(!c.fits);
 }
