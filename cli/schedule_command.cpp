@@ -122,12 +122,18 @@ int show(const s::Schedule& sch, bool as_json) {
     std::printf("\n");
   }
   std::printf("\ncommunication bytes per rank per iteration, by group kind (GB)\n%5s", "stage");
+  // the expert-parallel columns only for jobs with experts
+  auto shown = [&](int g) {
+    const auto kind = static_cast<s::GroupKind>(g);
+    return sch.job.model.experts > 0 || (kind != s::GroupKind::Ep && kind != s::GroupKind::ExpertDp);
+  };
   for (int g = 0; g < kGroupKinds; ++g)
-    std::printf(" %10s", std::string(s::to_string(static_cast<s::GroupKind>(g))).c_str());
+    if (shown(g)) std::printf(" %10s", std::string(s::to_string(static_cast<s::GroupKind>(g))).c_str());
   std::printf("\n");
   for (size_t i = 0; i < stages.size(); ++i) {
     std::printf("%5zu", i);
-    for (int g = 0; g < kGroupKinds; ++g) std::printf(" %10.4g", stages[i].bytes_by_group[g] / 1e9);
+    for (int g = 0; g < kGroupKinds; ++g)
+      if (shown(g)) std::printf(" %10.4g", stages[i].bytes_by_group[g] / 1e9);
     std::printf("\n");
   }
   std::printf("\nmemory per rank (GB)\n%5s %10s %10s %10s %11s %10s\n", "stage", "params", "grads", "optimizer",

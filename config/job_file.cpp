@@ -58,8 +58,8 @@
 //   zero_stage = 0                  0 | 1 | 2 | 3: 0 all-reduce, 1 distributed optimizer,
 //                                   2 MegaScale per-chunk all-gather/reduce-scatter (M4),
 //                                   3 ZeRO-3/FSDP: parameters gathered per layer for every
-//                                   pass, gradients reduce-scattered per layer (next layer
-//                                   prefetched with schedule.overlap.dp)
+//                                   pass, gradients reduce-scattered per layer
+//                                   (schedule.fsdp_prefetch layers gathered ahead)
 //   micro_batch = 1                 integer ≥ 1: sequences per micro-batch
 //   global_batch                    integer ≥ 1, required: sequences per iteration
 //
@@ -71,6 +71,8 @@
 //   grad_reduce_dtype = "bf16"      "bf16" | "fp32": datatype of the DP gradient reduction
 //                                   (Megatron-LM reduces fp32 main gradients: twice the bytes)
 //   async_data_loading = false      boolean: M8, next batch loaded while gradients sync
+//   fsdp_prefetch = 1               integer in [0, 8]: ZeRO-3, layers whose parameter all-gather
+//                                   is issued ahead of the layer computing (0: each blocks)
 //   [schedule.overlap]
 //   dp = false                      boolean: M4 prefetch/early reduce-scatter/priorities
 //   pp = false                      boolean: M5 decoupled asynchronous send/recv
@@ -212,6 +214,7 @@ s::JobSpec parse_job(std::string_view text, const std::string& file) {
   opt.recompute = sc.get_bool("recompute", false);
   opt.grad_reduce_fp32 = sc.get_enum<bool>("grad_reduce_dtype", {{"bf16", false}, {"fp32", true}}, false);
   opt.async_data_loading = sc.get_bool("async_data_loading", false);
+  opt.fsdp_prefetch = sc.get_int("fsdp_prefetch", 1, 0, 8);
   {
     TableReader o = sc.table("overlap");
     opt.overlap.dp = o.get_bool("dp", false);

@@ -152,6 +152,8 @@ void check_job(const JobSpec& job) {
   require(!p.sequence_parallel || tokens % p.tp == 0,
           who + "parallel.sequence_parallel needs micro_batch·seq_len divisible by tp");
   require(o.iterations >= 1, who + "schedule.iterations must be ≥ 1");
+  require(o.fsdp_prefetch >= 0 && o.fsdp_prefetch <= 8,
+          who + "schedule.fsdp_prefetch = " + str(o.fsdp_prefetch) + "; valid: 0 to 8 layers");
   require(m.kv() >= 1 && m.heads % m.kv() == 0 && m.kv() % p.tp == 0, who + "model.kv_heads = " + str(m.kv()) +
                                                                           " must divide heads = " + str(m.heads) +
                                                                           " and be a multiple of tp = " + str(p.tp));

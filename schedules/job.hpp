@@ -98,6 +98,7 @@ struct ScheduleOptions {
   OperatorSpec operators;
   bool async_data_loading = false; // M8
   int64_t iterations = 1;          // iterations lowered back to back
+  int64_t fsdp_prefetch = 1;       // ZeRO-3: layers whose all-gather runs ahead of the one computing
 };
 
 struct JobSpec {

@@ -127,7 +127,7 @@ MemoryEstimate estimate_memory(const JobSpec& job, int64_t pp_rank) {
       const LayerRange r = chunk_layers(job, pp_rank, c);
       for (int64_t l = r.first; l < r.first + r.count; ++l) largest = std::max(largest, layer_parameters(job, l));
     }
-    const double gathered = job.options.overlap.dp ? 2 : 1;
+    const double gathered = 1 + static_cast<double>(job.options.fsdp_prefetch);
     mem.parameters_bytes = 2 * sharded + 2 * gathered * largest;
     mem.gradients_bytes = 2 * sharded + 2 * largest;
   }

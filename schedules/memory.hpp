@@ -26,7 +26,7 @@ double stage_parameters(const JobSpec& job, int64_t pp_rank);
 ///  - parameters: BF16 (2 B/param);
 ///  - gradients: BF16 (2 B/param), divided by dp for ZeRO stages 2 and 3 (routed experts
 ///    by their holders, tp·dp/ep); ZeRO-3 also shards the parameters and adds the
-///    gathered layers (one, or two with overlap.dp's prefetch) and one layer's gradients;
+///    gathered layers (1 + schedule.fsdp_prefetch) and one layer's gradients;
 ///  - optimizer: FP32 master weights + two moments (12 B/param; Adam and LAMB alike),
 ///    divided by dp for ZeRO stages 1 and 2;
 ///  - activations (Korthikanti et al., MLSys'23, Table 2): per layer and micro-batch

@@ -11,11 +11,11 @@
 namespace twinscale::schedules {
 
 struct MemoryChoice {
-  ParallelSpec parallel;          // the layout (dp = gpus / (tp·pp))
-  bool recompute = false;         // full activation recomputation
-  MemoryEstimate worst;           // of the stage with the largest total
+  ParallelSpec parallel;  // the layout (dp = gpus / (tp·pp))
+  bool recompute = false; // full activation recomputation
+  MemoryEstimate worst;   // of the stage with the largest total
   int64_t worst_stage = 0;
-  bool fits = false;              // worst.total_bytes() ≤ the GPU's memory
+  bool fits = false; // worst.total_bytes() ≤ the GPU's memory
 };
 
 /// Every layout the job's model admits on job.parallel.gpus() GPUs: tp ∈ {1, 2, 4, 8},

@@ -80,6 +80,7 @@ json job_json(const JobSpec& j) {
         {"recompute", o.recompute},
         {"grad_reduce_dtype", o.grad_reduce_fp32 ? "fp32" : "bf16"},
         {"async_data_loading", o.async_data_loading},
+        {"fsdp_prefetch", o.fsdp_prefetch},
         {"overlap",
          {{"dp", o.overlap.dp}, {"pp", o.overlap.pp}, {"tp", o.overlap.tp}, {"tp_chunks", o.overlap.tp_chunks}}},
         {"operators",
@@ -240,6 +241,7 @@ public:
     o.grad_reduce_fp32 = s.contains("grad_reduce_dtype") &&
                          get_choice<bool>(s, "grad_reduce_dtype", sw, {{"bf16", false}, {"fp32", true}});
     o.async_data_loading = get<bool>(s, "async_data_loading", sw);
+    if (s.contains("fsdp_prefetch")) o.fsdp_prefetch = get<int64_t>(s, "fsdp_prefetch", sw); // issue #16
     const json& ov = at(s, "overlap", sw);
     o.overlap.dp = get<bool>(ov, "dp", sw + ".overlap");
     o.overlap.pp = get<bool>(ov, "pp", sw + ".overlap");

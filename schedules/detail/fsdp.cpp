@@ -4,10 +4,12 @@
 // that uses a layer (each micro-batch's forward, and its backward, whose recomputation
 // shares the gather) the layer's parameters are all-gathered, and after its backward its
 // gradients are reduce-scattered into the shard (every micro-batch: gradients are never
-// held whole, unlike ZeRO-2). With schedule.overlap.dp the next layer's all-gather is
-// prefetched while the current layer computes (depth 1: FSDP's backward/forward
-// prefetch); without it each gather blocks the computation. The chunk's other
+// held whole, unlike ZeRO-2). schedule.fsdp_prefetch = d: the gathers of the next d
+// layers are issued before the current layer computes (FSDP's forward/backward prefetch;
+// d = 0: each gather blocks its layer). The chunk's other
 // parameters (embedding, LM head, final norm) follow ZeRO-2's per-chunk path.
+#include <algorithm>
+
 #include "schedules/detail/stage_lowering.hpp"
 #include "schedules/memory.hpp"
 
@@ -57,17 +59,18 @@ void StageLowering::fsdp_reduce_layer(int64_t layer) {
 
 void StageLowering::emit_layers(LayerRange layers, bool forward) {
   const bool zero3 = job_.parallel.zero_stage == 3;
-  const bool prefetch = job_.options.overlap.dp;
+  const int64_t depth = job_.options.fsdp_prefetch;
   const auto priority = static_cast<int32_t>(2 * V_ + 1); // needed sooner than any chunk's gather
   auto layer_at = [&](int64_t i) { return forward ? layers.first + i : layers.first + layers.count - 1 - i; };
-  std::vector<uint32_t> next;
-  if (zero3 && prefetch && layers.count > 0) next = fsdp_gather_layer(layer_at(0), priority);
+  std::vector<std::vector<uint32_t>> gathered(static_cast<size_t>(layers.count));
+  int64_t issued = 0; // gathers emitted so far in this pass
   for (int64_t i = 0; i < layers.count; ++i) {
     const int64_t layer = layer_at(i);
     if (zero3) {
-      const std::vector<uint32_t> ready = prefetch ? next : fsdp_gather_layer(layer, priority);
-      b_.wait_before_next_compute(ready);
-      if (prefetch && i + 1 < layers.count) next = fsdp_gather_layer(layer_at(i + 1), priority);
+      // the layer's own gather and up to `depth` more run ahead of the computation
+      for (; issued < std::min(layers.count, i + 1 + depth); ++issued)
+        gathered[static_cast<size_t>(issued)] = fsdp_gather_layer(layer_at(issued), priority);
+      b_.wait_before_next_compute(gathered[static_cast<size_t>(i)]);
     }
     b_.labels.layer = static_cast<int32_t>(layer);
     if (forward) {

@@ -82,7 +82,7 @@ TEST_CASE("ZeRO-3: each layer gathered for every pass and reduced after its back
   CHECK(b.gradients_bytes < a.gradients_bytes);
 }
 
-TEST_CASE("ZeRO-3 without overlap.dp blocks on every gather; with it the next layer is prefetched",
+TEST_CASE("ZeRO-3 with fsdp_prefetch = 0 blocks on every gather; with depth d the next d are prefetched",
           "[schedules][fsdp]") {
   JobSpec job = config::load_job_preset("tiny-fsdp");
   auto deps_of_first_gemm_after_gather = [](const Schedule& s) {
@@ -100,12 +100,24 @@ TEST_CASE("ZeRO-3 without overlap.dp blocks on every gather; with it the next la
     return waits;
   };
   const Schedule prefetched = lower(job);
-  job.options.overlap.dp = false;
+  job.options.fsdp_prefetch = 0;
   const Schedule blocking = lower(job);
   const int M = static_cast<int>(job.parallel.micro_batches());
   CHECK(deps_of_first_gemm_after_gather(blocking) == 2 * M * 3); // every gather blocks its layer
   CHECK(deps_of_first_gemm_after_gather(prefetched) < 2 * M * 3);
   CHECK(validate(blocking).empty());
+  // depth 2 on stage 1 (3 layers): the first gather of a pass blocks, the rest prefetched;
+  // the memory estimate holds one more gathered layer
+  job.options.fsdp_prefetch = 2;
+  const Schedule deeper = lower(job);
+  CHECK(deps_of_first_gemm_after_gather(deeper) <= deps_of_first_gemm_after_gather(prefetched));
+  CHECK(validate(deeper).empty());
+  JobSpec one = job;
+  one.options.fsdp_prefetch = 1;
+  CHECK(estimate_memory(job, 1).parameters_bytes - estimate_memory(one, 1).parameters_bytes ==
+        Approx(2 * layer_parameter_count(job, 1)));
+  job.options.fsdp_prefetch = 9;
+  CHECK_THROWS_WITH(lower(job), Catch::Contains("schedule.fsdp_prefetch = 9"));
 }
 
 TEST_CASE("memory by parallel choice: every layout the model admits, each with its worst stage", "[schedules][fsdp]") {

@@ -58,7 +58,7 @@ TEST_CASE("ZeRO-3 costs more communication than ZeRO-1 and prefetching hides som
   for (SimMode mode : {SimMode::Analytic, SimMode::Flow}) {
     const double prefetched = simulate_job(job, mode, true).iteration_s;
     auto blocking = job;
-    blocking.options.overlap.dp = false;
+    blocking.options.fsdp_prefetch = 0;
     auto zero1 = job;
     zero1.parallel.zero_stage = 1;
     const double b = simulate_job(blocking, mode, true).iteration_s;
