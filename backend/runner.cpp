@@ -189,7 +189,8 @@ std::unique_ptr<detail::RedisStore> redis_rendezvous(const schedules::Schedule& 
       throw BackendError("rendezvous: no key prefix from rank 0 within the timeout");
     prefix = id;
   }
-  store->rendezvous(prefix, schedule.layout, rank, host_name() + ":" + std::to_string(::getpid()));
+  store->rendezvous(prefix, schedule.layout, rank, host_name() + ":" + std::to_string(::getpid()),
+                    schedule.job.model.experts > 0);
   out.init_phases.push_back({"redis_rendezvous", steady_s() - t});
   return store;
 }
@@ -419,7 +420,7 @@ RunOutcome run_schedule(const schedules::Schedule& schedule, const RunOptions& o
   const int rank = static_cast<int>(out.rank), size = static_cast<int>(out.world);
   std::string prefix;
   const std::unique_ptr<detail::RedisStore> store = redis_rendezvous(schedule, options, rank, prefix, out);
-  detail::MpiGroups groups(schedule.layout, rank, MPI_COMM_WORLD, options.group_init);
+  detail::MpiGroups groups(schedule.layout, rank, MPI_COMM_WORLD, options.group_init, schedule.job.model.experts > 0);
   for (const InitPhase& p : groups.phases()) out.init_phases.push_back(p);
   clear_run_dir(options, rank, size);
   const double epoch = common_epoch(options, rank, out);

@@ -6,6 +6,8 @@
 //   twinscale schedule export (JOB | --preset NAME) [...] --format chakra --out PREFIX
 //   twinscale schedule import-chakra PREFIX --out FILE [JOB | --preset NAME] [--gpu-memory-gb G]
 //   twinscale schedule validate FILE [--gpu-memory-gb G] [--json]
+//   twinscale schedule memory (JOB | --preset NAME) [--gpus N] [--global-batch B] [--json]
+//     per-rank memory (worst stage) of every tp/pp/ZeRO/recompute choice at that GPU count
 // The memory check uses the GPU memory of the job's cluster unless --gpu-memory-gb.
 #include <array>
 #include <cstdio>
@@ -26,6 +28,7 @@
 #include "formats/chakra.hpp"
 #include "schedules/error.hpp"
 #include "schedules/input_file.hpp"
+#include "schedules/memory_choices.hpp"
 #include "schedules/schedule.hpp"
 #include "schedules/schedule_json.hpp"
 #include "schedules/validate.hpp"
@@ -126,12 +129,18 @@ int show(const s::Schedule& sch, bool as_json) {
     std::printf("\n");
   }
   std::printf("\ncommunication bytes per rank per iteration, by group kind (GB)\n%5s", "stage");
+  // the expert-parallel columns only for jobs with experts
+  auto shown = [&](int g) {
+    const auto kind = static_cast<s::GroupKind>(g);
+    return sch.job.model.experts > 0 || (kind != s::GroupKind::Ep && kind != s::GroupKind::ExpertDp);
+  };
   for (int g = 0; g < kGroupKinds; ++g)
-    std::printf(" %10s", std::string(s::to_string(static_cast<s::GroupKind>(g))).c_str());
+    if (shown(g)) std::printf(" %10s", std::string(s::to_string(static_cast<s::GroupKind>(g))).c_str());
   std::printf("\n");
   for (size_t i = 0; i < stages.size(); ++i) {
     std::printf("%5zu", i);
-    for (int g = 0; g < kGroupKinds; ++g) std::printf(" %10.4g", stages[i].bytes_by_group[g] / 1e9);
+    for (int g = 0; g < kGroupKinds; ++g)
+      if (shown(g)) std::printf(" %10.4g", stages[i].bytes_by_group[g] / 1e9);
     std::printf("\n");
   }
   std::printf("\nmemory per rank (GB)\n%5s %10s %10s %10s %11s %10s\n", "stage", "params", "grads", "optimizer",
@@ -154,6 +163,49 @@ struct ScheduleArgs {
   std::string import_job, import_preset; // import-chakra: the job of a foreign ET set
   std::optional<double> gpu_memory_gb;   // validate FILE only (show/export: in JobArgs)
 };
+
+int show_memory_choices(const ScheduleArgs& a) {
+  const s::JobSpec job = a.job.load();
+  const double gpu = a.job.target_for(job).gpu_memory_bytes;
+  const auto choices = s::memory_by_parallel_choice(job, gpu);
+  if (a.json) {
+    nlohmann::json j;
+    j["job"] = job.name;
+    j["gpus"] = job.parallel.gpus();
+    j["gpu_memory_bytes"] = gpu;
+    j["choices"] = nlohmann::json::array();
+    for (const auto& c : choices)
+      j["choices"].push_back({{"tp", c.parallel.tp},
+                              {"pp", c.parallel.pp},
+                              {"vpp", c.parallel.vpp},
+                              {"dp", c.parallel.dp},
+                              {"ep", c.parallel.ep},
+                              {"zero_stage", c.parallel.zero_stage},
+                              {"recompute", c.recompute},
+                              {"worst_stage", c.worst_stage},
+                              {"parameters_bytes", c.worst.parameters_bytes},
+                              {"gradients_bytes", c.worst.gradients_bytes},
+                              {"optimizer_bytes", c.worst.optimizer_bytes},
+                              {"activations_bytes", c.worst.activations_bytes},
+                              {"total_bytes", c.worst.total_bytes()},
+                              {"fits", c.fits}});
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::printf("job %s on %lld GPUs: per-rank memory (GB) of the worst stage, GPU %.1f GB\n", job.name.c_str(),
+              static_cast<long long>(job.parallel.gpus()), gpu / 1e9);
+  std::printf("%4s %4s %4s %6s %4s %5s %9s %6s %9s %9s %9s %11s %9s %5s\n", "tp", "pp", "vpp", "dp", "ep", "zero",
+              "recompute", "stage", "params", "grads", "optimizer", "activations", "total", "fits");
+  for (const auto& c : choices)
+    std::printf("%4lld %4lld %4lld %6lld %4lld %5lld %9s %6lld %9.2f %9.2f %9.2f %11.2f %9.2f %5s\n",
+                static_cast<long long>(c.parallel.tp), static_cast<long long>(c.parallel.pp),
+                static_cast<long long>(c.parallel.vpp), static_cast<long long>(c.parallel.dp),
+                static_cast<long long>(c.parallel.ep), static_cast<long long>(c.parallel.zero_stage),
+                c.recompute ? "yes" : "no", static_cast<long long>(c.worst_stage), c.worst.parameters_bytes / 1e9,
+                c.worst.gradients_bytes / 1e9, c.worst.optimizer_bytes / 1e9, c.worst.activations_bytes / 1e9,
+                c.worst.total_bytes() / 1e9, c.fits ? "yes" : "no");
+  return 0;
+}
 
 s::Schedule lower_job(const ScheduleArgs& a) {
   const s::JobSpec job = a.job.load();
@@ -273,6 +325,13 @@ void add_schedule_command(CLI::App& app, Action& action) {
                          "job file (TOML) the ranks follow, for an ET set not written by twinscale");
   import_cmd->add_option("--preset", args->import_preset, "job preset, instead of --job");
   import_cmd->callback([args, &action] { action = [args] { return import_chakra_files(*args); }; });
+  CLI::App* memory_cmd = cmd->add_subcommand("memory", "per-rank memory of every parallel choice of a job");
+  args->job.add_to(*memory_cmd);
+  memory_cmd->add_flag("--json", args->json, "machine-readable output");
+  memory_cmd->callback([args, &action] {
+    args->job.check_usage();
+    action = [args] { return show_memory_choices(*args); };
+  });
 
   CLI::App* validate_cmd = cmd->add_subcommand("validate", "check that a schedule file can run");
   validate_cmd->add_option("file", args->file, "schedule JSON file")->required();

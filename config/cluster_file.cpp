@@ -5,7 +5,7 @@
 //
 //   [gpu]
 //   model = "A100-SXM-80GB"     # an entry of the hardware catalogue (presets/hardware/gpus.toml:
-//                               # A100-SXM-80GB, A100-SXM-40GB, H100-SXM, H200-SXM, B200) or
+//                               # A100-SXM-80GB, A100-SXM-40GB, H100-SXM, H200-SXM, B200, GB200) or
 //                               # "custom"; a named model fills every figure from the
 //                               # catalogue, and any catalogue key written here overrides it
 //                               # (peak_flops, hbm_bw_bytes_per_s, memory_bytes, sms, nvlink,
@@ -16,10 +16,11 @@
 //   nvlink_efficiency = 0.77    # achieved / raw NVLink; default from the generation
 //
 //   [server]
-//   gpus = 8                    # GPUs per server, on one non-blocking NVSwitch
+//   gpus = 8                    # GPUs per server (NVLink domain), on one non-blocking NVSwitch
+//                               # system: 8 for DGX/HGX, 72 for GB200 NVL72
 //   pcie_bw_bytes_per_s = 32e9  # GPU ↔ NIC, per direction (default: the GPU's catalogue entry)
 //   nics = 8                    # NICs per server; GPU i uses NIC (i mod nics)
-//   nic = "ConnectX-6"          # an entry of presets/hardware/nics.toml (ConnectX-6, ConnectX-7)
+//   nic = "ConnectX-6"          # an entry of presets/hardware/nics.toml (ConnectX-6, -7, -8)
 //                               # giving line rate and achieved efficiency; "custom" (default)
 //                               # needs nic_gbit_per_s and takes efficiency 1 unless given
 //   nic_gbit_per_s = 200        # per NIC, per direction; overrides the NIC model's line rate

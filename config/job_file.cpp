@@ -22,16 +22,44 @@
 //   mlp        = "gelu"             "gelu" | "swiglu" (FC1 makes gate and up: 2·ffn_hidden)
 //   untied_embeddings = false       boolean: the LM head has its own weights (no embedding
 //                                   gradient all-reduce between first and last stage)
+//   norm       = "layernorm"        "layernorm" | "rmsnorm" (no mean, no bias: Llama, Mixtral)
+//   experts    = 0                  integer ≥ 0: mixture of experts; 0 = dense MLPs. A MoE
+//                                   layer: router GEMM, top-k, permute, all-to-all dispatch over
+//                                   parallel.ep, expert MLPs, all-to-all combine, unpermute
+//   top_k      = 1                  integer in [1, experts]: experts per token
+//   moe_ffn_hidden = 0              integer ≥ 0: an expert's MLP inner size; 0 = ffn_hidden
+//   capacity_factor = 0.0           0 (dropless) or ≥ 1: an expert takes at most
+//                                   factor·tokens·top_k/experts tokens, the rest are dropped
+//   shared_experts = 0              integer ≥ 0: experts every token goes through (DeepSeek)
+//   moe_every  = 1                  integer ≥ 1: every n-th layer is a MoE layer …
+//   first_dense_layers = 0          integer ≥ 0: … after this many dense layers
+//   routing    = "balanced"         "balanced" | "dirichlet" | "zipf": expert popularity per
+//                                   (iteration, micro-batch, layer); the hottest EP rank's load
+//                                   scales the expert GEMMs and the all-to-all bytes
+//   routing_alpha = 1.0             float > 0: Dirichlet concentration (dirichlet only)
+//   routing_exponent = 1.0          float > 0: Zipf exponent s, popularity ∝ rank^−s (zipf only)
+//   routing_seed = 1                integer ≥ 0: seed of the routing draws
 //
 //   [parallel]                      required
 //   tp = 1, pp = 1, vpp = 1         integers ≥ 1: tensor, pipeline and virtual-pipeline sizes
 //   dp                              integer ≥ 1, optional if top-level gpus is given
+//   ep = 1                          integer ≥ 1: expert parallel; divides dp and experts. The
+//                                   ep consecutive dp ranks of a block hold experts/ep experts
+//                                   each; expert gradients are reduced over the dp/ep blocks
+//   first_stage_layers = 0          integers ≥ 0: layers of the first / last virtual pipeline
+//   last_stage_layers = 0           stage (Megatron's decoder_first/last_pipeline_num_layers;
+//                                   Llama 3 405B drops one layer from each: 126 layers on 16·4
+//                                   virtual stages of 2); 0 = even split; the other virtual
+//                                   stages share the remaining layers evenly
 //   sequence_parallel = false       boolean: Megatron sequence parallelism (needs tp > 1 to matter)
 //   pp_scatter_gather = false       boolean: SC'21 scatter/gather: each pipeline send carries
 //                                   1/tp of the activation, all-gathered over NVLink inside the
 //                                   TP group on arrival (needs tp > 1, no sequence_parallel)
-//   zero_stage = 0                  0 | 1 | 2: 0 all-reduce, 1 distributed optimizer,
-//                                   2 MegaScale per-chunk all-gather/reduce-scatter (M4)
+//   zero_stage = 0                  0 | 1 | 2 | 3: 0 all-reduce, 1 distributed optimizer,
+//                                   2 MegaScale per-chunk all-gather/reduce-scatter (M4),
+//                                   3 ZeRO-3/FSDP: parameters gathered per layer for every
+//                                   pass, gradients reduce-scattered per layer
+//                                   (schedule.fsdp_prefetch layers gathered ahead)
 //   micro_batch = 1                 integer ≥ 1: sequences per micro-batch
 //   global_batch                    integer ≥ 1, required: sequences per iteration
 //
@@ -51,6 +79,8 @@
 //   tp_async_allreduce = true       boolean: the backward's TP collective of the input
 //                                   gradient overlaps the wgrad GEMM (Megatron
 //                                   --async-tensor-model-parallel-allreduce); false: SC'21
+//   fsdp_prefetch = 1               integer in [0, 8]: ZeRO-3, layers whose parameter all-gather
+//                                   is issued ahead of the layer computing (0: each blocks)
 //   [schedule.overlap]
 //   dp = false                      boolean: M4 prefetch/early reduce-scatter/priorities
 //   pp = false                      boolean: M5 decoupled asynchronous send/recv
@@ -85,6 +115,34 @@ int64_t ranks_per_replica(const s::ParallelSpec& p, const std::string& where) {
                       " ranks (2^20, 8× the largest modelled cluster)");
   return n;
 }
+
+void parse_moe_keys(TableReader& m, s::ModelSpec& model) {
+  model.norm = m.get_enum<s::NormKind>(
+      "norm", {{"layernorm", s::NormKind::LayerNorm}, {"rmsnorm", s::NormKind::RmsNorm}}, s::NormKind::LayerNorm);
+  model.experts = m.get_int("experts", 0, 0);
+  model.top_k = m.get_int("top_k", 1, 1);
+  model.moe_ffn_hidden = m.get_int("moe_ffn_hidden", 0, 0);
+  model.capacity_factor = m.get_double("capacity_factor", 0.0, 0.0, 1e6);
+  model.shared_experts = m.get_int("shared_experts", 0, 0);
+  model.moe_every = m.get_int("moe_every", 1, 1);
+  model.first_dense_layers = m.get_int("first_dense_layers", 0, 0);
+  model.routing = m.get_enum<s::RoutingKind>("routing",
+                                             {{"balanced", s::RoutingKind::Balanced},
+                                              {"dirichlet", s::RoutingKind::Dirichlet},
+                                              {"zipf", s::RoutingKind::Zipf}},
+                                             s::RoutingKind::Balanced);
+  model.routing_alpha = m.get_double("routing_alpha", 1.0, 1e-6, 1e6);
+  model.routing_exponent = m.get_double("routing_exponent", 1.0, 1e-6, 100.0);
+  model.routing_seed = m.get_int("routing_seed", 1, 0);
+  if (m.has("routing_alpha") && model.routing != s::RoutingKind::Dirichlet)
+    m.fail("routing_alpha", "is set but routing is not \"dirichlet\"; set routing = \"dirichlet\" or remove it");
+  if (m.has("routing_exponent") && model.routing != s::RoutingKind::Zipf)
+    m.fail("routing_exponent", "is set but routing is not \"zipf\"; set routing = \"zipf\" or remove it");
+  if (model.experts == 0)
+    for (const char* key : {"top_k", "moe_ffn_hidden", "capacity_factor", "shared_experts", "moe_every",
+                            "first_dense_layers", "routing", "routing_seed"})
+      if (m.has(key)) m.fail(key, "is set but experts = 0 (a dense model); set model.experts or remove it");
+}
 } // namespace
 
 s::JobSpec parse_job(std::string_view text, const std::string& file) {
@@ -118,6 +176,7 @@ s::JobSpec parse_job(std::string_view text, const std::string& file) {
   job.model.window = m.get_int("window", 0, 0);
   if (job.model.attention == s::AttentionKind::Dense && m.has("window") && job.model.window != 0)
     m.fail("window", "is set but attention is \"dense\"; set attention = \"sliding\" or remove it");
+  parse_moe_keys(m, job.model);
   m.finish();
 
   TableReader p = top.table("parallel", true);
@@ -125,9 +184,12 @@ s::JobSpec parse_job(std::string_view text, const std::string& file) {
   par.tp = p.get_int("tp", 1, 1);
   par.pp = p.get_int("pp", 1, 1);
   par.vpp = p.get_int("vpp", 1, 1);
+  par.ep = p.get_int("ep", 1, 1);
+  par.first_stage_layers = p.get_int("first_stage_layers", 0, 0);
+  par.last_stage_layers = p.get_int("last_stage_layers", 0, 0);
   par.sequence_parallel = p.get_bool("sequence_parallel", false);
   par.pp_scatter_gather = p.get_bool("pp_scatter_gather", false);
-  par.zero_stage = p.get_int("zero_stage", 0, 0, 2);
+  par.zero_stage = p.get_int("zero_stage", 0, 0, 3);
   par.micro_batch = p.get_int("micro_batch", 1, 1);
   par.global_batch = p.get_int("global_batch", std::nullopt, 1);
   if (p.has("dp")) {
@@ -168,6 +230,7 @@ s::JobSpec parse_job(std::string_view text, const std::string& file) {
   opt.async_data_loading = sc.get_bool("async_data_loading", false);
   opt.grad_accumulation_fusion = sc.get_bool("grad_accumulation_fusion", true);
   opt.tp_async_allreduce = sc.get_bool("tp_async_allreduce", true);
+  opt.fsdp_prefetch = sc.get_int("fsdp_prefetch", 1, 0, 8);
   {
     TableReader o = sc.table("overlap");
     opt.overlap.dp = o.get_bool("dp", false);

@@ -13,6 +13,64 @@ std::string str(int64_t v) { return std::to_string(v); }
 void require(bool ok, const std::string& message) {
   if (!ok) throw JobError(message);
 }
+
+/// parallel.first_stage_layers / last_stage_layers: the rest split evenly in between.
+void check_uneven_stages(const JobSpec& job, const std::string& who) {
+  const ModelSpec& m = job.model;
+  const ParallelSpec& p = job.parallel;
+  const int64_t head = p.first_stage_layers, tail = p.last_stage_layers;
+  require(head >= 0 && tail >= 0 && head < m.layers && tail < m.layers,
+          who + "parallel.first_stage_layers = " + str(head) + " and last_stage_layers = " + str(tail) +
+              " must be in [0, layers = " + str(m.layers) + ")");
+  const int64_t stages = saturating_mul(p.pp, p.vpp);
+  require(stages >= 2, who + "parallel.first_stage_layers / last_stage_layers need pp·vpp ≥ 2 virtual stages");
+  const int64_t middle = stages - (head > 0 ? 1 : 0) - (tail > 0 ? 1 : 0);
+  const int64_t rest = m.layers - head - tail;
+  require(middle == 0 ? rest == 0 : (rest >= middle && rest % middle == 0),
+          who + "model.layers − first_stage_layers − last_stage_layers = " + str(m.layers) + " − " + str(head) + " − " +
+              str(tail) + " = " + str(rest) + " must split evenly over the other " + str(middle) +
+              " virtual pipeline stages (at least one layer each)");
+}
+
+/// Mixture of experts and expert parallelism (issue #16).
+void check_moe(const JobSpec& job, const std::string& who) {
+  const ModelSpec& m = job.model;
+  const ParallelSpec& p = job.parallel;
+  require(p.ep >= 1 && p.ep <= p.dp && p.dp % p.ep == 0, who + "parallel.ep = " + str(p.ep) +
+                                                             " must divide parallel.dp = " + str(p.dp) +
+                                                             " (experts are sharded over blocks of ep DP ranks)");
+  require(m.experts >= 0 && m.experts <= 4096,
+          who + "model.experts = " + str(m.experts) + "; valid: 0 (dense) to 4096 (DeepSeek-V3 has 256)");
+  if (m.experts == 0) {
+    require(p.ep == 1, who + "parallel.ep = " + str(p.ep) + " > 1 needs model.experts > 0");
+    return;
+  }
+  require(m.top_k >= 1 && m.top_k <= m.experts,
+          who + "model.top_k = " + str(m.top_k) + "; valid: 1 to experts = " + str(m.experts));
+  require(m.experts % p.ep == 0, who + "model.experts = " + str(m.experts) + " is not divisible by parallel.ep = " +
+                                     str(p.ep) + " (each EP rank holds experts/ep whole experts)");
+  require(m.moe_ffn_hidden >= 0 && m.moe_ffn_hidden <= kMaxFfnHidden,
+          who + "model.moe_ffn_hidden = " + str(m.moe_ffn_hidden) + "; valid: 0 (= ffn_hidden) to 2^22");
+  require(m.shared_experts >= 0 && m.shared_experts <= 64,
+          who + "model.shared_experts = " + str(m.shared_experts) + "; valid: 0 to 64");
+  require(m.moe_every >= 1 && m.first_dense_layers >= 0 && m.first_dense_layers < m.layers,
+          who + "model.moe_every = " + str(m.moe_every) + " must be ≥ 1 and first_dense_layers = " +
+              str(m.first_dense_layers) + " below layers = " + str(m.layers));
+  require((m.shared_experts * m.expert_ffn()) % p.tp == 0,
+          who + "model.shared_experts·moe_ffn_hidden = " + str(m.shared_experts * m.expert_ffn()) +
+              " is not divisible by parallel.tp = " + str(p.tp) + " (shared experts are split over TP)");
+  require(m.capacity_factor == 0 || (m.capacity_factor >= 1 && m.capacity_factor <= 1e6),
+          who + "model.capacity_factor must be 0 (dropless) or in [1, 1e6]");
+  require(m.routing_alpha > 0 && m.routing_alpha <= 1e6 && m.routing_exponent > 0 && m.routing_exponent <= 100 &&
+              m.routing_seed >= 0,
+          who + "model.routing_alpha must be in (0, 1e6], routing_exponent in (0, 100], routing_seed ≥ 0");
+  require(p.tp == 1 || p.sequence_parallel,
+          who + "model.experts > 0 with parallel.tp = " + str(p.tp) +
+              " needs parallel.sequence_parallel = true (as Megatron-LM: each TP rank routes its own "
+              "1/tp of the tokens to experts that are not split over TP)");
+  require(m.block == BlockKind::Serial,
+          who + "model.experts > 0 needs model.block = \"serial\" (the parallel block is not modelled with experts)");
+}
 } // namespace
 
 void check_job(const JobSpec& job) {
@@ -60,15 +118,19 @@ void check_job(const JobSpec& job) {
           who + "model.ffn_hidden = " + str(m.ffn_hidden) + " is not divisible by parallel.tp = " + str(p.tp));
   require(m.vocab % p.tp == 0, who + "model.vocab = " + str(m.vocab) + " is not divisible by parallel.tp = " +
                                    str(p.tp) + " (vocabulary-parallel embedding)");
-  require(m.layers % saturating_mul(p.pp, p.vpp) == 0, who + "model.layers = " + str(m.layers) +
-                                                           " is not divisible by parallel.pp·vpp = " + str(p.pp) + "·" +
-                                                           str(p.vpp) + " = " + str(saturating_mul(p.pp, p.vpp)) +
-                                                           " (every virtual stage needs the same number of layers)");
+  if (p.first_stage_layers == 0 && p.last_stage_layers == 0)
+    require(m.layers % saturating_mul(p.pp, p.vpp) == 0,
+            who + "model.layers = " + str(m.layers) + " is not divisible by parallel.pp·vpp = " + str(p.pp) + "·" +
+                str(p.vpp) + " = " + str(saturating_mul(p.pp, p.vpp)) +
+                " (every virtual stage needs the same number of layers; or set parallel.first_stage_layers / "
+                "last_stage_layers)");
+  else
+    check_uneven_stages(job, who);
   require(p.global_batch % (p.dp * p.micro_batch) == 0,
           who + "parallel.global_batch = " + str(p.global_batch) + " is not divisible by parallel.dp·micro_batch = " +
               str(p.dp) + "·" + str(p.micro_batch) + " = " + str(p.dp * p.micro_batch));
-  require(p.zero_stage >= 0 && p.zero_stage <= 2,
-          who + "parallel.zero_stage = " + str(p.zero_stage) + "; valid: 0, 1, 2");
+  require(p.zero_stage >= 0 && p.zero_stage <= 3,
+          who + "parallel.zero_stage = " + str(p.zero_stage) + "; valid: 0, 1, 2, 3");
   if (o.pipeline == PipelineKind::Interleaved) {
     require(p.pp > 1, who + "schedule.pipeline = \"interleaved\" needs parallel.pp > 1 (pp = 1)");
     require(p.micro_batches() % p.pp == 0, who +
@@ -90,9 +152,12 @@ void check_job(const JobSpec& job) {
   require(!p.sequence_parallel || tokens % p.tp == 0,
           who + "parallel.sequence_parallel needs micro_batch·seq_len divisible by tp");
   require(o.iterations >= 1, who + "schedule.iterations must be ≥ 1");
+  require(o.fsdp_prefetch >= 0 && o.fsdp_prefetch <= 8,
+          who + "schedule.fsdp_prefetch = " + str(o.fsdp_prefetch) + "; valid: 0 to 8 layers");
   require(m.kv() >= 1 && m.heads % m.kv() == 0 && m.kv() % p.tp == 0, who + "model.kv_heads = " + str(m.kv()) +
                                                                           " must divide heads = " + str(m.heads) +
                                                                           " and be a multiple of tp = " + str(p.tp));
+  check_moe(job, who);
   require(!p.pp_scatter_gather || (p.tp > 1 && p.pp > 1 && !p.sequence_parallel),
           who +
               "parallel.pp_scatter_gather splits pipeline sends over the TP group: it needs tp > 1 "

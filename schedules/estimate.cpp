@@ -31,7 +31,10 @@ double estimate_ops_per_program(const JobSpec& job) {
   // per TP chunk when TP overlap splits GEMMs; per micro-batch the p2p sends/receives and
   // embedding/loss; per layer the optimizer and DP gradient ops. Against the presets the
   // lowered count is 0.55–0.95 of this (tiny-*, gpt-175b-*, gpt-530b-megascale).
-  const double per_iteration = m * layers_per_rank * (48.0 + 16.0 * chunks) + 16.0 * m + 16.0 * layers_per_rank + 64.0;
+  // A MoE layer adds ~32 (router, permutations, four all-to-alls, shared experts).
+  const double moe = job.model.experts > 0 ? 32.0 : 0.0;
+  const double per_iteration =
+      m * layers_per_rank * (48.0 + 16.0 * chunks + moe) + 16.0 * m + 16.0 * layers_per_rank + 64.0;
   return static_cast<double>(job.options.iterations) * per_iteration;
 }
 

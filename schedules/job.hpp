@@ -12,6 +12,10 @@ enum class AttentionKind : uint8_t { Dense, Sliding };       // M2
 enum class PipelineKind : uint8_t { OneFOneB, Interleaved }; // M5
 enum class OptimizerKind : uint8_t { Adam, Lamb };           // M3
 enum class MlpKind : uint8_t { Gelu, SwiGlu };
+enum class NormKind : uint8_t { LayerNorm, RmsNorm };
+/// How tokens are spread over experts (mixture of experts): evenly, or with expert
+/// popularities drawn per (iteration, micro-batch, layer) from a seeded distribution.
+enum class RoutingKind : uint8_t { Balanced, Dirichlet, Zipf };
 
 struct ModelSpec {
   std::string name;
@@ -27,8 +31,27 @@ struct ModelSpec {
   int64_t kv_heads = 0;           // key/value heads (grouped-query attention); 0 = heads
   MlpKind mlp = MlpKind::Gelu;    // SwiGLU: FC1 produces gate and up (2·ffn_hidden)
   bool untied_embeddings = false; // LM head has its own weights (no embedding all-reduce)
+  NormKind norm = NormKind::LayerNorm;
+  // Mixture of experts (experts = 0: dense). A MoE layer replaces the MLP by a router,
+  // `experts` expert MLPs of moe_ffn_hidden (each token goes to top_k of them) and
+  // `shared_experts` MLPs every token goes through.
+  int64_t experts = 0;
+  int64_t top_k = 1;
+  int64_t moe_ffn_hidden = 0; // 0 = ffn_hidden
+  double capacity_factor = 0; // 0 = dropless; else an expert takes ≤ factor·(tokens·top_k/experts)
+  int64_t shared_experts = 0; // each of moe_ffn_hidden
+  int64_t moe_every = 1;      // MoE layers: layer ≥ first_dense_layers, (layer − first) % moe_every == 0
+  int64_t first_dense_layers = 0;
+  RoutingKind routing = RoutingKind::Balanced;
+  double routing_alpha = 1.0;    // Dirichlet concentration (smaller: more skewed)
+  double routing_exponent = 1.0; // Zipf exponent s (larger: more skewed)
+  int64_t routing_seed = 1;      // ≥ 0
   /// Key/value heads in effect.
   int64_t kv() const { return kv_heads > 0 ? kv_heads : heads; }
+  int64_t expert_ffn() const { return moe_ffn_hidden > 0 ? moe_ffn_hidden : ffn_hidden; }
+  bool is_moe_layer(int64_t layer) const {
+    return experts > 0 && layer >= first_dense_layers && (layer - first_dense_layers) % moe_every == 0;
+  }
 };
 
 struct ParallelSpec {
@@ -36,6 +59,11 @@ struct ParallelSpec {
   int64_t pp = 1;
   int64_t vpp = 1; // virtual stages (model chunks) per pipeline rank
   int64_t dp = 1;
+  int64_t ep = 1; // expert parallel: experts sharded over blocks of ep data-parallel ranks
+  // Uneven pipeline (Megatron's decoder_first/last_pipeline_num_layers, vpp = 1): layers
+  // of the first / last pipeline stage; 0 = an even split. The others share the rest.
+  int64_t first_stage_layers = 0;
+  int64_t last_stage_layers = 0;
   bool sequence_parallel = false;
   bool pp_scatter_gather = false; // SC'21: each pipeline send carries 1/tp of the activation,
                                   // all-gathered over the TP group on arrival (no SP)
@@ -80,6 +108,7 @@ struct ScheduleOptions {
   OperatorSpec operators;
   bool async_data_loading = false; // M8
   int64_t iterations = 1;          // iterations lowered back to back
+  int64_t fsdp_prefetch = 1;       // ZeRO-3: layers whose all-gather runs ahead of the one computing
 };
 
 struct JobSpec {

@@ -10,6 +10,8 @@ int64_t Layout::group_size(GroupKind kind) const {
   case GroupKind::Dp: return dp;
   case GroupKind::Pp: return pp;
   case GroupKind::Embedding: return pp > 1 ? 2 : 1;
+  case GroupKind::Ep: return ep;
+  case GroupKind::ExpertDp: return tp * (dp / ep);
   case GroupKind::World: return world();
   }
   TWINSCALE_ASSERT(false, "unknown GroupKind");
@@ -22,6 +24,8 @@ int64_t Layout::group_rank(GroupKind kind, int64_t rank) const {
   case GroupKind::Dp: return c.dp;
   case GroupKind::Pp: return c.pp;
   case GroupKind::Embedding: return c.pp == 0 ? 0 : 1;
+  case GroupKind::Ep: return c.dp % ep;
+  case GroupKind::ExpertDp: return c.tp + tp * (c.dp / ep);
   case GroupKind::World: return rank;
   }
   TWINSCALE_ASSERT(false, "unknown GroupKind");
@@ -43,6 +47,13 @@ std::vector<int64_t> Layout::group_members(GroupKind kind, int64_t rank) const {
   case GroupKind::Embedding:
     out.push_back(this->rank({c.tp, c.dp, 0}));
     if (pp > 1) out.push_back(this->rank({c.tp, c.dp, pp - 1}));
+    break;
+  case GroupKind::Ep:
+    for (int64_t i = 0; i < ep; ++i) out.push_back(this->rank({c.tp, c.dp / ep * ep + i, c.pp}));
+    break;
+  case GroupKind::ExpertDp:
+    for (int64_t j = 0; j < dp / ep; ++j)
+      for (int64_t i = 0; i < tp; ++i) out.push_back(this->rank({i, c.dp % ep + j * ep, c.pp}));
     break;
   case GroupKind::World:
     for (int64_t i = 0; i < world(); ++i) out.push_back(i);

@@ -14,8 +14,12 @@ enum class GroupKind : uint8_t {
   Dp,        // same (tp, pp), all dp
   Pp,        // same (tp, dp), all pp (p2p neighbours; peer = pp rank)
   Embedding, // same (tp, dp), pp ∈ {0, PP−1}: tied-embedding gradient all-reduce
+  Ep,        // expert parallel: same (tp, pp), the ep consecutive dp ranks of a block
+  ExpertDp,  // holders of the same experts: same (pp, dp mod ep), all tp, dp/ep blocks (experts
+             // are not split over TP: each TP rank routes its own tokens to whole experts)
   World,
 };
+inline constexpr int kGroupKindCount = static_cast<int>(GroupKind::World) + 1;
 
 struct RankCoord {
   int64_t tp = 0;
@@ -27,6 +31,7 @@ struct Layout {
   int64_t tp = 1;
   int64_t dp = 1;
   int64_t pp = 1;
+  int64_t ep = 1; // expert-parallel size: divides dp (experts are sharded over a DP block)
 
   int64_t world() const { return tp * dp * pp; }
   int64_t rank(RankCoord c) const { return c.tp + tp * (c.dp + dp * c.pp); }

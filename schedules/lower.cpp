@@ -28,7 +28,7 @@ Schedule lower(const JobSpec& job, const LoweringTarget& target) {
   check_lowering_size(job); // bounded ops and memory before anything is built
   Schedule out;
   out.job = job;
-  out.layout = Layout{job.parallel.tp, job.parallel.dp, job.parallel.pp};
+  out.layout = Layout{job.parallel.tp, job.parallel.dp, job.parallel.pp, job.parallel.ep};
   const int64_t P = job.parallel.pp;
 
   for (int64_t p = 0; p < P; ++p) {

@@ -3,29 +3,66 @@
 #include <algorithm>
 
 #include "schedules/pipeline.hpp"
+#include "schedules/stage_layers.hpp"
 
 namespace twinscale::schedules {
 
 namespace {
-double layer_parameters(const JobSpec& job) {
+double one_expert_parameters(const JobSpec& job) { // an expert MLP without biases
+  const double h = static_cast<double>(job.model.hidden);
+  const double fm = static_cast<double>(job.model.expert_ffn());
+  return h * (job.model.mlp == MlpKind::SwiGlu ? 2 * fm : fm) + fm * h;
+}
+
+double layer_parameters(const JobSpec& job, int64_t layer) {
   const double h = static_cast<double>(job.model.hidden);
   const double f = static_cast<double>(job.model.ffn_hidden);
   const double t = static_cast<double>(job.parallel.tp);
   const double qkv = h + 2 * static_cast<double>(job.model.kv() * (job.model.hidden / job.model.heads));
   const double fc1 = job.model.mlp == MlpKind::SwiGlu ? 2 * f : f;
+  const double norms = job.model.norm == NormKind::RmsNorm ? 2 * h : 4 * h; // RMSNorm: no bias
   // QKV (h·qkv + qkv; qkv = 3h without grouped-query attention) and FC1 (h·fc1 + fc1)
   // column-parallel, projection (h²) and FC2 (f·h) row-parallel with replicated biases
-  // (h each), two LayerNorms (4h) replicated.
-  return (h * qkv + qkv + h * fc1 + fc1 + h * h + f * h) / t + 2 * h + 4 * h;
+  // (h each), two LayerNorms (4h) or RMSNorms (2h) replicated.
+  if (!job.model.is_moe_layer(layer)) return (h * qkv + qkv + h * fc1 + fc1 + h * h + f * h) / t + 2 * h + norms;
+  // MoE: the router (h·experts, replicated), shared experts TP-split like the dense MLP,
+  // and the rank's experts/ep routed experts whole (not split over TP).
+  const double experts = static_cast<double>(job.model.experts);
+  const double shared = static_cast<double>(job.model.shared_experts);
+  return (h * qkv + qkv + h * h) / t + h + norms + h * experts + shared * one_expert_parameters(job) / t +
+         layer_expert_parameters(job, layer);
+}
+
+LayerRange chunk_layers(const JobSpec& job, int64_t pp_rank, int64_t chunk) {
+  return stage_layers(job, chunk * job.parallel.pp + pp_rank);
 }
 } // namespace
+
+double layer_parameter_count(const JobSpec& job, int64_t layer) { return layer_parameters(job, layer); }
+
+double layer_expert_parameters(const JobSpec& job, int64_t layer) {
+  if (!job.model.is_moe_layer(layer)) return 0;
+  return static_cast<double>(job.model.experts / job.parallel.ep) * one_expert_parameters(job);
+}
+
+double chunk_expert_parameters(const JobSpec& job, int64_t pp_rank, int64_t chunk) {
+  const LayerRange r = chunk_layers(job, pp_rank, chunk);
+  double n = 0;
+  for (int64_t l = r.first; l < r.first + r.count; ++l) n += layer_expert_parameters(job, l);
+  return n;
+}
 
 double chunk_parameters(const JobSpec& job, int64_t pp_rank, int64_t chunk) {
   const int64_t pp = job.parallel.pp;
   const int64_t vpp = job.parallel.vpp;
   const int64_t virtual_stage = chunk * pp + pp_rank;
-  const int64_t layers = job.model.layers / (pp * vpp);
-  double n = static_cast<double>(layers) * layer_parameters(job);
+  const LayerRange r = chunk_layers(job, pp_rank, chunk);
+  double n = 0;
+  if (job.model.experts == 0) {
+    n = static_cast<double>(r.count) * layer_parameters(job, 0);
+  } else {
+    for (int64_t l = r.first; l < r.first + r.count; ++l) n += layer_parameters(job, l);
+  }
   const double h = static_cast<double>(job.model.hidden);
   const double embedding = static_cast<double>(job.model.vocab) / static_cast<double>(job.parallel.tp) * h;
   if (virtual_stage == 0) n += embedding + static_cast<double>(job.model.seq_len) * h;
@@ -42,15 +79,58 @@ double stage_parameters(const JobSpec& job, int64_t pp_rank) {
   return n;
 }
 
+namespace {
+/// Mean activation bytes per layer of the stage when some layers are MoE layers: a MoE
+/// layer stores, instead of the dense MLP's 19·s·b·h/t (Korthikanti et al.), the router
+/// probabilities (fp32) and per routed token its input, FC1 output, activation and
+/// expert output (bf16), for the busiest rank's share of balanced routing, plus the
+/// shared experts' FC1 output and activation split over TP.
+double mean_layer_activations(const JobSpec& job, int64_t pp_rank, double dense_layer) {
+  const auto& m = job.model;
+  const auto& p = job.parallel;
+  const double t = static_cast<double>(p.tp);
+  const double tokens = static_cast<double>(p.micro_batch * m.seq_len);
+  const double local = tokens / t; // MoE with tp > 1 needs sequence parallelism
+  const double h = static_cast<double>(m.hidden);
+  const double fm = static_cast<double>(m.expert_ffn());
+  const double fc1m = m.mlp == MlpKind::SwiGlu ? 2 * fm : fm;
+  const double routed = local * static_cast<double>(m.top_k);
+  const double moe = dense_layer - 19 * tokens * h / t + 4 * local * static_cast<double>(m.experts) +
+                     routed * 2 * (2 * h + fc1m + fm) +
+                     static_cast<double>(m.shared_experts) * tokens * 2 * (fc1m + fm) / t;
+  double sum = 0;
+  int64_t count = 0;
+  for (int64_t c = 0; c < p.vpp; ++c) {
+    const LayerRange r = chunk_layers(job, pp_rank, c);
+    for (int64_t l = r.first; l < r.first + r.count; ++l, ++count) sum += m.is_moe_layer(l) ? moe : dense_layer;
+  }
+  return count > 0 ? sum / static_cast<double>(count) : dense_layer;
+}
+} // namespace
+
 MemoryEstimate estimate_memory(const JobSpec& job, int64_t pp_rank) {
   const auto& p = job.parallel;
   const auto& m = job.model;
   MemoryEstimate mem;
   const double n = stage_parameters(job, pp_rank);
+  double experts = 0; // routed experts: sharded over their own holders (tp·dp/ep ranks)
+  for (int64_t c = 0; c < p.vpp; ++c) experts += chunk_expert_parameters(job, pp_rank, c);
   const double dp = static_cast<double>(p.dp);
+  const double edp = static_cast<double>(p.tp * (p.dp / p.ep));
+  const double sharded = (n - experts) / dp + experts / edp;
   mem.parameters_bytes = 2 * n;
-  mem.gradients_bytes = p.zero_stage >= 2 ? 2 * n / dp : 2 * n;
-  mem.optimizer_bytes = p.zero_stage >= 1 ? 12 * n / dp : 12 * n;
+  mem.gradients_bytes = p.zero_stage >= 2 ? 2 * sharded : 2 * n;
+  mem.optimizer_bytes = p.zero_stage >= 1 ? 12 * sharded : 12 * n;
+  if (p.zero_stage == 3) { // sharded parameters plus the gathered layers and one layer's gradients
+    double largest = 0;
+    for (int64_t c = 0; c < p.vpp; ++c) {
+      const LayerRange r = chunk_layers(job, pp_rank, c);
+      for (int64_t l = r.first; l < r.first + r.count; ++l) largest = std::max(largest, layer_parameters(job, l));
+    }
+    const double gathered = 1 + static_cast<double>(job.options.fsdp_prefetch);
+    mem.parameters_bytes = 2 * sharded + 2 * gathered * largest;
+    mem.gradients_bytes = 2 * sharded + 2 * largest;
+  }
 
   const double s = static_cast<double>(m.seq_len);
   const double b = static_cast<double>(p.micro_batch);
@@ -62,7 +142,8 @@ MemoryEstimate estimate_memory(const JobSpec& job, int64_t pp_rank) {
   const bool no_scores = job.options.operators.flash_attention || job.options.selective_recompute;
   const double scores = no_scores ? 0.0 : 5 * a * keys / (h * t);
   const bool sp = p.sequence_parallel && p.tp > 1;
-  const double per_layer = s * b * h * ((sp ? 34 / t : 10 + 24 / t) + scores);
+  double per_layer = s * b * h * ((sp ? 34 / t : 10 + 24 / t) + scores);
+  if (m.experts > 0) per_layer = mean_layer_activations(job, pp_rank, per_layer);
   const double layer_input = 2 * s * b * h / (sp ? t : 1);
 
   // most forward passes (of any chunk) whose backward has not run yet
@@ -73,7 +154,10 @@ MemoryEstimate estimate_memory(const JobSpec& job, int64_t pp_rank) {
     in_flight += step.forward ? 1 : -1;
     most = std::max(most, in_flight);
   }
-  const double layers_per_chunk = static_cast<double>(m.layers / (p.pp * p.vpp));
+  // layers per chunk: the most of this rank's chunks (they differ with uneven stages)
+  int64_t chunk_most = 0;
+  for (int64_t c = 0; c < p.vpp; ++c) chunk_most = std::max(chunk_most, chunk_layers(job, pp_rank, c).count);
+  const double layers_per_chunk = static_cast<double>(chunk_most);
   if (job.options.recompute)
     mem.activations_bytes = static_cast<double>(most) * layers_per_chunk * layer_input + per_layer;
   else

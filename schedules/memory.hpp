@@ -12,12 +12,21 @@ namespace twinscale::schedules {
 /// (layers of virtual stage chunk·pp + pp_rank, plus the embedding on the first virtual
 /// stage and the tied LM head + final LayerNorm on the last).
 double chunk_parameters(const JobSpec& job, int64_t pp_rank, int64_t chunk);
+/// Of those, the routed experts' parameters (MoE layers; reduced over the expert data-
+/// parallel group rather than the data-parallel one).
+double chunk_expert_parameters(const JobSpec& job, int64_t pp_rank, int64_t chunk);
+/// The routed experts' parameters of global layer `layer` held by one rank (0 if dense).
+double layer_expert_parameters(const JobSpec& job, int64_t layer);
+/// Parameters of global layer `layer` held by one rank (its routed experts included).
+double layer_parameter_count(const JobSpec& job, int64_t layer);
 /// Sum of chunk_parameters over the rank's chunks.
 double stage_parameters(const JobSpec& job, int64_t pp_rank);
 
 /// Memory of one rank of pipeline stage `pp_rank`:
 ///  - parameters: BF16 (2 B/param);
-///  - gradients: BF16 (2 B/param), divided by dp for ZeRO stage 2;
+///  - gradients: BF16 (2 B/param), divided by dp for ZeRO stages 2 and 3 (routed experts
+///    by their holders, tp·dp/ep); ZeRO-3 also shards the parameters and adds the
+///    gathered layers (1 + schedule.fsdp_prefetch) and one layer's gradients;
 ///  - optimizer: FP32 master weights + two moments (12 B/param; Adam and LAMB alike),
 ///    divided by dp for ZeRO stages 1 and 2;
 ///  - activations (Korthikanti et al., MLSys'23, Table 2): per layer and micro-batch

@@ -38,6 +38,9 @@ std::string_view to_string(Kernel k) {
   case Kernel::Embedding: return "embedding";
   case Kernel::CrossEntropy: return "cross_entropy";
   case Kernel::DataLoad: return "data_load";
+  case Kernel::RmsNorm: return "rmsnorm";
+  case Kernel::MoeRouting: return "moe_routing";
+  case Kernel::MoePermute: return "moe_permute";
   }
   TWINSCALE_ASSERT(false, "unknown Kernel");
 }
@@ -71,6 +74,8 @@ std::string_view to_string(GroupKind g) {
   case GroupKind::Dp: return "dp";
   case GroupKind::Pp: return "pp";
   case GroupKind::Embedding: return "embedding";
+  case GroupKind::Ep: return "ep";
+  case GroupKind::ExpertDp: return "edp";
   case GroupKind::World: return "world";
   }
   TWINSCALE_ASSERT(false, "unknown GroupKind");
@@ -97,15 +102,13 @@ std::optional<OpKind> op_kind_from_string(std::string_view s) {
   return parse<OpKind>(s, static_cast<int>(OpKind::Recv) + 1);
 }
 std::optional<Kernel> kernel_from_string(std::string_view s) {
-  return parse<Kernel>(s, static_cast<int>(Kernel::DataLoad) + 1);
+  return parse<Kernel>(s, static_cast<int>(Kernel::MoePermute) + 1);
 }
 std::optional<Stream> stream_from_string(std::string_view s) { return parse<Stream>(s, kStreamCount); }
 std::optional<Phase> phase_from_string(std::string_view s) {
   return parse<Phase>(s, static_cast<int>(Phase::Data) + 1);
 }
-std::optional<GroupKind> group_kind_from_string(std::string_view s) {
-  return parse<GroupKind>(s, static_cast<int>(GroupKind::World) + 1);
-}
+std::optional<GroupKind> group_kind_from_string(std::string_view s) { return parse<GroupKind>(s, kGroupKindCount); }
 std::optional<DType> dtype_from_string(std::string_view s) {
   return parse<DType>(s, static_cast<int>(DType::FP32) + 1);
 }

@@ -45,6 +45,9 @@ enum class Kernel : uint8_t {
   Embedding,    // embedding lookup / its gradient scatter
   CrossEntropy, // vocabulary-parallel loss
   DataLoad,     // host → device copy of a batch (Phase::Data; bytes = batch bytes)
+  RmsNorm,      // RMSNorm (no mean, no bias); fused or one pass of the unfused form
+  MoeRouting,   // router softmax + top-k; shape {tokens·experts, experts, top_k, 0}
+  MoePermute,   // rows gathered into (or scattered back from) expert order
 };
 
 enum class Stream : uint8_t {

@@ -24,6 +24,9 @@ std::string_view block_name(BlockKind k) { return k == BlockKind::Serial ? "seri
 std::string_view attention_name(AttentionKind k) { return k == AttentionKind::Dense ? "dense" : "sliding"; }
 std::string_view pipeline_name(PipelineKind k) { return k == PipelineKind::OneFOneB ? "1f1b" : "interleaved"; }
 std::string_view optimizer_name(OptimizerKind k) { return k == OptimizerKind::Adam ? "adam" : "lamb"; }
+std::string_view routing_name(RoutingKind k) {
+  return k == RoutingKind::Balanced ? "balanced" : k == RoutingKind::Dirichlet ? "dirichlet" : "zipf";
+}
 
 json job_json(const JobSpec& j) {
   const auto& m = j.model;
@@ -44,12 +47,27 @@ json job_json(const JobSpec& j) {
         {"window", m.window},
         {"kv_heads", m.kv_heads},
         {"mlp", m.mlp == MlpKind::SwiGlu ? "swiglu" : "gelu"},
-        {"untied_embeddings", m.untied_embeddings}}},
+        {"untied_embeddings", m.untied_embeddings},
+        {"norm", m.norm == NormKind::RmsNorm ? "rmsnorm" : "layernorm"},
+        {"experts", m.experts},
+        {"top_k", m.top_k},
+        {"moe_ffn_hidden", m.moe_ffn_hidden},
+        {"capacity_factor", m.capacity_factor},
+        {"shared_experts", m.shared_experts},
+        {"moe_every", m.moe_every},
+        {"first_dense_layers", m.first_dense_layers},
+        {"routing", routing_name(m.routing)},
+        {"routing_alpha", m.routing_alpha},
+        {"routing_exponent", m.routing_exponent},
+        {"routing_seed", m.routing_seed}}},
       {"parallel",
        {{"tp", p.tp},
         {"pp", p.pp},
         {"vpp", p.vpp},
         {"dp", p.dp},
+        {"ep", p.ep},
+        {"first_stage_layers", p.first_stage_layers},
+        {"last_stage_layers", p.last_stage_layers},
         {"sequence_parallel", p.sequence_parallel},
         {"pp_scatter_gather", p.pp_scatter_gather},
         {"zero_stage", p.zero_stage},
@@ -65,6 +83,7 @@ json job_json(const JobSpec& j) {
         {"async_data_loading", o.async_data_loading},
         {"grad_accumulation_fusion", o.grad_accumulation_fusion},
         {"tp_async_allreduce", o.tp_async_allreduce},
+        {"fsdp_prefetch", o.fsdp_prefetch},
         {"overlap",
          {{"dp", o.overlap.dp}, {"pp", o.overlap.pp}, {"tp", o.overlap.tp}, {"tp_chunks", o.overlap.tp_chunks}}},
         {"operators",
@@ -178,6 +197,25 @@ public:
     if (m.contains("mlp"))
       out.model.mlp = get_choice<MlpKind>(m, "mlp", mw, {{"gelu", MlpKind::Gelu}, {"swiglu", MlpKind::SwiGlu}});
     if (m.contains("untied_embeddings")) out.model.untied_embeddings = get<bool>(m, "untied_embeddings", mw);
+    // Added with issue #16; absent in older files means the defaults (dense, LayerNorm).
+    auto& md = out.model;
+    if (m.contains("norm"))
+      md.norm =
+          get_choice<NormKind>(m, "norm", mw, {{"layernorm", NormKind::LayerNorm}, {"rmsnorm", NormKind::RmsNorm}});
+    if (m.contains("experts")) md.experts = get<int64_t>(m, "experts", mw);
+    if (m.contains("top_k")) md.top_k = get<int64_t>(m, "top_k", mw);
+    if (m.contains("moe_ffn_hidden")) md.moe_ffn_hidden = get<int64_t>(m, "moe_ffn_hidden", mw);
+    if (m.contains("capacity_factor")) md.capacity_factor = get<double>(m, "capacity_factor", mw);
+    if (m.contains("shared_experts")) md.shared_experts = get<int64_t>(m, "shared_experts", mw);
+    if (m.contains("moe_every")) md.moe_every = get<int64_t>(m, "moe_every", mw);
+    if (m.contains("first_dense_layers")) md.first_dense_layers = get<int64_t>(m, "first_dense_layers", mw);
+    if (m.contains("routing"))
+      md.routing = get_choice<RoutingKind>(
+          m, "routing", mw,
+          {{"balanced", RoutingKind::Balanced}, {"dirichlet", RoutingKind::Dirichlet}, {"zipf", RoutingKind::Zipf}});
+    if (m.contains("routing_alpha")) md.routing_alpha = get<double>(m, "routing_alpha", mw);
+    if (m.contains("routing_exponent")) md.routing_exponent = get<double>(m, "routing_exponent", mw);
+    if (m.contains("routing_seed")) md.routing_seed = get<int64_t>(m, "routing_seed", mw);
     const json& p = at(j, "parallel", w);
     const std::string pw = w + ".parallel";
     auto& par = out.parallel;
@@ -185,6 +223,9 @@ public:
     par.pp = get<int64_t>(p, "pp", pw);
     par.vpp = get<int64_t>(p, "vpp", pw);
     par.dp = get<int64_t>(p, "dp", pw);
+    if (p.contains("ep")) par.ep = get<int64_t>(p, "ep", pw); // issue #16
+    if (p.contains("first_stage_layers")) par.first_stage_layers = get<int64_t>(p, "first_stage_layers", pw);
+    if (p.contains("last_stage_layers")) par.last_stage_layers = get<int64_t>(p, "last_stage_layers", pw);
     par.sequence_parallel = get<bool>(p, "sequence_parallel", pw);
     // Added with issue #9; absent in older files means off.
     par.pp_scatter_gather = p.contains("pp_scatter_gather") && get<bool>(p, "pp_scatter_gather", pw);
@@ -209,6 +250,7 @@ public:
     o.grad_accumulation_fusion =
         !s.contains("grad_accumulation_fusion") || get<bool>(s, "grad_accumulation_fusion", sw);
     o.tp_async_allreduce = !s.contains("tp_async_allreduce") || get<bool>(s, "tp_async_allreduce", sw);
+    if (s.contains("fsdp_prefetch")) o.fsdp_prefetch = get<int64_t>(s, "fsdp_prefetch", sw); // issue #16
     const json& ov = at(s, "overlap", sw);
     o.overlap.dp = get<bool>(ov, "dp", sw + ".overlap");
     o.overlap.pp = get<bool>(ov, "pp", sw + ".overlap");
@@ -325,6 +367,7 @@ Schedule read_schedule_json(std::istream& in, const std::string& path) {
     r.fail("$.job", e.what());
   }
   const auto& par = s.job.parallel;
+  s.layout.ep = par.ep; // the expert-parallel blocks follow from the job
   if (par.tp != s.layout.tp || par.dp != s.layout.dp || par.pp != s.layout.pp)
     r.fail("$.layout", "tp " + std::to_string(s.layout.tp) + ", dp " + std::to_string(s.layout.dp) + ", pp " +
                            std::to_string(s.layout.pp) + " disagrees with $.job.parallel (tp " +

@@ -432,7 +432,8 @@ private:
     int64_t row = hidden_;
     switch (op.kernel) {
     case Kernel::LayerNorm: mode = cuda::ElementwiseMode::LayerNormUnfused; break;
-    case Kernel::FusedLayerNorm: mode = cuda::ElementwiseMode::LayerNorm; break;
+    case Kernel::FusedLayerNorm:
+    case Kernel::RmsNorm: mode = cuda::ElementwiseMode::LayerNorm; break;
     case Kernel::Gelu: mode = cuda::ElementwiseMode::Gelu; break;
     case Kernel::FusedBiasGelu: mode = cuda::ElementwiseMode::FusedBiasGelu; break;
     case Kernel::Dropout: mode = cuda::ElementwiseMode::Dropout; break;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <string>
 
 #include <Eigen/Dense>
@@ -106,6 +107,40 @@ double CpuKernels::elementwise(Kernel kernel, const std::array<int64_t, 4>& shap
       y.segment(off, len) = (xs.array() - mean) / std::sqrt(var + 1e-5f);
       if (kernel == Kernel::LayerNorm) // the unfused form's separate affine pass
         y.segment(off, len) = y.segment(off, len).array() * 1.01f + 0.01f;
+    }
+    break;
+  }
+  case Kernel::RmsNorm: { // x / √(mean x² + ε) per row of 1024
+    const int64_t row = std::min<int64_t>(n, 1024);
+    for (int64_t off = 0; off < n; off += row) {
+      const int64_t len = std::min(row, n - off);
+      auto xs = x.segment(off, len);
+      y.segment(off, len) = xs / std::sqrt(xs.squaredNorm() / static_cast<float>(len) + 1e-5f);
+    }
+    break;
+  }
+  case Kernel::MoeRouting: { // {tokens, experts, top_k}: row softmax, then the top-k probabilities summed
+    const int64_t experts = std::clamp<int64_t>(shape[1], 1, n);
+    const int64_t k = std::clamp<int64_t>(shape[2], 1, experts);
+    float picked = 0;
+    for (int64_t off = 0; off + experts <= n; off += experts) {
+      auto xs = x.segment(off, experts);
+      auto p = y.segment(off, experts);
+      p = (xs.array() - xs.maxCoeff()).exp();
+      p /= p.sum();
+      std::vector<float> row(p.data(), p.data() + experts);
+      std::partial_sort(row.begin(), row.begin() + k, row.end(), std::greater<float>());
+      for (int64_t j = 0; j < k; ++j) picked += row[static_cast<size_t>(j)];
+    }
+    y[0] = picked;
+    break;
+  }
+  case Kernel::MoePermute: { // a gather: row i of 64 elements read from a strided source row
+    const int64_t row = std::min<int64_t>(n, 64);
+    const int64_t rows = n / row;
+    for (int64_t i = 0; i < rows; ++i) {
+      const int64_t src = (i * 7919) % rows;
+      y.segment(i * row, row) = x.segment(src * row, row);
     }
     break;
   }

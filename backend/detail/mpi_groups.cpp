@@ -20,7 +20,8 @@ void check(int rc, const char* what) {
 
 } // namespace
 
-MpiGroups::MpiGroups(const schedules::Layout& layout, int64_t rank, MPI_Comm world, GroupInit init) {
+MpiGroups::MpiGroups(const schedules::Layout& layout, int64_t rank, MPI_Comm world, GroupInit init,
+                     bool expert_groups) {
   comms_.fill(MPI_COMM_NULL);
   double t = wall_s();
   MPI_Comm w = MPI_COMM_NULL;
@@ -30,7 +31,9 @@ MpiGroups::MpiGroups(const schedules::Layout& layout, int64_t rank, MPI_Comm wor
   phases_.push_back({"world", wall_s() - t});
 
   // M9 order: the intra-node TP group first, then DP, PP, Embedding.
-  for (GroupKind kind : {GroupKind::Tp, GroupKind::Dp, GroupKind::Pp, GroupKind::Embedding}) {
+  for (GroupKind kind :
+       {GroupKind::Tp, GroupKind::Dp, GroupKind::Pp, GroupKind::Embedding, GroupKind::Ep, GroupKind::ExpertDp}) {
+    if (!expert_groups && (kind == GroupKind::Ep || kind == GroupKind::ExpertDp)) continue;
     t = wall_s();
     const std::vector<int64_t> members = layout.group_members(kind, rank);
     const bool member = std::find(members.begin(), members.end(), rank) != members.end();

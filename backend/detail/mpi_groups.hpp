@@ -18,7 +18,8 @@ namespace twinscale::backend::detail {
 
 class MpiGroups {
 public:
-  MpiGroups(const schedules::Layout& layout, int64_t rank, MPI_Comm world, GroupInit init);
+  /// `expert_groups`: also the ep and edp communicators (jobs with experts only).
+  MpiGroups(const schedules::Layout& layout, int64_t rank, MPI_Comm world, GroupInit init, bool expert_groups = false);
   ~MpiGroups();
   MpiGroups(const MpiGroups&) = delete;
   MpiGroups& operator=(const MpiGroups&) = delete;
@@ -30,7 +31,7 @@ public:
   void leak() { leak_ = true; }
 
 private:
-  std::array<MPI_Comm, 5> comms_;
+  std::array<MPI_Comm, schedules::kGroupKindCount> comms_;
   std::vector<InitPhase> phases_;
   bool leak_ = false;
 };

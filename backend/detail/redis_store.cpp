@@ -75,10 +75,12 @@ std::string RedisStore::get_wait(const std::string& key) {
 }
 
 void RedisStore::rendezvous(const std::string& prefix, const schedules::Layout& layout, int64_t rank,
-                            const std::string& identity) {
+                            const std::string& identity, bool expert_groups) {
   set(prefix + ":rank:" + std::to_string(rank), identity);
-  for (schedules::GroupKind kind : {schedules::GroupKind::Tp, schedules::GroupKind::Dp, schedules::GroupKind::Pp,
-                                    schedules::GroupKind::Embedding}) {
+  for (schedules::GroupKind kind :
+       {schedules::GroupKind::Tp, schedules::GroupKind::Dp, schedules::GroupKind::Pp, schedules::GroupKind::Embedding,
+        schedules::GroupKind::Ep, schedules::GroupKind::ExpertDp}) {
+    if (!expert_groups && (kind == schedules::GroupKind::Ep || kind == schedules::GroupKind::ExpertDp)) continue;
     const auto members = layout.group_members(kind, rank);
     if (std::find(members.begin(), members.end(), rank) == members.end()) continue;
     const std::string key =

@@ -30,8 +30,8 @@ public:
   /// Registers `rank` (value: identity) under `prefix`, then joins its TP, DP, PP and
   /// Embedding groups in M9's order: one counter per group, waited on by its members
   /// only (a local barrier, O(group) keys, no global barrier).
-  void rendezvous(const std::string& prefix, const schedules::Layout& layout, int64_t rank,
-                  const std::string& identity);
+  void rendezvous(const std::string& prefix, const schedules::Layout& layout, int64_t rank, const std::string& identity,
+                  bool expert_groups = false);
 
 private:
   redisContext* ctx_ = nullptr;

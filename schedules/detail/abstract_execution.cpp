@@ -17,7 +17,7 @@
 // program. The maximal execution is unique, hence invariant under these permutations:
 // all ranks of one pipeline stage end in the same state. So it suffices to execute one
 // representative per stage, (tp 0, dp 0, pp p), treating every group member as its
-// stage's representative: a tp or dp collective completes once the representative
+// stage's representative: a tp, dp, ep or edp collective completes once the representative
 // itself starts it; a pp, embedding or world collective once the representatives of all
 // member stages have. Without symmetry, every rank is executed.
 #include "schedules/detail/abstract_execution.hpp"
@@ -32,7 +32,7 @@ namespace twinscale::schedules::detail {
 
 namespace {
 
-constexpr int kGroupKinds = 5;
+constexpr int kGroupKinds = kGroupKindCount;
 
 struct ProgramIndex {
   std::array<std::vector<uint32_t>, kStreamCount> stream_ops;
@@ -102,7 +102,7 @@ public:
 
   // Group instances of the executed ranks: members (as indices of executed ranks) and,
   // per collective ordinal, how many members have started it. Under symmetry, tp and dp
-  // groups are trivial (-1): their members are in the representative's own state.
+  // (and ep, edp) groups are trivial (-1): their members are in the representative's own state.
   void build_groups() {
     std::map<std::pair<int, int64_t>, int32_t> id_of; // (kind, first member) → instance
     group_of_.assign(ranks_.size(), {});
@@ -110,7 +110,8 @@ public:
       for (int k = 0; k < kGroupKinds; ++k) {
         const auto g = static_cast<GroupKind>(k);
         group_of_[i][k] = -1;
-        if (sym_ && (g == GroupKind::Tp || g == GroupKind::Dp)) continue;
+        if (sym_ && (g == GroupKind::Tp || g == GroupKind::Dp || g == GroupKind::Ep || g == GroupKind::ExpertDp))
+          continue;
         const int64_t rank = ranks_[i].rank;
         const int64_t leader = g == GroupKind::World ? 0 : L_.group_members(g, rank)[0];
         auto [it, fresh] = id_of.emplace(std::make_pair(k, leader), static_cast<int32_t>(groups_.size()));

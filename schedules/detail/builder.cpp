@@ -32,6 +32,14 @@ Dims Dims::of(const JobSpec& job) {
   d.qkv = d.h + 2 * job.model.kv() * (d.h / d.a);
   d.swiglu = job.model.mlp == MlpKind::SwiGlu;
   d.fc1 = d.swiglu ? 2 * d.f : d.f;
+  d.rmsnorm = job.model.norm == NormKind::RmsNorm;
+  d.experts = job.model.experts;
+  d.ep = job.parallel.ep;
+  d.experts_local = d.experts / d.ep;
+  d.top_k = job.model.top_k;
+  d.fm = job.model.expert_ffn();
+  d.fc1m = d.swiglu ? 2 * d.fm : d.fm;
+  d.shared_experts = job.model.shared_experts;
   return d;
 }
 

@@ -43,6 +43,15 @@ struct Dims {
   int64_t qkv = 0;       // QKV GEMM output width: h + 2·kv_heads·head_dim (before / tp)
   int64_t fc1 = 0;       // FC1 output width: f (GeLU) or 2·f (SwiGLU: gate and up)
   bool swiglu = false;
+  bool rmsnorm = false;
+  // mixture of experts (experts = 0: dense)
+  int64_t experts = 0;
+  int64_t experts_local = 0; // experts / ep
+  int64_t ep = 1;
+  int64_t top_k = 1;
+  int64_t fm = 0;   // an expert's MLP inner size
+  int64_t fc1m = 0; // its FC1 output width (2·fm with SwiGLU)
+  int64_t shared_experts = 0;
   static Dims of(const JobSpec& job);
 };
 

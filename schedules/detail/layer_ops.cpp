@@ -96,6 +96,10 @@ void LayerEmitter::collective_then_gemm(OpKind collective, double bytes, const s
 }
 
 void LayerEmitter::layernorm(const std::string& name, bool backward) {
+  if (d_.rmsnorm) {
+    rmsnorm(name, backward);
+    return;
+  }
   const double e = static_cast<double>(d_.tokens_local) * static_cast<double>(d_.h);
   const std::array<int64_t, 4> shape{d_.tokens_local * d_.h, 0, 0, 0};
   if (!backward) {
@@ -117,31 +121,55 @@ void LayerEmitter::layernorm(const std::string& name, bool backward) {
   }
 }
 
-void LayerEmitter::gelu(bool backward) {
-  const int64_t elements = d_.tokens * (d_.f / d_.t);
+void LayerEmitter::rmsnorm(const std::string& name, bool backward) {
+  // RMSNorm (Zhang & Sennrich 2019): y = x/√(mean x² + ε)·g — no mean, no bias. Unfused:
+  // a sum-of-squares pass and a normalise + scale pass; backward: the gain gradient and
+  // Σ(dy·g·x) pass, then dx.
+  const double e = static_cast<double>(d_.tokens_local) * static_cast<double>(d_.h);
+  const std::array<int64_t, 4> shape{d_.tokens_local * d_.h, 0, 0, 0};
+  if (!backward) {
+    if (fused_ln_) {
+      b_.compute(OpKind::Elementwise, Kernel::RmsNorm, name, 5 * e, 2 * e * kBf16, shape);
+    } else {
+      b_.compute(OpKind::Elementwise, Kernel::RmsNorm, name + ".sumsq", 2 * e, e * kBf16, shape);
+      b_.compute(OpKind::Elementwise, Kernel::RmsNorm, name + ".norm", 3 * e, 2 * e * kBf16, shape);
+    }
+    return;
+  }
+  if (fused_ln_) {
+    b_.compute(OpKind::Elementwise, Kernel::RmsNorm, name + ".bwd", 8 * e, 3 * e * kBf16, shape);
+  } else {
+    b_.compute(OpKind::Elementwise, Kernel::RmsNorm, name + ".bwd.sums", 4 * e, 3 * e * kBf16, shape);
+    b_.compute(OpKind::Elementwise, Kernel::RmsNorm, name + ".bwd.dx", 4 * e, 3 * e * kBf16, shape);
+  }
+}
+
+void LayerEmitter::gelu(bool backward) { activation("mlp", d_.tokens * (d_.f / d_.t), backward); }
+
+void LayerEmitter::activation(const std::string& prefix, int64_t elements, bool backward) {
   const double e = static_cast<double>(elements);
   const std::array<int64_t, 4> shape{elements, 0, 0, 0};
   if (d_.swiglu) { // silu(gate)·up: read gate and up, write the product (backward: both grads)
     if (!backward)
-      b_.compute(OpKind::Elementwise, Kernel::Gelu, "mlp.swiglu", 6 * e, 3 * e * kBf16, shape);
+      b_.compute(OpKind::Elementwise, Kernel::Gelu, prefix + ".swiglu", 6 * e, 3 * e * kBf16, shape);
     else
-      b_.compute(OpKind::Elementwise, Kernel::Gelu, "mlp.swiglu.bwd", 10 * e, 5 * e * kBf16, shape);
+      b_.compute(OpKind::Elementwise, Kernel::Gelu, prefix + ".swiglu.bwd", 10 * e, 5 * e * kBf16, shape);
     return;
   }
   if (!backward) {
     if (fused_gelu_) {
-      b_.compute(OpKind::Elementwise, Kernel::FusedBiasGelu, "mlp.gelu", 9 * e, 2 * e * kBf16, shape);
+      b_.compute(OpKind::Elementwise, Kernel::FusedBiasGelu, prefix + ".gelu", 9 * e, 2 * e * kBf16, shape);
     } else {
-      b_.compute(OpKind::Elementwise, Kernel::Gelu, "mlp.bias_add", e, 2 * e * kBf16, shape);
-      b_.compute(OpKind::Elementwise, Kernel::Gelu, "mlp.gelu", 8 * e, 2 * e * kBf16, shape);
+      b_.compute(OpKind::Elementwise, Kernel::Gelu, prefix + ".bias_add", e, 2 * e * kBf16, shape);
+      b_.compute(OpKind::Elementwise, Kernel::Gelu, prefix + ".gelu", 8 * e, 2 * e * kBf16, shape);
     }
     return;
   }
   if (fused_gelu_) {
-    b_.compute(OpKind::Elementwise, Kernel::FusedBiasGelu, "mlp.gelu.bwd", 12 * e, 3 * e * kBf16, shape);
+    b_.compute(OpKind::Elementwise, Kernel::FusedBiasGelu, prefix + ".gelu.bwd", 12 * e, 3 * e * kBf16, shape);
   } else {
-    b_.compute(OpKind::Elementwise, Kernel::Gelu, "mlp.gelu.bwd", 11 * e, 3 * e * kBf16, shape);
-    b_.compute(OpKind::Elementwise, Kernel::Gelu, "mlp.bias.bwd", e, e * kBf16, shape);
+    b_.compute(OpKind::Elementwise, Kernel::Gelu, prefix + ".gelu.bwd", 11 * e, 3 * e * kBf16, shape);
+    b_.compute(OpKind::Elementwise, Kernel::Gelu, prefix + ".bias.bwd", e, e * kBf16, shape);
   }
 }
 
@@ -214,9 +242,13 @@ void LayerEmitter::layer_forward() {
     dropout("attn.dropout", false);
     residual("attn.residual", 2);
     layernorm("mlp.ln", false);
-    collective_then_gemm(OpKind::AllGather, act_bytes, "mlp.fc1", m, d_.fc1 / t, h);
-    gelu(false);
-    b_.wait_before_next_compute(gemm_then_collective("mlp.fc2", m, h, d_.f / t, reduce_kind(), act_bytes));
+    if (moe_layer()) {
+      moe_forward();
+    } else {
+      collective_then_gemm(OpKind::AllGather, act_bytes, "mlp.fc1", m, d_.fc1 / t, h);
+      gelu(false);
+      b_.wait_before_next_compute(gemm_then_collective("mlp.fc2", m, h, d_.f / t, reduce_kind(), act_bytes));
+    }
     dropout("mlp.dropout", false);
     residual("mlp.residual", 2);
     return;
@@ -251,14 +283,20 @@ void LayerEmitter::layer_backward() {
   if (!parallel_block_) {
     // MLP branch (last in forward, first in backward)
     dropout("mlp.dropout", true);
-    collective_then_gemm(OpKind::AllGather, act_bytes, "mlp.fc2.dgrad", m, d_.f / t, h);
-    wgrad("mlp.fc2.wgrad", h, d_.f / t, m);
-    gelu(true);
-    uint32_t ag = gather_input("mlp.fc1.wgrad.ag");
-    auto rs = gemm_then_collective("mlp.fc1.dgrad", m, h, d_.fc1 / t, reduce_kind(), act_bytes);
-    unless_async(rs);
-    wgrad("mlp.fc1.wgrad", d_.fc1 / t, h, m, {ag});
-    b_.wait_before_next_compute(rs);
+    uint32_t ag = kNoOp;
+    std::vector<uint32_t> rs;
+    if (moe_layer()) {
+      moe_backward();
+    } else {
+      collective_then_gemm(OpKind::AllGather, act_bytes, "mlp.fc2.dgrad", m, d_.f / t, h);
+      wgrad("mlp.fc2.wgrad", h, d_.f / t, m);
+      gelu(true);
+      ag = gather_input("mlp.fc1.wgrad.ag");
+      rs = gemm_then_collective("mlp.fc1.dgrad", m, h, d_.fc1 / t, reduce_kind(), act_bytes);
+      unless_async(rs);
+      wgrad("mlp.fc1.wgrad", d_.fc1 / t, h, m, {ag});
+      b_.wait_before_next_compute(rs);
+    }
     layernorm("mlp.ln", true);
     residual("mlp.residual.bwd", 2);
     // attention branch

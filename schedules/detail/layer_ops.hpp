@@ -36,8 +36,20 @@ private:
   uint32_t tp_collective(OpKind kind, const std::string& name, double bytes, std::vector<uint32_t> deps,
                          DType dtype = DType::BF16);
 
-  void layernorm(const std::string& name, bool backward);
+  void layernorm(const std::string& name, bool backward); // LayerNorm or RMSNorm (model.norm)
+  void rmsnorm(const std::string& name, bool backward);
   void gelu(bool backward);
+  /// The activation of `elements` MLP outputs (GeLU forms or SwiGLU) named prefix.*.
+  void activation(const std::string& prefix, int64_t elements, bool backward);
+
+  // mixture of experts (moe_layer.cpp): replaces the MLP branch of a MoE layer
+  bool moe_layer() const; // the layer in b_.labels is a MoE layer
+  void moe_forward();
+  void moe_backward();
+  double moe_load() const; // busiest EP rank's routed tokens / balanced (moe_routing.hpp)
+  uint32_t expert_gemm(const std::string& name, int64_t m, int64_t n, int64_t k, bool wgrad);
+  uint32_t ep_all_to_all(const std::string& name, double bytes);
+  void shared_experts(bool backward);
   void dropout(const std::string& name, bool backward);
   void residual(const std::string& name, int64_t inputs);
   void attention_core(bool backward);
@@ -53,6 +65,7 @@ private:
   bool flash_;
   bool fused_ln_;
   bool fused_gelu_;
+  std::vector<uint32_t> shared_pending_; // shared experts' reduce-scatters the MoE output needs
 };
 
 } // namespace twinscale::schedules::detail

@@ -26,6 +26,9 @@
 //    at the start of the iteration, chunk c+1's is launched once chunk c's first forward
 //    has run, reduce-scatters start as soon as a chunk's backward is final, and
 //    priorities follow the order of need (all-gathers 2·V − chunk, reduce-scatters 1).
+//  - zero_stage 3 (ZeRO-3/FSDP, fsdp.cpp): each layer's parameters all-gathered before
+//    every pass that uses it and its gradients reduce-scattered after its backward; the
+//    chunk's other parameters (embedding, head) as in stage 2.
 //  - The tied-embedding gradient all-reduce (first and last stage) follows the pipeline
 //    flush, as in Megatron's finalize_model_grads; the chunk holding the embedding or
 //    LM head reduces its gradients after it (a deliberate loss of overlap for that one
@@ -36,6 +39,7 @@
 
 #include "schedules/error.hpp"
 #include "schedules/memory.hpp"
+#include "schedules/stage_layers.hpp"
 
 namespace twinscale::schedules::detail {
 
@@ -82,6 +86,7 @@ StageLowering::StageLowering(const JobSpec& job, int64_t pp_rank, NameTable& nam
     }
   }
   param_ready_.assign(V_, kNoOp);
+  expert_param_ready_.assign(V_, kNoOp);
 }
 
 bool StageLowering::has_embedding_chunk(int64_t chunk) const {
@@ -151,14 +156,41 @@ void StageLowering::emit_grad_reduce(int64_t chunk) {
   const auto& par = job_.parallel;
   if (par.dp == 1) return;
   const bool fp32 = job_.options.grad_reduce_fp32;
-  const double bytes = chunk_parameters(job_, pp_rank_, chunk) * (fp32 ? 4 : 2);
+  // ZeRO-3 reduces each layer's gradients after its backward (fsdp.cpp); here only the
+  // chunk's other parameters (embedding, LM head, final norm)
+  const bool zero3 = par.zero_stage == 3;
+  const double experts = zero3 ? 0.0 : chunk_expert_parameters(job_, pp_rank_, chunk);
+  const double bytes =
+      (zero3 ? chunk_other_parameters(chunk) : chunk_parameters(job_, pp_rank_, chunk) - experts) * (fp32 ? 4 : 2);
+  if (zero3 && bytes == 0) return;
   const OpKind kind = par.zero_stage == 0 ? OpKind::AllReduce : OpKind::ReduceScatter;
   const int32_t priority = job_.options.overlap.dp ? 1 : 0;
   const uint32_t op =
       b_.collective(kind, GroupKind::Dp, Stream::DpComm, kind == OpKind::AllReduce ? "dp.grad.ar" : "dp.grad.rs", bytes,
                     {b_.last_compute(), embedding_ar_}, priority, fp32 ? DType::FP32 : DType::BF16);
   grad_reduced_.push_back(op);
-  if (par.zero_stage == 2 && !job_.options.overlap.dp) b_.wait_before_next_compute(op);
+  if (par.zero_stage >= 2 && !job_.options.overlap.dp) b_.wait_before_next_compute(op);
+  // routed experts: reduced over the ranks holding the same experts (all tp, dp/ep blocks)
+  if (experts > 0 && par.tp * (par.dp / par.ep) > 1) {
+    const uint32_t e = b_.collective(
+        kind, GroupKind::ExpertDp, Stream::DpComm, kind == OpKind::AllReduce ? "edp.grad.ar" : "edp.grad.rs",
+        experts * (fp32 ? 4 : 2), {b_.last_compute()}, priority, fp32 ? DType::FP32 : DType::BF16);
+    grad_reduced_.push_back(e);
+    if (par.zero_stage >= 2 && !job_.options.overlap.dp) b_.wait_before_next_compute(e);
+  }
+}
+
+uint32_t StageLowering::gather_parameters(int64_t chunk, std::vector<uint32_t> deps, int32_t priority) {
+  const auto& par = job_.parallel;
+  const bool zero3 = par.zero_stage == 3; // layers are gathered one by one (fsdp.cpp)
+  const double experts = zero3 ? 0.0 : chunk_expert_parameters(job_, pp_rank_, chunk);
+  const double bytes = (zero3 ? chunk_other_parameters(chunk) : chunk_parameters(job_, pp_rank_, chunk) - experts) * 2;
+  expert_param_ready_[chunk] = kNoOp;
+  if (zero3 && bytes == 0) return kNoOp;
+  if (experts > 0 && par.tp * (par.dp / par.ep) > 1)
+    expert_param_ready_[chunk] = b_.collective(OpKind::AllGather, GroupKind::ExpertDp, Stream::DpComm, "edp.param.ag",
+                                               experts * 2, deps, priority);
+  return b_.collective(OpKind::AllGather, GroupKind::Dp, Stream::DpComm, "dp.param.ag", bytes, deps, priority);
 }
 
 void StageLowering::emit_input_broadcast() {
@@ -201,7 +233,7 @@ void StageLowering::emit_step(size_t j) {
   const auto& par = job_.parallel;
   const int64_t vs = st.chunk * P_ + pp_rank_;
   const int64_t last_vs = P_ * V_ - 1;
-  const int64_t layers_per_chunk = job_.model.layers / (P_ * V_);
+  const LayerRange layers = stage_layers(job_, vs);
   b_.labels = OpLabels{static_cast<int32_t>(iteration_), static_cast<int32_t>(st.micro_batch),
                        static_cast<int32_t>(st.chunk), -1, st.forward ? Phase::Forward : Phase::Backward};
 
@@ -216,35 +248,21 @@ void StageLowering::emit_step(size_t j) {
 
   // parameters of this chunk (ZeRO all-gathers)
   if (st.forward && j == first_forward_[st.chunk]) {
-    if (par.zero_stage == 2 && par.dp > 1 && param_ready_[st.chunk] == kNoOp) {
-      const double bytes = chunk_parameters(job_, pp_rank_, st.chunk) * 2;
-      param_ready_[st.chunk] = b_.collective(OpKind::AllGather, GroupKind::Dp, Stream::DpComm, "dp.param.ag", bytes,
-                                             {b_.last_compute(), previous_optimizer_});
+    if (par.zero_stage >= 2 && par.dp > 1 && param_ready_[st.chunk] == kNoOp) {
+      param_ready_[st.chunk] = gather_parameters(st.chunk, {b_.last_compute(), previous_optimizer_}, 0);
     }
     b_.wait_before_next_compute(param_ready_[st.chunk]);
+    b_.wait_before_next_compute(expert_param_ready_[st.chunk]);
   }
 
   if (st.forward) {
     if ((vs == 0 || vs == last_vs) && par.tp > 1 && !opt.async_data_loading) emit_input_broadcast();
     if (vs == 0) layers_.embedding_forward();
-    for (int64_t i = 0; i < layers_per_chunk; ++i) {
-      b_.labels.layer = static_cast<int32_t>(vs * layers_per_chunk + i);
-      layers_.layer_forward();
-    }
-    b_.labels.layer = -1;
+    emit_layers(layers, true);
     if (vs == last_vs) layers_.head_forward();
   } else {
     if (vs == last_vs) layers_.head_backward();
-    for (int64_t i = layers_per_chunk - 1; i >= 0; --i) {
-      b_.labels.layer = static_cast<int32_t>(vs * layers_per_chunk + i);
-      if (opt.recompute) {
-        b_.labels.phase = Phase::Recompute;
-        layers_.layer_forward();
-        b_.labels.phase = Phase::Backward;
-      }
-      layers_.layer_backward();
-    }
-    b_.labels.layer = -1;
+    emit_layers(layers, false);
     if (vs == 0) layers_.embedding_backward();
   }
 
@@ -257,16 +275,15 @@ void StageLowering::emit_step(size_t j) {
                                        act_bytes_, {b_.last_compute()}));
 
   // M4 with overlap: the next chunk's all-gather is launched during this chunk's forward
-  if (st.forward && j == first_forward_[st.chunk] && par.zero_stage == 2 && par.dp > 1 && opt.overlap.dp &&
+  if (st.forward && j == first_forward_[st.chunk] && par.zero_stage >= 2 && par.dp > 1 && opt.overlap.dp &&
       st.chunk + 1 < V_) {
     const int64_t next = st.chunk + 1;
-    const double bytes = chunk_parameters(job_, pp_rank_, next) * 2;
-    param_ready_[next] = b_.collective(OpKind::AllGather, GroupKind::Dp, Stream::DpComm, "dp.param.ag", bytes,
-                                       {b_.last_compute(), previous_optimizer_}, static_cast<int32_t>(2 * V_ - next));
+    param_ready_[next] =
+        gather_parameters(next, {b_.last_compute(), previous_optimizer_}, static_cast<int32_t>(2 * V_ - next));
   }
   // gradients of this chunk are final after its last backward
   // (the chunk holding the tied embedding waits for the embedding all-reduce at the end)
-  if (!st.forward && j == last_backward_[st.chunk] && (opt.overlap.dp || par.zero_stage == 2)) {
+  if (!st.forward && j == last_backward_[st.chunk] && (opt.overlap.dp || par.zero_stage >= 2)) {
     if (has_embedding_chunk(st.chunk))
       deferred_reduce_.push_back(st.chunk);
     else
@@ -283,7 +300,7 @@ void StageLowering::emit_iteration_end() {
   // launched (all of them without DP overlap; with it, the embedding chunk's).
   for (int64_t c = 0; c < V_; ++c)
     if (has_embedding_chunk(c)) emit_embedding_allreduce();
-  if (!(opt.overlap.dp || par.zero_stage == 2))
+  if (!(opt.overlap.dp || par.zero_stage >= 2))
     for (int64_t c = V_ - 1; c >= 0; --c) emit_grad_reduce(c);
   for (int64_t c : deferred_reduce_) emit_grad_reduce(c);
   deferred_reduce_.clear();
@@ -293,7 +310,13 @@ void StageLowering::emit_iteration_end() {
   grad_reduced_.clear();
   embedding_ar_ = kNoOp;
   const bool sharded = par.zero_stage >= 1;
-  const double elements = stage_parameters(job_, pp_rank_) / (sharded ? static_cast<double>(par.dp) : 1.0);
+  double elements = stage_parameters(job_, pp_rank_) / (sharded ? static_cast<double>(par.dp) : 1.0);
+  if (sharded && job_.model.experts > 0) { // routed experts are sharded over their holders
+    double experts = 0;
+    for (int64_t c = 0; c < V_; ++c) experts += chunk_expert_parameters(job_, pp_rank_, c);
+    elements = (stage_parameters(job_, pp_rank_) - experts) / static_cast<double>(par.dp) +
+               experts / static_cast<double>(par.tp * (par.dp / par.ep));
+  }
   emit_grad_norm_and_loss(elements);
   const std::array<int64_t, 4> shape{static_cast<int64_t>(elements), 0, 0, 0};
   Op op;
@@ -315,7 +338,9 @@ void StageLowering::emit_iteration_end() {
     op.bytes = 26 * elements;
     const uint32_t pass1 = b_.add(op, "optimizer.lamb.update");
     if (sharded && par.dp > 1) {
-      const double tensors = static_cast<double>(job_.model.layers / (P_)) * 12 + 4;
+      int64_t stage_layer_count = 0;
+      for (int64_t c = 0; c < V_; ++c) stage_layer_count += stage_layers(job_, c * P_ + pp_rank_).count;
+      const double tensors = static_cast<double>(stage_layer_count) * 12 + 4;
       b_.wait_before_next_compute(b_.collective(OpKind::AllReduce, GroupKind::Dp, Stream::DpComm,
                                                 "optimizer.lamb.norms.ar", tensors * 2 * 4, {pass1}, 0, DType::FP32));
     }
@@ -325,13 +350,16 @@ void StageLowering::emit_iteration_end() {
   }
   if (par.zero_stage == 1 && par.dp > 1) { // distributed optimizer: gather updated params
     for (int64_t c = 0; c < V_; ++c) {
-      const double bytes = chunk_parameters(job_, pp_rank_, c) * 2;
-      param_ready_[c] = b_.collective(OpKind::AllGather, GroupKind::Dp, Stream::DpComm, "dp.param.ag", bytes,
-                                      {previous_optimizer_}, opt.overlap.dp ? static_cast<int32_t>(2 * V_ - c) : 0);
-      if (!opt.overlap.dp) b_.wait_before_next_compute(param_ready_[c]);
+      param_ready_[c] =
+          gather_parameters(c, {previous_optimizer_}, opt.overlap.dp ? static_cast<int32_t>(2 * V_ - c) : 0);
+      if (!opt.overlap.dp) {
+        b_.wait_before_next_compute(param_ready_[c]);
+        b_.wait_before_next_compute(expert_param_ready_[c]);
+      }
     }
   } else {
     std::fill(param_ready_.begin(), param_ready_.end(), kNoOp);
+    std::fill(expert_param_ready_.begin(), expert_param_ready_.end(), kNoOp);
   }
 }
 
@@ -341,7 +369,7 @@ Program StageLowering::run() {
   { // a generous estimate of the ops, to avoid regrowing a multi-megabyte vector
     const int64_t per_layer = 40 * Dims::of(job_).tp_chunks + (opt.recompute ? 40 : 0);
     const auto ops = static_cast<size_t>(opt.iterations) * order_.size() *
-                     static_cast<size_t>(job_.model.layers / (P_ * V_) * per_layer + 24);
+                     static_cast<size_t>(max_stage_layers(job_) * per_layer + 24);
     b_.reserve(ops, ops * 3 / 2);
   }
   for (iteration_ = 0; iteration_ < opt.iterations; ++iteration_) {
@@ -353,11 +381,9 @@ Program StageLowering::run() {
       emit_data_op(iteration_, false);
     }
     // M4: prefetch the first chunk's parameters at the start of the iteration
-    if (par.zero_stage == 2 && par.dp > 1 && opt.overlap.dp) {
+    if (par.zero_stage >= 2 && par.dp > 1 && opt.overlap.dp) {
       b_.labels = OpLabels{static_cast<int32_t>(iteration_), -1, 0, -1, Phase::Forward};
-      const double bytes = chunk_parameters(job_, pp_rank_, 0) * 2;
-      param_ready_[0] = b_.collective(OpKind::AllGather, GroupKind::Dp, Stream::DpComm, "dp.param.ag", bytes,
-                                      {previous_optimizer_}, static_cast<int32_t>(2 * V_));
+      param_ready_[0] = gather_parameters(0, {previous_optimizer_}, static_cast<int32_t>(2 * V_));
     }
     for (size_t j = 0; j < order_.size(); ++j) emit_step(j);
     emit_iteration_end();

@@ -9,6 +9,7 @@
 #include "schedules/detail/builder.hpp"
 #include "schedules/detail/layer_ops.hpp"
 #include "schedules/pipeline.hpp"
+#include "schedules/stage_layers.hpp"
 
 namespace twinscale::schedules::detail {
 
@@ -36,6 +37,16 @@ private:
   void emit_grad_reduce(int64_t chunk);
   void emit_input_broadcast();
   void emit_grad_norm_and_loss(double elements);
+  /// All-gather of a chunk's parameters (ZeRO): the dense ones over DP, the routed
+  /// experts' over the expert data-parallel group (into expert_param_ready_).
+  uint32_t gather_parameters(int64_t chunk, std::vector<uint32_t> deps, int32_t priority);
+  /// The layers of one pass (forward, or backward with recomputation), with ZeRO-3's
+  /// per-layer parameter all-gathers and gradient reduce-scatters (fsdp.cpp).
+  void emit_layers(LayerRange layers, bool forward);
+  std::vector<uint32_t> fsdp_gather_layer(int64_t layer, int32_t priority);
+  void fsdp_reduce_layer(int64_t layer);
+  /// A chunk's parameters outside its layers (embedding, LM head, final norm).
+  double chunk_other_parameters(int64_t chunk) const;
   void emit_embedding_allreduce();
   /// Emits, in the sender's order, the receives from `src` up to `message`; returns the
   /// receive of `message`.
@@ -60,10 +71,11 @@ private:
   std::map<int64_t, std::map<std::tuple<int64_t, bool, int64_t, int64_t>, size_t>> incoming_pos_;
   std::map<int64_t, std::vector<uint32_t>> recv_ops_;
 
-  std::vector<uint32_t> unfinished_sends_; // coupled PP: next compute waits for these
-  std::vector<uint32_t> param_ready_;      // per chunk: the all-gather its forward needs
-  std::vector<int64_t> deferred_reduce_;   // chunks whose DP reduction waits for the flush
-  std::vector<uint32_t> grad_reduced_;     // reduce-scatters/all-reduces the optimizer needs
+  std::vector<uint32_t> unfinished_sends_;   // coupled PP: next compute waits for these
+  std::vector<uint32_t> param_ready_;        // per chunk: the all-gather its forward needs
+  std::vector<uint32_t> expert_param_ready_; // per chunk: the experts' all-gather (or kNoOp)
+  std::vector<int64_t> deferred_reduce_;     // chunks whose DP reduction waits for the flush
+  std::vector<uint32_t> grad_reduced_;       // reduce-scatters/all-reduces the optimizer needs
   uint32_t embedding_ar_ = kNoOp;
   uint32_t previous_optimizer_ = kNoOp;
   uint32_t next_data_ = kNoOp; // async data op for the coming iteration

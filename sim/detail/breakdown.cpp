@@ -46,7 +46,7 @@ Breakdown rank_breakdown(const schedules::Program& program, const std::vector<Op
     int cat = kDp;
     if (op.kind == OpKind::Send || op.kind == OpKind::Recv)
       cat = kPp;
-    else if (op.group == GroupKind::Tp)
+    else if (op.group == GroupKind::Tp || op.group == GroupKind::Ep) // in-layer model-parallel traffic
       cat = kTp;
     add(xfer, t.end_s, cat);
     if (op.kind == OpKind::Recv) add(t.start_s, xfer, kRecvWait);

@@ -62,7 +62,8 @@ bool is_p2p(const Op& op) { return op.kind == OpKind::Send || op.kind == OpKind:
 
 Activity activity_of(const Op& op) {
   if (is_p2p(op)) return Activity::Pp;
-  return op.group == GroupKind::Tp ? Activity::Tp : Activity::Dp;
+  // expert-parallel all-to-all sits inside the layer like TP's collectives
+  return op.group == GroupKind::Tp || op.group == GroupKind::Ep ? Activity::Tp : Activity::Dp;
 }
 
 uint64_t collective_key(GroupKind kind, int64_t first, uint32_t seq) {
@@ -324,9 +325,16 @@ std::vector<std::vector<int64_t>> SimExecutor::image_groups(GroupKind kind, cons
     return out;
   }
   const auto& L = schedule_.layout;
-  const int64_t tp_shifts = L.tp;
-  const int64_t dp_shifts = kind == GroupKind::Dp ? 1 : L.dp;
-  for (int64_t ds = 0; ds < dp_shifts; ++ds) {
+  const int64_t tp_shifts = kind == GroupKind::ExpertDp ? 1 : L.tp; // expert dp spans all tp
+  // dp shifts that move the group onto another group of its kind: none for dp, one per
+  // block for ep (steps of ep), one per residue for expert dp, all for the others
+  int64_t dp_shifts = L.dp;
+  int64_t dp_step = 1;
+  if (kind == GroupKind::Dp) dp_shifts = 1;
+  if (kind == GroupKind::Ep) dp_shifts = L.dp / L.ep, dp_step = L.ep;
+  if (kind == GroupKind::ExpertDp) dp_shifts = L.ep;
+  for (int64_t di = 0; di < dp_shifts; ++di) {
+    const int64_t ds = di * dp_step;
     for (int64_t ts = 0; ts < tp_shifts; ++ts) {
       std::vector<int64_t> g;
       g.reserve(members.size());

@@ -68,7 +68,7 @@ struct ProgramIndex {
   std::vector<HotOp> hot; // by op
 };
 
-inline constexpr int kGroupKinds = 5;
+inline constexpr int kGroupKinds = schedules::kGroupKindCount;
 
 class SimExecutor final : public CompletionListener {
 public:

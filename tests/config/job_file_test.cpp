@@ -109,8 +109,8 @@ TEST_CASE("wrong types are rejected naming the key", "[config][bad-input]") {
                                     "parallel.sequence_parallel", "true or false");
   expect_error<config::ConfigError>(replace(kTiny, "vocab = 1024", "vocab = 1024\nblock = \"x\""), "model.block",
                                     "serial, parallel");
-  expect_error<config::ConfigError>(replace(kTiny, "dp = 2", "dp = 2\nzero_stage = 3"), "parallel.zero_stage",
-                                    "[0, 2]");
+  expect_error<config::ConfigError>(replace(kTiny, "dp = 2", "dp = 2\nzero_stage = 4"), "parallel.zero_stage",
+                                    "[0, 3]");
 }
 
 TEST_CASE("impossible parallelism is a JobError naming the constraint", "[config][bad-input]") {

@@ -47,7 +47,7 @@ TEST_CASE("check_job rejects impossible parallelism", "[schedules][check_job][ba
         j.parallel.vpp = 4;
       },
       "interleaved", "pp > 1");
-  expect([](JobSpec& j) { j.parallel.zero_stage = 3; }, "zero_stage", "0, 1, 2");
+  expect([](JobSpec& j) { j.parallel.zero_stage = 4; }, "zero_stage", "0, 1, 2, 3");
   expect([](JobSpec& j) { j.model.attention = AttentionKind::Sliding; }, "model.window", "0 <");
   expect(
       [](JobSpec& j) {

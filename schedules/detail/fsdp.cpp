@@ -1,0 +1,91 @@
+// ZeRO-3 / FSDP (parallel.zero_stage = 3): parameters, gradients and optimizer states are
+// all sharded over DP (routed experts over their expert data-parallel group). The unit of
+// gathering is one transformer layer, as FSDP's usual auto-wrap policy: before every pass
+// that uses a layer (each micro-batch's forward, and its backward, whose recomputation
+// shares the gather) the layer's parameters are all-gathered, and after its backward its
+// gradients are reduce-scattered into the shard (every micro-batch: gradients are never
+// held whole, unlike ZeRO-2). schedule.fsdp_prefetch = d: the gathers of the next d
+// layers are issued before the current layer computes (FSDP's forward/backward prefetch;
+// d = 0: each gather blocks its layer). The chunk's other
+// parameters (embedding, LM head, final norm) follow ZeRO-2's per-chunk path.
+#include <algorithm>
+
+#include "schedules/detail/stage_lowering.hpp"
+#include "schedules/memory.hpp"
+
+namespace twinscale::schedules::detail {
+
+double StageLowering::chunk_other_parameters(int64_t chunk) const {
+  const LayerRange r = stage_layers(job_, chunk * P_ + pp_rank_);
+  double layers = 0;
+  for (int64_t l = r.first; l < r.first + r.count; ++l) layers += layer_parameter_count(job_, l);
+  return chunk_parameters(job_, pp_rank_, chunk) - layers;
+}
+
+std::vector<uint32_t> StageLowering::fsdp_gather_layer(int64_t layer, int32_t priority) {
+  const auto& par = job_.parallel;
+  const double experts = layer_expert_parameters(job_, layer);
+  const double dense = layer_parameter_count(job_, layer) - experts;
+  std::vector<uint32_t> out;
+  const OpLabels saved = b_.labels;
+  b_.labels.layer = static_cast<int32_t>(layer);
+  if (par.dp > 1)
+    out.push_back(b_.collective(OpKind::AllGather, GroupKind::Dp, Stream::DpComm, "fsdp.param.ag", dense * 2,
+                                {b_.last_compute()}, priority));
+  if (experts > 0 && par.tp * (par.dp / par.ep) > 1)
+    out.push_back(b_.collective(OpKind::AllGather, GroupKind::ExpertDp, Stream::DpComm, "fsdp.expert.param.ag",
+                                experts * 2, {b_.last_compute()}, priority));
+  b_.labels = saved;
+  return out;
+}
+
+void StageLowering::fsdp_reduce_layer(int64_t layer) {
+  const auto& par = job_.parallel;
+  const bool fp32 = job_.options.grad_reduce_fp32;
+  const DType dtype = fp32 ? DType::FP32 : DType::BF16;
+  const double width = fp32 ? 4 : 2;
+  const double experts = layer_expert_parameters(job_, layer);
+  const double dense = layer_parameter_count(job_, layer) - experts;
+  const int32_t priority = job_.options.overlap.dp ? 1 : 0;
+  if (par.dp > 1)
+    grad_reduced_.push_back(b_.collective(OpKind::ReduceScatter, GroupKind::Dp, Stream::DpComm, "fsdp.grad.rs",
+                                          dense * width, {b_.last_compute()}, priority, dtype));
+  if (experts > 0 && par.tp * (par.dp / par.ep) > 1)
+    grad_reduced_.push_back(b_.collective(OpKind::ReduceScatter, GroupKind::ExpertDp, Stream::DpComm,
+                                          "fsdp.expert.grad.rs", experts * width, {b_.last_compute()}, priority,
+                                          dtype));
+  if (!job_.options.overlap.dp) b_.wait_before_next_compute(grad_reduced_);
+}
+
+void StageLowering::emit_layers(LayerRange layers, bool forward) {
+  const bool zero3 = job_.parallel.zero_stage == 3;
+  const int64_t depth = job_.options.fsdp_prefetch;
+  const auto priority = static_cast<int32_t>(2 * V_ + 1); // needed sooner than any chunk's gather
+  auto layer_at = [&](int64_t i) { return forward ? layers.first + i : layers.first + layers.count - 1 - i; };
+  std::vector<std::vector<uint32_t>> gathered(static_cast<size_t>(layers.count));
+  int64_t issued = 0; // gathers emitted so far in this pass
+  for (int64_t i = 0; i < layers.count; ++i) {
+    const int64_t layer = layer_at(i);
+    if (zero3) {
+      // the layer's own gather and up to `depth` more run ahead of the computation
+      for (; issued < std::min(layers.count, i + 1 + depth); ++issued)
+        gathered[static_cast<size_t>(issued)] = fsdp_gather_layer(layer_at(issued), priority);
+      b_.wait_before_next_compute(gathered[static_cast<size_t>(i)]);
+    }
+    b_.labels.layer = static_cast<int32_t>(layer);
+    if (forward) {
+      layers_.layer_forward();
+    } else {
+      if (job_.options.recompute) {
+        b_.labels.phase = Phase::Recompute;
+        layers_.layer_forward();
+        b_.labels.phase = Phase::Backward;
+      }
+      layers_.layer_backward();
+      if (zero3) fsdp_reduce_layer(layer);
+    }
+  }
+  b_.labels.layer = -1;
+}
+
+} // namespace twinscale::schedules::detail
