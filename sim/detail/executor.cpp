@@ -64,10 +64,6 @@ Activity activity_of(const Op& op) {
   return op.group == GroupKind::Tp ? Activity::Tp : Activity::Dp;
 }
 
-uint64_t collective_key(GroupKind kind, int64_t first, uint32_t seq) {
-  return (static_cast<uint64_t>(kind) << 61) | (static_cast<uint64_t>(first) << 32) | seq;
-}
-
 } // namespace
 
 SimExecutor::SimExecutor(const schedules::Schedule& schedule, const std::vector<int64_t>& gpu_of_rank,
@@ -136,22 +132,29 @@ SimExecutor::SimExecutor(const schedules::Schedule& schedule, const std::vector<
     const int64_t gpu = gpu_of_rank_[static_cast<size_t>(sl.rank)];
     sl.speed = options_.gpu_speed.empty() ? 1.0 : options_.gpu_speed[static_cast<size_t>(gpu)];
     sl.account.set_pipelined(L.pp > 1);
+    sl.wait_stream.fill(kNoWait);
     if (traced[s]) sl.timing.resize(sl.program->ops.size());
     ops_total_ += static_cast<int64_t>(sl.program->ops.size());
     slot_gpu_.push_back(gpu);
   }
-  // Group of each slot per kind: its first member and how many members are executed.
+  // Group of each slot per kind: its first member, how many members are executed and
+  // a dense index for its state.
+  std::array<std::unordered_map<int64_t, uint32_t>, kGroupKinds> id_of_first;
   for (Slot& sl : slots_) {
     for (int k = 0; k < kGroupKinds; ++k) {
       const auto ki = static_cast<size_t>(k);
       if (k == static_cast<int>(GroupKind::World)) {
         sl.group_first[ki] = 0;
         sl.group_needed[ki] = static_cast<int32_t>(slots_.size());
-        continue;
+      } else {
+        const auto members = L.group_members(static_cast<GroupKind>(k), sl.rank);
+        sl.group_first[ki] = members.front();
+        for (int64_t m : members) sl.group_needed[ki] += slot_of_rank_[static_cast<size_t>(m)] >= 0 ? 1 : 0;
       }
-      const auto members = L.group_members(static_cast<GroupKind>(k), sl.rank);
-      sl.group_first[ki] = members.front();
-      for (int64_t m : members) sl.group_needed[ki] += slot_of_rank_[static_cast<size_t>(m)] >= 0 ? 1 : 0;
+      const auto [it, fresh] =
+          id_of_first[ki].try_emplace(sl.group_first[ki], static_cast<uint32_t>(id_of_first[ki].size()));
+      sl.group_id[ki] = it->second;
+      if (fresh) groups_[ki].emplace_back();
     }
   }
 }
@@ -194,29 +197,37 @@ void SimExecutor::start() {
   for (size_t s = 0; s < slots_.size() && !job_failed_; ++s) issue_ready(static_cast<int32_t>(s));
 }
 
-bool SimExecutor::deps_done(const Slot& sl, uint32_t op) const {
+std::pair<uint8_t, uint32_t> SimExecutor::first_pending_dep(const Slot& sl, uint32_t op) const {
   const HotOp* hot = sl.index->hot.data();
   const uint32_t* deps = sl.program->deps.data() + hot[op].dep_begin;
   for (uint32_t i = 0; i < hot[op].dep_count; ++i) {
     const HotOp& d = hot[deps[i]];
-    if (sl.stream_pos[d.stream] <= d.pos_in_stream) return false;
+    if (sl.stream_pos[d.stream] <= d.pos_in_stream) return {d.stream, d.pos_in_stream};
   }
-  return true;
+  return {kNoWait, 0};
 }
 
 /// Issues the head op of every idle stream whose dependencies are done, higher
 /// Op::priority first (ties: lower stream). Readiness only changes when an op
-/// completes, so trying every stream after each completion misses nothing.
+/// completes, so trying every stream after each completion misses nothing; a stream
+/// known to wait for a dependency that has not completed is skipped without reading its
+/// program.
 void SimExecutor::issue_ready(int32_t slot) {
   Slot& sl = slots_[static_cast<size_t>(slot)];
   std::array<uint32_t, schedules::kStreamCount> cand{};
   std::array<int32_t, schedules::kStreamCount> prio{};
   int nc = 0;
   for (int s = 0; s < schedules::kStreamCount; ++s) {
+    const auto su = static_cast<size_t>(s);
     if (sl.busy & (1u << s)) continue;
-    const auto& ops = sl.index->stream_ops[static_cast<size_t>(s)];
-    const uint32_t pos = sl.stream_pos[static_cast<size_t>(s)];
-    if (pos >= ops.size() || !deps_done(sl, ops[pos])) continue;
+    if (sl.wait_stream[su] != kNoWait && sl.stream_pos[sl.wait_stream[su]] <= sl.wait_pos[su]) continue;
+    const auto& ops = sl.index->stream_ops[su];
+    const uint32_t pos = sl.stream_pos[su];
+    if (pos >= ops.size()) continue;
+    const auto [ws, wp] = first_pending_dep(sl, ops[pos]);
+    sl.wait_stream[su] = ws;
+    sl.wait_pos[su] = wp;
+    if (ws != kNoWait) continue;
     const int32_t p = sl.index->hot[ops[pos]].priority;
     int i = nc++;
     for (; i > 0 && prio[static_cast<size_t>(i - 1)] < p; --i) {
@@ -253,18 +264,22 @@ void SimExecutor::issue_collective(int32_t slot, uint32_t op_index) {
   const Op& op = sl.program->ops[op_index];
   const auto k = static_cast<size_t>(op.group);
   const uint32_t seq = sl.group_seq[k]++;
-  const uint64_t key = collective_key(op.group, sl.group_first[k], seq);
-  auto [it, inserted] = pending_of_key_.try_emplace(key, 0);
-  if (inserted) {
+  GroupState& group = groups_[k][sl.group_id[k]];
+  auto it = std::find_if(group.pending.begin(), group.pending.end(), [&](const auto& p) { return p.first == seq; });
+  if (it == group.pending.end()) {
+    uint32_t index = 0;
     if (free_pending_.empty()) {
-      it->second = static_cast<uint32_t>(pending_.size());
+      index = static_cast<uint32_t>(pending_.size());
       pending_.emplace_back();
     } else {
-      it->second = free_pending_.back();
+      index = free_pending_.back();
       free_pending_.pop_back();
     }
+    group.pending.emplace_back(seq, index);
+    it = group.pending.end() - 1;
   }
-  PendingCollective& pc = pending_[it->second];
+  const uint32_t pending_index = it->second;
+  PendingCollective& pc = pending_[pending_index];
   if (!pc.arrived.empty()) {
     const Participant& first = pc.arrived.front();
     const Op& f = slots_[static_cast<size_t>(first.slot)].program->ops[first.op];
@@ -279,35 +294,72 @@ void SimExecutor::issue_collective(int32_t slot, uint32_t op_index) {
   }
   pc.arrived.push_back({slot, op_index});
   if (static_cast<int32_t>(pc.arrived.size()) < sl.group_needed[k]) return;
-  const uint32_t pending_index = it->second;
-  pending_of_key_.erase(it);
-  const std::vector<int64_t> members = schedule_.layout.group_members(op.group, sl.rank);
-  CommTask task = collective_task(op, members);
+  group.pending.erase(it);
+  CommTask task = collective_task(op, sl.rank, group);
   start_comm(pending_[pending_index].arrived, std::move(task));
   pending_[pending_index].arrived.clear();
   free_pending_.push_back(pending_index);
 }
 
+/// The rank at index `op.peer` of the op's group (no allocation: the hot path).
+int64_t SimExecutor::peer_rank(int32_t slot, uint32_t op_index) const {
+  const Slot& sl = slots_[static_cast<size_t>(slot)];
+  const Op& op = sl.program->ops[op_index];
+  const auto& L = schedule_.layout;
+  const auto c = L.coord(sl.rank);
+  int64_t size = 0;
+  switch (op.group) {
+  case GroupKind::Tp: size = L.tp; break;
+  case GroupKind::Dp: size = L.dp; break;
+  case GroupKind::Pp: size = L.pp; break;
+  case GroupKind::Embedding: size = L.pp > 1 ? 2 : 1; break;
+  case GroupKind::World: size = L.world(); break;
+  }
+  if (op.peer < 0 || op.peer >= size)
+    throw ScheduleError("rank " + std::to_string(sl.rank) + " op " + std::to_string(op_index) + " (" +
+                        op_name(slot, op_index) + "): peer " + std::to_string(op.peer) + " outside its " +
+                        std::string(schedules::to_string(op.group)) + " group of " + std::to_string(size));
+  const int64_t i = op.peer;
+  switch (op.group) {
+  case GroupKind::Tp: return L.rank({i, c.dp, c.pp});
+  case GroupKind::Dp: return L.rank({c.tp, i, c.pp});
+  case GroupKind::Pp: return L.rank({c.tp, c.dp, i});
+  case GroupKind::Embedding: return L.rank({c.tp, c.dp, i == 0 ? 0 : L.pp - 1});
+  case GroupKind::World: break;
+  }
+  return i;
+}
+
+SimExecutor::PairQueue& SimExecutor::pair_queue(int32_t src_slot, int32_t dst_slot) {
+  auto& out = slots_[static_cast<size_t>(src_slot)].out_pairs;
+  for (const auto& [dst, q] : out)
+    if (dst == dst_slot) return pair_queues_[q];
+  out.emplace_back(dst_slot, static_cast<uint32_t>(pair_queues_.size()));
+  return pair_queues_.emplace_back();
+}
+
 void SimExecutor::issue_p2p(int32_t slot, uint32_t op_index) {
   Slot& sl = slots_[static_cast<size_t>(slot)];
   const Op& op = sl.program->ops[op_index];
-  const auto members = schedule_.layout.group_members(op.group, sl.rank);
-  if (op.peer < 0 || static_cast<size_t>(op.peer) >= members.size())
-    throw ScheduleError("rank " + std::to_string(sl.rank) + " op " + std::to_string(op_index) + " (" +
-                        op_name(slot, op_index) + "): peer " + std::to_string(op.peer) + " outside its " +
-                        std::string(schedules::to_string(op.group)) + " group of " + std::to_string(members.size()));
-  const int64_t peer = members[static_cast<size_t>(op.peer)];
-  if (slot_of_rank_[static_cast<size_t>(peer)] < 0)
+  const int64_t peer = peer_rank(slot, op_index);
+  const int32_t peer_slot = slot_of_rank_[static_cast<size_t>(peer)];
+  if (peer_slot < 0)
     throw ScheduleError("rank " + std::to_string(sl.rank) + " op " + std::to_string(op_index) + ": peer rank " +
                         std::to_string(peer) + " is not executed");
   const bool send = op.kind == OpKind::Send;
   const int64_t src = send ? sl.rank : peer, dst = send ? peer : sl.rank;
-  PairQueue& q = pending_p2p_[(static_cast<uint64_t>(src) << 32) | static_cast<uint64_t>(dst)];
+  PairQueue& q = send ? pair_queue(slot, peer_slot) : pair_queue(peer_slot, slot);
   (send ? q.sends : q.recvs).push_back({slot, op_index});
-  if (q.sends.empty() || q.recvs.empty()) return;
-  const Participant s = q.sends.front(), r = q.recvs.front();
-  q.sends.pop_front();
-  q.recvs.pop_front();
+  if (q.send_head == q.sends.size() || q.recv_head == q.recvs.size()) return;
+  const Participant s = q.sends[q.send_head++], r = q.recvs[q.recv_head++];
+  if (q.send_head == q.sends.size()) {
+    q.sends.clear();
+    q.send_head = 0;
+  }
+  if (q.recv_head == q.recvs.size()) {
+    q.recvs.clear();
+    q.recv_head = 0;
+  }
   const Op& so = slots_[static_cast<size_t>(s.slot)].program->ops[s.op];
   const Op& ro = slots_[static_cast<size_t>(r.slot)].program->ops[r.op];
   if (so.bytes != ro.bytes)
@@ -315,7 +367,18 @@ void SimExecutor::issue_p2p(int32_t slot, uint32_t op_index) {
                         std::to_string(so.bytes) + " bytes) matches recv rank " + std::to_string(dst) + " op " +
                         std::to_string(r.op) + " (" + std::to_string(ro.bytes) +
                         " bytes): a send and its receive must carry equal bytes");
-  start_comm({s, r}, p2p_task(src, dst, so.bytes));
+  if (options_.mode == SimMode::Analytic && q.bytes == so.bytes) {
+    CommTask task;
+    task.closed_form_s = q.closed_form_s;
+    start_comm(std::array<Participant, 2>{s, r}, std::move(task));
+    return;
+  }
+  CommTask task = p2p_task(src, dst, so.bytes);
+  if (task.closed_form_s >= 0) {
+    q.bytes = so.bytes;
+    q.closed_form_s = task.closed_form_s;
+  }
+  start_comm(std::array<Participant, 2>{s, r}, std::move(task));
 }
 
 /// The group and, with `images`, the groups its symmetric images form (every tp shift,
@@ -350,22 +413,37 @@ std::vector<std::vector<int64_t>> SimExecutor::image_groups(GroupKind kind, cons
 /// symmetric run the images are not executed, in an every-rank run each image is
 /// executed and counts the others, which run at once when speeds are equal. Flows are
 /// those of the executed group, plus its images' in a symmetric run.
-CommTask SimExecutor::collective_task(const Op& op, const std::vector<int64_t>& members) const {
-  const auto n = static_cast<int64_t>(members.size());
+CommTask SimExecutor::collective_task(const Op& op, int64_t rank, GroupState& group) const {
   CommTask task;
+  const bool analytic = options_.mode == SimMode::Analytic;
+  // only closed forms are remembered, and whether the group's are closed never changes
+  for (const auto& f : group.forms)
+    if (f.kind == static_cast<int>(op.kind) && f.bytes == op.bytes) {
+      task.closed_form_s = f.seconds;
+      return task;
+    }
+  const std::vector<int64_t> members = schedule_.layout.group_members(op.group, rank);
+  const auto n = static_cast<int64_t>(members.size());
   if (n <= 1) {
     task.closed_form_s = 0;
     return task;
   }
   const auto& fabric = paths_.fabric();
-  const int64_t server = fabric.server_of_gpu(gpu_of_rank_[static_cast<size_t>(members[0])]);
-  bool same_server = true;
-  for (int64_t m : members)
-    same_server = same_server && fabric.server_of_gpu(gpu_of_rank_[static_cast<size_t>(m)]) == server;
-  const bool closed = options_.mode == SimMode::Analytic || (shortcuts_ && same_server);
+  if (group.same_server < 0) {
+    const int64_t server = fabric.server_of_gpu(gpu_of_rank_[static_cast<size_t>(members[0])]);
+    bool same = true;
+    for (int64_t m : members) same = same && fabric.server_of_gpu(gpu_of_rank_[static_cast<size_t>(m)]) == server;
+    group.same_server = same ? 1 : 0;
+  }
+  const bool closed = analytic || (shortcuts_ && group.same_server == 1);
+  auto remember = [&](double seconds) {
+    group.forms[group.next_form] = {static_cast<int>(op.kind), op.bytes, seconds};
+    group.next_form = static_cast<uint8_t>((group.next_form + 1) % group.forms.size());
+  };
   if (closed && options_.calibration != nullptr) {
     if (auto busbw = options_.calibration->busbw_bytes_per_s(op.kind, n, op.bytes); busbw && *busbw > 0) {
       task.closed_form_s = op.bytes * schedules::bus_factor(op.kind, n) / *busbw;
+      remember(task.closed_form_s);
       return task;
     }
   }
@@ -375,6 +453,7 @@ CommTask SimExecutor::collective_task(const Op& op, const std::vector<int64_t>& 
   if (closed) {
     if (auto it = closed_form_cache_.find(key); it != closed_form_cache_.end()) {
       task.closed_form_s = it->second;
+      remember(task.closed_form_s);
       return task;
     }
   }
@@ -387,6 +466,7 @@ CommTask SimExecutor::collective_task(const Op& op, const std::vector<int64_t>& 
   if (!closed) return collectives_.flow_task(op.kind, op.bytes, gpu_groups, /*merged=*/shortcuts_);
   task.closed_form_s = collectives_.closed_form_s(op.kind, op.bytes, gpu_groups);
   closed_form_cache_.emplace(key, task.closed_form_s);
+  remember(task.closed_form_s);
   return task;
 }
 
@@ -403,7 +483,7 @@ CommTask SimExecutor::p2p_task(int64_t src_rank, int64_t dst_rank, double bytes)
   return task;
 }
 
-void SimExecutor::start_comm(const std::vector<Participant>& participants, CommTask task) {
+void SimExecutor::start_comm(std::span<const Participant> participants, CommTask task) {
   uint32_t id = 0;
   if (free_comms_.empty()) {
     id = static_cast<uint32_t>(comms_.size());
