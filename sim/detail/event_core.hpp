@@ -62,11 +62,17 @@ private:
     uint32_t op;
     double remaining_s; // nominal seconds left
   };
-  struct Gpu {
+  // The header and the first two running ops share the first cache line (most events
+  // touch only that line of a GPU: usually at most two kernels run at once).
+  struct alignas(64) Gpu {
+    double since = 0;
+    double speed = 1;
+    uint32_t next_op = 0; // its pending completion (while in the heap)
+    bool comm_active = false;
     // ops running on the GPU: at most one per stream, kept inline (no pointer to chase)
     struct RunningSet {
-      std::array<Running, schedules::kStreamCount> items{};
       uint32_t count = 0;
+      std::array<Running, schedules::kStreamCount> items{};
       bool empty() const { return count == 0; }
       size_t size() const { return count; }
       Running* begin() { return items.data(); }
@@ -82,10 +88,6 @@ private:
         --count;
       }
     } running;
-    double since = 0;
-    bool comm_active = false;
-    double speed = 1;
-    uint32_t next_op = 0; // its pending completion (while in the heap)
   };
   // Ordered by (time, seq) as one 128-bit number: the bits of a time ≥ +0.0 order as
   // the time does, and seq and slot are packed as seq << kSlotBits | slot (seq is

@@ -16,9 +16,29 @@ using schedules::Stream;
 
 namespace {
 
+/// Op::priority of each op as its rank among the program's distinct priorities (only
+/// their order matters).
+std::vector<uint16_t> priority_ranks(const schedules::Program& p, size_t program_id) {
+  std::vector<int32_t> distinct;
+  distinct.reserve(p.ops.size());
+  for (const Op& op : p.ops) distinct.push_back(op.priority);
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  if (distinct.size() > UINT16_MAX + size_t{1})
+    throw ScheduleError("program " + std::to_string(program_id) + ": " + std::to_string(distinct.size()) +
+                        " distinct op priorities (at most 65536)");
+  std::vector<uint16_t> out;
+  out.reserve(p.ops.size());
+  for (const Op& op : p.ops)
+    out.push_back(
+        static_cast<uint16_t>(std::lower_bound(distinct.begin(), distinct.end(), op.priority) - distinct.begin()));
+  return out;
+}
+
 ProgramIndex index_program(const schedules::Program& p, size_t program_id, const DeviceModel& device) {
   ProgramIndex idx;
   idx.hot.resize(p.ops.size());
+  const std::vector<uint16_t> priority = priority_ranks(p, program_id);
   for (uint32_t i = 0; i < p.ops.size(); ++i) {
     const Op& op = p.ops[i];
     const auto s = static_cast<size_t>(op.stream);
@@ -34,7 +54,9 @@ ProgramIndex index_program(const schedules::Program& p, size_t program_id, const
     h.dep_begin = op.dep_begin;
     h.dep_count = static_cast<uint16_t>(op.dep_count);
     h.stream = static_cast<uint8_t>(s);
-    h.priority = op.priority;
+    h.priority = priority[i];
+    h.group = op.group;
+    h.kind = op.kind;
     if (op.kind == OpKind::Send)
       h.cls = HotOp::Send;
     else if (op.kind == OpKind::Recv)
@@ -52,16 +74,16 @@ ProgramIndex index_program(const schedules::Program& p, size_t program_id, const
       if (d >= i)
         throw ScheduleError("program " + std::to_string(program_id) + " op " + std::to_string(i) + ": depends on op " +
                             std::to_string(d) + " which is not earlier in the program");
-    if (!op.is_communication()) h.seconds = device.seconds(op);
+    h.value = op.is_communication() ? op.bytes : device.seconds(op);
   }
   return idx;
 }
 
 bool is_p2p(const Op& op) { return op.kind == OpKind::Send || op.kind == OpKind::Recv; }
 
-Activity activity_of(const Op& op) {
-  if (is_p2p(op)) return Activity::Pp;
-  return op.group == GroupKind::Tp ? Activity::Tp : Activity::Dp;
+Activity activity_of(const HotOp& h) {
+  if (h.cls == HotOp::Send || h.cls == HotOp::Recv) return Activity::Pp;
+  return h.group == GroupKind::Tp ? Activity::Tp : Activity::Dp;
 }
 
 } // namespace
@@ -255,13 +277,13 @@ void SimExecutor::issue(int32_t slot, uint32_t op_index) {
     issue_p2p(slot, op_index);
     return;
   case HotOp::Collective: issue_collective(slot, op_index); return;
-  default: sl.account.change(now, Activity::Compute, +1); backend_->start_compute(slot, op_index, h.seconds / sl.speed);
+  default: sl.account.change(now, Activity::Compute, +1); backend_->start_compute(slot, op_index, h.value / sl.speed);
   }
 }
 
 void SimExecutor::issue_collective(int32_t slot, uint32_t op_index) {
   Slot& sl = slots_[static_cast<size_t>(slot)];
-  const Op& op = sl.program->ops[op_index];
+  const HotOp& op = sl.index->hot[op_index];
   const auto k = static_cast<size_t>(op.group);
   const uint32_t seq = sl.group_seq[k]++;
   GroupState& group = groups_[k][sl.group_id[k]];
@@ -282,14 +304,14 @@ void SimExecutor::issue_collective(int32_t slot, uint32_t op_index) {
   PendingCollective& pc = pending_[pending_index];
   if (!pc.arrived.empty()) {
     const Participant& first = pc.arrived.front();
-    const Op& f = slots_[static_cast<size_t>(first.slot)].program->ops[first.op];
-    if (f.kind != op.kind || f.bytes != op.bytes)
+    const HotOp& f = slots_[static_cast<size_t>(first.slot)].index->hot[first.op];
+    if (f.kind != op.kind || f.value != op.value)
       throw ScheduleError(
           "collective mismatch in " + std::string(schedules::to_string(op.group)) + " group " + std::to_string(seq) +
           ": rank " + std::to_string(slots_[static_cast<size_t>(first.slot)].rank) + " op " + std::to_string(first.op) +
-          " is " + std::string(schedules::to_string(f.kind)) + " of " + std::to_string(f.bytes) + " bytes, rank " +
+          " is " + std::string(schedules::to_string(f.kind)) + " of " + std::to_string(f.value) + " bytes, rank " +
           std::to_string(sl.rank) + " op " + std::to_string(op_index) + " is " +
-          std::string(schedules::to_string(op.kind)) + " of " + std::to_string(op.bytes) +
+          std::string(schedules::to_string(op.kind)) + " of " + std::to_string(op.value) +
           " bytes (members must issue the same collectives in the same order)");
   }
   pc.arrived.push_back({slot, op_index});
@@ -360,22 +382,22 @@ void SimExecutor::issue_p2p(int32_t slot, uint32_t op_index) {
     q.recvs.clear();
     q.recv_head = 0;
   }
-  const Op& so = slots_[static_cast<size_t>(s.slot)].program->ops[s.op];
-  const Op& ro = slots_[static_cast<size_t>(r.slot)].program->ops[r.op];
-  if (so.bytes != ro.bytes)
+  const double bytes = slots_[static_cast<size_t>(s.slot)].index->hot[s.op].value;
+  const double recv_bytes = slots_[static_cast<size_t>(r.slot)].index->hot[r.op].value;
+  if (bytes != recv_bytes)
     throw ScheduleError("send rank " + std::to_string(src) + " op " + std::to_string(s.op) + " (" +
-                        std::to_string(so.bytes) + " bytes) matches recv rank " + std::to_string(dst) + " op " +
-                        std::to_string(r.op) + " (" + std::to_string(ro.bytes) +
+                        std::to_string(bytes) + " bytes) matches recv rank " + std::to_string(dst) + " op " +
+                        std::to_string(r.op) + " (" + std::to_string(recv_bytes) +
                         " bytes): a send and its receive must carry equal bytes");
-  if (options_.mode == SimMode::Analytic && q.bytes == so.bytes) {
+  if (options_.mode == SimMode::Analytic && q.bytes == bytes) {
     CommTask task;
     task.closed_form_s = q.closed_form_s;
     start_comm(std::array<Participant, 2>{s, r}, std::move(task));
     return;
   }
-  CommTask task = p2p_task(src, dst, so.bytes);
+  CommTask task = p2p_task(src, dst, bytes);
   if (task.closed_form_s >= 0) {
-    q.bytes = so.bytes;
+    q.bytes = bytes;
     q.closed_form_s = task.closed_form_s;
   }
   start_comm(std::array<Participant, 2>{s, r}, std::move(task));
@@ -413,12 +435,12 @@ std::vector<std::vector<int64_t>> SimExecutor::image_groups(GroupKind kind, cons
 /// symmetric run the images are not executed, in an every-rank run each image is
 /// executed and counts the others, which run at once when speeds are equal. Flows are
 /// those of the executed group, plus its images' in a symmetric run.
-CommTask SimExecutor::collective_task(const Op& op, int64_t rank, GroupState& group) const {
+CommTask SimExecutor::collective_task(const HotOp& op, int64_t rank, GroupState& group) const {
   CommTask task;
   const bool analytic = options_.mode == SimMode::Analytic;
   // only closed forms are remembered, and whether the group's are closed never changes
   for (const auto& f : group.forms)
-    if (f.kind == static_cast<int>(op.kind) && f.bytes == op.bytes) {
+    if (f.kind == static_cast<int>(op.kind) && f.bytes == op.value) {
       task.closed_form_s = f.seconds;
       return task;
     }
@@ -437,19 +459,19 @@ CommTask SimExecutor::collective_task(const Op& op, int64_t rank, GroupState& gr
   }
   const bool closed = analytic || (shortcuts_ && group.same_server == 1);
   auto remember = [&](double seconds) {
-    group.forms[group.next_form] = {static_cast<int>(op.kind), op.bytes, seconds};
+    group.forms[group.next_form] = {static_cast<int>(op.kind), op.value, seconds};
     group.next_form = static_cast<uint8_t>((group.next_form + 1) % group.forms.size());
   };
   if (closed && options_.calibration != nullptr) {
-    if (auto busbw = options_.calibration->busbw_bytes_per_s(op.kind, n, op.bytes); busbw && *busbw > 0) {
-      task.closed_form_s = op.bytes * schedules::bus_factor(op.kind, n) / *busbw;
+    if (auto busbw = options_.calibration->busbw_bytes_per_s(op.kind, n, op.value); busbw && *busbw > 0) {
+      task.closed_form_s = op.value * schedules::bus_factor(op.kind, n) / *busbw;
       remember(task.closed_form_s);
       return task;
     }
   }
   const ClosedFormKey key{(static_cast<uint64_t>(op.kind) << 40) | (static_cast<uint64_t>(op.group) << 32) |
                               static_cast<uint64_t>(members[0]),
-                          op.bytes};
+                          op.value};
   if (closed) {
     if (auto it = closed_form_cache_.find(key); it != closed_form_cache_.end()) {
       task.closed_form_s = it->second;
@@ -463,8 +485,8 @@ CommTask SimExecutor::collective_task(const Op& op, int64_t rank, GroupState& gr
     for (int64_t m : g) gpus.push_back(gpu_of_rank_[static_cast<size_t>(m)]);
     gpu_groups.push_back(std::move(gpus));
   }
-  if (!closed) return collectives_.flow_task(op.kind, op.bytes, gpu_groups, /*merged=*/shortcuts_);
-  task.closed_form_s = collectives_.closed_form_s(op.kind, op.bytes, gpu_groups);
+  if (!closed) return collectives_.flow_task(op.kind, op.value, gpu_groups, /*merged=*/shortcuts_);
+  task.closed_form_s = collectives_.closed_form_s(op.kind, op.value, gpu_groups);
   closed_form_cache_.emplace(key, task.closed_form_s);
   remember(task.closed_form_s);
   return task;
@@ -495,10 +517,10 @@ void SimExecutor::start_comm(std::span<const Participant> participants, CommTask
   const double now = backend_->now();
   for (const Participant& p : participants) {
     Slot& sl = slots_[static_cast<size_t>(p.slot)];
-    const Op& op = sl.program->ops[p.op];
+    const HotOp& h = sl.index->hot[p.op];
     if (!sl.timing.empty()) sl.timing[p.op].transfer_s = now;
-    if (op.kind == OpKind::Recv) sl.account.change(now, Activity::RecvWait, -1);
-    sl.account.change(now, activity_of(op), +1);
+    if (h.cls == HotOp::Recv) sl.account.change(now, Activity::RecvWait, -1);
+    sl.account.change(now, activity_of(h), +1);
     if (sl.active_comms++ == 0) backend_->set_comm_active(p.slot, true);
   }
   comms_[id].assign(participants.begin(), participants.end());
@@ -549,7 +571,7 @@ void SimExecutor::complete_op(int32_t slot, uint32_t op_index, bool failed) {
     t.failed = failed;
   }
   if (h.cls >= HotOp::Send) {
-    sl.account.change(now, activity_of(sl.program->ops[op_index]), -1);
+    sl.account.change(now, activity_of(h), -1);
   } else {
     sl.account.change(now, Activity::Compute, -1);
     if (h.cls != HotOp::ComputeOther) sl.account.add_compute(h.cls == HotOp::ComputeForward, now - sl.stream_start[st]);
