@@ -102,6 +102,13 @@ void EventCore::reschedule(int32_t slot) {
   }
 }
 
+void EventCore::prefetch_next() const {
+  if (heap_size_ == 0) return;
+  const int32_t next = at(0).slot();
+  __builtin_prefetch(&gpus_[static_cast<size_t>(next)]);
+  listener_.prefetch(next);
+}
+
 bool EventCore::compute_first() const {
   if (heap_size_ == 0) return false;
   if (queue_.empty()) return true;
@@ -152,6 +159,7 @@ void EventCore::dispatch_next() {
     listener_.on_compute_done(slot, op);
     completing_ = -1;
     if (g.running.empty()) heap_remove(slot);
+    prefetch_next();
     return;
   }
   const Event e = queue_.top();

@@ -131,6 +131,7 @@ private:
   void heap_down(size_t i);
   void heap_remove(int32_t slot);
   bool compute_first() const;
+  void prefetch_next() const;
 
   CompletionListener& listener_;
   double slowdown_;

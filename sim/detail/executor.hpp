@@ -87,6 +87,7 @@ public:
   void on_compute_done(int32_t slot, uint32_t op) override;
   void on_comm_done(uint32_t comm_id, bool failed, double stalled_s) override;
   void on_job_fault(const std::string& why) override;
+  void prefetch(int32_t slot) const override;
   double failure_time_s() const { return failure_time_s_; }
 
   /// After the run: throws ScheduleError naming the stuck rank and op unless every op
