@@ -20,11 +20,13 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <sstream>
 
 #include "config/error.hpp"
 #include "config/gpu_speeds.hpp"
 #include "config/job_file.hpp"
 #include "faults/fault_plan.hpp"
+#include "sim/per_rank_csv.hpp"
 #include "sim_test_util.hpp"
 #include "topology/placement.hpp"
 
@@ -287,4 +289,38 @@ TEST_CASE("GPT-175B at 128 GPUs: every rank with equal speeds agrees with the sy
       CHECK(std::abs(e.per_rank[r].comm_wait_s - a.per_rank[r].comm_wait_s) < 5e-3 * a.iteration_time_s);
     }
   }
+}
+
+TEST_CASE("the per-rank CSV keeps its columns and gives each rank its own times", "[sim][every_rank]") {
+  // the columns are the input of `twinscale diagnose` (docs/simulator.md): fixed order
+  const auto l = lower_medium(16, 16);
+  SimOptions o;
+  o.mode = SimMode::Analytic;
+  o.gpu_speed.assign(static_cast<size_t>(l.fabric->gpus()), 1.0);
+  o.gpu_speed[static_cast<size_t>(l.gpus[6])] = 0.7; // a straggler
+  const auto r = simulate(l.schedule, *l.fabric, l.gpus, o);
+  std::istringstream in(per_rank_csv(r));
+  std::string line;
+  std::getline(in, line);
+  CHECK(line == "rank,tp,pp,dp,forward_s,backward_s,comm_wait_s");
+  size_t n = 0, slowest = 0;
+  double slowest_compute = 0;
+  for (; std::getline(in, line); ++n) {
+    long long rank = 0, tp = 0, pp = 0, dp = 0;
+    double fw = 0, bw = 0, cw = 0;
+    REQUIRE(std::sscanf(line.c_str(), "%lld,%lld,%lld,%lld,%lf,%lf,%lf", &rank, &tp, &pp, &dp, &fw, &bw, &cw) == 7);
+    REQUIRE(n < r.per_rank.size());
+    const auto& t = r.per_rank[n];
+    CHECK(rank == static_cast<long long>(n));
+    CHECK((tp == t.tp && pp == t.pp && dp == t.dp));
+    CHECK(fw == Approx(t.forward_s).margin(1e-9));
+    CHECK(bw == Approx(t.backward_s).margin(1e-9));
+    CHECK(cw == Approx(t.comm_wait_s).margin(1e-9));
+    if (pp == r.per_rank[6].pp && fw + bw > slowest_compute) {
+      slowest_compute = fw + bw;
+      slowest = n;
+    }
+  }
+  CHECK(n == static_cast<size_t>(l.schedule.world()));
+  CHECK(slowest == 6); // the straggler is the rank of its stage with the most compute
 }
