@@ -126,8 +126,15 @@ int main(int argc, char** argv) {
     bench::report((p + ".rank_compute_max").c_str(), hi, "s");
     if (o.mode == sim::SimMode::Flow) bench::report((p + ".child_peak_rss").c_str(), after.children_rss_mib, "MiB");
     if (!csv.empty()) {
-      std::ofstream out(csv + "." + m + ".csv");
+      const std::string path = csv + "." + m + ".csv", tmp = path + ".tmp";
+      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
       out << sim::per_rank_csv(r);
+      out.close();
+      if (!out || std::rename(tmp.c_str(), path.c_str()) != 0) {
+        std::fprintf(stderr, "bench_every_rank: cannot write %s\n", path.c_str());
+        std::remove(tmp.c_str());
+        return 1;
+      }
     }
   }
   bench::report((tag + ".peak_rss").c_str(), bench::peak_rss_mib(), "MiB");

@@ -17,9 +17,29 @@ using schedules::Stream;
 
 namespace {
 
+/// Op::priority of each op as its rank among the program's distinct priorities (only
+/// their order matters).
+std::vector<uint16_t> priority_ranks(const schedules::Program& p, size_t program_id) {
+  std::vector<int32_t> distinct;
+  distinct.reserve(p.ops.size());
+  for (const Op& op : p.ops) distinct.push_back(op.priority);
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  if (distinct.size() > UINT16_MAX + size_t{1})
+    throw ScheduleError("program " + std::to_string(program_id) + ": " + std::to_string(distinct.size()) +
+                        " distinct op priorities (at most 65536)");
+  std::vector<uint16_t> out;
+  out.reserve(p.ops.size());
+  for (const Op& op : p.ops)
+    out.push_back(
+        static_cast<uint16_t>(std::lower_bound(distinct.begin(), distinct.end(), op.priority) - distinct.begin()));
+  return out;
+}
+
 ProgramIndex index_program(const schedules::Program& p, size_t program_id, const DeviceModel& device) {
   ProgramIndex idx;
   idx.hot.resize(p.ops.size());
+  const std::vector<uint16_t> priority = priority_ranks(p, program_id);
   for (uint32_t i = 0; i < p.ops.size(); ++i) {
     const Op& op = p.ops[i];
     const auto s = static_cast<size_t>(op.stream);
@@ -35,7 +55,9 @@ ProgramIndex index_program(const schedules::Program& p, size_t program_id, const
     h.dep_begin = op.dep_begin;
     h.dep_count = static_cast<uint16_t>(op.dep_count);
     h.stream = static_cast<uint8_t>(s);
-    h.priority = op.priority;
+    h.priority = priority[i];
+    h.group = op.group;
+    h.kind = op.kind;
     if (op.kind == OpKind::Send)
       h.cls = HotOp::Send;
     else if (op.kind == OpKind::Recv)
@@ -53,21 +75,17 @@ ProgramIndex index_program(const schedules::Program& p, size_t program_id, const
       if (d >= i)
         throw ScheduleError("program " + std::to_string(program_id) + " op " + std::to_string(i) + ": depends on op " +
                             std::to_string(d) + " which is not earlier in the program");
-    if (!op.is_communication()) h.seconds = device.seconds(op);
+    h.value = op.is_communication() ? op.bytes : device.seconds(op);
   }
   return idx;
 }
 
 bool is_p2p(const Op& op) { return op.kind == OpKind::Send || op.kind == OpKind::Recv; }
 
-Activity activity_of(const Op& op) {
-  if (is_p2p(op)) return Activity::Pp;
+Activity activity_of(const HotOp& h) {
+  if (h.cls == HotOp::Send || h.cls == HotOp::Recv) return Activity::Pp;
   // expert-parallel all-to-all sits inside the layer like TP's collectives
-  return op.group == GroupKind::Tp || op.group == GroupKind::Ep ? Activity::Tp : Activity::Dp;
-}
-
-uint64_t collective_key(GroupKind kind, int64_t first, uint32_t seq) {
-  return (static_cast<uint64_t>(kind) << 61) | (static_cast<uint64_t>(first) << 32) | seq;
+  return h.group == GroupKind::Tp || h.group == GroupKind::Ep ? Activity::Tp : Activity::Dp;
 }
 
 } // namespace
@@ -138,22 +156,29 @@ SimExecutor::SimExecutor(const schedules::Schedule& schedule, const std::vector<
     const int64_t gpu = gpu_of_rank_[static_cast<size_t>(sl.rank)];
     sl.speed = options_.gpu_speed.empty() ? 1.0 : options_.gpu_speed[static_cast<size_t>(gpu)];
     sl.account.set_pipelined(L.pp > 1);
+    sl.wait_stream.fill(kNoWait);
     if (traced[s]) sl.timing.resize(sl.program->ops.size());
     ops_total_ += static_cast<int64_t>(sl.program->ops.size());
     slot_gpu_.push_back(gpu);
   }
-  // Group of each slot per kind: its first member and how many members are executed.
+  // Group of each slot per kind: its first member, how many members are executed and
+  // a dense index for its state.
+  std::array<std::unordered_map<int64_t, uint32_t>, kGroupKinds> id_of_first;
   for (Slot& sl : slots_) {
     for (int k = 0; k < kGroupKinds; ++k) {
       const auto ki = static_cast<size_t>(k);
       if (k == static_cast<int>(GroupKind::World)) {
         sl.group_first[ki] = 0;
         sl.group_needed[ki] = static_cast<int32_t>(slots_.size());
-        continue;
+      } else {
+        const auto members = L.group_members(static_cast<GroupKind>(k), sl.rank);
+        sl.group_first[ki] = members.front();
+        for (int64_t m : members) sl.group_needed[ki] += slot_of_rank_[static_cast<size_t>(m)] >= 0 ? 1 : 0;
       }
-      const auto members = L.group_members(static_cast<GroupKind>(k), sl.rank);
-      sl.group_first[ki] = members.front();
-      for (int64_t m : members) sl.group_needed[ki] += slot_of_rank_[static_cast<size_t>(m)] >= 0 ? 1 : 0;
+      const auto [it, fresh] =
+          id_of_first[ki].try_emplace(sl.group_first[ki], static_cast<uint32_t>(id_of_first[ki].size()));
+      sl.group_id[ki] = it->second;
+      if (fresh) groups_[ki].emplace_back();
     }
   }
 }
@@ -196,32 +221,48 @@ void SimExecutor::start() {
   for (size_t s = 0; s < slots_.size() && !job_failed_; ++s) issue_ready(static_cast<int32_t>(s));
 }
 
-bool SimExecutor::deps_done(const Slot& sl, uint32_t op) const {
+std::pair<uint8_t, uint32_t> SimExecutor::first_pending_dep(const Slot& sl, uint32_t op) const {
   const HotOp* hot = sl.index->hot.data();
   const uint32_t* deps = sl.program->deps.data() + hot[op].dep_begin;
   for (uint32_t i = 0; i < hot[op].dep_count; ++i) {
     const HotOp& d = hot[deps[i]];
-    if (sl.stream_pos[d.stream] <= d.pos_in_stream) return false;
+    if (sl.stream_pos[d.stream] <= d.pos_in_stream) return {d.stream, d.pos_in_stream};
   }
-  return true;
+  return {kNoWait, 0};
 }
 
 /// Issues the head op of every idle stream whose dependencies are done, in the shared
 /// start order (schedules/execution_rules.hpp: higher Op::priority first, then program
-/// order). Readiness only changes when an op completes, so trying every stream after
-/// each completion misses nothing.
+/// order; the hot records carry each op's priority as its rank within the program, which
+/// keeps that order). Readiness only changes when an op completes, so trying every stream
+/// after each completion misses nothing; a stream known to wait for a dependency that has
+/// not completed is skipped without reading its program.
 void SimExecutor::issue_ready(int32_t slot) {
   Slot& sl = slots_[static_cast<size_t>(slot)];
   std::array<uint32_t, schedules::kStreamCount> cand{};
+  std::array<int32_t, schedules::kStreamCount> prio{};
   size_t nc = 0;
   for (int s = 0; s < schedules::kStreamCount; ++s) {
+    const auto su = static_cast<size_t>(s);
     if (sl.busy & (1u << s)) continue;
-    const auto& ops = sl.index->stream_ops[static_cast<size_t>(s)];
-    const uint32_t pos = sl.stream_pos[static_cast<size_t>(s)];
-    if (pos >= ops.size() || !deps_done(sl, ops[pos])) continue;
-    cand[nc++] = ops[pos];
+    if (sl.wait_stream[su] != kNoWait && sl.stream_pos[sl.wait_stream[su]] <= sl.wait_pos[su]) continue;
+    const auto& ops = sl.index->stream_ops[su];
+    const uint32_t pos = sl.stream_pos[su];
+    if (pos >= ops.size()) continue;
+    const auto [ws, wp] = first_pending_dep(sl, ops[pos]);
+    sl.wait_stream[su] = ws;
+    sl.wait_pos[su] = wp;
+    if (ws != kNoWait) continue;
+    const uint32_t op = ops[pos];
+    const int32_t p = sl.index->hot[op].priority;
+    size_t i = nc++;
+    for (; i > 0 && schedules::starts_before(p, op, prio[i - 1], cand[i - 1]); --i) {
+      cand[i] = cand[i - 1];
+      prio[i] = prio[i - 1];
+    }
+    cand[i] = op;
+    prio[i] = p;
   }
-  schedules::order_ready(*sl.program, std::span<uint32_t>(cand.data(), nc));
   for (size_t i = 0; i < nc && !job_failed_; ++i) issue(slot, cand[i]);
 }
 
@@ -240,78 +281,130 @@ void SimExecutor::issue(int32_t slot, uint32_t op_index) {
     issue_p2p(slot, op_index);
     return;
   case HotOp::Collective: issue_collective(slot, op_index); return;
-  default: sl.account.change(now, Activity::Compute, +1); backend_->start_compute(slot, op_index, h.seconds / sl.speed);
+  default: sl.account.change(now, Activity::Compute, +1); backend_->start_compute(slot, op_index, h.value / sl.speed);
   }
 }
 
 void SimExecutor::issue_collective(int32_t slot, uint32_t op_index) {
   Slot& sl = slots_[static_cast<size_t>(slot)];
-  const Op& op = sl.program->ops[op_index];
+  const HotOp& op = sl.index->hot[op_index];
   const auto k = static_cast<size_t>(op.group);
   const uint32_t seq = sl.group_seq[k]++;
-  const uint64_t key = collective_key(op.group, sl.group_first[k], seq);
-  auto [it, inserted] = pending_of_key_.try_emplace(key, 0);
-  if (inserted) {
+  GroupState& group = groups_[k][sl.group_id[k]];
+  auto it = std::find_if(group.pending.begin(), group.pending.end(), [&](const auto& p) { return p.first == seq; });
+  if (it == group.pending.end()) {
+    uint32_t index = 0;
     if (free_pending_.empty()) {
-      it->second = static_cast<uint32_t>(pending_.size());
+      index = static_cast<uint32_t>(pending_.size());
       pending_.emplace_back();
     } else {
-      it->second = free_pending_.back();
+      index = free_pending_.back();
       free_pending_.pop_back();
     }
+    group.pending.emplace_back(seq, index);
+    it = group.pending.end() - 1;
   }
-  PendingCollective& pc = pending_[it->second];
+  const uint32_t pending_index = it->second;
+  PendingCollective& pc = pending_[pending_index];
   if (!pc.arrived.empty()) {
     const Participant& first = pc.arrived.front();
-    const Op& f = slots_[static_cast<size_t>(first.slot)].program->ops[first.op];
-    if (f.kind != op.kind || f.bytes != op.bytes)
+    const HotOp& f = slots_[static_cast<size_t>(first.slot)].index->hot[first.op];
+    if (f.kind != op.kind || f.value != op.value)
       throw ScheduleError(
           "collective mismatch in " + std::string(schedules::to_string(op.group)) + " group " + std::to_string(seq) +
           ": rank " + std::to_string(slots_[static_cast<size_t>(first.slot)].rank) + " op " + std::to_string(first.op) +
-          " is " + std::string(schedules::to_string(f.kind)) + " of " + std::to_string(f.bytes) + " bytes, rank " +
+          " is " + std::string(schedules::to_string(f.kind)) + " of " + std::to_string(f.value) + " bytes, rank " +
           std::to_string(sl.rank) + " op " + std::to_string(op_index) + " is " +
-          std::string(schedules::to_string(op.kind)) + " of " + std::to_string(op.bytes) +
+          std::string(schedules::to_string(op.kind)) + " of " + std::to_string(op.value) +
           " bytes (members must issue the same collectives in the same order)");
   }
   pc.arrived.push_back({slot, op_index});
   if (static_cast<int32_t>(pc.arrived.size()) < sl.group_needed[k]) return;
-  const uint32_t pending_index = it->second;
-  pending_of_key_.erase(it);
-  const std::vector<int64_t> members = schedule_.layout.group_members(op.group, sl.rank);
-  CommTask task = collective_task(op, members);
+  group.pending.erase(it);
+  CommTask task = collective_task(op, sl.rank, group);
   start_comm(pending_[pending_index].arrived, std::move(task));
   pending_[pending_index].arrived.clear();
   free_pending_.push_back(pending_index);
 }
 
+/// The rank at index `op.peer` of the op's group (no allocation: the hot path).
+int64_t SimExecutor::peer_rank(int32_t slot, uint32_t op_index) const {
+  const Slot& sl = slots_[static_cast<size_t>(slot)];
+  const Op& op = sl.program->ops[op_index];
+  const auto& L = schedule_.layout;
+  const auto c = L.coord(sl.rank);
+  int64_t size = 0;
+  switch (op.group) {
+  case GroupKind::Tp: size = L.tp; break;
+  case GroupKind::Dp: size = L.dp; break;
+  case GroupKind::Pp: size = L.pp; break;
+  case GroupKind::Embedding: size = L.pp > 1 ? 2 : 1; break;
+  case GroupKind::World: size = L.world(); break;
+  }
+  if (op.peer < 0 || op.peer >= size)
+    throw ScheduleError("rank " + std::to_string(sl.rank) + " op " + std::to_string(op_index) + " (" +
+                        op_name(slot, op_index) + "): peer " + std::to_string(op.peer) + " outside its " +
+                        std::string(schedules::to_string(op.group)) + " group of " + std::to_string(size));
+  const int64_t i = op.peer;
+  switch (op.group) {
+  case GroupKind::Tp: return L.rank({i, c.dp, c.pp});
+  case GroupKind::Dp: return L.rank({c.tp, i, c.pp});
+  case GroupKind::Pp: return L.rank({c.tp, c.dp, i});
+  case GroupKind::Embedding: return L.rank({c.tp, c.dp, i == 0 ? 0 : L.pp - 1});
+  case GroupKind::World: break;
+  }
+  return i;
+}
+
+SimExecutor::PairQueue& SimExecutor::pair_queue(int32_t src_slot, int32_t dst_slot) {
+  auto& out = slots_[static_cast<size_t>(src_slot)].out_pairs;
+  for (const auto& [dst, q] : out)
+    if (dst == dst_slot) return pair_queues_[q];
+  out.emplace_back(dst_slot, static_cast<uint32_t>(pair_queues_.size()));
+  return pair_queues_.emplace_back();
+}
+
 void SimExecutor::issue_p2p(int32_t slot, uint32_t op_index) {
   Slot& sl = slots_[static_cast<size_t>(slot)];
   const Op& op = sl.program->ops[op_index];
-  const auto members = schedule_.layout.group_members(op.group, sl.rank);
-  if (op.peer < 0 || static_cast<size_t>(op.peer) >= members.size())
-    throw ScheduleError("rank " + std::to_string(sl.rank) + " op " + std::to_string(op_index) + " (" +
-                        op_name(slot, op_index) + "): peer " + std::to_string(op.peer) + " outside its " +
-                        std::string(schedules::to_string(op.group)) + " group of " + std::to_string(members.size()));
-  const int64_t peer = members[static_cast<size_t>(op.peer)];
-  if (slot_of_rank_[static_cast<size_t>(peer)] < 0)
+  const int64_t peer = peer_rank(slot, op_index);
+  const int32_t peer_slot = slot_of_rank_[static_cast<size_t>(peer)];
+  if (peer_slot < 0)
     throw ScheduleError("rank " + std::to_string(sl.rank) + " op " + std::to_string(op_index) + ": peer rank " +
                         std::to_string(peer) + " is not executed");
   const bool send = op.kind == OpKind::Send;
   const int64_t src = send ? sl.rank : peer, dst = send ? peer : sl.rank;
-  PairQueue& q = pending_p2p_[(static_cast<uint64_t>(src) << 32) | static_cast<uint64_t>(dst)];
+  PairQueue& q = send ? pair_queue(slot, peer_slot) : pair_queue(peer_slot, slot);
   (send ? q.sends : q.recvs).push_back({slot, op_index});
-  if (q.sends.empty() || q.recvs.empty()) return;
-  const Participant s = q.sends.front(), r = q.recvs.front();
-  q.sends.pop_front();
-  q.recvs.pop_front();
-  const Op& so = slots_[static_cast<size_t>(s.slot)].program->ops[s.op];
-  const Op& ro = slots_[static_cast<size_t>(r.slot)].program->ops[r.op];
-  if (so.bytes != ro.bytes)
+  if (q.send_head == q.sends.size() || q.recv_head == q.recvs.size()) return;
+  const Participant s = q.sends[q.send_head++], r = q.recvs[q.recv_head++];
+  if (q.send_head == q.sends.size()) {
+    q.sends.clear();
+    q.send_head = 0;
+  }
+  if (q.recv_head == q.recvs.size()) {
+    q.recvs.clear();
+    q.recv_head = 0;
+  }
+  const double bytes = slots_[static_cast<size_t>(s.slot)].index->hot[s.op].value;
+  const double recv_bytes = slots_[static_cast<size_t>(r.slot)].index->hot[r.op].value;
+  if (bytes != recv_bytes)
     throw ScheduleError("send rank " + std::to_string(src) + " op " + std::to_string(s.op) + " (" +
-                        std::to_string(so.bytes) + " bytes) matches recv rank " + std::to_string(dst) + " op " +
-                        std::to_string(r.op) + " (" + std::to_string(ro.bytes) +
+                        std::to_string(bytes) + " bytes) matches recv rank " + std::to_string(dst) + " op " +
+                        std::to_string(r.op) + " (" + std::to_string(recv_bytes) +
                         " bytes): a send and its receive must carry equal bytes");
-  start_comm({s, r}, p2p_task(src, dst, so.bytes));
+  if (options_.mode == SimMode::Analytic && q.bytes == bytes) {
+    CommTask task;
+    task.closed_form_s = q.closed_form_s;
+    start_comm(std::array<Participant, 2>{s, r}, std::move(task));
+    return;
+  }
+  CommTask task = p2p_task(src, dst, bytes);
+  if (task.closed_form_s >= 0) {
+    q.bytes = bytes;
+    q.closed_form_s = task.closed_form_s;
+  }
+  start_comm(std::array<Participant, 2>{s, r}, std::move(task));
 }
 
 /// The group and, with `images`, the groups its symmetric images form (every tp shift,
@@ -353,31 +446,47 @@ std::vector<std::vector<int64_t>> SimExecutor::image_groups(GroupKind kind, cons
 /// symmetric run the images are not executed, in an every-rank run each image is
 /// executed and counts the others, which run at once when speeds are equal. Flows are
 /// those of the executed group, plus its images' in a symmetric run.
-CommTask SimExecutor::collective_task(const Op& op, const std::vector<int64_t>& members) const {
-  const auto n = static_cast<int64_t>(members.size());
+CommTask SimExecutor::collective_task(const HotOp& op, int64_t rank, GroupState& group) const {
   CommTask task;
+  const bool analytic = options_.mode == SimMode::Analytic;
+  // only closed forms are remembered, and whether the group's are closed never changes
+  for (const auto& f : group.forms)
+    if (f.kind == static_cast<int>(op.kind) && f.bytes == op.value) {
+      task.closed_form_s = f.seconds;
+      return task;
+    }
+  const std::vector<int64_t> members = schedule_.layout.group_members(op.group, rank);
+  const auto n = static_cast<int64_t>(members.size());
   if (n <= 1) {
     task.closed_form_s = 0;
     return task;
   }
   const auto& fabric = paths_.fabric();
-  const int64_t server = fabric.server_of_gpu(gpu_of_rank_[static_cast<size_t>(members[0])]);
-  bool same_server = true;
-  for (int64_t m : members)
-    same_server = same_server && fabric.server_of_gpu(gpu_of_rank_[static_cast<size_t>(m)]) == server;
-  const bool closed = options_.mode == SimMode::Analytic || (shortcuts_ && same_server);
+  if (group.same_server < 0) {
+    const int64_t server = fabric.server_of_gpu(gpu_of_rank_[static_cast<size_t>(members[0])]);
+    bool same = true;
+    for (int64_t m : members) same = same && fabric.server_of_gpu(gpu_of_rank_[static_cast<size_t>(m)]) == server;
+    group.same_server = same ? 1 : 0;
+  }
+  const bool closed = analytic || (shortcuts_ && group.same_server == 1);
+  auto remember = [&](double seconds) {
+    group.forms[group.next_form] = {static_cast<int>(op.kind), op.value, seconds};
+    group.next_form = static_cast<uint8_t>((group.next_form + 1) % group.forms.size());
+  };
   if (options_.calibration != nullptr) { // a measured time replaces the model (the lookup rule)
-    if (auto s = options_.calibration->comm_seconds(op.kind, n, op.bytes)) {
+    if (auto s = options_.calibration->comm_seconds(op.kind, n, op.value)) {
       task.closed_form_s = *s;
+      remember(task.closed_form_s); // a function of (kind, group size, bytes): safe to reuse
       return task;
     }
   }
   const ClosedFormKey key{(static_cast<uint64_t>(op.kind) << 40) | (static_cast<uint64_t>(op.group) << 32) |
                               static_cast<uint64_t>(members[0]),
-                          op.bytes};
+                          op.value};
   if (closed) {
     if (auto it = closed_form_cache_.find(key); it != closed_form_cache_.end()) {
       task.closed_form_s = it->second;
+      remember(task.closed_form_s);
       return task;
     }
   }
@@ -387,9 +496,10 @@ CommTask SimExecutor::collective_task(const Op& op, const std::vector<int64_t>& 
     for (int64_t m : g) gpus.push_back(gpu_of_rank_[static_cast<size_t>(m)]);
     gpu_groups.push_back(std::move(gpus));
   }
-  if (!closed) return collectives_.flow_task(op.kind, op.bytes, gpu_groups, /*merged=*/shortcuts_);
-  task.closed_form_s = collectives_.closed_form_s(op.kind, op.bytes, gpu_groups);
+  if (!closed) return collectives_.flow_task(op.kind, op.value, gpu_groups, /*merged=*/shortcuts_);
+  task.closed_form_s = collectives_.closed_form_s(op.kind, op.value, gpu_groups);
   closed_form_cache_.emplace(key, task.closed_form_s);
+  remember(task.closed_form_s);
   return task;
 }
 
@@ -412,7 +522,7 @@ CommTask SimExecutor::p2p_task(int64_t src_rank, int64_t dst_rank, double bytes)
   return task;
 }
 
-void SimExecutor::start_comm(const std::vector<Participant>& participants, CommTask task) {
+void SimExecutor::start_comm(std::span<const Participant> participants, CommTask task) {
   uint32_t id = 0;
   if (free_comms_.empty()) {
     id = static_cast<uint32_t>(comms_.size());
@@ -424,10 +534,10 @@ void SimExecutor::start_comm(const std::vector<Participant>& participants, CommT
   const double now = backend_->now();
   for (const Participant& p : participants) {
     Slot& sl = slots_[static_cast<size_t>(p.slot)];
-    const Op& op = sl.program->ops[p.op];
+    const HotOp& h = sl.index->hot[p.op];
     if (!sl.timing.empty()) sl.timing[p.op].transfer_s = now;
-    if (op.kind == OpKind::Recv) sl.account.change(now, Activity::RecvWait, -1);
-    sl.account.change(now, activity_of(op), +1);
+    if (h.cls == HotOp::Recv) sl.account.change(now, Activity::RecvWait, -1);
+    sl.account.change(now, activity_of(h), +1);
     if (sl.active_comms++ == 0) backend_->set_comm_active(p.slot, true);
   }
   comms_[id].assign(participants.begin(), participants.end());
@@ -436,10 +546,16 @@ void SimExecutor::start_comm(const std::vector<Participant>& participants, CommT
 
 void SimExecutor::on_compute_done(int32_t slot, uint32_t op) { complete_op(slot, op, false); }
 
+void SimExecutor::prefetch(int32_t slot) const {
+  const char* p = reinterpret_cast<const char*>(&slots_[static_cast<size_t>(slot)]);
+  for (size_t line = 0; line < 4; ++line) __builtin_prefetch(p + 64 * line);
+}
+
 /// Releases every participant of the instance at once (one event per instance).
 void SimExecutor::on_comm_done(uint32_t comm_id, bool failed, double stalled_s) {
   std::vector<Participant> parts = std::move(comms_[comm_id]);
   comms_[comm_id].clear();
+  for (const Participant& p : parts) prefetch(p.slot);
   for (const Participant& p : parts) {
     Slot& sl = slots_[static_cast<size_t>(p.slot)];
     if (--sl.active_comms == 0) backend_->set_comm_active(p.slot, false);
@@ -478,7 +594,7 @@ void SimExecutor::complete_op(int32_t slot, uint32_t op_index, bool failed) {
     t.failed = failed;
   }
   if (h.cls >= HotOp::Send) {
-    sl.account.change(now, activity_of(sl.program->ops[op_index]), -1);
+    sl.account.change(now, activity_of(h), -1);
   } else {
     sl.account.change(now, Activity::Compute, -1);
     if (h.cls != HotOp::ComputeOther) sl.account.add_compute(h.cls == HotOp::ComputeForward, now - sl.stream_start[st]);

@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <span>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -50,17 +51,21 @@ struct OpTiming {
 
 /// What the hot path reads of an op, packed in 24 bytes: when ranks drift apart (per-GPU
 /// speeds) each touches a different part of its program, and the full Op is several
-/// cache lines.
+/// cache lines (at 12,288 ranks, reading it for each communication op was a fifth of
+/// the run).
 struct HotOp {
   enum Class : uint8_t { ComputeForward, ComputeBackward, ComputeOther, Send, Recv, Collective };
-  double seconds = 0; // compute: device-model seconds at speed 1
+  double value = 0; // compute: device-model seconds at speed 1; communication: bytes
   uint32_t dep_begin = 0;
   uint32_t pos_in_stream = 0; // position in stream_ops[stream]
-  int32_t priority = 0;
+  uint16_t priority = 0;      // rank of Op::priority among the program's (same order)
   uint16_t dep_count = 0;
   uint8_t stream = 0;
   Class cls = ComputeOther;
+  schedules::GroupKind group = schedules::GroupKind::World;
+  schedules::OpKind kind = schedules::OpKind::Gemm;
 };
+static_assert(sizeof(HotOp) == 24);
 
 /// Per-program indexes shared by every rank running that program.
 struct ProgramIndex {
@@ -82,6 +87,7 @@ public:
   void on_compute_done(int32_t slot, uint32_t op) override;
   void on_comm_done(uint32_t comm_id, bool failed, double stalled_s) override;
   void on_job_fault(const std::string& why) override;
+  void prefetch(int32_t slot) const override;
   double failure_time_s() const { return failure_time_s_; }
 
   /// After the run: throws ScheduleError naming the stuck rank and op unless every op
@@ -106,21 +112,31 @@ public:
   const std::vector<int64_t>& gpu_of_slot() const { return slot_gpu_; }
 
 private:
-  struct Slot {
-    int64_t rank = 0;
+  // Hot fields first (what every op event reads), the rest after: at 12,288 ranks the
+  // slots are megabytes and each event touches one rank's slot.
+  struct alignas(64) Slot {
+    std::array<uint32_t, schedules::kStreamCount> stream_pos{};
+    // per stream, while its head op waits for a dependency: that dependency's stream and
+    // position (the head stays blocked while stream_pos[wait_stream] ≤ wait_pos), so an
+    // event re-checks only the streams it may have unblocked
+    std::array<uint32_t, schedules::kStreamCount> wait_pos{};
+    std::array<uint8_t, schedules::kStreamCount> wait_stream{}; // kNoWait: not known blocked
+    uint32_t busy = 0;                                          // bit per stream
+    int32_t active_comms = 0;
+    double speed = 1; // compute speed factor of its GPU
     const schedules::Program* program = nullptr;
     const ProgramIndex* index = nullptr;
-    double speed = 1; // compute speed factor of its GPU
-    std::array<uint32_t, schedules::kStreamCount> stream_pos{};
     std::array<double, schedules::kStreamCount> stream_start{}; // running op's issue time
-    uint32_t busy = 0;                                          // bit per stream
-    std::array<uint32_t, kGroupKinds> group_seq{};              // collectives issued per GroupKind
-    std::array<int64_t, kGroupKinds> group_first{};             // first member of its group per kind
-    std::array<int32_t, kGroupKinds> group_needed{};            // executed members of that group
-    int32_t active_comms = 0;
     RankAccount account;
     std::vector<OpTiming> timing; // traced slots only
+    int64_t rank = 0;
+    std::array<uint32_t, kGroupKinds> group_seq{};       // collectives issued per GroupKind
+    std::array<int64_t, kGroupKinds> group_first{};      // first member of its group per kind
+    std::array<int32_t, kGroupKinds> group_needed{};     // executed members of that group
+    std::array<uint32_t, kGroupKinds> group_id{};        // that group's index in groups_[kind]
+    std::vector<std::pair<int32_t, uint32_t>> out_pairs; // (dst slot, pair queue) it sends to
   };
+  static constexpr uint8_t kNoWait = 0xff;
   struct Participant {
     int32_t slot;
     uint32_t op;
@@ -128,18 +144,37 @@ private:
   struct PendingCollective {
     std::vector<Participant> arrived;
   };
+  /// Sends and receives posted between one (src, dst) pair, matched in order: FIFOs
+  /// over vectors that are reset when drained, so nothing is allocated once warm.
   struct PairQueue {
-    std::deque<Participant> sends, recvs;
+    std::vector<Participant> sends, recvs;
+    uint32_t send_head = 0, recv_head = 0;
+    double bytes = -1, closed_form_s = 0; // last closed form computed for the pair
+  };
+  /// A communication group of one kind: its instances waiting for members (by seq;
+  /// they complete in seq order, so the list is short) and what its closed forms cost.
+  struct GroupState {
+    std::vector<std::pair<uint32_t, uint32_t>> pending; // (seq, index in pending_)
+    int8_t same_server = -1;                            // −1: not computed yet
+    struct Form {
+      int kind = -1;
+      double bytes = 0, seconds = 0;
+    };
+    std::array<Form, 4> forms{}; // recent closed forms (round robin)
+    uint8_t next_form = 0;
   };
 
-  bool deps_done(const Slot& sl, uint32_t op) const;
+  /// The first dependency of `op` not done yet, as (stream, position); {kNoWait, 0} if none.
+  std::pair<uint8_t, uint32_t> first_pending_dep(const Slot& sl, uint32_t op) const;
   void issue_ready(int32_t slot);
   void issue(int32_t slot, uint32_t op);
   void complete_op(int32_t slot, uint32_t op, bool failed);
   void issue_collective(int32_t slot, uint32_t op);
   void issue_p2p(int32_t slot, uint32_t op);
-  void start_comm(const std::vector<Participant>& participants, CommTask task);
-  CommTask collective_task(const schedules::Op& op, const std::vector<int64_t>& members) const;
+  void start_comm(std::span<const Participant> participants, CommTask task);
+  CommTask collective_task(const HotOp& op, int64_t rank, GroupState& group) const;
+  int64_t peer_rank(int32_t slot, uint32_t op_index) const;
+  PairQueue& pair_queue(int32_t src_slot, int32_t dst_slot);
   CommTask p2p_task(int64_t src_rank, int64_t dst_rank, double bytes) const;
   std::vector<std::vector<int64_t>> image_groups(schedules::GroupKind kind, const std::vector<int64_t>& members,
                                                  bool images) const;
@@ -162,11 +197,11 @@ private:
   std::vector<int64_t> slot_rank_;
   std::vector<int64_t> slot_gpu_;
   std::vector<int32_t> slot_of_rank_;
-  std::unordered_map<uint64_t, uint32_t> pending_of_key_; // (kind, first, seq) → pending_
+  std::array<std::vector<GroupState>, kGroupKinds> groups_; // by kind, then Slot::group_id
   std::vector<PendingCollective> pending_;
   std::vector<uint32_t> free_pending_;
-  std::unordered_map<uint64_t, PairQueue> pending_p2p_; // (src, dst)
-  std::vector<std::vector<Participant>> comms_;         // by comm id (ids are reused)
+  std::vector<PairQueue> pair_queues_;          // found through Slot::out_pairs of the sender
+  std::vector<std::vector<Participant>> comms_; // by comm id (ids are reused)
   std::vector<uint32_t> free_comms_;
   struct ClosedFormKey {
     uint64_t group; // kind, group kind and first member packed

@@ -38,6 +38,10 @@ public:
   virtual void on_comm_done(uint32_t comm_id, bool failed, double stalled_s) = 0;
   /// A fault stopped the job (a server crashed): no op is issued any more.
   virtual void on_job_fault(const std::string& why) = 0;
+  /// The next event is likely a completion on `slot`: a hint to start loading its state
+  /// (at every-rank scale each event's state is a cache miss; the hint overlaps it with
+  /// the current event).
+  virtual void prefetch(int32_t /*slot*/) const {}
 };
 
 class TimeEngine {

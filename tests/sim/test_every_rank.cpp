@@ -3,23 +3,30 @@
 // every ring step as flows) when they are not, in iteration time and per-rank times;
 // speed factors apply exactly; bad speed input is refused.
 //
-// Tolerances: in the analytic mode every-rank and symmetric runs agree to 0.5 % (both
-// count the load of a collective's symmetric images; the analytic full-detail run does
-// not, so it is not a reference: the full-detail comparison is made in the flow mode,
-// where every flow of every ring step is on the fabric). In the flow mode
-// the job below is communication-bound (exposed DP ≈ 19 % of the iteration on a 200G
-// fabric) and two shortcuts show: the symmetric run leaves the pipeline sends of the
-// pipelines it does not execute off the fabric (≈ 1.6 % faster than every rank), and
-// merged ring steps run ≈ 1.3 % faster than explicit steps under contention; the flow
-// checks allow 2.5 % and say so.
+// Tolerances are the issue's: 0.5 % against the symmetric run (equal speeds) and 1 %
+// against full detail, in iteration time and in every rank's forward, backward and
+// communication-wait times (against the symmetric run, which gives each rank of a stage
+// its representative's wait, the stage's mean wait). In the analytic mode every-rank and symmetric runs agree
+// exactly (both count the load of a collective's symmetric images; the analytic
+// full-detail run does not, so it is not a reference: the full-detail comparison is made
+// in the flow mode, where every flow of every ring step is on the fabric). In the flow
+// mode the job below is communication-bound (exposed DP ≈ 19 % of the iteration on a
+// 200G fabric); measured: every rank vs symmetric 0.21 % in iteration time, 0.20 % in
+// the worst rank's forward time and 0.27 % of the iteration in a stage's mean wait (the
+// symmetric run leaves the pipeline sends of the pipelines it does not execute off the
+// fabric; single ranks' waits differ by up to 1.4 %), every rank vs full detail 0.22 % in
+// iteration time, 0.02 % in forward time and 0.32 % of the iteration in comm wait
+// (merged ring steps against explicit ones under contention).
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <sstream>
 
 #include "config/error.hpp"
 #include "config/gpu_speeds.hpp"
 #include "config/job_file.hpp"
 #include "faults/fault_plan.hpp"
+#include "sim/per_rank_csv.hpp"
 #include "sim_test_util.hpp"
 #include "topology/placement.hpp"
 
@@ -74,7 +81,7 @@ TEST_CASE("every rank with equal speeds agrees with the symmetric run within 0.5
     CHECK(a.aggregated);
     CHECK_FALSE(e.aggregated);
     CHECK(e.executed_ranks == l.schedule.world());
-    const double tol = mode == SimMode::Analytic ? 5e-3 : 2.5e-2;
+    const double tol = 5e-3;
     CHECK(rel(e.iteration_time_s, a.iteration_time_s) < tol);
     CHECK(rel(e.breakdown.compute_s, a.breakdown.compute_s) < tol);
     for (size_t s = 0; s < a.per_stage.size(); ++s) {
@@ -85,11 +92,28 @@ TEST_CASE("every rank with equal speeds agrees with the symmetric run within 0.5
       CHECK(sa == Approx(a.makespan_s).epsilon(1e-9));
       CHECK(se == Approx(e.makespan_s).epsilon(1e-9));
     }
+    double fw = 0, bw = 0;
     for (size_t r = 0; r < e.per_rank.size(); ++r) {
-      INFO("rank " << r);
-      CHECK(rel(e.per_rank[r].forward_s, a.per_rank[r].forward_s) < tol);
-      CHECK(rel(e.per_rank[r].backward_s, a.per_rank[r].backward_s) < tol);
+      fw = std::max(fw, rel(e.per_rank[r].forward_s, a.per_rank[r].forward_s));
+      bw = std::max(bw, rel(e.per_rank[r].backward_s, a.per_rank[r].backward_s));
     }
+    // Communication wait: the symmetric run gives every rank of a stage its
+    // representative's; executed, ranks of one stage differ by where their flows meet
+    // contention (their ECMP paths), so the stage's mean is compared.
+    std::vector<double> mean(a.per_stage.size(), 0.0), count(a.per_stage.size(), 0.0);
+    for (const auto& t : e.per_rank) {
+      mean[static_cast<size_t>(t.pp)] += t.comm_wait_s;
+      count[static_cast<size_t>(t.pp)] += 1;
+    }
+    double cw = 0;
+    for (const auto& t : a.per_rank)
+      cw = std::max(cw, std::abs(mean[static_cast<size_t>(t.pp)] / count[static_cast<size_t>(t.pp)] - t.comm_wait_s) /
+                            a.iteration_time_s);
+    INFO("largest deviation: rank forward " << fw << ", rank backward " << bw << ", stage-mean comm wait " << cw
+                                            << " of the iteration");
+    CHECK(fw < tol);
+    CHECK(bw < tol);
+    CHECK(cw < tol);
   }
 }
 
@@ -105,14 +129,19 @@ TEST_CASE("every rank with per-GPU speeds agrees with the full-detail run within
     const auto e = simulate(l.schedule, *l.fabric, l.gpus, every);
     const auto f = simulate(l.schedule, *l.fabric, l.gpus, full);
     INFO("mode " << to_string(mode) << " every rank " << e.iteration_time_s << " full " << f.iteration_time_s);
-    const double tol = 2.5e-2;
+    const double tol = 1e-2;
     CHECK(rel(e.iteration_time_s, f.iteration_time_s) < tol);
+    double fw = 0, bw = 0, cw = 0;
     for (size_t r = 0; r < e.per_rank.size(); ++r) {
-      INFO("rank " << r);
-      CHECK(rel(e.per_rank[r].forward_s, f.per_rank[r].forward_s) < tol);
-      CHECK(rel(e.per_rank[r].backward_s, f.per_rank[r].backward_s) < tol);
-      CHECK(std::abs(e.per_rank[r].comm_wait_s - f.per_rank[r].comm_wait_s) < tol * f.iteration_time_s);
+      fw = std::max(fw, rel(e.per_rank[r].forward_s, f.per_rank[r].forward_s));
+      bw = std::max(bw, rel(e.per_rank[r].backward_s, f.per_rank[r].backward_s));
+      cw = std::max(cw, std::abs(e.per_rank[r].comm_wait_s - f.per_rank[r].comm_wait_s) / f.iteration_time_s);
     }
+    INFO("largest per-rank deviation: forward " << fw << ", backward " << bw << ", comm wait " << cw
+                                                << " of the iteration");
+    CHECK(fw < tol);
+    CHECK(bw < tol);
+    CHECK(cw < tol);
   }
 }
 
@@ -260,4 +289,38 @@ TEST_CASE("GPT-175B at 128 GPUs: every rank with equal speeds agrees with the sy
       CHECK(std::abs(e.per_rank[r].comm_wait_s - a.per_rank[r].comm_wait_s) < 5e-3 * a.iteration_time_s);
     }
   }
+}
+
+TEST_CASE("the per-rank CSV keeps its columns and gives each rank its own times", "[sim][every_rank]") {
+  // the columns are the input of `twinscale diagnose` (docs/simulator.md): fixed order
+  const auto l = lower_medium(16, 16);
+  SimOptions o;
+  o.mode = SimMode::Analytic;
+  o.gpu_speed.assign(static_cast<size_t>(l.fabric->gpus()), 1.0);
+  o.gpu_speed[static_cast<size_t>(l.gpus[6])] = 0.7; // a straggler
+  const auto r = simulate(l.schedule, *l.fabric, l.gpus, o);
+  std::istringstream in(per_rank_csv(r));
+  std::string line;
+  std::getline(in, line);
+  CHECK(line == "rank,tp,pp,dp,forward_s,backward_s,comm_wait_s");
+  size_t n = 0, slowest = 0;
+  double slowest_compute = 0;
+  for (; std::getline(in, line); ++n) {
+    long long rank = 0, tp = 0, pp = 0, dp = 0;
+    double fw = 0, bw = 0, cw = 0;
+    REQUIRE(std::sscanf(line.c_str(), "%lld,%lld,%lld,%lld,%lf,%lf,%lf", &rank, &tp, &pp, &dp, &fw, &bw, &cw) == 7);
+    REQUIRE(n < r.per_rank.size());
+    const auto& t = r.per_rank[n];
+    CHECK(rank == static_cast<long long>(n));
+    CHECK((tp == t.tp && pp == t.pp && dp == t.dp));
+    CHECK(fw == Approx(t.forward_s).margin(1e-9));
+    CHECK(bw == Approx(t.backward_s).margin(1e-9));
+    CHECK(cw == Approx(t.comm_wait_s).margin(1e-9));
+    if (pp == r.per_rank[6].pp && fw + bw > slowest_compute) {
+      slowest_compute = fw + bw;
+      slowest = n;
+    }
+  }
+  CHECK(n == static_cast<size_t>(l.schedule.world()));
+  CHECK(slowest == 6); // the straggler is the rank of its stage with the most compute
 }
