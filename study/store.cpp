@@ -1,6 +1,8 @@
 #include "study/store.hpp"
 
+#include <chrono>
 #include <filesystem>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 #include <sqlite3.h>
@@ -77,7 +79,21 @@ Store::Store(const std::string& path, const StudySpec& spec, const std::vector<P
     throw StoreError(path + ": cannot open results store: " + (db_ ? sqlite3_errmsg(db_) : "out of memory"));
   sqlite3_busy_timeout(db_, 120'000); // shards of one study wait for each other's commits
   // WAL + synchronous=NORMAL: a committed point survives the process being killed.
-  exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
+  // Shards started together race to switch a new file to WAL; that switch needs an
+  // exclusive lock for which SQLite returns SQLITE_BUSY at once, without the busy
+  // handler, so it is retried here (bounded like the busy timeout).
+  for (int attempt = 0;; ++attempt) {
+    const int rc = sqlite3_exec(db_, "PRAGMA journal_mode=WAL;", nullptr, nullptr, nullptr);
+    if (rc == SQLITE_OK) break;
+    if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || attempt >= 12'000) {
+      const std::string msg = sqlite3_errmsg(db_);
+      sqlite3_close(db_);
+      db_ = nullptr;
+      throw StoreError(path + ": cannot switch the results store to write-ahead logging: " + msg);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  exec("PRAGMA synchronous=NORMAL;");
   exec("BEGIN IMMEDIATE;");
   try {
     exec(kSchema);

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "common/error.hpp"
 #include "study/evaluate.hpp"
 #include "study/points.hpp"
 #include "study/study_spec.hpp"
@@ -33,9 +34,9 @@ struct sqlite3;
 namespace twinscale::study {
 
 /// A store that cannot be opened, read or written (path, SQLite's message).
-class StoreError : public std::runtime_error {
+class StoreError : public Error {
 public:
-  explicit StoreError(const std::string& what) : std::runtime_error(what) {}
+  explicit StoreError(const std::string& what) : Error(what) {}
 };
 
 /// The twinscale version written into every row.
