@@ -1,12 +1,7 @@
 #include "sim/simulate.hpp"
 
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -16,6 +11,7 @@
 #include "sim/detail/analytic_engine.hpp"
 #include "sim/detail/executor.hpp"
 #include "sim/detail/flow_engine.hpp"
+#include "sim/detail/forked_run.hpp"
 #include "sim/detail/network_paths.hpp"
 #include "sim/detail/report_codec.hpp"
 
@@ -194,85 +190,6 @@ SimReport run_in_process(const schedules::Schedule& schedule, const topology::Fa
   return r;
 }
 
-void write_all(int fd, const std::string& data) {
-  size_t off = 0;
-  while (off < data.size()) {
-    const ssize_t n = ::write(fd, data.data() + off, data.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    off += static_cast<size_t>(n);
-  }
-}
-
-/// Flow mode: SimGrid's engine is a process-wide singleton that 3.32 cannot re-create,
-/// so each run happens in a forked child that sends its report back through a pipe.
-SimReport run_in_child(const schedules::Schedule& schedule, const topology::Fabric& fabric,
-                       const std::vector<int64_t>& gpu_of_rank, const SimOptions& options) {
-  int fds[2];
-  if (::pipe(fds) != 0) throw SimError("simulate: cannot create a pipe for the SimGrid process");
-  std::fflush(stdout);
-  std::fflush(stderr);
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    ::close(fds[0]);
-    ::close(fds[1]);
-    throw SimError("simulate: cannot fork the SimGrid process");
-  }
-  if (pid == 0) {
-    // The parent's crash handlers (a test framework's) must not run in the child.
-    for (int sig : {SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL, SIGTERM, SIGINT}) std::signal(sig, SIG_DFL);
-    ::close(fds[0]);
-    char tag = 'R';
-    std::string payload;
-    try {
-      payload = detail::encode_report(run_in_process(schedule, fabric, gpu_of_rank, options));
-    } catch (const schedules::ScheduleError& e) {
-      tag = 'S';
-      payload = e.what();
-    } catch (const topology::TopologyError& e) {
-      tag = 'T';
-      payload = e.what();
-    } catch (const std::logic_error& e) {
-      tag = 'L';
-      payload = e.what();
-    } catch (const std::exception& e) {
-      tag = 'E';
-      payload = e.what();
-    }
-    write_all(fds[1], std::string(1, tag) + payload);
-    ::close(fds[1]);
-    std::fflush(stdout);
-    std::fflush(stderr);
-    ::_exit(0); // a forked child must not run the parent's atexit handlers or destructors
-  }
-  ::close(fds[1]);
-  std::string data;
-  char buf[1 << 16];
-  for (;;) {
-    const ssize_t n = ::read(fds[0], buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    data.append(buf, static_cast<size_t>(n));
-  }
-  ::close(fds[0]);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-  if (data.empty()) {
-    const std::string why = WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status))
-                                                : "exit status " + std::to_string(WEXITSTATUS(status));
-    throw SimError("simulate: the SimGrid process ended without a result (" + why + ")");
-  }
-  const char tag = data[0];
-  std::string payload = data.substr(1);
-  switch (tag) {
-  case 'R': return detail::decode_report(payload);
-  case 'S': throw schedules::ScheduleError(payload);
-  case 'T': throw topology::TopologyError(payload);
-  case 'L': throw std::logic_error(payload);
-  default: throw SimError(payload);
-  }
-}
-
 } // namespace
 
 SimReport simulate(const schedules::Schedule& schedule, const topology::Fabric& fabric,
@@ -282,8 +199,13 @@ SimReport simulate(const schedules::Schedule& schedule, const topology::Fabric& 
   // then only one flow-mode simulation may run per process.
   const char* no_fork = std::getenv("TWINSCALE_SIM_NO_FORK");
   const bool in_process = options.mode == SimMode::Analytic || (no_fork != nullptr && no_fork[0] == '1');
-  SimReport r = in_process ? run_in_process(schedule, fabric, gpu_of_rank, options)
-                           : run_in_child(schedule, fabric, gpu_of_rank, options);
+  // Flow mode: SimGrid's engine is a process-wide singleton that 3.32 cannot re-create,
+  // so each run happens in a forked child that sends its report back through a pipe.
+  SimReport r = in_process
+                    ? run_in_process(schedule, fabric, gpu_of_rank, options)
+                    : detail::decode_report(detail::run_forked(
+                          [&] { return detail::encode_report(run_in_process(schedule, fabric, gpu_of_rank, options)); },
+                          "simulate"));
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }
