@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "backend/hang_report.hpp"
 #include "cli/checked_options.hpp"
 #include "cli/commands.hpp"
 #include "cli/job_args.hpp"
@@ -51,8 +52,35 @@ struct SimulateArgs {
   std::string per_rank_csv;
   std::string faults_file;
   std::string calibration_file;
+  int64_t hang_rank = -1;
+  double hang_at_s = 0;
+  std::string run_dir;
   bool json = false;
 };
+
+/// The per-rank state files of a hung simulated run, in the real backend's format
+/// (backend/hang_report.hpp), so `twinscale diagnose DIR` reads both alike. Ranks still
+/// waiting in an op would time out (timed_out); the hung rank and ranks that stopped
+/// without a pending op are aborted; the rest completed.
+void write_sim_run_dir(const std::string& dir, const sim::SimReport& r, const config::Scenario& scenario) {
+  for (const sim::RankHangState& h : r.hang_states) {
+    backend::RankState st;
+    st.rank = h.rank;
+    st.host = "server-" +
+              std::to_string(scenario.fabric().server_of_gpu(scenario.gpu_of_rank()[static_cast<size_t>(h.rank)]));
+    const bool done = h.ops_completed == h.ops_total;
+    st.status = done ? backend::RunStatus::Completed
+                     : (h.waiting.empty() || h.hung ? backend::RunStatus::Aborted : backend::RunStatus::TimedOut);
+    st.ops_completed = h.ops_completed;
+    st.ops_total = h.ops_total;
+    st.elapsed_s = h.elapsed_s;
+    st.issued = h.issued;
+    for (const sim::WaitingOp& w : h.waiting)
+      st.waiting.push_back(backend::PendingOp{w.op_index, w.name, w.kind, w.group, w.stream, w.channel, w.sequence,
+                                              w.peers, w.waiting_s});
+    backend::write_rank_state(dir, st);
+  }
+}
 
 /// "0-7,64,100-103" → sorted ranks; usage errors name the bad piece.
 std::vector<int64_t> parse_ranks(const std::string& text, int64_t world) {
@@ -108,6 +136,11 @@ std::string report_json(const sim::SimReport& r, const schedules::Schedule& s, c
   j["placement"] = a.placement;
   j["completed"] = r.completed;
   if (!r.completed) j["failure"] = r.failure;
+  if (a.hang_rank >= 0) {
+    int64_t waiting = 0;
+    for (const auto& h : r.hang_states) waiting += h.waiting.empty() ? 0 : 1;
+    j["hang"] = {{"rank", a.hang_rank}, {"at_s", a.hang_at_s}, {"waiting_ranks", waiting}};
+  }
   j["iteration_time_s"] = r.iteration_time_s;
   j["makespan_s"] = r.makespan_s;
   j["tokens_per_s"] = r.tokens_per_s;
@@ -225,6 +258,10 @@ int run_simulate(const SimulateArgs& a) {
       for (size_t g = 0; g < speeds.size(); ++g) speeds[g] *= from_file[g];
   }
   if (!speeds.empty()) scenario.set_gpu_speed(std::move(speeds));
+  if (!a.run_dir.empty() && a.hang_rank < 0)
+    throw config::ConfigError(
+        "--run-dir: simulate writes per-rank state files only for a hung run (add --hang-rank R)");
+  if (a.hang_rank >= 0) scenario.set_hang(a.hang_rank, a.hang_at_s);
   const schedules::Schedule& schedule = scenario.schedule();
   const std::string& cluster_name = scenario.cluster_name();
   // A calibrated run records the trace of its executed ranks for the coverage report.
@@ -243,6 +280,14 @@ int run_simulate(const SimulateArgs& a) {
     write_file_atomically(a.trace_file, t.str());
   }
   if (!a.per_rank_csv.empty()) write_file_atomically(a.per_rank_csv, sim::per_rank_csv(r));
+  if (a.hang_rank >= 0) {
+    std::cerr << "twinscale simulate: "
+              << (r.completed
+                      ? "rank " + std::to_string(a.hang_rank) + " hung after its last op: the iteration completed"
+                      : r.failure)
+              << "\n";
+    if (!a.run_dir.empty()) write_sim_run_dir(a.run_dir, r, scenario);
+  }
   Coverage cov;
   if (scenario.options().calibration != nullptr)
     cov = schedules::calibration_coverage(*scenario.options().calibration, schedule, r.trace);
@@ -289,6 +334,12 @@ void add_simulate_command(CLI::App& app, Action& action) {
   cmd->add_option("--per-rank-csv", args->per_rank_csv, "write rank,tp,pp,dp,forward_s,backward_s,comm_wait_s");
   cmd->add_option("--faults", args->faults_file, "fault plan (TOML) to inject");
   cmd->add_option("--calibration", args->calibration_file, "calibration table (JSON) overriding the device model");
+  add_integer_option(*cmd, "--hang-rank", args->hang_rank, 0, int64_t{1} << 29, "0..world-1",
+                     "rank that stops issuing ops (analytic mode, --every-rank): ground truth for diagnose");
+  cmd->add_option("--hang-at-s", args->hang_at_s, "simulated time at which --hang-rank stops (default 0)")
+      ->check(CLI::Range(0.0, 1e12));
+  cmd->add_option("--run-dir", args->run_dir,
+                  "with --hang-rank: write per-rank state files rank-<r>.json there (read by twinscale diagnose)");
   cmd->add_flag("--json", args->json, "JSON output");
   cmd->callback([args, &action]() {
     args->job.check_usage();

@@ -78,6 +78,11 @@ public:
   void set_mode(sim::SimMode mode) { options_.mode = mode; }
   /// Per-GPU compute speed factors (indexed by fabric GPU; see SimOptions::gpu_speed).
   void set_gpu_speed(std::vector<double> speed) { options_.gpu_speed = std::move(speed); }
+  /// Rank `rank` stops issuing ops at simulated time `at_s` (SimOptions::hang_rank).
+  void set_hang(int64_t rank, double at_s) {
+    options_.hang_rank = rank;
+    options_.hang_at_s = at_s;
+  }
   /// Records a trace of `ranks` (empty: every executed rank) in the next simulate().
   void record_trace(std::vector<int64_t> ranks);
   sim::SimReport simulate() const;

@@ -121,6 +121,16 @@ SimReport run_in_process(const schedules::Schedule& schedule, const topology::Fa
   r.completed = !ex.job_failed();
   r.failure = ex.failure();
   r.incidents = ex.incidents();
+  if (options.hang_rank >= 0) {
+    r.hang_states = ex.hang_states(ex.last_end_s());
+    int64_t waiting = 0;
+    for (const RankHangState& h : r.hang_states) waiting += h.waiting.empty() ? 0 : 1;
+    if (!ex.all_ops_done()) {
+      r.completed = false;
+      r.failure = "rank " + std::to_string(options.hang_rank) + " hung at " + std::to_string(options.hang_at_s) +
+                  " s: the iteration did not complete; " + std::to_string(waiting) + " rank(s) wait in an op";
+    }
+  }
 
   const auto& slots = ex.slot_ranks();
   double makespan = ex.last_end_s();
@@ -195,6 +205,17 @@ SimReport run_in_process(const schedules::Schedule& schedule, const topology::Fa
 SimReport simulate(const schedules::Schedule& schedule, const topology::Fabric& fabric,
                    const std::vector<int64_t>& gpu_of_rank, const SimOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
+  if (options.hang_rank >= 0) {
+    if (options.mode != SimMode::Analytic || !options.every_rank)
+      throw SimError("simulate: a hung rank (--hang-rank) needs the analytic mode with every rank executed "
+                     "(--mode analytic --every-rank)");
+    if (options.hang_rank >= schedule.layout.world())
+      throw SimError("simulate: --hang-rank " + std::to_string(options.hang_rank) + " outside the world 0.." +
+                     std::to_string(schedule.layout.world() - 1));
+    if (!(options.hang_at_s >= 0) || !(options.hang_at_s < 1e12))
+      throw SimError("simulate: --hang-at-s " + std::to_string(options.hang_at_s) +
+                     " (valid: a finite number of seconds >= 0)");
+  }
   // TWINSCALE_SIM_NO_FORK=1 runs the flow mode in this process (debuggers, profilers):
   // then only one flow-mode simulation may run per process.
   const char* no_fork = std::getenv("TWINSCALE_SIM_NO_FORK");

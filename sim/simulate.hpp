@@ -36,6 +36,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -92,6 +93,11 @@ struct SimOptions {
   /// Congestion control and PFC of the cluster's [network] table; the flow mode scales a
   /// flow's bytes by its controller's penalty (sim/congestion/flow_congestion.hpp).
   topology::NetworkCcSpec network;
+  /// Ground truth for hang diagnosis (analytic mode, every rank): rank hang_rank stops
+  /// issuing ops at simulated time hang_at_s (it issues nothing once an op would start at
+  /// or after it); the run goes on until no event is left. −1: no hang.
+  int64_t hang_rank = -1;
+  double hang_at_s = 0;
 };
 
 /// Where one rank's time goes over the iteration, seconds. compute + exposed_* + bubble
@@ -126,6 +132,31 @@ struct OpIncident {
   double stalled_s = 0;
 };
 
+/// An op a rank issued and that never completed in a hung run: what it waits for, in
+/// the terms of the real backend's state files (backend/executor.hpp PendingOp).
+struct WaitingOp {
+  uint32_t op_index = 0;
+  std::string name;
+  schedules::OpKind kind = schedules::OpKind::Gemm;
+  schedules::GroupKind group = schedules::GroupKind::World;
+  schedules::Stream stream = schedules::Stream::Compute;
+  std::string channel;        // schedules::communicator_of (device model)
+  int64_t sequence = 0;       // index of the op among the rank's ops on `channel`
+  std::vector<int64_t> peers; // group members (collectives) or the peer (p2p)
+  double waiting_s = 0;       // from its issue to the end of the run
+};
+
+/// One rank's state at the end of a run with SimOptions::hang_rank.
+struct RankHangState {
+  int64_t rank = 0;
+  bool hung = false; // the injected rank
+  uint32_t ops_completed = 0;
+  uint32_t ops_total = 0;
+  double elapsed_s = 0;
+  std::vector<WaitingOp> waiting;
+  std::map<std::string, int64_t> issued; // channel → ops issued on it
+};
+
 struct SimReport {
   SimMode mode = SimMode::Flow;
   bool completed = true; // false when a fault failed the job
@@ -140,7 +171,8 @@ struct SimReport {
   std::vector<RankTimes> per_rank;           // every rank (symmetric runs: from its representative)
   std::vector<Breakdown> per_rank_breakdown; // every rank, same rule
   std::vector<OpIncident> incidents;
-  schedules::Trace trace; // when SimOptions::record_trace
+  schedules::Trace trace;                 // when SimOptions::record_trace
+  std::vector<RankHangState> hang_states; // every rank, by rank, when SimOptions::hang_rank ≥ 0
   // Statistics of the run.
   bool aggregated = false; // symmetry used (one pipeline executed)
   int64_t executed_ranks = 0;

@@ -139,6 +139,12 @@ SimExecutor::SimExecutor(const schedules::Schedule& schedule, const std::vector<
   }
   for (size_t s = 0; s < slot_rank_.size(); ++s)
     slot_of_rank_[static_cast<size_t>(slot_rank_[s])] = static_cast<int32_t>(s);
+  if (options_.hang_rank >= 0) {
+    if (symmetric_ || options_.hang_rank >= world)
+      throw ScheduleError("hang rank " + std::to_string(options_.hang_rank) +
+                          ": needs every rank executed and a rank in 0.." + std::to_string(world - 1));
+    hang_slot_ = slot_of_rank_[static_cast<size_t>(options_.hang_rank)];
+  }
 
   std::vector<bool> traced(slot_rank_.size(), false);
   if (options_.record_trace) {
@@ -238,6 +244,7 @@ std::pair<uint8_t, uint32_t> SimExecutor::first_pending_dep(const Slot& sl, uint
 /// after each completion misses nothing; a stream known to wait for a dependency that has
 /// not completed is skipped without reading its program.
 void SimExecutor::issue_ready(int32_t slot) {
+  if (slot == hang_slot_ && backend_->now() >= options_.hang_at_s) return; // the hung rank issues nothing more
   Slot& sl = slots_[static_cast<size_t>(slot)];
   std::array<uint32_t, schedules::kStreamCount> cand{};
   std::array<int32_t, schedules::kStreamCount> prio{};
@@ -613,7 +620,7 @@ void SimExecutor::finish(double horizon_s) {
 }
 
 void SimExecutor::check_finished() const {
-  if (job_failed_ || ops_done_ == ops_total_) return;
+  if (job_failed_ || ops_done_ == ops_total_ || hang_slot_ >= 0) return;
   std::ostringstream os;
   os << "deadlock: " << (ops_total_ - ops_done_) << " ops never ran;";
   int shown = 0;

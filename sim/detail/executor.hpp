@@ -93,6 +93,9 @@ public:
   /// After the run: throws ScheduleError naming the stuck rank and op unless every op
   /// completed (or the job failed).
   void check_finished() const;
+  /// After a run with SimOptions::hang_rank: every rank's issued-but-unfinished ops
+  /// and per-channel issue counts at `end_s` (hang_state.cpp).
+  std::vector<RankHangState> hang_states(double end_s) const;
   /// After the run: closes every rank's breakdown at `horizon_s` (the makespan).
   void finish(double horizon_s);
 
@@ -109,6 +112,7 @@ public:
   const std::vector<OpTiming>& timings(int32_t slot) const { return slots_[static_cast<size_t>(slot)].timing; }
   const std::vector<OpIncident>& incidents() const { return incidents_; }
   int64_t ops_executed() const { return ops_done_; }
+  bool all_ops_done() const { return ops_done_ == ops_total_; }
   const std::vector<int64_t>& gpu_of_slot() const { return slot_gpu_; }
 
 private:
@@ -225,6 +229,7 @@ private:
   double failure_time_s_ = -1;
   schedules::RankCoord rep_{};
   std::string failure_;
+  int32_t hang_slot_ = -1; // SimOptions::hang_rank's slot
 };
 
 } // namespace twinscale::sim::detail

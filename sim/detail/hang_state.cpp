@@ -1,0 +1,55 @@
+// The end state of a run with a hung rank (SimOptions::hang_rank): what every rank issued
+// on each channel and which of its ops never completed, in the terms the real backend's
+// state files use (channels of schedules::communicator_of, per-channel sequences), so the
+// same hang analysis reads simulated and real runs.
+#include <map>
+
+#include "schedules/nccl_order.hpp"
+#include "sim/detail/executor.hpp"
+
+namespace twinscale::sim::detail {
+
+std::vector<RankHangState> SimExecutor::hang_states(double end_s) const {
+  const auto& L = schedule_.layout;
+  std::vector<RankHangState> out;
+  out.reserve(slots_.size());
+  for (size_t s = 0; s < slots_.size(); ++s) {
+    const Slot& sl = slots_[s];
+    RankHangState st;
+    st.rank = sl.rank;
+    st.hung = static_cast<int32_t>(s) == hang_slot_;
+    st.ops_total = static_cast<uint32_t>(sl.program->ops.size());
+    st.elapsed_s = end_s;
+    std::map<std::string, int64_t> next_seq; // per channel, in program order
+    for (uint32_t i = 0; i < sl.program->ops.size(); ++i) {
+      const schedules::Op& op = sl.program->ops[i];
+      const HotOp& h = sl.index->hot[i];
+      const uint32_t pos = sl.stream_pos[h.stream];
+      const bool done = h.pos_in_stream < pos;
+      const bool running = h.pos_in_stream == pos && (sl.busy & (1u << h.stream)) != 0;
+      if (done) ++st.ops_completed;
+      const std::string channel = schedules::communicator_of(schedule_, sl.rank, op, schedules::kDeviceCommModel);
+      const int64_t seq = channel.empty() ? 0 : next_seq[channel]++;
+      if (!channel.empty() && (done || running)) ++st.issued[channel];
+      if (!running) continue;
+      WaitingOp w;
+      w.op_index = i;
+      w.name = op_name(static_cast<int32_t>(s), i);
+      w.kind = op.kind;
+      w.group = op.group;
+      w.stream = op.stream;
+      w.channel = channel;
+      w.sequence = seq;
+      if (op.is_collective())
+        w.peers = L.group_members(op.group, sl.rank);
+      else if (op.kind == schedules::OpKind::Send || op.kind == schedules::OpKind::Recv)
+        w.peers = {peer_rank(static_cast<int32_t>(s), i)};
+      w.waiting_s = end_s - sl.stream_start[h.stream];
+      st.waiting.push_back(std::move(w));
+    }
+    out.push_back(std::move(st));
+  }
+  return out;
+}
+
+} // namespace twinscale::sim::detail

@@ -1,0 +1,71 @@
+// Simulated hangs as ground truth (issue #14): `simulate --hang-rank R --run-dir DIR`
+// writes the real backend's per-rank state files, and `twinscale diagnose DIR` names R
+// first (exit 4) with the op its peers are stuck in; bad hang options exit 1.
+#include <filesystem>
+#include <string>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "tests/cli_runner.hpp"
+
+using namespace twinscale;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kJob = "--preset tiny-1f1b --gpus 32 --global-batch 32 --mode analytic --every-rank";
+
+} // namespace
+
+TEST_CASE("sim hang: the rank that stops issuing ops is the first hang diagnose names") {
+  const fs::path dir = test::scratch_dir("sim-hang");
+  auto ok = test::run_cli_split("simulate " + kJob + " --json", dir);
+  REQUIRE(ok.code == 0);
+  const double iteration = nlohmann::json::parse(ok.out).at("iteration_time_s").get<double>();
+  const fs::path run = dir / "run";
+  auto sim = test::run_cli_split("simulate " + kJob + " --hang-rank 13 --hang-at-s " + std::to_string(iteration / 2) +
+                                     " --run-dir " + run.string() + " --json",
+                                 dir);
+  INFO(sim.out << sim.err);
+  REQUIRE(sim.code == 0);
+  const auto s = nlohmann::json::parse(sim.out);
+  CHECK(s["completed"] == false);
+  CHECK(s["hang"]["rank"] == 13);
+  CHECK(s["hang"]["waiting_ranks"].get<int64_t>() > 0);
+  CHECK_THAT(sim.err, Catch::Contains("rank 13 hung") && Catch::Contains("did not complete"));
+  for (int r = 0; r < 32; ++r) CHECK(fs::exists(run / ("rank-" + std::to_string(r) + ".json")));
+
+  auto d = test::run_cli_split("diagnose " + run.string() + " --json", dir);
+  INFO(d.out << d.err);
+  REQUIRE(d.code == 4);
+  const auto j = nlohmann::json::parse(d.out);
+  REQUIRE(!j.at("findings").empty());
+  CHECK(j["findings"][0]["kind"] == "hang");
+  CHECK(j["findings"][0]["ranks"] == nlohmann::json::array({13}));
+  CHECK_THAT(j["findings"][0]["detail"].get<std::string>(), Catch::Contains("wait on it") && Catch::Contains(" on "));
+
+  // The same run with the hung rank silent (a stopped process writes nothing).
+  fs::remove(run / "rank-13.json");
+  d = test::run_cli_split("diagnose " + run.string() + " --world 32 --json", dir);
+  REQUIRE(d.code == 4);
+  CHECK(nlohmann::json::parse(d.out)["findings"][0]["ranks"] == nlohmann::json::array({13}));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("sim hang: bad hang options exit 1 naming the option and what is valid") {
+  const fs::path dir = test::scratch_dir("sim-hang-bad");
+  auto r = test::run_cli_split("simulate " + kJob + " --hang-rank 32", dir);
+  CHECK(r.code == 1);
+  CHECK_THAT(r.err, Catch::Contains("--hang-rank 32 outside the world 0..31"));
+  r = test::run_cli_split("simulate --preset tiny-1f1b --mode analytic --hang-rank 1", dir);
+  CHECK(r.code == 1);
+  CHECK_THAT(r.err, Catch::Contains("--every-rank"));
+  r = test::run_cli_split("simulate --preset tiny-1f1b --mode flow --every-rank --hang-rank 1", dir);
+  CHECK(r.code == 1);
+  CHECK_THAT(r.err, Catch::Contains("--mode analytic"));
+  r = test::run_cli_split("simulate " + kJob + " --run-dir " + (dir / "x").string(), dir);
+  CHECK(r.code == 1);
+  CHECK_THAT(r.err, Catch::Contains("--hang-rank"));
+  fs::remove_all(dir);
+}
