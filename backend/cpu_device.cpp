@@ -19,6 +19,7 @@
 #include "backend/error.hpp"
 #include "backend/executor.hpp"
 #include "schedules/error.hpp"
+#include "schedules/execution_rules.hpp"
 
 namespace twinscale::backend {
 
@@ -238,12 +239,12 @@ void CpuDevice::prepare(const schedules::Schedule& schedule, int64_t rank) {
   d.channel.assign(n, {});
   d.posted.assign(n, false);
   d.compute_state = std::make_unique<std::atomic<uint8_t>[]>(n);
-  std::map<std::string, int64_t> next;
-  for (size_t i = 0; i < n; ++i) {
+  const schedules::ProgramIndex index(*d.program, schedule.program_of_rank[static_cast<size_t>(rank)]);
+  for (uint32_t i = 0; i < n; ++i) {
     const Op& op = d.program->ops[i];
     d.compute_state[i].store(0);
     d.channel[i] = op_channel(schedule, rank, op);
-    if (!d.channel[i].empty()) d.sequence[i] = next[d.channel[i]]++;
+    if (!d.channel[i].empty()) d.sequence[i] = index.sequence(i); // execution rules: number on its channel
   }
   for (const Op& op : d.program->ops) { // one thread per compute stream in use
     const size_t st = static_cast<size_t>(op.stream);

@@ -81,6 +81,8 @@ public:
     const double t_end = device_.now_s();
     result_.elapsed_s = t_end - t_begin;
     result_.ops_completed = done_count_;
+    for (size_t c = 0; c < channel_next_.size(); ++c)
+      if (channel_next_[c] > 0) result_.issued[channel_name_[c]] += static_cast<int64_t>(channel_next_[c]);
     result_.status = done_count_ == n_ ? RunStatus::Completed
                      : failed_         ? RunStatus::OpFailed
                      : aborted_        ? RunStatus::Aborted
@@ -94,54 +96,38 @@ public:
   }
 
 private:
-  /// Static structure: per-stream op lists, stream predecessors, channels (program order).
+  /// Static structure from the execution rules (schedules/execution_rules.hpp): stream
+  /// order, channels and each op's number on its channel; channel names for reports.
   void index() {
-    stream_prev_.assign(n_, -1);
-    channel_of_.assign(n_, {});
-    sequence_of_.assign(n_, 0);
+    index_ = schedules::ProgramIndex(program_, schedule_.program_of_rank[static_cast<size_t>(rank_)]);
     state_.assign(n_, State::NotIssued);
     issued_at_.assign(n_, 0);
-    for (uint32_t i = 0; i < n_; ++i) {
-      const Op& op = program_.ops[i];
-      auto& list = stream_ops_[static_cast<size_t>(op.stream)];
-      if (!list.empty()) stream_prev_[i] = static_cast<int32_t>(list.back());
-      list.push_back(i);
-      for (uint32_t d : program_.deps_of(op))
-        TWINSCALE_ASSERT(d < i, "dependency on a later op (schedule not validated?)");
-      channel_of_[i] = op_channel(schedule_, rank_, op);
-      if (!channel_of_[i].empty()) {
-        auto& ch = channel_ops_[channel_of_[i]];
-        sequence_of_[i] = static_cast<int64_t>(ch.size());
-        ch.push_back(i);
-      }
-    }
+    channel_next_.assign(index_.channels().size(), 0);
+    channel_name_.clear();
+    for (uint16_t c = 0; c < index_.channels().size(); ++c)
+      channel_name_.push_back(op_channel(schedule_, rank_, program_.ops[index_.channel_ops(c)[0]]));
   }
 
   bool satisfied(uint32_t j) const { return on_device_ ? state_[j] != State::NotIssued : state_[j] == State::Done; }
 
   bool ready(uint32_t i) {
-    if (stream_prev_[i] >= 0 && !satisfied(static_cast<uint32_t>(stream_prev_[i]))) return false;
-    for (uint32_t d : program_.deps_of(i))
+    const int64_t prev = index_.stream_prev(i);
+    if (prev >= 0 && !satisfied(static_cast<uint32_t>(prev))) return false;
+    for (uint32_t d : index_.deps(i))
       if (!satisfied(d)) return false;
-    if (!channel_of_[i].empty()) { // a communicator's ops in program order, on every member
-      const auto& ch = channel_ops_[channel_of_[i]];
-      if (ch[channel_next_[channel_of_[i]]] != i) return false;
-    }
-    return true;
+    const uint16_t c = index_.channel(i); // a channel's ops in program order, on every member
+    return c == schedules::kNoChannel || index_.channel_ops(c)[channel_next_[c]] == i;
   }
 
   void issue(uint32_t i) {
     wait_for_.assign(program_.deps_of(i).begin(), program_.deps_of(i).end());
-    const auto prev = stream_prev_[i];
+    const int64_t prev = index_.stream_prev(i);
     if (prev >= 0 && std::find(wait_for_.begin(), wait_for_.end(), static_cast<uint32_t>(prev)) == wait_for_.end())
       wait_for_.push_back(static_cast<uint32_t>(prev));
     device_.issue(i, wait_for_);
     state_[i] = State::Issued;
     issued_at_[i] = device_.now_s();
-    if (!channel_of_[i].empty()) {
-      ++channel_next_[channel_of_[i]];
-      ++result_.issued[channel_of_[i]];
-    }
+    if (index_.channel(i) != schedules::kNoChannel) ++channel_next_[index_.channel(i)];
   }
 
   /// Issues every op that became ready; repeats until a pass issues nothing, because
@@ -154,8 +140,8 @@ private:
     for (bool again = true; again;) {
       again = false;
       size_t n = 0;
-      for (size_t s = 0; s < stream_ops_.size(); ++s) {
-        const auto& list = stream_ops_[s];
+      for (size_t s = 0; s < schedules::kStreamCount; ++s) {
+        const auto list = index_.stream_ops(s);
         if (next_issue_[s] >= list.size() || !ready(list[next_issue_[s]])) continue;
         if (on_device_ && next_issue_[s] - next_done_[s] >= options_.max_in_flight_per_stream) continue;
         heads[n++] = list[next_issue_[s]];
@@ -174,8 +160,8 @@ private:
   /// Streams complete in order: only the oldest outstanding op of each can finish next.
   bool collect() {
     bool any = false;
-    for (size_t s = 0; s < stream_ops_.size() && !failed_; ++s) {
-      auto& list = stream_ops_[s];
+    for (size_t s = 0; s < schedules::kStreamCount && !failed_; ++s) {
+      const auto list = index_.stream_ops(s);
       while (next_done_[s] < next_issue_[s]) {
         const uint32_t i = list[next_done_[s]];
         const OpStatus st = device_.poll(i);
@@ -198,8 +184,8 @@ private:
   /// is running on the rank's own thread: the rank's compute is advancing.
   bool computing() const {
     if (on_device_) return false;
-    for (size_t s = 0; s < stream_ops_.size(); ++s)
-      if (next_done_[s] < next_issue_[s] && !program_.ops[stream_ops_[s][next_done_[s]]].is_communication())
+    for (size_t s = 0; s < schedules::kStreamCount; ++s)
+      if (next_done_[s] < next_issue_[s] && !program_.ops[index_.stream_ops(s)[next_done_[s]]].is_communication())
         return true;
     return false;
   }
@@ -213,9 +199,9 @@ private:
   /// The latest published progress of the peers this rank's outstanding ops wait on.
   double peers_progress() const {
     double latest = -std::numeric_limits<double>::infinity();
-    for (size_t s = 0; s < stream_ops_.size(); ++s) {
+    for (size_t s = 0; s < schedules::kStreamCount; ++s) {
       if (next_done_[s] >= next_issue_[s]) continue;
-      const Op& op = program_.ops[stream_ops_[s][next_done_[s]]];
+      const Op& op = program_.ops[index_.stream_ops(s)[next_done_[s]]];
       for (int64_t peer : op_peers(schedule_, rank_, op))
         if (peer != rank_) latest = std::max(latest, options_.peer_progress(peer));
     }
@@ -249,8 +235,9 @@ private:
       p.kind = op.kind;
       p.group = op.group;
       p.stream = op.stream;
-      p.channel = channel_of_[i];
-      p.sequence = sequence_of_[i];
+      const uint16_t c = index_.channel(i);
+      p.channel = c == schedules::kNoChannel ? std::string() : channel_name_[c];
+      p.sequence = c == schedules::kNoChannel ? 0 : index_.sequence(i);
       p.peers = op_peers(schedule_, rank_, op);
       p.waiting_s = t_end - issued_at_[i];
       result_.waiting.push_back(std::move(p));
@@ -286,17 +273,14 @@ private:
   const size_t n_;
   bool on_device_ = false;
 
-  std::array<std::vector<uint32_t>, schedules::kStreamCount> stream_ops_;
-  std::vector<int32_t> stream_prev_;
-  std::map<std::string, std::vector<uint32_t>> channel_ops_;
-  std::vector<std::string> channel_of_;
-  std::vector<int64_t> sequence_of_;
+  schedules::ProgramIndex index_;         // the execution rules' index of this rank's program
+  std::vector<std::string> channel_name_; // per channel of index_: op_channel's name
 
   std::vector<State> state_;
   std::vector<double> issued_at_;
   std::array<size_t, schedules::kStreamCount> next_issue_{}; // per stream
   std::array<size_t, schedules::kStreamCount> next_done_{};  // per stream: oldest not done
-  std::map<std::string, size_t> channel_next_;
+  std::vector<size_t> channel_next_;                         // per channel: ops issued on it
   std::vector<uint32_t> wait_for_;
   RankResult result_;
   uint32_t done_count_ = 0;

@@ -1,6 +1,7 @@
 // The one executor: walks one rank's program and issues each op on its stream through a
-// Device, honouring stream order, dependencies and the order of each communicator's
-// operations; records per-op times (read back once at the end: M18) and, when nothing
+// Device, honouring the execution rules (schedules/execution_rules.hpp, docs/execution.md:
+// stream order, dependencies, each channel's ops in program order, start order by
+// priority); records per-op times (read back once at the end: M18) and, when nothing
 // has completed for `timeout_s`, stops and says what it waits for (M19).
 #pragma once
 

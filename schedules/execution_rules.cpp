@@ -1,5 +1,12 @@
 #include "schedules/execution_rules.hpp"
 
+#include <algorithm>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+#include "schedules/error.hpp"
+
 namespace twinscale::schedules {
 
 void order_ready(const Program& p, std::span<uint32_t> ready) {
@@ -9,6 +16,275 @@ void order_ready(const Program& p, std::span<uint32_t> ready) {
     for (; j > 0 && starts_before(p, x, ready[j - 1]); --j) ready[j] = ready[j - 1];
     ready[j] = x;
   }
+}
+
+Channel channel_of(const Op& op) {
+  TWINSCALE_ASSERT(op.is_communication(), "channel of a compute op");
+  Channel c;
+  c.group = op.group;
+  if (op.kind == OpKind::Send || op.kind == OpKind::Recv) {
+    c.dir = op.kind == OpKind::Send ? ChannelDir::Send : ChannelDir::Recv;
+    c.peer = op.peer;
+  } else if (op.group == GroupKind::Dp) {
+    c.priority_class = op.priority;
+  }
+  return c;
+}
+
+std::string describe(const Channel& c) {
+  std::string g(to_string(c.group));
+  switch (c.dir) {
+  case ChannelDir::Collective:
+    return g + (c.priority_class != 0 ? "@p" + std::to_string(c.priority_class) : "") + " collectives";
+  case ChannelDir::Send: return "sends to " + g + " peer " + std::to_string(c.peer);
+  case ChannelDir::Recv: return "receives from " + g + " peer " + std::to_string(c.peer);
+  }
+  return g;
+}
+
+int64_t group_member(const Layout& L, GroupKind kind, int64_t rank, int64_t i) {
+  const int64_t size = L.group_size(kind);
+  if (i < 0 || i >= size)
+    throw ScheduleError("rank " + std::to_string(rank) + ": member " + std::to_string(i) + " outside its " +
+                        std::string(to_string(kind)) + " group of " + std::to_string(size) + " (valid: 0.." +
+                        std::to_string(size - 1) + ")");
+  const RankCoord c = L.coord(rank);
+  switch (kind) {
+  case GroupKind::Tp: return L.rank({i, c.dp, c.pp});
+  case GroupKind::Dp: return L.rank({c.tp, i, c.pp});
+  case GroupKind::Pp: return L.rank({c.tp, c.dp, i});
+  case GroupKind::Embedding: return L.rank({c.tp, c.dp, i == 0 ? 0 : L.pp - 1});
+  case GroupKind::Ep: return L.rank({c.tp, c.dp / L.ep * L.ep + i, c.pp});
+  case GroupKind::ExpertDp: return L.rank({i % L.tp, c.dp % L.ep + i / L.tp * L.ep, c.pp});
+  case GroupKind::World: return i;
+  }
+  TWINSCALE_ASSERT(false, "unknown GroupKind");
+}
+
+namespace {
+
+std::string where(size_t program_id, uint32_t op) {
+  return "program " + std::to_string(program_id) + " op " + std::to_string(op);
+}
+
+} // namespace
+
+ProgramIndex::ProgramIndex(const Program& p, size_t program_id) : program_(&p) {
+  const auto n = static_cast<uint32_t>(p.ops.size());
+  position_.resize(n);
+  channel_.assign(n, kNoChannel);
+  sequence_.assign(n, 0);
+  std::vector<Channel> of_op;
+  for (uint32_t i = 0; i < n; ++i) {
+    const Op& op = p.ops[i];
+    const auto s = static_cast<size_t>(op.stream);
+    if (s >= static_cast<size_t>(kStreamCount))
+      throw ScheduleError(where(program_id, i) + ": stream " + std::to_string(s) + " out of range (valid: 0.." +
+                          std::to_string(kStreamCount - 1) + ")");
+    position_[i] = static_cast<uint32_t>(stream_ops_[s].size());
+    stream_ops_[s].push_back(i);
+    if (static_cast<size_t>(op.dep_begin) + op.dep_count > p.deps.size())
+      throw ScheduleError(where(program_id, i) + ": dependency range past the end of deps");
+    for (uint32_t d : p.deps_of(op))
+      if (d >= i)
+        throw ScheduleError(where(program_id, i) + ": depends on op " + std::to_string(d) +
+                            " which is not earlier in the program");
+    if (op.is_communication()) of_op.push_back(channel_of(op));
+  }
+  channels_ = of_op;
+  std::sort(channels_.begin(), channels_.end());
+  channels_.erase(std::unique(channels_.begin(), channels_.end()), channels_.end());
+  if (channels_.size() >= kNoChannel)
+    throw ScheduleError("program " + std::to_string(program_id) + ": " + std::to_string(channels_.size()) +
+                        " communication channels (at most " + std::to_string(kNoChannel - 1) + ")");
+  channel_begin_.assign(channels_.size() + 1, 0);
+  size_t k = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    if (!p.ops[i].is_communication()) continue;
+    const auto c =
+        static_cast<uint16_t>(std::lower_bound(channels_.begin(), channels_.end(), of_op[k++]) - channels_.begin());
+    channel_[i] = c;
+    sequence_[i] = channel_begin_[c + 1u]++; // counts per channel for now
+  }
+  for (size_t c = 0; c < channels_.size(); ++c) channel_begin_[c + 1] += channel_begin_[c];
+  channel_ops_.resize(channel_begin_.back());
+  for (uint32_t i = 0; i < n; ++i)
+    if (channel_[i] != kNoChannel) channel_ops_[channel_begin_[channel_[i]] + sequence_[i]] = i;
+}
+
+int64_t ProgramIndex::stream_prev(uint32_t op) const {
+  const uint32_t pos = position_[op];
+  if (pos == 0) return -1;
+  return static_cast<int64_t>(stream_ops_[static_cast<size_t>(program_->ops[op].stream)][pos - 1]);
+}
+
+uint16_t ProgramIndex::find_channel(const Channel& c) const {
+  auto it = std::lower_bound(channels_.begin(), channels_.end(), c);
+  return it != channels_.end() && *it == c ? static_cast<uint16_t>(it - channels_.begin()) : kNoChannel;
+}
+
+ExecutionRules::ExecutionRules(const Schedule& s) : schedule_(&s) {
+  if (static_cast<int64_t>(s.program_of_rank.size()) != s.world())
+    throw ScheduleError("schedule: program_of_rank has " + std::to_string(s.program_of_rank.size()) +
+                        " entries, the layout has " + std::to_string(s.world()) + " ranks");
+  for (size_t r = 0; r < s.program_of_rank.size(); ++r)
+    if (s.program_of_rank[r] >= s.programs.size())
+      throw ScheduleError("schedule: rank " + std::to_string(r) + " names program " +
+                          std::to_string(s.program_of_rank[r]) + " of " + std::to_string(s.programs.size()));
+  programs_.reserve(s.programs.size());
+  for (size_t p = 0; p < s.programs.size(); ++p) programs_.emplace_back(s.programs[p], p);
+}
+
+ExecutionRules::Partner ExecutionRules::partner(int64_t rank, uint32_t op) const {
+  const ProgramIndex& ix = of_rank(rank);
+  TWINSCALE_ASSERT(op < ix.size() && ix.channel(op) != kNoChannel, "partner of a compute op");
+  const Channel& c = ix.channels()[ix.channel(op)];
+  TWINSCALE_ASSERT(c.dir != ChannelDir::Collective, "partner of a collective");
+  const Layout& L = schedule_->layout;
+  Partner out;
+  out.rank = group_member(L, c.group, rank, c.peer);
+  Channel mirror = c;
+  mirror.dir = c.dir == ChannelDir::Send ? ChannelDir::Recv : ChannelDir::Send;
+  mirror.peer = static_cast<int32_t>(L.group_rank(c.group, rank));
+  const ProgramIndex& px = of_rank(out.rank);
+  const uint16_t m = px.find_channel(mirror);
+  if (m == kNoChannel) return out;
+  const auto ops = px.channel_ops(m);
+  if (ix.sequence(op) < ops.size()) out.op = ops[ix.sequence(op)];
+  return out;
+}
+
+namespace {
+
+std::string mib(double bytes) {
+  std::ostringstream os;
+  os << bytes << " bytes";
+  return os.str();
+}
+
+std::string op_label(const Schedule& s, int64_t rank, int64_t op) {
+  const Op& o = s.program(rank).ops[static_cast<size_t>(op)];
+  return "op " + std::to_string(op) + " (" + (o.name < s.names.size() ? s.names[o.name] : "") + ", " +
+         std::string(to_string(o.kind)) + " of " + mib(o.bytes) + ")";
+}
+
+/// Compares the instances of one collective channel on two members (a first, b other).
+void compare_channel(const Schedule& s, const Channel& c, int64_t a, std::span<const uint32_t> x, int64_t b,
+                     std::span<const uint32_t> y, std::vector<RuleMismatch>& out) {
+  const auto& pa = s.program(a).ops;
+  const auto& pb = s.program(b).ops;
+  const size_t n = std::min(x.size(), y.size());
+  RuleMismatch m;
+  m.rank = b;
+  m.other_rank = a;
+  m.group = c.group;
+  for (size_t k = 0; k < n; ++k) {
+    if (pa[x[k]].kind == pb[y[k]].kind && pa[x[k]].bytes == pb[y[k]].bytes) continue;
+    m.op = y[k];
+    m.other_op = x[k];
+    m.instance = static_cast<uint32_t>(k);
+    m.reason = "rank " + std::to_string(b) + " " + op_label(s, b, y[k]) + " is instance " + std::to_string(k) +
+               " of its " + describe(c) + ", but group member rank " + std::to_string(a) + " has " +
+               op_label(s, a, x[k]) + " there (members must issue the same collectives in the same order)";
+    out.push_back(std::move(m));
+    return;
+  }
+  if (x.size() == y.size()) return;
+  m.instance = static_cast<uint32_t>(n);
+  if (y.size() > n) m.op = y[n];
+  if (x.size() > n) m.other_op = x[n];
+  m.reason = "rank " + std::to_string(b) + " issues " + std::to_string(y.size()) + " " + describe(c) + " but group " +
+             "member rank " + std::to_string(a) + " issues " + std::to_string(x.size()) + " (instance " +
+             std::to_string(n) + " has no match)";
+  out.push_back(std::move(m));
+}
+
+} // namespace
+
+std::vector<RuleMismatch> ExecutionRules::check_collectives(size_t max) const {
+  const Schedule& s = *schedule_;
+  const Layout& L = s.layout;
+  std::vector<RuleMismatch> out;
+  std::set<std::tuple<uint32_t, uint32_t, int>> compared; // (first's program, member's program, group)
+  for (int k = 0; k < kGroupKindCount && out.size() < max; ++k) {
+    const auto g = static_cast<GroupKind>(k);
+    for (int64_t r = 0; r < s.world() && out.size() < max; ++r) {
+      if (L.group_rank(g, r) != 0) continue; // each group once, from its first member
+      const uint32_t p0 = s.program_of_rank[r];
+      for (int64_t i = 1; i < L.group_size(g) && out.size() < max; ++i) {
+        const int64_t m = group_member(L, g, r, i);
+        const uint32_t pm = s.program_of_rank[m];
+        if (pm == p0 || !compared.emplace(p0, pm, k).second) continue;
+        const ProgramIndex& a = programs_[p0];
+        const ProgramIndex& b = programs_[pm];
+        std::set<Channel> both; // the group's collective channels on either member
+        for (const Channel& c : a.channels())
+          if (c.group == g && c.dir == ChannelDir::Collective) both.insert(c);
+        for (const Channel& c : b.channels())
+          if (c.group == g && c.dir == ChannelDir::Collective) both.insert(c);
+        for (const Channel& c : both) {
+          const uint16_t ca = a.find_channel(c), cb = b.find_channel(c);
+          compare_channel(s, c, r, ca == kNoChannel ? std::span<const uint32_t>{} : a.channel_ops(ca), m,
+                          cb == kNoChannel ? std::span<const uint32_t>{} : b.channel_ops(cb), out);
+          if (out.size() >= max) break;
+        }
+      }
+      if (g == GroupKind::World) break;
+    }
+  }
+  return out;
+}
+
+std::vector<RuleMismatch> ExecutionRules::check_messages(size_t max) const {
+  const Schedule& s = *schedule_;
+  const Layout& L = s.layout;
+  std::vector<RuleMismatch> out;
+  // (sender's program, its channel, receiver's program, sender's index in the group)
+  std::set<std::tuple<uint32_t, uint16_t, uint32_t, int64_t>> compared;
+  for (int64_t r = 0; r < s.world() && out.size() < max; ++r) {
+    const ProgramIndex& ix = of_rank(r);
+    for (uint16_t c = 0; c < ix.channels().size() && out.size() < max; ++c) {
+      const Channel& ch = ix.channels()[c];
+      if (ch.dir == ChannelDir::Collective) continue;
+      const bool send = ch.dir == ChannelDir::Send;
+      const int64_t peer = group_member(L, ch.group, r, ch.peer);
+      const int64_t sender = send ? r : peer, receiver = send ? peer : r;
+      const int64_t me = L.group_rank(ch.group, r);
+      const Channel mirror{ch.group, send ? ChannelDir::Recv : ChannelDir::Send, static_cast<int32_t>(me), 0};
+      const uint16_t mc = of_rank(peer).find_channel(mirror);
+      if (!send && mc != kNoChannel) continue; // compared from the sender's side
+      if (send && !compared.emplace(s.program_of_rank[r], c, s.program_of_rank[peer], me).second) continue;
+      const auto mine = ix.channel_ops(c);
+      const auto theirs = mc == kNoChannel ? std::span<const uint32_t>{} : of_rank(peer).channel_ops(mc);
+      const auto sends = send ? mine : theirs, recvs = send ? theirs : mine;
+      const size_t n = std::min(sends.size(), recvs.size());
+      RuleMismatch m;
+      m.rank = receiver;
+      m.other_rank = sender;
+      m.group = ch.group;
+      for (size_t k = 0; k < n && m.reason.empty(); ++k) {
+        const double sb = s.program(sender).ops[sends[k]].bytes, rb = s.program(receiver).ops[recvs[k]].bytes;
+        if (sb == rb) continue;
+        m.op = recvs[k];
+        m.other_op = sends[k];
+        m.instance = static_cast<uint32_t>(k);
+        m.reason = "send #" + std::to_string(k) + " from rank " + std::to_string(sender) + " (" +
+                   op_label(s, sender, sends[k]) + ") carries " + mib(sb) + " but its matching receive on rank " +
+                   std::to_string(receiver) + " (" + op_label(s, receiver, recvs[k]) + ") expects " + mib(rb);
+      }
+      if (m.reason.empty() && sends.size() != recvs.size()) {
+        m.instance = static_cast<uint32_t>(n);
+        if (recvs.size() > n) m.op = recvs[n];
+        if (sends.size() > n) m.other_op = sends[n];
+        m.reason = std::string(sends.size() > n ? "send" : "receive") + " #" + std::to_string(n) + " between rank " +
+                   std::to_string(sender) + " and rank " + std::to_string(receiver) + " on their " +
+                   std::string(to_string(ch.group)) + " group has no match (" + std::to_string(sends.size()) +
+                   " sends, " + std::to_string(recvs.size()) + " receives)";
+      }
+      if (!m.reason.empty()) out.push_back(std::move(m));
+    }
+  }
+  return out;
 }
 
 } // namespace twinscale::schedules

@@ -1,21 +1,40 @@
-// The execution rules every executor follows (simulator, real backend, the validator's
-// abstract execution), stated once. What exists today:
-// - program index: an op is identified by its index in its rank's program; dependencies
-//   point to earlier indices; ops of one stream run in program order;
-// - communicators and their order: schedules/nccl_order.hpp (communicator_of: a
-//   collective's group, or one directed channel per point-to-point pair; a
-//   communicator's ops are matched across ranks by their sequence number on it);
-// - the order in which ready ops start (below): when several ops are ready at once, the
-//   higher Op::priority starts first; ties start in program order.
-// Allocation-free, so the executors' hot loops can call it per event.
+// The execution rules every executor follows (the simulator, sim/detail/executor.hpp;
+// the real backend, backend/executor.hpp; the validator's abstract execution,
+// schedules/detail/abstract_execution.cpp; the trace checker, trace_check.hpp), stated
+// once here and in docs/execution.md:
+//
+// 1. Program index. An op is identified by its index in its rank's program. Ops of one
+//    stream start in program order, each once its stream predecessor has completed;
+//    dependencies point to earlier ops of the same program (checked when indexed).
+// 2. Collective numbering. A rank's communication ops are grouped into channels: one per
+//    (group kind, priority class) for collectives (priority classes only split the dp
+//    group, whose classes the devices run on separate communicators: nccl_order.hpp),
+//    one per (direction, group kind, peer) for point-to-point. The k-th collective of a
+//    rank on a channel (program order) is instance k of that channel on the rank's group;
+//    every member's instance k is the same collective (kind and bytes agree: checked by
+//    check_collectives) and it completes once every member has reached it.
+// 3. Send/recv matching. The k-th send from a to b on a group (program order) matches
+//    the k-th receive at b from a on that group; equal bytes (check_messages).
+// 4. Start order. When several ops of a rank are ready at once, the higher Op::priority
+//    starts first; ties start in program order (starts_before, order_ready).
+//
+// Everything is precomputed once per distinct program (ranks with identical programs
+// share one ProgramIndex), so the executors' hot loops only read arrays: no allocation
+// per event.
 #pragma once
 
+#include <array>
+#include <compare>
 #include <cstdint>
 #include <span>
+#include <string>
+#include <vector>
 
 #include "schedules/schedule.hpp"
 
 namespace twinscale::schedules {
+
+// ---- rule 4: the start order -------------------------------------------------------
 
 /// True when ready op `a` starts before ready op `b` of the same program: higher
 /// priority first, then the lower program index.
@@ -29,5 +48,119 @@ inline bool starts_before(const Program& p, uint32_t a, uint32_t b) {
 
 /// Sorts `ready` (op indices of `p`, a handful: one per stream) into start order, in place.
 void order_ready(const Program& p, std::span<uint32_t> ready);
+
+// ---- rules 2 and 3: channels --------------------------------------------------------
+
+enum class ChannelDir : uint8_t { Collective, Send, Recv };
+
+/// One ordered channel of a rank's communication ops, in compact form (the same
+/// partition as communicator_of() with the devices' model, without the string).
+struct Channel {
+  GroupKind group = GroupKind::World;
+  ChannelDir dir = ChannelDir::Collective;
+  int32_t peer = -1;          // Send/Recv: the peer's index inside `group`; -1 for collectives
+  int32_t priority_class = 0; // dp collectives: Op::priority; 0 otherwise
+  auto operator<=>(const Channel&) const = default;
+};
+
+/// The channel of communication op `op`.
+Channel channel_of(const Op& op);
+
+/// "dp collectives", "dp@p1 collectives", "sends to pp peer 2", … (for messages).
+std::string describe(const Channel& channel);
+
+inline constexpr uint16_t kNoChannel = 0xffff;
+
+/// Global rank of member `index` of `rank`'s group of `kind` (no allocation). Throws
+/// ScheduleError when `index` is outside the group.
+int64_t group_member(const Layout& layout, GroupKind kind, int64_t rank, int64_t index);
+
+// ---- rule 1 (and the numbering of 2 and 3) for one program ----------------------------
+
+class ProgramIndex {
+public:
+  ProgramIndex() = default;
+  /// Indexes `program` (which must outlive the index). Throws ScheduleError naming
+  /// `program_id` and the op when an op's stream is out of range, a dependency is not
+  /// an earlier op, or the program has more than 65,534 channels.
+  ProgramIndex(const Program& program, size_t program_id);
+
+  const Program& program() const { return *program_; }
+  size_t size() const { return position_.size(); }
+
+  /// Rule 1: the ops of stream `s` in program order; an op's position among them; the
+  /// op before it on its stream (-1 for the first).
+  std::span<const uint32_t> stream_ops(size_t s) const { return stream_ops_[s]; }
+  std::span<const uint32_t> stream_ops(Stream s) const { return stream_ops_[static_cast<size_t>(s)]; }
+  uint32_t position(uint32_t op) const { return position_[op]; }
+  int64_t stream_prev(uint32_t op) const;
+  /// The dependencies of `op` (the program's CSR, validated: every one is earlier).
+  std::span<const uint32_t> deps(uint32_t op) const { return program_->deps_of(op); }
+
+  /// Rules 2 and 3: the channel of a communication op (kNoChannel for compute) and its
+  /// number on it: a collective's instance number, a send's or receive's message number.
+  uint16_t channel(uint32_t op) const { return channel_[op]; }
+  uint32_t sequence(uint32_t op) const { return sequence_[op]; }
+  const std::vector<Channel>& channels() const { return channels_; }
+  /// The ops of channel `c`, in program order (op at position k has sequence k).
+  std::span<const uint32_t> channel_ops(uint16_t c) const {
+    return {channel_ops_.data() + channel_begin_[c], channel_begin_[c + 1u] - channel_begin_[c]};
+  }
+  /// The index of `c` among channels(), or kNoChannel when the program never uses it.
+  uint16_t find_channel(const Channel& c) const;
+
+private:
+  const Program* program_ = nullptr;
+  std::array<std::vector<uint32_t>, kStreamCount> stream_ops_;
+  std::vector<uint32_t> position_;
+  std::vector<uint16_t> channel_;
+  std::vector<uint32_t> sequence_;
+  std::vector<Channel> channels_; // sorted
+  std::vector<uint32_t> channel_begin_, channel_ops_;
+};
+
+// ---- the rules over a whole schedule --------------------------------------------------
+
+/// A collective whose instance disagrees between two members of its group (rule 2), or
+/// a message whose send and receive disagree (rule 3).
+struct RuleMismatch {
+  int64_t rank = -1;       // the member (receiver) that disagrees
+  int64_t op = -1;         // its op (-1: it has no op with that number)
+  int64_t other_rank = -1; // the group's first member (the sender)
+  int64_t other_op = -1;
+  GroupKind group = GroupKind::World;
+  uint32_t instance = 0; // instance (message) number on the channel
+  std::string reason;    // names rank, group, instance, kinds and bytes
+};
+
+class ExecutionRules {
+public:
+  /// Indexes every program of `schedule` once (see ProgramIndex for what is refused).
+  explicit ExecutionRules(const Schedule& schedule);
+
+  const Schedule& schedule() const { return *schedule_; }
+  const ProgramIndex& program(size_t program_id) const { return programs_[program_id]; }
+  const ProgramIndex& of_rank(int64_t rank) const { return programs_[schedule_->program_of_rank[rank]]; }
+
+  /// Rule 3: the op that send/recv `op` of `rank` matches: the peer's rank and its op
+  /// with the same number on the mirror channel (-1 when the peer has none).
+  struct Partner {
+    int64_t rank = -1;
+    int64_t op = -1;
+  };
+  Partner partner(int64_t rank, uint32_t op) const;
+
+  /// Rule 2 checked: for every group and collective channel, instance k has the same
+  /// kind and bytes on every member, and every member has as many instances. Compares
+  /// each distinct pair of programs once per group kind.
+  std::vector<RuleMismatch> check_collectives(size_t max_mismatches = 50) const;
+  /// Rule 3 checked: for every rank pair, the k-th send and the k-th receive carry
+  /// equal bytes, and every send has its receive.
+  std::vector<RuleMismatch> check_messages(size_t max_mismatches = 50) const;
+
+private:
+  const Schedule* schedule_;
+  std::vector<ProgramIndex> programs_;
+};
 
 } // namespace twinscale::schedules

@@ -1,29 +1,11 @@
 #include "schedules/trace_check.hpp"
 
-#include <map>
+#include <algorithm>
 #include <optional>
 
-#include "schedules/nccl_order.hpp"
+#include "schedules/execution_rules.hpp"
 
 namespace twinscale::schedules {
-
-namespace {
-
-/// The ordered channel of an op (nccl_order.hpp with the devices' model: one per
-/// collective group, one per directed point-to-point pair); empty for compute ops.
-std::string channel_of(const Schedule& s, int64_t rank, const Op& op) {
-  return communicator_of(s, rank, op, kDeviceCommModel);
-}
-
-/// Global ranks an op of `rank` needs: its group's members (collectives) or its peer.
-std::vector<int64_t> peers_of(const Schedule& s, int64_t rank, const Op& op) {
-  if (!op.is_communication()) return {};
-  auto members = s.layout.group_members(op.group, rank);
-  if (op.is_collective()) return members;
-  return {members[static_cast<size_t>(op.peer)]};
-}
-
-} // namespace
 
 std::vector<std::string> check_trace_semantics(const Schedule& s, const std::vector<TraceEvent>& events, double slack) {
   std::vector<std::string> bad;
@@ -44,57 +26,57 @@ std::vector<std::string> check_trace_semantics(const Schedule& s, const std::vec
     if (slot) bad.push_back(where(e.rank, e.op_index) + " appears twice");
     slot = e;
   }
-  // (rank, channel, sequence) → event, for matching across ranks.
-  std::map<std::tuple<int64_t, std::string, int64_t>, std::pair<uint32_t, TraceEvent>> by_channel;
+  const ExecutionRules rules(s);
   for (int64_t r = 0; r < s.world(); ++r) {
-    const auto& prog = s.program(r);
+    const ProgramIndex& ix = rules.of_rank(r);
     const auto& re = ev[static_cast<size_t>(r)];
-    std::map<int, uint32_t> last_on_stream;
-    std::map<std::string, int64_t> seq;
-    for (uint32_t i = 0; i < prog.ops.size(); ++i) {
-      const Op& op = prog.ops[i];
+    for (uint32_t i = 0; i < ix.size(); ++i) {
       if (!re[i]) {
         bad.push_back(where(r, i) + " did not run");
         continue;
       }
       if (re[i]->failed) bad.push_back(where(r, i) + " failed");
       if (re[i]->end_s + slack < re[i]->start_s) bad.push_back(where(r, i) + " ends before it starts");
-      const int st = static_cast<int>(op.stream);
-      if (auto it = last_on_stream.find(st);
-          it != last_on_stream.end() && re[it->second] && re[i]->start_s + slack < re[it->second]->end_s)
-        bad.push_back(where(r, i) + " started before its stream predecessor op " + std::to_string(it->second) +
-                      " ended");
-      last_on_stream[st] = i;
-      for (uint32_t d : prog.deps_of(i))
+      const int64_t prev = ix.stream_prev(i);
+      if (prev >= 0 && re[static_cast<size_t>(prev)] && re[i]->start_s + slack < re[static_cast<size_t>(prev)]->end_s)
+        bad.push_back(where(r, i) + " started before its stream predecessor op " + std::to_string(prev) + " ended");
+      for (uint32_t d : ix.deps(i))
         if (re[d] && re[i]->start_s + slack < re[d]->end_s)
           bad.push_back(where(r, i) + " started before its dependency op " + std::to_string(d) + " ended");
-      const std::string ch = channel_of(s, r, op);
-      if (!ch.empty()) by_channel[{r, ch, seq[ch]++}] = {i, *re[i]};
     }
   }
-  for (const auto& [key, val] : by_channel) {
-    const auto& [r, ch, k] = key;
-    const Op& op = s.program(r).ops[val.first];
-    if (op.kind == OpKind::Recv) {
-      const int64_t peer = peers_of(s, r, op).front();
-      const std::string mirror = "send:" + std::string(to_string(op.group)) + ":" + std::to_string(r);
-      auto it = by_channel.find({peer, mirror, k});
-      if (it == by_channel.end())
-        bad.push_back(where(r, val.first) + " has no matching send on rank " + std::to_string(peer));
-      else if (val.second.end_s + slack < it->second.second.start_s)
-        bad.push_back(where(r, val.first) + " finished before its send on rank " + std::to_string(peer) + " started");
-    } else if (op.is_collective() && op.kind != OpKind::Broadcast) {
-      double last_start = 0;
-      for (int64_t m : peers_of(s, r, op)) {
-        auto it = by_channel.find({m, ch, k});
-        if (it == by_channel.end()) {
-          bad.push_back(where(r, val.first) + ": member rank " + std::to_string(m) + " has no matching op");
-          continue;
+  for (int64_t r = 0; r < s.world(); ++r) { // then matching across ranks
+    const ProgramIndex& ix = rules.of_rank(r);
+    const auto& re = ev[static_cast<size_t>(r)];
+    for (uint32_t i = 0; i < ix.size(); ++i) {
+      const Op& op = ix.program().ops[i];
+      if (!re[i]) continue;
+      if (op.kind == OpKind::Recv) { // rule 3: the k-th receive from a peer meets its k-th send
+        const auto p = rules.partner(r, i);
+        const auto& pe = ev[static_cast<size_t>(p.rank)];
+        if (p.op < 0 || !pe[static_cast<size_t>(p.op)])
+          bad.push_back(where(r, i) + " has no matching send on rank " + std::to_string(p.rank));
+        else if (re[i]->end_s + slack < pe[static_cast<size_t>(p.op)]->start_s)
+          bad.push_back(where(r, i) + " finished before its send on rank " + std::to_string(p.rank) + " started");
+      } else if (op.is_collective() && op.kind != OpKind::Broadcast) { // rule 2: instance k on every member
+        const Channel& c = ix.channels()[ix.channel(i)];
+        const uint32_t k = ix.sequence(i);
+        double last_start = 0;
+        for (int64_t m : s.layout.group_members(op.group, r)) {
+          const ProgramIndex& mx = rules.of_rank(m);
+          const uint16_t mc = mx.find_channel(c);
+          const int64_t mo = mc != kNoChannel && k < mx.channel_ops(mc).size() ? mx.channel_ops(mc)[k] : -1;
+          const auto& me = ev[static_cast<size_t>(m)];
+          if (mo < 0 || !me[static_cast<size_t>(mo)]) {
+            bad.push_back(where(r, i) + ": member rank " + std::to_string(m) + " has no matching op");
+            continue;
+          }
+          last_start = std::max(last_start, me[static_cast<size_t>(mo)]->start_s);
         }
-        last_start = std::max(last_start, it->second.second.start_s);
+        if (re[i]->end_s + slack < last_start)
+          bad.push_back(where(r, i) + " finished before every member of its " + describe(c) + " instance " +
+                        std::to_string(k) + " started it");
       }
-      if (val.second.end_s + slack < last_start)
-        bad.push_back(where(r, val.first) + " finished before every member of its " + ch + " group started it");
     }
   }
   return bad;

@@ -1,11 +1,12 @@
-// Abstract execution for the deadlock check.
+// Abstract execution for the deadlock check, under the execution rules
+// (schedules/execution_rules.hpp, docs/execution.md: their program index and numbering).
 //
 // State: per rank, per stream, the next op of that stream; per op, started / done.
 // An op starts when it heads its stream (the previous op of the stream is done) and its
-// dependencies are done. A compute op is done when it starts. The k-th collective of a
-// rank on group kind g is done once every member of its group has started its k-th
-// collective on g; the i-th send from a to b is done once b has started its i-th recv
-// from a, and vice versa. Ops only ever become startable/done as others progress
+// dependencies are done. A compute op is done when it starts. Instance k of a rank's
+// collective channel (group kind, priority class) is done once every member of its group
+// has started its instance k there; the k-th send from a to b is done once b has
+// started its k-th recv from a, and vice versa. Ops only ever become startable/done as others progress
 // (monotone), so repeating sweeps until nothing changes reaches the unique maximal
 // execution; the schedule is deadlock-free iff every op is done there. A work list
 // revisits a rank only when a partner started a communication op it may be waiting for.
@@ -28,37 +29,13 @@
 #include <map>
 #include <sstream>
 
+#include "schedules/execution_rules.hpp"
+
 namespace twinscale::schedules::detail {
 
 namespace {
 
 constexpr int kGroupKinds = kGroupKindCount;
-
-struct ProgramIndex {
-  std::array<std::vector<uint32_t>, kStreamCount> stream_ops;
-  std::vector<uint32_t> ordinal;  // collectives: among the same group kind; p2p: same peer
-  std::vector<uint32_t> position; // index of the op within its stream
-};
-
-ProgramIndex index_program(const Program& prog, int64_t pp) {
-  ProgramIndex ix;
-  ix.ordinal.resize(prog.ops.size());
-  ix.position.resize(prog.ops.size());
-  std::array<uint32_t, kGroupKinds> coll{};
-  std::vector<uint32_t> sends(static_cast<size_t>(pp), 0), recvs(static_cast<size_t>(pp), 0);
-  for (size_t i = 0; i < prog.ops.size(); ++i) {
-    const Op& op = prog.ops[i];
-    ix.position[i] = static_cast<uint32_t>(ix.stream_ops[static_cast<int>(op.stream)].size());
-    ix.stream_ops[static_cast<int>(op.stream)].push_back(static_cast<uint32_t>(i));
-    if (op.kind == OpKind::Send)
-      ix.ordinal[i] = sends[op.peer]++;
-    else if (op.kind == OpKind::Recv)
-      ix.ordinal[i] = recvs[op.peer]++;
-    else if (op.is_collective())
-      ix.ordinal[i] = coll[static_cast<int>(op.group)]++;
-  }
-  return ix;
-}
 
 struct RankState {
   int64_t rank = 0; // global rank
@@ -68,40 +45,49 @@ struct RankState {
   // (ops before the cursor are done) and whether each stream's head has started.
   std::array<size_t, kStreamCount> cursor{};
   std::array<bool, kStreamCount> head_started{};
-  std::array<uint32_t, kGroupKinds> coll_started{};
-  std::vector<uint32_t> sends_started; // per peer pp rank
-  std::vector<uint32_t> recvs_started;
+  std::vector<uint32_t> started; // per channel of its program: ops started on it
+  // per channel, point-to-point only: the executed partner and its mirror channel
+  std::vector<std::pair<size_t, uint16_t>> mirror;
   size_t done = 0;
 };
 
 class AbstractExecutor {
 public:
-  AbstractExecutor(const Schedule& s, bool by_symmetry) : s_(s), L_(s.layout), sym_(by_symmetry) {
-    indices_.resize(s.programs.size());
-    std::vector<bool> indexed(s.programs.size(), false);
+  AbstractExecutor(const Schedule& s, bool by_symmetry) : s_(s), L_(s.layout), sym_(by_symmetry), rules_(s) {
     auto add = [&](int64_t r) {
-      const uint32_t p = s.program_of_rank[r];
-      if (!indexed[p]) {
-        indices_[p] = index_program(s.programs[p], L_.pp);
-        indexed[p] = true;
-      }
       RankState st;
       st.rank = r;
-      st.program = &s.programs[p];
-      st.index = &indices_[p];
-      st.sends_started.assign(static_cast<size_t>(L_.pp), 0);
-      st.recvs_started.assign(static_cast<size_t>(L_.pp), 0);
+      st.program = &s.program(r);
+      st.index = &rules_.of_rank(r);
+      st.started.assign(st.index->channels().size(), 0);
       ranks_.push_back(std::move(st));
     };
     if (sym_)
       for (int64_t p = 0; p < L_.pp; ++p) add(L_.rank({0, 0, p}));
     else
       for (int64_t r = 0; r < L_.world(); ++r) add(r);
+    for (RankState& st : ranks_) find_mirrors(st);
     build_groups();
   }
 
+  // Rule 3: the k-th message on a p2p channel meets the k-th on the partner's mirror.
+  void find_mirrors(RankState& st) {
+    const auto& channels = st.index->channels();
+    st.mirror.assign(channels.size(), {0, kNoChannel});
+    for (size_t c = 0; c < channels.size(); ++c) {
+      const Channel& ch = channels[c];
+      if (ch.dir == ChannelDir::Collective) continue;
+      const int64_t q = group_member(L_, ch.group, st.rank, ch.peer);
+      Channel m = ch;
+      m.dir = ch.dir == ChannelDir::Send ? ChannelDir::Recv : ChannelDir::Send;
+      m.peer = static_cast<int32_t>(L_.group_rank(ch.group, st.rank));
+      const size_t x = index_of(q);
+      st.mirror[c] = {x, ranks_[x].index->find_channel(m)};
+    }
+  }
+
   // Group instances of the executed ranks: members (as indices of executed ranks) and,
-  // per collective ordinal, how many members have started it. Under symmetry, tp and dp
+  // per collective instance, how many members have started it. Under symmetry, tp and dp
   // (and ep, edp) groups are trivial (-1): their members are in the representative's own state.
   void build_groups() {
     std::map<std::pair<int, int64_t>, int32_t> id_of; // (kind, first member) → instance
@@ -140,23 +126,21 @@ public:
     return sym_ ? ranks_[static_cast<size_t>(L_.coord(r).pp)] : ranks_[static_cast<size_t>(r)];
   }
 
-  int64_t partner(const RankState& st, int32_t peer_pp) const {
-    const RankCoord c = L_.coord(st.rank);
-    return L_.rank({c.tp, c.dp, peer_pp});
-  }
-
   bool complete(RankState& st, uint32_t i) {
     const Op& op = st.program->ops[i];
-    const uint32_t k = st.index->ordinal[i];
-    if (op.kind == OpKind::Send) return of(partner(st, op.peer)).recvs_started[L_.coord(st.rank).pp] > k;
-    if (op.kind == OpKind::Recv) return of(partner(st, op.peer)).sends_started[L_.coord(st.rank).pp] > k;
-    if (op.is_collective()) {
-      const int32_t g = group_of_[index_of(st.rank)][static_cast<int>(op.group)];
-      if (g < 0) return true;
-      const GroupInstance& inst = groups_[static_cast<size_t>(g)];
-      return inst.arrived.size() > k && inst.arrived[k] == inst.members.size();
+    if (!op.is_communication()) return true;
+    const uint32_t k = st.index->sequence(i);
+    const uint16_t c = st.index->channel(i);
+    if (op.kind == OpKind::Send || op.kind == OpKind::Recv) {
+      const auto [x, m] = st.mirror[c];
+      return m != kNoChannel && ranks_[x].started[m] > k;
     }
-    return true;
+    const int32_t g = group_of_[index_of(st.rank)][static_cast<int>(op.group)];
+    if (g < 0) return true;
+    const auto& arrived = groups_[static_cast<size_t>(g)].arrived;
+    auto it = arrived.find(st.index->channels()[c].priority_class);
+    return it != arrived.end() && it->second.size() > k &&
+           it->second[k] == groups_[static_cast<size_t>(g)].members.size();
   }
 
   const std::vector<int64_t>& members(int64_t rank, GroupKind g) {
@@ -178,13 +162,13 @@ public:
   }
 
   static bool is_done(const RankState& st, uint32_t op) {
-    return st.index->position[op] < st.cursor[static_cast<int>(st.program->ops[op].stream)];
+    return st.index->position(op) < st.cursor[static_cast<int>(st.program->ops[op].stream)];
   }
 
   bool sweep(RankState& st) {
     bool progress = false;
-    for (int s = 0; s < kStreamCount; ++s) {
-      const auto& ops = st.index->stream_ops[s];
+    for (size_t s = 0; s < kStreamCount; ++s) {
+      const auto ops = st.index->stream_ops(s);
       while (st.cursor[s] < ops.size()) {
         const uint32_t i = ops[st.cursor[s]];
         if (!st.head_started[s]) {
@@ -198,13 +182,10 @@ public:
           st.head_started[s] = true;
           progress = true;
           const Op& op = st.program->ops[i];
-          if (op.kind == OpKind::Send)
-            ++st.sends_started[op.peer];
-          else if (op.kind == OpKind::Recv)
-            ++st.recvs_started[op.peer];
-          else if (op.is_collective())
-            ++st.coll_started[static_cast<int>(op.group)];
-          if (op.is_communication()) notify_partners(st, op, st.index->ordinal[i]);
+          if (op.is_communication()) {
+            ++st.started[st.index->channel(i)];
+            notify_partners(st, i);
+          }
         }
         if (!complete(st, i)) break;
         st.head_started[s] = false;
@@ -218,16 +199,20 @@ public:
 
   // Another rank's progress can only change when this rank starts a communication op
   // (completion conditions read start counters), so only its partners are revisited.
-  void notify_partners(const RankState& st, const Op& op, uint32_t ordinal) {
+  void notify_partners(const RankState& st, uint32_t i) {
+    const Op& op = st.program->ops[i];
+    const uint16_t c = st.index->channel(i);
     if (op.kind == OpKind::Send || op.kind == OpKind::Recv) {
-      enqueue(index_of(partner(st, op.peer)));
+      enqueue(st.mirror[c].first);
       return;
     }
     const int32_t g = group_of_[index_of(st.rank)][static_cast<int>(op.group)];
     if (g < 0) return;
     GroupInstance& inst = groups_[static_cast<size_t>(g)];
-    if (inst.arrived.size() <= ordinal) inst.arrived.resize(ordinal + 1, 0);
-    if (++inst.arrived[ordinal] == inst.members.size()) // the last member arrived
+    auto& arrived = inst.arrived[st.index->channels()[c].priority_class];
+    const uint32_t k = st.index->sequence(i);
+    if (arrived.size() <= k) arrived.resize(k + 1, 0);
+    if (++arrived[k] == inst.members.size()) // the last member arrived
       for (size_t m : inst.members) enqueue(m);
   }
 
@@ -264,16 +249,20 @@ public:
         }
       return "waits for its stream";
     }
-    const uint32_t k = st.index->ordinal[i];
+    const uint32_t k = st.index->sequence(i);
+    const uint16_t c = st.index->channel(i);
     if (op.kind == OpKind::Send || op.kind == OpKind::Recv) {
-      const int64_t q = partner(st, op.peer);
+      const int64_t q = group_member(L_, op.group, st.rank, op.peer);
       os << "waits for rank " << q << " to reach its matching " << (op.kind == OpKind::Send ? "recv" : "send") << " #"
          << k;
       return os.str();
     }
     os << "waits in " << to_string(op.kind) << " #" << k << " on its " << to_string(op.group) << " group for rank(s)";
-    for (int64_t m : members(st.rank, op.group))
-      if (of(m).coll_started[static_cast<int>(op.group)] <= k) os << " " << m;
+    for (int64_t m : members(st.rank, op.group)) {
+      const RankState& other = of(m);
+      const uint16_t mc = other.index->find_channel(st.index->channels()[c]);
+      if (mc == kNoChannel || other.started[mc] <= k) os << " " << m;
+    }
     return os.str();
   }
 
@@ -284,9 +273,9 @@ public:
       if (out.size() >= max_violations) break;
       // the earliest op among the heads of the blocked streams
       uint32_t stuck = UINT32_MAX;
-      for (int s = 0; s < kStreamCount; ++s)
-        if (st.cursor[s] < st.index->stream_ops[s].size())
-          stuck = std::min(stuck, st.index->stream_ops[s][st.cursor[s]]);
+      for (size_t s = 0; s < kStreamCount; ++s)
+        if (st.cursor[s] < st.index->stream_ops(s).size())
+          stuck = std::min(stuck, st.index->stream_ops(s)[st.cursor[s]]);
       Violation v;
       v.kind = ViolationKind::Deadlock;
       v.rank = st.rank;
@@ -308,12 +297,12 @@ private:
   const Schedule& s_;
   const Layout& L_;
   bool sym_;
-  std::vector<ProgramIndex> indices_;
+  ExecutionRules rules_;
   std::vector<RankState> ranks_;
   std::map<std::pair<int64_t, GroupKind>, std::vector<int64_t>> members_;
   struct GroupInstance {
-    std::vector<size_t> members;   // indices of executed ranks
-    std::vector<uint32_t> arrived; // per collective ordinal: members that started it
+    std::vector<size_t> members;                      // indices of executed ranks
+    std::map<int32_t, std::vector<uint32_t>> arrived; // per priority class, per instance: members that started it
   };
   std::vector<GroupInstance> groups_;
   std::vector<std::array<int32_t, kGroupKinds>> group_of_;

@@ -7,7 +7,7 @@
 
 namespace twinscale::schedules::detail {
 
-/// Runs every rank's program under the semantics of schedule.hpp with zero-time ops and
+/// Runs every rank's program under the execution rules (execution_rules.hpp) with zero-time ops and
 /// reports each rank left with unfinished ops (the op it is stuck on and what it waits
 /// for). Assumes collectives and messages were already checked to match. With
 /// `by_symmetry`, only one rank per pipeline stage is executed (see the .cpp).

@@ -36,28 +36,29 @@ std::vector<uint16_t> priority_ranks(const schedules::Program& p, size_t program
   return out;
 }
 
-ProgramIndex index_program(const schedules::Program& p, size_t program_id, const DeviceModel& device) {
-  ProgramIndex idx;
-  idx.hot.resize(p.ops.size());
+/// The hot records of a program: what its rules index says of each op (position on its
+/// stream, channel number), its dependencies and its device time.
+std::vector<HotOp> hot_ops(const schedules::ProgramIndex& ix, size_t program_id, const DeviceModel& device) {
+  const schedules::Program& p = ix.program();
+  std::vector<HotOp> hot(p.ops.size());
   const std::vector<uint16_t> priority = priority_ranks(p, program_id);
   for (uint32_t i = 0; i < p.ops.size(); ++i) {
     const Op& op = p.ops[i];
-    const auto s = static_cast<size_t>(op.stream);
-    if (s >= static_cast<size_t>(schedules::kStreamCount))
-      throw ScheduleError("program " + std::to_string(program_id) + " op " + std::to_string(i) + ": stream " +
-                          std::to_string(s) + " out of range");
-    HotOp& h = idx.hot[i];
-    h.pos_in_stream = static_cast<uint32_t>(idx.stream_ops[s].size());
-    idx.stream_ops[s].push_back(i);
+    HotOp& h = hot[i];
+    h.pos_in_stream = ix.position(i);
     if (op.dep_count > UINT16_MAX)
       throw ScheduleError("program " + std::to_string(program_id) + " op " + std::to_string(i) + ": " +
                           std::to_string(op.dep_count) + " dependencies (at most 65535)");
     h.dep_begin = op.dep_begin;
     h.dep_count = static_cast<uint16_t>(op.dep_count);
-    h.stream = static_cast<uint8_t>(s);
+    h.stream = static_cast<uint8_t>(op.stream);
     h.priority = priority[i];
     h.group = op.group;
     h.kind = op.kind;
+    if (op.is_communication()) {
+      h.sequence = ix.sequence(i);
+      h.channel_key = ix.channels()[ix.channel(i)].priority_class;
+    }
     if (op.kind == OpKind::Send)
       h.cls = HotOp::Send;
     else if (op.kind == OpKind::Recv)
@@ -68,16 +69,16 @@ ProgramIndex index_program(const schedules::Program& p, size_t program_id, const
       h.cls = HotOp::ComputeForward;
     else if (op.labels.phase == schedules::Phase::Backward || op.labels.phase == schedules::Phase::Recompute)
       h.cls = HotOp::ComputeBackward;
-    if (static_cast<size_t>(op.dep_begin) + op.dep_count > p.deps.size())
-      throw ScheduleError("program " + std::to_string(program_id) + " op " + std::to_string(i) +
-                          ": dependency range past the end of deps");
-    for (uint32_t d : p.deps_of(op))
-      if (d >= i)
-        throw ScheduleError("program " + std::to_string(program_id) + " op " + std::to_string(i) + ": depends on op " +
-                            std::to_string(d) + " which is not earlier in the program");
     h.value = op.is_communication() ? op.bytes : device.seconds(op);
   }
-  return idx;
+  return hot;
+}
+
+/// Refuses a schedule whose members disagree on a collective or a message (rules 2, 3).
+void check_matching(const schedules::ExecutionRules& rules) {
+  auto v = rules.check_collectives(1);
+  if (v.empty()) v = rules.check_messages(1);
+  if (!v.empty()) throw ScheduleError(v.front().reason);
 }
 
 bool is_p2p(const Op& op) { return op.kind == OpKind::Send || op.kind == OpKind::Recv; }
@@ -94,7 +95,7 @@ SimExecutor::SimExecutor(const schedules::Schedule& schedule, const std::vector<
                          const SimOptions& options, const DeviceModel& device, const NetworkPaths& paths,
                          schedules::RankCoord representative)
     : schedule_(schedule), gpu_of_rank_(gpu_of_rank), options_(options), device_(device), paths_(paths),
-      collectives_(paths, options), rep_(representative) {
+      collectives_(paths, options), rules_(schedule), rep_(representative) {
   const auto& L = schedule_.layout;
   const int64_t world = L.world();
   if (world >= (int64_t{1} << 29)) throw ScheduleError("schedule: " + std::to_string(world) + " ranks (at most 2^29)");
@@ -124,8 +125,8 @@ SimExecutor::SimExecutor(const schedules::Schedule& schedule, const std::vector<
       throw std::invalid_argument("gpu speeds: GPU " + std::to_string(g) + " has factor " + std::to_string(f) +
                                   " (valid: a finite number > 0, 1 = nominal)");
   }
-  for (size_t p = 0; p < schedule_.programs.size(); ++p)
-    program_index_.push_back(index_program(schedule_.programs[p], p, device_));
+  for (size_t p = 0; p < schedule_.programs.size(); ++p) hot_.push_back(hot_ops(rules_.program(p), p, device_));
+  check_matching(rules_);
 
   shortcuts_ = options_.aggregate;
   decide_symmetry();
@@ -158,7 +159,8 @@ SimExecutor::SimExecutor(const schedules::Schedule& schedule, const std::vector<
     sl.rank = slot_rank_[s];
     const uint32_t pid = schedule_.program_of_rank[static_cast<size_t>(sl.rank)];
     sl.program = &schedule_.programs[pid];
-    sl.index = &program_index_[pid];
+    sl.index = &rules_.program(pid);
+    sl.hot = hot_[pid].data();
     const int64_t gpu = gpu_of_rank_[static_cast<size_t>(sl.rank)];
     sl.speed = options_.gpu_speed.empty() ? 1.0 : options_.gpu_speed[static_cast<size_t>(gpu)];
     sl.account.set_pipelined(L.pp > 1);
@@ -228,7 +230,7 @@ void SimExecutor::start() {
 }
 
 std::pair<uint8_t, uint32_t> SimExecutor::first_pending_dep(const Slot& sl, uint32_t op) const {
-  const HotOp* hot = sl.index->hot.data();
+  const HotOp* hot = sl.hot;
   const uint32_t* deps = sl.program->deps.data() + hot[op].dep_begin;
   for (uint32_t i = 0; i < hot[op].dep_count; ++i) {
     const HotOp& d = hot[deps[i]];
@@ -253,7 +255,7 @@ void SimExecutor::issue_ready(int32_t slot) {
     const auto su = static_cast<size_t>(s);
     if (sl.busy & (1u << s)) continue;
     if (sl.wait_stream[su] != kNoWait && sl.stream_pos[sl.wait_stream[su]] <= sl.wait_pos[su]) continue;
-    const auto& ops = sl.index->stream_ops[su];
+    const auto ops = sl.index->stream_ops(su);
     const uint32_t pos = sl.stream_pos[su];
     if (pos >= ops.size()) continue;
     const auto [ws, wp] = first_pending_dep(sl, ops[pos]);
@@ -261,7 +263,7 @@ void SimExecutor::issue_ready(int32_t slot) {
     sl.wait_pos[su] = wp;
     if (ws != kNoWait) continue;
     const uint32_t op = ops[pos];
-    const int32_t p = sl.index->hot[op].priority;
+    const int32_t p = sl.hot[op].priority;
     size_t i = nc++;
     for (; i > 0 && schedules::starts_before(p, op, prio[i - 1], cand[i - 1]); --i) {
       cand[i] = cand[i - 1];
@@ -275,7 +277,7 @@ void SimExecutor::issue_ready(int32_t slot) {
 
 void SimExecutor::issue(int32_t slot, uint32_t op_index) {
   Slot& sl = slots_[static_cast<size_t>(slot)];
-  const HotOp& h = sl.index->hot[op_index];
+  const HotOp& h = sl.hot[op_index];
   const double now = backend_->now();
   sl.busy |= 1u << h.stream;
   sl.stream_start[h.stream] = now;
@@ -292,13 +294,15 @@ void SimExecutor::issue(int32_t slot, uint32_t op_index) {
   }
 }
 
+/// Instance `sequence` of the op's channel on its group (execution rule 2) starts once
+/// every executed member has reached it; members agree on it (checked when constructed).
 void SimExecutor::issue_collective(int32_t slot, uint32_t op_index) {
   Slot& sl = slots_[static_cast<size_t>(slot)];
-  const HotOp& op = sl.index->hot[op_index];
+  const HotOp& op = sl.hot[op_index];
   const auto k = static_cast<size_t>(op.group);
-  const uint32_t seq = sl.group_seq[k]++;
+  const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(op.channel_key)) << 32) | op.sequence;
   GroupState& group = groups_[k][sl.group_id[k]];
-  auto it = std::find_if(group.pending.begin(), group.pending.end(), [&](const auto& p) { return p.first == seq; });
+  auto it = std::find_if(group.pending.begin(), group.pending.end(), [&](const auto& p) { return p.first == key; });
   if (it == group.pending.end()) {
     uint32_t index = 0;
     if (free_pending_.empty()) {
@@ -308,23 +312,11 @@ void SimExecutor::issue_collective(int32_t slot, uint32_t op_index) {
       index = free_pending_.back();
       free_pending_.pop_back();
     }
-    group.pending.emplace_back(seq, index);
+    group.pending.emplace_back(key, index);
     it = group.pending.end() - 1;
   }
   const uint32_t pending_index = it->second;
   PendingCollective& pc = pending_[pending_index];
-  if (!pc.arrived.empty()) {
-    const Participant& first = pc.arrived.front();
-    const HotOp& f = slots_[static_cast<size_t>(first.slot)].index->hot[first.op];
-    if (f.kind != op.kind || f.value != op.value)
-      throw ScheduleError(
-          "collective mismatch in " + std::string(schedules::to_string(op.group)) + " group " + std::to_string(seq) +
-          ": rank " + std::to_string(slots_[static_cast<size_t>(first.slot)].rank) + " op " + std::to_string(first.op) +
-          " is " + std::string(schedules::to_string(f.kind)) + " of " + std::to_string(f.value) + " bytes, rank " +
-          std::to_string(sl.rank) + " op " + std::to_string(op_index) + " is " +
-          std::string(schedules::to_string(op.kind)) + " of " + std::to_string(op.value) +
-          " bytes (members must issue the same collectives in the same order)");
-  }
   pc.arrived.push_back({slot, op_index});
   if (static_cast<int32_t>(pc.arrived.size()) < sl.group_needed[k]) return;
   group.pending.erase(it);
@@ -338,29 +330,7 @@ void SimExecutor::issue_collective(int32_t slot, uint32_t op_index) {
 int64_t SimExecutor::peer_rank(int32_t slot, uint32_t op_index) const {
   const Slot& sl = slots_[static_cast<size_t>(slot)];
   const Op& op = sl.program->ops[op_index];
-  const auto& L = schedule_.layout;
-  const auto c = L.coord(sl.rank);
-  int64_t size = 0;
-  switch (op.group) {
-  case GroupKind::Tp: size = L.tp; break;
-  case GroupKind::Dp: size = L.dp; break;
-  case GroupKind::Pp: size = L.pp; break;
-  case GroupKind::Embedding: size = L.pp > 1 ? 2 : 1; break;
-  case GroupKind::World: size = L.world(); break;
-  }
-  if (op.peer < 0 || op.peer >= size)
-    throw ScheduleError("rank " + std::to_string(sl.rank) + " op " + std::to_string(op_index) + " (" +
-                        op_name(slot, op_index) + "): peer " + std::to_string(op.peer) + " outside its " +
-                        std::string(schedules::to_string(op.group)) + " group of " + std::to_string(size));
-  const int64_t i = op.peer;
-  switch (op.group) {
-  case GroupKind::Tp: return L.rank({i, c.dp, c.pp});
-  case GroupKind::Dp: return L.rank({c.tp, i, c.pp});
-  case GroupKind::Pp: return L.rank({c.tp, c.dp, i});
-  case GroupKind::Embedding: return L.rank({c.tp, c.dp, i == 0 ? 0 : L.pp - 1});
-  case GroupKind::World: break;
-  }
-  return i;
+  return schedules::group_member(schedule_.layout, op.group, sl.rank, op.peer);
 }
 
 SimExecutor::PairQueue& SimExecutor::pair_queue(int32_t src_slot, int32_t dst_slot) {
@@ -371,35 +341,33 @@ SimExecutor::PairQueue& SimExecutor::pair_queue(int32_t src_slot, int32_t dst_sl
   return pair_queues_.emplace_back();
 }
 
+/// The k-th send from a to b on a group meets the k-th receive at b from a there
+/// (execution rule 3), whatever order they are posted in; bytes agree (checked when
+/// constructed).
 void SimExecutor::issue_p2p(int32_t slot, uint32_t op_index) {
   Slot& sl = slots_[static_cast<size_t>(slot)];
-  const Op& op = sl.program->ops[op_index];
+  const HotOp& h = sl.hot[op_index];
   const int64_t peer = peer_rank(slot, op_index);
   const int32_t peer_slot = slot_of_rank_[static_cast<size_t>(peer)];
   if (peer_slot < 0)
     throw ScheduleError("rank " + std::to_string(sl.rank) + " op " + std::to_string(op_index) + ": peer rank " +
                         std::to_string(peer) + " is not executed");
-  const bool send = op.kind == OpKind::Send;
+  const bool send = h.cls == HotOp::Send;
   const int64_t src = send ? sl.rank : peer, dst = send ? peer : sl.rank;
   PairQueue& q = send ? pair_queue(slot, peer_slot) : pair_queue(peer_slot, slot);
-  (send ? q.sends : q.recvs).push_back({slot, op_index});
-  if (q.send_head == q.sends.size() || q.recv_head == q.recvs.size()) return;
-  const Participant s = q.sends[q.send_head++], r = q.recvs[q.recv_head++];
-  if (q.send_head == q.sends.size()) {
-    q.sends.clear();
-    q.send_head = 0;
+  const uint64_t key = (static_cast<uint64_t>(h.group) << 32) | h.sequence;
+  auto& others = send ? q.recvs : q.sends;
+  auto match = std::find_if(others.begin(), others.end(), [&](const Posted& x) { return x.key == key; });
+  if (match == others.end()) {
+    (send ? q.sends : q.recvs).push_back({{slot, op_index}, key});
+    return;
   }
-  if (q.recv_head == q.recvs.size()) {
-    q.recvs.clear();
-    q.recv_head = 0;
-  }
-  const double bytes = slots_[static_cast<size_t>(s.slot)].index->hot[s.op].value;
-  const double recv_bytes = slots_[static_cast<size_t>(r.slot)].index->hot[r.op].value;
-  if (bytes != recv_bytes)
-    throw ScheduleError("send rank " + std::to_string(src) + " op " + std::to_string(s.op) + " (" +
-                        std::to_string(bytes) + " bytes) matches recv rank " + std::to_string(dst) + " op " +
-                        std::to_string(r.op) + " (" + std::to_string(recv_bytes) +
-                        " bytes): a send and its receive must carry equal bytes");
+  const Participant other = match->p;
+  *match = others.back();
+  others.pop_back();
+  const Participant s = send ? Participant{slot, op_index} : other;
+  const Participant r = send ? other : Participant{slot, op_index};
+  const double bytes = h.value;
   if (options_.mode == SimMode::Analytic && q.bytes == bytes) {
     CommTask task;
     task.closed_form_s = q.closed_form_s;
@@ -541,7 +509,7 @@ void SimExecutor::start_comm(std::span<const Participant> participants, CommTask
   const double now = backend_->now();
   for (const Participant& p : participants) {
     Slot& sl = slots_[static_cast<size_t>(p.slot)];
-    const HotOp& h = sl.index->hot[p.op];
+    const HotOp& h = sl.hot[p.op];
     if (!sl.timing.empty()) sl.timing[p.op].transfer_s = now;
     if (h.cls == HotOp::Recv) sl.account.change(now, Activity::RecvWait, -1);
     sl.account.change(now, activity_of(h), +1);
@@ -593,7 +561,7 @@ void SimExecutor::on_job_fault(const std::string& why) { fail_job(why); }
 void SimExecutor::complete_op(int32_t slot, uint32_t op_index, bool failed) {
   Slot& sl = slots_[static_cast<size_t>(slot)];
   const double now = backend_->now();
-  const HotOp& h = sl.index->hot[op_index];
+  const HotOp& h = sl.hot[op_index];
   const size_t st = h.stream;
   if (!sl.timing.empty()) {
     OpTiming& t = sl.timing[op_index];
@@ -627,7 +595,7 @@ void SimExecutor::check_finished() const {
   for (size_t s = 0; s < slots_.size() && shown < 4; ++s) {
     const Slot& sl = slots_[s];
     for (int st = 0; st < schedules::kStreamCount && shown < 4; ++st) {
-      const auto& ops = sl.index->stream_ops[static_cast<size_t>(st)];
+      const auto ops = sl.index->stream_ops(static_cast<size_t>(st));
       const uint32_t pos = sl.stream_pos[static_cast<size_t>(st)];
       if (pos >= ops.size()) continue;
       const uint32_t op = ops[pos];
@@ -636,7 +604,7 @@ void SimExecutor::check_finished() const {
          << " (" << op_name(static_cast<int32_t>(s), op) << ", " << schedules::to_string(o.kind) << "): ";
       int waiting = 0;
       for (uint32_t d : sl.program->deps_of(op))
-        if (sl.stream_pos[sl.index->hot[d].stream] <= sl.index->hot[d].pos_in_stream) ++waiting;
+        if (sl.stream_pos[sl.hot[d].stream] <= sl.hot[d].pos_in_stream) ++waiting;
       if (waiting > 0)
         os << waiting << " dependencies not done;";
       else if (o.kind == OpKind::Send || o.kind == OpKind::Recv)

@@ -1,11 +1,13 @@
-// The executor: runs every executed rank's program with the semantics of
-// schedules/schedule.hpp on a TimeEngine. Ops of one stream start in program order, each
-// once the previous op of that stream has completed and its dependencies are done;
-// streams interact only through dependencies; when several streams of a rank can start
-// an op at the same instant, the higher Op::priority starts first. A collective starts
-// moving data once every executed member of its group has reached it (members issue a
-// group's collectives in the same order: the n-th collective of a group on every
-// member is one instance); a Send and its Recv form one transfer once both are posted.
+// The executor: runs every executed rank's program under the execution rules
+// (schedules/execution_rules.hpp, docs/execution.md: program index, collective instance
+// numbering, send/recv matching, start order) on a TimeEngine. Ops of one stream start
+// in program order, each once the previous op of that stream has completed and its
+// dependencies are done; streams interact only through dependencies; when several
+// streams of a rank can start an op at the same instant, the higher Op::priority starts
+// first. A collective starts moving data once every executed member of its group has
+// reached it (members issue a group's collectives in the same order: the n-th
+// collective of a group on every member is one instance); a Send and its Recv (the k-th
+// of their pair) form one transfer once both are posted.
 //
 // Which ranks are executed (SimOptions, simulate.hpp):
 //  - symmetric (aggregate on, every_rank off, equal speeds, every rank of a stage runs
@@ -32,6 +34,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "schedules/execution_rules.hpp"
 #include "schedules/schedule.hpp"
 #include "sim/detail/collective_task.hpp"
 #include "sim/detail/network_paths.hpp"
@@ -49,15 +52,18 @@ struct OpTiming {
   bool failed = false;
 };
 
-/// What the hot path reads of an op, packed in 24 bytes: when ranks drift apart (per-GPU
-/// speeds) each touches a different part of its program, and the full Op is several
-/// cache lines (at 12,288 ranks, reading it for each communication op was a fifth of
-/// the run).
-struct HotOp {
+/// What the hot path reads of an op, packed in 32 bytes (32-byte aligned: never across
+/// two cache lines): when ranks drift apart (per-GPU speeds) each touches a different
+/// part of its program, and the full Op is several cache lines (at 12,288 ranks, reading
+/// it for each communication op was a fifth of the run). A copy of what the execution
+/// rules (schedules/execution_rules.hpp) say about the op, next to its device time.
+struct alignas(32) HotOp {
   enum Class : uint8_t { ComputeForward, ComputeBackward, ComputeOther, Send, Recv, Collective };
   double value = 0; // compute: device-model seconds at speed 1; communication: bytes
   uint32_t dep_begin = 0;
-  uint32_t pos_in_stream = 0; // position in stream_ops[stream]
+  uint32_t pos_in_stream = 0; // ProgramIndex::position
+  uint32_t sequence = 0;      // ProgramIndex::sequence: instance or message number on its channel
+  int32_t channel_key = 0;    // collectives: Channel::priority_class (the group is `group`)
   uint16_t priority = 0;      // rank of Op::priority among the program's (same order)
   uint16_t dep_count = 0;
   uint8_t stream = 0;
@@ -65,13 +71,7 @@ struct HotOp {
   schedules::GroupKind group = schedules::GroupKind::World;
   schedules::OpKind kind = schedules::OpKind::Gemm;
 };
-static_assert(sizeof(HotOp) == 24);
-
-/// Per-program indexes shared by every rank running that program.
-struct ProgramIndex {
-  std::array<std::vector<uint32_t>, schedules::kStreamCount> stream_ops;
-  std::vector<HotOp> hot; // by op
-};
+static_assert(sizeof(HotOp) == 32);
 
 inline constexpr int kGroupKinds = schedules::kGroupKindCount;
 
@@ -129,12 +129,12 @@ private:
     int32_t active_comms = 0;
     double speed = 1; // compute speed factor of its GPU
     const schedules::Program* program = nullptr;
-    const ProgramIndex* index = nullptr;
+    const schedules::ProgramIndex* index = nullptr;             // the rules' index of its program
+    const HotOp* hot = nullptr;                                 // its program's hot records, by op
     std::array<double, schedules::kStreamCount> stream_start{}; // running op's issue time
     RankAccount account;
     std::vector<OpTiming> timing; // traced slots only
     int64_t rank = 0;
-    std::array<uint32_t, kGroupKinds> group_seq{};       // collectives issued per GroupKind
     std::array<int64_t, kGroupKinds> group_first{};      // first member of its group per kind
     std::array<int32_t, kGroupKinds> group_needed{};     // executed members of that group
     std::array<uint32_t, kGroupKinds> group_id{};        // that group's index in groups_[kind]
@@ -145,20 +145,24 @@ private:
     int32_t slot;
     uint32_t op;
   };
+  struct Posted { // a send or receive waiting for its match: its group and message number
+    Participant p;
+    uint64_t key;
+  };
   struct PendingCollective {
     std::vector<Participant> arrived;
   };
-  /// Sends and receives posted between one (src, dst) pair, matched in order: FIFOs
-  /// over vectors that are reset when drained, so nothing is allocated once warm.
+  /// Sends and receives posted between one (src, dst) pair and not matched yet; the
+  /// k-th send meets the k-th receive of the same group (execution rule 3: matched by
+  /// message number, not by arrival). Short vectors, nothing allocated once warm.
   struct PairQueue {
-    std::vector<Participant> sends, recvs;
-    uint32_t send_head = 0, recv_head = 0;
+    std::vector<Posted> sends, recvs;
     double bytes = -1, closed_form_s = 0; // last closed form computed for the pair
   };
   /// A communication group of one kind: its instances waiting for members (by seq;
   /// they complete in seq order, so the list is short) and what its closed forms cost.
   struct GroupState {
-    std::vector<std::pair<uint32_t, uint32_t>> pending; // (seq, index in pending_)
+    std::vector<std::pair<uint64_t, uint32_t>> pending; // (channel key, instance; index in pending_)
     int8_t same_server = -1;                            // −1: not computed yet
     struct Form {
       int kind = -1;
@@ -196,7 +200,8 @@ private:
   bool symmetric_ = false; // one pipeline stands for all
   bool shortcuts_ = false; // closed forms inside a server, merged ring steps
 
-  std::vector<ProgramIndex> program_index_;
+  schedules::ExecutionRules rules_;     // rules 1-3, one index per program
+  std::vector<std::vector<HotOp>> hot_; // by program, then op
   std::vector<Slot> slots_;
   std::vector<int64_t> slot_rank_;
   std::vector<int64_t> slot_gpu_;

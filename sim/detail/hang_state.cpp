@@ -1,6 +1,7 @@
 // The end state of a run with a hung rank (SimOptions::hang_rank): what every rank issued
 // on each channel and which of its ops never completed, in the terms the real backend's
-// state files use (channels of schedules::communicator_of, per-channel sequences), so the
+// state files use (channels of schedules::communicator_of, per-channel sequences of the
+// execution rules: schedules/execution_rules.hpp), so the
 // same hang analysis reads simulated and real runs.
 #include <map>
 
@@ -20,16 +21,15 @@ std::vector<RankHangState> SimExecutor::hang_states(double end_s) const {
     st.hung = static_cast<int32_t>(s) == hang_slot_;
     st.ops_total = static_cast<uint32_t>(sl.program->ops.size());
     st.elapsed_s = end_s;
-    std::map<std::string, int64_t> next_seq; // per channel, in program order
     for (uint32_t i = 0; i < sl.program->ops.size(); ++i) {
       const schedules::Op& op = sl.program->ops[i];
-      const HotOp& h = sl.index->hot[i];
+      const HotOp& h = sl.hot[i];
       const uint32_t pos = sl.stream_pos[h.stream];
       const bool done = h.pos_in_stream < pos;
       const bool running = h.pos_in_stream == pos && (sl.busy & (1u << h.stream)) != 0;
       if (done) ++st.ops_completed;
       const std::string channel = schedules::communicator_of(schedule_, sl.rank, op, schedules::kDeviceCommModel);
-      const int64_t seq = channel.empty() ? 0 : next_seq[channel]++;
+      const int64_t seq = channel.empty() ? 0 : sl.index->sequence(i);
       if (!channel.empty() && (done || running)) ++st.issued[channel];
       if (!running) continue;
       WaitingOp w;

@@ -21,6 +21,7 @@
 #include "config/job_file.hpp"
 #include "mpi_helpers.hpp"
 #include "schedules/calibration.hpp"
+#include "schedules/trace.hpp"
 
 using namespace twinscale;
 namespace fs = std::filesystem;
@@ -55,8 +56,10 @@ TEST_CASE("mpi run: 8 CPU ranks run the synthetic schedule in a valid order") {
 namespace {
 
 /// Runs `args` on `ranks` CPU ranks and checks the events of every rank against `s`.
+/// With `simulate`, also simulates `args` with every rank executed and checks the
+/// simulator's trace against `s` with the same checker (one statement of the rules).
 void run_and_check(const schedules::Schedule& s, int ranks, const std::string& args, const std::string& name,
-                   bool calibrate = false) {
+                   bool calibrate = false, bool simulate = false) {
   const std::string dir = fresh_dir(name);
   const auto r = shell(mpirun(ranks) + " " TWINSCALE_CLI " run " + args + " --timeout 30 --run-dir " + dir +
                            " --trace " + dir + "/trace.json",
@@ -74,6 +77,18 @@ void run_and_check(const schedules::Schedule& s, int ranks, const std::string& a
   const auto violations = backend::check_trace_semantics(s, events);
   for (size_t i = 0; i < std::min<size_t>(violations.size(), 20); ++i) UNSCOPED_INFO(violations[i]);
   CHECK(violations.empty());
+  if (simulate) { // the simulator's trace of the same schedule, through the same checker
+    const auto sim = shell(TWINSCALE_CLI " simulate " + args + " --no-aggregate --trace " + dir + "/sim.json", 120);
+    INFO(sim.output);
+    REQUIRE(sim.status == 0);
+    std::vector<schedules::TraceEvent> simulated;
+    for (const auto& t : schedules::read_chrome_trace_file(dir + "/sim.json"))
+      simulated.push_back({t.rank, t.op_index, t.start_s, t.start_s + t.duration_s, t.failed});
+    CHECK(simulated.size() == ops);
+    const auto sim_violations = backend::check_trace_semantics(s, simulated, 2e-6); // µs in the file
+    for (size_t i = 0; i < std::min<size_t>(sim_violations.size(), 20); ++i) UNSCOPED_INFO(sim_violations[i]);
+    CHECK(sim_violations.empty());
+  }
   if (calibrate) { // the real trace → compare with itself, and a calibration table
     const auto cmp = shell(TWINSCALE_CLI " compare " + dir + "/trace.json " + dir + "/trace.json --json", 60);
     REQUIRE(cmp.status == 0);
@@ -96,6 +111,8 @@ void run_and_check(const schedules::Schedule& s, int ranks, const std::string& a
 
 } // namespace
 
+// tiny-1f1b is also simulated: the same checker accepts the backend's and the
+// simulator's traces of one schedule.
 TEST_CASE("mpi run: the tiny presets run on 8 CPU ranks in a valid order") {
   if (!backend::test::have_mpirun()) TWINSCALE_SKIP("mpirun not found");
   for (const std::string preset : {"tiny-1f1b", "tiny-interleaved", "tiny-megascale", "tiny-moe", "tiny-fsdp"}) {
@@ -103,7 +120,7 @@ TEST_CASE("mpi run: the tiny presets run on 8 CPU ranks in a valid order") {
     schedules::LoweringTarget target;
     target.check_memory = false;
     const schedules::Schedule s = schedules::lower(config::load_job_preset(preset), target);
-    run_and_check(s, 8, "--preset " + preset, preset, preset == "tiny-megascale");
+    run_and_check(s, 8, "--preset " + preset, preset, preset == "tiny-megascale", preset == "tiny-1f1b");
   }
 }
 
