@@ -2,9 +2,11 @@
 
 #include <simgrid/Exception.hpp>
 #include <simgrid/kernel/ProfileBuilder.hpp>
+#include <simgrid/kernel/Timer.hpp>
 #include <simgrid/kernel/routing/NetPoint.hpp>
 #include <simgrid/kernel/routing/NetZoneImpl.hpp>
 #include <simgrid/s4u.hpp>
+#include <simgrid/simix.hpp>
 #include <xbt/log.h>
 
 #include <cstdio>
@@ -81,18 +83,19 @@ struct FlowEngine::Impl {
   const SimOptions& options;
   EventCore core;
   EcmpZone* zone = nullptr;
-  sg4::Host* driver_host = nullptr;
   std::vector<std::vector<sg4::Host*>> port_host;       // by GPU, channel
   std::vector<std::vector<sg4::Mailbox*>> port_mailbox; // by GPU, channel
   std::vector<std::unique_ptr<Task>> tasks;
   int64_t flows = 0;
-  int64_t flows_in_flight = 0;
-  sg4::ConditionVariablePtr wake; // the driver waits on it for the next event or a flow
-  std::exception_ptr error;       // first exception thrown by the executor inside an actor
-  /// SimGrid calls the executor asked for. Every simcall (creating an actor) yields to
-  /// other actors, which may run executor code: so the executor never makes one itself;
-  /// its requests are queued here and run once it has returned.
+  int64_t flows_in_flight = 0; // started, delayed or waiting for an outage to end
+  std::exception_ptr error;    // first exception thrown by the executor
+  /// Transfers the executor asked for while it runs: started once it has returned (a
+  /// flow that completes at once must not re-enter it).
   std::deque<std::function<void()>> pending;
+  simgrid::kernel::timer::Timer* core_timer = nullptr; // at the event core's next event
+  double core_timer_at = 0;
+  std::vector<simgrid::kernel::timer::Timer*> crash_timers;
+  bool stopped = false; // the job failed or the executor threw: nothing runs any more
   std::map<uint32_t, std::vector<std::pair<double, double>>> link_stalls; // link → [from, to)
   std::unique_ptr<congestion::FlowCongestion> cc;                         // [network] congestion_control (none: null)
 
@@ -105,18 +108,17 @@ struct FlowEngine::Impl {
   /// stops the simulation and is rethrown by run().
   template <class F>
   void guarded(F&& fn) {
-    if (error) return;
+    if (stopped) return;
     try {
       fn();
-      while (!pending.empty() && !error) {
+      while (!pending.empty() && !stopped) {
         auto next = std::move(pending.front());
         pending.pop_front();
         next();
       }
     } catch (...) {
       if (!error) error = std::current_exception();
-      pending.clear();
-      sg4::Actor::kill_all();
+      stop();
     }
   }
 
@@ -126,8 +128,13 @@ struct FlowEngine::Impl {
   double stall_end(const FlowSpec& f, double t) const;
   void launch_phase(Task* task);
   void launch_flow(Task* task, uint32_t flow);
+  void begin_flow(Task* task, uint32_t flow);
+  void send_flow(Task* task, uint32_t flow);
+  void end_flow(Task* task, uint32_t flow, bool failed, double start);
   void flow_done(Task* task, uint32_t flow, bool failed);
-  void drive(const std::function<void()>& start);
+  void on_core_timer();
+  void arm_core_timer();
+  void stop();
 };
 
 void FlowEngine::Impl::build_platform() {
@@ -145,8 +152,6 @@ void FlowEngine::Impl::build_platform() {
     zone->down_[i]->set_latency(paths.hop_latency_s(static_cast<uint32_t>(i), false));
   }
   const int64_t gpus = fabric.gpus();
-  driver_host = z->create_host("driver", 1e9);
-  zone->add_endpoint(driver_host, -1, -1);
   // Queue-pair endpoints: as many as the channels a collective's plan can use.
   const int64_t ports_per_gpu = max_plan_channels(options.channels, fabric.shape().nics_per_server);
   port_host.resize(static_cast<size_t>(gpus));
@@ -279,19 +284,49 @@ void FlowEngine::Impl::launch_phase(Task* task) {
     if (spec.flows[f].after < 0) launch_flow(task, static_cast<uint32_t>(f));
 }
 
-/// A flow is a sender actor on the source port host putting `bytes` into the destination
-/// port's mailbox, and a receiver actor on the destination port host taking one message
-/// from it. Receivers of one port are interchangeable (every message to that mailbox
-/// goes from some source port to this port), so FIFO matching is exact. Host-to-host
-/// Comm::sendto is not used: its completions scan an engine-wide list in 3.32.
+/// A flow waits for its delay (restored step latencies) and for the end of any outage
+/// on its path as kernel timers, then becomes a transfer between two port hosts.
 void FlowEngine::Impl::launch_flow(Task* task, uint32_t flow) {
+  ++flows;
+  ++flows_in_flight;
+  const double delay = task->spec.flows[flow].delay_s;
+  if (delay > 0) {
+    simgrid::kernel::timer::Timer::set(sg4::Engine::get_clock() + delay,
+                                       [this, task, flow]() { guarded([&] { begin_flow(task, flow); }); });
+    return;
+  }
+  begin_flow(task, flow);
+}
+
+void FlowEngine::Impl::begin_flow(Task* task, uint32_t flow) {
+  const FlowSpec& fs = task->spec.flows[flow];
+  const double now = sg4::Engine::get_clock();
+  if (const double resume = stall_end(fs, now); resume > now) {
+    task->stalled_s = std::max(task->stalled_s, resume - now);
+    simgrid::kernel::timer::Timer::set(resume, [this, task, flow]() { guarded([&] { send_flow(task, flow); }); });
+    return;
+  }
+  send_flow(task, flow);
+}
+
+/// The transfer: a sender actor on the source port host puts `bytes` into the
+/// destination port's mailbox, a receiver actor on the destination port host takes one
+/// message from it. Receivers of one port are interchangeable (every message to that
+/// mailbox goes from some source port to this port), so FIFO matching is exact.
+/// Host-to-host Comm::sendto is not used: in 3.32 it detaches the comm, whose completion
+/// then scans an engine-wide list. Both actors are created from kernel context (timers
+/// and simcalls run there), which costs no context switch; the sender hands the
+/// completion back to the kernel with one simcall.
+void FlowEngine::Impl::send_flow(Task* task, uint32_t flow) {
   static char payload = 0;
   const FlowSpec& f = task->spec.flows[flow];
   sg4::Host* src = port_host[static_cast<size_t>(f.src_gpu)][f.channel];
   sg4::Host* dst = port_host[static_cast<size_t>(f.dst_gpu)][f.channel];
   sg4::Mailbox* mbox = port_mailbox[static_cast<size_t>(f.dst_gpu)][f.channel];
-  ++flows;
-  ++flows_in_flight;
+  const double start = sg4::Engine::get_clock();
+  // Congestion control (sim/congestion/flow_congestion.hpp): more bytes for a flow that
+  // starts on a link other flows already load.
+  const double bytes = cc ? cc->on_start(f.src_gpu, f.dst_gpu, f.channel, f.bytes) : f.bytes;
   sg4::Actor::create("r", dst, [mbox]() {
     try {
       mbox->get<char>();
@@ -299,36 +334,31 @@ void FlowEngine::Impl::launch_flow(Task* task, uint32_t flow) {
       // the sender reports the failure
     }
   });
-  sg4::Actor::create("f", src, [this, task, flow, mbox]() {
-    const FlowSpec& fs = task->spec.flows[flow];
+  sg4::Actor::create("f", src, [this, task, flow, mbox, bytes, start]() {
     bool failed = false;
-    double start = -1;
     try {
-      if (fs.delay_s > 0) sg4::this_actor::sleep_for(fs.delay_s);
-      const double now = sg4::Engine::get_clock();
-      if (const double resume = stall_end(fs, now); resume > now) {
-        task->stalled_s = std::max(task->stalled_s, resume - now);
-        sg4::this_actor::sleep_until(resume);
-      }
-      start = sg4::Engine::get_clock();
-      // Congestion control (sim/congestion/flow_congestion.hpp): more bytes for a flow
-      // that starts on a link other flows already load.
-      const double bytes = cc ? cc->on_start(fs.src_gpu, fs.dst_gpu, fs.channel, fs.bytes) : fs.bytes;
       mbox->put(&payload, static_cast<uint64_t>(bytes + 0.5));
     } catch (const simgrid::NetworkFailureException&) {
       failed = true;
     } catch (const simgrid::HostFailureException&) {
       failed = true;
     }
-    if (cc && start >= 0) cc->on_end(fs.src_gpu, fs.dst_gpu, fs.channel);
-    --flows_in_flight;
-    if (start >= 0) task->stalled_s = std::max(task->stalled_s, stalled_seconds(fs, start, sg4::Engine::get_clock()));
-    guarded([&] {
-      core.set_now(std::max(core.now(), sg4::Engine::get_clock()));
-      flow_done(task, flow, failed);
-    });
-    wake->notify_all(); // the driver's next event may have moved earlier
+    simgrid::kernel::actor::simcall_answered([&] { end_flow(task, flow, failed, start); });
   });
+}
+
+/// Kernel context: a flow's transfer ended at the current time.
+void FlowEngine::Impl::end_flow(Task* task, uint32_t flow, bool failed, double start) {
+  --flows_in_flight;
+  if (stopped) return;
+  const FlowSpec& fs = task->spec.flows[flow];
+  if (cc) cc->on_end(fs.src_gpu, fs.dst_gpu, fs.channel);
+  task->stalled_s = std::max(task->stalled_s, stalled_seconds(fs, start, sg4::Engine::get_clock()));
+  guarded([&] {
+    core.set_now(std::max(core.now(), sg4::Engine::get_clock()));
+    flow_done(task, flow, failed);
+  });
+  arm_core_timer();
 }
 
 void FlowEngine::Impl::flow_done(Task* task, uint32_t flow, bool failed) {
@@ -349,31 +379,49 @@ void FlowEngine::Impl::flow_done(Task* task, uint32_t flow, bool failed) {
   const double stalled = task->stalled_s;
   tasks[id].reset();
   listener.on_comm_done(id, f, stalled); // callers run it guarded
-  if (f) {                               // the job has failed: stop the simulation
-    pending.clear();
-    sg4::Actor::kill_all();
-  }
+  if (f) stop();                         // the job has failed: nothing runs any more
 }
 
-/// The driver actor: dispatches the event core's events (compute completions, closed-form
-/// timers, speed changes) at their times, and sleeps in between until the next one or
-/// until a flow completes (flow actors notify `wake`).
-void FlowEngine::Impl::drive(const std::function<void()>& start) {
-  auto mutex = sg4::Mutex::create();
-  std::unique_lock<sg4::Mutex> lock(*mutex);
-  guarded(start);
-  while (!error) {
-    const double now = sg4::Engine::get_clock();
-    const double due = now + 1e-12 + 1e-15 * now; // absorbs the clock's rounding
-    while (!error && !core.empty() && core.next_time() <= due) guarded([&] { core.dispatch_next(); });
-    if (error) break;
-    if (core.empty()) {
-      if (flows_in_flight == 0 && pending.empty()) break;
-      wake->wait(lock);
-    } else {
-      wake->wait_until(lock, core.next_time());
-    }
+/// Nothing runs any more (the job failed, the executor threw): flows in flight end
+/// without effect and the event core is not advanced; the run ends once they have.
+void FlowEngine::Impl::stop() {
+  stopped = true;
+  pending.clear();
+  if (core_timer != nullptr) core_timer->remove();
+  core_timer = nullptr;
+  for (auto*& t : crash_timers)
+    if (t != nullptr) t->remove();
+  crash_timers.assign(crash_timers.size(), nullptr);
+}
+
+/// The event core's events (compute completions, closed-form timers, speed changes) run
+/// in kernel context from one timer at the core's next event time: no actor waits for
+/// them (a driver actor cost a condition-variable wait, a CPU sleep action and two
+/// context switches per distinct event time, most of the flow mode's run time).
+void FlowEngine::Impl::on_core_timer() {
+  core_timer = nullptr;
+  const double now = sg4::Engine::get_clock();
+  const double due = now + 1e-12 + 1e-15 * now; // absorbs the clock's rounding
+  while (!stopped && !core.empty() && core.next_time() <= due) guarded([&] { core.dispatch_next(); });
+  arm_core_timer();
+}
+
+void FlowEngine::Impl::arm_core_timer() {
+  if (stopped) return;
+  if (core.empty()) {
+    if (core_timer != nullptr) core_timer->remove();
+    core_timer = nullptr;
+    // the job is over once nothing is left to run: a later crash no longer matters
+    if (flows_in_flight == 0 && pending.empty()) stop();
+    return;
   }
+  const double at = std::max(core.next_time(), sg4::Engine::get_clock());
+  if (core_timer != nullptr) {
+    if (core_timer_at <= at) return; // fires first and re-arms
+    core_timer->remove();
+  }
+  core_timer_at = at;
+  core_timer = simgrid::kernel::timer::Timer::set(at, [this]() { on_core_timer(); });
 }
 
 FlowEngine::FlowEngine(CompletionListener& listener, const NetworkPaths& paths, std::vector<int64_t> slot_gpu,
@@ -433,21 +481,24 @@ void FlowEngine::run(const std::function<void()>& start) {
   auto* engine = new sg4::Engine(&argc, argv.data());
   impl_->build_platform();
   Impl* impl = impl_.get();
-  impl->wake = sg4::ConditionVariable::create();
-  sg4::Actor::create("driver", impl->driver_host, [impl, &start]() { impl->drive(start); });
+  simgrid::kernel::timer::Timer::set(0.0, [impl, &start]() {
+    impl->guarded(start);
+    impl->arm_core_timer();
+  });
   if (impl_->options.faults != nullptr) {
     for (const auto& e : impl_->options.faults->events) {
       if (e.kind != faults::PlanEventKind::ServerCrash) continue;
       const double at = e.at_s;
       const std::string why = "server '" + e.target + "' crashed at " + std::to_string(at) + " s";
-      sg4::Actor::create("crash", impl->driver_host, [impl, at, why]() {
-        sg4::this_actor::sleep_until(at);
+      const size_t index = impl->crash_timers.size();
+      impl->crash_timers.push_back(simgrid::kernel::timer::Timer::set(at, [impl, index, why]() {
+        impl->crash_timers[index] = nullptr; // fired: no longer to remove
         impl->guarded([&] {
           impl->core.set_now(std::max(impl->core.now(), sg4::Engine::get_clock()));
           impl->listener.on_job_fault(why);
         });
-        sg4::Actor::kill_all();
-      })->daemonize();
+        impl->stop();
+      }));
     }
   }
   engine->run();

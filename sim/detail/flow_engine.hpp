@@ -11,14 +11,16 @@
 // proportional to links and hosts (~1 KB each). SimGrid's stock zones cannot do this:
 // FatTree routes by destination only and Full/Floyd tables need O(n²) memory.
 //
-// Flows run in actors (one per flow, created when the flow may start): comms started
-// without actors are quadratic in 3.32 (simgrid-notes.md). Compute ops and closed-form
-// collectives are not SimGrid activities: they live in the event core (event_core.hpp),
-// which one driver actor advances in step with SimGrid's clock (waiting on a condition
-// variable until the next core event or until a flow completes). An actor per compute op
-// cost ~1 M actor creations per iteration at 256 GPUs; the core costs one wake-up per
-// distinct event time. GPU slowdowns of a fault plan are speed changes of the core
-// (what a host speed profile would do to an exec).
+// Flows run in actors (a sender and a receiver per flow, created from kernel context
+// when the flow may start): comms started without actors are quadratic in 3.32
+// (simgrid-notes.md). Compute ops and closed-form collectives are not SimGrid
+// activities: they live in the event core (event_core.hpp), whose events run in kernel
+// context from one SimGrid timer (simgrid::kernel::timer::Timer) armed at the core's next
+// event time; flow completions, delays and outage ends run there too (a flow's sender
+// hands its completion back with one simcall). No actor waits for the core: a driver
+// actor woken per distinct event time cost a condition-variable wait, a CPU sleep action
+// and two context switches each, half the flow mode's time. GPU slowdowns of a fault
+// plan are speed changes of the core (what a host speed profile would do to an exec).
 #pragma once
 
 #include <cstdint>
