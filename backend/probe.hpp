@@ -26,7 +26,7 @@ struct ProbeOptions {
   int64_t shape_divisor = 1;
   int warmup = 2;
   int repetitions = 7;           // the median of these is kept
-  double max_sweep_bytes = 0;    // 0: 4 × the largest message, 2 × a one-stage DP message, ≥ 64 KiB
+  double max_sweep_bytes = 0;    // 0: 4 × the largest message, 2 × the whole model's fp32 gradients, ≥ 64 KiB
   double max_buffer_bytes = 1e9; // per kernel buffer (as the CPU device)
   int nap_us = 200;              // idle wait before each kernel and between MPI_Tests (as the executor)
 };
@@ -52,6 +52,12 @@ struct ProbeResult {
   double p2p_latency_s = 0;          // smallest-message one-way time (rank 0)
   double p2p_bandwidth_bytes_per_s = 0;
 };
+
+/// The sweeps' largest message when ProbeOptions::max_sweep_bytes is 0: 4 × the
+/// schedule's largest message and 2 × the whole model's gradients at 4 B per parameter
+/// (a one-stage data-parallel all-reduce of any other split), at least 64 KiB; executed
+/// bytes (divided by `shape_divisor`).
+double default_sweep_limit(const schedules::Schedule& schedule, int64_t shape_divisor);
 
 /// Runs the probe as this process's rank (MPI is started here if it is not yet; call
 /// finalize_probe() at the end). Throws BackendError when the launch does not match the
