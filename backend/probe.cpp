@@ -129,6 +129,7 @@ public:
           "MPI_Allgather of host names");
     host_.clear();
     for (int r = 0; r < world_; ++r) host_.emplace_back(all.data() + static_cast<size_t>(r) * MPI_MAX_PROCESSOR_NAME);
+    one_host_ = std::set<std::string>(host_.begin(), host_.end()).size() == 1;
   }
 
   /// The most hosts one group of `n` consecutive ranks spans (the calibration entry's
@@ -175,9 +176,15 @@ public:
         check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
         const double t0 = now_s();
         if (c != MPI_COMM_NULL) bad[k] += run_once(pt.kind, pt.n, rank_ % static_cast<int>(pt.n), floats, per, c);
-        double t = now_s() - t0, slowest = 0;
-        check(MPI_Allreduce(&t, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce of a time");
-        if (r >= o_.warmup) pt.times.push_back(slowest);
+        const double t1 = now_s();
+        double mine[3] = {t0, t1, t1 - t0}, latest[3] = {0, 0, 0};
+        check(MPI_Allreduce(mine, latest, 3, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce of a time");
+        // The transfer's time once its last member arrived (the simulator's: a collective
+        // starts when every member has issued it, waiting for late peers is the
+        // schedule's): last end − last start, on one host's shared clock. A rank leaving
+        // the barrier late (descheduled on a loaded machine) no longer adds its delay.
+        // Across hosts the clocks differ: the slowest rank's own time.
+        if (r >= o_.warmup) pt.times.push_back(one_host_ ? latest[1] - latest[0] : latest[2]);
       }
     std::vector<int64_t> wrong(points.size(), 0);
     check(MPI_Allreduce(bad.data(), wrong.data(), static_cast<int>(bad.size()), MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD),
@@ -278,6 +285,7 @@ private:
   int rank_, world_;
   std::vector<float> send_, recv_;
   std::vector<std::string> host_; // every rank's host name
+  bool one_host_ = false;         // every rank on one host (one steady clock)
 };
 
 std::string cluster_toml(int world, double latency_s, double bandwidth, const std::string& host) {
