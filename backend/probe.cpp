@@ -61,32 +61,47 @@ public:
           all.emplace(
               KernelKey{static_cast<int>(op.kernel), schedules::executed_shape(op, o_.shape_divisor), op_name(s_, op)},
               &op);
-    std::set<KernelKey> mine;
-    for (const Op& op : s_.program(rank_).ops)
-      if (!op.is_communication())
-        mine.insert({static_cast<int>(op.kernel), schedules::executed_shape(op, o_.shape_divisor), op_name(s_, op)});
-    // Round-robin repetitions: a burst of load on a shared machine spreads over every
-    // kernel instead of spoiling all repetitions of one. -1: not in this rank's program.
+    std::map<KernelKey, size_t> index; // key → its place in `all`
+    for (const auto& [key, op] : all) index.emplace(key, index.size());
+    // Each rank replays its own program's compute ops in program order, on one set of
+    // kernels (and buffers) per stream, as the CPU device's workers run them in a run:
+    // an op finds the caches as its predecessor left them. (Timed one by one in rounds
+    // on separate buffers after an idle wait, the small memory-bound ops — residual
+    // adds, LayerNorm passes, 3–20 µs — came out 20 % to 4× slower than in runs.)
+    // Every repetition starts from fresh kernels warmed by one untimed run of each
+    // distinct op, as a run's device starts (CpuDevice's warm start): the data of one
+    // iteration, not of many — repeated passes over the same buffers drift into
+    // denormal values, and a GEMM on them ran 10× slower.
+    // Per repetition and op key, the median of its occurrences; -1: not in this program.
     const size_t reps = static_cast<size_t>(o_.repetitions);
-    // Each op has its own kernels and buffers: the data one op leaves behind (its output,
-    // say, or values grown over repetitions) must not change another op's speed.
-    std::vector<std::unique_ptr<detail::CpuKernels>> runners(all.size());
     std::vector<double> samples(all.size() * reps, -1);
     for (int r = -o_.warmup; r < o_.repetitions; ++r) {
-      size_t k = 0;
-      for (const auto& [key, op] : all) {
-        if (mine.count(key)) {
-          if (!runners[k]) runners[k] = std::make_unique<detail::CpuKernels>(o_.max_buffer_bytes);
-          // As in a run, where the CPU device's worker waits for each op to be issued:
-          // the kernel starts after a short sleep, not at the end of a long busy streak
-          // (on a loaded machine the scheduler treats the two very differently).
-          std::this_thread::sleep_for(std::chrono::microseconds(o_.nap_us));
-          const double t0 = now_s();
-          runners[k]->run(*op, std::get<1>(key));
-          if (r >= 0) samples[k * reps + static_cast<size_t>(r)] = now_s() - t0;
-        }
-        ++k;
+      std::array<std::unique_ptr<detail::CpuKernels>, schedules::kStreamCount> streams;
+      std::set<std::pair<size_t, KernelKey>> warm;
+      for (const Op& op : s_.program(rank_).ops) {
+        if (op.is_communication()) continue;
+        const KernelKey key{static_cast<int>(op.kernel), schedules::executed_shape(op, o_.shape_divisor),
+                            op_name(s_, op)};
+        auto& kernels = streams[static_cast<size_t>(op.stream)];
+        if (!kernels) kernels = std::make_unique<detail::CpuKernels>(o_.max_buffer_bytes);
+        if (warm.insert({static_cast<size_t>(op.stream), key}).second) kernels->run(op, std::get<1>(key));
       }
+      std::vector<std::vector<double>> occurrences(all.size());
+      for (const Op& op : s_.program(rank_).ops) {
+        if (op.is_communication()) continue;
+        const KernelKey key{static_cast<int>(op.kernel), schedules::executed_shape(op, o_.shape_divisor),
+                            op_name(s_, op)};
+        // As in a run, where the device's worker waits for each op to be issued: the
+        // kernel starts after a short sleep, not in a long busy streak (on a loaded
+        // machine the scheduler preempts a busy streak: GEMMs measured 2–3× slower).
+        std::this_thread::sleep_for(std::chrono::microseconds(o_.nap_us));
+        const double t0 = now_s();
+        streams[static_cast<size_t>(op.stream)]->run(op, std::get<1>(key));
+        occurrences[index.at(key)].push_back(now_s() - t0);
+      }
+      if (r < 0) continue;
+      for (size_t k = 0; k < all.size(); ++k)
+        if (!occurrences[k].empty()) samples[k * reps + static_cast<size_t>(r)] = median_of(occurrences[k]);
     }
     std::vector<double> gathered(rank_ == 0 ? samples.size() * static_cast<size_t>(world_) : 0);
     check(MPI_Gather(samples.data(), static_cast<int>(samples.size()), MPI_DOUBLE, gathered.data(),
