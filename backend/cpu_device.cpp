@@ -201,8 +201,14 @@ struct CpuDevice::Impl {
       if (op.is_communication()) continue;
       const size_t st = static_cast<size_t>(op.stream);
       const std::array<int64_t, 4> shape = detail::scaled_shape(op, options.shape_divisor);
-      if (seen.insert({st, static_cast<int>(op.kind), static_cast<int>(op.kernel), shape}).second)
+      if (!seen.insert({st, static_cast<int>(op.kind), static_cast<int>(op.kernel), shape}).second) continue;
+      try {
         workers[st].kernels->run(op, shape);
+      } catch (const std::exception& e) {
+        const std::string name = op.name < schedule->names.size() ? schedule->names[op.name] : "";
+        throw BackendError("CPU device: rank " + std::to_string(rank) + ": warm-up of op " +
+                           std::to_string(&op - program->ops.data()) + " (" + name + "): " + e.what());
+      }
     }
   }
 
