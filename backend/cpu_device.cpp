@@ -9,8 +9,10 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
+#include <tuple>
 
 #include <mpi.h>
 
@@ -190,6 +192,49 @@ struct CpuDevice::Impl {
     comm[i] = std::move(st);
   }
 
+  /// Runs every distinct compute op of the program once on its stream's kernels, so the
+  /// reused buffers reach their largest size (allocation, first-touch page faults,
+  /// synthetic data) and the code and data are warm before the first timed op — as the
+  /// probe's warm-up repetitions leave its kernels.
+  void warm_up() {
+    std::set<std::tuple<size_t, int, int, std::array<int64_t, 4>>> seen;
+    for (const Op& op : program->ops) {
+      if (op.is_communication()) continue;
+      const size_t st = static_cast<size_t>(op.stream);
+      const std::array<int64_t, 4> shape = detail::scaled_shape(op, options.shape_divisor);
+      if (!seen.insert({st, static_cast<int>(op.kind), static_cast<int>(op.kernel), shape}).second) continue;
+      try {
+        workers[st].kernels->run(op, shape);
+      } catch (const std::exception& e) {
+        const std::string name = op.name < schedule->names.size() ? schedule->names[op.name] : "";
+        throw BackendError("CPU device: rank " + std::to_string(rank) + ": warm-up of op " +
+                           std::to_string(&op - program->ops.data()) + " (" + name + "): " + e.what());
+      }
+    }
+  }
+
+  /// Every rank waits here until all have warmed up, so no rank's first op waits for a
+  /// peer still preparing (a peer's short --timeout would count that as no progress).
+  void start_barrier() const {
+    int initialised = 0;
+    MPI_Initialized(&initialised);
+    if (!initialised) return;
+    MPI_Request req = MPI_REQUEST_NULL;
+    if (MPI_Ibarrier(MPI_COMM_WORLD, &req) != MPI_SUCCESS)
+      throw BackendError("CPU device: the start barrier after the warm-up failed");
+    const double deadline = steady_s() + options.start_timeout_s;
+    for (int done = 0;;) {
+      if (MPI_Test(&req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+        throw BackendError("CPU device: the start barrier after the warm-up failed");
+      if (done) return;
+      if (steady_s() > deadline)
+        throw BackendError("CPU device: rank " + std::to_string(rank) +
+                           ": not every rank finished its warm-up within " + std::to_string(options.start_timeout_s) +
+                           " s (CpuDeviceOptions::start_timeout_s)");
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  }
+
   /// True when the received data is what the peers sent.
   bool verify(uint32_t i) const {
     const Op& op = program->ops[i];
@@ -246,12 +291,15 @@ void CpuDevice::prepare(const schedules::Schedule& schedule, int64_t rank) {
     d.channel[i] = op_channel(schedule, rank, op);
     if (!d.channel[i].empty()) d.sequence[i] = index.sequence(i); // execution rules: number on its channel
   }
-  for (const Op& op : d.program->ops) { // one thread per compute stream in use
+  for (const Op& op : d.program->ops) { // kernels (and buffers) per compute stream in use
     const size_t st = static_cast<size_t>(op.stream);
-    if (op.is_communication() || d.workers[st].thread.joinable()) continue;
-    d.workers[st].kernels = std::make_unique<detail::CpuKernels>(d.options.max_buffer_bytes);
-    d.workers[st].thread = std::thread([&d, st] { d.worker_loop(st); });
+    if (!op.is_communication() && !d.workers[st].kernels)
+      d.workers[st].kernels = std::make_unique<detail::CpuKernels>(d.options.max_buffer_bytes);
   }
+  if (d.options.warm_up) d.warm_up();
+  for (size_t st = 0; st < d.workers.size(); ++st) // one thread per compute stream in use
+    if (d.workers[st].kernels) d.workers[st].thread = std::thread([&d, st] { d.worker_loop(st); });
+  if (d.options.warm_up) d.start_barrier();
 }
 
 void CpuDevice::issue(uint32_t index, std::span<const uint32_t>) {

@@ -34,6 +34,11 @@ struct CpuDeviceOptions {
   /// `delay_rank` takes `compute_delay_s` longer (the worker sleeps after the kernel).
   int64_t delay_rank = -1;
   double compute_delay_s = 0;
+  /// prepare() runs every distinct compute op once (buffers at full size, warm), then
+  /// waits for every rank at a world barrier (at most start_timeout_s), so the first
+  /// iteration is timed warm and all ranks start together (docs/backend.md).
+  bool warm_up = true;
+  double start_timeout_s = 120;
 };
 
 class CpuDevice final : public Device {

@@ -15,6 +15,7 @@
 
 #include "backend/detail/cpu_kernels.hpp"
 #include "backend/error.hpp"
+#include "schedules/memory.hpp"
 
 namespace twinscale::backend {
 
@@ -60,32 +61,47 @@ public:
           all.emplace(
               KernelKey{static_cast<int>(op.kernel), schedules::executed_shape(op, o_.shape_divisor), op_name(s_, op)},
               &op);
-    std::set<KernelKey> mine;
-    for (const Op& op : s_.program(rank_).ops)
-      if (!op.is_communication())
-        mine.insert({static_cast<int>(op.kernel), schedules::executed_shape(op, o_.shape_divisor), op_name(s_, op)});
-    // Round-robin repetitions: a burst of load on a shared machine spreads over every
-    // kernel instead of spoiling all repetitions of one. -1: not in this rank's program.
+    std::map<KernelKey, size_t> index; // key → its place in `all`
+    for (const auto& [key, op] : all) index.emplace(key, index.size());
+    // Each rank replays its own program's compute ops in program order, on one set of
+    // kernels (and buffers) per stream, as the CPU device's workers run them in a run:
+    // an op finds the caches as its predecessor left them. (Timed one by one in rounds
+    // on separate buffers after an idle wait, the small memory-bound ops — residual
+    // adds, LayerNorm passes, 3–20 µs — came out 20 % to 4× slower than in runs.)
+    // Every repetition starts from fresh kernels warmed by one untimed run of each
+    // distinct op, as a run's device starts (CpuDevice's warm start): the data of one
+    // iteration, not of many — repeated passes over the same buffers drift into
+    // denormal values, and a GEMM on them ran 10× slower.
+    // Per repetition and op key, the median of its occurrences; -1: not in this program.
     const size_t reps = static_cast<size_t>(o_.repetitions);
-    // Each op has its own kernels and buffers: the data one op leaves behind (its output,
-    // say, or values grown over repetitions) must not change another op's speed.
-    std::vector<std::unique_ptr<detail::CpuKernels>> runners(all.size());
     std::vector<double> samples(all.size() * reps, -1);
     for (int r = -o_.warmup; r < o_.repetitions; ++r) {
-      size_t k = 0;
-      for (const auto& [key, op] : all) {
-        if (mine.count(key)) {
-          if (!runners[k]) runners[k] = std::make_unique<detail::CpuKernels>(o_.max_buffer_bytes);
-          // As in a run, where the CPU device's worker waits for each op to be issued:
-          // the kernel starts after a short sleep, not at the end of a long busy streak
-          // (on a loaded machine the scheduler treats the two very differently).
-          std::this_thread::sleep_for(std::chrono::microseconds(o_.nap_us));
-          const double t0 = now_s();
-          runners[k]->run(*op, std::get<1>(key));
-          if (r >= 0) samples[k * reps + static_cast<size_t>(r)] = now_s() - t0;
-        }
-        ++k;
+      std::array<std::unique_ptr<detail::CpuKernels>, schedules::kStreamCount> streams;
+      std::set<std::pair<size_t, KernelKey>> warm;
+      for (const Op& op : s_.program(rank_).ops) {
+        if (op.is_communication()) continue;
+        const KernelKey key{static_cast<int>(op.kernel), schedules::executed_shape(op, o_.shape_divisor),
+                            op_name(s_, op)};
+        auto& kernels = streams[static_cast<size_t>(op.stream)];
+        if (!kernels) kernels = std::make_unique<detail::CpuKernels>(o_.max_buffer_bytes);
+        if (warm.insert({static_cast<size_t>(op.stream), key}).second) kernels->run(op, std::get<1>(key));
       }
+      std::vector<std::vector<double>> occurrences(all.size());
+      for (const Op& op : s_.program(rank_).ops) {
+        if (op.is_communication()) continue;
+        const KernelKey key{static_cast<int>(op.kernel), schedules::executed_shape(op, o_.shape_divisor),
+                            op_name(s_, op)};
+        // As in a run, where the device's worker waits for each op to be issued: the
+        // kernel starts after a short sleep, not in a long busy streak (on a loaded
+        // machine the scheduler preempts a busy streak: GEMMs measured 2–3× slower).
+        std::this_thread::sleep_for(std::chrono::microseconds(o_.nap_us));
+        const double t0 = now_s();
+        streams[static_cast<size_t>(op.stream)]->run(op, std::get<1>(key));
+        occurrences[index.at(key)].push_back(now_s() - t0);
+      }
+      if (r < 0) continue;
+      for (size_t k = 0; k < all.size(); ++k)
+        if (!occurrences[k].empty()) samples[k * reps + static_cast<size_t>(r)] = median_of(occurrences[k]);
     }
     std::vector<double> gathered(rank_ == 0 ? samples.size() * static_cast<size_t>(world_) : 0);
     check(MPI_Gather(samples.data(), static_cast<int>(samples.size()), MPI_DOUBLE, gathered.data(),
@@ -117,35 +133,88 @@ public:
     return out;
   }
 
-  /// Times (every repetition, seconds: the slowest rank's) and #wrong of one
-  /// communication on groups of `n` consecutive ranks, all groups at once.
-  std::vector<double> time_comm(OpKind kind, int64_t n, double bytes, int64_t& wrong) {
-    const int64_t floats = static_cast<int64_t>(std::ceil(bytes / 4.0));
-    const int64_t per = std::max<int64_t>(1, (floats + n - 1) / n);
-    const int groups = world_ / static_cast<int>(n);
-    const bool member = rank_ < groups * n;
-    MPI_Comm comm = MPI_COMM_NULL;
-    check(MPI_Comm_split(MPI_COMM_WORLD, member ? rank_ / static_cast<int>(n) : MPI_UNDEFINED, rank_, &comm),
-          "MPI_Comm_split");
-    const int me = rank_ % static_cast<int>(n);
+  /// Learns every rank's host (its name; collective over the world).
+  void gather_hosts() {
+    char name[MPI_MAX_PROCESSOR_NAME] = {};
+    int len = 0;
+    check(MPI_Get_processor_name(name, &len), "MPI_Get_processor_name");
+    std::vector<char> all(static_cast<size_t>(world_) * MPI_MAX_PROCESSOR_NAME);
+    check(MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR,
+                        MPI_COMM_WORLD),
+          "MPI_Allgather of host names");
+    host_.clear();
+    for (int r = 0; r < world_; ++r) host_.emplace_back(all.data() + static_cast<size_t>(r) * MPI_MAX_PROCESSOR_NAME);
+    one_host_ = std::set<std::string>(host_.begin(), host_.end()).size() == 1;
+  }
+
+  /// The most hosts one group of `n` consecutive ranks spans (the calibration entry's
+  /// span: 1 when every group lies on one host).
+  int64_t hosts_spanned(int64_t n) const {
+    size_t most = 1;
+    for (int64_t g = 0; (g + 1) * n <= static_cast<int64_t>(host_.size()); ++g)
+      most = std::max(most, std::set<std::string>(host_.begin() + g * n, host_.begin() + (g + 1) * n).size());
+    return static_cast<int64_t>(most);
+  }
+
+  /// One communication to time: kind, group size, bytes; its times (every repetition,
+  /// seconds: the slowest rank's) and the elements that arrived wrong.
+  struct CommPoint {
+    OpKind kind = OpKind::Send;
+    int64_t n = 2;
+    double bytes = 0;
+    bool row = false; // a sweep row (else one of the schedule's messages)
     std::vector<double> times;
-    int64_t bad = 0;
-    for (int r = 0; r < o_.warmup + o_.repetitions; ++r) {
-      check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
-      const double t0 = now_s();
-      if (member) bad = run_once(kind, n, me, floats, per, comm);
-      double t = now_s() - t0, slowest = 0;
-      check(MPI_Allreduce(&t, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce of a time");
-      if (r >= o_.warmup) times.push_back(slowest);
+    int64_t wrong = 0;
+  };
+
+  /// Times every point on groups of `n` consecutive ranks, all groups at once, between
+  /// barriers. Repetitions go in rounds over all points (as the kernels): a burst of load
+  /// on a shared machine spreads over every size instead of spoiling one.
+  void time_comms(std::vector<CommPoint>& points) {
+    std::map<int64_t, MPI_Comm> comms; // group size → this rank's communicator
+    for (const CommPoint& pt : points) {
+      if (comms.count(pt.n)) continue;
+      const int groups = world_ / static_cast<int>(pt.n);
+      const bool member = rank_ < groups * pt.n;
+      MPI_Comm c = MPI_COMM_NULL;
+      check(MPI_Comm_split(MPI_COMM_WORLD, member ? rank_ / static_cast<int>(pt.n) : MPI_UNDEFINED, rank_, &c),
+            "MPI_Comm_split");
+      comms[pt.n] = c;
     }
-    check(MPI_Allreduce(&bad, &wrong, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD), "MPI_Allreduce of #wrong");
-    if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
-    return times;
+    std::vector<int64_t> bad(points.size(), 0);
+    for (int r = 0; r < o_.warmup + o_.repetitions; ++r)
+      for (size_t k = 0; k < points.size(); ++k) {
+        CommPoint& pt = points[k];
+        const MPI_Comm c = comms[pt.n];
+        const int64_t floats = static_cast<int64_t>(std::ceil(pt.bytes / 4.0));
+        const int64_t per = std::max<int64_t>(1, (floats + pt.n - 1) / pt.n);
+        check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+        const double t0 = now_s();
+        if (c != MPI_COMM_NULL) bad[k] += run_once(pt.kind, pt.n, rank_ % static_cast<int>(pt.n), floats, per, c);
+        const double t1 = now_s();
+        double mine[3] = {t0, t1, t1 - t0}, latest[3] = {0, 0, 0};
+        check(MPI_Allreduce(mine, latest, 3, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce of a time");
+        // The transfer's time once its last member arrived (the simulator's: a collective
+        // starts when every member has issued it, waiting for late peers is the
+        // schedule's): last end − last start, on one host's shared clock. A rank leaving
+        // the barrier late (descheduled on a loaded machine) no longer adds its delay.
+        // Across hosts the clocks differ: the slowest rank's own time.
+        if (r >= o_.warmup) pt.times.push_back(one_host_ ? latest[1] - latest[0] : latest[2]);
+      }
+    std::vector<int64_t> wrong(points.size(), 0);
+    check(MPI_Allreduce(bad.data(), wrong.data(), static_cast<int>(bad.size()), MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD),
+          "MPI_Allreduce of #wrong");
+    for (size_t k = 0; k < points.size(); ++k) points[k].wrong = wrong[k];
+    for (auto& [n, c] : comms)
+      if (c != MPI_COMM_NULL) MPI_Comm_free(&c);
   }
 
 private:
   /// One transfer on `comm` (member `me` of `n`); returns the elements that arrived wrong.
   int64_t run_once(OpKind kind, int64_t n, int me, int64_t floats, int64_t per, MPI_Comm comm) {
+    // Fresh buffers, filled inside the timed region, as the CPU device's post() does.
+    send_ = {};
+    recv_ = {};
     const float mine = static_cast<float>(me + 1);
     const float sum = static_cast<float>(n * (n + 1) / 2);
     int64_t bad = 0;
@@ -230,6 +299,8 @@ private:
   const ProbeOptions& o_;
   int rank_, world_;
   std::vector<float> send_, recv_;
+  std::vector<std::string> host_; // every rank's host name
+  bool one_host_ = false;         // every rank on one host (one steady clock)
 };
 
 std::string cluster_toml(int world, double latency_s, double bandwidth, const std::string& host) {
@@ -268,14 +339,30 @@ std::string cluster_toml(int world, double latency_s, double bandwidth, const st
   return buf;
 }
 
-/// Sweep sizes: 8 B × 4^k up to `max_bytes`.
+/// Sweep sizes: 8 B × 4^k up to the first at or above `max_bytes` (no message of the
+/// range is beyond the sweep).
 std::vector<double> sweep_sizes(double max_bytes) {
-  std::vector<double> out;
-  for (double b = 8; b <= max_bytes; b *= 4) out.push_back(b);
+  std::vector<double> out{8};
+  while (out.back() < max_bytes) out.push_back(out.back() * 4);
   return out;
 }
 
 } // namespace
+
+double default_sweep_limit(const Schedule& schedule, int64_t shape_divisor) {
+  double largest = 0;
+  for (const auto& p : schedule.programs)
+    for (const Op& op : p.ops)
+      if (op.is_communication()) largest = std::max(largest, schedules::executed_bytes(op.bytes, shape_divisor));
+  // Another split moves more per message: with one stage and data parallelism, one
+  // data-parallel collective carries every stage's gradients — even when the probed job
+  // has none (dp = 1). The sweep reaches twice the whole model's gradients at 4 B per
+  // parameter (fp32, the largest gradient type), so no prediction extrapolates in size.
+  double whole = 0;
+  for (int64_t pp = 0; pp < schedule.layout.pp; ++pp)
+    whole += schedules::executed_bytes(4 * schedules::stage_parameters(schedule.job, pp), shape_divisor);
+  return std::max({65536.0, 4 * largest, 2 * whole});
+}
 
 ProbeResult probe(const Schedule& schedule, const ProbeOptions& options) {
   if (options.shape_divisor < 1)
@@ -300,51 +387,43 @@ ProbeResult probe(const Schedule& schedule, const ProbeOptions& options) {
   res.rank = rank;
   res.world = world;
   Prober p(schedule, options, rank, world);
+  p.gather_hosts();
   schedules::CalibrationBuilder builder;
   p.measure_kernels(builder);
 
   const std::set<CommKey> comms = p.schedule_comms();
-  double largest = 0;
   std::set<std::pair<int, int64_t>> kinds{{static_cast<int>(OpKind::Send), 2}};
+  for (int64_t g = 2; g <= world; g *= 2) // any split's gradient all-reduce
+    kinds.insert({static_cast<int>(OpKind::AllReduce), g});
   for (const auto& [kind, n, bytes] : comms) {
-    largest = std::max(largest, bytes);
     kinds.insert({kind, n});
     if (kind == static_cast<int>(OpKind::Send)) continue;
     for (int64_t g = 2; g <= world; g *= 2) kinds.insert({kind, g}); // other splits of the job
   }
-  // Another pipeline split moves more per message: with one stage, a data-parallel
-  // collective carries every stage's gradients. The sweep reaches twice that.
-  double whole = 0;
-  for (int64_t pp = 0; pp < schedule.layout.pp; ++pp) {
-    double stage = 0;
-    for (const Op& op : schedule.program(schedule.layout.rank({0, 0, pp})).ops)
-      if (op.is_collective() && op.group == schedules::GroupKind::Dp)
-        stage = std::max(stage, schedules::executed_bytes(op.bytes, options.shape_divisor));
-    whole += stage;
-  }
   const double max_sweep =
-      options.max_sweep_bytes > 0 ? options.max_sweep_bytes : std::max({65536.0, 4 * largest, 2 * whole});
-  auto add = [&](OpKind kind, int64_t n, double bytes, bool row) {
-    int64_t wrong = 0;
-    const std::vector<double> t = p.time_comm(kind, n, bytes, wrong);
-    if (rank != 0) return;
-    for (double x : t) builder.add_comm_sample(kind, n, bytes, kind == OpKind::Send ? x / 2 : x);
-    if (!row) return;
-    SweepRow r;
-    r.kind = kind;
-    r.group_size = n;
-    r.bytes = bytes;
-    r.count = static_cast<int64_t>(std::ceil(bytes / 4.0));
-    r.seconds = median_of(t) / (kind == OpKind::Send ? 2 : 1);
-    r.algbw_bytes_per_s = r.seconds > 0 ? bytes / r.seconds : 0;
-    r.busbw_bytes_per_s = r.algbw_bytes_per_s * schedules::bus_factor(kind, n);
-    r.wrong = wrong;
-    res.sweep.push_back(r);
-  };
+      options.max_sweep_bytes > 0 ? options.max_sweep_bytes : default_sweep_limit(schedule, options.shape_divisor);
+  std::vector<Prober::CommPoint> points;
   if (world >= 2) {
     for (const auto& [kind, n] : kinds)
-      for (double b : sweep_sizes(max_sweep)) add(static_cast<OpKind>(kind), n, b, true);
-    for (const auto& [kind, n, bytes] : comms) add(static_cast<OpKind>(kind), n, bytes, false);
+      for (double b : sweep_sizes(max_sweep)) points.push_back({static_cast<OpKind>(kind), n, b, true, {}, 0});
+    for (const auto& [kind, n, bytes] : comms) points.push_back({static_cast<OpKind>(kind), n, bytes, false, {}, 0});
+    p.time_comms(points);
+  }
+  for (const Prober::CommPoint& pt : points) {
+    if (rank != 0) break;
+    const double one_way = pt.kind == OpKind::Send ? 0.5 : 1.0; // half a ping-pong
+    for (double x : pt.times) builder.add_comm_sample(pt.kind, pt.n, pt.bytes, x * one_way, p.hosts_spanned(pt.n));
+    if (!pt.row) continue;
+    SweepRow r;
+    r.kind = pt.kind;
+    r.group_size = pt.n;
+    r.bytes = pt.bytes;
+    r.count = static_cast<int64_t>(std::ceil(pt.bytes / 4.0));
+    r.seconds = median_of(pt.times) * one_way;
+    r.algbw_bytes_per_s = r.seconds > 0 ? pt.bytes / r.seconds : 0;
+    r.busbw_bytes_per_s = r.algbw_bytes_per_s * schedules::bus_factor(pt.kind, pt.n);
+    r.wrong = pt.wrong;
+    res.sweep.push_back(r);
   }
   if (rank != 0) return res;
   res.table = builder.build("cpu", "");

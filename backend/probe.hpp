@@ -1,9 +1,11 @@
 // `twinscale probe`: micro-benchmarks of one machine, run as every rank of a job (under
 // mpirun or srun, like `run`). It measures exactly what the job's schedule contains, on
 // the device it runs on (the CPU device: fp32 at the shapes divided by shape_divisor):
-// - every distinct compute op (kernel, executed shape, op name), on every rank at once
-//   (the contention of a real run), warm-up then repetitions in rounds over all of
-//   them, the median of every rank's repetitions;
+// - every compute op of the rank's program, replayed in program order on one set of
+//   kernels per stream (as the device's workers), fresh and warmed each repetition (as
+//   the device's warm start), each op after a short idle wait (as the worker waits for
+//   its next op); per op key the median of its occurrences, then of every rank's
+//   repetitions;
 // - every distinct collective (kind, executed bytes, group size) on groups of that size
 //   made of consecutive ranks, all groups at once, timed between barriers;
 // - point-to-point one-way time (half a ping-pong between rank pairs);
@@ -26,7 +28,7 @@ struct ProbeOptions {
   int64_t shape_divisor = 1;
   int warmup = 2;
   int repetitions = 7;           // the median of these is kept
-  double max_sweep_bytes = 0;    // 0: 4 × the largest message, 2 × a one-stage DP message, ≥ 64 KiB
+  double max_sweep_bytes = 0;    // 0: 4 × the largest message, 2 × the whole model's fp32 gradients, ≥ 64 KiB
   double max_buffer_bytes = 1e9; // per kernel buffer (as the CPU device)
   int nap_us = 200;              // idle wait before each kernel and between MPI_Tests (as the executor)
 };
@@ -52,6 +54,12 @@ struct ProbeResult {
   double p2p_latency_s = 0;          // smallest-message one-way time (rank 0)
   double p2p_bandwidth_bytes_per_s = 0;
 };
+
+/// The sweeps' largest message when ProbeOptions::max_sweep_bytes is 0: 4 × the
+/// schedule's largest message and 2 × the whole model's gradients at 4 B per parameter
+/// (a one-stage data-parallel all-reduce of any other split), at least 64 KiB; executed
+/// bytes (divided by `shape_divisor`).
+double default_sweep_limit(const schedules::Schedule& schedule, int64_t shape_divisor);
 
 /// Runs the probe as this process's rank (MPI is started here if it is not yet; call
 /// finalize_probe() at the end). Throws BackendError when the launch does not match the

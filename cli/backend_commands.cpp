@@ -102,6 +102,7 @@ int run_command(const RunArgs& a) {
   o.cpu.verify = !a.no_verify;
   o.cpu.delay_rank = a.delay_rank;
   o.cpu.compute_delay_s = a.delay_s;
+  o.cpu.start_timeout_s = std::max(o.cpu.start_timeout_s, a.timeout_s); // warm-up, then all start
   if ((a.delay_rank >= 0) != (a.delay_s > 0))
     throw backend::BackendError("--delay-rank and --delay-s go together (a rank and a delay > 0 s per compute op)");
   if (a.delay_rank >= 0 && a.device != "cpu")

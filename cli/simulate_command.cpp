@@ -289,8 +289,11 @@ int run_simulate(const SimulateArgs& a) {
     if (!a.run_dir.empty()) write_sim_run_dir(a.run_dir, r, scenario);
   }
   Coverage cov;
-  if (scenario.options().calibration != nullptr)
-    cov = schedules::calibration_coverage(*scenario.options().calibration, schedule, r.trace);
+  if (scenario.options().calibration != nullptr) {
+    std::vector<int64_t> server_of_rank; // communications' spans, as the simulator looks them up
+    for (int64_t gpu : scenario.gpu_of_rank()) server_of_rank.push_back(scenario.fabric().server_of_gpu(gpu));
+    cov = schedules::calibration_coverage(*scenario.options().calibration, schedule, r.trace, server_of_rank);
+  }
   std::cout << (a.json ? report_json(r, schedule, cluster_name, a, cov)
                        : report_table(r, schedule, cluster_name, a, cov));
   return 0; // a job that failed under faults is a result ("completed": false), not an error

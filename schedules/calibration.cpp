@@ -107,9 +107,14 @@ const KernelTiming* CalibrationTable::find_kernel(Kernel kernel, DType dtype, co
   return any;
 }
 
-const CommBandwidth* CalibrationTable::find_comm(OpKind kind, int64_t group_size, double bytes) const {
+bool span_matches(int64_t hosts, CommSpan span) {
+  if (hosts <= 0 || span == CommSpan::Any) return true;
+  return (hosts == 1) == (span == CommSpan::SameHost);
+}
+
+const CommBandwidth* CalibrationTable::find_comm(OpKind kind, int64_t group_size, double bytes, CommSpan span) const {
   for (const CommBandwidth& c : comms)
-    if (c.kind == kind && c.group_size == group_size && c.bytes == bytes) return &c;
+    if (c.kind == kind && c.group_size == group_size && c.bytes == bytes && span_matches(c.hosts, span)) return &c;
   return nullptr;
 }
 
@@ -184,11 +189,12 @@ namespace {
 
 /// Seconds at `bytes` from the entries of one kind and group size (no allocation: one
 /// scan for the two neighbours and the ends). nullopt when there is none.
-std::optional<double> seconds_at(const std::vector<CommBandwidth>& comms, OpKind kind, int64_t group_size,
-                                 double bytes) {
+std::optional<double> seconds_at(const std::vector<CommBandwidth>& comms, OpKind kind, int64_t group_size, double bytes,
+                                 CommSpan span) {
   const CommBandwidth *lo = nullptr, *hi = nullptr, *first = nullptr, *last = nullptr;
   for (const CommBandwidth& c : comms) {
     if (c.kind != kind || c.group_size != group_size || !(c.bytes > 0) || !(c.seconds > 0)) continue;
+    if (!span_matches(c.hosts, span)) continue;
     if (first == nullptr || c.bytes < first->bytes) first = &c;
     if (last == nullptr || c.bytes > last->bytes) last = &c;
     if (c.bytes <= bytes && (lo == nullptr || c.bytes > lo->bytes)) lo = &c;
@@ -204,20 +210,21 @@ std::optional<double> seconds_at(const std::vector<CommBandwidth>& comms, OpKind
 
 } // namespace
 
-std::optional<double> CalibrationTable::comm_seconds(OpKind kind, int64_t group_size, double bytes) const {
+std::optional<double> CalibrationTable::comm_seconds(OpKind kind, int64_t group_size, double bytes,
+                                                     CommSpan span) const {
   if (kind == OpKind::Recv) kind = OpKind::Send;
   if (group_size <= 1) return 0.0;
   const double b = scaled_cpu_rule() ? executed_bytes(bytes, shape_divisor) : bytes;
   if (!(b > 0)) return 0.0;
-  if (auto s = seconds_at(comms, kind, group_size, b)) return s;
+  if (auto s = seconds_at(comms, kind, group_size, b, span)) return s;
   int64_t below = 0, above = 0; // the nearest measured group sizes around group_size
   for (const CommBandwidth& c : comms) {
-    if (c.kind != kind) continue;
+    if (c.kind != kind || !span_matches(c.hosts, span)) continue;
     if (c.group_size < group_size && c.group_size > below) below = c.group_size;
     if (c.group_size > group_size && (above == 0 || c.group_size < above)) above = c.group_size;
   }
   if (below < 2 || above == 0) return std::nullopt;
-  const auto s0 = seconds_at(comms, kind, below, b), s1 = seconds_at(comms, kind, above, b);
+  const auto s0 = seconds_at(comms, kind, below, b, span), s1 = seconds_at(comms, kind, above, b, span);
   if (!s0 || !s1) return std::nullopt;
   const double t = (std::log(static_cast<double>(group_size)) - std::log(static_cast<double>(below))) /
                    (std::log(static_cast<double>(above)) - std::log(static_cast<double>(below)));
@@ -229,8 +236,8 @@ void CalibrationBuilder::add_kernel_sample(Kernel kernel, DType dtype, const std
   kernel_samples_[{static_cast<int>(kernel), static_cast<int>(dtype), shape, std::string(op)}].push_back(seconds);
 }
 
-void CalibrationBuilder::add_comm_sample(OpKind kind, int64_t group_size, double bytes, double seconds) {
-  comm_samples_[{static_cast<int>(kind), group_size, bytes}].push_back(seconds);
+void CalibrationBuilder::add_comm_sample(OpKind kind, int64_t group_size, double bytes, double seconds, int64_t hosts) {
+  comm_samples_[{static_cast<int>(kind), group_size, std::max<int64_t>(hosts, 0), bytes}].push_back(seconds);
 }
 
 CalibrationTable CalibrationBuilder::build(std::string source, std::string device) const {
@@ -251,7 +258,8 @@ CalibrationTable CalibrationBuilder::build(std::string source, std::string devic
     CommBandwidth c;
     c.kind = static_cast<OpKind>(std::get<0>(key));
     c.group_size = std::get<1>(key);
-    c.bytes = std::get<2>(key);
+    c.hosts = std::get<2>(key);
+    c.bytes = std::get<3>(key);
     c.seconds = median(samples);
     c.samples = static_cast<int64_t>(samples.size());
     c.algbw_bytes_per_s = c.seconds > 0 ? c.bytes / c.seconds : 0;
@@ -277,14 +285,17 @@ void write_calibration(const CalibrationTable& table, std::ostream& out) {
                             {"seconds", k.seconds},
                             {"samples", k.samples}});
   j["comms"] = json::array();
-  for (const CommBandwidth& c : table.comms)
-    j["comms"].push_back({{"kind", std::string(to_string(c.kind))},
-                          {"group_size", c.group_size},
-                          {"bytes", c.bytes},
-                          {"seconds", c.seconds},
-                          {"algbw_bytes_per_s", c.algbw_bytes_per_s},
-                          {"busbw_bytes_per_s", c.busbw_bytes_per_s},
-                          {"samples", c.samples}});
+  for (const CommBandwidth& c : table.comms) {
+    json e = {{"kind", std::string(to_string(c.kind))},
+              {"group_size", c.group_size},
+              {"bytes", c.bytes},
+              {"seconds", c.seconds},
+              {"algbw_bytes_per_s", c.algbw_bytes_per_s},
+              {"busbw_bytes_per_s", c.busbw_bytes_per_s},
+              {"samples", c.samples}};
+    if (c.hosts > 0) e["hosts"] = c.hosts; // not known: absent (any span)
+    j["comms"].push_back(std::move(e));
+  }
   out << j.dump(1) << "\n";
 }
 
@@ -310,7 +321,7 @@ CalibrationTable read_calibration(std::istream& in, const std::string& path) {
     if (j.contains(key) && !j[key].is_array()) fail(path, std::string("\"") + key + "\"", "must be an array");
 
   std::map<std::tuple<int, int, std::array<int64_t, 4>, std::string>, size_t> kernel_seen;
-  std::map<std::tuple<int, int64_t, double>, size_t> comm_seen;
+  std::map<std::tuple<int, int64_t, int64_t, double>, size_t> comm_seen;
   if (j.contains("kernels")) {
     size_t i = 0;
     for (const json& e : j["kernels"]) {
@@ -366,11 +377,13 @@ CalibrationTable read_calibration(std::istream& in, const std::string& path) {
       c.algbw_bytes_per_s = get_number(e, "algbw_bytes_per_s", path, w, 0);
       c.busbw_bytes_per_s = get_number(e, "busbw_bytes_per_s", path, w, 0);
       c.samples = get_integer(e, "samples", path, w, 1, int64_t{1} << 53);
+      if (e.contains("hosts")) c.hosts = get_integer(e, "hosts", path, w, 1, kMaxRanks);
       const auto [it, fresh] =
-          comm_seen.emplace(std::make_tuple(static_cast<int>(c.kind), c.group_size, c.bytes), t.comms.size());
+          comm_seen.emplace(std::make_tuple(static_cast<int>(c.kind), c.group_size, c.hosts, c.bytes), t.comms.size());
       if (!fresh)
         fail(path, w,
-             "duplicates comms[" + std::to_string(it->second) + "] (same kind, group_size and bytes); keep one entry");
+             "duplicates comms[" + std::to_string(it->second) +
+                 "] (same kind, group_size, hosts and bytes); keep one entry");
       t.comms.push_back(c);
     }
   }

@@ -15,9 +15,10 @@
 // ".norm", ".bwd.*"); recomputation reuses its forward op's name, being the same work.
 // Version 1 files (no "op") are still read; their entries match any op. Version 3 adds
 // "shape_divisor" (default 1): the divisor the measured device applied to every shape and
-// message (the CPU device runs the schedule scaled down). Entries are
-// sorted (kernel, dtype, shape, op) and (kind, group_size, bytes), so equal inputs give
-// byte-identical files.
+// message (the CPU device runs the schedule scaled down). Version 4 adds a comm entry's
+// "hosts" (how many hosts its group spanned: 1 = one host; absent = not known, any span).
+// Entries are sorted (kernel, dtype, shape, op) and (kind, group_size, hosts, bytes), so
+// equal inputs give byte-identical files.
 #pragma once
 
 #include <array>
@@ -34,7 +35,7 @@
 
 namespace twinscale::schedules {
 
-inline constexpr int kCalibrationFormatVersion = 3;
+inline constexpr int kCalibrationFormatVersion = 4;
 
 struct KernelTiming {
   Kernel kernel = Kernel::Gemm;
@@ -56,7 +57,16 @@ struct CommBandwidth {
   double algbw_bytes_per_s = 0; // bytes / seconds
   double busbw_bytes_per_s = 0; // algbw × bus_factor(kind, group_size)
   int64_t samples = 0;
+  int64_t hosts = 0; // hosts the measured group spanned (1: one host); 0: not known
 };
+
+/// Where a communication's group lies, for the span-aware lookup: on one host, across
+/// hosts, or not known (every entry applies).
+enum class CommSpan : uint8_t { Any, SameHost, CrossHost };
+
+/// True when an entry measured on a group spanning `hosts` hosts (0: not known) may
+/// stand for a communication of span `span`.
+bool span_matches(int64_t hosts, CommSpan span);
 
 struct CalibrationTable {
   int version = kCalibrationFormatVersion;
@@ -72,8 +82,9 @@ struct CalibrationTable {
   /// any op); nullptr when absent.
   const KernelTiming* find_kernel(Kernel kernel, DType dtype, const std::array<int64_t, 4>& shape,
                                   std::string_view op = {}) const;
-  /// Exact match on kind, group size and bytes; nullptr when absent.
-  const CommBandwidth* find_comm(OpKind kind, int64_t group_size, double bytes) const;
+  /// Exact match on kind, group size and bytes (of an entry matching `span`); nullptr
+  /// when absent.
+  const CommBandwidth* find_comm(OpKind kind, int64_t group_size, double bytes, CommSpan span = CommSpan::Any) const;
   /// Bus bandwidth for (kind, group_size) at `bytes`: exact entry, else linear
   /// interpolation in log(bytes) between the two neighbouring entries, clamped to the
   /// smallest/largest measured size. nullopt when no entry has this kind and group size.
@@ -98,7 +109,11 @@ struct CalibrationTable {
   /// of that kind and group size; below the smallest, the smallest's time (latency
   /// bound); above the largest, the largest's bandwidth. A group size between two
   /// measured ones interpolates log-log in the group size; outside them, nullopt.
-  std::optional<double> comm_seconds(OpKind kind, int64_t group_size, double bytes) const;
+  /// Span-aware: only entries whose group spanned hosts as this one does (span_matches)
+  /// are used — a table measured on one host never prices a transfer across hosts (and
+  /// a cross-host one never an intra-host transfer); the model applies instead.
+  std::optional<double> comm_seconds(OpKind kind, int64_t group_size, double bytes,
+                                     CommSpan span = CommSpan::Any) const;
   /// True when this table was measured on the CPU device (the fp32, scaled-shape rule).
   bool scaled_cpu_rule() const { return source == "cpu"; }
 };
@@ -118,12 +133,13 @@ class CalibrationBuilder {
 public:
   void add_kernel_sample(Kernel kernel, DType dtype, const std::array<int64_t, 4>& shape, double seconds,
                          std::string_view op = {});
-  void add_comm_sample(OpKind kind, int64_t group_size, double bytes, double seconds);
+  /// `hosts`: how many hosts the measured group spanned (0: not known).
+  void add_comm_sample(OpKind kind, int64_t group_size, double bytes, double seconds, int64_t hosts = 0);
   CalibrationTable build(std::string source, std::string device) const;
 
 private:
   using KernelKey = std::tuple<int, int, std::array<int64_t, 4>, std::string>;
-  using CommKey = std::tuple<int, int64_t, double>;
+  using CommKey = std::tuple<int, int64_t, int64_t, double>; // kind, group size, hosts, bytes
   std::map<KernelKey, std::vector<double>> kernel_samples_;
   std::map<CommKey, std::vector<double>> comm_samples_;
 };

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "schedules/calibration.hpp"
 #include "schedules/schedule.hpp"
@@ -24,10 +25,14 @@ struct CalibrationCoverage {
 /// with a kernel entry; a collective whose kind and group size (or bracketing group
 /// sizes) were measured; a send or receive when point-to-point messages were measured;
 /// a collective of one rank (no communication).
-bool covered_by(const CalibrationTable& table, const Schedule& schedule, const Op& op);
+/// `span`: where the op's group (or send/receive pair) lies (the simulator's rule).
+bool covered_by(const CalibrationTable& table, const Schedule& schedule, const Op& op, CommSpan span = CommSpan::Any);
 
 /// Coverage over the events of `trace` (a simulated trace of `schedule`), by count and by
 /// duration. Events of ranks or ops outside the schedule throw ScheduleError.
-CalibrationCoverage calibration_coverage(const CalibrationTable& table, const Schedule& schedule, const Trace& trace);
+/// `host_of_rank` (the host, e.g. server, of every rank; empty: not known) gives each
+/// communication its span, as the simulator looks it up.
+CalibrationCoverage calibration_coverage(const CalibrationTable& table, const Schedule& schedule, const Trace& trace,
+                                         const std::vector<int64_t>& host_of_rank = {});
 
 } // namespace twinscale::schedules

@@ -5,6 +5,10 @@
 #include <functional>
 #include <string>
 
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
+
 #include <Eigen/Dense>
 
 #include "backend/error.hpp"
@@ -44,6 +48,12 @@ std::vector<float>& CpuKernels::buffer(int slot, int64_t elements) {
 }
 
 double CpuKernels::run(const schedules::Op& op, const std::array<int64_t, 4>& shape) {
+#if defined(__SSE__)
+  // Denormals flushed to zero (FTZ) and read as zero (DAZ) on this thread: a kernel's
+  // speed must not depend on the synthetic values earlier kernels left in the shared
+  // buffers (softmax underflow made a later GEMM 10× slower in probe repetitions).
+  _mm_setcsr(_mm_getcsr() | 0x8040);
+#endif
   switch (op.kind) {
   case OpKind::Gemm: return gemm(shape);
   case OpKind::Attention: return attention(shape);

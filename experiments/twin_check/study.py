@@ -37,7 +37,8 @@ def sh(args, log):
 
 
 def mpirun(n):
-    cmd = ["mpirun", "--oversubscribe", "-np", str(n)]
+    # MPIRUN_ARGS: extra launcher options for probe and run alike (e.g. "--bind-to none").
+    cmd = ["mpirun", "--oversubscribe", *os.environ.get("MPIRUN_ARGS", "").split(), "-np", str(n)]
     if os.geteuid() == 0:
         cmd.insert(1, "--allow-run-as-root")
     return cmd

@@ -449,7 +449,8 @@ CommTask SimExecutor::collective_task(const HotOp& op, int64_t rank, GroupState&
     group.next_form = static_cast<uint8_t>((group.next_form + 1) % group.forms.size());
   };
   if (options_.calibration != nullptr) { // a measured time replaces the model (the lookup rule)
-    if (auto s = options_.calibration->comm_seconds(op.kind, n, op.value)) {
+    const auto span = group.same_server == 1 ? schedules::CommSpan::SameHost : schedules::CommSpan::CrossHost;
+    if (auto s = options_.calibration->comm_seconds(op.kind, n, op.value, span)) {
       task.closed_form_s = *s;
       remember(task.closed_form_s); // a function of (kind, group size, bytes): safe to reuse
       return task;
@@ -483,7 +484,10 @@ CommTask SimExecutor::p2p_task(int64_t src_rank, int64_t dst_rank, double bytes)
   const int64_t dst = gpu_of_rank_[static_cast<size_t>(dst_rank)];
   CommTask task;
   if (options_.calibration != nullptr && src != dst) {
-    if (auto s = options_.calibration->comm_seconds(OpKind::Send, 2, bytes)) {
+    const auto& fabric = paths_.fabric();
+    const auto span = fabric.server_of_gpu(src) == fabric.server_of_gpu(dst) ? schedules::CommSpan::SameHost
+                                                                             : schedules::CommSpan::CrossHost;
+    if (auto s = options_.calibration->comm_seconds(OpKind::Send, 2, bytes, span)) {
       task.closed_form_s = *s;
       return task;
     }

@@ -2,6 +2,11 @@
 // rendezvous parsing.
 #include <cmath>
 #include <cstdlib>
+#include <thread>
+
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
 
 #include <catch2/catch.hpp>
 
@@ -65,6 +70,25 @@ TEST_CASE("cpu kernels: a GEMM computes the product") {
   const float x = 0.001f * static_cast<float>((0 * 2654435761u + 0) % 1000) - 0.5f;
   const float y = 0.001f * static_cast<float>((0 * 2654435761u + 1) % 1000) - 0.5f;
   CHECK(k1.run(op, {1, 1, 1, 0}) == Approx(static_cast<double>(x * y)));
+}
+
+TEST_CASE("cpu kernels: denormals are flushed on the kernel's thread (speed independent of values)") {
+#if defined(__SSE__)
+  std::thread t([] {
+    _mm_setcsr(_mm_getcsr() & ~0x8040u); // IEEE denormals on this thread
+    volatile float tiny = 1e-30f;
+    CHECK(tiny * 1e-10f != 0.0f); // a denormal
+    backend::detail::CpuKernels k(64e6);
+    schedules::Op op;
+    op.kind = schedules::OpKind::Gemm;
+    k.run(op, {4, 4, 4, 0});
+    CHECK((_mm_getcsr() & 0x8040u) == 0x8040u); // FTZ and DAZ
+    CHECK(tiny * 1e-10f == 0.0f);               // flushed
+  });
+  t.join();
+#else
+  SUCCEED("no SSE control register on this architecture");
+#endif
 }
 
 TEST_CASE("cpu kernels: a buffer above the limit asks for a shape divisor") {

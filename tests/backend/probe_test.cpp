@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "backend/probe.hpp"
 #include "config/cluster_file.hpp"
 #include "config/job_file.hpp"
 #include "mpi_helpers.hpp"
@@ -57,6 +58,8 @@ TEST_CASE("probe: measures the schedule's ops and sweeps, and covers another spl
       if (!op.is_communication())
         CHECK(t.find_kernel(op.kernel, schedules::DType::FP32, op.shape, a.names[op.name]) != nullptr);
     }
+  for (const auto& c : t.comms) // one host: every group measured spans one host
+    CHECK(c.hosts == 1);
   const auto cluster = config::load_cluster(dir + "/host.toml");
   CHECK(cluster.gpus == 2);
   // Configuration B: another split and micro-batch count, simulated on the probed machine.
@@ -69,6 +72,23 @@ TEST_CASE("probe: measures the schedule's ops and sweeps, and covers another spl
   CHECK(j["calibration_coverage"]["op_share"].get<double>() == 1.0);
   CHECK(j["calibration_coverage"]["time_share"].get<double>() == 1.0);
   CHECK(j["iteration_time_s"].get<double>() > 0);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("probe: the default sweep reaches any split's whole-model gradient all-reduce", "[backend][probe]") {
+  const std::string dir = fresh_dir("probe-range");
+  std::ofstream(dir + "/a.toml") << job_text("probe-a", 2, 1, 4); // dp = 1: no gradient all-reduce at all
+  std::ofstream(dir + "/b.toml") << job_text("probe-b", 1, 2, 6); // one stage: every layer's gradients at once
+  const schedules::Schedule a = schedules::lower(config::load_job(dir + "/a.toml"));
+  const schedules::Schedule b = schedules::lower(config::load_job(dir + "/b.toml"));
+  double b_largest = 0;
+  for (const schedules::Op& op : b.program(0).ops)
+    if (op.is_collective()) b_largest = std::max(b_largest, op.bytes);
+  REQUIRE(b_largest > 65536);
+  for (int64_t divisor : {1, 4}) {
+    INFO("shape divisor " << divisor);
+    CHECK(backend::default_sweep_limit(a, divisor) >= 2 * schedules::executed_bytes(b_largest, divisor));
+  }
   fs::remove_all(dir);
 }
 

@@ -194,3 +194,50 @@ TEST_CASE("calibration: an op measured at other shapes is interpolated in work",
   CHECK(*t.kernel_seconds(op, "optimizer.adam") == Approx(5e-4));
   CHECK_FALSE(t.kernel_seconds(op, "optimizer.sgd").has_value()); // another op: no entry
 }
+
+TEST_CASE("calibration: communication is looked up by span (one host, across hosts)", "[schedules][calibration]") {
+  CalibrationBuilder b;
+  b.add_comm_sample(OpKind::AllReduce, 2, 1e4, 1e-4, /*hosts=*/1); // measured inside one host
+  b.add_comm_sample(OpKind::AllReduce, 2, 1e4, 3e-4, /*hosts=*/2); // and across two
+  b.add_comm_sample(OpKind::Send, 2, 1e4, 2e-5, /*hosts=*/1);
+  b.add_comm_sample(OpKind::AllGather, 4, 1e4, 5e-5); // span not known: stands for any
+  const CalibrationTable t = b.build("cpu", "test");
+  CHECK(*t.comm_seconds(OpKind::AllReduce, 2, 1e4, CommSpan::SameHost) == Approx(1e-4));
+  CHECK(*t.comm_seconds(OpKind::AllReduce, 2, 1e4, CommSpan::CrossHost) == Approx(3e-4));
+  CHECK(*t.comm_seconds(OpKind::Send, 2, 1e4, CommSpan::SameHost) == Approx(2e-5));
+  // A one-host measurement never prices a transfer across hosts: the model applies.
+  CHECK_FALSE(t.comm_seconds(OpKind::Send, 2, 1e4, CommSpan::CrossHost).has_value());
+  CHECK_FALSE(t.comm_seconds(OpKind::Recv, 2, 1e4, CommSpan::CrossHost).has_value());
+  CHECK(*t.comm_seconds(OpKind::AllGather, 4, 1e4, CommSpan::CrossHost) == Approx(5e-5));
+  CHECK(*t.comm_seconds(OpKind::AllGather, 4, 1e4, CommSpan::SameHost) == Approx(5e-5));
+  // Group-size interpolation keeps to the span: no cross-host entry at 4 → none at 3.
+  CalibrationBuilder g;
+  g.add_comm_sample(OpKind::AllReduce, 2, 1e4, 1e-4, 1);
+  g.add_comm_sample(OpKind::AllReduce, 4, 1e4, 4e-4, 1);
+  g.add_comm_sample(OpKind::AllReduce, 2, 1e4, 2e-4, 2);
+  const CalibrationTable gt = g.build("cpu", "test");
+  CHECK(*gt.comm_seconds(OpKind::AllReduce, 3, 1e4, CommSpan::SameHost) > 1e-4);
+  CHECK_FALSE(gt.comm_seconds(OpKind::AllReduce, 3, 1e4, CommSpan::CrossHost).has_value());
+  // "hosts" survives a round trip (version 4); entries without it read as not known.
+  std::ostringstream out;
+  write_calibration(t, out);
+  CHECK(out.str().find("\"hosts\": 2") != std::string::npos);
+  std::istringstream in(out.str());
+  const CalibrationTable back = read_calibration(in, "span.json");
+  CHECK(back.version == 4);
+  CHECK_FALSE(back.comm_seconds(OpKind::Send, 2, 1e4, CommSpan::CrossHost).has_value());
+  std::ostringstream again;
+  write_calibration(back, again);
+  CHECK(again.str() == out.str());
+  std::istringstream v3(R"({"format":"twinscale-calibration","version":3,"source":"cpu","comms":[
+    {"kind":"send","group_size":2,"bytes":100,"seconds":1e-5,"algbw_bytes_per_s":1e7,"busbw_bytes_per_s":1e7,
+     "samples":1}]})");
+  const CalibrationTable old = read_calibration(v3, "v3.json");
+  CHECK(old.comms.at(0).hosts == 0);
+  CHECK(*old.comm_seconds(OpKind::Send, 2, 100, CommSpan::CrossHost) == Approx(1e-5));
+  std::istringstream bad(R"({"format":"twinscale-calibration","version":4,"comms":[
+    {"kind":"send","group_size":2,"bytes":100,"seconds":1e-5,"algbw_bytes_per_s":1e7,"busbw_bytes_per_s":1e7,
+     "samples":1,"hosts":0}]})");
+  CHECK_THROWS_WITH(read_calibration(bad, "bad.json"),
+                    Catch::Contains("bad.json") && Catch::Contains("comms[0]") && Catch::Contains("hosts"));
+}
