@@ -55,14 +55,14 @@ Program& own(Schedule& s, int64_t rank, Program p) {
 /// Tp and dp collectives interleaved on two streams, dp split by priority class.
 Program interleaved() {
   Program p;
-  p.ops = {comm(OpKind::AllReduce, GroupKind::Tp, 100, Stream::TpComm),                   // 0: tp #0
-           comm(OpKind::ReduceScatter, GroupKind::Dp, 200, Stream::DpComm, 1),            // 1: dp@p1 #0
-           gemm(),                                                                        // 2
-           comm(OpKind::AllGather, GroupKind::Tp, 300, Stream::TpComm),                   // 3: tp #1
-           comm(OpKind::AllReduce, GroupKind::Dp, 400, Stream::DpComm),                   // 4: dp #0
-           comm(OpKind::ReduceScatter, GroupKind::Tp, 500, Stream::Compute),              // 5: tp #2
-           comm(OpKind::ReduceScatter, GroupKind::Dp, 600, Stream::DpComm, 1),            // 6: dp@p1 #1
-           comm(OpKind::AllReduce, GroupKind::Dp, 700, Stream::DpComm)};                  // 7: dp #1
+  p.ops = {comm(OpKind::AllReduce, GroupKind::Tp, 100, Stream::TpComm),        // 0: tp #0
+           comm(OpKind::ReduceScatter, GroupKind::Dp, 200, Stream::DpComm, 1), // 1: dp@p1 #0
+           gemm(),                                                             // 2
+           comm(OpKind::AllGather, GroupKind::Tp, 300, Stream::TpComm),        // 3: tp #1
+           comm(OpKind::AllReduce, GroupKind::Dp, 400, Stream::DpComm),        // 4: dp #0
+           comm(OpKind::ReduceScatter, GroupKind::Tp, 500, Stream::Compute),   // 5: tp #2
+           comm(OpKind::ReduceScatter, GroupKind::Dp, 600, Stream::DpComm, 1), // 6: dp@p1 #1
+           comm(OpKind::AllReduce, GroupKind::Dp, 700, Stream::DpComm)};       // 7: dp #1
   p.deps = {0};
   p.ops[2].dep_begin = 0;
   p.ops[2].dep_count = 1;
@@ -218,8 +218,7 @@ TEST_CASE("rules: a malformed program is refused naming program and op", "[sched
                     Catch::Contains("member 2 outside its pp group of 2"));
 }
 
-TEST_CASE("rules: the lowered presets obey every rule; channels are the devices' communicators",
-          "[schedules][rules]") {
+TEST_CASE("rules: the lowered presets obey every rule; channels are the devices' communicators", "[schedules][rules]") {
   for (const char* preset : {"tiny-1f1b", "tiny-interleaved", "tiny-megascale"}) {
     INFO(preset);
     const Schedule s = lower(config::load_job_preset(preset));
