@@ -217,7 +217,7 @@ std::vector<Violation> validate(const Schedule& schedule, const ValidateOptions&
   if (!matched) return out;
   const size_t before = out.size();
   for (auto& v :
-       detail::find_deadlocks(schedule, options.use_symmetry && is_pp_symmetric(schedule), options.max_violations)) {
+       detail::find_deadlocks(rules, options.use_symmetry && is_pp_symmetric(schedule), options.max_violations)) {
     if (out.size() >= options.max_violations) break;
     out.push_back(std::move(v));
   }

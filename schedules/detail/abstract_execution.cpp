@@ -53,7 +53,9 @@ struct RankState {
 
 class AbstractExecutor {
 public:
-  AbstractExecutor(const Schedule& s, bool by_symmetry) : s_(s), L_(s.layout), sym_(by_symmetry), rules_(s) {
+  AbstractExecutor(const ExecutionRules& rules, bool by_symmetry)
+      : s_(rules.schedule()), L_(s_.layout), sym_(by_symmetry), rules_(rules) {
+    const Schedule& s = s_;
     auto add = [&](int64_t r) {
       RankState st;
       st.rank = r;
@@ -298,7 +300,7 @@ private:
   const Schedule& s_;
   const Layout& L_;
   bool sym_;
-  ExecutionRules rules_;
+  const ExecutionRules& rules_;
   std::vector<RankState> ranks_;
   std::map<std::pair<int64_t, GroupKind>, std::vector<int64_t>> members_;
   struct GroupInstance {
@@ -324,8 +326,8 @@ private:
 
 } // namespace
 
-std::vector<Violation> find_deadlocks(const Schedule& schedule, bool by_symmetry, size_t max_violations) {
-  AbstractExecutor ex(schedule, by_symmetry);
+std::vector<Violation> find_deadlocks(const ExecutionRules& rules, bool by_symmetry, size_t max_violations) {
+  AbstractExecutor ex(rules, by_symmetry);
   ex.run();
   return ex.report(max_violations);
 }
