@@ -21,8 +21,7 @@ double end_of(const SimReport& r, int64_t rank, uint32_t op) {
 
 } // namespace
 
-TEST_CASE("sim rules: the k-th send meets the k-th receive even when sends are posted out of order",
-          "[sim][rules]") {
+TEST_CASE("sim rules: the k-th send meets the k-th receive even when sends are posted out of order", "[sim][rules]") {
   auto spec = tiny_cluster();
   const double bw = spec.gpu.hbm_bw_bytes_per_s;
   // stage 0: message 0 (1 MB) waits for 10 ms of compute; message 1 (2 MB), on another
@@ -71,7 +70,7 @@ TEST_CASE("sim rules: a schedule whose members disagree is refused before it run
   topology::Fabric fabric(spec);
   SimOptions o = exact_options(SimMode::Analytic);
   o.aggregate = false;
-  CHECK_THROWS_WITH(simulate(s, fabric, {0, 1}, o),
-                    Catch::Contains("rank 1 op 1") && Catch::Contains("instance 1 on its tp group") &&
-                        Catch::Contains("rank 0"));
+  CHECK_THROWS_WITH(simulate(s, fabric, {0, 1}, o), Catch::Contains("rank 1 op 1") &&
+                                                        Catch::Contains("instance 1 on its tp group") &&
+                                                        Catch::Contains("rank 0"));
 }
