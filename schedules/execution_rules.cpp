@@ -35,7 +35,7 @@ std::string describe(const Channel& c) {
   std::string g(to_string(c.group));
   switch (c.dir) {
   case ChannelDir::Collective:
-    return g + (c.priority_class != 0 ? "@p" + std::to_string(c.priority_class) : "") + " collectives";
+    return g + " group" + (c.priority_class != 0 ? " (priority class " + std::to_string(c.priority_class) + ")" : "");
   case ChannelDir::Send: return "sends to " + g + " peer " + std::to_string(c.peer);
   case ChannelDir::Recv: return "receives from " + g + " peer " + std::to_string(c.peer);
   }
@@ -184,7 +184,7 @@ void compare_channel(const Schedule& s, const Channel& c, int64_t a, std::span<c
     m.other_op = x[k];
     m.instance = static_cast<uint32_t>(k);
     m.reason = "rank " + std::to_string(b) + " " + op_label(s, b, y[k]) + " is instance " + std::to_string(k) +
-               " of its " + describe(c) + ", but group member rank " + std::to_string(a) + " has " +
+               " on its " + describe(c) + ", but group member rank " + std::to_string(a) + " has " +
                op_label(s, a, x[k]) + " there (members must issue the same collectives in the same order)";
     out.push_back(std::move(m));
     return;
@@ -193,9 +193,9 @@ void compare_channel(const Schedule& s, const Channel& c, int64_t a, std::span<c
   m.instance = static_cast<uint32_t>(n);
   if (y.size() > n) m.op = y[n];
   if (x.size() > n) m.other_op = x[n];
-  m.reason = "rank " + std::to_string(b) + " issues " + std::to_string(y.size()) + " " + describe(c) + " but group " +
-             "member rank " + std::to_string(a) + " issues " + std::to_string(x.size()) + " (instance " +
-             std::to_string(n) + " has no match)";
+  m.reason = "rank " + std::to_string(b) + " issues " + std::to_string(y.size()) + " collectives on its " +
+             describe(c) + " but group member rank " + std::to_string(a) + " issues " + std::to_string(x.size()) +
+             " (instance " + std::to_string(n) + " has no match)";
   out.push_back(std::move(m));
 }
 
@@ -276,10 +276,12 @@ std::vector<RuleMismatch> ExecutionRules::check_messages(size_t max) const {
         m.instance = static_cast<uint32_t>(n);
         if (recvs.size() > n) m.op = recvs[n];
         if (sends.size() > n) m.other_op = sends[n];
-        m.reason = std::string(sends.size() > n ? "send" : "receive") + " #" + std::to_string(n) + " between rank " +
-                   std::to_string(sender) + " and rank " + std::to_string(receiver) + " on their " +
-                   std::string(to_string(ch.group)) + " group has no match (" + std::to_string(sends.size()) +
-                   " sends, " + std::to_string(recvs.size()) + " receives)";
+        const std::string counts =
+            " (" + std::to_string(sends.size()) + " sends, " + std::to_string(recvs.size()) + " receives)";
+        m.reason = sends.size() > n ? "send #" + std::to_string(n) + " from rank " + std::to_string(sender) +
+                                          " to rank " + std::to_string(receiver) + " has no matching recv" + counts
+                                    : "recv #" + std::to_string(n) + " at rank " + std::to_string(receiver) +
+                                          " from rank " + std::to_string(sender) + " has no matching send" + counts;
       }
       if (!m.reason.empty()) out.push_back(std::move(m));
     }

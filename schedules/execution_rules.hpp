@@ -66,7 +66,7 @@ struct Channel {
 /// The channel of communication op `op`.
 Channel channel_of(const Op& op);
 
-/// "dp collectives", "dp@p1 collectives", "sends to pp peer 2", … (for messages).
+/// "tp group", "dp group (priority class 1)", "sends to pp peer 2", … (for messages).
 std::string describe(const Channel& channel);
 
 inline constexpr uint16_t kNoChannel = 0xffff;

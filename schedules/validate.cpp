@@ -1,5 +1,6 @@
-// Static checks of a schedule: structure, dependencies, collective sequences per group,
-// send/receive pairing, memory; the deadlock check is in detail/abstract_execution.cpp.
+// Static checks of a schedule: structure, dependencies, collective sequences per group and
+// send/receive pairing (the checkers of execution_rules.hpp), memory; the deadlock check
+// is in detail/abstract_execution.cpp.
 //
 // Sharing: the checks work on programs, not ranks, wherever the property is a property
 // of the programs involved (a group whose members run the same program trivially issues
@@ -14,6 +15,7 @@
 #include <tuple>
 
 #include "schedules/detail/abstract_execution.hpp"
+#include "schedules/execution_rules.hpp"
 #include "schedules/nccl_order.hpp"
 
 namespace twinscale::schedules {
@@ -167,116 +169,18 @@ public:
     return ok;
   }
 
-  struct CollectiveRef {
-    OpKind kind;
-    double bytes;
-    uint32_t op;
-  };
-
-  const std::vector<CollectiveRef>& collectives(size_t program, GroupKind g) {
-    auto key = std::make_pair(program, g);
-    auto it = coll_cache_.find(key);
-    if (it != coll_cache_.end()) return it->second;
-    std::vector<CollectiveRef> v;
-    const Program& prog = s_.programs[program];
-    for (size_t i = 0; i < prog.ops.size(); ++i)
-      if (prog.ops[i].is_collective() && prog.ops[i].group == g)
-        v.push_back({prog.ops[i].kind, prog.ops[i].bytes, static_cast<uint32_t>(i)});
-    return coll_cache_.emplace(key, std::move(v)).first->second;
+  // Rules 2 and 3 of schedules/execution_rules.hpp: members agree on every collective
+  // instance; the k-th send of a pair meets the k-th receive with equal bytes.
+  void collective_sequences(const ExecutionRules& rules) {
+    for (const RuleMismatch& m : rules.check_collectives(o_.max_violations - out_.size()))
+      add(ViolationKind::CollectiveMismatch, m.rank, m.op, m.reason);
   }
 
-  void collective_sequences() {
-    const Layout& L = s_.layout;
-    std::set<std::tuple<size_t, size_t, int>> compared;
-    for (GroupKind g : {GroupKind::Tp, GroupKind::Dp, GroupKind::Pp, GroupKind::Embedding, GroupKind::World}) {
-      for (int64_t r = 0; r < L.world() && !full(); ++r) {
-        if (L.group_rank(g, r) != 0) continue; // each group once, from its first member
-        if (g == GroupKind::World && r != 0) continue;
-        if (g == GroupKind::Embedding && L.pp > 1 && L.coord(r).pp != 0) continue;
-        const auto members = L.group_members(g, r);
-        const size_t p0 = s_.program_of_rank[members[0]];
-        for (size_t mi = 1; mi < members.size(); ++mi) {
-          const size_t pm = s_.program_of_rank[members[mi]];
-          if (pm == p0) continue;
-          if (!compared.emplace(p0, pm, static_cast<int>(g)).second) continue;
-          compare(g, members[0], members[mi], collectives(p0, g), collectives(pm, g));
-        }
-      }
-    }
-  }
-
-  void compare(GroupKind g, int64_t a, int64_t b, const std::vector<CollectiveRef>& x,
-               const std::vector<CollectiveRef>& y) {
-    const size_t n = std::min(x.size(), y.size());
-    for (size_t i = 0; i < n; ++i) {
-      if (x[i].kind == y[i].kind && x[i].bytes == y[i].bytes) continue;
-      add(ViolationKind::CollectiveMismatch, b, y[i].op,
-          "collective #" + std::to_string(i) + " on its " + std::string(to_string(g)) + " group is " +
-              std::string(to_string(y[i].kind)) + " of " + mib(y[i].bytes) + ", but group member rank " +
-              std::to_string(a) + " issues " + std::string(to_string(x[i].kind)) + " of " + mib(x[i].bytes) +
-              " (its op " + std::to_string(x[i].op) + " " + s_.names[s_.program(a).ops[x[i].op].name] + ")");
-      return;
-    }
-    if (x.size() != y.size())
-      add(ViolationKind::CollectiveMismatch, b, -1,
-          "issues " + std::to_string(y.size()) + " collectives on its " + std::string(to_string(g)) +
-              " group but member rank " + std::to_string(a) + " issues " + std::to_string(x.size()));
-  }
-
-  // sends (or receives) of a program toward (from) one peer pp rank, in program order
-  const std::vector<uint32_t>& p2p(size_t program, OpKind kind, int32_t peer) {
-    auto key = std::make_tuple(program, kind, peer);
-    auto it = p2p_cache_.find(key);
-    if (it != p2p_cache_.end()) return it->second;
-    std::vector<uint32_t> v;
-    const Program& prog = s_.programs[program];
-    for (size_t i = 0; i < prog.ops.size(); ++i)
-      if (prog.ops[i].kind == kind && prog.ops[i].peer == peer) v.push_back(static_cast<uint32_t>(i));
-    return p2p_cache_.emplace(key, std::move(v)).first->second;
-  }
-
-  void send_recv_pairs() {
-    const Layout& L = s_.layout;
-    std::set<std::tuple<size_t, int64_t, size_t, int64_t>> compared;
-    std::map<size_t, std::set<int32_t>> send_peers, recv_peers;
-    for (size_t p = 0; p < s_.programs.size(); ++p)
-      for (const Op& op : s_.programs[p].ops) {
-        if (op.kind == OpKind::Send) send_peers[p].insert(op.peer);
-        if (op.kind == OpKind::Recv) recv_peers[p].insert(op.peer);
-      }
-    for (int64_t r = 0; r < L.world() && !full(); ++r) {
-      const RankCoord c = L.coord(r);
-      const size_t pr = s_.program_of_rank[r];
-      auto check_pair = [&](int64_t sender, int64_t receiver) {
-        const size_t ps = s_.program_of_rank[sender];
-        const size_t pq = s_.program_of_rank[receiver];
-        const int64_t sp = L.coord(sender).pp;
-        const int64_t rp = L.coord(receiver).pp;
-        if (!compared.emplace(ps, sp, pq, rp).second) return;
-        const auto& sends = p2p(ps, OpKind::Send, static_cast<int32_t>(rp));
-        const auto& recvs = p2p(pq, OpKind::Recv, static_cast<int32_t>(sp));
-        const size_t n = std::min(sends.size(), recvs.size());
-        for (size_t i = 0; i < n; ++i) {
-          const double sb = s_.programs[ps].ops[sends[i]].bytes;
-          const double rb = s_.programs[pq].ops[recvs[i]].bytes;
-          if (sb != rb) {
-            add(ViolationKind::UnmatchedP2p, sender, sends[i],
-                "send #" + std::to_string(i) + " to rank " + std::to_string(receiver) + " carries " + mib(sb) +
-                    " but the matching recv (its op " + std::to_string(recvs[i]) + ") expects " + mib(rb));
-            return;
-          }
-        }
-        if (sends.size() > recvs.size())
-          add(ViolationKind::UnmatchedP2p, sender, sends[n],
-              "send #" + std::to_string(n) + " to rank " + std::to_string(receiver) + " has no matching recv (" +
-                  std::to_string(sends.size()) + " sends, " + std::to_string(recvs.size()) + " recvs)");
-        else if (recvs.size() > sends.size())
-          add(ViolationKind::UnmatchedP2p, receiver, recvs[n],
-              "recv #" + std::to_string(n) + " from rank " + std::to_string(sender) + " has no matching send (" +
-                  std::to_string(sends.size()) + " sends, " + std::to_string(recvs.size()) + " recvs)");
-      };
-      for (int32_t q : send_peers[pr]) check_pair(r, L.rank({c.tp, c.dp, q}));
-      for (int32_t q : recv_peers[pr]) check_pair(L.rank({c.tp, c.dp, q}), r);
+  void send_recv_pairs(const ExecutionRules& rules) {
+    if (full()) return;
+    for (const RuleMismatch& m : rules.check_messages(o_.max_violations - out_.size())) {
+      const bool on_sender = m.other_op >= 0; // an extra send or bytes that differ: the send
+      add(ViolationKind::UnmatchedP2p, on_sender ? m.other_rank : m.rank, on_sender ? m.other_op : m.op, m.reason);
     }
   }
 
@@ -295,8 +199,6 @@ private:
   const Schedule& s_;
   const ValidateOptions& o_;
   std::vector<Violation>& out_;
-  std::map<std::pair<size_t, GroupKind>, std::vector<CollectiveRef>> coll_cache_;
-  std::map<std::tuple<size_t, OpKind, int32_t>, std::vector<uint32_t>> p2p_cache_;
 };
 
 } // namespace
@@ -305,8 +207,9 @@ std::vector<Violation> validate(const Schedule& schedule, const ValidateOptions&
   std::vector<Violation> out;
   Checker c(schedule, options, out);
   if (!c.structure()) return out;
-  c.collective_sequences();
-  c.send_recv_pairs();
+  const ExecutionRules rules(schedule);
+  c.collective_sequences(rules);
+  c.send_recv_pairs(rules);
   const bool matched = out.empty();
   c.memory();
   // The abstract execution assumes matched collectives and messages; it runs only on a
@@ -314,7 +217,7 @@ std::vector<Violation> validate(const Schedule& schedule, const ValidateOptions&
   if (!matched) return out;
   const size_t before = out.size();
   for (auto& v :
-       detail::find_deadlocks(schedule, options.use_symmetry && is_pp_symmetric(schedule), options.max_violations)) {
+       detail::find_deadlocks(rules, options.use_symmetry && is_pp_symmetric(schedule), options.max_violations)) {
     if (out.size() >= options.max_violations) break;
     out.push_back(std::move(v));
   }

@@ -53,7 +53,9 @@ struct RankState {
 
 class AbstractExecutor {
 public:
-  AbstractExecutor(const Schedule& s, bool by_symmetry) : s_(s), L_(s.layout), sym_(by_symmetry), rules_(s) {
+  AbstractExecutor(const ExecutionRules& rules, bool by_symmetry)
+      : s_(rules.schedule()), L_(s_.layout), sym_(by_symmetry), rules_(rules) {
+    const Schedule& s = s_;
     auto add = [&](int64_t r) {
       RankState st;
       st.rank = r;
@@ -137,10 +139,9 @@ public:
     }
     const int32_t g = group_of_[index_of(st.rank)][static_cast<int>(op.group)];
     if (g < 0) return true;
-    const auto& arrived = groups_[static_cast<size_t>(g)].arrived;
-    auto it = arrived.find(st.index->channels()[c].priority_class);
-    return it != arrived.end() && it->second.size() > k &&
-           it->second[k] == groups_[static_cast<size_t>(g)].members.size();
+    const GroupInstance& inst = groups_[static_cast<size_t>(g)];
+    const std::vector<uint32_t>* arrived = inst.arrived_of(st.index->channels()[c].priority_class);
+    return arrived != nullptr && arrived->size() > k && (*arrived)[k] == inst.members.size();
   }
 
   const std::vector<int64_t>& members(int64_t rank, GroupKind g) {
@@ -209,7 +210,9 @@ public:
     const int32_t g = group_of_[index_of(st.rank)][static_cast<int>(op.group)];
     if (g < 0) return;
     GroupInstance& inst = groups_[static_cast<size_t>(g)];
-    auto& arrived = inst.arrived[st.index->channels()[c].priority_class];
+    const int32_t cls = st.index->channels()[c].priority_class;
+    if (inst.arrived_of(cls) == nullptr) inst.arrived.emplace_back(cls, std::vector<uint32_t>{});
+    auto& arrived = *inst.arrived_of(cls);
     const uint32_t k = st.index->sequence(i);
     if (arrived.size() <= k) arrived.resize(k + 1, 0);
     if (++arrived[k] == inst.members.size()) // the last member arrived
@@ -297,12 +300,23 @@ private:
   const Schedule& s_;
   const Layout& L_;
   bool sym_;
-  ExecutionRules rules_;
+  const ExecutionRules& rules_;
   std::vector<RankState> ranks_;
   std::map<std::pair<int64_t, GroupKind>, std::vector<int64_t>> members_;
   struct GroupInstance {
-    std::vector<size_t> members;                      // indices of executed ranks
-    std::map<int32_t, std::vector<uint32_t>> arrived; // per priority class, per instance: members that started it
+    std::vector<size_t> members; // indices of executed ranks
+    // per collective channel (priority class; a few), per instance: members that started it
+    std::vector<std::pair<int32_t, std::vector<uint32_t>>> arrived;
+    std::vector<uint32_t>* arrived_of(int32_t cls) {
+      for (auto& [c, v] : arrived)
+        if (c == cls) return &v;
+      return nullptr;
+    }
+    const std::vector<uint32_t>* arrived_of(int32_t cls) const {
+      for (const auto& [c, v] : arrived)
+        if (c == cls) return &v;
+      return nullptr;
+    }
   };
   std::vector<GroupInstance> groups_;
   std::vector<std::array<int32_t, kGroupKinds>> group_of_;
@@ -312,8 +326,8 @@ private:
 
 } // namespace
 
-std::vector<Violation> find_deadlocks(const Schedule& schedule, bool by_symmetry, size_t max_violations) {
-  AbstractExecutor ex(schedule, by_symmetry);
+std::vector<Violation> find_deadlocks(const ExecutionRules& rules, bool by_symmetry, size_t max_violations) {
+  AbstractExecutor ex(rules, by_symmetry);
   ex.run();
   return ex.report(max_violations);
 }

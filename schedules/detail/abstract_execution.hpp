@@ -3,6 +3,7 @@
 
 #include <vector>
 
+#include "schedules/execution_rules.hpp"
 #include "schedules/validate.hpp"
 
 namespace twinscale::schedules::detail {
@@ -11,6 +12,6 @@ namespace twinscale::schedules::detail {
 /// reports each rank left with unfinished ops (the op it is stuck on and what it waits
 /// for). Assumes collectives and messages were already checked to match. With
 /// `by_symmetry`, only one rank per pipeline stage is executed (see the .cpp).
-std::vector<Violation> find_deadlocks(const Schedule& schedule, bool by_symmetry, size_t max_violations);
+std::vector<Violation> find_deadlocks(const ExecutionRules& rules, bool by_symmetry, size_t max_violations);
 
 } // namespace twinscale::schedules::detail

@@ -108,7 +108,7 @@ TEST_CASE("rules: collectives are numbered per group and priority class across s
   CHECK(std::vector<uint32_t>(dp1.begin(), dp1.end()) == std::vector<uint32_t>{1, 6});
   CHECK(ix.find_channel(Channel{GroupKind::Dp, ChannelDir::Collective, -1, 1}) == ix.channel(1));
   CHECK(ix.find_channel(Channel{GroupKind::Pp, ChannelDir::Collective, -1, 0}) == kNoChannel);
-  CHECK(describe(ix.channels()[ix.channel(1)]) == "dp@p1 collectives");
+  CHECK(describe(ix.channels()[ix.channel(1)]) == "dp group (priority class 1)");
 
   // all members agree: no mismatch
   Schedule s = hand_made({2, 2, 1, 1}, interleaved());
@@ -129,7 +129,7 @@ TEST_CASE("rules: a collective whose kind or bytes differ is refused naming rank
   CHECK(v[0].op == 3);
   INFO(v[0].reason);
   CHECK(v[0].reason.find("rank 3") != std::string::npos);
-  CHECK(v[0].reason.find("instance 1 of its tp collectives") != std::string::npos);
+  CHECK(v[0].reason.find("instance 1 on its tp group") != std::string::npos);
   CHECK(v[0].reason.find("rank 2") != std::string::npos);
 
   p.ops[3].bytes = 300;
