@@ -149,6 +149,9 @@ void add_diagnose_command(CLI::App& app, Action& action) {
   cmd->add_option("--min-z", args->options.min_z, "straggler: robust z (MADs) above its peers' median")
       ->check(CLI::Range(0.0, 1e6))
       ->capture_default_str();
+  add_integer_option(*cmd, "--baseline-steps", args->options.baseline_steps, 0, 1 << 30, "0..steps-1",
+                     "the first K steps are a healthy reference: stragglers are ranks that became slower "
+                     "than they were, relative to their peers (cancels a persistent chip-to-chip spread)");
   cmd->add_flag("--json", args->json, "JSON instead of the table");
   add_integer_option(*cmd, "--rows", args->max_rows, 1, 1 << 30, "1..2^30", "findings shown in the table (default 40)");
   cmd->callback([args, &action] {

@@ -246,6 +246,7 @@ int run_simulate(const SimulateArgs& a) {
   spec.sim.nccl.model_protocols = !a.ideal_collectives;
   spec.calibration_file = a.calibration_file;
   spec.faults_file = a.faults_file;
+  spec.sim.show_progress = true; // ops done and ETA on stderr, terminals only (common/progress.hpp)
   config::Scenario scenario(spec);
   std::vector<double> speeds;
   if (!a.gpu_speed_dist.empty())

@@ -27,6 +27,11 @@ struct DiagnoseOptions {
   double link_excess = 0.10;
   /// A launch is late when it comes this fraction of the step time after its peers'.
   double late_fraction = 0.01;
+  /// > 0: the first baseline_steps steps are a healthy reference and a straggler is a
+  /// rank that *became* slower: its excess over its peers after the baseline minus its
+  /// own excess during it (medians over steps), against the same change of its peers.
+  /// A persistent chip-to-chip spread cancels out; a rank slow from the start is not found.
+  int64_t baseline_steps = 0;
 };
 
 enum class FindingKind : uint8_t { Hang, Straggler, SlowHost, SlowLink, Jitter, LateLauncher };

@@ -98,6 +98,9 @@ struct SimOptions {
   /// or after it); the run goes on until no event is left. −1: no hang.
   int64_t hang_rank = -1;
   double hang_at_s = 0;
+  /// Progress with an ETA (ops done of all ops) on stderr while the run goes, when
+  /// stderr is a terminal (common/progress.hpp); silent otherwise.
+  bool show_progress = false;
 };
 
 /// Where one rank's time goes over the iteration, seconds. compute + exposed_* + bubble

@@ -1,6 +1,7 @@
 #include "sim/detail/executor.hpp"
 
 #include <algorithm>
+#include <map>
 #include <sstream>
 
 #include "schedules/calibration.hpp"
@@ -167,6 +168,8 @@ SimExecutor::SimExecutor(const schedules::Schedule& schedule, const std::vector<
     ops_total_ += static_cast<int64_t>(sl.program->ops.size());
     slot_gpu_.push_back(gpu);
   }
+  plan_jitter();
+  if (options_.show_progress) progress_ = std::make_unique<Progress>("simulated ops", ops_total_);
   // Group of each slot per kind: its first member, how many members are executed and
   // a dense index for its state.
   std::array<std::unordered_map<int64_t, uint32_t>, kGroupKinds> id_of_first;
@@ -204,11 +207,58 @@ void SimExecutor::decide_symmetry() {
   for (size_t p = 0; symmetric_ && p < schedule_.programs.size(); ++p)
     for (const Op& op : schedule_.programs[p].ops)
       if (is_p2p(op) && op.group != GroupKind::Pp && op.group != GroupKind::Embedding) symmetric_ = false;
+  // link degradations and jitter hit single groups or ranks
+  if (options_.faults != nullptr && faults::has_rank_specific_events(*options_.faults)) symmetric_ = false;
   if (symmetric_ && !options_.gpu_speed.empty()) {
     const double first = options_.gpu_speed[static_cast<size_t>(gpu_of_rank_[0])];
     for (int64_t r = 0; symmetric_ && r < L.world(); ++r)
       if (options_.gpu_speed[static_cast<size_t>(gpu_of_rank_[static_cast<size_t>(r)])] != first) symmetric_ = false;
   }
+}
+
+namespace {
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+} // namespace
+
+/// Jitter events (faults/fault_plan.hpp): for every executed rank on the event's GPU and
+/// every iteration of its program, a pause with the event's probability on one of that
+/// iteration's compute ops, drawn uniformly. The draws are a hash of (seed, GPU,
+/// iteration) only: portable and the same whatever else the run holds.
+void SimExecutor::plan_jitter() {
+  if (options_.faults == nullptr) return;
+  for (const auto& e : options_.faults->events) {
+    if (e.kind != faults::PlanEventKind::Jitter) continue;
+    for (size_t s = 0; s < slots_.size(); ++s) {
+      if (slot_gpu_[s] != e.target_index) continue;
+      std::map<int32_t, std::vector<uint32_t>> compute_ops; // iteration → its compute ops
+      const auto& ops = slots_[s].program->ops;
+      for (uint32_t i = 0; i < ops.size(); ++i) {
+        const auto cls = slots_[s].index->hot[i].cls;
+        if (cls == HotOp::Send || cls == HotOp::Recv || cls == HotOp::Collective) continue;
+        compute_ops[ops[i].labels.iteration].push_back(i);
+      }
+      for (const auto& [iteration, list] : compute_ops) {
+        const uint64_t h1 = splitmix64(
+            e.seed ^ splitmix64(static_cast<uint64_t>(e.target_index) ^ splitmix64(static_cast<uint64_t>(iteration))));
+        const double u = static_cast<double>(h1 >> 11) * 0x1.0p-53;
+        if (u >= e.probability) continue;
+        const uint32_t op = list[splitmix64(h1) % list.size()];
+        jitter_s_[(static_cast<uint64_t>(s) << 32) | op] += e.delay_s;
+      }
+    }
+  }
+}
+
+double SimExecutor::jitter_s(int32_t slot, uint32_t op) const {
+  const auto it = jitter_s_.find((static_cast<uint64_t>(slot) << 32) | op);
+  return it == jitter_s_.end() ? 0.0 : it->second;
 }
 
 int32_t SimExecutor::representative_slot(int64_t rank) const {
@@ -288,7 +338,9 @@ void SimExecutor::issue(int32_t slot, uint32_t op_index) {
     issue_p2p(slot, op_index);
     return;
   case HotOp::Collective: issue_collective(slot, op_index); return;
-  default: sl.account.change(now, Activity::Compute, +1); backend_->start_compute(slot, op_index, h.value / sl.speed);
+  default:
+    sl.account.change(now, Activity::Compute, +1);
+    backend_->start_compute(slot, op_index, h.value / sl.speed + (jitter_s_.empty() ? 0.0 : jitter_s(slot, op_index)));
   }
 }
 
@@ -609,6 +661,7 @@ void SimExecutor::complete_op(int32_t slot, uint32_t op_index, bool failed) {
   sl.account.touch(now);
   last_end_s_ = std::max(last_end_s_, now);
   ++ops_done_;
+  if (progress_ && (ops_done_ & 0xfff) == 0) progress_->update(ops_done_);
   sl.busy &= ~(1u << st);
   ++sl.stream_pos[st];
   if (job_failed_) return;

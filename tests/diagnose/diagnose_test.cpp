@@ -221,3 +221,26 @@ TEST_CASE("diagnose: a tp group whose collectives are slower than the other grou
   CHECK(links[0]->excess == Approx(0.3).epsilon(1e-6));
   CHECK(of_kind(d, FindingKind::Straggler).empty());
 }
+
+TEST_CASE("diagnose --baseline-steps: a rank that became slower is found, a persistently slow chip is not") {
+  // rank 5 is 6 % slow in both steps (a slow chip: the spread, not a fault); rank 9 is
+  // normal in the baseline step and 6 % slow after it (a fault that began)
+  auto step = [](bool after) { return csv([after](int r) { return r == 5 || (after && r == 9) ? 1.06 : 1.0; }); };
+  auto data = diagnose::read_per_rank_csv(step(false), "s0.csv", 8);
+  diagnose::append_steps(data, diagnose::read_per_rank_csv(step(true), "s1.csv", 8));
+  const auto plain = diagnose::diagnose_run(data);
+  const auto plain_found = of_kind(plain, FindingKind::Straggler);
+  REQUIRE_FALSE(plain_found.empty());
+  CHECK(plain_found[0]->ranks == std::vector<int64_t>{5}); // the peer detector names the slow chip
+  diagnose::DiagnoseOptions o;
+  o.baseline_steps = 1;
+  const auto onset = diagnose::diagnose_run(data, o);
+  const auto found = of_kind(onset, FindingKind::Straggler);
+  REQUIRE(found.size() == 1);
+  CHECK(found[0]->ranks == std::vector<int64_t>{9});
+  CHECK(found[0]->excess == Approx(0.06).epsilon(1e-6));
+  CHECK(found[0]->detected_after_steps == 1);
+  CHECK(found[0]->detail.find("rose") != std::string::npos);
+  o.baseline_steps = 2; // nothing left after the baseline
+  CHECK_THROWS_WITH(diagnose::diagnose_run(data, o), Catch::Contains("--baseline-steps 2") && Catch::Contains("has 2"));
+}
