@@ -45,6 +45,7 @@ struct Finding {
   double score = 0;                 // robust z (or count of waiting ranks for hangs)
   int64_t detected_after_steps = 0; // stragglers: first step count at which it is flagged
   std::string detail;               // one human sentence
+  std::string link;                 // slow links from link loads: the link's name
 };
 
 /// Every rank's score, for heat-maps and the report.
@@ -73,6 +74,12 @@ void find_stragglers(const RunData& data, const DiagnoseOptions& options, Diagno
 void find_hangs(const RunData& data, Diagnosis& out);
 void find_late_launchers(const RunData& data, const DiagnoseOptions& options, Diagnosis& out);
 void find_slow_links(const RunData& data, const DiagnoseOptions& options, Diagnosis& out);
+/// From flow-mode link loads (RunData::links): a link whose two directions both moved
+/// bytes ≥ link_excess slower (bytes / busy time) than the median of the links of its
+/// kind, and ≥ min_z robust deviations: a degraded link. A direction slow alone is a
+/// flow limited elsewhere on its path (counted in a note, not a finding); links in series
+/// with the same bytes both ways (a GPU's PCIe and NIC links) are one finding naming all.
+void find_slow_links_from_loads(const RunData& data, const DiagnoseOptions& options, Diagnosis& out);
 
 /// Median of `v` (by copy; 0 for an empty vector) and its median absolute deviation.
 double median(std::vector<double> v);

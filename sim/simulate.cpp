@@ -130,6 +130,7 @@ SimReport run_in_process(const schedules::Schedule& schedule, const topology::Fa
   r.completed = !ex.job_failed();
   r.failure = ex.failure();
   r.incidents = ex.incidents();
+  r.link_loads = backend->link_loads();
   if (options.hang_rank >= 0) {
     r.hang_states = ex.hang_states(ex.last_end_s());
     int64_t waiting = 0;
