@@ -145,3 +145,31 @@ TEST_CASE("the analytic mode runs link-degraded and jitter plans only", "[sim][f
   CHECK_THROWS_WITH(job.run(SimMode::Analytic, &plan),
                     Catch::Contains("need the flow mode") && Catch::Contains("link-degraded and jitter"));
 }
+
+TEST_CASE("flow mode link loads: bytes and busy time per link direction; a degraded link moves data slower",
+          "[sim][faults][every_rank]") {
+  TwoRings job;
+  faults::FaultPlan plan;
+  plan.events.push_back(degraded(job.nic_link(0), 0.5));
+  SimOptions o = exact_options(SimMode::Flow);
+  o.link_loads = true;
+  o.faults = &plan;
+  const auto r = simulate(job.schedule, job.fabric, job.gpus, o);
+  REQUIRE(r.completed);
+  REQUIRE_FALSE(r.link_loads.empty());
+  auto rate_of = [&](int64_t link, bool up) {
+    for (const auto& l : r.link_loads)
+      if (l.link == static_cast<uint32_t>(link) && l.up == up) return l.bytes / l.busy_s;
+    return -1.0;
+  };
+  for (const auto& l : r.link_loads) {
+    CHECK(l.busy_s <= r.makespan_s * (1 + 1e-9));
+    CHECK(l.bytes / l.busy_s <= job.fabric.links()[l.link].bw_bytes_per_s * (1 + 1e-6));
+  }
+  const double slow = rate_of(job.nic_link(0), true), healthy = rate_of(job.nic_link(1), true);
+  REQUIRE(slow > 0);
+  REQUIRE(healthy > 0);
+  CHECK(slow / healthy == Approx(0.5).epsilon(0.05));
+  SimOptions off = exact_options(SimMode::Flow);
+  CHECK(simulate(job.schedule, job.fabric, job.gpus, off).link_loads.empty()); // off by default
+}
