@@ -99,6 +99,7 @@ diagnose::RunData read_run(const std::string& path, const DiagnoseInputOptions& 
                                            "(twinscale run --run-dir DIR --trace DIR/trace.json)");
     if (world > 0) read_hang_evidence(path, std::max<int64_t>(world, data.ranks.size()), data);
     if (o.layout) data.layout = o.layout;
+    if (!o.links.empty()) data.links = diagnose::read_link_csv(slurp(o.links), o.links);
     return data;
   }
   if (!fs::is_regular_file(path))
@@ -112,6 +113,7 @@ diagnose::RunData read_run(const std::string& path, const DiagnoseInputOptions& 
   else
     data = diagnose::from_trace(schedules::read_chrome_trace_file(path), path, o.gpus_per_host);
   if (o.layout) data.layout = o.layout;
+  if (!o.links.empty()) data.links = diagnose::read_link_csv(slurp(o.links), o.links);
   return data;
 }
 
@@ -127,6 +129,8 @@ void add_diagnose_input_options(CLI::App& cmd, DiagnoseInputOptions& o) {
         o.layout = schedules::Layout{v[0], v[2], v[1]};
       },
       "TPxPPxDP of a trace (slow links need each collective's group)");
+  cmd.add_option("--links", o.links,
+                 "link loads of a flow-mode run (simulate --link-csv): slow links, and the report's fabric heat-map");
 }
 
 void add_diagnose_command(CLI::App& app, Action& action) {
@@ -149,6 +153,9 @@ void add_diagnose_command(CLI::App& app, Action& action) {
   cmd->add_option("--min-z", args->options.min_z, "straggler: robust z (MADs) above its peers' median")
       ->check(CLI::Range(0.0, 1e6))
       ->capture_default_str();
+  add_integer_option(*cmd, "--baseline-steps", args->options.baseline_steps, 0, 1 << 30, "0..steps-1",
+                     "the first K steps are a healthy reference: stragglers are ranks that became slower "
+                     "than they were, relative to their peers (cancels a persistent chip-to-chip spread)");
   cmd->add_flag("--json", args->json, "JSON instead of the table");
   add_integer_option(*cmd, "--rows", args->max_rows, 1, 1 << 30, "1..2^30", "findings shown in the table (default 40)");
   cmd->callback([args, &action] {

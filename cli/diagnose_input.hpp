@@ -16,6 +16,7 @@ struct DiagnoseInputOptions {
   int64_t gpus_per_host = 8;
   int64_t world = 0; // run directories: 0 = from the rank-<r> files
   std::optional<schedules::Layout> layout;
+  std::string links; // link CSV of a flow-mode run (simulate --link-csv)
 };
 
 /// Throws diagnose::DiagnoseError (or the trace reader's error) naming the path.

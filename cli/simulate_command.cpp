@@ -23,6 +23,7 @@
 #include "schedules/schedule.hpp"
 #include "schedules/trace.hpp"
 #include "sim/estimate.hpp"
+#include "sim/link_csv.hpp"
 #include "sim/per_rank_csv.hpp"
 #include "sim/simulate.hpp"
 
@@ -50,6 +51,7 @@ struct SimulateArgs {
   std::string trace_file;
   std::string ranks;
   std::string per_rank_csv;
+  std::string link_csv;
   std::string faults_file;
   std::string calibration_file;
   int64_t hang_rank = -1;
@@ -246,6 +248,10 @@ int run_simulate(const SimulateArgs& a) {
   spec.sim.nccl.model_protocols = !a.ideal_collectives;
   spec.calibration_file = a.calibration_file;
   spec.faults_file = a.faults_file;
+  if (!a.link_csv.empty() && spec.sim.mode != sim::SimMode::Flow)
+    throw config::ConfigError("--link-csv: link utilisation comes from the flow engine; add --mode flow");
+  spec.sim.link_loads = !a.link_csv.empty();
+  spec.sim.show_progress = true; // ops done and ETA on stderr, terminals only (common/progress.hpp)
   config::Scenario scenario(spec);
   std::vector<double> speeds;
   if (!a.gpu_speed_dist.empty())
@@ -280,6 +286,7 @@ int run_simulate(const SimulateArgs& a) {
     write_file_atomically(a.trace_file, t.str());
   }
   if (!a.per_rank_csv.empty()) write_file_atomically(a.per_rank_csv, sim::per_rank_csv(r));
+  if (!a.link_csv.empty()) write_file_atomically(a.link_csv, sim::link_load_csv(r, scenario.fabric()));
   if (a.hang_rank >= 0) {
     std::cerr << "twinscale simulate: "
               << (r.completed
@@ -335,6 +342,8 @@ void add_simulate_command(CLI::App& app, Action& action) {
   cmd->add_option("--trace", args->trace_file, "write a Chrome trace (Perfetto) of the executed ranks");
   cmd->add_option("--ranks", args->ranks, "ranks to trace, e.g. 0-7,64");
   cmd->add_option("--per-rank-csv", args->per_rank_csv, "write rank,tp,pp,dp,forward_s,backward_s,comm_wait_s");
+  cmd->add_option("--link-csv", args->link_csv,
+                  "flow mode: write per link direction bytes, busy time and utilisation (for report and diagnose)");
   cmd->add_option("--faults", args->faults_file, "fault plan (TOML) to inject");
   cmd->add_option("--calibration", args->calibration_file, "calibration table (JSON) overriding the device model");
   add_integer_option(*cmd, "--hang-rank", args->hang_rank, 0, int64_t{1} << 29, "0..world-1",

@@ -30,6 +30,8 @@
 //     kind = "link-down"  link = "…"  at_s = …  [until_s = … | duration_s = …]   (absent: for good)
 //     kind = "gpu-slowdown"  gpu = "…"  at_s = …  slowdown = 0.1  [until_s | duration_s]
 //     kind = "server-crash"  server = "…"  at_s = …
+//     kind = "link-degraded"  link = "…"  bandwidth_factor = 0.5     (whole run; at_s = 0 if given)
+//     kind = "jitter"  gpu = "…"  probability = 0.2  delay_s = 0.05  [seed = 1]   (whole run)
 #include "config/fault_file.hpp"
 
 #include <filesystem>
@@ -189,14 +191,19 @@ FaultPlan parse_fault_plan(std::string_view text, const std::string& file) {
     ev.kind = e.get_enum<PlanEventKind>("kind", {{"link-flap", PlanEventKind::LinkFlap},
                                                  {"link-down", PlanEventKind::LinkDown},
                                                  {"gpu-slowdown", PlanEventKind::GpuSlowdown},
-                                                 {"server-crash", PlanEventKind::ServerCrash}});
+                                                 {"server-crash", PlanEventKind::ServerCrash},
+                                                 {"link-degraded", PlanEventKind::LinkDegraded},
+                                                 {"jitter", PlanEventKind::Jitter}});
     switch (ev.kind) {
     case PlanEventKind::LinkFlap:
-    case PlanEventKind::LinkDown: ev.target = e.get_string("link"); break;
-    case PlanEventKind::GpuSlowdown: ev.target = e.get_string("gpu"); break;
+    case PlanEventKind::LinkDown:
+    case PlanEventKind::LinkDegraded: ev.target = e.get_string("link"); break;
+    case PlanEventKind::GpuSlowdown:
+    case PlanEventKind::Jitter: ev.target = e.get_string("gpu"); break;
     case PlanEventKind::ServerCrash: ev.target = e.get_string("server"); break;
     }
-    ev.at_s = e.get_double("at_s", std::nullopt, 0.0);
+    // whole-run kinds: at_s may be left out (validate_plan refuses any other value than 0)
+    ev.at_s = ev.is_rank_specific() ? e.get_double("at_s", 0.0, 0.0) : e.get_double("at_s", std::nullopt, 0.0);
     if (ev.kind != PlanEventKind::ServerCrash) {
       if (e.has("until_s") && e.has("duration_s")) e.fail("until_s", "and duration_s both given; give one");
       if (e.has("duration_s"))
@@ -207,6 +214,13 @@ FaultPlan parse_fault_plan(std::string_view text, const std::string& file) {
         e.fail("duration_s", "is missing: a link flap needs its duration (seconds > 0)");
     }
     if (ev.kind == PlanEventKind::GpuSlowdown) ev.slowdown = e.get_double("slowdown");
+    if (ev.kind == PlanEventKind::LinkDegraded)
+      ev.bandwidth_factor = e.get_double("bandwidth_factor", std::nullopt, 1e-6, 0.999999);
+    if (ev.kind == PlanEventKind::Jitter) {
+      ev.probability = e.get_double("probability", std::nullopt, 1e-9, 1.0);
+      ev.delay_s = e.get_double("delay_s", std::nullopt, 1e-9, 3600.0);
+      ev.seed = static_cast<uint64_t>(e.get_int("seed", 1, 0));
+    }
     e.finish();
     plan.events.push_back(std::move(ev));
   }

@@ -130,4 +130,62 @@ void find_slow_links(const RunData& d, const DiagnoseOptions& o, Diagnosis& out)
   }
 }
 
+void find_slow_links_from_loads(const RunData& d, const DiagnoseOptions& o, Diagnosis& out) {
+  if (d.links.empty()) return;
+  std::map<std::string, std::vector<const LinkUse*>> by_kind;
+  for (const LinkUse& u : d.links)
+    if (u.busy_s > 0 && u.bytes > 0) by_kind[u.kind].push_back(&u);
+  std::map<std::string, std::vector<std::pair<const LinkUse*, double>>> slow; // link → slow directions, z
+  for (const auto& [kind, uses] : by_kind) {
+    if (uses.size() < 3) continue;
+    std::vector<double> rates;
+    for (const LinkUse* u : uses) rates.push_back(u->rate_fraction);
+    const double m = median(rates);
+    const double scale = std::max(1.4826 * mad(rates, m), o.scale_floor * m);
+    for (const LinkUse* u : uses) {
+      const double z = scale > 0 ? (m - u->rate_fraction) / scale : 0;
+      if (m > 0 && u->rate_fraction <= (1 - o.link_excess) * m && z >= o.min_z) slow[u->name].push_back({u, z});
+    }
+  }
+  int64_t one_way = 0;
+  // Links in series carry the same flows (a GPU's PCIe link and its NIC link): the loads
+  // cannot tell which one is degraded; one finding names them all.
+  std::map<std::pair<double, double>, std::vector<std::string>> same_flows; // (bytes up, bytes down) → links
+  for (const auto& [name, dirs] : slow)
+    if (dirs.size() >= 2) same_flows[{dirs[0].first->bytes, dirs[1].first->bytes}].push_back(name);
+  for (const auto& [name, dirs] : slow) {
+    if (dirs.size() < 2) {
+      ++one_way;
+      continue;
+    }
+    const auto& series = same_flows[{dirs[0].first->bytes, dirs[1].first->bytes}];
+    if (series.front() != name) continue; // named by the first of its series
+    const std::string& kind = dirs[0].first->kind;
+    std::vector<double> rates;
+    for (const LinkUse* u : by_kind[kind]) rates.push_back(u->rate_fraction);
+    const double m = median(rates);
+    Finding f;
+    f.kind = FindingKind::SlowLink;
+    f.link = name;
+    f.excess = 1 - std::max(dirs[0].first->rate_fraction, dirs[1].first->rate_fraction) / m;
+    f.score = std::min(dirs[0].second, dirs[1].second);
+    std::ostringstream det;
+    det.setf(std::ios::fixed);
+    det.precision(1);
+    det << "link " << name << " (" << kind << "): both directions moved data at " << 100 * dirs[0].first->rate_fraction
+        << " % and " << 100 * dirs[1].first->rate_fraction << " % of its bandwidth while busy, against a median of "
+        << 100 * m << " % over its " << by_kind[kind].size() << " " << kind << " link directions";
+    if (series.size() > 1) {
+      det << "; the same flows cross";
+      for (size_t i = 1; i < series.size(); ++i) det << (i > 1 ? ", " : " ") << series[i];
+      det << ", equally slow: one of these is degraded";
+    }
+    f.detail = det.str();
+    out.findings.push_back(std::move(f));
+  }
+  if (one_way > 0)
+    out.notes.push_back(std::to_string(one_way) + " link(s) slow in one direction only (flows limited elsewhere on "
+                                                  "their path): not reported as slow links");
+}
+
 } // namespace twinscale::diagnose

@@ -96,6 +96,7 @@ Diagnosis diagnose_run(const RunData& d, const DiagnoseOptions& o) {
   find_hangs(d, out);
   find_stragglers(d, o, out);
   find_slow_links(d, o, out);
+  find_slow_links_from_loads(d, o, out);
   find_late_launchers(d, o, out);
   std::stable_sort(out.findings.begin(), out.findings.end(), [](const Finding& a, const Finding& b) {
     if (a.kind != b.kind) return a.kind < b.kind;
@@ -150,6 +151,8 @@ std::string to_json(const Diagnosis& d) {
                              {"score", f.score},
                              {"detected_after_steps", f.detected_after_steps},
                              {"detail", f.detail}});
+  for (size_t i = 0; i < d.findings.size(); ++i) // only link findings name a link
+    if (!d.findings[i].link.empty()) j["findings"][i]["link"] = d.findings[i].link;
   j["rank_scores"] = nlohmann::json::array();
   for (const RankScore& s : d.scores)
     j["rank_scores"].push_back({s.rank, s.peer_group, s.excess, s.z, s.late_launches});

@@ -27,6 +27,11 @@ struct DiagnoseOptions {
   double link_excess = 0.10;
   /// A launch is late when it comes this fraction of the step time after its peers'.
   double late_fraction = 0.01;
+  /// > 0: the first baseline_steps steps are a healthy reference and a straggler is a
+  /// rank that *became* slower: its excess over its peers after the baseline minus its
+  /// own excess during it (medians over steps), against the same change of its peers.
+  /// A persistent chip-to-chip spread cancels out; a rank slow from the start is not found.
+  int64_t baseline_steps = 0;
 };
 
 enum class FindingKind : uint8_t { Hang, Straggler, SlowHost, SlowLink, Jitter, LateLauncher };
@@ -40,6 +45,7 @@ struct Finding {
   double score = 0;                 // robust z (or count of waiting ranks for hangs)
   int64_t detected_after_steps = 0; // stragglers: first step count at which it is flagged
   std::string detail;               // one human sentence
+  std::string link;                 // slow links from link loads: the link's name
 };
 
 /// Every rank's score, for heat-maps and the report.
@@ -68,6 +74,12 @@ void find_stragglers(const RunData& data, const DiagnoseOptions& options, Diagno
 void find_hangs(const RunData& data, Diagnosis& out);
 void find_late_launchers(const RunData& data, const DiagnoseOptions& options, Diagnosis& out);
 void find_slow_links(const RunData& data, const DiagnoseOptions& options, Diagnosis& out);
+/// From flow-mode link loads (RunData::links): a link whose two directions both moved
+/// bytes ≥ link_excess slower (bytes / busy time) than the median of the links of its
+/// kind, and ≥ min_z robust deviations: a degraded link. A direction slow alone is a
+/// flow limited elsewhere on its path (counted in a note, not a finding); links in series
+/// with the same bytes both ways (a GPU's PCIe and NIC links) are one finding naming all.
+void find_slow_links_from_loads(const RunData& data, const DiagnoseOptions& options, Diagnosis& out);
 
 /// Median of `v` (by copy; 0 for an empty vector) and its median absolute deviation.
 double median(std::vector<double> v);

@@ -92,6 +92,14 @@ json payload(const RunData& d, const Diagnosis& diag, const ReportOptions& o) {
   for (const auto& [name, seconds] : o.campaign_time_by_state_s) states.push_back({name, r9(seconds)});
   j["campaign"] = {{"source", o.campaign_source}, {"ettr", r9(o.campaign_ettr)}, {"states", std::move(states)}};
   j["timeline"] = {{"ranks", lanes}, {"names", std::move(names)}, {"events", std::move(events)}};
+  json links = json::array(); // [name, direction, kind, busy fraction, rate fraction]
+  for (const LinkUse& u : d.links)
+    links.push_back({u.name, u.direction, u.kind, r9(u.busy_fraction), r9(u.rate_fraction)});
+  j["links"] = std::move(links);
+  json slow = json::array();
+  for (const Finding& f : diag.findings)
+    if (!f.link.empty()) slow.push_back(f.link);
+  j["slow_links"] = std::move(slow);
   return j;
 }
 
@@ -199,6 +207,30 @@ const char* kScript = R"JS(
       add(tl, 'p', 'no per-op events (a per-rank CSV has none; give a trace)').className = 'note';
     }
 
+    // Fabric link utilisation (flow mode, --links): per link kind, one cell per link
+    // direction, coloured by the share of the run it was busy; slow links outlined.
+    var lk = el('links'), L = D.links;
+    if (L.length) {
+      lk.textContent = '';
+      var kinds = {}, order = [], slowSet = {};
+      D.slow_links.forEach(function (n) { slowSet[n] = true; });
+      L.forEach(function (u) { if (!kinds[u[2]]) { kinds[u[2]] = []; order.push(u[2]); } kinds[u[2]].push(u); });
+      order.forEach(function (k) {
+        var us = kinds[k], per = 128, cell = 7, lc = add(lk, 'canvas');
+        lc.width = per * cell; lc.height = Math.ceil(us.length / per) * cell;
+        var lg = lc.getContext('2d'), sum = 0, hi = 0;
+        us.forEach(function (u, i) {
+          var v = Math.max(0, Math.min(1, u[3])), x = (i % per) * cell, y = Math.floor(i / per) * cell;
+          sum += v; hi = Math.max(hi, v);
+          lg.fillStyle = 'rgb(255,' + Math.round(255 * (1 - v)) + ',' + Math.round(255 * (1 - v)) + ')';
+          lg.fillRect(x, y, cell - 1, cell - 1);
+          if (slowSet[u[0]]) { lg.strokeStyle = '#00f'; lg.strokeRect(x + 0.5, y + 0.5, cell - 2, cell - 2); }
+        });
+        add(lk, 'p', k + ': ' + us.length + ' link directions, busy ' + pct(sum / us.length) + ' of the run on ' +
+            'average, at most ' + pct(hi) + ' (white idle, red always busy; blue: a slow link)').className = 'legend';
+      });
+    }
+
     // Campaign: mean time by state, as shares of the wall time.
     var cp = el('campaign'), C = D.campaign;
     if (C.states.length) {
@@ -268,8 +300,8 @@ std::string html_report(const RunData& d, const Diagnosis& diag, const ReportOpt
   h += "<h2>Rank × phase</h2><section id=\"heatmap\"></section>\n";
   h += "<h2>TP × PP × DP grid</h2><section id=\"grid\"></section>\n";
   h += "<h2>Timeline</h2><section id=\"timeline\"></section>\n";
-  h += "<h2>Fabric link utilisation</h2><section id=\"links\"><p class=\"note\">not available: this report reads "
-       "traces and per-rank CSVs, which carry no per-link data</p></section>\n";
+  h += "<h2>Fabric link utilisation</h2><section id=\"links\"><p class=\"note\">no link loads given (report "
+       "--links FILE, from a flow-mode simulate --link-csv)</p></section>\n";
   h += "<h2>Campaign: time by state</h2><section id=\"campaign\"></section>\n";
   h += "<h2>Diagnosis</h2><section id=\"findings\"></section>\n";
   h += "<script type=\"application/json\" id=\"run-data\">" + data + "</script>\n";

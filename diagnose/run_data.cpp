@@ -177,6 +177,39 @@ void append_steps(RunData& into, const RunData& more) {
   into.source += " + " + more.source;
 }
 
+std::vector<LinkUse> read_link_csv(const std::string& text, const std::string& source) {
+  static const std::string header = "link,name,direction,kind,bytes,busy_s,busy_fraction,rate_fraction";
+  std::vector<LinkUse> out;
+  std::istringstream in(text);
+  std::string line;
+  int64_t line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    const std::string where = source + ":" + std::to_string(line_no);
+    if (line_no == 1) {
+      if (line != header) throw DiagnoseError(where + ": expected the header \"" + header + "\", got \"" + line + "\"");
+      continue;
+    }
+    const auto c = split(line, ',');
+    if (c.size() != 8) throw DiagnoseError(where + ": expected 8 columns, got " + std::to_string(c.size()));
+    parse_int(c[0], where + " column link");
+    if (c[2] != "up" && c[2] != "down")
+      throw DiagnoseError(where + " column direction: \"" + c[2] + "\" (valid: up, down)");
+    LinkUse u{c[1],
+              c[2],
+              c[3],
+              parse_seconds(c[4], where + " column bytes"),
+              parse_seconds(c[5], where + " column busy_s"),
+              parse_seconds(c[6], where + " column busy_fraction"),
+              parse_seconds(c[7], where + " column rate_fraction")};
+    out.push_back(std::move(u));
+  }
+  if (line_no == 0) throw DiagnoseError(source + ": empty (expected the header \"" + header + "\")");
+  return out;
+}
+
 void set_hosts(RunData& d, const std::vector<std::string>& host_of_rank) {
   d.hosts.clear();
   std::map<std::string, int64_t> index;

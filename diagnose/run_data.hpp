@@ -59,6 +59,12 @@ struct HangEvidence {
   std::vector<WaitState> waits;
 };
 
+/// One link direction's load in a flow-mode run (sim/link_csv.hpp's CSV).
+struct LinkUse {
+  std::string name, direction, kind;
+  double bytes = 0, busy_s = 0, busy_fraction = 0, rate_fraction = 0;
+};
+
 struct RunData {
   std::string source; // what was read (file or directory), for messages and output
   std::vector<std::string> phases;
@@ -71,6 +77,7 @@ struct RunData {
   std::vector<CommEvent> comms;                // traces only
   std::vector<schedules::TraceRecord> records; // traces only: every op (the report's timeline)
   HangEvidence hang;
+  std::vector<LinkUse> links;     // flow-mode link loads (`--links`), when given
   std::vector<std::string> notes; // what the input lacks
   int64_t steps() const { return ranks.empty() ? 0 : static_cast<int64_t>(ranks.front().step_phase_s.size()); }
 };
@@ -89,6 +96,10 @@ RunData from_trace(const std::vector<schedules::TraceRecord>& records, const std
 /// to `into`; a run measured one step per file (e.g. per-rank CSVs of successive
 /// simulated steps). Throws DiagnoseError naming both sources when they differ.
 void append_steps(RunData& into, const RunData& more);
+
+/// Parses the link CSV of `simulate --link-csv` (sim/link_csv.hpp); `source` names the
+/// file in errors. Throws DiagnoseError naming the line and column.
+std::vector<LinkUse> read_link_csv(const std::string& text, const std::string& source);
 
 /// Host names per rank (a real run's state files) replace the gpus_per_host grouping.
 void set_hosts(RunData& data, const std::vector<std::string>& host_of_rank);

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "diagnose/diagnosis.hpp"
+#include "diagnose/error.hpp"
 
 namespace twinscale::diagnose {
 
@@ -105,6 +106,46 @@ void add_host_findings(const RunData& d, const DiagnoseOptions& o, Diagnosis& ou
   }
 }
 
+/// The "became slower" score of every rank (DiagnoseOptions::baseline_steps): its excess
+/// over its peers after the baseline minus during it, and that change's robust z among
+/// its peers. Also the first count of post-baseline steps at which it would be flagged.
+struct Onset {
+  std::vector<double> change, z;
+  std::vector<int64_t> detected_after;
+};
+
+Onset onset_scores(const std::vector<std::vector<double>>& ex, const RunData& d, const DiagnoseOptions& o) {
+  const size_t k = static_cast<size_t>(o.baseline_steps);
+  Onset on;
+  on.change.assign(ex.size(), 0);
+  on.z.assign(ex.size(), 0);
+  on.detected_after.assign(ex.size(), 0);
+  auto change_after = [&](size_t r, size_t upto) {
+    const auto& e = ex[r];
+    return median(std::vector<double>(e.begin() + static_cast<std::ptrdiff_t>(k),
+                                      e.begin() + static_cast<std::ptrdiff_t>(upto))) -
+           median(std::vector<double>(e.begin(), e.begin() + static_cast<std::ptrdiff_t>(k)));
+  };
+  std::map<int64_t, std::vector<size_t>> members;
+  for (size_t r = 0; r < d.ranks.size(); ++r) members[d.ranks[r].peer_group].push_back(r);
+  const size_t steps = ex.empty() ? 0 : ex.front().size();
+  for (const auto& [group, rs] : members) {
+    std::vector<double> ch;
+    for (size_t r : rs) ch.push_back(on.change[r] = change_after(r, steps));
+    const double m = median(ch);
+    const double scale = std::max(1.4826 * mad(ch, m), o.scale_floor);
+    for (size_t r : rs) {
+      on.change[r] -= m;
+      on.z[r] = on.change[r] / scale;
+      for (size_t upto = k + 1; upto <= steps && !on.detected_after[r]; ++upto) {
+        const double c = change_after(r, upto) - m;
+        if (c >= o.min_excess && c / scale >= o.min_z) on.detected_after[r] = static_cast<int64_t>(upto - k);
+      }
+    }
+  }
+  return on;
+}
+
 } // namespace
 
 void find_stragglers(const RunData& d, const DiagnoseOptions& o, Diagnosis& out) {
@@ -117,6 +158,18 @@ void find_stragglers(const RunData& d, const DiagnoseOptions& o, Diagnosis& out)
   std::vector<PeerStats> phase;
   for (size_t p = 0; p < d.phases.size(); ++p)
     phase.push_back(peer_stats(d, groups, o, [&](const RankSeries& r, size_t s) { return r.step_phase_s[s][p]; }));
+  if (o.baseline_steps < 0 || (o.baseline_steps > 0 && static_cast<size_t>(o.baseline_steps) >= steps))
+    throw DiagnoseError("diagnose: --baseline-steps " + std::to_string(o.baseline_steps) +
+                        " needs more steps than that (" + d.source + " has " + std::to_string(steps) + "; valid: 0..." +
+                        std::to_string(steps - 1) + ")");
+  std::vector<std::vector<double>> all_ex(d.ranks.size());
+  if (o.baseline_steps > 0)
+    for (size_t i = 0; i < d.ranks.size(); ++i)
+      for (size_t s = 0; s < steps; ++s) {
+        const size_t g = static_cast<size_t>(d.ranks[i].peer_group);
+        all_ex[i].push_back(rel(own_time(d, d.ranks[i], s), own.med[g][s]));
+      }
+  const Onset onset = o.baseline_steps > 0 ? onset_scores(all_ex, d, o) : Onset{};
   int64_t lonely = 0;
   for (const RankSeries& r : d.ranks) {
     const size_t g = static_cast<size_t>(r.peer_group);
@@ -140,6 +193,11 @@ void find_stragglers(const RunData& d, const DiagnoseOptions& o, Diagnosis& out)
     }
     sc.excess = median(ex);
     sc.z = median(z);
+    if (o.baseline_steps > 0) { // became slower than it was (baseline_steps)
+      sc.excess = onset.change[static_cast<size_t>(r.rank)];
+      sc.z = onset.z[static_cast<size_t>(r.rank)];
+      detected_after = onset.detected_after[static_cast<size_t>(r.rank)];
+    }
     for (size_t p = 0; p < d.phases.size(); ++p) {
       std::vector<double> pe;
       for (size_t s = 0; s < steps; ++s) pe.push_back(rel(r.step_phase_s[s][p], phase[p].med[g][s]));
@@ -156,8 +214,12 @@ void find_stragglers(const RunData& d, const DiagnoseOptions& o, Diagnosis& out)
       size_t worst = 0;
       for (size_t p = 1; p < d.phases.size(); ++p)
         if (d.own_time[p] && sc.phase_excess[p] > sc.phase_excess[worst]) worst = p;
-      f.detail = "own time " + percent(sc.excess) + " above its " + std::to_string(own.size[g] - 1) +
-                 " peers' median (worst phase " + d.phases[worst] + " " + percent(sc.phase_excess[worst]) + ")";
+      f.detail =
+          o.baseline_steps > 0
+              ? "own time rose " + percent(sc.excess) + " against its first " + std::to_string(o.baseline_steps) +
+                    " step(s), relative to its " + std::to_string(own.size[g] - 1) + " peers"
+              : "own time " + percent(sc.excess) + " above its " + std::to_string(own.size[g] - 1) + " peers' median";
+      f.detail += " (worst phase " + d.phases[worst] + " " + percent(sc.phase_excess[worst]) + ")";
       out.findings.push_back(std::move(f));
     } else if (!jitter_steps.empty() && steps >= 3) {
       f.kind = FindingKind::Jitter;

@@ -17,6 +17,8 @@ const char* to_string(PlanEventKind kind) {
   case PlanEventKind::LinkDown: return "link-down";
   case PlanEventKind::GpuSlowdown: return "gpu-slowdown";
   case PlanEventKind::ServerCrash: return "server-crash";
+  case PlanEventKind::LinkDegraded: return "link-degraded";
+  case PlanEventKind::Jitter: return "jitter";
   }
   return "?";
 }
@@ -52,6 +54,24 @@ void check_times(const PlanEvent& e, size_t i) {
     break;
   default: break;
   }
+  if (e.is_rank_specific() && (e.at_s != 0 || !std::isinf(e.until_s)))
+    fail(e, i,
+         "a " + std::string(to_string(e.kind)) +
+             " event lasts the whole run: at_s = 0 and no until_s or duration_s (a time window is not supported)");
+  if (e.kind == PlanEventKind::LinkDegraded) {
+    if (!(e.bandwidth_factor > 0 && e.bandwidth_factor < 1))
+      fail(e, i, "bandwidth_factor must be the fraction of bandwidth left, in (0, 1), e.g. 0.5 for half");
+  } else if (e.bandwidth_factor != 1) {
+    fail(e, i, "only link-degraded events take a bandwidth_factor");
+  }
+  if (e.kind == PlanEventKind::Jitter) {
+    if (!(e.probability > 0 && e.probability <= 1))
+      fail(e, i, "probability must be the chance of a pause per iteration, in (0, 1]");
+    if (!(e.delay_s > 0) || !std::isfinite(e.delay_s))
+      fail(e, i, "delay_s must be the length of one pause, a finite number of seconds > 0");
+  } else if (e.probability != 0 || e.delay_s != 0) {
+    fail(e, i, "only jitter events take a probability and a delay_s");
+  }
   if (e.kind == PlanEventKind::GpuSlowdown) {
     if (!(e.slowdown > 0 && e.slowdown < 1))
       fail(e, i, "slowdown must be a fraction of speed lost in (0, 1), e.g. 0.1 for 10 % slower");
@@ -66,11 +86,13 @@ void resolve(PlanEvent& e, size_t i, const PlanTargets& targets) {
   switch (e.kind) {
   case PlanEventKind::LinkFlap:
   case PlanEventKind::LinkDown:
+  case PlanEventKind::LinkDegraded:
     idx = targets.find_link(e.target);
     what = "link";
     if (!idx) examples = targets.link_name_examples();
     break;
   case PlanEventKind::GpuSlowdown:
+  case PlanEventKind::Jitter:
     idx = targets.find_gpu(e.target);
     what = "GPU";
     if (!idx) examples = targets.gpu_name_examples();
@@ -85,7 +107,29 @@ void resolve(PlanEvent& e, size_t i, const PlanTargets& targets) {
   e.target_index = *idx;
 }
 
+/// Events of one class on one target must not overlap: link outages (flap or down), GPU
+/// slowdowns, server crashes, link degradations, jitters. A degraded link that also goes
+/// out is fine (different effects); see the check in validate_plan.
+int resource_class(const PlanEvent& e) {
+  if (e.is_link_outage()) return 0;
+  switch (e.kind) {
+  case PlanEventKind::GpuSlowdown: return 1;
+  case PlanEventKind::ServerCrash: return 2;
+  case PlanEventKind::LinkDegraded: return 3;
+  case PlanEventKind::Jitter: return 4;
+  default: return 5;
+  }
+}
+
 } // namespace
+
+bool has_rank_specific_events(const FaultPlan& plan) {
+  return std::any_of(plan.events.begin(), plan.events.end(), [](const PlanEvent& e) { return e.is_rank_specific(); });
+}
+
+bool only_rank_specific_events(const FaultPlan& plan) {
+  return std::all_of(plan.events.begin(), plan.events.end(), [](const PlanEvent& e) { return e.is_rank_specific(); });
+}
 
 void validate_plan(FaultPlan& plan, const PlanTargets& targets) {
   const RetransmitPolicy& rt = plan.retransmit;
@@ -103,8 +147,7 @@ void validate_plan(FaultPlan& plan, const PlanTargets& targets) {
   std::map<std::pair<int, int64_t>, std::vector<size_t>> by_target;
   for (size_t i = 0; i < plan.events.size(); ++i) {
     const PlanEvent& e = plan.events[i];
-    const int cls = e.is_link_outage() ? 0 : e.kind == PlanEventKind::GpuSlowdown ? 1 : 2;
-    by_target[{cls, e.target_index}].push_back(i);
+    by_target[{resource_class(e), e.target_index}].push_back(i);
   }
   for (auto& [key, idx] : by_target) {
     std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) {
@@ -115,6 +158,10 @@ void validate_plan(FaultPlan& plan, const PlanTargets& targets) {
       const PlanEvent& cur = plan.events[idx[k]];
       if (key.first == 2)
         fail(cur, idx[k], "server '" + cur.target + "' already crashes in " + describe(prev, idx[k - 1]));
+      if (key.first == 3 || key.first == 4)
+        fail(cur, idx[k],
+             std::string(key.first == 3 ? "link '" : "GPU '") + cur.target + "' already has a " + to_string(cur.kind) +
+                 " event, " + describe(prev, idx[k - 1]) + "; give one per target");
       if (cur.at_s < prev.until_s) {
         const std::string why = key.first == 0 ? "link '" + cur.target + "' is already out then, in "
                                                : "GPU '" + cur.target + "' is already slowed then, in ";

@@ -18,6 +18,16 @@
 //    unaffected.
 //  - ServerCrash: at at_s every GPU of the server stops; in-flight ops never complete,
 //    flows to and from it fail after the retransmit limit. Permanent (until_s = ∞).
+//  - LinkDegraded: the link carries bandwidth_factor of its bandwidth for the whole run
+//    (at_s = 0, until_s = ∞: a bad cable or optic renegotiated to a lower rate); every
+//    collective and p2p whose route crosses it is slowed accordingly (analytic: its
+//    closed form uses the degraded bandwidth; flow: the link is built slower).
+//  - Jitter: GC-like pauses of the rank(s) on a GPU: in each iteration, independently
+//    with `probability`, one of its compute ops drawn uniformly takes `delay_s` longer
+//    (the rank stalls there). Drawn from `seed`, the GPU and the iteration: same plan,
+//    same steps. For the whole run (at_s = 0).
+// LinkDegraded and Jitter hit single ranks or groups, so a run with them executes every
+// rank; they are the only kinds the analytic mode runs.
 #pragma once
 
 #include <cstdint>
@@ -44,10 +54,12 @@ struct RetransmitPolicy {
 };
 
 enum class PlanEventKind : uint8_t {
-  LinkFlap,    // link out for a short time [at_s, at_s + duration), then back
-  LinkDown,    // link out from at_s until until_s (∞: for good)
-  GpuSlowdown, // GPU computes slower during [at_s, until_s)
-  ServerCrash, // every GPU of the server stops at at_s, for good
+  LinkFlap,     // link out for a short time [at_s, at_s + duration), then back
+  LinkDown,     // link out from at_s until until_s (∞: for good)
+  GpuSlowdown,  // GPU computes slower during [at_s, until_s)
+  ServerCrash,  // every GPU of the server stops at at_s, for good
+  LinkDegraded, // link at bandwidth_factor of its bandwidth for the whole run
+  Jitter,       // random per-iteration pauses of a GPU's rank (GC-like)
 };
 
 /// What a link outage does to the flows that cross it.
@@ -58,17 +70,23 @@ enum class OutageOutcome : uint8_t {
 
 struct PlanEvent {
   PlanEventKind kind = PlanEventKind::LinkFlap;
-  std::string target;        // name as written in the plan (link, GPU or server name)
-  int64_t target_index = -1; // resolved by validate_plan(): index into Fabric::links()
-                             // for links, GPU index for GPUs, server index for servers
-  double at_s = 0;           // start, seconds from the start of the run
-  double until_s = kForever; // end (exclusive); LinkFlap: at_s + flap duration
-  double slowdown = 0;       // GpuSlowdown only: fraction of speed lost, in (0, 1)
+  std::string target;          // name as written in the plan (link, GPU or server name)
+  int64_t target_index = -1;   // resolved by validate_plan(): index into Fabric::links()
+                               // for links, GPU index for GPUs, server index for servers
+  double at_s = 0;             // start, seconds from the start of the run
+  double until_s = kForever;   // end (exclusive); LinkFlap: at_s + flap duration
+  double slowdown = 0;         // GpuSlowdown only: fraction of speed lost, in (0, 1)
+  double bandwidth_factor = 1; // LinkDegraded only: remaining fraction of bandwidth, (0, 1)
+  double probability = 0;      // Jitter only: chance per iteration of a pause, (0, 1]
+  double delay_s = 0;          // Jitter only: length of one pause, seconds > 0
+  uint64_t seed = 1;           // Jitter only: which iterations and ops pause
 
   double duration_s() const { return until_s - at_s; }
   /// GpuSlowdown: relative compute speed during the event (1 − slowdown).
   double speed_factor() const { return 1.0 - slowdown; }
   bool is_link_outage() const { return kind == PlanEventKind::LinkFlap || kind == PlanEventKind::LinkDown; }
+  /// Kinds that hit single ranks or groups (every rank must be executed; analytic mode ok).
+  bool is_rank_specific() const { return kind == PlanEventKind::LinkDegraded || kind == PlanEventKind::Jitter; }
 };
 
 struct FaultPlan {
@@ -93,10 +111,18 @@ const char* to_string(PlanEventKind kind);
 
 class PlanTargets;
 
+/// Whether `plan` has an event of a kind that is_rank_specific().
+bool has_rank_specific_events(const FaultPlan& plan);
+
+/// Whether `plan` has only rank-specific events (the ones the analytic mode runs).
+bool only_rank_specific_events(const FaultPlan& plan);
+
 /// Checks a plan and resolves its names: times finite and ordered, slowdowns in (0, 1),
 /// retransmit parameters positive, every target known to `targets` (target_index set),
 /// no contradictory overlap (two outages of one link at once — a flap while the link is
-/// down included —, two slowdowns of one GPU at once, a server crashing twice). Then sorts
+/// down included —, two slowdowns of one GPU at once, a server crashing twice, a link
+/// degraded twice or degraded while it is out, two jitters of one GPU; degradations and
+/// jitter that do not span the whole run; factors, probabilities, delays out of range). Then sorts
 /// the events. Throws FaultError naming the event ("event[3]", its index as written) and
 /// what would be valid.
 void validate_plan(FaultPlan& plan, const PlanTargets& targets);

@@ -45,6 +45,8 @@ std::vector<PlanChange> plan_timeline(const FaultPlan& plan) {
       if (std::isfinite(e.until_s)) add(e.until_s, ChangeKind::GpuSpeed, true, 1.0);
       break;
     case PlanEventKind::ServerCrash: add(e.at_s, ChangeKind::ServerCrash, false); break;
+    case PlanEventKind::LinkDegraded: // whole-run effects, no change in time (fault_plan.hpp)
+    case PlanEventKind::Jitter: break;
     }
   }
   std::sort(out.begin(), out.end(), [](const PlanChange& a, const PlanChange& b) {

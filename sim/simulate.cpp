@@ -82,12 +82,21 @@ SimReport run_in_process(const schedules::Schedule& schedule, const topology::Fa
   options.nccl = resolve_nccl(user_options.nccl, spec);
   detail::NetworkPaths paths(fabric, options.seed, options.ecmp, *options.nvlink_efficiency,
                              *options.network_efficiency, options.nccl.pxn);
+  if (options.faults != nullptr)
+    for (const auto& e : options.faults->events)
+      if (e.kind == faults::PlanEventKind::LinkDegraded) {
+        if (e.target_index < 0 || e.target_index >= static_cast<int64_t>(fabric.links().size()))
+          throw SimError("fault plan: link-degraded event on '" + e.target + "' was not validated against the fabric");
+        paths.degrade_link(static_cast<uint32_t>(e.target_index), e.bandwidth_factor);
+      }
   // The executed pipeline (symmetric runs): the one holding the most slowed GPU of a
   // fault plan, since every DP/TP collective makes its whole stage wait for it. Runs
   // that execute every rank apply each slowdown to its own GPU instead.
   schedules::RankCoord representative{};
   if (options.faults != nullptr) {
-    if (options.mode == SimMode::Analytic) throw SimError("simulate: fault plans need the flow mode (--mode flow)");
+    if (options.mode == SimMode::Analytic && !faults::only_rank_specific_events(*options.faults))
+      throw SimError("simulate: fault plans with link outages, GPU slowdowns or server crashes need the flow mode "
+                     "(--mode flow); the analytic mode runs link-degraded and jitter events only");
     double worst = 0;
     for (const auto& e : options.faults->events) {
       if (e.kind != faults::PlanEventKind::GpuSlowdown || e.slowdown <= worst) continue;
@@ -121,6 +130,7 @@ SimReport run_in_process(const schedules::Schedule& schedule, const topology::Fa
   r.completed = !ex.job_failed();
   r.failure = ex.failure();
   r.incidents = ex.incidents();
+  r.link_loads = backend->link_loads();
   if (options.hang_rank >= 0) {
     r.hang_states = ex.hang_states(ex.last_end_s());
     int64_t waiting = 0;

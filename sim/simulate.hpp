@@ -98,6 +98,20 @@ struct SimOptions {
   /// or after it); the run goes on until no event is left. −1: no hang.
   int64_t hang_rank = -1;
   double hang_at_s = 0;
+  /// Progress with an ETA (ops done of all ops) on stderr while the run goes, when
+  /// stderr is a terminal (common/progress.hpp); silent otherwise.
+  bool show_progress = false;
+  /// Flow mode: count per link direction the bytes flows carried and the time it carried
+  /// any (SimReport::link_loads). Costs one route per flow; off by default.
+  bool link_loads = false;
+};
+
+/// What one direction of a fabric link carried in a flow-mode run (SimOptions::link_loads).
+struct LinkLoad {
+  uint32_t link = 0; // index into topology::Fabric::links()
+  bool up = true;    // direction a → b
+  double bytes = 0;  // bytes of the flows that completed over it
+  double busy_s = 0; // time at least one flow was on it
 };
 
 /// Where one rank's time goes over the iteration, seconds. compute + exposed_* + bubble
@@ -173,6 +187,7 @@ struct SimReport {
   std::vector<OpIncident> incidents;
   schedules::Trace trace;                 // when SimOptions::record_trace
   std::vector<RankHangState> hang_states; // every rank, by rank, when SimOptions::hang_rank ≥ 0
+  std::vector<LinkLoad> link_loads;       // SimOptions::link_loads: directions that carried bytes, by link
   // Statistics of the run.
   bool aggregated = false; // symmetry used (one pipeline executed)
   int64_t executed_ranks = 0;

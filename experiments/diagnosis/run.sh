@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Ground truth for `twinscale diagnose` (issue #14): stragglers injected into simulated
 # runs (analytic, every rank executed), diagnosed, and counted: precision, recall, steps.
-# Usage: experiments/diagnosis/run.sh [OUTDIR]     (~25 min on the shared 2-core machine)
+# Usage: experiments/diagnosis/run.sh [OUTDIR]     (~45 min on the shared 2-core machine)
 # Writes OUTDIR/gpu-1536.{csv,png} (slow GPUs, 1,536 GPUs, 20 seeds) and
 # OUTDIR/host-1536.{csv,png} (slow hosts), OUTDIR/hangs.csv (24 SIGSTOPped CPU ranks, when
-# mpirun exists); FULL=1 adds 12,288-GPU cases (3 % and 5 %, 64 bad GPUs, 2 seeds).
+# mpirun exists), links.csv and jitter.csv (links_jitter.py), spread-1536.{csv,png} (grid.py
+# with a chip spread); FULL=1 adds grid-12288.{csv,png} (grid.py: 20 seeds, 2-20 %, 12,288 GPUs).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -14,9 +15,14 @@ py=/usr/bin/python3
   --gpus 1536 --global-batch 192 --tag gpu-1536
 "$py" "$here/study.py" "$out" --kinds host --severities 0.03,0.05 --counts 1,8 --seeds 20 --steps 1 \
   --gpus 1536 --global-batch 192 --tag host-1536
+# slow links (link-degraded) and jitter injected by the simulator's fault plans (~10 min)
+"$py" "$here/links_jitter.py" "$out"
+# chip-to-chip spread 1.3 %: the peer detector against the "became slower" one (1,536 GPUs)
+"$py" "$here/grid.py" "$out" --gpus 1536 --global-batch 192 --count 8 --seeds 20 --sets-per-run 4 \
+  --spread 0.013 --tag spread-1536
 if [ "${FULL:-0}" = 1 ]; then
-  "$py" "$here/study.py" "$out" --kinds gpu --severities 0.03,0.05 --counts 64 --seeds 2 --steps 1 \
-    --gpus 12288 --global-batch 1536 --tag gpu-12288
+  # the 12,288-GPU grid: 20 seeds x 6 slowdowns x 64 bad GPUs in 5 runs (~5 CPU-min; grid.py says why)
+  "$py" "$here/grid.py" "$out" --seeds 20 --sets-per-run 4 --tag grid-12288
 fi
 if command -v mpirun > /dev/null; then
   "$here/hangs.sh" "$out" 24

@@ -41,6 +41,7 @@ def main():
     # (cluster, placement): every fabric with linear placement, every placement on the baseline.
     scenarios = [(c, "linear") for c in clusters] + [(baseline, p) for p in ("tor-aware", "random")]
     rows = []
+    ts.expect(2 * len(a.modes.split(",")) * len(scenarios))  # progress with an ETA on a terminal
     for mode in a.modes.split(","):
         for cluster, placement in scenarios:
             cname = os.path.splitext(os.path.basename(cluster))[0]

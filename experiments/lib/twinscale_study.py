@@ -24,6 +24,24 @@ def cli_path():
     return path
 
 
+_planned = {"total": 0, "done": 0, "start": 0.0}
+
+
+def expect(total):
+    """Declares that `total` run_json calls follow: each then also shows done/total and an
+    ETA on stderr when stderr is a terminal (nothing changes when it is not)."""
+    _planned.update(total=total, done=0, start=time.monotonic())
+
+
+def eta_text():
+    """' (k/n, ETA s)' after a planned run_json call on a terminal, else ''."""
+    t, d = _planned["total"], _planned["done"]
+    if not t or not d or not sys.stderr.isatty():
+        return ""
+    el = time.monotonic() - _planned["start"]
+    return f" ({d}/{t}, {el:.0f} s elapsed, ETA {el / d * max(0, t - d):.0f} s)"
+
+
 def run_json(outdir, name, args):
     """Runs `twinscale ARGS --json`, stores raw/<name>.json (+ .log with stderr and wall
     time) and returns the parsed JSON. Exits with the CLI's message when it fails."""
@@ -39,7 +57,8 @@ def run_json(outdir, name, args):
         sys.exit(f"{name}: `{' '.join(cmd)}` failed (exit {p.returncode}):\n{p.stderr}")
     with open(os.path.join(raw, name + ".json"), "w") as f:
         f.write(p.stdout)
-    print(f"  {name}: {wall:.1f} s", file=sys.stderr, flush=True)
+    _planned["done"] += 1
+    print(f"  {name}: {wall:.1f} s{eta_text()}", file=sys.stderr, flush=True)
     return json.loads(p.stdout)
 
 

@@ -32,6 +32,7 @@ def main():
     a = ap.parse_args()
     os.makedirs(a.outdir, exist_ok=True)
     rows = []
+    ts.expect(len(a.cases.split(",")))  # progress with an ETA on a terminal
     for case in a.cases.split(","):
         job, recovery = case.split(":")
         name = f"{job}-{recovery}"

@@ -39,6 +39,7 @@ def main():
     modes = a.modes.split(",")
 
     rows = []
+    ts.expect(len(modes) * len(presets) * len(gpus_list))  # progress with an ETA on a terminal
     for mode in modes:
         for preset in presets:
             for gpus in gpus_list:

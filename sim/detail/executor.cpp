@@ -169,6 +169,8 @@ SimExecutor::SimExecutor(const schedules::Schedule& schedule, const std::vector<
     ops_total_ += static_cast<int64_t>(sl.program->ops.size());
     slot_gpu_.push_back(gpu);
   }
+  plan_jitter();
+  if (options_.show_progress) progress_ = std::make_unique<Progress>("simulated ops", ops_total_);
   // Group of each slot per kind: its first member, how many members are executed and
   // a dense index for its state.
   std::array<std::unordered_map<int64_t, uint32_t>, kGroupKinds> id_of_first;
@@ -206,6 +208,8 @@ void SimExecutor::decide_symmetry() {
   for (size_t p = 0; symmetric_ && p < schedule_.programs.size(); ++p)
     for (const Op& op : schedule_.programs[p].ops)
       if (is_p2p(op) && op.group != GroupKind::Pp && op.group != GroupKind::Embedding) symmetric_ = false;
+  // link degradations and jitter hit single groups or ranks
+  if (options_.faults != nullptr && faults::has_rank_specific_events(*options_.faults)) symmetric_ = false;
   if (symmetric_ && !options_.gpu_speed.empty()) {
     const double first = options_.gpu_speed[static_cast<size_t>(gpu_of_rank_[0])];
     for (int64_t r = 0; symmetric_ && r < L.world(); ++r)
@@ -290,7 +294,9 @@ void SimExecutor::issue(int32_t slot, uint32_t op_index) {
     issue_p2p(slot, op_index);
     return;
   case HotOp::Collective: issue_collective(slot, op_index); return;
-  default: sl.account.change(now, Activity::Compute, +1); backend_->start_compute(slot, op_index, h.value / sl.speed);
+  default:
+    sl.account.change(now, Activity::Compute, +1);
+    backend_->start_compute(slot, op_index, h.value / sl.speed + (jitter_s_.empty() ? 0.0 : jitter_s(slot, op_index)));
   }
 }
 
@@ -581,6 +587,7 @@ void SimExecutor::complete_op(int32_t slot, uint32_t op_index, bool failed) {
   sl.account.touch(now);
   last_end_s_ = std::max(last_end_s_, now);
   ++ops_done_;
+  if (progress_ && (ops_done_ & 0xfff) == 0) progress_->update(ops_done_);
   sl.busy &= ~(1u << st);
   ++sl.stream_pos[st];
   if (job_failed_) return;

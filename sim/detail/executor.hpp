@@ -28,12 +28,14 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <span>
 #include <string>
 #include <tuple>
 #include <unordered_map>
 #include <vector>
 
+#include "common/progress.hpp"
 #include "schedules/execution_rules.hpp"
 #include "schedules/schedule.hpp"
 #include "sim/detail/collective_task.hpp"
@@ -189,6 +191,9 @@ private:
   std::string op_name(int32_t slot, uint32_t op) const;
   void fail_job(const std::string& why);
   void decide_symmetry();
+  void plan_jitter();
+  /// Extra seconds of a jitter pause on compute op `op` of `slot` (0 for most ops).
+  double jitter_s(int32_t slot, uint32_t op) const;
 
   const schedules::Schedule& schedule_;
   const std::vector<int64_t>& gpu_of_rank_;
@@ -235,6 +240,9 @@ private:
   schedules::RankCoord rep_{};
   std::string failure_;
   int32_t hang_slot_ = -1; // SimOptions::hang_rank's slot
+  /// Jitter pauses of a fault plan: (slot << 32 | op) → seconds added to that compute op.
+  std::unordered_map<uint64_t, double> jitter_s_;
+  std::unique_ptr<Progress> progress_; // SimOptions::show_progress: ops done of all ops
 };
 
 } // namespace twinscale::sim::detail

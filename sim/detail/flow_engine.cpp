@@ -98,6 +98,14 @@ struct FlowEngine::Impl {
   bool stopped = false; // the job failed or the executor threw: nothing runs any more
   std::map<uint32_t, std::vector<std::pair<double, double>>> link_stalls; // link → [from, to)
   std::unique_ptr<congestion::FlowCongestion> cc;                         // [network] congestion_control (none: null)
+  /// SimOptions::link_loads, per link direction (2·link + down): bytes carried, busy
+  /// time, flows on it now and since when.
+  struct DirectionLoad {
+    double bytes = 0, busy_s = 0, since = 0;
+    int32_t active = 0;
+  };
+  std::vector<DirectionLoad> loads;
+  void count_load(const FlowSpec& f, std::vector<topology::Hop>& hops, double bytes, bool begin);
 
   Impl(CompletionListener& l, const NetworkPaths& p, std::vector<int64_t> sg, const SimOptions& o)
       : listener(l), paths(p), slot_gpu(std::move(sg)), options(o),
@@ -166,6 +174,7 @@ void FlowEngine::Impl::build_platform() {
   }
   if (options.network.congestion_control != topology::CongestionControl::None)
     cc = std::make_unique<congestion::FlowCongestion>(paths, options.network);
+  if (options.link_loads) loads.resize(2 * links.size());
   apply_fault_plan(); // profiles must be attached before links and hosts are sealed
   for (size_t i = 0; i < links.size(); ++i) {
     zone->up_[i]->seal();
@@ -228,6 +237,22 @@ void FlowEngine::Impl::apply_fault_plan() {
       l->set_bandwidth_profile(simgrid::kernel::profile::ProfileBuilder::from_string(name + "-bw", bw_text, -1));
       if (!state_text.empty())
         l->set_state_profile(simgrid::kernel::profile::ProfileBuilder::from_string(name + "-state", state_text, -1));
+    }
+  }
+}
+
+/// Link utilisation (SimOptions::link_loads): a flow on the wire marks each direction of
+/// its route busy from its start; at its end it adds its bytes (none if it failed).
+void FlowEngine::Impl::count_load(const FlowSpec& f, std::vector<topology::Hop>& hops, double bytes, bool begin) {
+  const double now = sg4::Engine::get_clock();
+  paths.route(f.src_gpu, f.dst_gpu, f.channel, hops); // the same path at the flow's start and end
+  for (const topology::Hop& h : hops) {
+    DirectionLoad& d = loads[2 * static_cast<size_t>(h.link) + (h.up ? 0 : 1)];
+    if (begin) {
+      if (d.active++ == 0) d.since = now;
+    } else {
+      d.bytes += bytes;
+      if (--d.active == 0) d.busy_s += now - d.since;
     }
   }
 }
@@ -324,6 +349,10 @@ void FlowEngine::Impl::send_flow(Task* task, uint32_t flow) {
   sg4::Host* dst = port_host[static_cast<size_t>(f.dst_gpu)][f.channel];
   sg4::Mailbox* mbox = port_mailbox[static_cast<size_t>(f.dst_gpu)][f.channel];
   const double start = sg4::Engine::get_clock();
+  if (!loads.empty()) {
+    std::vector<topology::Hop> hops; // SimOptions::link_loads only
+    count_load(f, hops, 0, true);
+  }
   // Congestion control (sim/congestion/flow_congestion.hpp): more bytes for a flow that
   // starts on a link other flows already load.
   const double bytes = cc ? cc->on_start(f.src_gpu, f.dst_gpu, f.channel, f.bytes) : f.bytes;
@@ -353,6 +382,10 @@ void FlowEngine::Impl::end_flow(Task* task, uint32_t flow, bool failed, double s
   if (stopped) return;
   const FlowSpec& fs = task->spec.flows[flow];
   if (cc) cc->on_end(fs.src_gpu, fs.dst_gpu, fs.channel);
+  if (!loads.empty()) {
+    std::vector<topology::Hop> hops;
+    count_load(fs, hops, failed ? 0.0 : fs.bytes, false);
+  }
   task->stalled_s = std::max(task->stalled_s, stalled_seconds(fs, start, sg4::Engine::get_clock()));
   guarded([&] {
     core.set_now(std::max(core.now(), sg4::Engine::get_clock()));
@@ -433,6 +466,15 @@ FlowEngine::~FlowEngine() = default;
 double FlowEngine::now() const { return impl_->core.now(); }
 
 int64_t FlowEngine::flows_started() const { return impl_->flows; }
+
+std::vector<LinkLoad> FlowEngine::link_loads() const {
+  std::vector<LinkLoad> out;
+  for (size_t i = 0; i < impl_->loads.size(); ++i) {
+    const auto& d = impl_->loads[i];
+    if (d.bytes > 0 || d.busy_s > 0) out.push_back({static_cast<uint32_t>(i / 2), i % 2 == 0, d.bytes, d.busy_s});
+  }
+  return out;
+}
 
 void FlowEngine::start_compute(int32_t slot, uint32_t op, double seconds) {
   impl_->core.start_compute(slot, op, seconds);

@@ -45,6 +45,7 @@ public:
   void start_comm(uint32_t comm_id, CommTask task) override;
   void run(const std::function<void()>& start) override;
   int64_t flows_started() const override;
+  std::vector<LinkLoad> link_loads() const override;
 
   struct Impl;
 

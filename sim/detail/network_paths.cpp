@@ -24,6 +24,7 @@ NetworkPaths::NetworkPaths(const topology::Fabric& fabric, uint64_t seed, topolo
       eff = network_efficiency;
     link_bw_[i] = l.bw_bytes_per_s * eff;
   }
+  nominal_bw_ = link_bw_;
   const auto& vertices = fabric_.vertices();
   const double sw = fabric_.spec().switch_spec.latency_s;
   auto is_switch = [&](uint32_t v) {
@@ -43,6 +44,11 @@ NetworkPaths::NetworkPaths(const topology::Fabric& fabric, uint64_t seed, topolo
     auto& slot = proxy_local_[static_cast<size_t>(fabric_.rail_of_gpu(l))];
     if (slot < 0) slot = l;
   }
+}
+
+void NetworkPaths::degrade_link(uint32_t link, double factor) {
+  TWINSCALE_ASSERT(link < link_bw_.size() && factor > 0 && factor <= 1, "degrade_link: bad link or factor");
+  link_bw_[link] = nominal_bw_[link] * factor;
 }
 
 int64_t NetworkPaths::pxn_proxy(int64_t src, int64_t dst) const {
@@ -80,18 +86,20 @@ double NetworkPaths::closed_form_s(const CollectivePlan& plan, const std::vector
   struct FlowPath {
     size_t hop_begin, hop_end;
     double latency;
+    bool own; // a flow of the first group (degraded links apply)
   };
   std::vector<Hop> all_hops;
   std::vector<FlowPath> flows;
   for (const auto& phase : plan.phases) {
     all_hops.clear();
     flows.clear();
-    for (const auto& gpus : gpu_groups) {
+    for (size_t gi = 0; gi < gpu_groups.size(); ++gi) {
+      const auto& gpus = gpu_groups[gi];
       for (const auto& t : phase.transfers) {
         const int64_t s = gpus[static_cast<size_t>(t.src)], d = gpus[static_cast<size_t>(t.dst)];
         if (s == d) continue;
         route(s, d, t.channel, hops_);
-        FlowPath fp{all_hops.size(), 0, 0};
+        FlowPath fp{all_hops.size(), 0, 0, gi == 0};
         for (const Hop& h : hops_) {
           all_hops.push_back(h);
           fp.latency += hop_latency_s(h.link, h.up);
@@ -106,9 +114,10 @@ double NetworkPaths::closed_form_s(const CollectivePlan& plan, const std::vector
     double phase_s = 0;
     for (const auto& f : flows) {
       double rate = std::numeric_limits<double>::infinity();
+      const std::vector<double>& bw = f.own ? link_bw_ : nominal_bw_;
       for (size_t i = f.hop_begin; i < f.hop_end; ++i) {
         const Hop& h = all_hops[i];
-        rate = std::min(rate, link_bw_[h.link] / load_[2 * h.link + (h.up ? 0 : 1)]);
+        rate = std::min(rate, bw[h.link] / load_[2 * h.link + (h.up ? 0 : 1)]);
       }
       const double lat =
           with_latency ? std::max(phase.nccl_latency_s, static_cast<double>(phase.latency_steps) * f.latency) : 0.0;

@@ -24,8 +24,13 @@ public:
                double network_efficiency, bool pxn = true);
 
   const topology::Fabric& fabric() const { return fabric_; }
-  /// Achieved bandwidth of link `link` (per direction).
+  /// Achieved bandwidth of link `link` (per direction), degraded when degrade_link() was called.
   double link_bw(uint32_t link) const { return link_bw_[link]; }
+  /// A link carrying `factor` (0, 1) of its bandwidth for the whole run (fault plan
+  /// LinkDegraded). Closed forms apply it to the flows of the group they are asked
+  /// about (the first of gpu_groups) and count its symmetric images' flows at the
+  /// nominal bandwidth: an image crossing the link is slowed when it runs itself.
+  void degrade_link(uint32_t link, double factor);
   /// Latency of crossing `link` in one direction: its cable latency plus the switch
   /// latency (SwitchSpec::latency_s, cut-through) when the far end is a switch.
   double hop_latency_s(uint32_t link, bool up) const { return (up ? lat_up_ : lat_down_)[link]; }
@@ -40,7 +45,8 @@ public:
   /// GPUs, in group order), one flow per transfer (transfers carry their channel). Per
   /// phase: max over flows of max(nccl latency, latency_steps · path latency) + steps ·
   /// bytes / rate, rate = min over the path of achieved bandwidth / flows of this call on
-  /// that link direction. `with_latency` false: the bandwidth term alone.
+  /// that link direction (degraded links: see degrade_link()). `with_latency` false: the
+  /// bandwidth term alone.
   double closed_form_s(const CollectivePlan& plan, const std::vector<std::vector<int64_t>>& gpu_groups,
                        bool with_latency = true) const;
   /// One point-to-point transfer on an otherwise idle fabric.
@@ -53,6 +59,7 @@ private:
   bool pxn_;
   std::vector<int64_t> proxy_local_; // by rail: local index of a GPU on that rail
   std::vector<double> link_bw_;
+  std::vector<double> nominal_bw_; // link_bw_ before degrade_link()
   std::vector<double> lat_up_, lat_down_;
   mutable std::vector<int32_t> load_; // per link direction (2·link + down)
   mutable std::vector<uint32_t> touched_;

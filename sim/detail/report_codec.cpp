@@ -84,6 +84,7 @@ std::string encode_report(const SimReport& r) {
   w.pod(r.ops_executed);
   w.pod(r.flows);
   w.pod(r.wall_s);
+  w.vec(r.link_loads, [&](const LinkLoad& l) { w.pod(l); });
   return w.take();
 }
 
@@ -122,6 +123,8 @@ SimReport decode_report(const std::string& bytes) {
   r.ops_executed = rd.pod<int64_t>();
   r.flows = rd.pod<int64_t>();
   r.wall_s = rd.pod<double>();
+  r.link_loads.resize(rd.pod<uint64_t>());
+  for (auto& l : r.link_loads) l = rd.pod<LinkLoad>();
   return r;
 }
 

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "sim/simulate.hpp"
+
 namespace twinscale::sim::detail {
 
 /// One network flow of a communication task.
@@ -57,6 +59,8 @@ public:
   /// Calls `start` at time 0, then advances time until nothing is left to run.
   virtual void run(const std::function<void()>& start) = 0;
   virtual int64_t flows_started() const { return 0; }
+  /// SimOptions::link_loads (flow mode): what each link direction carried; empty otherwise.
+  virtual std::vector<LinkLoad> link_loads() const { return {}; }
 };
 
 } // namespace twinscale::sim::detail

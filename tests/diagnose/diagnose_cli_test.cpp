@@ -107,3 +107,34 @@ TEST_CASE("report cli: a self-contained page with every section, from a trace") 
   CHECK(test::slurp(dir / "r2.html") == html);
   fs::remove_all(dir);
 }
+
+TEST_CASE("diagnose cli: a link degraded by a fault plan is named from the flow mode's link loads") {
+  const fs::path dir = test::scratch_dir("diagnose-links");
+  test::write_text(dir / "plan.toml",
+                   "[[event]]\nkind = \"link-degraded\"\nlink = \"server1.nic0-tor0.r0#0\"\nbandwidth_factor = 0.25\n");
+  const std::string job = "--preset tiny-1f1b --gpus 32 --global-batch 32 --every-rank --per-rank-csv " +
+                          (dir / "r.csv").string() + " --link-csv " + (dir / "l.csv").string();
+  auto sim = test::run_cli_split("simulate " + job + " --mode flow --faults " + (dir / "plan.toml").string(), dir);
+  INFO(sim.err);
+  REQUIRE(sim.code == 0);
+  auto d = test::run_cli_split(
+      "diagnose " + (dir / "r.csv").string() + " --links " + (dir / "l.csv").string() + " --json", dir);
+  INFO(d.out << d.err);
+  REQUIRE(d.code == 4);
+  const auto j = nlohmann::json::parse(d.out);
+  std::vector<std::string> links;
+  for (const auto& f : j["findings"])
+    if (f["kind"] == "slow_link") links.push_back(f["detail"].get<std::string>());
+  REQUIRE(links.size() == 1); // the NIC link and the PCIe link before it carry the same flows: one finding
+  CHECK_THAT(links[0], Catch::Contains("server1.nic0-tor0.r0#0"));
+  auto report = test::run_cli_split("report " + (dir / "r.csv").string() + " --links " + (dir / "l.csv").string() +
+                                        " -o " + (dir / "r.html").string(),
+                                    dir);
+  REQUIRE(report.code == 0);
+  CHECK_THAT(test::slurp(dir / "r.html"), Catch::Contains("server1.nic0-tor0.r0#0"));
+  // link loads come from the flow engine only
+  sim = test::run_cli_split("simulate " + job + " --mode analytic", dir);
+  CHECK(sim.code == 1);
+  CHECK_THAT(sim.err, Catch::Contains("--link-csv") && Catch::Contains("--mode flow"));
+  fs::remove_all(dir);
+}

@@ -221,3 +221,63 @@ TEST_CASE("diagnose: a tp group whose collectives are slower than the other grou
   CHECK(links[0]->excess == Approx(0.3).epsilon(1e-6));
   CHECK(of_kind(d, FindingKind::Straggler).empty());
 }
+
+TEST_CASE("diagnose --baseline-steps: a rank that became slower is found, a persistently slow chip is not") {
+  // rank 5 is 6 % slow in both steps (a slow chip: the spread, not a fault); rank 9 is
+  // normal in the baseline step and 6 % slow after it (a fault that began)
+  auto step = [](bool after) { return csv([after](int r) { return r == 5 || (after && r == 9) ? 1.06 : 1.0; }); };
+  auto data = diagnose::read_per_rank_csv(step(false), "s0.csv", 8);
+  diagnose::append_steps(data, diagnose::read_per_rank_csv(step(true), "s1.csv", 8));
+  const auto plain = diagnose::diagnose_run(data);
+  const auto plain_found = of_kind(plain, FindingKind::Straggler);
+  REQUIRE_FALSE(plain_found.empty());
+  CHECK(plain_found[0]->ranks == std::vector<int64_t>{5}); // the peer detector names the slow chip
+  diagnose::DiagnoseOptions o;
+  o.baseline_steps = 1;
+  const auto onset = diagnose::diagnose_run(data, o);
+  const auto found = of_kind(onset, FindingKind::Straggler);
+  REQUIRE(found.size() == 1);
+  CHECK(found[0]->ranks == std::vector<int64_t>{9});
+  CHECK(found[0]->excess == Approx(0.06).epsilon(1e-6));
+  CHECK(found[0]->detected_after_steps == 1);
+  CHECK(found[0]->detail.find("rose") != std::string::npos);
+  o.baseline_steps = 2; // nothing left after the baseline
+  CHECK_THROWS_WITH(diagnose::diagnose_run(data, o), Catch::Contains("--baseline-steps 2") && Catch::Contains("has 2"));
+}
+
+TEST_CASE("diagnose: link loads name a link slow in both directions, not its one-way victims") {
+  std::string t = "link,name,direction,kind,bytes,busy_s,busy_fraction,rate_fraction\n";
+  char line[200];
+  for (int l = 0; l < 12; ++l)
+    for (const char* dir : {"up", "down"}) {
+      double rate = 0.9 + 0.002 * (l % 3);
+      if (l == 4) rate = 0.45;                               // degraded: both directions
+      if (l == 7 && std::string(dir) == "down") rate = 0.45; // a victim: flows limited by link 4
+      std::snprintf(line, sizeof line, "%d,server%d.nic0-tor0.r0#0,%s,nic-tor,%.0f,%.6f,%.6f,%.6f\n", l, l, dir,
+                    1e9 * rate, 0.1, 0.5, rate);
+      t += line;
+    }
+  diagnose::RunData data = diagnose::read_per_rank_csv(csv([](int) { return 1.0; }), "u.csv", 8);
+  data.links = diagnose::read_link_csv(t, "links.csv");
+  REQUIRE(data.links.size() == 24);
+  const auto d = diagnose::diagnose_run(data);
+  const auto slow = of_kind(d, FindingKind::SlowLink);
+  REQUIRE(slow.size() == 1);
+  CHECK(slow[0]->link == "server4.nic0-tor0.r0#0");
+  CHECK(slow[0]->excess == Approx(0.5).epsilon(0.01));
+  CHECK(diagnose::to_json(d).find("\"link\": \"server4.nic0-tor0.r0#0\"") != std::string::npos);
+  bool noted = false;
+  for (const auto& n : d.notes) noted = noted || n.find("1 link(s) slow in one direction") != std::string::npos;
+  CHECK(noted);
+}
+
+TEST_CASE("diagnose: a bad link CSV names the file, line and column") {
+  CHECK_THROWS_WITH(diagnose::read_link_csv("link,name\n", "l.csv"),
+                    Catch::Contains("l.csv:1") && Catch::Contains("expected the header"));
+  const std::string head = "link,name,direction,kind,bytes,busy_s,busy_fraction,rate_fraction\n";
+  CHECK_THROWS_WITH(diagnose::read_link_csv(head + "0,x,sideways,nic-tor,1,1,1,1\n", "l.csv"),
+                    Catch::Contains("l.csv:2") && Catch::Contains("direction") && Catch::Contains("up, down"));
+  CHECK_THROWS_WITH(diagnose::read_link_csv(head + "0,x,up,nic-tor,-1,1,1,1\n", "l.csv"),
+                    Catch::Contains("l.csv:2 column bytes"));
+  CHECK_THROWS_WITH(diagnose::read_link_csv(head + "0,x,up\n", "l.csv"), Catch::Contains("expected 8 columns"));
+}

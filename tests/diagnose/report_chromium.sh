@@ -19,7 +19,9 @@ printf 'scope,index,factor\nrank,5,0.9\n' > "$work/speeds.csv"
   --trace "$work/trace.json" --json > /dev/null
 "$cli" campaign --preset tiny-megascale --faults llama3-405b --recovery megascale --days 2 --seeds 2 \
   --iteration-time 1 --json > "$work/campaign.json"
-"$cli" report "$work/trace.json" --layout 2x2x2 --campaign "$work/campaign.json" -o "$work/report.html"
+"$cli" simulate --preset tiny-1f1b --mode flow --link-csv "$work/links.csv" --json > /dev/null
+"$cli" report "$work/trace.json" --layout 2x2x2 --campaign "$work/campaign.json" --links "$work/links.csv" \
+  -o "$work/report.html"
 run_chromium() {
   timeout 120 "$browser" --headless --disable-gpu --no-sandbox --no-first-run --disable-extensions \
     --user-data-dir="$work/profile" --enable-logging=stderr --v=0 "$@" "file://$work/report.html"
@@ -38,6 +40,7 @@ done
 grep -q '<canvas' "$work/dom.html" || { echo "no canvas drawn" >&2; status=1; }
 grep -q 'ETTR' "$work/dom.html" || { echo "the campaign section is empty" >&2; status=1; }
 grep -q 'straggler' "$work/dom.html" || { echo "the findings table does not name the straggler" >&2; status=1; }
+grep -q 'link directions' "$work/dom.html" || { echo "the fabric heat-map is empty" >&2; status=1; }
 [ -s "$work/shot.png" ] || { echo "no screenshot" >&2; exit 1; }
 /usr/bin/python3 - "$work/shot.png" <<'PY' || status=1
 import sys

@@ -178,3 +178,66 @@ TEST_CASE("fault files: load_checked_fault_plan reads a file and resolves fabric
   std::filesystem::remove(path);
   CHECK_THROWS_WITH(config::load_checked_fault_plan("/nonexistent/plan.toml", fabric), Catch::Contains("cannot open"));
 }
+
+TEST_CASE("fault files: link-degraded and jitter events, validated", "[faults][config][plan]") {
+  faults::NamedTargets targets({"tor0-agg0", "tor0-agg1"}, {"server0.gpu0", "server1.gpu3"}, {"server0"});
+  auto plan = config::parse_fault_plan(R"([[event]]
+kind = "link-degraded"
+link = "tor0-agg1"
+bandwidth_factor = 0.25
+
+[[event]]
+kind = "jitter"
+gpu = "server1.gpu3"
+probability = 0.2
+delay_s = 0.05
+seed = 9
+)",
+                                       "plan.toml");
+  config::check_fault_plan(plan, targets, "plan.toml");
+  REQUIRE(plan.events.size() == 2);
+  CHECK(faults::only_rank_specific_events(plan));
+  const auto& d = plan.events[0].kind == faults::PlanEventKind::LinkDegraded ? plan.events[0] : plan.events[1];
+  const auto& j = plan.events[0].kind == faults::PlanEventKind::Jitter ? plan.events[0] : plan.events[1];
+  CHECK(d.target_index == 1);
+  CHECK(d.bandwidth_factor == 0.25);
+  CHECK(std::isinf(d.until_s));
+  CHECK(j.target_index == 1);
+  CHECK(j.probability == 0.2);
+  CHECK(j.delay_s == 0.05);
+  CHECK(j.seed == 9);
+}
+
+TEST_CASE("fault files: bad link-degraded and jitter events name the key and the valid values",
+          "[faults][config][plan][errors]") {
+  faults::NamedTargets targets({"tor0-agg0"}, {"server0.gpu0"}, {"server0"});
+  CHECK_THROWS_WITH(
+      config::parse_fault_plan("[[event]]\nkind = \"link-degraded\"\nlink = \"tor0-agg0\"\nbandwidth_factor = 1.5\n",
+                               "p.toml"),
+      Catch::Contains("p.toml") && Catch::Contains("bandwidth_factor"));
+  CHECK_THROWS_WITH(config::parse_fault_plan("[[event]]\nkind = \"link-degraded\"\nlink = \"tor0-agg0\"\n", "p.toml"),
+                    Catch::Contains("bandwidth_factor") && Catch::Contains("missing"));
+  CHECK_THROWS_WITH(
+      config::parse_fault_plan("[[event]]\nkind = \"jitter\"\ngpu = \"server0.gpu0\"\nprobability = 0.5\n", "p.toml"),
+      Catch::Contains("delay_s"));
+  CHECK_THROWS_WITH(
+      config::parse_fault_plan("[[event]]\nkind = \"jitter\"\ngpu = \"server0.gpu0\"\nprobability = 0\ndelay_s = 0.1\n",
+                               "p.toml"),
+      Catch::Contains("probability"));
+  auto plan = config::parse_fault_plan(
+      "[[event]]\nkind = \"jitter\"\ngpu = \"server0.gpu0\"\nprobability = 0.5\ndelay_s = 0.1\nat_s = 5\n", "p.toml");
+  CHECK_THROWS_WITH(config::check_fault_plan(plan, targets, "p.toml"),
+                    Catch::Contains("p.toml") && Catch::Contains("event[0]") && Catch::Contains("whole run"));
+  plan = config::parse_fault_plan("[[event]]\nkind = \"jitter\"\ngpu = \"server0.gpu0\"\nprobability = 0.5\n"
+                                  "delay_s = 0.1\n[[event]]\nkind = \"jitter\"\ngpu = \"server0.gpu0\"\n"
+                                  "probability = 0.1\ndelay_s = 0.2\n",
+                                  "p.toml");
+  CHECK_THROWS_WITH(config::check_fault_plan(plan, targets, "p.toml"), Catch::Contains("already has a jitter event"));
+  plan = config::parse_fault_plan("[[event]]\nkind = \"link-degraded\"\nlink = \"tor9\"\nbandwidth_factor = 0.5\n",
+                                  "p.toml");
+  CHECK_THROWS_WITH(config::check_fault_plan(plan, targets, "p.toml"), Catch::Contains("unknown link name 'tor9'"));
+  plan = config::parse_fault_plan(
+      "[[event]]\nkind = \"link-degraded\"\nlink = \"tor0-agg0\"\nbandwidth_factor = 0.5\nuntil_s = 3\n", "p.toml");
+  CHECK_THROWS_WITH(config::check_fault_plan(plan, targets, "p.toml"),
+                    Catch::Contains("whole run") && Catch::Contains("until_s"));
+}

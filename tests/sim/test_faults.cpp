@@ -107,9 +107,10 @@ TEST_CASE("a slowed GPU lengthens its compute, a crashed server stops the job", 
   CHECK(c.failure.find("crashed") != std::string::npos);
 }
 
-TEST_CASE("fault plans are refused in the analytic mode", "[sim][faults]") {
+TEST_CASE("fault plans with timed events are refused in the analytic mode", "[sim][faults]") {
   RingJob job;
-  faults::FaultPlan plan;
+  faults::FaultPlan plan; // (link-degraded and jitter run in both modes: test_rank_faults.cpp)
+  plan.events.push_back(event(faults::PlanEventKind::LinkFlap, job.nic_link(), 5e-3, 15e-3));
   SimOptions o = exact_options(SimMode::Analytic);
   o.faults = &plan;
   CHECK_THROWS_AS(simulate(job.schedule, job.fabric, job.gpus, o), twinscale::sim::SimError);

@@ -1,0 +1,190 @@
+#!/usr/bin/env python3
+"""Ground truth for slow links and jitter (issue #14): the simulator injects them from a
+fault plan (`simulate --faults PLAN`, analytic mode, every rank executed), `twinscale
+diagnose` reads the result, and we count what was found.
+
+slow links  One NIC uplink (server S, NIC k -> its rail-k ToR: a bad cable or optic that
+            renegotiated to a lower rate) runs at `bandwidth_factor` of its bandwidth for
+            the run (`kind = "link-degraded"`). On the rail-optimised fabric only the
+            data-parallel ring of the rank on GPU 8S+k crosses that link (tensor-parallel
+            traffic stays on NVLink; DP rings and pipeline sends stay on their rail), so
+            the truth is that DP group. One simulated step with a Chrome trace of every
+            rank; `diagnose --layout` reports `slow_link` findings (a group whose
+            collectives take >= 10 % longer than the same collectives of the other groups
+            of its stage). A finding is right when it is that group.
+jitter      `--jitter-ranks` ranks pause (GC-like) on random steps: on each step, each
+            of them independently with probability `--jitter-p` gets a `kind = "jitter"`
+            event of `delay_s` = `--jitter-delay` x its compute time per step (probability
+            1 for that step: the step draws are made here, so the truth is known). The
+            steps are separate simulated runs, read together by `diagnose` (per-rank
+            CSVs); a jittery rank that paused at least once is found when it is reported
+            as `jitter` (slow on some steps) or `straggler` (slow on most).
+
+Every GPU also gets a per-step kernel-time noise 1 + 0.5 % N(0,1) (`--gpu-speed-file`), so
+that peers are not identical. Writes OUTDIR/links.csv and OUTDIR/jitter.csv (pooled rows)
+and prints the tables.
+"""
+import argparse
+import json
+import os
+import random
+import sys
+import time
+
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(here, "..", "lib"))
+import twinscale_study as ts  # noqa: E402
+from study import run, progress  # noqa: E402
+
+LINK_FIELDS = ["bandwidth_factor", "seeds", "true_pos", "false_pos", "false_neg", "precision", "recall"]
+JITTER_FIELDS = ["delay_fraction", "probability", "steps", "seeds", "jittery_ranks", "true_pos", "false_pos",
+                 "false_neg", "precision", "recall"]
+
+
+def shape(a):
+    tp, pp = a.tp, a.pp
+    return tp, pp, a.gpus // (tp * pp)
+
+
+def dp_group(a, rank):
+    """Members of the DP group of `rank` (Megatron's tp-dp-pp order: rank = tp + TP (dp + DP pp))."""
+    tp, pp, dp = shape(a)
+    t, rest = rank % tp, rank // tp
+    p = rest // dp
+    return sorted(t + tp * (d + dp * p) for d in range(dp))
+
+
+def nic_link(gpu, gpus_per_server=8, servers_per_tor=64):
+    server, k = divmod(gpu, gpus_per_server)
+    return f"server{server}.nic{k}-tor{server // servers_per_tor}.r{k}#0"
+
+
+def write(path, text):
+    with open(path + ".tmp", "w") as f:
+        f.write(text)
+    os.replace(path + ".tmp", path)
+
+
+def noise_file(path, gpus, rng, sigma):
+    write(path, "scope,index,factor\n" + "".join(f"rank,{r},{1 + sigma * rng.gauss(0, 1):.9f}\n" for r in range(gpus)))
+
+
+def simulate(a, extra):
+    return run([ts.cli_path(), "simulate", a.job, "--gpus", a.gpus, "--global-batch", a.global_batch, "--mode",
+                "analytic", "--every-rank", "--json",
+                *extra])
+
+
+def link_case(a, work, factor, seed):
+    rng = random.Random(f"link:{factor}:{seed}")
+    gpu = rng.randrange(a.gpus)  # linear placement: rank r on GPU r
+    plan = os.path.join(work, "link-plan.toml")
+    write(plan, f'[[event]]\nkind = "link-degraded"\nlink = "{nic_link(gpu)}"\nbandwidth_factor = {factor}\n')
+    speeds, trace = os.path.join(work, "speeds.csv"), os.path.join(work, "link-trace.json")
+    noise_file(speeds, a.gpus, random.Random(f"link-noise:{factor}:{seed}"), a.noise)
+    simulate(a, ["--faults", plan, "--gpu-speed-file", speeds, "--trace", trace])
+    tp, pp, dp = shape(a)
+    p = run([ts.cli_path(), "diagnose", trace, "--layout", f"{tp}x{pp}x{dp}", "--json"], ok=(0, 4))
+    found = [sorted(f["ranks"]) for f in json.loads(p.stdout)["findings"] if f["kind"] == "slow_link"]
+    truth = dp_group(a, gpu)
+    tp_ = sum(1 for g in found if g == truth)
+    return tp_, len(found) - tp_, 0 if tp_ else 1
+
+
+def jitter_case(a, work, own_s, seed):
+    rng = random.Random(f"jitter:{a.jitter_delay}:{a.jitter_p}:{seed}")
+    ranks = sorted(rng.sample(range(a.gpus), a.jitter_ranks))
+    paused, csvs = set(), []
+    for step in range(a.steps):
+        events = ""
+        for r in ranks:
+            if rng.random() < a.jitter_p:
+                paused.add(r)
+                events += (f'[[event]]\nkind = "jitter"\ngpu = "server{r // 8}.gpu{r % 8}"\nprobability = 1\n'
+                           f"delay_s = {a.jitter_delay * own_s[r]:.9f}\n\n")
+        plan = os.path.join(work, f"jitter-plan-{step}.toml")
+        write(plan, events)
+        speeds = os.path.join(work, f"jitter-speeds-{step}.csv")
+        noise_file(speeds, a.gpus, random.Random(f"jitter-noise:{seed}:{step}"), a.noise)
+        out = os.path.join(work, f"jitter-step-{step}.csv")
+        simulate(a, (["--faults", plan] if events else []) + ["--gpu-speed-file", speeds, "--per-rank-csv", out])
+        csvs.append(out)
+    p = run([ts.cli_path(), "diagnose", *csvs, "--json"], ok=(0, 4))
+    found = {f["ranks"][0] for f in json.loads(p.stdout)["findings"] if f["kind"] in ("jitter", "straggler")}
+    return len(found & paused), len(found - paused), len(paused - found), len(paused)
+
+
+def rate(tp, fp, fn):
+    return (tp / (tp + fp) if tp + fp else 1.0), (tp / (tp + fn) if tp + fn else 1.0)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("outdir")
+    ap.add_argument("--job", default=os.path.join(ts.ROOT, "presets", "jobs", "llama3-70b.toml"))
+    ap.add_argument("--gpus", type=int, default=128)
+    ap.add_argument("--global-batch", type=int, default=16, help="16: 4 micro-batches per pipeline, a 115 MB trace")
+    ap.add_argument("--tp", type=int, default=8)
+    ap.add_argument("--pp", type=int, default=4)
+    ap.add_argument("--factors", default="0.5,0.75,0.9")
+    ap.add_argument("--seeds", type=int, default=10)
+    ap.add_argument("--noise", type=float, default=0.005)
+    ap.add_argument("--steps", type=int, default=6)
+    ap.add_argument("--jitter-ranks", type=int, default=4)
+    ap.add_argument("--jitter-p", type=float, default=0.3)
+    ap.add_argument("--jitter-delays", default="0.05,0.1,0.2", help="pause / the rank's compute time per step")
+    ap.add_argument("--jitter-seeds", type=int, default=6)
+    ap.add_argument("--what", default="links,jitter")
+    a = ap.parse_args()
+    os.makedirs(a.outdir, exist_ok=True)
+    work = os.path.join(a.outdir, "work-links-jitter")
+    os.makedirs(work, exist_ok=True)
+    what = a.what.split(",")
+    if "links" in what:
+        rows, start = [], time.monotonic()
+        factors = [float(f) for f in a.factors.split(",")]
+        for i, factor in enumerate(factors):
+            tp = fp = fn = 0
+            for seed in range(a.seeds):
+                t, f, n = link_case(a, work, factor, seed)
+                tp, fp, fn = tp + t, fp + f, fn + n
+                progress(i * a.seeds + seed + 1, len(factors) * a.seeds, start)
+            p, r = rate(tp, fp, fn)
+            rows.append({"bandwidth_factor": factor, "seeds": a.seeds, "true_pos": tp, "false_pos": fp,
+                         "false_neg": fn, "precision": p, "recall": r})
+        ts.write_csv(os.path.join(a.outdir, "links.csv"), rows, LINK_FIELDS)
+        print(ts.table(["link bandwidth", "seeds", "found", "wrong", "missed", "precision", "recall"],
+                       [[f"{100 * r['bandwidth_factor']:.0f} %", str(r["seeds"]), str(r["true_pos"]),
+                         str(r["false_pos"]), str(r["false_neg"]), f"{r['precision']:.3f}", f"{r['recall']:.3f}"]
+                        for r in rows]))
+    if "jitter" in what:
+        speeds = os.path.join(work, "ones.csv")
+        noise_file(speeds, a.gpus, random.Random(0), 0.0)
+        base_csv = os.path.join(work, "base.csv")
+        simulate(a, ["--gpu-speed-file", speeds, "--per-rank-csv", base_csv])
+        with open(base_csv) as f:
+            next(f)
+            own_s = {int(c[0]): float(c[4]) + float(c[5]) for c in (line.split(",") for line in f)}
+        rows, start = [], time.monotonic()
+        delays = [float(d) for d in a.jitter_delays.split(",")]
+        for i, delay in enumerate(delays):
+            a.jitter_delay = delay
+            tp = fp = fn = n = 0
+            for seed in range(a.jitter_seeds):
+                t, f, m, k = jitter_case(a, work, own_s, seed)
+                tp, fp, fn, n = tp + t, fp + f, fn + m, n + k
+                progress(i * a.jitter_seeds + seed + 1, len(delays) * a.jitter_seeds, start)
+            p, r = rate(tp, fp, fn)
+            rows.append({"delay_fraction": delay, "probability": a.jitter_p, "steps": a.steps,
+                         "seeds": a.jitter_seeds, "jittery_ranks": n, "true_pos": tp, "false_pos": fp,
+                         "false_neg": fn, "precision": p, "recall": r})
+        ts.write_csv(os.path.join(a.outdir, "jitter.csv"), rows, JITTER_FIELDS)
+        print(ts.table(["pause / step compute", "steps", "seeds", "paused ranks", "found", "wrong", "precision",
+                        "recall"],
+                       [[f"{100 * r['delay_fraction']:.0f} %", str(r["steps"]), str(r["seeds"]),
+                         str(r["jittery_ranks"]), str(r["true_pos"]), str(r["false_pos"]), f"{r['precision']:.3f}",
+                         f"{r['recall']:.3f}"] for r in rows]))
+
+
+if __name__ == "__main__":
+    main()
