@@ -149,11 +149,15 @@ public:
           ok = false;
         }
         if (op.kind == OpKind::Send || op.kind == OpKind::Recv) {
-          if (op.group != GroupKind::Pp || op.peer < 0 || op.peer >= L.pp || op.peer == pp) {
+          // pipeline p2p travels along pp; context-parallel ring p2p along cp
+          const bool cp = op.group == GroupKind::Cp;
+          const int64_t size = cp ? L.cp : L.pp;
+          const int64_t own = cp ? L.group_rank(GroupKind::Cp, rank) : pp;
+          if ((op.group != GroupKind::Pp && !cp) || op.peer < 0 || op.peer >= size || op.peer == own) {
             add(ViolationKind::Structure, rank, idx,
-                "send/recv needs group pp and a peer pp rank in [0, " + std::to_string(L.pp) +
-                    ") other than its own (" + std::to_string(pp) + "); got group " + std::string(to_string(op.group)) +
-                    ", peer " + std::to_string(op.peer));
+                "send/recv needs group pp (or cp) and a peer rank in [0, " + std::to_string(size) +
+                    ") other than its own (" + std::to_string(own) + "); got group " +
+                    std::string(to_string(op.group)) + ", peer " + std::to_string(op.peer));
             ok = false;
           }
         } else if (op.is_collective() && op.group == GroupKind::Embedding && L.pp > 1 && pp != 0 && pp != L.pp - 1) {
@@ -188,7 +192,8 @@ public:
   void collective_sequences() {
     const Layout& L = s_.layout;
     std::set<std::tuple<size_t, size_t, int>> compared;
-    for (GroupKind g : {GroupKind::Tp, GroupKind::Dp, GroupKind::Pp, GroupKind::Embedding, GroupKind::World}) {
+    for (GroupKind g :
+         {GroupKind::Tp, GroupKind::Dp, GroupKind::Pp, GroupKind::Embedding, GroupKind::Cp, GroupKind::World}) {
       for (int64_t r = 0; r < L.world() && !full(); ++r) {
         if (L.group_rank(g, r) != 0) continue; // each group once, from its first member
         if (g == GroupKind::World && r != 0) continue;
@@ -223,38 +228,38 @@ public:
               " group but member rank " + std::to_string(a) + " issues " + std::to_string(x.size()));
   }
 
-  // sends (or receives) of a program toward (from) one peer pp rank, in program order
-  const std::vector<uint32_t>& p2p(size_t program, OpKind kind, int32_t peer) {
-    auto key = std::make_tuple(program, kind, peer);
+  // sends (or receives) of a program toward (from) one peer of a group, in program order
+  const std::vector<uint32_t>& p2p(size_t program, OpKind kind, GroupKind group, int32_t peer) {
+    auto key = std::make_tuple(program, kind, group, peer);
     auto it = p2p_cache_.find(key);
     if (it != p2p_cache_.end()) return it->second;
     std::vector<uint32_t> v;
     const Program& prog = s_.programs[program];
     for (size_t i = 0; i < prog.ops.size(); ++i)
-      if (prog.ops[i].kind == kind && prog.ops[i].peer == peer) v.push_back(static_cast<uint32_t>(i));
+      if (prog.ops[i].kind == kind && prog.ops[i].group == group && prog.ops[i].peer == peer)
+        v.push_back(static_cast<uint32_t>(i));
     return p2p_cache_.emplace(key, std::move(v)).first->second;
   }
 
   void send_recv_pairs() {
     const Layout& L = s_.layout;
-    std::set<std::tuple<size_t, int64_t, size_t, int64_t>> compared;
-    std::map<size_t, std::set<int32_t>> send_peers, recv_peers;
+    std::set<std::tuple<size_t, int64_t, size_t, int64_t, GroupKind>> compared;
+    std::map<size_t, std::set<std::pair<GroupKind, int32_t>>> send_peers, recv_peers;
     for (size_t p = 0; p < s_.programs.size(); ++p)
       for (const Op& op : s_.programs[p].ops) {
-        if (op.kind == OpKind::Send) send_peers[p].insert(op.peer);
-        if (op.kind == OpKind::Recv) recv_peers[p].insert(op.peer);
+        if (op.kind == OpKind::Send) send_peers[p].insert({op.group, op.peer});
+        if (op.kind == OpKind::Recv) recv_peers[p].insert({op.group, op.peer});
       }
     for (int64_t r = 0; r < L.world() && !full(); ++r) {
-      const RankCoord c = L.coord(r);
       const size_t pr = s_.program_of_rank[r];
-      auto check_pair = [&](int64_t sender, int64_t receiver) {
+      auto check_pair = [&](GroupKind g, int64_t sender, int64_t receiver) {
         const size_t ps = s_.program_of_rank[sender];
         const size_t pq = s_.program_of_rank[receiver];
-        const int64_t sp = L.coord(sender).pp;
-        const int64_t rp = L.coord(receiver).pp;
-        if (!compared.emplace(ps, sp, pq, rp).second) return;
-        const auto& sends = p2p(ps, OpKind::Send, static_cast<int32_t>(rp));
-        const auto& recvs = p2p(pq, OpKind::Recv, static_cast<int32_t>(sp));
+        const int64_t sp = L.group_rank(g, sender);
+        const int64_t rp = L.group_rank(g, receiver);
+        if (!compared.emplace(ps, sp, pq, rp, g).second) return;
+        const auto& sends = p2p(ps, OpKind::Send, g, static_cast<int32_t>(rp));
+        const auto& recvs = p2p(pq, OpKind::Recv, g, static_cast<int32_t>(sp));
         const size_t n = std::min(sends.size(), recvs.size());
         for (size_t i = 0; i < n; ++i) {
           const double sb = s_.programs[ps].ops[sends[i]].bytes;
@@ -275,8 +280,9 @@ public:
               "recv #" + std::to_string(n) + " from rank " + std::to_string(sender) + " has no matching send (" +
                   std::to_string(sends.size()) + " sends, " + std::to_string(recvs.size()) + " recvs)");
       };
-      for (int32_t q : send_peers[pr]) check_pair(r, L.rank({c.tp, c.dp, q}));
-      for (int32_t q : recv_peers[pr]) check_pair(L.rank({c.tp, c.dp, q}), r);
+      auto member = [&](GroupKind g, int32_t q) { return L.group_members(g, r)[static_cast<size_t>(q)]; };
+      for (const auto& [g, q] : send_peers[pr]) check_pair(g, r, member(g, q));
+      for (const auto& [g, q] : recv_peers[pr]) check_pair(g, member(g, q), r);
     }
   }
 
@@ -296,7 +302,7 @@ private:
   const ValidateOptions& o_;
   std::vector<Violation>& out_;
   std::map<std::pair<size_t, GroupKind>, std::vector<CollectiveRef>> coll_cache_;
-  std::map<std::tuple<size_t, OpKind, int32_t>, std::vector<uint32_t>> p2p_cache_;
+  std::map<std::tuple<size_t, OpKind, GroupKind, int32_t>, std::vector<uint32_t>> p2p_cache_;
 };
 
 } // namespace

@@ -40,20 +40,25 @@ struct ProgramIndex {
   std::vector<uint32_t> position; // index of the op within its stream
 };
 
-ProgramIndex index_program(const Program& prog, int64_t pp) {
+/// p2p counters: per peer pp rank (pipeline), then per peer cp rank (context-parallel ring)
+size_t p2p_slot(const Layout& L, GroupKind g, int64_t peer) {
+  return static_cast<size_t>(g == GroupKind::Cp ? L.pp + peer : peer);
+}
+
+ProgramIndex index_program(const Program& prog, const Layout& L) {
   ProgramIndex ix;
   ix.ordinal.resize(prog.ops.size());
   ix.position.resize(prog.ops.size());
   std::array<uint32_t, kGroupKinds> coll{};
-  std::vector<uint32_t> sends(static_cast<size_t>(pp), 0), recvs(static_cast<size_t>(pp), 0);
+  std::vector<uint32_t> sends(static_cast<size_t>(L.pp + L.cp), 0), recvs(static_cast<size_t>(L.pp + L.cp), 0);
   for (size_t i = 0; i < prog.ops.size(); ++i) {
     const Op& op = prog.ops[i];
     ix.position[i] = static_cast<uint32_t>(ix.stream_ops[static_cast<int>(op.stream)].size());
     ix.stream_ops[static_cast<int>(op.stream)].push_back(static_cast<uint32_t>(i));
     if (op.kind == OpKind::Send)
-      ix.ordinal[i] = sends[op.peer]++;
+      ix.ordinal[i] = sends[p2p_slot(L, op.group, op.peer)]++;
     else if (op.kind == OpKind::Recv)
-      ix.ordinal[i] = recvs[op.peer]++;
+      ix.ordinal[i] = recvs[p2p_slot(L, op.group, op.peer)]++;
     else if (op.is_collective())
       ix.ordinal[i] = coll[static_cast<int>(op.group)]++;
   }
@@ -69,7 +74,7 @@ struct RankState {
   std::array<size_t, kStreamCount> cursor{};
   std::array<bool, kStreamCount> head_started{};
   std::array<uint32_t, kGroupKinds> coll_started{};
-  std::vector<uint32_t> sends_started; // per peer pp rank
+  std::vector<uint32_t> sends_started; // per p2p_slot: peer pp rank, then peer cp rank
   std::vector<uint32_t> recvs_started;
   size_t done = 0;
 };
@@ -82,15 +87,15 @@ public:
     auto add = [&](int64_t r) {
       const uint32_t p = s.program_of_rank[r];
       if (!indexed[p]) {
-        indices_[p] = index_program(s.programs[p], L_.pp);
+        indices_[p] = index_program(s.programs[p], L_);
         indexed[p] = true;
       }
       RankState st;
       st.rank = r;
       st.program = &s.programs[p];
       st.index = &indices_[p];
-      st.sends_started.assign(static_cast<size_t>(L_.pp), 0);
-      st.recvs_started.assign(static_cast<size_t>(L_.pp), 0);
+      st.sends_started.assign(static_cast<size_t>(L_.pp + L_.cp), 0);
+      st.recvs_started.assign(static_cast<size_t>(L_.pp + L_.cp), 0);
       ranks_.push_back(std::move(st));
     };
     if (sym_)
@@ -140,16 +145,21 @@ public:
     return sym_ ? ranks_[static_cast<size_t>(L_.coord(r).pp)] : ranks_[static_cast<size_t>(r)];
   }
 
-  int64_t partner(const RankState& st, int32_t peer_pp) const {
+  int64_t partner(const RankState& st, const Op& op) const {
     const RankCoord c = L_.coord(st.rank);
-    return L_.rank({c.tp, c.dp, peer_pp});
+    if (op.group == GroupKind::Cp) return L_.rank({c.tp, c.dp / L_.cp * L_.cp + op.peer, c.pp});
+    return L_.rank({c.tp, c.dp, op.peer});
+  }
+  /// This rank's p2p slot as seen by its partner in `op`'s group.
+  size_t own_slot(const RankState& st, const Op& op) const {
+    return p2p_slot(L_, op.group, L_.group_rank(op.group == GroupKind::Cp ? GroupKind::Cp : GroupKind::Pp, st.rank));
   }
 
   bool complete(RankState& st, uint32_t i) {
     const Op& op = st.program->ops[i];
     const uint32_t k = st.index->ordinal[i];
-    if (op.kind == OpKind::Send) return of(partner(st, op.peer)).recvs_started[L_.coord(st.rank).pp] > k;
-    if (op.kind == OpKind::Recv) return of(partner(st, op.peer)).sends_started[L_.coord(st.rank).pp] > k;
+    if (op.kind == OpKind::Send) return of(partner(st, op)).recvs_started[own_slot(st, op)] > k;
+    if (op.kind == OpKind::Recv) return of(partner(st, op)).sends_started[own_slot(st, op)] > k;
     if (op.is_collective()) {
       const int32_t g = group_of_[index_of(st.rank)][static_cast<int>(op.group)];
       if (g < 0) return true;
@@ -199,9 +209,9 @@ public:
           progress = true;
           const Op& op = st.program->ops[i];
           if (op.kind == OpKind::Send)
-            ++st.sends_started[op.peer];
+            ++st.sends_started[p2p_slot(L_, op.group, op.peer)];
           else if (op.kind == OpKind::Recv)
-            ++st.recvs_started[op.peer];
+            ++st.recvs_started[p2p_slot(L_, op.group, op.peer)];
           else if (op.is_collective())
             ++st.coll_started[static_cast<int>(op.group)];
           if (op.is_communication()) notify_partners(st, op, st.index->ordinal[i]);
@@ -220,7 +230,7 @@ public:
   // (completion conditions read start counters), so only its partners are revisited.
   void notify_partners(const RankState& st, const Op& op, uint32_t ordinal) {
     if (op.kind == OpKind::Send || op.kind == OpKind::Recv) {
-      enqueue(index_of(partner(st, op.peer)));
+      enqueue(index_of(partner(st, op)));
       return;
     }
     const int32_t g = group_of_[index_of(st.rank)][static_cast<int>(op.group)];
@@ -266,7 +276,7 @@ public:
     }
     const uint32_t k = st.index->ordinal[i];
     if (op.kind == OpKind::Send || op.kind == OpKind::Recv) {
-      const int64_t q = partner(st, op.peer);
+      const int64_t q = partner(st, op);
       os << "waits for rank " << q << " to reach its matching " << (op.kind == OpKind::Send ? "recv" : "send") << " #"
          << k;
       return os.str();
