@@ -135,6 +135,7 @@ int show(const s::Schedule& sch, bool as_json) {
   // the expert-parallel columns only for jobs with experts
   auto shown = [&](int g) {
     const auto kind = static_cast<s::GroupKind>(g);
+    if (kind == s::GroupKind::Cp) return sch.job.parallel.cp > 1; // context parallel only when used
     return sch.job.model.experts > 0 || (kind != s::GroupKind::Ep && kind != s::GroupKind::ExpertDp);
   };
   for (int g = 0; g < kGroupKinds; ++g)

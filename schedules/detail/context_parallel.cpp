@@ -59,8 +59,8 @@ void LayerEmitter::cp_attention_forward() {
       b_.p2p(OpKind::Send, cp_next_, "attn.cp.send.kv", kv, {held}, GroupKind::Cp);
       incoming = b_.p2p(OpKind::Recv, cp_prev_, "attn.cp.recv.kv", kv, {held}, GroupKind::Cp);
     }
-    b_.compute(OpKind::Attention, kernel, "attn.core.cp", step_flops, 4 * qkvo + (flash_ ? 0.0 : 6.5 * scores),
-               shape, {held});
+    b_.compute(OpKind::Attention, kernel, "attn.core.cp", step_flops, 4 * qkvo + (flash_ ? 0.0 : 6.5 * scores), shape,
+               {held});
     held = incoming;
   }
   // merge the cp partial outputs by their log-sum-exp: read each (and its LSE), write O

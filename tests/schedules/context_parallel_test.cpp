@@ -155,12 +155,10 @@ TEST_CASE("cp and zb-h1: what is not modelled is refused naming the key", "[sche
   const std::string no_dp = "gpus = 8\nname = \"x\"\ncluster = \"tiny-2tier\"\n[model]\nlayers = 2\nhidden = 64\n"
                             "heads = 4\nseq_len = 64\nvocab = 128\n[parallel]\ncp = 2\nglobal_batch = 4\n";
   CHECK(config::parse_job(no_dp, "y.toml").parallel.dp == 4);
-  CHECK_THROWS_WITH(config::parse_job("gpus = 5\n" + no_dp.substr(9), "y.toml"),
-                    Catch::Contains("tp·pp·cp"));
+  CHECK_THROWS_WITH(config::parse_job("gpus = 5\n" + no_dp.substr(9), "y.toml"), Catch::Contains("tp·pp·cp"));
 }
 
-TEST_CASE("zb-h1 order: 1F1B's F and B order, each W after its B, W deferred by the warm-up",
-          "[schedules][zb]") {
+TEST_CASE("zb-h1 order: 1F1B's F and B order, each W after its B, W deferred by the warm-up", "[schedules][zb]") {
   const int64_t P = 4, M = 8;
   for (int64_t r = 0; r < P; ++r) {
     INFO("rank " << r);

@@ -20,8 +20,8 @@ SimReport simulate_job(const schedules::JobSpec& job, SimMode mode, bool aggrega
   auto spec = tiny_cluster();
   spec.gpus = s.world();
   const topology::Fabric fabric(spec);
-  const auto gpus = topology::place(fabric, {s.layout.tp, s.layout.dp, s.layout.pp},
-                                    topology::PlacementPolicy::Linear, 1);
+  const auto gpus =
+      topology::place(fabric, {s.layout.tp, s.layout.dp, s.layout.pp}, topology::PlacementPolicy::Linear, 1);
   SimOptions o;
   o.mode = mode;
   o.aggregate = aggregate;
