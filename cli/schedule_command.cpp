@@ -107,9 +107,12 @@ int show(const s::Schedule& sch, bool as_json) {
   }
   const auto& p = job.parallel;
   std::cout << "job            " << job.name << " (cluster " << job.cluster << ")\n"
-            << "ranks          " << sch.world() << " = tp " << p.tp << " × dp " << p.dp << " × pp " << p.pp << "; "
-            << sch.programs.size() << " distinct programs\n"
-            << "pipeline       " << (job.options.pipeline == s::PipelineKind::Interleaved ? "interleaved 1F1B" : "1F1B")
+            << "ranks          " << sch.world() << " = tp " << p.tp << (p.cp > 1 ? " × cp " + std::to_string(p.cp) : "")
+            << " × dp " << p.dp << " × pp " << p.pp << "; " << sch.programs.size() << " distinct programs\n"
+            << "pipeline       "
+            << (job.options.pipeline == s::PipelineKind::Interleaved    ? "interleaved 1F1B"
+                : job.options.pipeline == s::PipelineKind::ZeroBubbleH1 ? "ZB-H1"
+                                                                        : "1F1B")
             << ", vpp " << p.vpp << ", " << p.micro_batches() << " micro-batches of " << p.micro_batch
             << " per pipeline, " << job.options.iterations << " iteration(s)\n"
             << "model FLOPs    " << num(sch.model_flops_per_iteration)
@@ -132,6 +135,7 @@ int show(const s::Schedule& sch, bool as_json) {
   // the expert-parallel columns only for jobs with experts
   auto shown = [&](int g) {
     const auto kind = static_cast<s::GroupKind>(g);
+    if (kind == s::GroupKind::Cp) return sch.job.parallel.cp > 1; // context parallel only when used
     return sch.job.model.experts > 0 || (kind != s::GroupKind::Ep && kind != s::GroupKind::ExpertDp);
   };
   for (int g = 0; g < kGroupKinds; ++g)

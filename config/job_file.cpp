@@ -3,7 +3,7 @@
 //   name    = "gpt-175b"            string, required: the job's name (labels results)
 //   cluster = "megascale-ampere"    string, required: cluster preset name or cluster file
 //   gpus    = 12288                 integer ≥ 1, optional: total GPUs; when parallel.dp is
-//                                   omitted, dp = gpus / (tp·pp) (must divide exactly);
+//                                   omitted, dp = gpus / (tp·cp·pp) (must divide exactly);
 //                                   when both are given they must agree
 //
 //   [model]                         required
@@ -20,6 +20,8 @@
 //   kv_heads   = 0                  integer ≥ 0: key/value heads, grouped-query attention
 //                                   (0 = heads; must divide heads and be a multiple of tp)
 //   mlp        = "gelu"             "gelu" | "swiglu" (FC1 makes gate and up: 2·ffn_hidden)
+//   rotary     = false              boolean: rotary position embedding (RoPE, Llama): no
+//                                   learned seq_len × hidden position table in the parameters
 //   untied_embeddings = false       boolean: the LM head has its own weights (no embedding
 //                                   gradient all-reduce between first and last stage)
 //   norm       = "layernorm"        "layernorm" | "rmsnorm" (no mean, no bias: Llama, Mixtral)
@@ -46,6 +48,12 @@
 //   ep = 1                          integer ≥ 1: expert parallel; divides dp and experts. The
 //                                   ep consecutive dp ranks of a block hold experts/ep experts
 //                                   each; expert gradients are reduced over the dp/ep blocks
+//   cp = 1                          integer in [1, 1024]: context parallel (ring attention as
+//                                   Megatron-Core + Transformer Engine's cp_comm_type "p2p"):
+//                                   seq_len / cp tokens per rank (seq_len % 2·cp == 0, causal
+//                                   load balance), K/V blocks exchanged around the cp ring,
+//                                   gradients reduced over dp·cp; rank order tp-cp-dp-pp; dense
+//                                   attention and dense MLPs only
 //   first_stage_layers = 0          integers ≥ 0: layers of the first / last virtual pipeline
 //   last_stage_layers = 0           stage (Megatron's decoder_first/last_pipeline_num_layers;
 //                                   Llama 3 405B drops one layer from each: 126 layers on 16·4
@@ -64,7 +72,10 @@
 //   global_batch                    integer ≥ 1, required: sequences per iteration
 //
 //   [schedule]                      optional table
-//   pipeline = "1f1b"               "1f1b" | "interleaved" (M5; vpp > 1 needs interleaved)
+//   pipeline = "1f1b"               "1f1b" | "interleaved" | "zb-h1" (M5; vpp > 1 needs
+//                                   interleaved; zb-h1: Qi et al. ICLR'24, backward split into
+//                                   B (input gradient) and W (weight gradient), W deferred
+//                                   into the cool-down; vpp = 1, dense MLPs)
 //   iterations = 1                  integer ≥ 1: iterations lowered back to back
 //   optimizer = "adam"              "adam" | "lamb" (M3)
 //   recompute = false               boolean (true = "full") or "none" | "selective" | "full":
@@ -107,11 +118,13 @@ namespace s = twinscale::schedules;
 
 namespace {
 /// tp·pp, refused (naming `where`) past kMaxRanks rather than overflowing.
+std::string replica_name(const s::ParallelSpec& p) { return p.cp > 1 ? "tp·pp·cp" : "tp·pp"; }
+
 int64_t ranks_per_replica(const s::ParallelSpec& p, const std::string& where) {
-  const int64_t n = s::saturating_mul(p.tp, p.pp);
+  const int64_t n = s::saturating_mul(s::saturating_mul(p.tp, p.pp), p.cp);
   if (n > s::kMaxRanks)
-    throw ConfigError(where + ": parallel.tp·pp = " + std::to_string(p.tp) + "·" + std::to_string(p.pp) +
-                      " is more than " + std::to_string(s::kMaxRanks) +
+    throw ConfigError(where + ": parallel.tp·pp·cp = " + std::to_string(p.tp) + "·" + std::to_string(p.pp) + "·" +
+                      std::to_string(p.cp) + " is more than " + std::to_string(s::kMaxRanks) +
                       " ranks (2^20, 8× the largest modelled cluster)");
   return n;
 }
@@ -166,6 +179,7 @@ s::JobSpec parse_job(std::string_view text, const std::string& file) {
   job.model.mlp =
       m.get_enum<s::MlpKind>("mlp", {{"gelu", s::MlpKind::Gelu}, {"swiglu", s::MlpKind::SwiGlu}}, s::MlpKind::Gelu);
   job.model.untied_embeddings = m.get_bool("untied_embeddings", false);
+  job.model.rotary = m.get_bool("rotary", false);
   // 0 means 4·hidden; saturated so that a huge hidden is reported as such by check_job
   if (job.model.ffn_hidden == 0) job.model.ffn_hidden = s::saturating_mul(4, job.model.hidden);
   job.model.block = m.get_enum<s::BlockKind>(
@@ -185,6 +199,7 @@ s::JobSpec parse_job(std::string_view text, const std::string& file) {
   par.pp = p.get_int("pp", 1, 1);
   par.vpp = p.get_int("vpp", 1, 1);
   par.ep = p.get_int("ep", 1, 1);
+  par.cp = p.get_int("cp", 1, 1, 1024);
   par.first_stage_layers = p.get_int("first_stage_layers", 0, 0);
   par.last_stage_layers = p.get_int("last_stage_layers", 0, 0);
   par.sequence_parallel = p.get_bool("sequence_parallel", false);
@@ -194,28 +209,30 @@ s::JobSpec parse_job(std::string_view text, const std::string& file) {
   par.global_batch = p.get_int("global_batch", std::nullopt, 1);
   if (p.has("dp")) {
     par.dp = p.get_int("dp", std::nullopt, 1);
-    const int64_t product = s::saturating_mul(s::saturating_mul(par.tp, par.pp), par.dp);
+    const int64_t product = s::saturating_mul(s::saturating_mul(s::saturating_mul(par.tp, par.pp), par.dp), par.cp);
     if (gpus && *gpus != product)
-      top.fail("gpus", "is " + std::to_string(*gpus) + " but tp·pp·dp = " + std::to_string(par.tp) + "·" +
-                           std::to_string(par.pp) + "·" + std::to_string(par.dp) + " = " + std::to_string(product) +
-                           "; make them agree or omit parallel.dp");
+      top.fail("gpus", "is " + std::to_string(*gpus) + " but tp·pp·dp·cp = " + std::to_string(par.tp) + "·" +
+                           std::to_string(par.pp) + "·" + std::to_string(par.dp) + "·" + std::to_string(par.cp) +
+                           " = " + std::to_string(product) + "; make them agree or omit parallel.dp");
   } else {
     if (!gpus)
       p.fail("dp", "is missing; give parallel.dp or a top-level gpus from which dp = "
                    "gpus / (tp·pp) is derived");
     const int64_t per_replica = ranks_per_replica(par, file);
     if (*gpus % per_replica != 0)
-      top.fail("gpus", "is " + std::to_string(*gpus) + ", not a multiple of tp·pp = " + std::to_string(per_replica) +
-                           "; dp = gpus / (tp·pp) must be whole");
+      top.fail("gpus", "is " + std::to_string(*gpus) + ", not a multiple of " + replica_name(par) + " = " +
+                           std::to_string(per_replica) + "; dp = gpus / (" + replica_name(par) + ") must be whole");
     par.dp = *gpus / per_replica;
   }
   p.finish();
 
   TableReader sc = top.table("schedule");
   auto& opt = job.options;
-  opt.pipeline = sc.get_enum<s::PipelineKind>(
-      "pipeline", {{"1f1b", s::PipelineKind::OneFOneB}, {"interleaved", s::PipelineKind::Interleaved}},
-      s::PipelineKind::OneFOneB);
+  opt.pipeline = sc.get_enum<s::PipelineKind>("pipeline",
+                                              {{"1f1b", s::PipelineKind::OneFOneB},
+                                               {"interleaved", s::PipelineKind::Interleaved},
+                                               {"zb-h1", s::PipelineKind::ZeroBubbleH1}},
+                                              s::PipelineKind::OneFOneB);
   opt.iterations = sc.get_int("iterations", 1, 1, 1000);
   opt.optimizer = sc.get_enum<s::OptimizerKind>(
       "optimizer", {{"adam", s::OptimizerKind::Adam}, {"lamb", s::OptimizerKind::Lamb}}, s::OptimizerKind::Adam);
@@ -270,8 +287,9 @@ void apply_overrides(s::JobSpec& job, std::optional<int64_t> gpus, std::optional
     if (*gpus < 1) throw ConfigError("--gpus is " + std::to_string(*gpus) + "; must be ≥ 1");
     const int64_t per_replica = ranks_per_replica(job.parallel, "job " + job.name);
     if (*gpus % per_replica != 0)
-      throw ConfigError("--gpus " + std::to_string(*gpus) + " is not a multiple of tp·pp = " +
-                        std::to_string(per_replica) + " (job " + job.name + "); dp = gpus / (tp·pp) must be whole");
+      throw ConfigError("--gpus " + std::to_string(*gpus) + " is not a multiple of " + replica_name(job.parallel) +
+                        " = " + std::to_string(per_replica) + " (job " + job.name + "); dp = gpus / (" +
+                        replica_name(job.parallel) + ") must be whole");
     job.parallel.dp = *gpus / per_replica;
   }
   if (global_batch) {

@@ -47,7 +47,7 @@ CheckpointState checkpoint_state(double parameters, const topology::JobShape& sh
 
 CheckpointState checkpoint_state(const schedules::JobSpec& job, int64_t gpus_per_node) {
   const auto& p = job.parallel;
-  return checkpoint_state(parameter_count(job.model), topology::JobShape{p.tp, p.dp, p.pp}, p.zero_stage >= 1,
+  return checkpoint_state(parameter_count(job.model), topology::JobShape{p.tp, p.dp_cp(), p.pp}, p.zero_stage >= 1,
                           gpus_per_node);
 }
 

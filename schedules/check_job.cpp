@@ -1,5 +1,6 @@
 #include "schedules/check_job.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include "schedules/error.hpp"
@@ -30,6 +31,40 @@ void check_uneven_stages(const JobSpec& job, const std::string& who) {
           who + "model.layers − first_stage_layers − last_stage_layers = " + str(m.layers) + " − " + str(head) + " − " +
               str(tail) + " = " + str(rest) + " must split evenly over the other " + str(middle) +
               " virtual pipeline stages (at least one layer each)");
+}
+
+/// Context parallelism and ZB-H1 (issue #16).
+void check_cp_and_zero_bubble(const JobSpec& job, const std::string& who) {
+  const ModelSpec& m = job.model;
+  const ParallelSpec& p = job.parallel;
+  const ScheduleOptions& o = job.options;
+  require(p.cp >= 1 && p.cp <= 1024, who + "parallel.cp = " + str(p.cp) + "; valid: 1 to 1024");
+  if (p.cp > 1) {
+    require(m.seq_len % (2 * p.cp) == 0, who + "model.seq_len = " + str(m.seq_len) +
+                                             " is not divisible by 2·parallel.cp = " + str(2 * p.cp) +
+                                             " (the sequence is cut into 2·cp chunks for causal load balance)");
+    require(m.attention == AttentionKind::Dense,
+            who + "parallel.cp = " + str(p.cp) +
+                " needs model.attention = \"dense\" (ring attention over a sliding "
+                "window is not modelled)");
+    require(m.experts == 0, who + "parallel.cp = " + str(p.cp) +
+                                " with model.experts > 0 is not modelled (expert parallelism spans dp only); "
+                                "use cp = 1 or a dense model");
+    const int64_t local = p.micro_batch * (m.seq_len / p.cp);
+    require(!(p.sequence_parallel && p.tp > 1) || local % p.tp == 0,
+            who + "parallel.sequence_parallel needs micro_batch·seq_len/cp = " + str(local) +
+                " divisible by tp = " + str(p.tp));
+    require(o.overlap.tp_chunks == 1 || local % o.overlap.tp_chunks == 0,
+            who + "schedule.overlap.tp_chunks = " + str(o.overlap.tp_chunks) +
+                " must divide micro_batch·seq_len/cp = " + str(local));
+  }
+  if (o.pipeline == PipelineKind::ZeroBubbleH1) {
+    require(p.vpp == 1, who + "schedule.pipeline = \"zb-h1\" needs parallel.vpp = 1 (got " + str(p.vpp) + ")");
+    require(m.experts == 0, who + "schedule.pipeline = \"zb-h1\" with model.experts > 0 is not modelled (the "
+                                  "experts' weight gradients are not split out); use \"1f1b\"");
+    require(p.zero_stage <= 2, who + "schedule.pipeline = \"zb-h1\" with parallel.zero_stage = 3 is not modelled "
+                                     "(per-layer gradient reduce-scatters would precede the W pass); use 0 to 2");
+  }
 }
 
 /// Mixture of experts and expert parallelism (issue #16).
@@ -103,7 +138,7 @@ void check_job(const JobSpec& job) {
   at_most("parallel.global_batch", p.global_batch, kMaxGlobalBatch, "2^24 sequences");
   at_most("schedule.iterations", o.iterations, 1000, "iterations are lowered back to back");
   try {
-    check_layout_sizes(p.tp, p.dp, p.pp, "parallel");
+    check_layout_sizes(p.tp, saturating_mul(p.dp, std::max<int64_t>(p.cp, 1)), p.pp, "parallel");
   } catch (const JobError& e) {
     throw JobError(who + e.what());
   }
@@ -158,6 +193,7 @@ void check_job(const JobSpec& job) {
                                                                           " must divide heads = " + str(m.heads) +
                                                                           " and be a multiple of tp = " + str(p.tp));
   check_moe(job, who);
+  check_cp_and_zero_bubble(job, who);
   require(!p.pp_scatter_gather || (p.tp > 1 && p.pp > 1 && !p.sequence_parallel),
           who +
               "parallel.pp_scatter_gather splits pipeline sends over the TP group: it needs tp > 1 "

@@ -33,16 +33,19 @@ double estimate_ops_per_program(const JobSpec& job) {
   // lowered count is 0.55–0.95 of this (tiny-*, gpt-175b-*, gpt-530b-megascale).
   // A MoE layer adds ~32 (router, permutations, four all-to-alls, shared experts).
   const double moe = job.model.experts > 0 ? 32.0 : 0.0;
+  // Context parallelism: ~6 ring sends/receives per step and layer (forward K/V, backward
+  // K/V and dK/dV) and one more attention op per step.
+  const double cp = job.parallel.cp > 1 ? 8.0 * static_cast<double>(job.parallel.cp) : 0.0;
   const double per_iteration =
-      m * layers_per_rank * (48.0 + 16.0 * chunks + moe) + 16.0 * m + 16.0 * layers_per_rank + 64.0;
+      m * layers_per_rank * (48.0 + 16.0 * chunks + moe + cp) + 16.0 * m + 16.0 * layers_per_rank + 64.0;
   return static_cast<double>(job.options.iterations) * per_iteration;
 }
 
 ResourceEstimate estimate_lowering(const JobSpec& job) {
   const double ops = estimate_ops_per_program(job);
-  const double programs = static_cast<double>(job.parallel.pp); // one per stage by tp×dp symmetry
-  const double ranks = static_cast<double>(job.parallel.pp) * static_cast<double>(job.parallel.dp) *
-                       static_cast<double>(job.parallel.tp);
+  // one per stage by tp×dp symmetry (per stage and cp rank with context parallelism)
+  const double programs = static_cast<double>(job.parallel.pp) * static_cast<double>(job.parallel.cp);
+  const double ranks = static_cast<double>(job.parallel.gpus());
   ResourceEstimate e;
   e.memory_bytes = programs * ops * kBytesPerOp + 4.0 * ranks;
   e.seconds = programs * ops * kSecondsPerOp;

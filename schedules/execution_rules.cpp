@@ -55,6 +55,7 @@ int64_t group_member(const Layout& L, GroupKind kind, int64_t rank, int64_t i) {
   case GroupKind::Pp: return L.rank({c.tp, c.dp, i});
   case GroupKind::Embedding: return L.rank({c.tp, c.dp, i == 0 ? 0 : L.pp - 1});
   case GroupKind::Ep: return L.rank({c.tp, c.dp / L.ep * L.ep + i, c.pp});
+  case GroupKind::Cp: return L.rank({c.tp, c.dp / L.cp * L.cp + i, c.pp}); // cp folded into dp (layout.hpp)
   case GroupKind::ExpertDp: return L.rank({i % L.tp, c.dp % L.ep + i / L.tp * L.ep, c.pp});
   case GroupKind::World: return i;
   }

@@ -7,10 +7,13 @@
 
 namespace twinscale::schedules {
 
-enum class BlockKind : uint8_t { Serial, Parallel };         // M1
-enum class AttentionKind : uint8_t { Dense, Sliding };       // M2
-enum class PipelineKind : uint8_t { OneFOneB, Interleaved }; // M5
-enum class OptimizerKind : uint8_t { Adam, Lamb };           // M3
+enum class BlockKind : uint8_t { Serial, Parallel };   // M1
+enum class AttentionKind : uint8_t { Dense, Sliding }; // M2
+/// M5. ZeroBubbleH1: Qi et al., ICLR'24 "Zero Bubble Pipeline Parallelism", the
+/// handcrafted ZB-H1 order (1F1B with each backward split into B, the input gradient,
+/// and W, the weight gradient; W passes deferred into the cool-down; pipeline.cpp).
+enum class PipelineKind : uint8_t { OneFOneB, Interleaved, ZeroBubbleH1 };
+enum class OptimizerKind : uint8_t { Adam, Lamb }; // M3
 enum class MlpKind : uint8_t { Gelu, SwiGlu };
 enum class NormKind : uint8_t { LayerNorm, RmsNorm };
 /// How tokens are spread over experts (mixture of experts): evenly, or with expert
@@ -31,6 +34,7 @@ struct ModelSpec {
   int64_t kv_heads = 0;           // key/value heads (grouped-query attention); 0 = heads
   MlpKind mlp = MlpKind::Gelu;    // SwiGLU: FC1 produces gate and up (2·ffn_hidden)
   bool untied_embeddings = false; // LM head has its own weights (no embedding all-reduce)
+  bool rotary = false;            // rotary position embedding (no learned seq_len × hidden table)
   NormKind norm = NormKind::LayerNorm;
   // Mixture of experts (experts = 0: dense). A MoE layer replaces the MLP by a router,
   // `experts` expert MLPs of moe_ffn_hidden (each token goes to top_k of them) and
@@ -60,6 +64,11 @@ struct ParallelSpec {
   int64_t vpp = 1; // virtual stages (model chunks) per pipeline rank
   int64_t dp = 1;
   int64_t ep = 1; // expert parallel: experts sharded over blocks of ep data-parallel ranks
+  // Context parallel (Megatron-Core / Transformer Engine cp_comm_type = "p2p", ring
+  // attention): each sequence is split over cp ranks (2·cp chunks, rank i holding chunks i
+  // and 2·cp−1−i so that causal work is balanced); attention exchanges K/V blocks around
+  // the cp ring. Rank order tp-cp-dp-pp; the gradient reduction spans dp·cp.
+  int64_t cp = 1;
   // Uneven pipeline (Megatron's decoder_first/last_pipeline_num_layers, vpp = 1): layers
   // of the first / last pipeline stage; 0 = an even split. The others share the rest.
   int64_t first_stage_layers = 0;
@@ -72,7 +81,9 @@ struct ParallelSpec {
   int64_t global_batch = 1;       // sequences per iteration
   /// Micro-batches per pipeline per iteration: global_batch / (dp · micro_batch).
   int64_t micro_batches() const { return global_batch / (dp * micro_batch); }
-  int64_t gpus() const { return tp * pp * dp; }
+  int64_t gpus() const { return tp * pp * dp * cp; }
+  /// Ranks holding the same parameters (the data-parallel gradient group spans dp·cp).
+  int64_t dp_cp() const { return dp * cp; }
 };
 
 struct OverlapSpec {

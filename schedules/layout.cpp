@@ -11,6 +11,7 @@ int64_t Layout::group_size(GroupKind kind) const {
   case GroupKind::Pp: return pp;
   case GroupKind::Embedding: return pp > 1 ? 2 : 1;
   case GroupKind::Ep: return ep;
+  case GroupKind::Cp: return cp;
   case GroupKind::ExpertDp: return tp * (dp / ep);
   case GroupKind::World: return world();
   }
@@ -25,6 +26,7 @@ int64_t Layout::group_rank(GroupKind kind, int64_t rank) const {
   case GroupKind::Pp: return c.pp;
   case GroupKind::Embedding: return c.pp == 0 ? 0 : 1;
   case GroupKind::Ep: return c.dp % ep;
+  case GroupKind::Cp: return c.dp % cp;
   case GroupKind::ExpertDp: return c.tp + tp * (c.dp / ep);
   case GroupKind::World: return rank;
   }
@@ -50,6 +52,9 @@ std::vector<int64_t> Layout::group_members(GroupKind kind, int64_t rank) const {
     break;
   case GroupKind::Ep:
     for (int64_t i = 0; i < ep; ++i) out.push_back(this->rank({c.tp, c.dp / ep * ep + i, c.pp}));
+    break;
+  case GroupKind::Cp:
+    for (int64_t i = 0; i < cp; ++i) out.push_back(this->rank({c.tp, c.dp / cp * cp + i, c.pp}));
     break;
   case GroupKind::ExpertDp:
     for (int64_t j = 0; j < dp / ep; ++j)

@@ -1,6 +1,10 @@
 // Rank layout of a 3D-parallel job in Megatron-LM's "tp-dp-pp" order: tensor-parallel
 // rank varies fastest, then data-parallel, then pipeline
 // (global rank = tp + TP·(dp + DP·pp), as in megatron/core/parallel_state.py).
+// Context parallelism (Megatron's "tp-cp-ep-dp-pp") is folded into the data-parallel
+// coordinate: with cp > 1, Layout::dp is dp·cp and a coordinate's dp = cp_rank + cp·dp_rank,
+// so the Dp group is Megatron's dp-with-cp gradient group and a Cp group is a block of cp
+// consecutive dp coordinates.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +19,7 @@ enum class GroupKind : uint8_t {
   Pp,        // same (tp, dp), all pp (p2p neighbours; peer = pp rank)
   Embedding, // same (tp, dp), pp ∈ {0, PP−1}: tied-embedding gradient all-reduce
   Ep,        // expert parallel: same (tp, pp), the ep consecutive dp ranks of a block
+  Cp,        // context parallel: same (tp, pp), the cp consecutive dp coordinates of a block
   ExpertDp,  // holders of the same experts: same (pp, dp mod ep), all tp, dp/ep blocks (experts
              // are not split over TP: each TP rank routes its own tokens to whole experts)
   World,
@@ -32,6 +37,7 @@ struct Layout {
   int64_t dp = 1;
   int64_t pp = 1;
   int64_t ep = 1; // expert-parallel size: divides dp (experts are sharded over a DP block)
+  int64_t cp = 1; // context-parallel size: divides dp (dp here counts dp·cp coordinates)
 
   int64_t world() const { return tp * dp * pp; }
   int64_t rank(RankCoord c) const { return c.tp + tp * (c.dp + dp * c.pp); }

@@ -1,4 +1,5 @@
-// lower(): a job → per-pipeline-rank programs (shared by the tp × dp ranks of a stage),
+// lower(): a job → per-pipeline-rank programs (shared by the tp × dp ranks of a stage;
+// with context parallelism one per (pipeline rank, cp rank), program pp·cp + cp_rank),
 // model FLOPs and memory per stage. The pieces: pipeline.cpp (pass order),
 // detail/layer_ops.cpp (a layer's ops), detail/stage_lowering.cpp (p2p, DP/ZeRO,
 // optimizer, data), memory.cpp (memory per stage).
@@ -28,7 +29,8 @@ Schedule lower(const JobSpec& job, const LoweringTarget& target) {
   check_lowering_size(job); // bounded ops and memory before anything is built
   Schedule out;
   out.job = job;
-  out.layout = Layout{job.parallel.tp, job.parallel.dp, job.parallel.pp, job.parallel.ep};
+  const int64_t CP = job.parallel.cp;
+  out.layout = Layout{job.parallel.tp, job.parallel.dp_cp(), job.parallel.pp, job.parallel.ep, CP};
   const int64_t P = job.parallel.pp;
 
   for (int64_t p = 0; p < P; ++p) {
@@ -44,22 +46,25 @@ Schedule lower(const JobSpec& job, const LoweringTarget& target) {
   }
 
   detail::NameTable names;
-  out.programs.reserve(P);
-  for (int64_t p = 0; p < P; ++p) out.programs.push_back(detail::StageLowering(job, p, names).run());
+  out.programs.reserve(P * CP);
+  for (int64_t p = 0; p < P; ++p)
+    for (int64_t c = 0; c < CP; ++c) out.programs.push_back(detail::StageLowering(job, p, c, names).run());
   out.names = names.take();
 
   out.program_of_rank.resize(out.layout.world());
-  for (int64_t r = 0; r < out.layout.world(); ++r)
-    out.program_of_rank[r] = static_cast<uint32_t>(out.layout.coord(r).pp);
+  for (int64_t r = 0; r < out.layout.world(); ++r) {
+    const RankCoord c = out.layout.coord(r);
+    out.program_of_rank[r] = static_cast<uint32_t>(c.pp * CP + c.dp % CP);
+  }
 
   double flops = 0;
-  const double ranks_per_stage = static_cast<double>(job.parallel.tp * job.parallel.dp);
+  const double ranks_per_program = static_cast<double>(job.parallel.tp * job.parallel.dp);
   for (const Program& prog : out.programs) {
     double f = 0;
     for (const Op& op : prog.ops)
       if ((op.kind == OpKind::Gemm || op.kind == OpKind::Attention) && op.labels.phase != Phase::Recompute)
         f += op.flops;
-    flops += f * ranks_per_stage;
+    flops += f * ranks_per_program;
   }
   out.model_flops_per_iteration = flops / static_cast<double>(job.options.iterations);
   return out;

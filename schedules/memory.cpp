@@ -65,7 +65,8 @@ double chunk_parameters(const JobSpec& job, int64_t pp_rank, int64_t chunk) {
   }
   const double h = static_cast<double>(job.model.hidden);
   const double embedding = static_cast<double>(job.model.vocab) / static_cast<double>(job.parallel.tp) * h;
-  if (virtual_stage == 0) n += embedding + static_cast<double>(job.model.seq_len) * h;
+  if (virtual_stage == 0) // learned positions: a seq_len × h table (none with rotary embeddings)
+    n += embedding + (job.model.rotary ? 0.0 : static_cast<double>(job.model.seq_len) * h);
   if (virtual_stage == pp * vpp - 1) {
     n += 2 * h;                                                      // final LayerNorm
     if (pp * vpp > 1 || job.model.untied_embeddings) n += embedding; // LM head (tied: a copy)
@@ -115,7 +116,7 @@ MemoryEstimate estimate_memory(const JobSpec& job, int64_t pp_rank) {
   const double n = stage_parameters(job, pp_rank);
   double experts = 0; // routed experts: sharded over their own holders (tp·dp/ep ranks)
   for (int64_t c = 0; c < p.vpp; ++c) experts += chunk_expert_parameters(job, pp_rank, c);
-  const double dp = static_cast<double>(p.dp);
+  const double dp = static_cast<double>(p.dp_cp()); // the distributed optimizer shards over dp·cp
   const double edp = static_cast<double>(p.tp * (p.dp / p.ep));
   const double sharded = (n - experts) / dp + experts / edp;
   mem.parameters_bytes = 2 * n;
@@ -132,12 +133,14 @@ MemoryEstimate estimate_memory(const JobSpec& job, int64_t pp_rank) {
     mem.gradients_bytes = 2 * sharded + 2 * largest;
   }
 
-  const double s = static_cast<double>(m.seq_len);
+  // context parallelism: each rank keeps the activations of its seq_len / cp tokens
+  const double s = static_cast<double>(m.seq_len / p.cp);
   const double b = static_cast<double>(p.micro_batch);
   const double h = static_cast<double>(m.hidden);
   const double a = static_cast<double>(m.heads);
   const double t = static_cast<double>(p.tp);
-  const double keys = m.attention == AttentionKind::Sliding ? static_cast<double>(std::min(m.window, m.seq_len)) : s;
+  const double keys = m.attention == AttentionKind::Sliding ? static_cast<double>(std::min(m.window, m.seq_len))
+                                                            : static_cast<double>(m.seq_len);
   // Selective recomputation keeps no score-sized activations (Korthikanti et al. 2022, §4).
   const bool no_scores = job.options.operators.flash_attention || job.options.selective_recompute;
   const double scores = no_scores ? 0.0 : 5 * a * keys / (h * t);
@@ -146,22 +149,42 @@ MemoryEstimate estimate_memory(const JobSpec& job, int64_t pp_rank) {
   if (m.experts > 0) per_layer = mean_layer_activations(job, pp_rank, per_layer);
   const double layer_input = 2 * s * b * h / (sp ? t : 1);
 
-  // most forward passes (of any chunk) whose backward has not run yet
+  // most forward passes (of any chunk) whose backward has not run yet; with ZB-H1 also
+  // the B-done passes whose W has not run, which keep what the weight gradients read:
+  // the four GEMMs' inputs and output gradients (wgrad_layer, per layer)
   const auto order = pipeline_order(job.options.pipeline, p.pp, p.vpp, p.micro_batches(), pp_rank);
+  const double f = static_cast<double>(m.ffn_hidden);
+  const double fc1 = m.mlp == MlpKind::SwiGlu ? 2 * f : f;
+  const double qkv = h + 2 * static_cast<double>(m.kv()) * (h / a);
+  const double wgrad_layer = 2 * s * b * (2 * h / (sp ? t : 1) + h / t + f / t + qkv / t + h + fc1 / t + h);
   int64_t in_flight = 0;
+  int64_t w_pending = 0;
   int64_t most = 0;
+  double most_pending = 0; // W-pending passes at the peak, as a fraction of a full pass
+  double peak = -1;
   for (const auto& step : order) {
+    if (step.weight) {
+      --w_pending;
+      continue;
+    }
     in_flight += step.forward ? 1 : -1;
-    most = std::max(most, in_flight);
+    if (!step.forward && job.options.pipeline == PipelineKind::ZeroBubbleH1) ++w_pending;
+    const double held = static_cast<double>(in_flight) * per_layer + static_cast<double>(w_pending) * wgrad_layer;
+    if (held > peak) {
+      peak = held;
+      most = in_flight;
+      most_pending = static_cast<double>(w_pending) * wgrad_layer / per_layer;
+    }
   }
   // layers per chunk: the most of this rank's chunks (they differ with uneven stages)
   int64_t chunk_most = 0;
   for (int64_t c = 0; c < p.vpp; ++c) chunk_most = std::max(chunk_most, chunk_layers(job, pp_rank, c).count);
   const double layers_per_chunk = static_cast<double>(chunk_most);
+  const double pending = most_pending * layers_per_chunk * per_layer;
   if (job.options.recompute)
-    mem.activations_bytes = static_cast<double>(most) * layers_per_chunk * layer_input + per_layer;
+    mem.activations_bytes = static_cast<double>(most) * layers_per_chunk * layer_input + per_layer + pending;
   else
-    mem.activations_bytes = static_cast<double>(most) * layers_per_chunk * per_layer;
+    mem.activations_bytes = static_cast<double>(most) * layers_per_chunk * per_layer + pending;
   if (pp_rank == p.pp - 1) mem.activations_bytes += s * b * static_cast<double>(m.vocab) / t * 4;
   return mem;
 }

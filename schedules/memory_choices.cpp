@@ -21,11 +21,12 @@ bool accepted(const JobSpec& job) {
 /// The job with the layout (tp, pp), its vpp / schedule kept if they still fit, else 1F1B.
 bool with_layout(const JobSpec& base, int64_t tp, int64_t pp, JobSpec& out) {
   const int64_t gpus = base.parallel.gpus();
-  if (gpus % (tp * pp) != 0) return false;
+  const int64_t cp = base.parallel.cp;
+  if (gpus % (tp * pp * cp) != 0) return false;
   out = base;
   out.parallel.tp = tp;
   out.parallel.pp = pp;
-  out.parallel.dp = gpus / (tp * pp);
+  out.parallel.dp = gpus / (tp * pp * cp);
   if (out.parallel.dp % out.parallel.ep != 0) return false;
   if (out.parallel.global_batch % (out.parallel.dp * out.parallel.micro_batch) != 0) return false;
   if (accepted(out)) return true;

@@ -53,6 +53,8 @@ std::string_view to_string(Stream s) {
   case Stream::PpSend: return "pp_send";
   case Stream::PpRecv: return "pp_recv";
   case Stream::Data: return "data";
+  case Stream::CpSend: return "cp_send";
+  case Stream::CpRecv: return "cp_recv";
   }
   TWINSCALE_ASSERT(false, "unknown Stream");
 }
@@ -75,6 +77,7 @@ std::string_view to_string(GroupKind g) {
   case GroupKind::Pp: return "pp";
   case GroupKind::Embedding: return "embedding";
   case GroupKind::Ep: return "ep";
+  case GroupKind::Cp: return "cp";
   case GroupKind::ExpertDp: return "edp";
   case GroupKind::World: return "world";
   }

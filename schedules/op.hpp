@@ -56,9 +56,11 @@ enum class Stream : uint8_t {
   DpComm = 2,
   PpSend = 3,
   PpRecv = 4,
-  Data = 5, // asynchronous data loading (M8)
+  Data = 5,   // asynchronous data loading (M8)
+  CpSend = 6, // context-parallel ring (K/V blocks and their gradients)
+  CpRecv = 7,
 };
-inline constexpr int kStreamCount = 6;
+inline constexpr int kStreamCount = 8;
 
 enum class Phase : uint8_t { Forward, Backward, Optimizer, Recompute, Data };
 

@@ -22,13 +22,25 @@ using nlohmann::json;
 
 std::string_view block_name(BlockKind k) { return k == BlockKind::Serial ? "serial" : "parallel"; }
 std::string_view attention_name(AttentionKind k) { return k == AttentionKind::Dense ? "dense" : "sliding"; }
-std::string_view pipeline_name(PipelineKind k) { return k == PipelineKind::OneFOneB ? "1f1b" : "interleaved"; }
+std::string_view pipeline_name(PipelineKind k) {
+  return k == PipelineKind::OneFOneB ? "1f1b" : k == PipelineKind::Interleaved ? "interleaved" : "zb-h1";
+}
 std::string_view optimizer_name(OptimizerKind k) { return k == OptimizerKind::Adam ? "adam" : "lamb"; }
 std::string_view routing_name(RoutingKind k) {
   return k == RoutingKind::Balanced ? "balanced" : k == RoutingKind::Dirichlet ? "dirichlet" : "zipf";
 }
 
+json job_json_fields(const JobSpec& j);
+
 json job_json(const JobSpec& j) {
+  json out = job_json_fields(j);
+  // issue #16: written only when used, so that files of jobs without it are unchanged
+  if (j.parallel.cp > 1) out["parallel"]["cp"] = j.parallel.cp;
+  if (j.model.rotary) out["model"]["rotary"] = true;
+  return out;
+}
+
+json job_json_fields(const JobSpec& j) {
   const auto& m = j.model;
   const auto& p = j.parallel;
   const auto& o = j.options;
@@ -197,6 +209,7 @@ public:
     if (m.contains("mlp"))
       out.model.mlp = get_choice<MlpKind>(m, "mlp", mw, {{"gelu", MlpKind::Gelu}, {"swiglu", MlpKind::SwiGlu}});
     if (m.contains("untied_embeddings")) out.model.untied_embeddings = get<bool>(m, "untied_embeddings", mw);
+    if (m.contains("rotary")) out.model.rotary = get<bool>(m, "rotary", mw); // issue #16
     // Added with issue #16; absent in older files means the defaults (dense, LayerNorm).
     auto& md = out.model;
     if (m.contains("norm"))
@@ -224,6 +237,7 @@ public:
     par.vpp = get<int64_t>(p, "vpp", pw);
     par.dp = get<int64_t>(p, "dp", pw);
     if (p.contains("ep")) par.ep = get<int64_t>(p, "ep", pw); // issue #16
+    if (p.contains("cp")) par.cp = get<int64_t>(p, "cp", pw); // issue #16
     if (p.contains("first_stage_layers")) par.first_stage_layers = get<int64_t>(p, "first_stage_layers", pw);
     if (p.contains("last_stage_layers")) par.last_stage_layers = get<int64_t>(p, "last_stage_layers", pw);
     par.sequence_parallel = get<bool>(p, "sequence_parallel", pw);
@@ -235,8 +249,10 @@ public:
     const json& s = at(j, "schedule", w);
     const std::string sw = w + ".schedule";
     auto& o = out.options;
-    o.pipeline = get_choice<PipelineKind>(
-        s, "pipeline", sw, {{"1f1b", PipelineKind::OneFOneB}, {"interleaved", PipelineKind::Interleaved}});
+    o.pipeline = get_choice<PipelineKind>(s, "pipeline", sw,
+                                          {{"1f1b", PipelineKind::OneFOneB},
+                                           {"interleaved", PipelineKind::Interleaved},
+                                           {"zb-h1", PipelineKind::ZeroBubbleH1}});
     o.iterations = get<int64_t>(s, "iterations", sw);
     o.optimizer =
         get_choice<OptimizerKind>(s, "optimizer", sw, {{"adam", OptimizerKind::Adam}, {"lamb", OptimizerKind::Lamb}});
@@ -368,10 +384,11 @@ Schedule read_schedule_json(std::istream& in, const std::string& path) {
   }
   const auto& par = s.job.parallel;
   s.layout.ep = par.ep; // the expert-parallel blocks follow from the job
-  if (par.tp != s.layout.tp || par.dp != s.layout.dp || par.pp != s.layout.pp)
+  s.layout.cp = par.cp; // and the context-parallel ones (layout.dp counts dp·cp)
+  if (par.tp != s.layout.tp || par.dp_cp() != s.layout.dp || par.pp != s.layout.pp)
     r.fail("$.layout", "tp " + std::to_string(s.layout.tp) + ", dp " + std::to_string(s.layout.dp) + ", pp " +
                            std::to_string(s.layout.pp) + " disagrees with $.job.parallel (tp " +
-                           std::to_string(par.tp) + ", dp " + std::to_string(par.dp) + ", pp " +
+                           std::to_string(par.tp) + ", dp·cp " + std::to_string(par.dp_cp()) + ", pp " +
                            std::to_string(par.pp) + ")");
   s.model_flops_per_iteration = r.get<double>(doc, "model_flops_per_iteration", "$");
   const json& mem = r.at(doc, "memory_by_stage", "$");

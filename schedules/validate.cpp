@@ -151,11 +151,15 @@ public:
           ok = false;
         }
         if (op.kind == OpKind::Send || op.kind == OpKind::Recv) {
-          if (op.group != GroupKind::Pp || op.peer < 0 || op.peer >= L.pp || op.peer == pp) {
+          // pipeline p2p travels along pp; context-parallel ring p2p along cp
+          const bool cp = op.group == GroupKind::Cp;
+          const int64_t size = cp ? L.cp : L.pp;
+          const int64_t own = cp ? L.group_rank(GroupKind::Cp, rank) : pp;
+          if ((op.group != GroupKind::Pp && !cp) || op.peer < 0 || op.peer >= size || op.peer == own) {
             add(ViolationKind::Structure, rank, idx,
-                "send/recv needs group pp and a peer pp rank in [0, " + std::to_string(L.pp) +
-                    ") other than its own (" + std::to_string(pp) + "); got group " + std::string(to_string(op.group)) +
-                    ", peer " + std::to_string(op.peer));
+                "send/recv needs group pp (or cp) and a peer rank in [0, " + std::to_string(size) +
+                    ") other than its own (" + std::to_string(own) + "); got group " +
+                    std::string(to_string(op.group)) + ", peer " + std::to_string(op.peer));
             ok = false;
           }
         } else if (op.is_collective() && op.group == GroupKind::Embedding && L.pp > 1 && pp != 0 && pp != L.pp - 1) {

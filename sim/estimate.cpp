@@ -27,7 +27,7 @@ constexpr double kAnalyticSecondsPerRank = 1.5e-5;
 
 schedules::ResourceEstimate estimate_simulation(const schedules::JobSpec& job, SimMode mode, bool aggregate) {
   const auto& p = job.parallel;
-  const double ranks = static_cast<double>(p.tp) * static_cast<double>(p.dp) * static_cast<double>(p.pp);
+  const double ranks = static_cast<double>(p.gpus());
   schedules::ResourceEstimate e = schedules::estimate_lowering(job);
   e.memory_bytes += kFabricBytesPerGpu * ranks;
   if (mode == SimMode::Flow) {
@@ -43,7 +43,7 @@ schedules::ResourceEstimate estimate_simulation(const schedules::JobSpec& job, S
 
 schedules::ResourceEstimate check_simulation_fits(const schedules::JobSpec& job, SimMode mode, bool aggregate) {
   const auto e = estimate_simulation(job, mode, aggregate);
-  const int64_t ranks = job.parallel.tp * job.parallel.dp * job.parallel.pp;
+  const int64_t ranks = job.parallel.gpus();
   std::string how;
   if (mode == SimMode::Flow) {
     if (!aggregate)

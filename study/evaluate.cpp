@@ -106,18 +106,24 @@ std::string effective_job(const StudySpec& spec, const Point& p, schedules::JobS
   if (auto v = flag(p, "sequence_parallel")) par.sequence_parallel = *v;
   auto& opt = job.options;
   if (const std::string* pl = str(p, "pipeline"))
-    opt.pipeline = *pl == "interleaved" ? schedules::PipelineKind::Interleaved : schedules::PipelineKind::OneFOneB;
-  else // check_job: interleaved exactly when vpp > 1
-    opt.pipeline = par.vpp > 1 ? schedules::PipelineKind::Interleaved : schedules::PipelineKind::OneFOneB;
+    opt.pipeline = *pl == "interleaved" ? schedules::PipelineKind::Interleaved
+                   : *pl == "zb-h1"     ? schedules::PipelineKind::ZeroBubbleH1
+                                        : schedules::PipelineKind::OneFOneB;
+  else if (par.vpp > 1) // check_job: interleaved exactly when vpp > 1
+    opt.pipeline = schedules::PipelineKind::Interleaved;
+  else if (opt.pipeline == schedules::PipelineKind::Interleaved) // ZB-H1 (vpp 1) is kept
+    opt.pipeline = schedules::PipelineKind::OneFOneB;
   if (auto v = flag(p, "overlap_dp")) opt.overlap.dp = *v;
   if (auto v = flag(p, "overlap_pp")) opt.overlap.pp = *v;
   if (auto v = flag(p, "overlap_tp")) opt.overlap.tp = *v;
   if (auto v = num(p, "tp_chunks")) opt.overlap.tp_chunks = *v;
   if (auto v = flag(p, "recompute")) opt.recompute = *v;
   if (auto v = flag(p, "flash_attention")) opt.operators.flash_attention = *v;
-  if (gpus % (par.tp * par.pp) != 0)
-    return "gpus " + std::to_string(gpus) + " is not a multiple of tp·pp = " + std::to_string(par.tp * par.pp);
-  par.dp = gpus / (par.tp * par.pp);
+  const int64_t replica = par.tp * par.pp * par.cp; // context parallel: cp ranks per sequence
+  if (gpus % replica != 0)
+    return "gpus " + std::to_string(gpus) + " is not a multiple of tp·pp" + (par.cp > 1 ? "·cp" : "") + " = " +
+           std::to_string(replica);
+  par.dp = gpus / replica;
   try {
     schedules::check_job(job);
   } catch (const schedules::JobError& e) {

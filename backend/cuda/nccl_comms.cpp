@@ -82,39 +82,39 @@ std::vector<Split> collective_splits(const schedules::Schedule& s, int64_t rank)
 /// 2-rank communicator; pairs are packed greedily into rounds in which each rank is in
 /// at most one pair, one ncclCommSplit per round.
 std::vector<Split> p2p_splits(const schedules::Schedule& s, int64_t rank) {
-  std::vector<std::set<int32_t>> send_peers(s.programs.size());
+  std::vector<std::set<std::pair<GroupKind, int32_t>>> send_peers(s.programs.size());
   for (size_t p = 0; p < s.programs.size(); ++p)
     for (const auto& op : s.programs[p].ops)
-      if (op.kind == OpKind::Send) send_peers[p].insert(op.peer);
-  std::set<std::pair<int64_t, int64_t>> pairs;
-  for (int64_t r = 0; r < s.world(); ++r) {
-    const auto c = s.layout.coord(r);
-    for (int32_t q : send_peers[s.program_of_rank[static_cast<size_t>(r)]])
-      pairs.emplace(r, s.layout.rank({c.tp, c.dp, q}));
-  }
-  std::vector<std::vector<std::pair<int64_t, int64_t>>> rounds;
+      if (op.kind == OpKind::Send) send_peers[p].insert({op.group, op.peer});
+  std::set<std::tuple<int64_t, int64_t, GroupKind>> pairs; // (sender, receiver, pp or cp)
+  for (int64_t r = 0; r < s.world(); ++r)
+    for (const auto& [g, q] : send_peers[s.program_of_rank[static_cast<size_t>(r)]])
+      pairs.emplace(r, s.layout.group_members(g, r)[static_cast<size_t>(q)], g);
+  std::vector<std::vector<std::tuple<int64_t, int64_t, GroupKind>>> rounds;
   std::vector<std::set<int64_t>> busy;
   for (const auto& pr : pairs) {
     size_t k = 0;
-    while (k < rounds.size() && (busy[k].count(pr.first) || busy[k].count(pr.second))) ++k;
+    while (k < rounds.size() && (busy[k].count(std::get<0>(pr)) || busy[k].count(std::get<1>(pr)))) ++k;
     if (k == rounds.size()) {
       rounds.emplace_back();
       busy.emplace_back();
     }
     rounds[k].push_back(pr);
-    busy[k].insert(pr.first);
-    busy[k].insert(pr.second);
+    busy[k].insert(std::get<0>(pr));
+    busy[k].insert(std::get<1>(pr));
   }
   std::vector<Split> out;
   for (size_t k = 0; k < rounds.size(); ++k) {
     Split sp;
     sp.label = "p2p_round_" + std::to_string(k);
     for (size_t j = 0; j < rounds[k].size(); ++j) {
-      const auto [src, dst] = rounds[k][j];
+      const auto [src, dst, g] = rounds[k][j];
       if (rank != src && rank != dst) continue;
       sp.color = static_cast<int>(j);
       sp.key = rank == src ? 0 : 1;
-      sp.channel = rank == src ? "send:pp:" + std::to_string(dst) : "recv:pp:" + std::to_string(src);
+      const std::string group(schedules::to_string(g));
+      sp.channel =
+          rank == src ? "send:" + group + ":" + std::to_string(dst) : "recv:" + group + ":" + std::to_string(src);
       sp.peer = 1 - sp.key;
     }
     out.push_back(std::move(sp));

@@ -18,7 +18,9 @@ uint32_t NameTable::intern(std::string_view name) {
 Dims Dims::of(const JobSpec& job) {
   Dims d;
   d.b = job.parallel.micro_batch;
-  d.s = job.model.seq_len;
+  d.cp = job.parallel.cp;
+  d.s_full = job.model.seq_len;
+  d.s = job.model.seq_len / d.cp;
   d.h = job.model.hidden;
   d.a = job.model.heads;
   d.f = job.model.ffn_hidden;
@@ -96,11 +98,15 @@ uint32_t ProgramBuilder::collective(OpKind kind, GroupKind group, Stream stream,
 }
 
 uint32_t ProgramBuilder::p2p(OpKind kind, int32_t peer, std::string_view name, double bytes,
-                             const std::vector<uint32_t>& deps) {
+                             const std::vector<uint32_t>& deps, GroupKind group) {
+  TWINSCALE_ASSERT(group == GroupKind::Pp || group == GroupKind::Cp, "p2p on a group without its streams");
   Op op;
   op.kind = kind;
-  op.stream = kind == OpKind::Send ? Stream::PpSend : Stream::PpRecv;
-  op.group = GroupKind::Pp;
+  if (group == GroupKind::Cp)
+    op.stream = kind == OpKind::Send ? Stream::CpSend : Stream::CpRecv;
+  else
+    op.stream = kind == OpKind::Send ? Stream::PpSend : Stream::PpRecv;
+  op.group = group;
   op.peer = peer;
   op.bytes = bytes;
   return add(op, name, deps);

@@ -52,6 +52,9 @@ struct Dims {
   int64_t fm = 0;   // an expert's MLP inner size
   int64_t fc1m = 0; // its FC1 output width (2·fm with SwiGLU)
   int64_t shared_experts = 0;
+  // context parallelism: s above is the local sequence (seq_len / cp)
+  int64_t cp = 1;
+  int64_t s_full = 1; // the whole sequence (keys a query attends to, dense attention)
   static Dims of(const JobSpec& job);
 };
 
@@ -70,7 +73,10 @@ public:
                    std::array<int64_t, 4> shape, std::initializer_list<uint32_t> deps = {});
   uint32_t collective(OpKind kind, GroupKind group, Stream stream, std::string_view name, double bytes,
                       const std::vector<uint32_t>& deps, int32_t priority = 0, DType dtype = DType::BF16);
-  uint32_t p2p(OpKind kind, int32_t peer, std::string_view name, double bytes, const std::vector<uint32_t>& deps);
+  /// Send or Recv to group rank `peer` of `group` (Pp: the PpSend/PpRecv streams; Cp:
+  /// CpSend/CpRecv).
+  uint32_t p2p(OpKind kind, int32_t peer, std::string_view name, double bytes, const std::vector<uint32_t>& deps,
+               GroupKind group = GroupKind::Pp);
 
   /// The next compute op waits for `op` (kNoOp ignored).
   void wait_before_next_compute(uint32_t op);

@@ -29,7 +29,7 @@ std::vector<uint32_t> StageLowering::fsdp_gather_layer(int64_t layer, int32_t pr
   std::vector<uint32_t> out;
   const OpLabels saved = b_.labels;
   b_.labels.layer = static_cast<int32_t>(layer);
-  if (par.dp > 1)
+  if (par.dp_cp() > 1)
     out.push_back(b_.collective(OpKind::AllGather, GroupKind::Dp, Stream::DpComm, "fsdp.param.ag", dense * 2,
                                 {b_.last_compute()}, priority));
   if (experts > 0 && par.tp * (par.dp / par.ep) > 1)
@@ -47,7 +47,7 @@ void StageLowering::fsdp_reduce_layer(int64_t layer) {
   const double experts = layer_expert_parameters(job_, layer);
   const double dense = layer_parameter_count(job_, layer) - experts;
   const int32_t priority = job_.options.overlap.dp ? 1 : 0;
-  if (par.dp > 1)
+  if (par.dp_cp() > 1)
     grad_reduced_.push_back(b_.collective(OpKind::ReduceScatter, GroupKind::Dp, Stream::DpComm, "fsdp.grad.rs",
                                           dense * width, {b_.last_compute()}, priority, dtype));
   if (experts > 0 && par.tp * (par.dp / par.ep) > 1)

@@ -36,6 +36,7 @@ uint32_t LayerEmitter::gemm(const std::string& name, int64_t m, int64_t n, int64
 
 uint32_t LayerEmitter::wgrad(const std::string& name, int64_t m, int64_t n, int64_t k,
                              std::initializer_list<uint32_t> deps) {
+  if (defer_wgrad_) return kNoOp; // ZB-H1: emitted by the W pass (zero_bubble.cpp)
   const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   const double inputs = kBf16 * (static_cast<double>(m) * k + static_cast<double>(k) * n);
   const double mn = static_cast<double>(m) * static_cast<double>(n);
@@ -187,6 +188,13 @@ void LayerEmitter::residual(const std::string& name, int64_t inputs) {
 }
 
 void LayerEmitter::attention_core(bool backward) {
+  if (d_.cp > 1) { // ring attention over the context-parallel group (context_parallel.cpp)
+    if (backward)
+      cp_attention_backward();
+    else
+      cp_attention_forward();
+    return;
+  }
   const int64_t heads_local = d_.a / d_.t;
   const int64_t head_dim = d_.h / d_.a;
   const int64_t keys = d_.window > 0 ? std::min(d_.window, d_.s) : d_.s; // keys per query
@@ -277,7 +285,7 @@ void LayerEmitter::layer_backward() {
   // With sequence parallelism the weight gradient of a column-parallel GEMM needs its
   // all-gathered input again; it is issued early and overlaps the data-gradient GEMM.
   auto gather_input = [&](const std::string& name) -> uint32_t {
-    if (!d_.sp) return kNoOp;
+    if (!d_.sp || defer_wgrad_) return kNoOp; // ZB-H1: the W pass gathers it
     return tp_collective(OpKind::AllGather, name, act_bytes, {b_.last_compute()});
   };
   if (!parallel_block_) {
@@ -384,8 +392,9 @@ void LayerEmitter::head_backward() {
   const double logits = static_cast<double>(m) * static_cast<double>(v);
   b_.compute(OpKind::Elementwise, Kernel::CrossEntropy, "loss.bwd", 2 * logits, logits * (kFp32 + kBf16),
              {m * v, 0, 0, 0});
-  const uint32_t ag =
-      d_.sp ? tp_collective(OpKind::AllGather, "lm_head.wgrad.ag", act_bytes, {b_.last_compute()}) : kNoOp;
+  const uint32_t ag = d_.sp && !defer_wgrad_
+                          ? tp_collective(OpKind::AllGather, "lm_head.wgrad.ag", act_bytes, {b_.last_compute()})
+                          : kNoOp;
   const auto rs = gemm_then_collective("lm_head.dgrad", m, d_.h, v, reduce_kind(), act_bytes);
   unless_async(rs);
   wgrad("lm_head.wgrad", v, d_.h, m, {ag});

@@ -14,7 +14,14 @@ class LayerEmitter {
 public:
   LayerEmitter(ProgramBuilder& builder, const JobSpec& job);
 
-  void layer_forward(); // labels (layer, phase, …) are set by the caller on the builder
+  /// This program's rank in the context-parallel ring (its ring neighbours' group ranks).
+  void set_cp_rank(int64_t cp_rank);
+  /// ZB-H1 (zero_bubble.cpp): backward passes leave out the weight-gradient GEMMs (and
+  /// their inputs' TP all-gathers), which the W pass emits later.
+  void set_split_backward(bool split) { defer_wgrad_ = split; }
+  void layer_weight_gradients(); // the W pass of one layer (labels set by the caller)
+  void head_weight_gradients();  // the W pass of the LM head
+  void layer_forward();          // labels (layer, phase, …) are set by the caller on the builder
   void layer_backward();
   void embedding_forward();
   void embedding_backward();
@@ -53,7 +60,11 @@ private:
   void dropout(const std::string& name, bool backward);
   void residual(const std::string& name, int64_t inputs);
   void attention_core(bool backward);
-  void attention_backward(); // (selective recomputation, then) the core's backward
+  // context parallelism (context_parallel.cpp): the attention core as cp ring steps
+  void cp_attention_forward();
+  void cp_attention_backward();
+  double cp_kv_bytes() const; // the K and V of this rank's tokens (one ring message)
+  void attention_backward();  // (selective recomputation, then) the core's backward
 
   void attention_branch_backward_tail(); // attention core backward … QKV wgrad
   OpKind reduce_kind() const;            // reduce-scatter with SP, else all-reduce
@@ -65,6 +76,9 @@ private:
   bool flash_;
   bool fused_ln_;
   bool fused_gelu_;
+  bool defer_wgrad_ = false; // ZB-H1: wgrad() emits nothing in the B pass
+  int32_t cp_next_ = 0;      // ring neighbours (Cp group ranks)
+  int32_t cp_prev_ = 0;
   std::vector<uint32_t> shared_pending_; // shared experts' reduce-scatters the MoE output needs
 };
 

@@ -54,16 +54,18 @@ std::vector<PpMessage> pp_messages(const JobSpec& job, int64_t src, int64_t dst)
       const int64_t vs = st.chunk * P + src;
       if (st.forward && vs < last && (src + 1) % P == dst)
         out.push_back({it, true, st.micro_batch, src == P - 1 ? st.chunk + 1 : st.chunk});
-      if (!st.forward && vs > 0 && (src - 1 + P) % P == dst)
+      if (!st.forward && !st.weight && vs > 0 && (src - 1 + P) % P == dst)
         out.push_back({it, false, st.micro_batch, src == 0 ? st.chunk - 1 : st.chunk});
     }
   }
   return out;
 }
 
-StageLowering::StageLowering(const JobSpec& job, int64_t pp_rank, NameTable& names)
+StageLowering::StageLowering(const JobSpec& job, int64_t pp_rank, int64_t cp_rank, NameTable& names)
     : job_(job), pp_rank_(pp_rank), P_(job.parallel.pp), V_(job.parallel.vpp), M_(job.parallel.micro_batches()),
       b_(names), layers_(b_, job) {
+  layers_.set_cp_rank(cp_rank);
+  layers_.set_split_backward(job.options.pipeline == PipelineKind::ZeroBubbleH1);
   const Dims d = Dims::of(job);
   act_bytes_ = static_cast<double>(d.tokens_local) * static_cast<double>(d.h) * 2;
   // SC'21 scatter/gather: the send carries 1/tp; an all-gather inside the TP group
@@ -98,7 +100,8 @@ bool StageLowering::has_embedding_chunk(int64_t chunk) const {
 std::pair<int64_t, PpMessage> StageLowering::needed_message(const PipelineStep& st) const {
   const int64_t vs = st.chunk * P_ + pp_rank_;
   if (st.forward && vs > 0) return {(pp_rank_ - 1 + P_) % P_, {iteration_, true, st.micro_batch, st.chunk}};
-  if (!st.forward && vs < P_ * V_ - 1) return {(pp_rank_ + 1) % P_, {iteration_, false, st.micro_batch, st.chunk}};
+  if (!st.forward && !st.weight && vs < P_ * V_ - 1)
+    return {(pp_rank_ + 1) % P_, {iteration_, false, st.micro_batch, st.chunk}};
   return {-1, {}};
 }
 
@@ -128,7 +131,7 @@ void StageLowering::emit_data_op(int64_t for_iteration, bool async) {
   const bool first = pp_rank_ == 0;
   const bool last = pp_rank_ == P_ - 1;
   if (!first && !last) return; // only the first stage (tokens) and last (labels) load data
-  const int64_t tokens = M_ * job_.parallel.micro_batch * job_.model.seq_len;
+  const int64_t tokens = M_ * job_.parallel.micro_batch * job_.model.seq_len / job_.parallel.cp; // cp: its chunks
   const double bytes = static_cast<double>(tokens) * 8 * ((first ? 1 : 0) + (last ? 1 : 0));
   const OpLabels saved = b_.labels;
   b_.labels = OpLabels{static_cast<int32_t>(for_iteration), -1, -1, -1, Phase::Data};
@@ -154,7 +157,7 @@ void StageLowering::emit_embedding_allreduce() {
 
 void StageLowering::emit_grad_reduce(int64_t chunk) {
   const auto& par = job_.parallel;
-  if (par.dp == 1) return;
+  if (par.dp_cp() == 1) return;
   const bool fp32 = job_.options.grad_reduce_fp32;
   // ZeRO-3 reduces each layer's gradients after its backward (fsdp.cpp); here only the
   // chunk's other parameters (embedding, LM head, final norm)
@@ -200,7 +203,7 @@ void StageLowering::emit_input_broadcast() {
   // (MegaScale, NSDI'24, data pipeline: redundant dataloader elimination) has one loader per machine write
   // the batch to shared memory, from which every GPU copies it during the previous
   // iteration's gradient sync: no broadcast on the critical path.
-  const double tokens = static_cast<double>(job_.parallel.micro_batch * job_.model.seq_len);
+  const double tokens = static_cast<double>(job_.parallel.micro_batch * job_.model.seq_len / job_.parallel.cp);
   const uint32_t sizes =
       b_.collective(OpKind::Broadcast, GroupKind::Tp, Stream::TpComm, "data.broadcast.sizes", 8, {b_.last_compute()});
   b_.wait_before_next_compute(
@@ -221,9 +224,9 @@ void StageLowering::emit_grad_norm_and_loss(double elements) {
   };
   if (par.tp > 1) reduce(GroupKind::Tp, "optimizer.grad_norm.tp.ar");
   if (P_ > 1) reduce(GroupKind::Pp, "optimizer.grad_norm.pp.ar");
-  if (par.zero_stage >= 1 && par.dp > 1) reduce(GroupKind::Dp, "optimizer.grad_norm.dp.ar");
+  if (par.zero_stage >= 1 && par.dp_cp() > 1) reduce(GroupKind::Dp, "optimizer.grad_norm.dp.ar");
   // The iteration's loss averaged over DP for logging (last stage; one fp32 all-reduce).
-  if (pp_rank_ == P_ - 1 && par.dp > 1) reduce(GroupKind::Dp, "loss.dp.ar");
+  if (pp_rank_ == P_ - 1 && par.dp_cp() > 1) reduce(GroupKind::Dp, "loss.dp.ar");
   b_.wait_before_next_compute(last);
 }
 
@@ -236,6 +239,21 @@ void StageLowering::emit_step(size_t j) {
   const LayerRange layers = stage_layers(job_, vs);
   b_.labels = OpLabels{static_cast<int32_t>(iteration_), static_cast<int32_t>(st.micro_batch),
                        static_cast<int32_t>(st.chunk), -1, st.forward ? Phase::Forward : Phase::Backward};
+  if (st.weight) { // ZB-H1's W pass: no messages, the weight gradients in backward order
+    if (vs == last_vs) layers_.head_weight_gradients();
+    for (int64_t i = layers.count - 1; i >= 0; --i) {
+      b_.labels.layer = static_cast<int32_t>(layers.first + i);
+      layers_.layer_weight_gradients();
+    }
+    b_.labels.layer = -1;
+    if (j == last_backward_[st.chunk] && (opt.overlap.dp || par.zero_stage >= 2)) {
+      if (has_embedding_chunk(st.chunk))
+        deferred_reduce_.push_back(st.chunk);
+      else
+        emit_grad_reduce(st.chunk);
+    }
+    return;
+  }
 
   // receives
   if (auto [src, msg] = needed_message(st); src >= 0) b_.wait_before_next_compute(ensure_recv(src, msg));
@@ -248,7 +266,7 @@ void StageLowering::emit_step(size_t j) {
 
   // parameters of this chunk (ZeRO all-gathers)
   if (st.forward && j == first_forward_[st.chunk]) {
-    if (par.zero_stage >= 2 && par.dp > 1 && param_ready_[st.chunk] == kNoOp) {
+    if (par.zero_stage >= 2 && par.dp_cp() > 1 && param_ready_[st.chunk] == kNoOp) {
       param_ready_[st.chunk] = gather_parameters(st.chunk, {b_.last_compute(), previous_optimizer_}, 0);
     }
     b_.wait_before_next_compute(param_ready_[st.chunk]);
@@ -270,12 +288,12 @@ void StageLowering::emit_step(size_t j) {
   if (st.forward && vs < last_vs)
     unfinished_sends_.push_back(b_.p2p(OpKind::Send, static_cast<int32_t>((pp_rank_ + 1) % P_), "pp.send.activation",
                                        act_bytes_, {b_.last_compute()}));
-  if (!st.forward && vs > 0)
+  if (!st.forward && !st.weight && vs > 0)
     unfinished_sends_.push_back(b_.p2p(OpKind::Send, static_cast<int32_t>((pp_rank_ - 1 + P_) % P_), "pp.send.gradient",
                                        act_bytes_, {b_.last_compute()}));
 
   // M4 with overlap: the next chunk's all-gather is launched during this chunk's forward
-  if (st.forward && j == first_forward_[st.chunk] && par.zero_stage >= 2 && par.dp > 1 && opt.overlap.dp &&
+  if (st.forward && j == first_forward_[st.chunk] && par.zero_stage >= 2 && par.dp_cp() > 1 && opt.overlap.dp &&
       st.chunk + 1 < V_) {
     const int64_t next = st.chunk + 1;
     param_ready_[next] =
@@ -310,11 +328,11 @@ void StageLowering::emit_iteration_end() {
   grad_reduced_.clear();
   embedding_ar_ = kNoOp;
   const bool sharded = par.zero_stage >= 1;
-  double elements = stage_parameters(job_, pp_rank_) / (sharded ? static_cast<double>(par.dp) : 1.0);
+  double elements = stage_parameters(job_, pp_rank_) / (sharded ? static_cast<double>(par.dp_cp()) : 1.0);
   if (sharded && job_.model.experts > 0) { // routed experts are sharded over their holders
     double experts = 0;
     for (int64_t c = 0; c < V_; ++c) experts += chunk_expert_parameters(job_, pp_rank_, c);
-    elements = (stage_parameters(job_, pp_rank_) - experts) / static_cast<double>(par.dp) +
+    elements = (stage_parameters(job_, pp_rank_) - experts) / static_cast<double>(par.dp_cp()) +
                experts / static_cast<double>(par.tp * (par.dp / par.ep));
   }
   emit_grad_norm_and_loss(elements);
@@ -337,7 +355,7 @@ void StageLowering::emit_iteration_end() {
     op.flops = 14 * elements;
     op.bytes = 26 * elements;
     const uint32_t pass1 = b_.add(op, "optimizer.lamb.update");
-    if (sharded && par.dp > 1) {
+    if (sharded && par.dp_cp() > 1) {
       int64_t stage_layer_count = 0;
       for (int64_t c = 0; c < V_; ++c) stage_layer_count += stage_layers(job_, c * P_ + pp_rank_).count;
       const double tensors = static_cast<double>(stage_layer_count) * 12 + 4;
@@ -348,7 +366,7 @@ void StageLowering::emit_iteration_end() {
     op.bytes = 14 * elements;
     previous_optimizer_ = b_.add(op, "optimizer.lamb.apply");
   }
-  if (par.zero_stage == 1 && par.dp > 1) { // distributed optimizer: gather updated params
+  if (par.zero_stage == 1 && par.dp_cp() > 1) { // distributed optimizer: gather updated params
     for (int64_t c = 0; c < V_; ++c) {
       param_ready_[c] =
           gather_parameters(c, {previous_optimizer_}, opt.overlap.dp ? static_cast<int32_t>(2 * V_ - c) : 0);
@@ -381,7 +399,7 @@ Program StageLowering::run() {
       emit_data_op(iteration_, false);
     }
     // M4: prefetch the first chunk's parameters at the start of the iteration
-    if (par.zero_stage >= 2 && par.dp > 1 && opt.overlap.dp) {
+    if (par.zero_stage >= 2 && par.dp_cp() > 1 && opt.overlap.dp) {
       b_.labels = OpLabels{static_cast<int32_t>(iteration_), -1, 0, -1, Phase::Forward};
       param_ready_[0] = gather_parameters(0, {previous_optimizer_}, static_cast<int32_t>(2 * V_));
     }

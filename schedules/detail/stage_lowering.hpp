@@ -1,4 +1,5 @@
-// Private: lowers the program of one pipeline rank (shared by all its tp × dp ranks).
+// Private: lowers the program of one pipeline rank (shared by all its tp × dp ranks; with
+// context parallelism one program per (pipeline rank, cp rank): the ring peers differ).
 #pragma once
 
 #include <cstdint>
@@ -27,7 +28,7 @@ std::vector<PpMessage> pp_messages(const JobSpec& job, int64_t src, int64_t dst)
 
 class StageLowering {
 public:
-  StageLowering(const JobSpec& job, int64_t pp_rank, NameTable& names);
+  StageLowering(const JobSpec& job, int64_t pp_rank, int64_t cp_rank, NameTable& names);
   Program run();
 
 private:

@@ -44,12 +44,14 @@ Breakdown rank_breakdown(const schedules::Program& program, const std::vector<Op
     }
     const double xfer = t.transfer_s >= 0 ? t.transfer_s : t.end_s;
     int cat = kDp;
-    if (op.kind == OpKind::Send || op.kind == OpKind::Recv)
+    if (op.group == GroupKind::Cp) // the context-parallel ring: in-layer model-parallel traffic
+      cat = kTp;
+    else if (op.kind == OpKind::Send || op.kind == OpKind::Recv)
       cat = kPp;
     else if (op.group == GroupKind::Tp || op.group == GroupKind::Ep) // in-layer model-parallel traffic
       cat = kTp;
     add(xfer, t.end_s, cat);
-    if (op.kind == OpKind::Recv) add(t.start_s, xfer, kRecvWait);
+    if (op.kind == OpKind::Recv && op.group == GroupKind::Pp) add(t.start_s, xfer, kRecvWait);
   }
   std::sort(edges.begin(), edges.end());
   Breakdown b;

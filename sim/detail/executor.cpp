@@ -84,8 +84,10 @@ void check_matching(const schedules::ExecutionRules& rules) {
 bool is_p2p(const Op& op) { return op.kind == OpKind::Send || op.kind == OpKind::Recv; }
 
 Activity activity_of(const HotOp& h) {
+  // expert-parallel all-to-all and the context-parallel ring sit inside the layer like
+  // TP's collectives
+  if (h.group == GroupKind::Cp) return Activity::Tp;
   if (h.cls == HotOp::Send || h.cls == HotOp::Recv) return Activity::Pp;
-  // expert-parallel all-to-all sits inside the layer like TP's collectives
   return h.group == GroupKind::Tp || h.group == GroupKind::Ep ? Activity::Tp : Activity::Dp;
 }
 
@@ -132,8 +134,9 @@ SimExecutor::SimExecutor(const schedules::Schedule& schedule, const std::vector<
   decide_symmetry();
 
   slot_of_rank_.assign(static_cast<size_t>(world), -1);
-  if (symmetric_) {
-    for (int64_t pp = 0; pp < L.pp; ++pp) slot_rank_.push_back(L.rank({rep_.tp, rep_.dp, pp}));
+  if (symmetric_) { // one pipeline; with context parallelism its whole cp ring (the ring peers)
+    for (int64_t pp = 0; pp < L.pp; ++pp)
+      for (int64_t k = 0; k < L.cp; ++k) slot_rank_.push_back(L.rank({rep_.tp, rep_.dp / L.cp * L.cp + k, pp}));
   } else {
     slot_rank_.reserve(static_cast<size_t>(world));
     for (int64_t r = 0; r < world; ++r) slot_rank_.push_back(r);
@@ -202,12 +205,13 @@ void SimExecutor::decide_symmetry() {
   for (int64_t r = 0; symmetric_ && r < L.world(); ++r) {
     const auto c = L.coord(r);
     if (schedule_.program_of_rank[static_cast<size_t>(r)] !=
-        schedule_.program_of_rank[static_cast<size_t>(L.rank({rep_.tp, rep_.dp, c.pp}))])
+        schedule_.program_of_rank[static_cast<size_t>(representative_of(c))])
       symmetric_ = false;
   }
   for (size_t p = 0; symmetric_ && p < schedule_.programs.size(); ++p)
     for (const Op& op : schedule_.programs[p].ops)
-      if (is_p2p(op) && op.group != GroupKind::Pp && op.group != GroupKind::Embedding) symmetric_ = false;
+      if (is_p2p(op) && op.group != GroupKind::Pp && op.group != GroupKind::Embedding && op.group != GroupKind::Cp)
+        symmetric_ = false;
   // link degradations and jitter hit single groups or ranks
   if (options_.faults != nullptr && faults::has_rank_specific_events(*options_.faults)) symmetric_ = false;
   if (symmetric_ && !options_.gpu_speed.empty()) {
@@ -219,8 +223,12 @@ void SimExecutor::decide_symmetry() {
 
 int32_t SimExecutor::representative_slot(int64_t rank) const {
   if (!symmetric_) return slot_of_rank(rank);
-  const auto c = schedule_.layout.coord(rank);
-  return slot_of_rank(schedule_.layout.rank({rep_.tp, rep_.dp, c.pp}));
+  return slot_of_rank(representative_of(schedule_.layout.coord(rank)));
+}
+
+int64_t SimExecutor::representative_of(schedules::RankCoord c) const {
+  const auto& L = schedule_.layout;
+  return L.rank({rep_.tp, rep_.dp / L.cp * L.cp + c.dp % L.cp, c.pp});
 }
 
 std::string SimExecutor::op_name(int32_t slot, uint32_t op) const {
@@ -402,8 +410,9 @@ std::vector<std::vector<int64_t>> SimExecutor::image_groups(GroupKind kind, cons
   const int64_t tp_shifts = kind == GroupKind::ExpertDp ? 1 : L.tp; // expert dp spans all tp
   // dp shifts that move the group onto another group of its kind: none for dp, one per
   // block for ep (steps of ep), one per residue for expert dp, all for the others
-  int64_t dp_shifts = L.dp;
-  int64_t dp_step = 1;
+  // (with context parallelism a shift keeps the cp rank: the other cp ranks are executed)
+  int64_t dp_shifts = L.dp / L.cp;
+  int64_t dp_step = L.cp;
   if (kind == GroupKind::Dp) dp_shifts = 1;
   if (kind == GroupKind::Ep) dp_shifts = L.dp / L.ep, dp_step = L.ep;
   if (kind == GroupKind::ExpertDp) dp_shifts = L.ep;

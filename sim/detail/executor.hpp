@@ -107,6 +107,9 @@ public:
   const std::vector<int64_t>& slot_ranks() const { return slot_rank_; }
   int32_t slot_of_rank(int64_t rank) const { return slot_of_rank_[static_cast<size_t>(rank)]; }
   int32_t representative_slot(int64_t rank) const;
+  /// The executed rank standing for coordinate `c` in a symmetric run (same pipeline
+  /// stage and cp rank).
+  int64_t representative_of(schedules::RankCoord c) const;
   /// Latest op end over every executed rank.
   double last_end_s() const { return last_end_s_; }
   const RankAccount& account(int32_t slot) const { return slots_[static_cast<size_t>(slot)].account; }

@@ -1,0 +1,101 @@
+// Context parallelism: ring attention as Megatron-Core runs it through Transformer
+// Engine's cp_comm_type = "p2p" (AttnFuncWithCPAndKVP2P).
+//
+// Each sequence is cut into 2·cp chunks and context-parallel rank i holds chunks i and
+// 2·cp−1−i (Megatron's get_batch_on_this_cp_rank), so that under a causal mask every ring
+// step does the same work. A rank's attention core runs cp steps: step k computes its
+// queries against the K/V block it holds (its own at k = 0, then the block of the rank k
+// places before it), while the block for step k+1 travels around the ring — a send to the
+// next cp rank and a receive from the previous one on the CpSend/CpRecv streams, overlapped
+// with step k's computation. A final pass merges the cp partial outputs with their
+// log-sum-exp (TE's out correction).
+//
+// Backward: the K/V blocks circulate again, and so does each block's K/V gradient: step k
+// computes dQ and this rank's contribution to the held block's dK/dV, adds it to the
+// partial gradient received from the previous rank (k ≥ 1) and sends the sum on. After
+// the last step each block's gradient has visited every rank and arrives back at its
+// owner, which the input-gradient GEMM waits for.
+//
+// FLOPs: the model-FLOPs convention of attention_core (every key counted): the rank's
+// s/cp queries against all s keys, split evenly over the cp steps.
+#include <algorithm>
+
+#include "schedules/detail/layer_ops.hpp"
+
+namespace twinscale::schedules::detail {
+
+namespace {
+constexpr double kBf16 = 2;
+} // namespace
+
+void LayerEmitter::set_cp_rank(int64_t cp_rank) {
+  cp_next_ = static_cast<int32_t>((cp_rank + 1) % d_.cp);
+  cp_prev_ = static_cast<int32_t>((cp_rank - 1 + d_.cp) % d_.cp);
+}
+
+double LayerEmitter::cp_kv_bytes() const {
+  const int64_t head_dim = d_.h / d_.a;
+  const int64_t kv_local = std::max<int64_t>(1, job_.model.kv() / d_.t);
+  return 2.0 * static_cast<double>(d_.tokens) * static_cast<double>(kv_local * head_dim) * kBf16;
+}
+
+void LayerEmitter::cp_attention_forward() {
+  const int64_t n = d_.cp;
+  const int64_t heads_local = d_.a / d_.t;
+  const int64_t head_dim = d_.h / d_.a;
+  // one step: the local queries against one block of s/cp keys
+  const double step_flops = 4.0 * static_cast<double>(d_.b * heads_local) * static_cast<double>(d_.s) *
+                            static_cast<double>(d_.s) * static_cast<double>(head_dim);
+  const double qkvo = static_cast<double>(d_.tokens) * static_cast<double>(d_.h / d_.t) * kBf16;
+  const double scores =
+      static_cast<double>(d_.b * heads_local) * static_cast<double>(d_.s) * static_cast<double>(d_.s) * kBf16;
+  const std::array<int64_t, 4> shape{d_.b * heads_local, d_.s, head_dim, 0};
+  const Kernel kernel = flash_ ? Kernel::FlashAttention2 : Kernel::AttentionUnfused;
+  const double kv = cp_kv_bytes();
+  uint32_t held = b_.last_compute(); // the QKV GEMM: this rank's own K/V block
+  for (int64_t k = 0; k < n; ++k) {
+    uint32_t incoming = kNoOp;
+    if (k + 1 < n) {
+      b_.p2p(OpKind::Send, cp_next_, "attn.cp.send.kv", kv, {held}, GroupKind::Cp);
+      incoming = b_.p2p(OpKind::Recv, cp_prev_, "attn.cp.recv.kv", kv, {held}, GroupKind::Cp);
+    }
+    b_.compute(OpKind::Attention, kernel, "attn.core.cp", step_flops, 4 * qkvo + (flash_ ? 0.0 : 6.5 * scores), shape,
+               {held});
+    held = incoming;
+  }
+  // merge the cp partial outputs by their log-sum-exp: read each (and its LSE), write O
+  const double e = static_cast<double>(d_.tokens) * static_cast<double>(d_.h / d_.t);
+  b_.compute(OpKind::Elementwise, Kernel::ResidualAdd, "attn.cp.correction", 3 * static_cast<double>(n) * e,
+             (static_cast<double>(n) + 1) * e * kBf16, {d_.tokens * (d_.h / d_.t), 0, 0, 0});
+}
+
+void LayerEmitter::cp_attention_backward() {
+  const int64_t n = d_.cp;
+  const int64_t heads_local = d_.a / d_.t;
+  const int64_t head_dim = d_.h / d_.a;
+  const double step_flops = 8.0 * static_cast<double>(d_.b * heads_local) * static_cast<double>(d_.s) *
+                            static_cast<double>(d_.s) * static_cast<double>(head_dim);
+  const double qkvo = static_cast<double>(d_.tokens) * static_cast<double>(d_.h / d_.t) * kBf16;
+  const double scores =
+      static_cast<double>(d_.b * heads_local) * static_cast<double>(d_.s) * static_cast<double>(d_.s) * kBf16;
+  const std::array<int64_t, 4> shape{d_.b * heads_local, d_.s, head_dim, 0};
+  const Kernel kernel = flash_ ? Kernel::FlashAttention2 : Kernel::AttentionUnfused;
+  const double kv = cp_kv_bytes();
+  uint32_t held = b_.last_compute(); // the output gradient is ready; own K/V kept from forward
+  uint32_t partial = kNoOp;          // the held block's dK/dV summed over the previous ranks
+  for (int64_t k = 0; k < n; ++k) {
+    uint32_t incoming = kNoOp;
+    if (k + 1 < n) {
+      b_.p2p(OpKind::Send, cp_next_, "attn.cp.send.kv", kv, {held}, GroupKind::Cp);
+      incoming = b_.p2p(OpKind::Recv, cp_prev_, "attn.cp.recv.kv", kv, {held}, GroupKind::Cp);
+    }
+    const uint32_t step = b_.compute(OpKind::Attention, kernel, "attn.core.cp.bwd", step_flops,
+                                     8 * qkvo + (flash_ ? 0.0 : 9.5 * scores), shape, {held, partial});
+    b_.p2p(OpKind::Send, cp_next_, "attn.cp.send.dkv", kv, {step}, GroupKind::Cp);
+    partial = b_.p2p(OpKind::Recv, cp_prev_, "attn.cp.recv.dkv", kv, {step}, GroupKind::Cp);
+    held = incoming;
+  }
+  b_.wait_before_next_compute(partial); // this rank's own dK/dV, back from its last holder
+}
+
+} // namespace twinscale::schedules::detail
