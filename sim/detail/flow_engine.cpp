@@ -16,6 +16,7 @@
 #include "faults/fault_plan.hpp"
 #include "schedules/error.hpp"
 #include "sim/congestion/flow_congestion.hpp"
+#include "sim/congestion/link_capacity.hpp"
 #include "sim/detail/event_core.hpp"
 #include "sim/error.hpp"
 #include <map>
@@ -95,6 +96,7 @@ struct FlowEngine::Impl {
   std::deque<std::function<void()>> pending;
   std::map<uint32_t, std::vector<std::pair<double, double>>> link_stalls; // link → [from, to)
   std::unique_ptr<congestion::FlowCongestion> cc;                         // [network] congestion_control (none: null)
+  std::unique_ptr<congestion::LinkCapacity> link_capacity;                // PFC pauses on SimGrid links (cc's)
 
   Impl(CompletionListener& l, const NetworkPaths& p, std::vector<int64_t> sg, const SimOptions& o)
       : listener(l), paths(p), slot_gpu(std::move(sg)), options(o),
@@ -159,8 +161,10 @@ void FlowEngine::Impl::build_platform() {
       port_mailbox[static_cast<size_t>(g)].push_back(sg4::Mailbox::by_name(p->get_name()));
     }
   }
-  if (options.network.congestion_control != topology::CongestionControl::None)
+  if (options.network.congestion_control != topology::CongestionControl::None) {
     cc = std::make_unique<congestion::FlowCongestion>(paths, options.network);
+    if (cc->may_pause()) link_capacity = congestion::LinkCapacity::attach(*cc, zone->up_, zone->down_);
+  }
   apply_fault_plan(); // profiles must be attached before links and hosts are sealed
   for (size_t i = 0; i < links.size(); ++i) {
     zone->up_[i]->seal();
@@ -320,7 +324,10 @@ void FlowEngine::Impl::launch_flow(Task* task, uint32_t flow) {
     } catch (const simgrid::HostFailureException&) {
       failed = true;
     }
-    if (cc && start >= 0) cc->on_end(fs.src_gpu, fs.dst_gpu, fs.channel);
+    if (cc && start >= 0) { // its last byte still waits behind the standing queues on its path
+      const double queued = cc->on_end(fs.src_gpu, fs.dst_gpu, fs.channel);
+      if (queued > 0 && !failed) sg4::this_actor::sleep_for(queued);
+    }
     --flows_in_flight;
     if (start >= 0) task->stalled_s = std::max(task->stalled_s, stalled_seconds(fs, start, sg4::Engine::get_clock()));
     guarded([&] {
