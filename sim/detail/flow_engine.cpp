@@ -18,6 +18,7 @@
 #include "faults/fault_plan.hpp"
 #include "schedules/error.hpp"
 #include "sim/congestion/flow_congestion.hpp"
+#include "sim/congestion/link_capacity.hpp"
 #include "sim/detail/event_core.hpp"
 #include "sim/error.hpp"
 #include <map>
@@ -98,6 +99,7 @@ struct FlowEngine::Impl {
   bool stopped = false; // the job failed or the executor threw: nothing runs any more
   std::map<uint32_t, std::vector<std::pair<double, double>>> link_stalls; // link → [from, to)
   std::unique_ptr<congestion::FlowCongestion> cc;                         // [network] congestion_control (none: null)
+  std::unique_ptr<congestion::LinkCapacity> link_capacity;                // PFC pauses on SimGrid links (cc's)
 
   Impl(CompletionListener& l, const NetworkPaths& p, std::vector<int64_t> sg, const SimOptions& o)
       : listener(l), paths(p), slot_gpu(std::move(sg)), options(o),
@@ -130,7 +132,9 @@ struct FlowEngine::Impl {
   void launch_flow(Task* task, uint32_t flow);
   void begin_flow(Task* task, uint32_t flow);
   void send_flow(Task* task, uint32_t flow);
+  bool put_flow(sg4::Mailbox* mbox, uint64_t bytes);
   void end_flow(Task* task, uint32_t flow, bool failed, double start);
+  void deliver_flow(Task* task, uint32_t flow, bool failed, double start);
   void flow_done(Task* task, uint32_t flow, bool failed);
   void on_core_timer();
   void arm_core_timer();
@@ -164,8 +168,10 @@ void FlowEngine::Impl::build_platform() {
       port_mailbox[static_cast<size_t>(g)].push_back(sg4::Mailbox::by_name(p->get_name()));
     }
   }
-  if (options.network.congestion_control != topology::CongestionControl::None)
+  if (options.network.congestion_control != topology::CongestionControl::None) {
     cc = std::make_unique<congestion::FlowCongestion>(paths, options.network);
+    if (cc->may_pause()) link_capacity = congestion::LinkCapacity::attach(*cc, zone->up_, zone->down_);
+  }
   apply_fault_plan(); // profiles must be attached before links and hosts are sealed
   for (size_t i = 0; i < links.size(); ++i) {
     zone->up_[i]->seal();
@@ -318,12 +324,12 @@ void FlowEngine::Impl::begin_flow(Task* task, uint32_t flow) {
 /// and simcalls run there), which costs no context switch; the sender hands the
 /// completion back to the kernel with one simcall.
 void FlowEngine::Impl::send_flow(Task* task, uint32_t flow) {
-  static char payload = 0;
   const FlowSpec& f = task->spec.flows[flow];
   sg4::Host* src = port_host[static_cast<size_t>(f.src_gpu)][f.channel];
   sg4::Host* dst = port_host[static_cast<size_t>(f.dst_gpu)][f.channel];
   sg4::Mailbox* mbox = port_mailbox[static_cast<size_t>(f.dst_gpu)][f.channel];
   const double start = sg4::Engine::get_clock();
+  if (link_capacity) link_capacity->starting(); // before on_start: a pause it decides waits
   // Congestion control (sim/congestion/flow_congestion.hpp): more bytes for a flow that
   // starts on a link other flows already load.
   const double bytes = cc ? cc->on_start(f.src_gpu, f.dst_gpu, f.channel, f.bytes) : f.bytes;
@@ -335,24 +341,70 @@ void FlowEngine::Impl::send_flow(Task* task, uint32_t flow) {
     }
   });
   sg4::Actor::create("f", src, [this, task, flow, mbox, bytes, start]() {
-    bool failed = false;
-    try {
-      mbox->put(&payload, static_cast<uint64_t>(bytes + 0.5));
-    } catch (const simgrid::NetworkFailureException&) {
-      failed = true;
-    } catch (const simgrid::HostFailureException&) {
-      failed = true;
-    }
+    const bool failed = put_flow(mbox, static_cast<uint64_t>(bytes + 0.5));
     simgrid::kernel::actor::simcall_answered([&] { end_flow(task, flow, failed, start); });
   });
 }
 
-/// Kernel context: a flow's transfer ended at the current time.
+/// Actor context (a sender): sends `bytes` into `mbox`; true if the transfer failed.
+///
+/// PFC pauses (link_capacity) wait until the transfers handed to actors at this instant
+/// have started: CM02 bounds a comm for good by the smallest bandwidth on its route when
+/// it starts (link_capacity.hpp), so a flow started at the same instant as the incast
+/// that pauses its link must start before the pause. The order SimGrid 3.32 runs things
+/// in (EngineImpl::run): within one instant, sub-rounds run every ready actor until it
+/// makes a simcall, then answer those simcalls in a fixed order (a put and the matching
+/// get are answered in the same sub-round as both actors were made ready together: the
+/// comm starts there, NetworkCm02Model::communicate bounding it), then, once no actor is
+/// ready, the models are solved and the timers due run (kernel context: where flows are
+/// handed to actors and cc decides pauses). So the sender makes one more simcall after
+/// starting its comm, in the next sub-round: by then every comm handed to actors with
+/// it has started, and the last one to get there applies the pauses held meanwhile.
+/// (A zero-delay timer would not do: it runs in the same timer pass, before the actors.)
+bool FlowEngine::Impl::put_flow(sg4::Mailbox* mbox, uint64_t bytes) {
+  static char payload = 0;
+  bool failed = false;
+  sg4::CommPtr comm;
+  try {
+    comm = mbox->put_async(&payload, bytes);
+  } catch (const simgrid::NetworkFailureException&) {
+    failed = true;
+  } catch (const simgrid::HostFailureException&) {
+    failed = true;
+  }
+  if (link_capacity) simgrid::kernel::actor::simcall_answered([this] { link_capacity->started(); });
+  if (failed) return true;
+  try {
+    comm->wait();
+  } catch (const simgrid::NetworkFailureException&) {
+    failed = true;
+  } catch (const simgrid::HostFailureException&) {
+    failed = true;
+  }
+  return failed;
+}
+
+/// Kernel context: a flow's transfer ended at the current time. With congestion control
+/// its last byte still waits behind the standing queues on its path (cc->on_end): the
+/// flow is delivered by a kernel timer that much later (no actor sleeps for it).
 void FlowEngine::Impl::end_flow(Task* task, uint32_t flow, bool failed, double start) {
+  if (cc && !stopped) {
+    const FlowSpec& fs = task->spec.flows[flow];
+    const double queued = cc->on_end(fs.src_gpu, fs.dst_gpu, fs.channel);
+    if (queued > 0 && !failed) {
+      simgrid::kernel::timer::Timer::set(sg4::Engine::get_clock() + queued,
+                                         [this, task, flow, start]() { deliver_flow(task, flow, false, start); });
+      return;
+    }
+  }
+  deliver_flow(task, flow, failed, start);
+}
+
+/// Kernel context: a flow's last byte has arrived at the current time.
+void FlowEngine::Impl::deliver_flow(Task* task, uint32_t flow, bool failed, double start) {
   --flows_in_flight;
   if (stopped) return;
   const FlowSpec& fs = task->spec.flows[flow];
-  if (cc) cc->on_end(fs.src_gpu, fs.dst_gpu, fs.channel);
   task->stalled_s = std::max(task->stalled_s, stalled_seconds(fs, start, sg4::Engine::get_clock()));
   guarded([&] {
     core.set_now(std::max(core.now(), sg4::Engine::get_clock()));
