@@ -5,7 +5,8 @@
 //    (DCQCN's CoNEXT'16 fixed point, Swift's delay equilibrium);
 //  - the PFC victim (N = 4): the throughput of a flow that only shares a paused uplink;
 //  - a PFC storm (the incast receiver stops draining for 10 ms): the victim's throughput;
-//  - a flow joining a running one: both rates over time;
+//  - a flow joining a running one: both rates over time, and DCQCN's gap closing from
+//    10 % to 1 % of C against the linearised fluid model's ln(10) / λ;
 //  - what an ECMP collision costs in the flow engine: the byte factor of the penalty
 //    table (cc_penalty.hpp) for n = 2, 4, 8 flows of 16 MiB on one link.
 // The [network] parameters come from the cluster preset or file given (default
@@ -137,6 +138,27 @@ int main(int argc, char** argv) try {
       const double factor = table.byte_factor(n, 16.0 * (1 << 20));
       row("collision_16MiB", cc, n, Means{}, 0, 0, factor);
     }
+  }
+  {
+    // DCQCN convergence after a join (n = 2): the time for the rate gap to fall from 10 %
+    // to 1 % of C, against ln(10) / λ of the linearised fluid model (dcqcn_equations.hpp).
+    topology::NetworkCcSpec spec = base;
+    spec.congestion_control = CongestionControl::Dcqcn;
+    const FluidFabric fab = incast_fabric(2, line, {0, 0.02});
+    FluidOptions o;
+    o.end_s = 0.5;
+    o.sample_every_s = 100e-6;
+    const FluidResult r = FluidModel(spec, fab.ports, fab.flows, o).run();
+    double t10 = -1, t1 = -1;
+    for (const auto& smp : r.samples) {
+      if (smp.t_s <= 0.021) continue;
+      const double gap = std::abs(smp.rate[0] - smp.rate[1]) / line;
+      if (t10 < 0 && gap <= 0.10) t10 = smp.t_s;
+      if (t1 < 0 && gap <= 0.01) t1 = smp.t_s;
+    }
+    const double predicted = std::log(10.0) / dcqcn_convergence(spec.dcqcn, spec.mtu_bytes, line, 2).decay_per_s;
+    row("join_gap_10_to_1pct_s", CongestionControl::Dcqcn, 2, Means{}, 0, predicted,
+        t1 > t10 && t10 > 0 ? t1 - t10 : -1);
   }
   std::ostringstream join;
   join << "controller,t_ms,rate0_gbit_s,rate1_gbit_s,queue_kb\n";

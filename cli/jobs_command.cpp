@@ -55,7 +55,7 @@ int run_jobs(const JobsArgs& a) {
   if (cluster.gpu.memory_bytes > 0) target.gpu_memory_bytes = cluster.gpu.memory_bytes;
   for (size_t j = 0; j < study.jobs.size(); ++j) {
     schedules.push_back(std::make_unique<schedules::Schedule>(schedules::lower(study.jobs[j].job, target)));
-    jobs.push_back({study.jobs[j].name, schedules.back().get(), placements[j]});
+    jobs.push_back({study.jobs[j].name, schedules.back().get(), placements[j], study.jobs[j].start_s});
   }
   sim::SimOptions options;
   options.mode = sim::SimMode::Flow;

@@ -44,6 +44,15 @@
 //   tors_per_pod = 0            # 3 tiers: server groups per pod (0 = aggregation down ports)
 //   cable_latency_ns = 0        # propagation per link
 //
+//   [[gpu_groups]]              # optional, repeatable: servers holding another GPU model
+//   servers = "0-127"           # a server index or an inclusive range "first-last"; groups
+//                               # must not overlap; every index must exist in the fabric
+//   model = "A100-SXM-40GB"     # a catalogue entry, as [gpu] model (not "custom"); any
+//                               # catalogue key written here overrides it. Only the kernels'
+//                               # speed follows the group's model: NVLink, PCIe and NICs are
+//                               # the cluster's. Mixed models turn the symmetric shortcut off
+//                               # (every rank is executed on its own GPU's model).
+//
 //   [network]                   # congestion control and PFC: keys in network_section.cpp
 //   congestion_control = "none" # none | dcqcn | swift | hybrid
 //
@@ -90,6 +99,23 @@ bool switch_model_spec(std::string_view model, topology::SwitchSpec& s) {
   return true;
 }
 
+namespace {
+
+/// "first-last" (inclusive) or one index, each a non-negative integer, first ≤ last.
+void parse_server_range(TableReader& t, const std::string& text, int64_t& first, int64_t& last) {
+  const auto number = [&](const std::string& part) {
+    if (part.empty() || part.size() > 12 || part.find_first_not_of("0123456789") != std::string::npos)
+      t.fail("servers", "is \"" + text + "\"; valid: a server index (\"12\") or an inclusive range (\"0-127\")");
+    return std::stoll(part);
+  };
+  const auto dash = text.find('-');
+  first = number(text.substr(0, dash));
+  last = dash == std::string::npos ? first : number(text.substr(dash + 1));
+  if (last < first) t.fail("servers", "is \"" + text + "\": the range ends before it starts");
+}
+
+} // namespace
+
 topology::ClusterSpec parse_cluster(TableReader& t, const std::string& default_name) {
   topology::ClusterSpec c;
   c.name = t.get_string("name", default_name);
@@ -105,6 +131,26 @@ topology::ClusterSpec parse_cluster(TableReader& t, const std::string& default_n
     read_gpu_keys(g, entry, &hw, c.gpu);
     c.gpu.model = model;
     g.finish();
+  }
+  {
+    std::vector<TableReader> groups = t.table_array("gpu_groups");
+    for (TableReader& g : groups) {
+      topology::GpuGroup group;
+      const std::string range = g.get_string("servers");
+      parse_server_range(g, range, group.first_server, group.last_server);
+      for (size_t i = 0; i < c.gpu_groups.size(); ++i)
+        if (group.first_server <= c.gpu_groups[i].last_server && c.gpu_groups[i].first_server <= group.last_server)
+          g.fail("servers", "\"" + range + "\" overlaps gpu_groups[" + std::to_string(i) + "] (servers " +
+                                std::to_string(c.gpu_groups[i].first_server) + "-" +
+                                std::to_string(c.gpu_groups[i].last_server) + "): a server holds one GPU model");
+      const std::string model = g.get_string("model");
+      const topology::GpuSpec* entry = hw.gpu(model);
+      if (entry == nullptr) g.fail("model", "is \"" + model + "\"; valid values: " + hw.gpu_names());
+      read_gpu_keys(g, entry, &hw, group.gpu);
+      group.gpu.model = model;
+      g.finish();
+      c.gpu_groups.push_back(std::move(group));
+    }
   }
   {
     TableReader s = t.table("server", true);

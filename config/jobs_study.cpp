@@ -10,6 +10,8 @@
 //   global_batch = 0         # 0: the job's own
 //   placement = "linear"     # linear | tor-aware | random (topology/multi_placement.hpp)
 //   placement_seed = 1       # random placement only
+//   start_s = 0              # seconds after the study's start when the job starts (≥ 0)
+//   iterations = 0           # iterations back to back; 0: the job's own
 #include "config/jobs_study.hpp"
 
 #include <filesystem>
@@ -59,6 +61,8 @@ JobsStudy load_jobs_study(const std::string& path) {
       j.fail("gpus", "= " + std::to_string(gpus) + (batch > 0 ? " (global_batch " + std::to_string(batch) + ")" : "") +
                          " does not suit job '" + ref + "': " + e.what());
     }
+    sj.start_s = j.get_double("start_s", 0, 0, 1e9);
+    if (const int64_t it = j.get_int("iterations", 0, 0, 1000); it > 0) sj.job.options.iterations = it;
     sj.placement.gpus = gpus;
     sj.placement.policy = j.get_enum<topology::PlacementPolicy>("placement",
                                                                 {{"linear", topology::PlacementPolicy::Linear},

@@ -17,6 +17,7 @@ struct StudyJob {
   std::string source;             // the job's preset name or file, for messages
   schedules::JobSpec job;         // with the study's gpus (and global_batch) applied
   topology::JobRequest placement; // gpus, policy, seed
+  double start_s = 0;             // when the job starts on the shared fabric
 };
 
 struct JobsStudy {

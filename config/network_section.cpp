@@ -16,6 +16,8 @@
 //   timer_us = 55                # rate-increase timer T
 //   byte_counter_bytes = 10e6    # rate-increase byte counter B
 //   rai_mbit_per_s = 40          # additive increase
+//   fast_recovery_steps = 5      # F: counter expirations before hyper increase
+//   rhai_mbit_per_s = 400        # hyper increase step (10 × R_AI as QCN; 0: off)
 //   min_rate_mbit_per_s = 1
 //
 //   [network.swift]              # Kumar et al. SIGCOMM'20
@@ -54,6 +56,8 @@ void parse_dcqcn(TableReader d, topology::DcqcnSpec& s) {
   s.timer_s = d.get_double("timer_us", s.timer_s * 1e6, 1e-3, 1e6) * 1e-6;
   s.byte_counter_bytes = d.get_double("byte_counter_bytes", s.byte_counter_bytes, 1);
   s.rai_bytes_per_s = d.get_double("rai_mbit_per_s", s.rai_bytes_per_s * 8 / 1e6, 1e-6) * 1e6 / 8;
+  s.fast_recovery_steps = d.get_int("fast_recovery_steps", s.fast_recovery_steps, 0, 1000000);
+  s.rhai_bytes_per_s = d.get_double("rhai_mbit_per_s", s.rhai_bytes_per_s * 8 / 1e6, 0) * 1e6 / 8;
   s.min_rate_bytes_per_s = d.get_double("min_rate_mbit_per_s", s.min_rate_bytes_per_s * 8 / 1e6, 1e-6) * 1e6 / 8;
   d.finish();
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -24,6 +25,10 @@ namespace {
 /// are numbered job after job, communication ids interleaved (id · jobs + job).
 class JobMux final : public detail::CompletionListener {
 public:
+  /// Ids of the timers that start late jobs (job j: kStartTimer + j), above every id
+  /// the jobs' own communications get (id · jobs + job).
+  static constexpr uint32_t kStartTimer = 0xFFFF0000u;
+
   std::vector<detail::SimExecutor*> executors;
   std::vector<int32_t> slot_begin; // first slot of each job, plus the total
 
@@ -34,6 +39,10 @@ public:
   }
   void on_comm_done(uint32_t comm_id, bool failed, double stalled_s) override {
     const auto jobs = static_cast<uint32_t>(executors.size());
+    if (comm_id >= kStartTimer) { // a job's start time (run_jobs)
+      executors[comm_id - kStartTimer]->start();
+      return;
+    }
     executors[comm_id % jobs]->on_comm_done(comm_id / jobs, failed, stalled_s);
   }
   void on_job_fault(const std::string& why) override {
@@ -83,6 +92,10 @@ private:
 
 void check_jobs(const std::vector<JobOnFabric>& jobs, const topology::Fabric& fabric, const SimOptions& options) {
   if (jobs.empty()) throw SimError("simulate jobs: no job given");
+  if (jobs.size() >= 0xFFFFu) throw SimError("simulate jobs: at most 65534 jobs");
+  for (const auto& j : jobs)
+    if (!(j.start_s >= 0) || !std::isfinite(j.start_s))
+      throw SimError("simulate jobs: job '" + j.name + "' has start_s " + std::to_string(j.start_s) + ", needs ≥ 0");
   if (options.mode != SimMode::Flow) throw SimError("simulate jobs: several jobs on one fabric need the flow mode");
   if (options.faults != nullptr || options.record_trace)
     throw SimError("simulate jobs: fault plans and traces are for one job (twinscale simulate)");
@@ -140,7 +153,15 @@ MultiJobReport run_jobs(const std::vector<JobOnFabric>& jobs, const topology::Fa
     executors[j]->attach(views.back().get());
   }
   engine.run([&]() {
-    for (auto& e : executors) e->start();
+    for (size_t j = 0; j < jobs.size(); ++j) {
+      if (jobs[j].start_s > 0) { // a timer on the engine starts it
+        detail::CommTask timer;
+        timer.closed_form_s = jobs[j].start_s;
+        engine.start_comm(JobMux::kStartTimer + static_cast<uint32_t>(j), std::move(timer));
+      } else {
+        executors[j]->start();
+      }
+    }
   });
   MultiJobReport r;
   r.flows = engine.flows_started();
@@ -151,7 +172,7 @@ MultiJobReport run_jobs(const std::vector<JobOnFabric>& jobs, const topology::Fa
     o.name = jobs[j].name;
     o.completed = !ex.job_failed();
     o.failure = ex.failure();
-    o.makespan_s = ex.job_failed() ? ex.failure_time_s() : ex.last_end_s();
+    o.makespan_s = (ex.job_failed() ? ex.failure_time_s() : ex.last_end_s()) - jobs[j].start_s;
     o.iteration_time_s =
         o.makespan_s / static_cast<double>(std::max<int64_t>(1, jobs[j].schedule->job.options.iterations));
     r.jobs.push_back(o);

@@ -19,12 +19,13 @@ struct JobOnFabric {
   std::string name;
   const schedules::Schedule* schedule = nullptr;
   std::vector<int64_t> gpu_of_rank; // fabric GPUs, disjoint from the other jobs'
+  double start_s = 0;               // when it starts (≥ 0)
 };
 
 struct JobOutcome {
   std::string name;
-  double iteration_time_s = 0;
-  double makespan_s = 0;
+  double iteration_time_s = 0; // makespan / iterations
+  double makespan_s = 0;       // from its start to its last op's end
   bool completed = true;
   std::string failure;
 };
@@ -43,7 +44,7 @@ struct MultiJobReport {
   double wall_s = 0;
 };
 
-/// Runs the jobs together from t = 0 on `fabric`, flow mode (in a forked child, as
+/// Runs the jobs together, each from its start_s, on `fabric`, flow mode (in a forked child, as
 /// simulate() does). `options`: mode must be Flow; no fault plan, calibration or trace.
 /// Throws SimError for overlapping GPUs, GPUs outside the fabric or refused options.
 MultiJobReport simulate_jobs(const std::vector<JobOnFabric>& jobs, const topology::Fabric& fabric,

@@ -74,6 +74,25 @@ SimReport run_in_process(const schedules::Schedule& schedule, const topology::Fa
   }
   DeviceModel device(spec.gpu, params, user_options.calibration);
   device.set_op_names(&schedule.names);
+  // Servers with another GPU model ([[gpu_groups]]): one device model each, with the
+  // same options applied to the group's catalogue figures.
+  std::vector<std::unique_ptr<DeviceModel>> group_devices;
+  std::vector<const DeviceModel*> models;
+  const int64_t servers = fabric.gpus() / std::max<int64_t>(1, spec.server.gpus);
+  for (size_t g = 0; g < spec.gpu_groups.size(); ++g) {
+    const topology::GpuGroup& group = spec.gpu_groups[g];
+    if (group.last_server >= servers)
+      throw SimError("cluster '" + spec.name + "': gpu_groups[" + std::to_string(g) + "] servers " +
+                     std::to_string(group.first_server) + "-" + std::to_string(group.last_server) +
+                     ": the fabric has servers 0-" + std::to_string(servers - 1));
+    if (models.empty()) models.push_back(&device);
+    DeviceModelParams p = user_options.device.apply(DeviceModelParams::from_gpu(group.gpu, user_options.channels));
+    p.compute_time_factor = params.compute_time_factor;
+    p.nccl_compute_slowdown = params.nccl_compute_slowdown; // the engine keeps one (the cluster's)
+    group_devices.push_back(std::make_unique<DeviceModel>(group.gpu, p, user_options.calibration));
+    group_devices.back()->set_op_names(&schedule.names);
+    models.push_back(group_devices.back().get());
+  }
   // The options with every catalogue figure resolved (what the backends read).
   SimOptions options = user_options;
   options.device.nccl_compute_slowdown = params.nccl_compute_slowdown;
@@ -111,7 +130,7 @@ SimReport run_in_process(const schedules::Schedule& schedule, const topology::Fa
     if (rank < 0 || rank >= schedule.layout.world())
       throw SimError("trace ranks: rank " + std::to_string(rank) + " outside 0.." +
                      std::to_string(schedule.layout.world() - 1));
-  detail::SimExecutor ex(schedule, gpu_of_rank, options, device, paths, representative);
+  detail::SimExecutor ex(schedule, gpu_of_rank, options, device, paths, representative, models);
   std::unique_ptr<detail::TimeEngine> backend;
   if (options.mode == SimMode::Analytic)
     backend = std::make_unique<detail::AnalyticEngine>(ex, ex.slot_ranks().size(), params.nccl_compute_slowdown);
@@ -156,7 +175,15 @@ SimReport run_in_process(const schedules::Schedule& schedule, const topology::Fa
                      static_cast<double>(schedule.job.model.seq_len) / r.iteration_time_s;
     const double flops_per_s = schedule.model_flops_per_iteration / r.iteration_time_s;
     r.tflops_per_gpu = flops_per_s / world / 1e12;
-    r.mfu = flops_per_s / (world * fabric.spec().gpu.peak_flops);
+    double peak = world * spec.gpu.peak_flops; // Σ over ranks of their GPU's peak
+    if (!spec.gpu_groups.empty()) {
+      peak = 0;
+      for (int64_t g : gpu_of_rank) {
+        const size_t m = topology::gpu_model_of_server(spec, fabric.server_of_gpu(g));
+        peak += m == 0 ? spec.gpu.peak_flops : spec.gpu_groups[m - 1].gpu.peak_flops;
+      }
+    }
+    r.mfu = flops_per_s / peak;
   }
 
   // Breakdowns: every executed rank stands for the same number of ranks.

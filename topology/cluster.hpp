@@ -87,13 +87,31 @@ struct FabricSpec {
   double cable_latency_s = 0;                     // per link propagation
 };
 
+/// Servers first_server..last_server (inclusive) hold GPUs of another model than the
+/// cluster's [gpu] (a cluster file's [[gpu_groups]]): their kernels run at that model's
+/// speed. NVLink, PCIe and NICs stay those of the cluster (the fabric is one design).
+struct GpuGroup {
+  int64_t first_server = 0;
+  int64_t last_server = 0;
+  GpuSpec gpu;
+};
+
 struct ClusterSpec {
   std::string name;
   GpuSpec gpu;
   ServerSpec server;
   SwitchSpec switch_spec;
   FabricSpec fabric;
-  int64_t gpus = 0; // GPUs the fabric is built for (0 = from the job)
+  int64_t gpus = 0;                 // GPUs the fabric is built for (0 = from the job)
+  std::vector<GpuGroup> gpu_groups; // servers with another GPU model (none: every GPU is `gpu`)
 };
+
+/// Which GPU model server `server` holds: 0 for the cluster's [gpu], g + 1 for
+/// gpu_groups[g].
+inline size_t gpu_model_of_server(const ClusterSpec& c, int64_t server) {
+  for (size_t g = 0; g < c.gpu_groups.size(); ++g)
+    if (server >= c.gpu_groups[g].first_server && server <= c.gpu_groups[g].last_server) return g + 1;
+  return 0;
+}
 
 } // namespace twinscale::topology

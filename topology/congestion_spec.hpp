@@ -3,6 +3,8 @@
 // docs/congestion.md). Plain structs: the models live in sim/congestion/.
 #pragma once
 
+#include <cstdint>
+
 namespace twinscale::topology {
 
 enum class CongestionControl { None, Dcqcn, Swift, Hybrid };
@@ -19,6 +21,12 @@ struct DcqcnSpec {
   double timer_s = 55e-6;            // rate-increase timer T
   double byte_counter_bytes = 10e6;  // rate-increase byte counter B
   double rai_bytes_per_s = 40e6 / 8; // additive increase R_AI (40 Mb/s)
+  /// Hyper increase (SIGCOMM'15 §3, from QCN): once both the timer and the byte counter
+  /// have expired more than F times since the last rate cut, each increase event adds
+  /// i · R_HAI to R_T (i = expirations past F). R_HAI = 10 R_AI as in QCN (802.1Qau's
+  /// 5 / 50 Mb/s); 0 turns the stage off.
+  int64_t fast_recovery_steps = 5;     // F
+  double rhai_bytes_per_s = 400e6 / 8; // R_HAI (400 Mb/s)
   double min_rate_bytes_per_s = 1e6 / 8;
 };
 

@@ -2,7 +2,9 @@
 # Two GPT-1.3B jobs (24 and 32 GPUs) on one tiny-3tier fabric (8 servers, 2 per ToR
 # group), placed linear (they meet under ToR group 1), tor-aware (a ToR group each) and
 # random (servers scattered, two seeds), each also with DCQCN on: every job's iteration
-# time alone and together, its slowdown, and the links they share.
+# time alone and together, its slowdown, and the links they share; then the linear
+# study over 4 iterations with job b starting with a (linear-4it) and 0.3 s = two of a's
+# iterations later (linear-late).
 # Usage: experiments/multi_job/run.sh [OUTDIR]   → OUTDIR/multi_job.csv, OUTDIR/*.json
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -12,7 +14,7 @@ cli="$root/build/cli/twinscale"
 mkdir -p "$out"
 csv="$out/multi_job.csv.tmp"
 echo "placement,congestion_control,job,gpus,alone_s,together_s,slowdown,shared_link_directions" > "$csv"
-for p in linear tor-aware random random-seed2; do
+for p in linear tor-aware random random-seed2 linear-4it linear-late; do
   for cc in none dcqcn; do
     study="$here/two-jobs-$p.toml"
     if [[ "$cc" != none ]]; then

@@ -16,13 +16,13 @@ constexpr int kBuckets[] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64};
 constexpr int kMinLog2 = 12; // 4 KiB
 constexpr int kMaxLog2 = 26; // 64 MiB
 
-int bucket(int64_t flows) {
+} // namespace
+
+int CcPenaltyTable::bucket(int64_t flows) {
   for (int b : kBuckets)
     if (flows <= b) return b;
   return kBuckets[std::size(kBuckets) - 1];
 }
-
-} // namespace
 
 CcPenaltyTable::CcPenaltyTable(topology::NetworkCcSpec spec, double line_rate_bytes_per_s)
     : spec_(std::move(spec)), line_rate_(line_rate_bytes_per_s) {
@@ -41,13 +41,13 @@ double CcPenaltyTable::loss_s(int n, double bytes) const {
   return std::max(0.0, last - ideal);
 }
 
-double CcPenaltyTable::byte_factor(int64_t flows, double bytes) {
+double CcPenaltyTable::byte_factor(int64_t flows, double bytes, double credit_s) {
   if (spec_.congestion_control == topology::CongestionControl::None || flows <= 1 || !(bytes > 0)) return 1;
   const int n = bucket(flows);
   const int lg = std::clamp(static_cast<int>(std::floor(std::log2(std::max(bytes, 1.0)))), kMinLog2, kMaxLog2);
   auto it = loss_.find({n, lg});
   if (it == loss_.end()) it = loss_.emplace(std::make_pair(n, lg), loss_s(n, std::ldexp(1.0, lg))).first;
-  return 1 + it->second * line_rate_ / (n * bytes);
+  return 1 + std::max(0.0, it->second - credit_s) * line_rate_ / (n * bytes);
 }
 
 } // namespace twinscale::sim::congestion

@@ -29,7 +29,12 @@ public:
 
   /// Scale factor (≥ 1) for the bytes of a flow of `bytes` that shares its most loaded
   /// link with `flows` flows in all (itself included). 1 for one flow or "none".
-  double byte_factor(int64_t flows, double bytes);
+  /// `credit_s` is taken off the loss first (≥ 0 left): the flow engine's dynamic model
+  /// adds the standing queue's delay itself, which the fluid loss also contains.
+  double byte_factor(int64_t flows, double bytes, double credit_s = 0);
+
+  /// The number of flows the table is kept for: `flows` rounded up to a bucket.
+  static int bucket(int64_t flows);
 
   /// The fluid loss L(n, S) in seconds (see above), computed without the cache.
   double loss_s(int n, double bytes) const;

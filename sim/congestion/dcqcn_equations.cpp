@@ -1,7 +1,10 @@
 #include "sim/congestion/dcqcn_equations.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <complex>
+#include <limits>
 
 namespace twinscale::sim::congestion {
 
@@ -45,6 +48,17 @@ DcqcnDerivatives dcqcn_derivatives(const topology::DcqcnSpec& d, double mtu_byte
   return out;
 }
 
+DcqcnHyper dcqcn_hyper(const topology::DcqcnSpec& d, double mtu_bytes, double rc, double quiet_s, double p) {
+  const Terms t = terms(d, mtu_bytes, rc, p);
+  DcqcnHyper out;
+  out.dquiet = 1 - quiet_s * t.a / d.tau_s;
+  if (d.rhai_bytes_per_s <= 0) return out;
+  const double i =
+      std::min(quiet_s / d.timer_s, quiet_s * rc / d.byte_counter_bytes) - static_cast<double>(d.fast_recovery_steps);
+  if (i > 0) out.drt = d.rhai_bytes_per_s * i * t.b;
+  return out;
+}
+
 DcqcnFixedPoint dcqcn_fixed_point(const topology::DcqcnSpec& d, double mtu_bytes, double capacity_bytes_per_s,
                                   int flows) {
   const double rc = capacity_bytes_per_s / flows;
@@ -66,6 +80,66 @@ DcqcnFixedPoint dcqcn_fixed_point(const topology::DcqcnSpec& d, double mtu_bytes
   fp.rt_minus_rc = d.tau_s * d.rai_bytes_per_s * t.b / t.a;
   fp.queue_bytes = fp.p >= d.pmax ? d.kmax_bytes : d.kmin_bytes + fp.p / d.pmax * (d.kmax_bytes - d.kmin_bytes);
   return fp;
+}
+
+namespace {
+
+/// The three roots of λ³ + c2 λ² + c1 λ + c0 (real coefficients): one real root by
+/// bisection (the cubic changes sign between ±bound), the other two from the quotient.
+std::array<std::complex<double>, 3> cubic_roots(double c2, double c1, double c0) {
+  auto f = [&](double x) { return ((x + c2) * x + c1) * x + c0; };
+  const double bound = 1 + std::max({std::abs(c2), std::abs(c1), std::abs(c0)});
+  double lo = -bound, hi = bound; // f(lo) < 0 < f(hi)
+  for (int i = 0; i < 400; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (f(mid) < 0 ? lo : hi) = mid;
+  }
+  const double r = 0.5 * (lo + hi);
+  // λ³ + c2 λ² + c1 λ + c0 = (λ − r)(λ² + q1 λ + q0)
+  const double q1 = c2 + r, q0 = c1 + r * q1;
+  const std::complex<double> disc = std::sqrt(std::complex<double>(q1 * q1 - 4 * q0, 0));
+  return {std::complex<double>(r, 0), (-q1 + disc) / 2.0, (-q1 - disc) / 2.0};
+}
+
+} // namespace
+
+DcqcnConvergence dcqcn_convergence(const topology::DcqcnSpec& d, double mtu_bytes, double capacity_bytes_per_s,
+                                   int flows) {
+  const DcqcnFixedPoint fp = dcqcn_fixed_point(d, mtu_bytes, capacity_bytes_per_s, flows);
+  const double x0[3] = {capacity_bytes_per_s / flows, capacity_bytes_per_s / flows + fp.rt_minus_rc, fp.alpha};
+  auto rhs = [&](const double* x, double* out) {
+    const DcqcnDerivatives r = dcqcn_derivatives(d, mtu_bytes, x[0], x[1], x[2], fp.p);
+    out[0] = r.drc;
+    out[1] = r.drt;
+    out[2] = r.dalpha;
+  };
+  // J by central differences, relative steps.
+  double j[3][3];
+  for (int c = 0; c < 3; ++c) {
+    double xp[3] = {x0[0], x0[1], x0[2]}, xm[3] = {x0[0], x0[1], x0[2]}, fp_[3], fm[3];
+    const double h = 1e-6 * std::max(std::abs(x0[c]), c == 2 ? 1e-3 : 1.0);
+    xp[c] += h;
+    xm[c] -= h;
+    rhs(xp, fp_);
+    rhs(xm, fm);
+    for (int r = 0; r < 3; ++r) j[r][c] = (fp_[r] - fm[r]) / (2 * h);
+  }
+  // Characteristic polynomial λ³ − tr λ² + m λ − det.
+  const double tr = j[0][0] + j[1][1] + j[2][2];
+  const double m = j[0][0] * j[1][1] - j[0][1] * j[1][0] + j[0][0] * j[2][2] - j[0][2] * j[2][0] + j[1][1] * j[2][2] -
+                   j[1][2] * j[2][1];
+  const double det = j[0][0] * (j[1][1] * j[2][2] - j[1][2] * j[2][1]) -
+                     j[0][1] * (j[1][0] * j[2][2] - j[1][2] * j[2][0]) +
+                     j[0][2] * (j[1][0] * j[2][1] - j[1][1] * j[2][0]);
+  DcqcnConvergence out;
+  out.decay_per_s = std::numeric_limits<double>::infinity();
+  for (const auto& root : cubic_roots(-tr, m, -det)) {
+    if (-root.real() < out.decay_per_s) {
+      out.decay_per_s = -root.real();
+      out.oscillation_hz = std::abs(root.imag()) / (2 * M_PI);
+    }
+  }
+  return out;
 }
 
 double swift_equilibrium_rtt_s(const topology::SwiftSpec& s, double mtu_bytes, double capacity_bytes_per_s, int flows,

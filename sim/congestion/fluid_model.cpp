@@ -24,7 +24,7 @@ struct FluidModel::FlowState {
   std::vector<double> p_hist, d_hist; // feedback delay lines (marking, queueing delay)
   size_t hist_at = 0;
   // DCQCN
-  double rc = 0, rt = 0, alpha = 1;
+  double rc = 0, rt = 0, alpha = 1, quiet_s = 0; // quiet_s: hyper increase (dcqcn_hyper)
   // Swift / hybrid
   double cwnd = 0, last_decrease_s = -1, ecn_alpha = 1; // α starts at 1 as DCQCN's
 };
@@ -100,8 +100,10 @@ void FluidModel::control(FlowState& f, const FluidFlow& spec, double now, double
   case CongestionControl::None: f.rate = line_rate; return;
   case CongestionControl::Dcqcn: {
     const DcqcnDerivatives d = dcqcn_derivatives(spec_.dcqcn, mtu, f.rc, f.rt, f.alpha, p);
+    const DcqcnHyper h = dcqcn_hyper(spec_.dcqcn, mtu, f.rc, f.quiet_s, p);
     f.rc = std::clamp(f.rc + d.drc * dt, spec_.dcqcn.min_rate_bytes_per_s, line_rate);
-    f.rt = std::clamp(f.rt + d.drt * dt, spec_.dcqcn.min_rate_bytes_per_s, line_rate);
+    f.rt = std::clamp(f.rt + (d.drt + h.drt) * dt, spec_.dcqcn.min_rate_bytes_per_s, line_rate);
+    f.quiet_s = std::max(0.0, f.quiet_s + h.dquiet * dt);
     f.alpha = std::clamp(f.alpha + d.dalpha * dt, 0.0, 1.0);
     f.rate = f.rc;
     return;

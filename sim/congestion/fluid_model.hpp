@@ -2,7 +2,8 @@
 // a sending rate per flow, ECN marking, delay signals, PFC pause and resume. Fixed time
 // step (explicit Euler); every equation and default, with its source, is in
 // docs/congestion.md. This is the standalone model the validation cases run, and the
-// one the flow engine's congestion table (cc_table.hpp) is derived from.
+// one the flow engine's congestion model is derived from (cc_penalty.hpp,
+// port_equilibrium.hpp).
 //
 // A port is the egress queue of a device that feeds one link direction. A flow crosses
 // an ordered list of ports; the receiver drains the last one at once. Each port serves

@@ -95,9 +95,9 @@ Activity activity_of(const HotOp& h) {
 
 SimExecutor::SimExecutor(const schedules::Schedule& schedule, const std::vector<int64_t>& gpu_of_rank,
                          const SimOptions& options, const DeviceModel& device, const NetworkPaths& paths,
-                         schedules::RankCoord representative)
+                         schedules::RankCoord representative, std::vector<const DeviceModel*> models)
     : schedule_(schedule), gpu_of_rank_(gpu_of_rank), options_(options), device_(device), paths_(paths),
-      collectives_(paths, options), rules_(schedule), rep_(representative) {
+      collectives_(paths, options), rules_(schedule), models_(std::move(models)), rep_(representative) {
   const auto& L = schedule_.layout;
   const int64_t world = L.world();
   if (world >= (int64_t{1} << 29)) throw ScheduleError("schedule: " + std::to_string(world) + " ranks (at most 2^29)");
@@ -127,7 +127,20 @@ SimExecutor::SimExecutor(const schedules::Schedule& schedule, const std::vector<
       throw std::invalid_argument("gpu speeds: GPU " + std::to_string(g) + " has factor " + std::to_string(f) +
                                   " (valid: a finite number > 0, 1 = nominal)");
   }
-  for (size_t p = 0; p < schedule_.programs.size(); ++p) hot_.push_back(hot_ops(rules_.program(p), p, device_));
+  if (models_.size() > 1) {
+    if (models_.size() > UINT8_MAX) throw ScheduleError("cluster: more than 255 GPU models");
+    const auto& spec = paths_.fabric().spec();
+    model_of_gpu_.resize(static_cast<size_t>(gpus));
+    for (int64_t g = 0; g < gpus; ++g) {
+      const size_t m = topology::gpu_model_of_server(spec, paths_.fabric().server_of_gpu(g));
+      TWINSCALE_ASSERT(m < models_.size(), "a GPU group without its device model");
+      model_of_gpu_[static_cast<size_t>(g)] = static_cast<uint8_t>(m);
+    }
+  } else {
+    models_.assign(1, &device_);
+  }
+  for (size_t p = 0; p < schedule_.programs.size(); ++p)
+    for (const DeviceModel* m : models_) hot_.push_back(hot_ops(rules_.program(p), p, *m));
   check_matching(rules_);
 
   shortcuts_ = options_.aggregate;
@@ -163,8 +176,9 @@ SimExecutor::SimExecutor(const schedules::Schedule& schedule, const std::vector<
     const uint32_t pid = schedule_.program_of_rank[static_cast<size_t>(sl.rank)];
     sl.program = &schedule_.programs[pid];
     sl.index = &rules_.program(pid);
-    sl.hot = hot_[pid].data();
     const int64_t gpu = gpu_of_rank_[static_cast<size_t>(sl.rank)];
+    const size_t model = model_of_gpu_.empty() ? 0 : model_of_gpu_[static_cast<size_t>(gpu)];
+    sl.hot = hot_[pid * models_.size() + model].data();
     sl.speed = options_.gpu_speed.empty() ? 1.0 : options_.gpu_speed[static_cast<size_t>(gpu)];
     sl.account.set_pipelined(L.pp > 1);
     sl.wait_stream.fill(kNoWait);
@@ -214,6 +228,10 @@ void SimExecutor::decide_symmetry() {
         symmetric_ = false;
   // link degradations and jitter hit single groups or ranks
   if (options_.faults != nullptr && faults::has_rank_specific_events(*options_.faults)) symmetric_ = false;
+  for (int64_t r = 0; symmetric_ && !model_of_gpu_.empty() && r < L.world(); ++r) // mixed GPU models
+    if (model_of_gpu_[static_cast<size_t>(gpu_of_rank_[static_cast<size_t>(r)])] !=
+        model_of_gpu_[static_cast<size_t>(gpu_of_rank_[0])])
+      symmetric_ = false;
   if (symmetric_ && !options_.gpu_speed.empty()) {
     const double first = options_.gpu_speed[static_cast<size_t>(gpu_of_rank_[0])];
     for (int64_t r = 0; symmetric_ && r < L.world(); ++r)

@@ -81,8 +81,12 @@ class SimExecutor final : public CompletionListener {
 public:
   /// `representative`: the pipeline executed by a symmetric run. Op timings are kept for
   /// the slots of SimOptions::trace_ranks (every slot when empty) if record_trace.
+  /// `models`: the device model of each GPU model of the cluster (topology::
+  /// gpu_model_of_server's index; empty: `device` for every GPU). Mixed models turn the
+  /// symmetry off: each rank computes on its own GPU's model.
   SimExecutor(const schedules::Schedule& schedule, const std::vector<int64_t>& gpu_of_rank, const SimOptions& options,
-              const DeviceModel& device, const NetworkPaths& paths, schedules::RankCoord representative = {});
+              const DeviceModel& device, const NetworkPaths& paths, schedules::RankCoord representative = {},
+              std::vector<const DeviceModel*> models = {});
 
   void attach(TimeEngine* backend) { backend_ = backend; }
   void start();
@@ -208,8 +212,10 @@ private:
   bool symmetric_ = false; // one pipeline stands for all
   bool shortcuts_ = false; // closed forms inside a server, merged ring steps
 
-  schedules::ExecutionRules rules_;     // rules 1-3, one index per program
-  std::vector<std::vector<HotOp>> hot_; // by program, then op
+  schedules::ExecutionRules rules_;        // rules 1-3, one index per program
+  std::vector<std::vector<HotOp>> hot_;    // by program × GPU model, then op
+  std::vector<const DeviceModel*> models_; // by GPU model
+  std::vector<uint8_t> model_of_gpu_;      // empty: one model
   std::vector<Slot> slots_;
   std::vector<int64_t> slot_rank_;
   std::vector<int64_t> slot_gpu_;

@@ -18,6 +18,7 @@
 #include "faults/fault_plan.hpp"
 #include "schedules/error.hpp"
 #include "sim/congestion/flow_congestion.hpp"
+#include "sim/congestion/link_capacity.hpp"
 #include "sim/detail/event_core.hpp"
 #include "sim/error.hpp"
 #include <map>
@@ -96,6 +97,19 @@ struct FlowEngine::Impl {
   double core_timer_at = 0;
   std::vector<simgrid::kernel::timer::Timer*> crash_timers;
   bool stopped = false; // the job failed or the executor threw: nothing runs any more
+  bool workers_killed = false;
+  /// An actor that runs one side of one transfer at a time (see send_flow).
+  struct Worker {
+    sg4::ActorPtr actor;
+    bool sender = false;
+    Task* task = nullptr;
+    uint32_t flow = 0;
+    sg4::Mailbox* mbox = nullptr;
+    uint64_t bytes = 0;
+    double start = 0;
+  };
+  std::vector<std::unique_ptr<Worker>> workers;
+  std::vector<Worker*> idle; // done with their transfer (suspended, or about to be)
   std::map<uint32_t, std::vector<std::pair<double, double>>> link_stalls; // link → [from, to)
   std::unique_ptr<congestion::FlowCongestion> cc;                         // [network] congestion_control (none: null)
   /// SimOptions::link_loads, per link direction (2·link + down): bytes carried, busy
@@ -106,6 +120,7 @@ struct FlowEngine::Impl {
   };
   std::vector<DirectionLoad> loads;
   void count_load(const FlowSpec& f, std::vector<topology::Hop>& hops, double bytes, bool begin);
+  std::unique_ptr<congestion::LinkCapacity> link_capacity; // PFC pauses on SimGrid links (cc's)
 
   Impl(CompletionListener& l, const NetworkPaths& p, std::vector<int64_t> sg, const SimOptions& o)
       : listener(l), paths(p), slot_gpu(std::move(sg)), options(o),
@@ -138,7 +153,11 @@ struct FlowEngine::Impl {
   void launch_flow(Task* task, uint32_t flow);
   void begin_flow(Task* task, uint32_t flow);
   void send_flow(Task* task, uint32_t flow);
+  bool put_flow(sg4::Mailbox* mbox, uint64_t bytes);
+  Worker* take_worker(sg4::Host* host, bool sender);
+  void run_worker(Worker* w);
   void end_flow(Task* task, uint32_t flow, bool failed, double start);
+  void deliver_flow(Task* task, uint32_t flow, bool failed, double start);
   void flow_done(Task* task, uint32_t flow, bool failed);
   void on_core_timer();
   void arm_core_timer();
@@ -172,8 +191,10 @@ void FlowEngine::Impl::build_platform() {
       port_mailbox[static_cast<size_t>(g)].push_back(sg4::Mailbox::by_name(p->get_name()));
     }
   }
-  if (options.network.congestion_control != topology::CongestionControl::None)
+  if (options.network.congestion_control != topology::CongestionControl::None) {
     cc = std::make_unique<congestion::FlowCongestion>(paths, options.network);
+    if (cc->may_pause()) link_capacity = congestion::LinkCapacity::attach(*cc, zone->up_, zone->down_);
+  }
   if (options.link_loads) loads.resize(2 * links.size());
   apply_fault_plan(); // profiles must be attached before links and hosts are sealed
   for (size_t i = 0; i < links.size(); ++i) {
@@ -339,16 +360,19 @@ void FlowEngine::Impl::begin_flow(Task* task, uint32_t flow) {
 /// message from it. Receivers of one port are interchangeable (every message to that
 /// mailbox goes from some source port to this port), so FIFO matching is exact.
 /// Host-to-host Comm::sendto is not used: in 3.32 it detaches the comm, whose completion
-/// then scans an engine-wide list. Both actors are created from kernel context (timers
-/// and simcalls run there), which costs no context switch; the sender hands the
-/// completion back to the kernel with one simcall.
+/// then scans an engine-wide list.
+///
+/// The actors are pooled: a worker that has run its side of a transfer suspends itself
+/// and is resumed, moved to the next transfer's host, for another one. Creating and
+/// ending an actor per side cost a zeroed 32 KiB stack and an exception that unwinds
+/// it (a quarter of the flow mode's time); the pool holds as many workers as transfers
+/// were ever in flight at once (as many as the actors alive before).
 void FlowEngine::Impl::send_flow(Task* task, uint32_t flow) {
-  static char payload = 0;
   const FlowSpec& f = task->spec.flows[flow];
   sg4::Host* src = port_host[static_cast<size_t>(f.src_gpu)][f.channel];
   sg4::Host* dst = port_host[static_cast<size_t>(f.dst_gpu)][f.channel];
   sg4::Mailbox* mbox = port_mailbox[static_cast<size_t>(f.dst_gpu)][f.channel];
-  const double start = sg4::Engine::get_clock();
+  if (link_capacity) link_capacity->starting(); // before on_start: a pause it decides waits
   if (!loads.empty()) {
     std::vector<topology::Hop> hops; // SimOptions::link_loads only
     count_load(f, hops, 0, true);
@@ -356,32 +380,117 @@ void FlowEngine::Impl::send_flow(Task* task, uint32_t flow) {
   // Congestion control (sim/congestion/flow_congestion.hpp): more bytes for a flow that
   // starts on a link other flows already load.
   const double bytes = cc ? cc->on_start(f.src_gpu, f.dst_gpu, f.channel, f.bytes) : f.bytes;
-  sg4::Actor::create("r", dst, [mbox]() {
-    try {
-      mbox->get<char>();
-    } catch (const simgrid::Exception&) {
-      // the sender reports the failure
-    }
-  });
-  sg4::Actor::create("f", src, [this, task, flow, mbox, bytes, start]() {
-    bool failed = false;
-    try {
-      mbox->put(&payload, static_cast<uint64_t>(bytes + 0.5));
-    } catch (const simgrid::NetworkFailureException&) {
-      failed = true;
-    } catch (const simgrid::HostFailureException&) {
-      failed = true;
-    }
-    simgrid::kernel::actor::simcall_answered([&] { end_flow(task, flow, failed, start); });
-  });
+  Worker* r = take_worker(dst, false);
+  r->mbox = mbox;
+  Worker* w = take_worker(src, true);
+  w->task = task;
+  w->flow = flow;
+  w->mbox = mbox;
+  w->bytes = static_cast<uint64_t>(bytes + 0.5);
+  w->start = sg4::Engine::get_clock();
+  for (Worker* x : {r, w})
+    if (x->actor)
+      x->actor->resume();
+    else
+      x->actor = sg4::Actor::create(x->sender ? "f" : "r", x->sender ? src : dst, [this, x]() { run_worker(x); });
 }
 
-/// Kernel context: a flow's transfer ended at the current time.
+/// Kernel context: an idle worker that has suspended itself, on `host`, or a new one (not
+/// started yet: its actor is created by the caller).
+FlowEngine::Impl::Worker* FlowEngine::Impl::take_worker(sg4::Host* host, bool sender) {
+  for (size_t i = idle.size(); i-- > 0;) {
+    Worker* w = idle[i];
+    if (!w->actor->is_suspended()) continue; // finished this round: suspends itself next
+    idle[i] = idle.back();
+    idle.pop_back();
+    if (w->actor->get_host() != host) w->actor->set_host(host);
+    w->sender = sender;
+    return w;
+  }
+  workers.push_back(std::make_unique<Worker>());
+  workers.back()->sender = sender;
+  return workers.back().get();
+}
+
+void FlowEngine::Impl::run_worker(Worker* w) {
+  for (;;) {
+    if (w->sender) {
+      const bool failed = put_flow(w->mbox, w->bytes);
+      simgrid::kernel::actor::simcall_answered([&] {
+        idle.push_back(w);
+        end_flow(w->task, w->flow, failed, w->start);
+      });
+    } else {
+      try {
+        w->mbox->get<char>();
+      } catch (const simgrid::Exception&) {
+        // the sender reports the failure
+      }
+      simgrid::kernel::actor::simcall_answered([&] { idle.push_back(w); });
+    }
+    sg4::this_actor::suspend(); // resumed by take_worker's caller with the next transfer
+  }
+}
+
+/// Actor context (a sender): sends `bytes` into `mbox`; true if the transfer failed.
+///
+/// PFC pauses (link_capacity) wait until the transfers handed to actors at this instant
+/// have started: CM02 bounds a comm for good by the smallest bandwidth on its route when
+/// it starts (link_capacity.hpp), so a flow started at the same instant as the incast
+/// that pauses its link must start before the pause. The order SimGrid 3.32 runs things
+/// in (EngineImpl::run): within one instant, sub-rounds run every ready actor until it
+/// makes a simcall, then answer those simcalls in a fixed order (a put and the matching
+/// get are answered in the same sub-round as both actors were made ready together: the
+/// comm starts there, NetworkCm02Model::communicate bounding it), then, once no actor is
+/// ready, the models are solved and the timers due run (kernel context: where flows are
+/// handed to actors and cc decides pauses). So the sender makes one more simcall after
+/// starting its comm, in the next sub-round: by then every comm handed to actors with
+/// it has started, and the last one to get there applies the pauses held meanwhile.
+/// (A zero-delay timer would not do: it runs in the same timer pass, before the actors.)
+bool FlowEngine::Impl::put_flow(sg4::Mailbox* mbox, uint64_t bytes) {
+  static char payload = 0;
+  bool failed = false;
+  sg4::CommPtr comm;
+  try {
+    comm = mbox->put_async(&payload, bytes);
+  } catch (const simgrid::NetworkFailureException&) {
+    failed = true;
+  } catch (const simgrid::HostFailureException&) {
+    failed = true;
+  }
+  if (link_capacity) simgrid::kernel::actor::simcall_answered([this] { link_capacity->started(); });
+  if (failed) return true;
+  try {
+    comm->wait();
+  } catch (const simgrid::NetworkFailureException&) {
+    failed = true;
+  } catch (const simgrid::HostFailureException&) {
+    failed = true;
+  }
+  return failed;
+}
+
+/// Kernel context: a flow's transfer ended at the current time. With congestion control
+/// its last byte still waits behind the standing queues on its path (cc->on_end): the
+/// flow is delivered by a kernel timer that much later (no actor sleeps for it).
 void FlowEngine::Impl::end_flow(Task* task, uint32_t flow, bool failed, double start) {
+  if (cc && !stopped) {
+    const FlowSpec& fs = task->spec.flows[flow];
+    const double queued = cc->on_end(fs.src_gpu, fs.dst_gpu, fs.channel);
+    if (queued > 0 && !failed) {
+      simgrid::kernel::timer::Timer::set(sg4::Engine::get_clock() + queued,
+                                         [this, task, flow, start]() { deliver_flow(task, flow, false, start); });
+      return;
+    }
+  }
+  deliver_flow(task, flow, failed, start);
+}
+
+/// Kernel context: a flow's last byte has arrived at the current time.
+void FlowEngine::Impl::deliver_flow(Task* task, uint32_t flow, bool failed, double start) {
   --flows_in_flight;
   if (stopped) return;
   const FlowSpec& fs = task->spec.flows[flow];
-  if (cc) cc->on_end(fs.src_gpu, fs.dst_gpu, fs.channel);
   if (!loads.empty()) {
     std::vector<topology::Hop> hops;
     count_load(fs, hops, failed ? 0.0 : fs.bytes, false);
@@ -419,6 +528,11 @@ void FlowEngine::Impl::flow_done(Task* task, uint32_t flow, bool failed) {
 /// without effect and the event core is not advanced; the run ends once they have.
 void FlowEngine::Impl::stop() {
   stopped = true;
+  if (!workers_killed && !workers.empty()) {
+    // from a timer, not from the simcall of the worker that may be calling this
+    workers_killed = true;
+    simgrid::kernel::timer::Timer::set(sg4::Engine::get_clock(), []() { sg4::Actor::kill_all(); });
+  }
   pending.clear();
   if (core_timer != nullptr) core_timer->remove();
   core_timer = nullptr;

@@ -11,9 +11,9 @@
 // proportional to links and hosts (~1 KB each). SimGrid's stock zones cannot do this:
 // FatTree routes by destination only and Full/Floyd tables need O(n²) memory.
 //
-// Flows run in actors (a sender and a receiver per flow, created from kernel context
-// when the flow may start): comms started without actors are quadratic in 3.32
-// (simgrid-notes.md). Compute ops and closed-form collectives are not SimGrid
+// Flows run in actors (a sender and a receiver per flow, from a pool of workers that
+// suspend themselves between transfers): comms started without actors are quadratic in
+// 3.32 (simgrid-notes.md). Compute ops and closed-form collectives are not SimGrid
 // activities: they live in the event core (event_core.hpp), whose events run in kernel
 // context from one SimGrid timer (simgrid::kernel::timer::Timer) armed at the core's next
 // event time; flow completions, delays and outage ends run there too (a flow's sender

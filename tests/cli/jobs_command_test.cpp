@@ -80,4 +80,21 @@ TEST_CASE("simulate-jobs: bad studies exit 1 naming file and key", "[cli][multi_
   CHECK(r.code == 1);
   CHECK(r.says("batch.toml"));
   CHECK(r.says("job[0].gpus"));
+  r = run("simulate-jobs " + study("start.toml", "cluster = \"tiny-3tier\"\n[[job]]\njob = \"tiny-megascale\"\n"
+                                                 "gpus = 8\nstart_s = -1\n")
+                                 .string());
+  CHECK(r.code == 1);
+  CHECK(r.says("start.toml"));
+  CHECK(r.says("job[0].start_s"));
+}
+
+TEST_CASE("simulate-jobs: a late job with several iterations", "[cli][multi_job]") {
+  std::string text = kTwoJobs + "iterations = 2\nstart_s = 0.5\n";
+  auto r = run("simulate-jobs " + study("late.toml", text).string() + " --json");
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  REQUIRE(j["jobs"].size() == 2);
+  CHECK(j["jobs"][1]["slowdown"].get<double>() == Approx(1.0)); // tor-aware: alone
+  CHECK(j["jobs"][1]["completed"] == true);
 }

@@ -46,6 +46,14 @@ TEST_CASE("[network]: controllers and units", "[config][network]") {
   CHECK(s.dcqcn.rai_bytes_per_s == Approx(10e6));
   CHECK(s.swift.base_target_s == Approx(30e-6));
   CHECK_FALSE(s.pfc.enabled);
+  // Hyper increase: on by default (F = 5, R_HAI = 400 Mb/s), settable, 0 turns it off.
+  CHECK(parse("").dcqcn.fast_recovery_steps == 5);
+  CHECK(parse("").dcqcn.rhai_bytes_per_s == Approx(50e6));
+  const auto h = parse("[network.dcqcn]\nfast_recovery_steps = 3\nrhai_mbit_per_s = 0\n");
+  CHECK(h.dcqcn.fast_recovery_steps == 3);
+  CHECK(h.dcqcn.rhai_bytes_per_s == 0);
+  CHECK_THROWS_WITH(parse("[network.dcqcn]\nfast_recovery_steps = -1\n"),
+                    Catch::Contains("network.dcqcn.fast_recovery_steps"));
 }
 
 TEST_CASE("[network]: bad values name the key and what is valid", "[config][network]") {

@@ -239,3 +239,58 @@ TEST_CASE("Penalty table: no cost alone or without CC, a transient cost per coll
   const double s = 16.0 * (1 << 20);
   CHECK(two == Approx(1 + dcqcn.loss_s(2, s) * kLine / (2 * s)).epsilon(1e-12));
 }
+
+TEST_CASE("DCQCN: after a join the rate gap closes at the rate of the linearised fluid model", "[congestion]") {
+  // docs/congestion.md, "Convergence": the gap between two flows decays as e^(−λt),
+  // λ from the eigenvalues of one flow's Jacobian at the fixed point. Measured: the time
+  // for the gap to fall from 10 % to 1 % of C after flow 1 joins, against ln(10) / λ.
+  const DcqcnConvergence cv = dcqcn_convergence({}, 1000, kLine, 2);
+  REQUIRE(cv.decay_per_s > 0);
+  const FluidFabric fab = incast_fabric(2, kLine, {0, 0.02});
+  FluidOptions o;
+  o.end_s = 0.4;
+  o.sample_every_s = 100e-6;
+  const FluidResult r = FluidModel(spec_of(CongestionControl::Dcqcn), fab.ports, fab.flows, o).run();
+  double t10 = -1, t1 = -1;
+  for (const auto& s : r.samples) {
+    if (s.t_s <= 0.021) continue;
+    const double gap = std::abs(s.rate[0] - s.rate[1]) / kLine;
+    if (t10 < 0 && gap <= 0.10) t10 = s.t_s;
+    if (t1 < 0 && gap <= 0.01) t1 = s.t_s;
+  }
+  REQUIRE(t10 > 0);
+  REQUIRE(t1 > t10);
+  CHECK(t1 - t10 == Approx(std::log(10.0) / cv.decay_per_s).epsilon(0.10));
+}
+
+TEST_CASE("DCQCN hyper increase: after a flow leaves, the other regains line rate far sooner", "[congestion]") {
+  // Two flows share the bottleneck; flow 1 (64 MB) ends, flow 0 (long-lived) recovers.
+  // Additive increase alone adds R_AI per increase event (~0.1 GB/s per ms here); with
+  // hyper increase the step grows once both counters are past F expirations without a
+  // cut (docs/congestion.md), so the climb from C/2 to C takes a few ms, not ~100.
+  auto recovery_s = [](double rhai) {
+    FluidFabric fab = incast_fabric(2, kLine);
+    fab.flows[1].bytes = 64e6;
+    FluidOptions o;
+    o.end_s = 0.4;
+    o.sample_every_s = 50e-6;
+    o.stop_when_done = false;
+    auto spec = spec_of(CongestionControl::Dcqcn);
+    spec.dcqcn.rhai_bytes_per_s = rhai;
+    const FluidResult r = FluidModel(spec, fab.ports, fab.flows, o).run();
+    REQUIRE(r.finish_s[1] > 0);
+    for (const auto& s : r.samples)
+      if (s.t_s > r.finish_s[1] && s.rate[0] >= 0.95 * kLine) return s.t_s - r.finish_s[1];
+    return -1.0;
+  };
+  const double with = recovery_s(topology::DcqcnSpec{}.rhai_bytes_per_s), without = recovery_s(0);
+  REQUIRE(with > 0);
+  REQUIRE(without > 0);
+  CHECK(with < without / 5);
+  // Additive increase alone: R_T climbs R_AI · b per second, b ≈ 1/T + R_C/B events/s,
+  // so C/2 takes about (C/2) / (R_AI (1/T + C/(2B))): within a factor 1.5 of that.
+  const topology::DcqcnSpec d;
+  const double linear = (kLine / 2) / (d.rai_bytes_per_s * (1 / d.timer_s + kLine / (2 * d.byte_counter_bytes)));
+  CHECK(without > linear / 1.5);
+  CHECK(without < linear * 1.5);
+}

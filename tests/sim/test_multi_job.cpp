@@ -25,6 +25,7 @@ struct Ring {
     schedule = make_schedule({1, 4, 1}, {b.take()}, {0, 0, 0, 0});
     for (int64_t s = 0; s < 4; ++s) gpus.push_back(s * 8 + local);
   }
+  Ring(const topology::ClusterSpec& spec, std::vector<int64_t> on) : Ring(spec, 0) { gpus = std::move(on); }
 };
 
 } // namespace
@@ -80,4 +81,27 @@ TEST_CASE("simulate_jobs: refuses overlapping GPUs and the analytic mode", "[mul
                     Catch::Contains("is given to job 'a' and to job 'b'"));
   o.mode = SimMode::Analytic;
   CHECK_THROWS_WITH(simulate_jobs({{"a", &a.schedule, a.gpus}}, fabric, o), Catch::Contains("flow mode"));
+}
+
+TEST_CASE("simulate_jobs: a job that starts later meets only what is left of the other", "[multi_job]") {
+  const auto spec = tiny_cluster();
+  const topology::Fabric fabric(spec);
+  // b's GPUs alternate rails: its transfers to a rail-0 GPU leave through the PXN relay
+  // on rail 0, GPU 0's NIC among them, which a's ring uses.
+  const Ring a(spec, 0), b(spec, std::vector<int64_t>{1, 10, 17, 26});
+  const SimOptions o = exact_options(SimMode::Flow);
+  const double alone = simulate_jobs({{"a", &a.schedule, a.gpus}}, fabric, o).jobs[0].iteration_time_s;
+  const auto together = simulate_jobs({{"a", &a.schedule, a.gpus}, {"b", &b.schedule, b.gpus}}, fabric, o);
+  const double full = together.jobs[0].iteration_time_s;
+  REQUIRE(full > alone * 1.01);
+  // b starts after a has ended: neither sees the other; b's time counts from its start.
+  const auto apart = simulate_jobs({{"a", &a.schedule, a.gpus}, {"b", &b.schedule, b.gpus, 2 * full}}, fabric, o);
+  CHECK(apart.jobs[0].iteration_time_s == Approx(alone).epsilon(1e-9));
+  CHECK(apart.jobs[1].iteration_time_s == Approx(alone).epsilon(1e-9));
+  // b starts halfway through a's iteration alone: a is slowed, less than with b from 0.
+  const auto late = simulate_jobs({{"a", &a.schedule, a.gpus}, {"b", &b.schedule, b.gpus, alone / 2}}, fabric, o);
+  CHECK(late.jobs[0].iteration_time_s > alone * 1.001);
+  CHECK(late.jobs[0].iteration_time_s < full);
+  CHECK(late.jobs[1].completed);
+  CHECK_THROWS_WITH(simulate_jobs({{"a", &a.schedule, a.gpus, -1.0}}, fabric, o), Catch::Contains("start_s"));
 }
