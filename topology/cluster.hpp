@@ -51,8 +51,9 @@ struct NicSpec {
 };
 
 struct GpuSpec {
-  std::string model;     // "A100-SXM-80GB", "H100-SXM", "H200-SXM", "B200"
-  double peak_flops = 0; // dense BF16 FLOP/s at the boost clock
+  std::string model;         // "A100-SXM-80GB", "H100-SXM", "H200-SXM", "B200"
+  double peak_flops = 0;     // dense BF16 FLOP/s at the boost clock
+  double fp8_peak_flops = 0; // dense FP8 tensor FLOP/s at the boost clock; 0 = no FP8 (pre-Hopper)
   double hbm_bw_bytes_per_s = 0;
   double memory_bytes = 0;
   double nvlink_bw_bytes_per_s = 0; // per GPU, per direction, into the NVSwitch
