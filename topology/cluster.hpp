@@ -86,6 +86,10 @@ struct FabricSpec {
   int64_t servers_per_tor = 64;                   // ≤ 64 in MegaScale
   int64_t tors_per_pod = 0;                       // 0 = derived from the radix
   double cable_latency_s = 0;                     // per link propagation
+  // Rail-only (Wang et al., "How to Build Low-cost Networks for Large Language Models"):
+  // each rail is its own Clos and no switch connects rails; traffic between servers on
+  // different rails first crosses NVLink to the GPU of the destination's rail.
+  bool rail_only = false;
 };
 
 struct ClusterSpec {
