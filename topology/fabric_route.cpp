@@ -20,7 +20,7 @@ void Fabric::route(int64_t src_gpu, int64_t dst_gpu, uint64_t flow_id, uint64_t 
     out.push_back(Hop{u32(dst_gpu), false});
     return;
   }
-  if (const int64_t relay = rail_relay(src_gpu, dst_gpu); relay != src_gpu) {
+  if (const int64_t relay = s.rail_only ? rail_relay(src_gpu, dst_gpu) : src_gpu; relay != src_gpu) {
     // rail-only, another rail: NVLink to the relay on the destination's rail, then its path
     route(relay, dst_gpu, flow_id, seed, policy, out);
     out.insert(out.begin(), {Hop{u32(src_gpu), true}, Hop{u32(relay), false}});
@@ -97,7 +97,7 @@ void Fabric::spread(int64_t src_gpu, int64_t dst_gpu, std::vector<WeightedHop>& 
     out.push_back(WeightedHop{u32(dst_gpu), false, 1});
     return;
   }
-  if (const int64_t relay = rail_relay(src_gpu, dst_gpu); relay != src_gpu) {
+  if (const int64_t relay = m.shape.rail_only ? rail_relay(src_gpu, dst_gpu) : src_gpu; relay != src_gpu) {
     spread(relay, dst_gpu, out);
     out.insert(out.begin(), {WeightedHop{u32(src_gpu), true, 1}, WeightedHop{u32(relay), false, 1}});
     return;
