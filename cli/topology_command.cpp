@@ -82,7 +82,8 @@ Json shape_json(const topology::ClosShape& s) {
               {"agg_up_ports", s.agg_up_ports},
               {"spine_planes", s.spine_planes},
               {"spines_per_plane", s.spines_per_plane},
-              {"links_per_spine", s.links_per_spine}};
+              {"links_per_spine", s.links_per_spine},
+              {"rail_only", s.rail_only}};
 }
 
 Json analysis_json(const topology::Fabric& f, const topology::FabricAnalysis& a) {
@@ -135,7 +136,10 @@ void print_table(const topology::Fabric& f, const topology::FabricAnalysis& a, s
      << fixed(spec.server.nic_bw_bytes_per_s * 8 / 1e9, 0) << " Gb/s on " << a.rails << " rail(s)\n";
   os << "switch " << spec.switch_spec.model << ": radix " << s.radix << " × "
      << fixed(spec.switch_spec.port_bw_bytes_per_s * 8 / 1e9, 0) << " Gb/s; " << a.tiers << " tiers; "
-     << (s.split_downlinks ? "split" : "whole") << " downlinks; " << s.servers_per_tor << " servers per ToR\n\n";
+     << (s.split_downlinks ? "split" : "whole") << " downlinks; " << s.servers_per_tor << " servers per ToR\n";
+  if (s.rail_only)
+    os << "rail-only: no switch connects rails; cross-rail traffic crosses NVLink to the destination's rail first\n";
+  os << "\n";
   os << "tier          switches   up links   up capacity   down:up\n";
   for (const auto& t : a.tiers_summary) {
     char line[160];

@@ -42,6 +42,9 @@
 //   split_downlinks = true      # one ToR port carries two NIC ports at half its speed (M10)
 //   servers_per_tor = 64        # servers in a group sharing one ToR per rail
 //   tors_per_pod = 0            # 3 tiers: server groups per pod (0 = aggregation down ports)
+//   rail_only = false           # true: every rail its own Clos, no switch across rails
+//                               # (Wang et al. 2023); cross-rail traffic is forwarded over
+//                               # NVLink to the GPU on the destination's rail first
 //   cable_latency_ns = 0        # propagation per link
 //
 //   [[gpu_groups]]              # optional, repeatable: servers holding another GPU model
@@ -201,6 +204,7 @@ topology::ClusterSpec parse_cluster(TableReader& t, const std::string& default_n
     c.fabric.servers_per_tor = f.get_int("servers_per_tor", std::nullopt, 1, 4096);
     c.fabric.tors_per_pod = f.get_int("tors_per_pod", 0, 0, 4096);
     c.fabric.cable_latency_s = f.get_double("cable_latency_ns", 0, 0) * 1e-9;
+    c.fabric.rail_only = f.get_bool("rail_only", false);
     f.finish();
   }
   parse_network(t); // validated here; read by load_cluster_network (not yet part of ClusterSpec)

@@ -102,6 +102,7 @@ void read_gpu_keys(TableReader& t, const topology::GpuSpec* base, const Hardware
   const auto b = [&](auto v) { return base ? std::optional<decltype(v)>(v) : std::nullopt; };
   if (base) g = *base;
   g.peak_flops = pos(t, "peak_flops", b(g.peak_flops));
+  g.fp8_peak_flops = t.get_double("fp8_peak_flops", base ? g.fp8_peak_flops : 0.0, 0); // optional: 0 = no FP8
   g.hbm_bw_bytes_per_s = pos(t, "hbm_bw_bytes_per_s", b(g.hbm_bw_bytes_per_s));
   g.memory_bytes = pos(t, "memory_bytes", b(g.memory_bytes));
   g.pcie_bw_bytes_per_s = pos(t, "pcie_bw_bytes_per_s", b(g.pcie_bw_bytes_per_s));

@@ -101,6 +101,14 @@
 //   flash_attention = false         boolean: FlashAttention-2 instead of unfused attention
 //   fused_layernorm = false         boolean: one fused LayerNorm kernel instead of three passes
 //   fused_gelu = false              boolean: fused bias+GeLU instead of two kernels
+//   [precision]                     optional table
+//   gemm = "bf16"                   "bf16" | "fp8": the transformer layers' GEMMs (QKV,
+//                                   projection, FC1, FC2, experts) in FP8 with Transformer
+//                                   Engine's delayed scaling (H100 and later; the LM head
+//                                   stays BF16 as in Megatron-LM)
+//   fp8_amax_reduction = "tp-dp"    "tp-dp" | "tp": ranks the amaxes are all-reduced over
+//                                   (Megatron-LM's amax reduction group; "tp" =
+//                                   --tp-only-amax-red); only with gemm = "fp8"
 #include "config/job_file.hpp"
 
 #include <fstream>
@@ -264,6 +272,17 @@ s::JobSpec parse_job(std::string_view text, const std::string& file) {
     o.finish();
   }
   sc.finish();
+  {
+    TableReader pr = top.table("precision");
+    opt.gemm_precision = pr.get_enum<s::GemmPrecision>(
+        "gemm", {{"bf16", s::GemmPrecision::Bf16}, {"fp8", s::GemmPrecision::Fp8}}, s::GemmPrecision::Bf16);
+    opt.fp8_amax_reduction = pr.get_enum<s::Fp8AmaxReduction>(
+        "fp8_amax_reduction", {{"tp-dp", s::Fp8AmaxReduction::TpDp}, {"tp", s::Fp8AmaxReduction::Tp}},
+        s::Fp8AmaxReduction::TpDp);
+    if (pr.has("fp8_amax_reduction") && !opt.fp8())
+      pr.fail("fp8_amax_reduction", "is set but gemm is not \"fp8\"; set gemm = \"fp8\" or remove it");
+    pr.finish();
+  }
   top.finish();
 
   try {

@@ -6,6 +6,7 @@
 #include "config/cluster_file.hpp"
 #include "config/error.hpp"
 #include "config/fault_file.hpp"
+#include "config/hardware_catalogue.hpp"
 #include "faults/fabric_targets.hpp"
 #include "sim/estimate.hpp"
 
@@ -53,6 +54,15 @@ topology::ClusterSpec resolve_cluster(const ScenarioSpec& spec, std::string& nam
   }
   topology::ClusterSpec cluster = load_cluster(name);
   cluster.gpus = spec.job.parallel.gpus();
+  if (spec.job.options.fp8() && !(cluster.gpu.fp8_peak_flops > 0)) {
+    std::string valid;
+    for (const auto& [model, gpu] : hardware_catalogue().gpus)
+      if (gpu.fp8_peak_flops > 0) valid += (valid.empty() ? "" : ", ") + model;
+    const std::string who = spec.job_source.empty() ? "job '" + spec.job.name + "'" : spec.job_source;
+    throw ConfigError(who + ": precision.gemm = \"fp8\" needs FP8 tensor cores, but cluster '" + name + "' has GPU " +
+                      cluster.gpu.model + ", which has none; GPUs with FP8: " + valid +
+                      " (or set precision.gemm = \"bf16\")");
+  }
   return cluster;
 }
 

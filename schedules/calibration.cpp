@@ -38,9 +38,9 @@ std::string enum_names(int first, int count) {
   return out;
 }
 
-constexpr int kKernelCount = static_cast<int>(Kernel::DataLoad) + 1; // the last Kernel
+constexpr int kKernelCount = static_cast<int>(Kernel::Fp8Cast) + 1; // the last Kernel
 constexpr int kOpKindCount = static_cast<int>(OpKind::Recv) + 1;
-constexpr int kDTypeCount = static_cast<int>(DType::FP32) + 1;
+constexpr int kDTypeCount = static_cast<int>(DType::FP8) + 1;
 
 double median(std::vector<double> v) {
   TWINSCALE_ASSERT(!v.empty(), "median of no samples");

@@ -19,6 +19,13 @@ enum class NormKind : uint8_t { LayerNorm, RmsNorm };
 /// How tokens are spread over experts (mixture of experts): evenly, or with expert
 /// popularities drawn per (iteration, micro-batch, layer) from a seeded distribution.
 enum class RoutingKind : uint8_t { Balanced, Dirichlet, Zipf };
+/// Datatype of the transformer layers' GEMMs. Fp8: Transformer Engine's delayed scaling
+/// (per-tensor scales from an amax history; cast/transpose kernels; amax all-reduce).
+enum class GemmPrecision : uint8_t { Bf16, Fp8 };
+/// Ranks over which FP8 amaxes are all-reduced (Megatron-LM's get_amax_reduction_group):
+/// the tensor- and data-parallel ranks of a pipeline stage (default), or TP only
+/// (--tp-only-amax-red).
+enum class Fp8AmaxReduction : uint8_t { TpDp, Tp };
 
 struct ModelSpec {
   std::string name;
@@ -117,9 +124,12 @@ struct ScheduleOptions {
   // follows both GEMMs and the computation waits for it.
   bool tp_async_allreduce = true;
   OperatorSpec operators;
-  bool async_data_loading = false; // M8
-  int64_t iterations = 1;          // iterations lowered back to back
-  int64_t fsdp_prefetch = 1;       // ZeRO-3: layers whose all-gather runs ahead of the one computing
+  bool async_data_loading = false;                    // M8
+  int64_t iterations = 1;                             // iterations lowered back to back
+  int64_t fsdp_prefetch = 1;                          // ZeRO-3: layers whose all-gather runs ahead of the one computing
+  GemmPrecision gemm_precision = GemmPrecision::Bf16; // job file [precision] gemm
+  Fp8AmaxReduction fp8_amax_reduction = Fp8AmaxReduction::TpDp;
+  bool fp8() const { return gemm_precision == GemmPrecision::Fp8; }
 };
 
 struct JobSpec {

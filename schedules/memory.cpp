@@ -132,6 +132,22 @@ MemoryEstimate estimate_memory(const JobSpec& job, int64_t pp_rank) {
     mem.parameters_bytes = 2 * sharded + 2 * gathered * largest;
     mem.gradients_bytes = 2 * sharded + 2 * largest;
   }
+  if (job.options.fp8()) {
+    // Transformer Engine keeps an FP8 copy of every FP8 GEMM weight and its transpose (1 + 1
+    // bytes per parameter), cast on the first micro-batch and reused (schedules/detail/
+    // fp8.cpp); counted over the transformer layers' parameters (their norms and the MoE
+    // router, under 0.1 %, included). ZeRO-3: only the gathered layers have copies.
+    double layer_params = 0, largest = 0;
+    for (int64_t c = 0; c < p.vpp; ++c) {
+      const LayerRange r = chunk_layers(job, pp_rank, c);
+      for (int64_t l = r.first; l < r.first + r.count; ++l) {
+        layer_params += layer_parameters(job, l);
+        largest = std::max(largest, layer_parameters(job, l));
+      }
+    }
+    if (p.zero_stage == 3) layer_params = (1 + static_cast<double>(job.options.fsdp_prefetch)) * largest;
+    mem.parameters_bytes += 2 * layer_params;
+  }
 
   // context parallelism: each rank keeps the activations of its seq_len / cp tokens
   const double s = static_cast<double>(m.seq_len / p.cp);

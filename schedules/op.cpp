@@ -41,6 +41,7 @@ std::string_view to_string(Kernel k) {
   case Kernel::RmsNorm: return "rmsnorm";
   case Kernel::MoeRouting: return "moe_routing";
   case Kernel::MoePermute: return "moe_permute";
+  case Kernel::Fp8Cast: return "fp8_cast";
   }
   TWINSCALE_ASSERT(false, "unknown Kernel");
 }
@@ -88,6 +89,7 @@ std::string_view to_string(DType d) {
   switch (d) {
   case DType::BF16: return "bf16";
   case DType::FP32: return "fp32";
+  case DType::FP8: return "fp8";
   }
   TWINSCALE_ASSERT(false, "unknown DType");
 }
@@ -105,15 +107,13 @@ std::optional<OpKind> op_kind_from_string(std::string_view s) {
   return parse<OpKind>(s, static_cast<int>(OpKind::Recv) + 1);
 }
 std::optional<Kernel> kernel_from_string(std::string_view s) {
-  return parse<Kernel>(s, static_cast<int>(Kernel::MoePermute) + 1);
+  return parse<Kernel>(s, static_cast<int>(Kernel::Fp8Cast) + 1);
 }
 std::optional<Stream> stream_from_string(std::string_view s) { return parse<Stream>(s, kStreamCount); }
 std::optional<Phase> phase_from_string(std::string_view s) {
   return parse<Phase>(s, static_cast<int>(Phase::Data) + 1);
 }
 std::optional<GroupKind> group_kind_from_string(std::string_view s) { return parse<GroupKind>(s, kGroupKindCount); }
-std::optional<DType> dtype_from_string(std::string_view s) {
-  return parse<DType>(s, static_cast<int>(DType::FP32) + 1);
-}
+std::optional<DType> dtype_from_string(std::string_view s) { return parse<DType>(s, static_cast<int>(DType::FP8) + 1); }
 
 } // namespace twinscale::schedules

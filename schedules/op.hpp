@@ -48,6 +48,8 @@ enum class Kernel : uint8_t {
   RmsNorm,      // RMSNorm (no mean, no bias); fused or one pass of the unfused form
   MoeRouting,   // router softmax + top-k; shape {tokens·experts, experts, top_k, 0}
   MoePermute,   // rows gathered into (or scattered back from) expert order
+  Fp8Cast,      // FP8 GEMMs (Transformer Engine delayed scaling): a tensor's amax, scaled cast
+                // to FP8 and its transpose; also the per-region amax-history/scale update
 };
 
 enum class Stream : uint8_t {
@@ -64,7 +66,9 @@ inline constexpr int kStreamCount = 8;
 
 enum class Phase : uint8_t { Forward, Backward, Optimizer, Recompute, Data };
 
-enum class DType : uint8_t { BF16, FP32 };
+/// FP8: a GEMM whose inputs are FP8 (E4M3 forward, E5M2 gradients, Transformer Engine's
+/// hybrid format) running at the GPU's FP8 tensor rate; its output is BF16.
+enum class DType : uint8_t { BF16, FP32, FP8 };
 
 /// Labels that say where an op sits in the iteration (for traces, comparison, heat-maps).
 /// -1 means "not applicable".

@@ -30,17 +30,7 @@ std::string_view routing_name(RoutingKind k) {
   return k == RoutingKind::Balanced ? "balanced" : k == RoutingKind::Dirichlet ? "dirichlet" : "zipf";
 }
 
-json job_json_fields(const JobSpec& j);
-
-json job_json(const JobSpec& j) {
-  json out = job_json_fields(j);
-  // issue #16: written only when used, so that files of jobs without it are unchanged
-  if (j.parallel.cp > 1) out["parallel"]["cp"] = j.parallel.cp;
-  if (j.model.rotary) out["model"]["rotary"] = true;
-  return out;
-}
-
-json job_json_fields(const JobSpec& j) {
+json job_fields_json(const JobSpec& j) {
   const auto& m = j.model;
   const auto& p = j.parallel;
   const auto& o = j.options;
@@ -102,6 +92,17 @@ json job_json_fields(const JobSpec& j) {
          {{"flash_attention", o.operators.flash_attention},
           {"fused_layernorm", o.operators.fused_layernorm},
           {"fused_gelu", o.operators.fused_gelu}}}}}};
+}
+
+json job_json(const JobSpec& j) {
+  json out = job_fields_json(j);
+  // issue #16: written only when used, so that files of jobs without them are unchanged
+  if (j.parallel.cp > 1) out["parallel"]["cp"] = j.parallel.cp;
+  if (j.model.rotary) out["model"]["rotary"] = true;
+  if (j.options.fp8()) // issue #16; written only when not the default, so BF16 schedules are unchanged
+    out["schedule"]["precision"] = {
+        {"gemm", "fp8"}, {"fp8_amax_reduction", j.options.fp8_amax_reduction == Fp8AmaxReduction::Tp ? "tp" : "tp-dp"}};
+  return out;
 }
 
 json op_json(const Op& op, const Program& p) {
@@ -276,6 +277,14 @@ public:
     o.operators.flash_attention = get<bool>(op, "flash_attention", sw + ".operators");
     o.operators.fused_layernorm = get<bool>(op, "fused_layernorm", sw + ".operators");
     o.operators.fused_gelu = get<bool>(op, "fused_gelu", sw + ".operators");
+    if (s.contains("precision")) { // issue #16; absent means BF16 GEMMs
+      const json& pr = at(s, "precision", sw);
+      o.gemm_precision = get_choice<GemmPrecision>(pr, "gemm", sw + ".precision",
+                                                   {{"bf16", GemmPrecision::Bf16}, {"fp8", GemmPrecision::Fp8}});
+      o.fp8_amax_reduction =
+          get_choice<Fp8AmaxReduction>(pr, "fp8_amax_reduction", sw + ".precision",
+                                       {{"tp-dp", Fp8AmaxReduction::TpDp}, {"tp", Fp8AmaxReduction::Tp}});
+    }
     return out;
   }
 

@@ -105,6 +105,15 @@ double DeviceModel::seconds(const Op& op) const {
   return model_seconds(op) * params_.compute_time_factor;
 }
 
+double DeviceModel::tensor_peak(const Op& op) const {
+  if (op.dtype != schedules::DType::FP8) return gpu_.peak_flops * params_.sustained_clock_ratio;
+  if (!(gpu_.fp8_peak_flops > 0))
+    throw SimError("device model: an FP8 GEMM (precision.gemm = \"fp8\") on GPU '" + gpu_.model +
+                   "', which has no FP8 tensor cores (no fp8_peak_flops in its catalogue entry); FP8 GEMMs need "
+                   "Hopper or later (H100-SXM, H200-SXM, B200, GB200) or precision.gemm = \"bf16\"");
+  return gpu_.fp8_peak_flops * params_.sustained_clock_ratio;
+}
+
 double DeviceModel::model_seconds(const Op& op) const {
   const double peak = gpu_.peak_flops * params_.sustained_clock_ratio;
   const double hbm = gpu_.hbm_bw_bytes_per_s * params_.hbm_efficiency;
@@ -112,7 +121,7 @@ double DeviceModel::model_seconds(const Op& op) const {
   switch (op.kernel) {
   case Kernel::Gemm: {
     const double e = gemm_efficiency(op.shape[0], op.shape[1], op.shape[2]);
-    return std::max(op.flops / (peak * e), op.bytes / hbm) + launch;
+    return std::max(op.flops / (tensor_peak(op) * e), op.bytes / hbm) + launch;
   }
   case Kernel::FlashAttention2: {
     const double e = op.labels.phase == Phase::Backward ? params_.flash_bwd_efficiency : params_.flash_fwd_efficiency;

@@ -4,6 +4,7 @@
 // bandwidth, achieved fractions of those per kernel kind, and a launch cost per kernel.
 //
 //   GEMM       t = max(F / (peak · r_clock · e_gemm(m,n,k)), B / (hbm · e_hbm)) + t_launch
+//              (an FP8 GEMM, Op::dtype = FP8: peak = the GPU's fp8_peak_flops, the same e_gemm)
 //              e_gemm = e_max · w(m,n) · Π_{d∈{m,n,k}} d² / (d² + d_half²): large GEMMs
 //              reach e_max (every dimension ≥ 1,024 keeps > 99 % of the product); a
 //              dimension of d_half halves it, so skinny GEMMs fall well below.
@@ -16,7 +17,7 @@
 //              traffic in B through HBM, and a chain of kernels (3 forward, 5 backward).
 //              A sliding window's cost s·w is in the op's F and B (lowering), and its
 //              shape[3] = w narrows the score GEMM.
-//   Memory-bound (norms, activations, dropout, residual, optimizer, embedding, loss)
+//   Memory-bound (norms, activations, dropout, residual, optimizer, embedding, loss, FP8 casts)
 //              t = max(F / (peak · e_vec), B / (hbm · e_hbm)) + k · t_launch, k = 1 per
 //              lowered op (the lowering emits one op per kernel: three LayerNorm passes
 //              unfused, one fused; the cross-entropy passes apart).
@@ -102,6 +103,8 @@ public:
 
 private:
   double model_seconds(const schedules::Op& op) const;
+  /// Tensor-core peak for a GEMM's datatype (FP8: fp8_peak_flops; SimError if the GPU has none).
+  double tensor_peak(const schedules::Op& op) const;
 
   topology::GpuSpec gpu_;
   DeviceModelParams params_;

@@ -106,11 +106,21 @@ void classify_distances(const Fabric& f, FabricAnalysis& r) {
   const bool same_tor_pairs = s.servers_per_tor > 1 && several_servers;
   r.distances.push_back(DistanceClass{"same server", 2, 1, s.gpus_per_server > 1});
   r.distances.push_back(DistanceClass{"same ToR", 4, 1, same_tor_pairs});
+  // rail-only: spines reach one rail's ToRs or pods only
+  const int64_t spine_reach =
+      s.tiers == 3 ? (s.rail_only ? s.blocks : s.pods) : (s.rail_only ? s.server_groups : s.tors);
   if (s.tiers == 3) {
     r.distances.push_back(DistanceClass{"same pod", 6, 3, s.server_groups > 1});
-    r.distances.push_back(DistanceClass{"via spine", 8, 5, s.pods > 1});
+    r.distances.push_back(DistanceClass{"via spine", 8, 5, spine_reach > 1});
   } else {
-    r.distances.push_back(DistanceClass{"via spine", 6, 3, s.tors > 1});
+    r.distances.push_back(DistanceClass{"via spine", 6, 3, spine_reach > 1});
+  }
+  if (s.rail_only) { // another rail: NVLink to the relay GPU first (two more links, the NVSwitch)
+    int64_t longest = 4, switches = 1;
+    for (const auto& d : r.distances)
+      if (d.exists && d.between != "same server" && d.links > longest) longest = d.links, switches = d.switch_hops;
+    r.distances.push_back(
+        DistanceClass{"other rail (NVLink first)", longest + 2, switches + 1, several_servers && s.rails > 1});
   }
   for (const auto& d : r.distances)
     if (d.exists) r.route_diameter_links = std::max(r.route_diameter_links, d.links);

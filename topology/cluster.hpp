@@ -51,8 +51,9 @@ struct NicSpec {
 };
 
 struct GpuSpec {
-  std::string model;     // "A100-SXM-80GB", "H100-SXM", "H200-SXM", "B200"
-  double peak_flops = 0; // dense BF16 FLOP/s at the boost clock
+  std::string model;         // "A100-SXM-80GB", "H100-SXM", "H200-SXM", "B200"
+  double peak_flops = 0;     // dense BF16 FLOP/s at the boost clock
+  double fp8_peak_flops = 0; // dense FP8 tensor FLOP/s at the boost clock; 0 = no FP8 (pre-Hopper)
   double hbm_bw_bytes_per_s = 0;
   double memory_bytes = 0;
   double nvlink_bw_bytes_per_s = 0; // per GPU, per direction, into the NVSwitch
@@ -85,6 +86,10 @@ struct FabricSpec {
   int64_t servers_per_tor = 64;                   // ≤ 64 in MegaScale
   int64_t tors_per_pod = 0;                       // 0 = derived from the radix
   double cable_latency_s = 0;                     // per link propagation
+  // Rail-only (Wang et al., "How to Build Low-cost Networks for Large Language Models"):
+  // each rail is its own Clos and no switch connects rails; traffic between servers on
+  // different rails first crosses NVLink to the GPU of the destination's rail.
+  bool rail_only = false;
 };
 
 /// Servers first_server..last_server (inclusive) hold GPUs of another model than the

@@ -20,6 +20,11 @@
 //    Aggregation switch p of every pod belongs to spine plane p; each plane has S
 //    spines, S the smallest divisor of agg up with pods·(agg up / S) ≤ R (all spine
 //    ports face down). A 3-tier fabric therefore holds at most ⌊R/rails⌋ blocks.
+//  * Rail-only (fabric.rail_only, Wang et al. 2023): the same tiers, but every spine
+//    plane serves one rail (2 tiers: plane r holds the spines of rail r's ToRs; 3 tiers:
+//    plane (r, p) those of aggregation switch p of rail r's pods), so S is sized for one
+//    rail's ToRs or pods and a 3-tier fabric holds up to R blocks. No switch connects two
+//    rails: route() forwards cross-rail traffic over NVLink first (rail_relay()).
 #include "topology/fabric.hpp"
 
 #include <algorithm>
@@ -125,17 +130,20 @@ void derive_upper_tiers(const ClusterSpec& spec, const std::string& c, ClosShape
   const SwitchSpec& sw = spec.switch_spec;
   const FabricSpec& fs = spec.fabric;
   if (s.tiers == 2) {
-    s.spine_planes = 1;
-    s.spines_per_plane = spines_per_plane(s.tor_up_ports, s.tors, sw.radix);
+    // rail-only: one spine plane per rail, reaching only that rail's ToRs
+    s.spine_planes = s.rail_only ? s.rails : 1;
+    const int64_t tors_per_plane = s.rail_only ? s.server_groups : s.tors;
+    s.spines_per_plane = spines_per_plane(s.tor_up_ports, tors_per_plane, sw.radix);
     if (s.spines_per_plane == 0)
       fail(c, "gpus",
-           std::to_string(spec.gpus) + " GPUs need " + std::to_string(s.tors) + " ToRs (" +
-               std::to_string(s.server_groups) + " groups of " + std::to_string(s.servers_per_tor) + " servers × " +
-               std::to_string(s.rails) + " rails), but a 2-tier Clos of radix " + std::to_string(sw.radix) +
-               " connects at most " + std::to_string(sw.radix) + " ToRs (" +
-               std::to_string(sw.radix / s.rails * s.servers_per_tor * s.gpus_per_server) +
+           std::to_string(spec.gpus) + " GPUs need " + std::to_string(tors_per_plane) + " ToRs" +
+               (s.rail_only ? " per rail" : "") + " (" + std::to_string(s.server_groups) + " groups of " +
+               std::to_string(s.servers_per_tor) + " servers" +
+               (s.rail_only ? "" : " × " + std::to_string(s.rails) + " rails") + "), but a 2-tier Clos of radix " +
+               std::to_string(sw.radix) + " connects at most " + std::to_string(sw.radix) + " ToRs (" +
+               std::to_string(sw.radix / (s.rail_only ? 1 : s.rails) * s.servers_per_tor * s.gpus_per_server) +
                " GPUs); use fabric.tiers = 3");
-    s.spines = s.spines_per_plane;
+    s.spines = s.spine_planes * s.spines_per_plane;
     s.links_per_spine = s.tor_up_ports / s.spines_per_plane;
   } else {
     std::tie(s.agg_down_ports, s.agg_up_ports) =
@@ -154,10 +162,11 @@ void derive_upper_tiers(const ClusterSpec& spec, const std::string& c, ClosShape
     s.blocks = (s.server_groups + s.tors_per_pod - 1) / s.tors_per_pod;
     s.pods = s.blocks * s.rails;
     s.aggs = s.pods * s.aggs_per_pod;
-    s.spine_planes = s.aggs_per_pod;
-    s.spines_per_plane = spines_per_plane(s.agg_up_ports, s.pods, sw.radix);
+    // rail-only: planes per rail (aggregation switch p of every pod of rail r)
+    s.spine_planes = s.aggs_per_pod * (s.rail_only ? s.rails : 1);
+    s.spines_per_plane = spines_per_plane(s.agg_up_ports, s.rail_only ? s.blocks : s.pods, sw.radix);
     if (s.spines_per_plane == 0) {
-      const int64_t max_blocks = sw.radix / s.rails;
+      const int64_t max_blocks = s.rail_only ? sw.radix : sw.radix / s.rails;
       fail(c, "gpus",
            std::to_string(spec.gpus) + " GPUs need " + std::to_string(s.pods) + " pods (" + std::to_string(s.blocks) +
                " blocks × " + std::to_string(s.rails) + " rails), but a spine of radix " + std::to_string(sw.radix) +
@@ -186,6 +195,7 @@ ClosShape derive_shape(const ClusterSpec& spec, const std::string& c) {
   s.nics_per_server_per_tor = sv.nics / sv.rails;
   s.servers_per_tor = fs.servers_per_tor;
   s.split_downlinks = fs.split_downlinks;
+  s.rail_only = fs.rail_only;
   s.nic_link_bw_bytes_per_s = sv.nic_bw_bytes_per_s;
   s.radix = sw.radix;
   std::tie(s.tor_down_ports, s.tor_up_ports) =
@@ -267,18 +277,20 @@ void Fabric::Impl::add_links() {
                    LinkKind::TorToAggregation, port_bw, lat);
     l_agg_up = static_cast<uint32_t>(L.size());
     for (int64_t x = 0; x < s.aggs; ++x) {
-      const int64_t plane = x % s.aggs_per_pod;
+      const int64_t plane = spine_plane_of_agg(x);
       for (int64_t j = 0; j < s.spines_per_plane; ++j)
         for (int64_t l = 0; l < s.links_per_spine; ++l)
           add_link(v_agg + static_cast<uint32_t>(x), v_spine + static_cast<uint32_t>(plane * s.spines_per_plane + j),
                    LinkKind::AggregationToSpine, port_bw, lat);
     }
   } else {
-    for (int64_t t = 0; t < s.tors; ++t)
+    for (int64_t t = 0; t < s.tors; ++t) {
+      const int64_t plane = s.rail_only ? t % s.rails : 0; // ToR t serves rail t mod rails
       for (int64_t j = 0; j < s.spines_per_plane; ++j)
         for (int64_t l = 0; l < s.links_per_spine; ++l)
-          add_link(v_tor + static_cast<uint32_t>(t), v_spine + static_cast<uint32_t>(j), LinkKind::TorToSpine, port_bw,
-                   lat);
+          add_link(v_tor + static_cast<uint32_t>(t), v_spine + static_cast<uint32_t>(plane * s.spines_per_plane + j),
+                   LinkKind::TorToSpine, port_bw, lat);
+    }
     l_agg_up = static_cast<uint32_t>(L.size());
   }
   check(L.size() < (size_t{1} << 32), "link count fits uint32");
@@ -374,6 +386,18 @@ double Fabric::path_latency_s(int64_t src_gpu, const std::vector<Hop>& path) con
       latency += impl_->spec.switch_spec.latency_s;
   }
   return latency;
+}
+
+int64_t Fabric::rail_relay(int64_t src_gpu, int64_t dst_gpu) const {
+  check_gpu(*this, src_gpu);
+  check_gpu(*this, dst_gpu);
+  const Impl& m = *impl_;
+  if (!m.shape.rail_only || m.server_of(src_gpu) == m.server_of(dst_gpu) ||
+      rail_of_gpu(src_gpu) == rail_of_gpu(dst_gpu))
+    return src_gpu;
+  // the GPU of the source's server with the destination's local index: same NIC index,
+  // hence the destination's rail
+  return m.server_of(src_gpu) * m.shape.gpus_per_server + dst_gpu % m.shape.gpus_per_server;
 }
 
 uint32_t Fabric::tor_vertex(int64_t tor) const {

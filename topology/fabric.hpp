@@ -98,6 +98,9 @@ struct ClosShape {
   int64_t spines_per_plane = 0;
   int64_t spines = 0;
   int64_t links_per_spine = 0;
+  // Rail-only: spine plane p of rail r serves only rail r (planes = rails × the planes
+  // above); no path between rails exists in the network.
+  bool rail_only = false;
 };
 
 class Fabric {
@@ -149,7 +152,11 @@ public:
   /// aggregation switch, parallel link down from a spine or an aggregation switch) is
   /// made per flow by `policy` at that switch: O(1) per hop, no per-pair tables. A flow
   /// keeps its path for a given (src, dst, flow_id, seed). src == dst gives an empty
-  /// path; a GPU id out of range throws TopologyError.
+  /// path; a GPU id out of range throws TopologyError. Rail-only fabric, servers apart
+  /// and rails different: GPU → NVSwitch → the GPU of the source's server with the
+  /// destination's local index (on its rail), then that GPU's path (PXN-like).
+  /// The relay GPU of such a transfer (src itself when no NVLink hop is needed).
+  int64_t rail_relay(int64_t src_gpu, int64_t dst_gpu) const;
   void route(int64_t src_gpu, int64_t dst_gpu, uint64_t flow_id, uint64_t seed, EcmpPolicy policy,
              std::vector<Hop>& out) const;
 

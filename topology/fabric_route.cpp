@@ -20,6 +20,12 @@ void Fabric::route(int64_t src_gpu, int64_t dst_gpu, uint64_t flow_id, uint64_t 
     out.push_back(Hop{u32(dst_gpu), false});
     return;
   }
+  if (const int64_t relay = s.rail_only ? rail_relay(src_gpu, dst_gpu) : src_gpu; relay != src_gpu) {
+    // rail-only, another rail: NVLink to the relay on the destination's rail, then its path
+    route(relay, dst_gpu, flow_id, seed, policy, out);
+    out.insert(out.begin(), {Hop{u32(src_gpu), true}, Hop{u32(relay), false}});
+    return;
+  }
   const bool hash = policy == EcmpPolicy::Hash;
   // Equal-cost choice among n next hops at switch vertex `sw`; `level` spreads the
   // round-robin of IdealSpread over successive tiers.
@@ -46,7 +52,9 @@ void Fabric::route(int64_t src_gpu, int64_t dst_gpu, uint64_t flow_id, uint64_t 
     if (s.tiers == 2) {
       const int64_t up = pick(s.tor_up_ports, tor_sv, rr0);
       const int64_t spine = up / s.links_per_spine;
-      const int64_t down = pick(s.links_per_spine, m.v_spine + u32(spine), rr0 / static_cast<uint64_t>(s.tor_up_ports));
+      const int64_t plane = s.rail_only ? tor_s % s.rails : 0;
+      const int64_t down = pick(s.links_per_spine, m.v_spine + u32(plane * s.spines_per_plane + spine),
+                                rr0 / static_cast<uint64_t>(s.tor_up_ports));
       out.push_back(Hop{m.l_tor_up + u32(tor_s * s.tor_up_ports + up), true});
       out.push_back(Hop{m.l_tor_up + u32(tor_d * s.tor_up_ports + spine * s.links_per_spine + down), false});
     } else {
@@ -59,8 +67,9 @@ void Fabric::route(int64_t src_gpu, int64_t dst_gpu, uint64_t flow_id, uint64_t 
         const uint64_t rr = rr0 / static_cast<uint64_t>(s.tor_up_ports) + static_cast<uint64_t>(m.pos_in_pod(tor_s));
         const int64_t up = pick(s.agg_up_ports, m.v_agg + u32(agg_s), rr);
         const int64_t spine = up / s.links_per_spine;
-        const int64_t down = pick(s.links_per_spine, m.v_spine + u32(a * s.spines_per_plane + spine),
-                                  rr / static_cast<uint64_t>(s.agg_up_ports) + static_cast<uint64_t>(pod_s));
+        const int64_t down =
+            pick(s.links_per_spine, m.v_spine + u32(m.spine_plane_of_agg(agg_s) * s.spines_per_plane + spine),
+                 rr / static_cast<uint64_t>(s.agg_up_ports) + static_cast<uint64_t>(pod_s));
         out.push_back(Hop{m.l_agg_up + u32(agg_s * s.agg_up_ports + up), true});
         out.push_back(Hop{m.l_agg_up + u32(agg_d * s.agg_up_ports + spine * s.links_per_spine + down), false});
       }
@@ -86,6 +95,11 @@ void Fabric::spread(int64_t src_gpu, int64_t dst_gpu, std::vector<WeightedHop>& 
   if (m.server_of(src_gpu) == m.server_of(dst_gpu)) {
     out.push_back(WeightedHop{u32(src_gpu), true, 1});
     out.push_back(WeightedHop{u32(dst_gpu), false, 1});
+    return;
+  }
+  if (const int64_t relay = m.shape.rail_only ? rail_relay(src_gpu, dst_gpu) : src_gpu; relay != src_gpu) {
+    spread(relay, dst_gpu, out);
+    out.insert(out.begin(), {WeightedHop{u32(src_gpu), true, 1}, WeightedHop{u32(relay), false, 1}});
     return;
   }
   const int64_t nic_s = m.nic_of(src_gpu), nic_d = m.nic_of(dst_gpu);

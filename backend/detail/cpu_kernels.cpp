@@ -154,6 +154,18 @@ double CpuKernels::elementwise(Kernel kernel, const std::array<int64_t, 4>& shap
     }
     break;
   }
+  case Kernel::Fp8Cast: { // amax, then x·(448/amax) rounded to E4M3's 3 mantissa bits, kept in fp32
+    // The CPU device computes in fp32: an FP8 GEMM runs as an fp32 GEMM of its shape, and
+    // this kernel does the cast's work (amax reduction, scaling, rounding) on fp32 values.
+    const float amax = std::max(x.cwiseAbs().maxCoeff(), 1e-12f);
+    const float scale = 448.0f / amax; // E4M3's largest finite value
+    for (int64_t i = 0; i < n; ++i) {
+      int e = 0;
+      const float m = std::frexp(x[i] * scale, &e); // |m| in [0.5, 1): 4 significant bits
+      y[i] = std::ldexp(std::round(m * 16.0f) / 16.0f, e);
+    }
+    break;
+  }
   case Kernel::Gelu: // unfused: bias add, then GeLU (two passes)
     y = x.array() + 0.1f;
     y = 0.5f * y.array() * (1.0f + (0.7978845608f * (y.array() + 0.044715f * y.array().cube())).tanh());

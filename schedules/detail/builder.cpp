@@ -74,10 +74,11 @@ uint32_t ProgramBuilder::add(Op op, std::string_view name, const std::vector<uin
 }
 
 uint32_t ProgramBuilder::compute(OpKind kind, Kernel kernel, std::string_view name, double flops, double bytes,
-                                 std::array<int64_t, 4> shape, std::initializer_list<uint32_t> deps) {
+                                 std::array<int64_t, 4> shape, std::initializer_list<uint32_t> deps, DType dtype) {
   Op op;
   op.kind = kind;
   op.kernel = kernel;
+  op.dtype = dtype;
   op.stream = Stream::Compute;
   op.flops = flops;
   op.bytes = bytes;

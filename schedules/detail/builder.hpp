@@ -70,7 +70,7 @@ public:
   uint32_t add(Op op, std::string_view name, const std::vector<uint32_t>& deps);
 
   uint32_t compute(OpKind kind, Kernel kernel, std::string_view name, double flops, double bytes,
-                   std::array<int64_t, 4> shape, std::initializer_list<uint32_t> deps = {});
+                   std::array<int64_t, 4> shape, std::initializer_list<uint32_t> deps = {}, DType dtype = DType::BF16);
   uint32_t collective(OpKind kind, GroupKind group, Stream stream, std::string_view name, double bytes,
                       const std::vector<uint32_t>& deps, int32_t priority = 0, DType dtype = DType::BF16);
   /// Send or Recv to group rank `peer` of `group` (Pp: the PpSend/PpRecv streams; Cp:

@@ -23,32 +23,39 @@ constexpr double kFp32 = 4;
 LayerEmitter::LayerEmitter(ProgramBuilder& builder, const JobSpec& job)
     : b_(builder), job_(job), d_(Dims::of(job)), parallel_block_(job.model.block == BlockKind::Parallel),
       flash_(job.options.operators.flash_attention), fused_ln_(job.options.operators.fused_layernorm),
-      fused_gelu_(job.options.operators.fused_gelu) {}
+      fused_gelu_(job.options.operators.fused_gelu), fp8_(job.options.fp8()) {}
 
 OpKind LayerEmitter::reduce_kind() const { return d_.sp ? OpKind::ReduceScatter : OpKind::AllReduce; }
 
 uint32_t LayerEmitter::gemm(const std::string& name, int64_t m, int64_t n, int64_t k,
                             std::initializer_list<uint32_t> deps) {
   const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-  const double bytes = kBf16 * (static_cast<double>(m) * k + static_cast<double>(k) * n + static_cast<double>(m) * n);
-  return b_.compute(OpKind::Gemm, Kernel::Gemm, name, flops, bytes, {m, n, k, 0}, deps);
+  const double bytes = gemm_input_bytes(name) * (static_cast<double>(m) * k + static_cast<double>(k) * n) +
+                       kBf16 * static_cast<double>(m) * n; // the output is BF16 in both precisions
+  return b_.compute(OpKind::Gemm, Kernel::Gemm, name, flops, bytes, {m, n, k, 0}, deps, gemm_dtype(name));
 }
 
 uint32_t LayerEmitter::wgrad(const std::string& name, int64_t m, int64_t n, int64_t k,
                              std::initializer_list<uint32_t> deps) {
   if (defer_wgrad_) return kNoOp; // ZB-H1: emitted by the W pass (zero_bubble.cpp)
   const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-  const double inputs = kBf16 * (static_cast<double>(m) * k + static_cast<double>(k) * n);
+  const double inputs = gemm_input_bytes(name) * (static_cast<double>(m) * k + static_cast<double>(k) * n);
   const double mn = static_cast<double>(m) * static_cast<double>(n);
+  const DType dtype = gemm_dtype(name);
+  // FP8 with sequence parallelism: the all-gathered FP8 tensor (input, or output gradient
+  // of a row-parallel GEMM: tokens × h) is transposed for the weight gradient (TE casts the
+  // local shard before the gather, so no transpose of the whole tensor exists yet).
+  if (dtype == DType::FP8 && d_.sp) fp8_cast(name + ".fp8_transpose", d_.tokens * d_.h, 2 * 1.0, deps);
   if (job_.options.grad_accumulation_fusion) {
     // Megatron's --gradient-accumulation-fusion: the GEMM reads and writes the m×n fp32
     // main gradient (β = 1) instead of writing a bf16 one.
-    return b_.compute(OpKind::Gemm, Kernel::Gemm, name, flops, inputs + 2 * kFp32 * mn, {m, n, k, 0}, deps);
+    return b_.compute(OpKind::Gemm, Kernel::Gemm, name, flops, inputs + 2 * kFp32 * mn, {m, n, k, 0}, deps, dtype);
   }
   // Unfused (Megatron-LM of SC'21, local DDP's param hook main_grad.add_(grad)): the GEMM
   // writes a 16-bit gradient, then one kernel reads it and reads and writes the main
   // gradient (fp32 or 16-bit, the DP reduction's type), per weight and micro-batch.
-  const uint32_t g = b_.compute(OpKind::Gemm, Kernel::Gemm, name, flops, inputs + kBf16 * mn, {m, n, k, 0}, deps);
+  const uint32_t g =
+      b_.compute(OpKind::Gemm, Kernel::Gemm, name, flops, inputs + kBf16 * mn, {m, n, k, 0}, deps, dtype);
   const double main = job_.options.grad_reduce_fp32 ? kFp32 : kBf16;
   b_.compute(OpKind::Elementwise, Kernel::ResidualAdd, name + ".accumulate", mn, mn * (kBf16 + 2 * main),
              {m * n, 0, 0, 0});
@@ -63,6 +70,7 @@ uint32_t LayerEmitter::tp_collective(OpKind kind, const std::string& name, doubl
 std::vector<uint32_t> LayerEmitter::gemm_then_collective(const std::string& name, int64_t m, int64_t n, int64_t k,
                                                          OpKind collective, double bytes) {
   std::vector<uint32_t> out;
+  fp8_input(name, m, k, n, 1, false);
   if (d_.t == 1) {
     gemm(name, m, n, k);
     return out;
@@ -85,13 +93,16 @@ void LayerEmitter::unless_async(const std::vector<uint32_t>& collectives) {
 void LayerEmitter::collective_then_gemm(OpKind collective, double bytes, const std::string& name, int64_t m, int64_t n,
                                         int64_t k) {
   if (d_.t == 1 || !d_.sp) {
+    fp8_input(name, m, k, n, 1, false);
     gemm(name, m, n, k);
     return;
   }
+  fp8_input(name, m / d_.t, k, n, 1, true); // FP8: the local shard is cast, the gather moves FP8
   const int64_t chunks = d_.tp_chunks;
   const uint32_t input = b_.last_compute();
+  const double gathered = bytes * gather_scale(name);
   for (int64_t i = 0; i < chunks; ++i) {
-    const uint32_t c = tp_collective(collective, name + ".ag", bytes / static_cast<double>(chunks), {input});
+    const uint32_t c = tp_collective(collective, name + ".ag", gathered / static_cast<double>(chunks), {input});
     gemm(name, m / chunks, n, k, {c});
   }
 }
@@ -267,6 +278,7 @@ void LayerEmitter::layer_forward() {
   collective_then_gemm(OpKind::AllGather, act_bytes, "attn.qkv", m, d_.qkv / t, h);
   attention_core(false);
   const auto attn_out = gemm_then_collective("attn.proj", m, h, h / t, reduce_kind(), act_bytes);
+  fp8_input("mlp.fc1", m, h, d_.fc1 / t, 1, false);
   gemm("mlp.fc1", m, d_.fc1 / t, h);
   gelu(false);
   const auto mlp_out = gemm_then_collective("mlp.fc2", m, h, d_.f / t, reduce_kind(), act_bytes);
@@ -284,9 +296,11 @@ void LayerEmitter::layer_backward() {
   const double act_bytes = static_cast<double>(m) * static_cast<double>(h) * kBf16;
   // With sequence parallelism the weight gradient of a column-parallel GEMM needs its
   // all-gathered input again; it is issued early and overlaps the data-gradient GEMM.
+  // FP8: the saved input is the FP8 local shard, so the gather moves FP8.
+  const double input_bytes = act_bytes * gather_scale("attn.qkv");
   auto gather_input = [&](const std::string& name) -> uint32_t {
     if (!d_.sp || defer_wgrad_) return kNoOp; // ZB-H1: the W pass gathers it
-    return tp_collective(OpKind::AllGather, name, act_bytes, {b_.last_compute()});
+    return tp_collective(OpKind::AllGather, name, input_bytes, {b_.last_compute()});
   };
   if (!parallel_block_) {
     // MLP branch (last in forward, first in backward)
@@ -332,6 +346,7 @@ void LayerEmitter::layer_backward() {
   unless_async(rs_mlp);
   wgrad("mlp.fc1.wgrad", d_.fc1 / t, h, m, {ag});
   // the MLP's reduce-scatter overlaps the whole attention backward
+  fp8_input("attn.proj.dgrad", m, h, h / t, 1, false);
   gemm("attn.proj.dgrad", m, h / t, h);
   wgrad("attn.proj.wgrad", h, h / t, m);
   attention_backward();

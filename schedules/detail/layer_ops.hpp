@@ -27,6 +27,10 @@ public:
   void embedding_backward();
   void head_forward(); // final LayerNorm, LM head (tied embedding), vocab-parallel loss
   void head_backward();
+  /// FP8 (fp8.cpp): after the forward or backward pass of a chunk's `layers` for one
+  /// micro-batch, the amax all-reduce over the amax reduction group and the scale update
+  /// (Transformer Engine, at the exit of the fp8_autocast region). No-op without FP8.
+  void fp8_amax_update(bool forward, int64_t first_layer, int64_t layers);
 
 private:
   uint32_t gemm(const std::string& name, int64_t m, int64_t n, int64_t k, std::initializer_list<uint32_t> deps = {});
@@ -48,6 +52,22 @@ private:
   void gelu(bool backward);
   /// The activation of `elements` MLP outputs (GeLU forms or SwiGLU) named prefix.*.
   void activation(const std::string& prefix, int64_t elements, bool backward);
+
+  // FP8 GEMMs (fp8.cpp)
+  bool fp8_gemm(const std::string& name) const; // this GEMM runs in FP8
+  DType gemm_dtype(const std::string& name) const { return fp8_gemm(name) ? DType::FP8 : DType::BF16; }
+  double gemm_input_bytes(const std::string& name) const { return fp8_gemm(name) ? 1.0 : 2.0; }
+  /// Casts ahead of FP8 GEMM `name` computing on rows×k activations and k×n weights
+  /// (`weights` copies: local experts): the weight's cast + transpose on the first
+  /// micro-batch (forward GEMMs), the input's cast (+ transpose unless `gathered`: then
+  /// rows are the local shard before the sequence-parallel all-gather).
+  void fp8_input(const std::string& name, int64_t rows, int64_t k, int64_t n, int64_t weights, bool gathered);
+  void fp8_cast(const std::string& name, int64_t elements, double bytes_per_element,
+                std::initializer_list<uint32_t> deps = {});
+  /// Transformer Engine GEMM modules (each with its FP8 scaling state) of `layer`.
+  int64_t fp8_modules(int64_t layer) const;
+  /// All-gathers of an FP8 GEMM's input move FP8 (half the bytes of BF16).
+  double gather_scale(const std::string& name) const { return fp8_gemm(name) ? 0.5 : 1.0; }
 
   // mixture of experts (moe_layer.cpp): replaces the MLP branch of a MoE layer
   bool moe_layer() const; // the layer in b_.labels is a MoE layer
@@ -79,6 +99,7 @@ private:
   bool defer_wgrad_ = false; // ZB-H1: wgrad() emits nothing in the B pass
   int32_t cp_next_ = 0;      // ring neighbours (Cp group ranks)
   int32_t cp_prev_ = 0;
+  bool fp8_;
   std::vector<uint32_t> shared_pending_; // shared experts' reduce-scatters the MoE output needs
 };
 

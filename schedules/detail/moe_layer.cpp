@@ -38,13 +38,18 @@ uint32_t LayerEmitter::expert_gemm(const std::string& name, int64_t m, int64_t n
   // One grouped GEMM over the rank's experts: the routed rows' activations in and out,
   // and each local expert's k×n weights read once (weight gradient: read and written in
   // fp32, as Megatron's main gradients).
+  // FP8 (fp8.cpp): inputs of one byte; the routed rows are cast before a forward or
+  // data-gradient GEMM, the local experts' weights on the first micro-batch.
+  const double in = gemm_input_bytes(name);
+  if (!weight_grad) fp8_input(name, m, k, n, d_.experts_local, false);
   const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   const double weights =
       static_cast<double>(d_.experts_local) * static_cast<double>(weight_grad ? m : k) * static_cast<double>(n);
-  const double acts = weight_grad ? kBf16 * static_cast<double>(k) * static_cast<double>(m + n)
-                                  : kBf16 * static_cast<double>(m) * static_cast<double>(k + n);
-  const double bytes = acts + (weight_grad ? 2 * kFp32 : kBf16) * weights;
-  return b_.compute(OpKind::Gemm, Kernel::Gemm, name, flops, bytes, {m, n, k, 0});
+  const double acts = weight_grad ? in * static_cast<double>(k) * static_cast<double>(m + n)
+                                  : in * static_cast<double>(m) * static_cast<double>(k) +
+                                        kBf16 * static_cast<double>(m) * static_cast<double>(n);
+  const double bytes = acts + (weight_grad ? 2 * kFp32 : in) * weights;
+  return b_.compute(OpKind::Gemm, Kernel::Gemm, name, flops, bytes, {m, n, k, 0}, {}, gemm_dtype(name));
 }
 
 uint32_t LayerEmitter::ep_all_to_all(const std::string& name, double bytes) {

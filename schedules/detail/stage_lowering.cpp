@@ -277,10 +277,12 @@ void StageLowering::emit_step(size_t j) {
     if ((vs == 0 || vs == last_vs) && par.tp > 1 && !opt.async_data_loading) emit_input_broadcast();
     if (vs == 0) layers_.embedding_forward();
     emit_layers(layers, true);
+    layers_.fp8_amax_update(true, layers.first, layers.count); // FP8 only (fp8.cpp)
     if (vs == last_vs) layers_.head_forward();
   } else {
     if (vs == last_vs) layers_.head_backward();
     emit_layers(layers, false);
+    layers_.fp8_amax_update(false, layers.first, layers.count);
     if (vs == 0) layers_.embedding_backward();
   }
 

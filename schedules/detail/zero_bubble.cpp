@@ -22,7 +22,8 @@ void LayerEmitter::layer_weight_gradients() {
   const uint32_t before = b_.last_compute();
   auto gather_input = [&](const std::string& name) -> uint32_t {
     if (!d_.sp) return kNoOp;
-    return tp_collective(OpKind::AllGather, name, act_bytes, {before});
+    return tp_collective(OpKind::AllGather, name, act_bytes * gather_scale("attn.qkv"),
+                         {before}); // FP8: the saved shard
   };
   const uint32_t ag_fc1 = gather_input(parallel_block_ ? "ln.wgrad.ag" : "mlp.fc1.wgrad.ag");
   const uint32_t ag_qkv = parallel_block_ ? kNoOp : gather_input("attn.qkv.wgrad.ag");

@@ -48,6 +48,7 @@ TEST_CASE("cpu kernels: every compute kernel runs on real buffers and gives fini
                         Case{OpKind::Elementwise, Kernel::Dropout, {100, 0, 0, 0}},
                         Case{OpKind::Elementwise, Kernel::CrossEntropy, {2048, 0, 0, 0}},
                         Case{OpKind::Elementwise, Kernel::ResidualAdd, {100, 0, 0, 0}},
+                        Case{OpKind::Elementwise, Kernel::Fp8Cast, {100, 0, 0, 0}},
                         Case{OpKind::OptimizerStep, Kernel::AdamStep, {500, 0, 0, 0}},
                         Case{OpKind::OptimizerStep, Kernel::LambStep, {500, 0, 0, 0}}}) {
     schedules::Op op;
@@ -89,6 +90,19 @@ TEST_CASE("cpu kernels: denormals are flushed on the kernel's thread (speed inde
 #else
   SUCCEED("no SSE control register on this architecture");
 #endif
+}
+
+TEST_CASE("cpu kernels: the FP8 cast scales by the amax to E4M3's range and rounds to 3 mantissa bits") {
+  backend::detail::CpuKernels k(64e6);
+  schedules::Op op;
+  op.kind = schedules::OpKind::Elementwise;
+  op.kernel = schedules::Kernel::Fp8Cast;
+  // the deterministic fill puts x[0] = -0.5, the largest magnitude of the first 1,000
+  // elements: it is scaled to -448 (E4M3's largest finite value), exactly representable
+  CHECK(k.run(op, {1000, 0, 0, 0}) == -448.0);
+  backend::detail::CpuKernels k2(64e6);
+  const double small = k2.run(op, {1, 0, 0, 0}); // one element: scaled to ±448
+  CHECK(std::fabs(small) == 448.0);
 }
 
 TEST_CASE("cpu kernels: a buffer above the limit asks for a shape divisor") {

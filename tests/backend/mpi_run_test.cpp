@@ -116,7 +116,7 @@ void run_and_check(const schedules::Schedule& s, int ranks, const std::string& a
 TEST_CASE("mpi run: the tiny presets run on 8 CPU ranks in a valid order") {
   if (!backend::test::have_mpirun()) TWINSCALE_SKIP("mpirun not found");
   for (const std::string preset :
-       {"tiny-1f1b", "tiny-interleaved", "tiny-megascale", "tiny-moe", "tiny-fsdp", "tiny-cp", "tiny-zb"}) {
+       {"tiny-1f1b", "tiny-interleaved", "tiny-megascale", "tiny-moe", "tiny-fsdp", "tiny-cp", "tiny-zb", "tiny-fp8"}) {
     INFO(preset);
     schedules::LoweringTarget target;
     target.check_memory = false;

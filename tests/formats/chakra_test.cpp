@@ -28,7 +28,8 @@ namespace pb = ChakraProtoMsg;
 
 namespace {
 
-const std::vector<std::string> kTinyPresets = {"tiny-1f1b", "tiny-interleaved", "tiny-megascale", "tiny-cp", "tiny-zb"};
+const std::vector<std::string> kTinyPresets = {"tiny-1f1b", "tiny-interleaved", "tiny-megascale",
+                                               "tiny-cp",   "tiny-zb",          "tiny-fp8"};
 
 std::vector<std::string> set_paths(const std::string& prefix, size_t n) {
   std::vector<std::string> p;

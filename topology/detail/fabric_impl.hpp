@@ -34,6 +34,12 @@ struct Fabric::Impl {
     return (group / shape.tors_per_pod) * shape.rails + rail;
   }
   int64_t pos_in_pod(int64_t tor) const { return (tor / shape.rails) % shape.tors_per_pod; }
+  /// Spine plane of aggregation switch `agg` (3 tiers): its index in the pod, per rail
+  /// when rail-only (pods of rail r are those with pod mod rails = r).
+  int64_t spine_plane_of_agg(int64_t agg) const {
+    const int64_t a = agg % shape.aggs_per_pod;
+    return shape.rail_only ? ((agg / shape.aggs_per_pod) % shape.rails) * shape.aggs_per_pod + a : a;
+  }
 
   // Links incident to each vertex (CSR: incident[offset[v] .. offset[v+1])).
   std::vector<uint32_t> incident_offset;
