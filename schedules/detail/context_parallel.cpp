@@ -39,18 +39,27 @@ double LayerEmitter::cp_kv_bytes() const {
   return 2.0 * static_cast<double>(d_.tokens) * static_cast<double>(kv_local * head_dim) * kBf16;
 }
 
-void LayerEmitter::cp_attention_forward() {
-  const int64_t n = d_.cp;
+/// One ring step's attention op: the local queries against one block of s/cp keys
+/// (forward 4, backward 8 FLOPs per score and head dimension; unfused: 6.5 forward and 9.5
+/// backward passes over the score matrix, as the whole-sequence kernels).
+LayerEmitter::CpStep LayerEmitter::cp_step(bool forward) const {
   const int64_t heads_local = d_.a / d_.t;
   const int64_t head_dim = d_.h / d_.a;
-  // one step: the local queries against one block of s/cp keys
-  const double step_flops = 4.0 * static_cast<double>(d_.b * heads_local) * static_cast<double>(d_.s) *
-                            static_cast<double>(d_.s) * static_cast<double>(head_dim);
   const double qkvo = static_cast<double>(d_.tokens) * static_cast<double>(d_.h / d_.t) * kBf16;
   const double scores =
       static_cast<double>(d_.b * heads_local) * static_cast<double>(d_.s) * static_cast<double>(d_.s) * kBf16;
-  const std::array<int64_t, 4> shape{d_.b * heads_local, d_.s, head_dim, 0};
-  const Kernel kernel = flash_ ? Kernel::FlashAttention2 : Kernel::AttentionUnfused;
+  CpStep st;
+  st.flops = (forward ? 4.0 : 8.0) * static_cast<double>(d_.b * heads_local) * static_cast<double>(d_.s) *
+             static_cast<double>(d_.s) * static_cast<double>(head_dim);
+  st.bytes = (forward ? 4 : 8) * qkvo + (flash_ ? 0.0 : (forward ? 6.5 : 9.5) * scores);
+  st.shape = {d_.b * heads_local, d_.s, head_dim, 0};
+  st.kernel = flash_ ? Kernel::FlashAttention2 : Kernel::AttentionUnfused;
+  return st;
+}
+
+void LayerEmitter::cp_attention_forward() {
+  const int64_t n = d_.cp;
+  const CpStep st = cp_step(true);
   const double kv = cp_kv_bytes();
   uint32_t held = b_.last_compute(); // the QKV GEMM: this rank's own K/V block
   for (int64_t k = 0; k < n; ++k) {
@@ -59,8 +68,7 @@ void LayerEmitter::cp_attention_forward() {
       b_.p2p(OpKind::Send, cp_next_, "attn.cp.send.kv", kv, {held}, GroupKind::Cp);
       incoming = b_.p2p(OpKind::Recv, cp_prev_, "attn.cp.recv.kv", kv, {held}, GroupKind::Cp);
     }
-    b_.compute(OpKind::Attention, kernel, "attn.core.cp", step_flops, 4 * qkvo + (flash_ ? 0.0 : 6.5 * scores), shape,
-               {held});
+    b_.compute(OpKind::Attention, st.kernel, "attn.core.cp", st.flops, st.bytes, st.shape, {held});
     held = incoming;
   }
   // merge the cp partial outputs by their log-sum-exp: read each (and its LSE), write O
@@ -71,15 +79,7 @@ void LayerEmitter::cp_attention_forward() {
 
 void LayerEmitter::cp_attention_backward() {
   const int64_t n = d_.cp;
-  const int64_t heads_local = d_.a / d_.t;
-  const int64_t head_dim = d_.h / d_.a;
-  const double step_flops = 8.0 * static_cast<double>(d_.b * heads_local) * static_cast<double>(d_.s) *
-                            static_cast<double>(d_.s) * static_cast<double>(head_dim);
-  const double qkvo = static_cast<double>(d_.tokens) * static_cast<double>(d_.h / d_.t) * kBf16;
-  const double scores =
-      static_cast<double>(d_.b * heads_local) * static_cast<double>(d_.s) * static_cast<double>(d_.s) * kBf16;
-  const std::array<int64_t, 4> shape{d_.b * heads_local, d_.s, head_dim, 0};
-  const Kernel kernel = flash_ ? Kernel::FlashAttention2 : Kernel::AttentionUnfused;
+  const CpStep st = cp_step(false);
   const double kv = cp_kv_bytes();
   uint32_t held = b_.last_compute(); // the output gradient is ready; own K/V kept from forward
   uint32_t partial = kNoOp;          // the held block's dK/dV summed over the previous ranks
@@ -89,8 +89,8 @@ void LayerEmitter::cp_attention_backward() {
       b_.p2p(OpKind::Send, cp_next_, "attn.cp.send.kv", kv, {held}, GroupKind::Cp);
       incoming = b_.p2p(OpKind::Recv, cp_prev_, "attn.cp.recv.kv", kv, {held}, GroupKind::Cp);
     }
-    const uint32_t step = b_.compute(OpKind::Attention, kernel, "attn.core.cp.bwd", step_flops,
-                                     8 * qkvo + (flash_ ? 0.0 : 9.5 * scores), shape, {held, partial});
+    const uint32_t step =
+        b_.compute(OpKind::Attention, st.kernel, "attn.core.cp.bwd", st.flops, st.bytes, st.shape, {held, partial});
     b_.p2p(OpKind::Send, cp_next_, "attn.cp.send.dkv", kv, {step}, GroupKind::Cp);
     partial = b_.p2p(OpKind::Recv, cp_prev_, "attn.cp.recv.dkv", kv, {step}, GroupKind::Cp);
     held = incoming;

@@ -2,6 +2,7 @@
 // the LM head + loss, for one micro-batch on one rank.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -84,7 +85,13 @@ private:
   void cp_attention_forward();
   void cp_attention_backward();
   double cp_kv_bytes() const; // the K and V of this rank's tokens (one ring message)
-  void attention_backward();  // (selective recomputation, then) the core's backward
+  struct CpStep {             // one ring step's attention op (context_parallel.cpp)
+    double flops = 0, bytes = 0;
+    std::array<int64_t, 4> shape{};
+    Kernel kernel{};
+  };
+  CpStep cp_step(bool forward) const;
+  void attention_backward(); // (selective recomputation, then) the core's backward
 
   void attention_branch_backward_tail(); // attention core backward … QKV wgrad
   OpKind reduce_kind() const;            // reduce-scatter with SP, else all-reduce
