@@ -22,6 +22,33 @@ std::vector<std::string> split(const std::string& line, char sep) {
   return out;
 }
 
+/// Calls `row(where, columns)` for every data line of a CSV text: the first line must be
+/// `header`; blank lines are skipped, CRLF accepted; `where` is "source:line". Returns the
+/// number of lines read (0: empty text).
+template <class Row>
+int64_t for_each_csv_row(const std::string& text, const std::string& source, const std::string& header, size_t columns,
+                         Row&& row) {
+  std::istringstream in(text);
+  std::string line;
+  int64_t line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    const std::string where = source + ":" + std::to_string(line_no);
+    if (line_no == 1) {
+      if (line != header) throw DiagnoseError(where + ": expected the header \"" + header + "\", got \"" + line + "\"");
+      continue;
+    }
+    const auto cols = split(line, ',');
+    if (cols.size() != columns)
+      throw DiagnoseError(where + ": expected " + std::to_string(columns) + " columns, got " +
+                          std::to_string(cols.size()));
+    row(where, cols);
+  }
+  return line_no;
+}
+
 int64_t parse_int(const std::string& s, const std::string& where) {
   int64_t v = 0;
   const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
@@ -55,23 +82,9 @@ RunData read_per_rank_csv(const std::string& text, const std::string& source, in
   d.source = source;
   d.phases = {"forward", "backward", "comm_wait"};
   d.own_time = {true, true, false};
-  std::istringstream in(text);
-  std::string line;
-  int64_t line_no = 0;
   std::map<int64_t, int64_t> stage_of_rank;
   schedules::Layout layout{0, 0, 0};
-  while (std::getline(in, line)) {
-    ++line_no;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.empty()) continue;
-    const std::string where = source + ":" + std::to_string(line_no);
-    if (line_no == 1) {
-      if (line != kCsvHeader)
-        throw DiagnoseError(where + ": expected the header \"" + std::string(kCsvHeader) + "\", got \"" + line + "\"");
-      continue;
-    }
-    const auto cols = split(line, ',');
-    if (cols.size() != 7) throw DiagnoseError(where + ": expected 7 columns, got " + std::to_string(cols.size()));
+  for_each_csv_row(text, source, kCsvHeader, 7, [&](const std::string& where, const std::vector<std::string>& cols) {
     RankSeries r;
     r.rank = parse_int(cols[0], where + " column rank");
     const int64_t tp = parse_int(cols[1], where + " column tp"), pp = parse_int(cols[2], where + " column pp"),
@@ -87,7 +100,7 @@ RunData read_per_rank_csv(const std::string& text, const std::string& source, in
     layout.pp = std::max(layout.pp, pp + 1);
     layout.dp = std::max(layout.dp, dp + 1);
     d.ranks.push_back(std::move(r));
-  }
+  });
   if (d.ranks.empty()) throw DiagnoseError(source + ": no rank lines after the header (" + kCsvHeader + ")");
   if (layout.world() == static_cast<int64_t>(d.ranks.size())) d.layout = layout;
   group_hosts(d, gpus_per_host);
@@ -180,33 +193,21 @@ void append_steps(RunData& into, const RunData& more) {
 std::vector<LinkUse> read_link_csv(const std::string& text, const std::string& source) {
   static const std::string header = "link,name,direction,kind,bytes,busy_s,busy_fraction,rate_fraction";
   std::vector<LinkUse> out;
-  std::istringstream in(text);
-  std::string line;
-  int64_t line_no = 0;
-  while (std::getline(in, line)) {
-    ++line_no;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.empty()) continue;
-    const std::string where = source + ":" + std::to_string(line_no);
-    if (line_no == 1) {
-      if (line != header) throw DiagnoseError(where + ": expected the header \"" + header + "\", got \"" + line + "\"");
-      continue;
-    }
-    const auto c = split(line, ',');
-    if (c.size() != 8) throw DiagnoseError(where + ": expected 8 columns, got " + std::to_string(c.size()));
-    parse_int(c[0], where + " column link");
-    if (c[2] != "up" && c[2] != "down")
-      throw DiagnoseError(where + " column direction: \"" + c[2] + "\" (valid: up, down)");
-    LinkUse u{c[1],
-              c[2],
-              c[3],
-              parse_seconds(c[4], where + " column bytes"),
-              parse_seconds(c[5], where + " column busy_s"),
-              parse_seconds(c[6], where + " column busy_fraction"),
-              parse_seconds(c[7], where + " column rate_fraction")};
-    out.push_back(std::move(u));
-  }
-  if (line_no == 0) throw DiagnoseError(source + ": empty (expected the header \"" + header + "\")");
+  const int64_t lines =
+      for_each_csv_row(text, source, header, 8, [&](const std::string& where, const std::vector<std::string>& c) {
+        parse_int(c[0], where + " column link");
+        if (c[2] != "up" && c[2] != "down")
+          throw DiagnoseError(where + " column direction: \"" + c[2] + "\" (valid: up, down)");
+        LinkUse u{c[1],
+                  c[2],
+                  c[3],
+                  parse_seconds(c[4], where + " column bytes"),
+                  parse_seconds(c[5], where + " column busy_s"),
+                  parse_seconds(c[6], where + " column busy_fraction"),
+                  parse_seconds(c[7], where + " column rate_fraction")};
+        out.push_back(std::move(u));
+      });
+  if (lines == 0) throw DiagnoseError(source + ": empty (expected the header \"" + header + "\")");
   return out;
 }
 
