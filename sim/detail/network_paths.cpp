@@ -49,6 +49,8 @@ NetworkPaths::NetworkPaths(const topology::Fabric& fabric, uint64_t seed, topolo
 void NetworkPaths::degrade_link(uint32_t link, double factor) {
   TWINSCALE_ASSERT(link < link_bw_.size() && factor > 0 && factor <= 1, "degrade_link: bad link or factor");
   link_bw_[link] = nominal_bw_[link] * factor;
+  flows_cache_.clear(); // rates change
+  flows_cache_words_ = 0;
 }
 
 int64_t NetworkPaths::pxn_proxy(int64_t src, int64_t dst) const {
@@ -80,52 +82,97 @@ double NetworkPaths::path_latency_s(int64_t src, int64_t dst, uint32_t channel) 
   return lat;
 }
 
-double NetworkPaths::closed_form_s(const CollectivePlan& plan, const std::vector<std::vector<int64_t>>& gpu_groups,
-                                   bool with_latency) const {
-  double total = 0;
+size_t NetworkPaths::KeyHash::operator()(const std::vector<int64_t>& k) const {
+  uint64_t h = 1469598103934665603ull; // FNV-1a over the words
+  for (int64_t w : k) h = (h ^ static_cast<uint64_t>(w)) * 1099511628211ull;
+  return static_cast<size_t>(h);
+}
+
+const std::vector<NetworkPaths::FlowCost>&
+NetworkPaths::phase_flows(const std::vector<PhaseTransfer>& transfers,
+                          const std::vector<std::vector<int64_t>>& gpu_groups) const {
+  key_.clear();
+  key_.push_back(static_cast<int64_t>(transfers.size()));
+  for (const auto& t : transfers) {
+    key_.push_back((static_cast<int64_t>(t.src) << 32) | static_cast<uint32_t>(t.dst));
+    key_.push_back(t.channel);
+  }
+  for (const auto& g : gpu_groups) {
+    key_.push_back(static_cast<int64_t>(g.size()));
+    key_.insert(key_.end(), g.begin(), g.end());
+  }
+  if (auto it = flows_cache_.find(key_); it != flows_cache_.end()) return it->second;
   struct FlowPath {
     size_t hop_begin, hop_end;
     double latency;
     bool own; // a flow of the first group (degraded links apply)
   };
   std::vector<Hop> all_hops;
-  std::vector<FlowPath> flows;
-  for (const auto& phase : plan.phases) {
-    all_hops.clear();
-    flows.clear();
-    for (size_t gi = 0; gi < gpu_groups.size(); ++gi) {
-      const auto& gpus = gpu_groups[gi];
-      for (const auto& t : phase.transfers) {
-        const int64_t s = gpus[static_cast<size_t>(t.src)], d = gpus[static_cast<size_t>(t.dst)];
-        if (s == d) continue;
-        route(s, d, t.channel, hops_);
-        FlowPath fp{all_hops.size(), 0, 0, gi == 0};
-        for (const Hop& h : hops_) {
-          all_hops.push_back(h);
-          fp.latency += hop_latency_s(h.link, h.up);
-          const uint32_t key = 2 * h.link + (h.up ? 0 : 1);
-          if (load_[key]++ == 0) touched_.push_back(key);
-        }
-        fp.hop_end = all_hops.size();
-        flows.push_back(fp);
+  std::vector<FlowPath> paths;
+  for (size_t gi = 0; gi < gpu_groups.size(); ++gi) {
+    const auto& gpus = gpu_groups[gi];
+    for (const auto& t : transfers) {
+      const int64_t s = gpus[static_cast<size_t>(t.src)], d = gpus[static_cast<size_t>(t.dst)];
+      if (s == d) continue;
+      route(s, d, t.channel, hops_);
+      FlowPath fp{all_hops.size(), 0, 0, gi == 0};
+      for (const Hop& h : hops_) {
+        all_hops.push_back(h);
+        fp.latency += hop_latency_s(h.link, h.up);
+        const uint32_t key = 2 * h.link + (h.up ? 0 : 1);
+        if (load_[key]++ == 0) touched_.push_back(key);
       }
+      fp.hop_end = all_hops.size();
+      paths.push_back(fp);
     }
+  }
+  std::vector<FlowCost> flows;
+  flows.reserve(paths.size());
+  for (const auto& f : paths) {
+    double rate = std::numeric_limits<double>::infinity();
+    const std::vector<double>& bw = f.own ? link_bw_ : nominal_bw_;
+    for (size_t i = f.hop_begin; i < f.hop_end; ++i) {
+      const Hop& h = all_hops[i];
+      rate = std::min(rate, bw[h.link] / load_[2 * h.link + (h.up ? 0 : 1)]);
+    }
+    flows.push_back({f.latency, rate});
+  }
+  for (uint32_t key : touched_) load_[key] = 0;
+  touched_.clear();
+  // keep the flows no other dominates: by latency down, rate up, each whose rate is
+  // below every rate kept so far
+  std::sort(flows.begin(), flows.end(), [](const FlowCost& a, const FlowCost& b) {
+    return a.latency != b.latency ? a.latency > b.latency : a.rate < b.rate;
+  });
+  std::vector<FlowCost> front;
+  double lowest = std::numeric_limits<double>::infinity();
+  for (const auto& f : flows)
+    if (front.empty() || f.rate < lowest) {
+      front.push_back(f);
+      lowest = std::min(lowest, f.rate);
+    }
+  const size_t words = key_.size() + 2 * front.size();
+  constexpr size_t kMaxWords = size_t{32} << 20; // 256 MiB of keys and flows
+  if (flows_cache_words_ + words > kMaxWords) {
+    flows_cache_.clear();
+    flows_cache_words_ = 0;
+  }
+  flows_cache_words_ += words;
+  return flows_cache_.emplace(key_, std::move(front)).first->second;
+}
+
+double NetworkPaths::closed_form_s(const CollectivePlan& plan, const std::vector<std::vector<int64_t>>& gpu_groups,
+                                   bool with_latency) const {
+  double total = 0;
+  for (const auto& phase : plan.phases) {
     const double bytes = phase.bytes_per_step;
     double phase_s = 0;
-    for (const auto& f : flows) {
-      double rate = std::numeric_limits<double>::infinity();
-      const std::vector<double>& bw = f.own ? link_bw_ : nominal_bw_;
-      for (size_t i = f.hop_begin; i < f.hop_end; ++i) {
-        const Hop& h = all_hops[i];
-        rate = std::min(rate, bw[h.link] / load_[2 * h.link + (h.up ? 0 : 1)]);
-      }
+    for (const auto& f : phase_flows(phase.transfers, gpu_groups)) {
       const double lat =
           with_latency ? std::max(phase.nccl_latency_s, static_cast<double>(phase.latency_steps) * f.latency) : 0.0;
-      const double t = lat + (bytes > 0 ? static_cast<double>(phase.steps) * bytes / rate : 0.0);
+      const double t = lat + (bytes > 0 ? static_cast<double>(phase.steps) * bytes / f.rate : 0.0);
       phase_s = std::max(phase_s, t);
     }
-    for (uint32_t key : touched_) load_[key] = 0;
-    touched_.clear();
     total += phase_s;
   }
   return total;

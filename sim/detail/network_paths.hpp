@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <unordered_map>
 #include <vector>
 
 #include "sim/collective_algorithms.hpp"
@@ -53,6 +54,23 @@ public:
   double p2p_s(int64_t src_gpu, int64_t dst_gpu, double bytes, int channels) const;
 
 private:
+  /// One flow of a phase as the closed form sees it: its path latency and its rate.
+  struct FlowCost {
+    double latency;
+    double rate;
+  };
+  struct KeyHash {
+    size_t operator()(const std::vector<int64_t>& k) const;
+  };
+  /// The flows of `transfers` run by every group of `gpu_groups`, routed and loaded,
+  /// keeping only those no other flow dominates (one with at least its latency and at
+  /// most its rate): the phase's time, a max over flows that grows with latency and
+  /// falls with rate, is the same over them. Cached by (transfers, groups): routes and
+  /// loads do not depend on bytes, so a collective re-run with other bytes (MoE
+  /// all-to-alls) is not routed again.
+  const std::vector<FlowCost>& phase_flows(const std::vector<PhaseTransfer>& transfers,
+                                           const std::vector<std::vector<int64_t>>& gpu_groups) const;
+
   const topology::Fabric& fabric_;
   uint64_t seed_;
   topology::EcmpPolicy policy_;
@@ -65,6 +83,9 @@ private:
   mutable std::vector<uint32_t> touched_;
   mutable std::vector<topology::Hop> hops_;
   mutable std::vector<topology::Hop> relay_hops_;
+  mutable std::vector<int64_t> key_; // phase_flows' key, reused
+  mutable std::unordered_map<std::vector<int64_t>, std::vector<FlowCost>, KeyHash> flows_cache_;
+  mutable size_t flows_cache_words_ = 0; // keys' and values' 8-byte words, bounded
 };
 
 } // namespace twinscale::sim::detail

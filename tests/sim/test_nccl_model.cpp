@@ -229,3 +229,42 @@ TEST_CASE("PXN: a transfer to another rail crosses NVLink to the destination's r
   const double busbw = run_collective(f, OpKind::AllReduce, collective_gpus(16, 8, 8), 1 * GiB, a).busbw_bytes_per_s;
   CHECK(busbw / 1e9 == Approx(192).epsilon(0.05));
 }
+
+TEST_CASE("closed forms: re-used routes give exactly what a fresh model computes", "[sim][nccl]") {
+  // A path model answers repeated plans of one group from its cache (MoE all-to-alls
+  // with varying bytes): each answer must be bit-identical to a fresh model's, with and
+  // without latency, with image groups, and after a link is degraded.
+  const auto f = dgx(4);
+  detail::NetworkPaths warm(f, 1, topology::EcmpPolicy::Hash, 0.77, 0.96, true);
+  const std::vector<int64_t> group{0, 9, 18, 27, 4, 13, 22, 31}; // across servers and rails
+  const std::vector<int64_t> image{1, 10, 19, 28, 5, 14, 23, 30};
+  GroupPlacement where;
+  for (int64_t g : group) {
+    where.server.push_back(f.server_of_gpu(g));
+    where.nic.push_back(f.nic_of_gpu(g));
+  }
+  auto check_all = [&](const std::vector<std::vector<int64_t>>& groups, uint32_t degraded) {
+    for (OpKind kind : {OpKind::AllToAll, OpKind::AllReduce})
+      for (double bytes : {1e3, 3.7e6, 1e3, 2.5e8, 3.7e6}) {
+        CollectivePlan plan = plan_collective(kind, where, bytes, CollectiveAlgorithm::Ring, 2);
+        apply_protocol(plan, {NcclProtocol::Simple, 1.0}, 20e-6);
+        detail::NetworkPaths fresh(f, 1, topology::EcmpPolicy::Hash, 0.77, 0.96, true);
+        if (degraded != UINT32_MAX) fresh.degrade_link(degraded, 0.25);
+        for (bool lat : {true, false}) {
+          const double expect = fresh.closed_form_s(plan, groups, lat);
+          CHECK(expect > 0);
+          CHECK(warm.closed_form_s(plan, groups, lat) == expect); // exact, not approximate
+        }
+      }
+  };
+  check_all({group}, UINT32_MAX);
+  check_all({group, image}, UINT32_MAX);
+  CollectivePlan big = plan_collective(OpKind::AllToAll, where, 2.5e8, CollectiveAlgorithm::Ring, 2);
+  const double nominal = warm.closed_form_s(big, {group, image});
+  std::vector<topology::Hop> hops;
+  warm.route(0, 9, 0, hops);
+  const uint32_t link = hops[hops.size() / 2].link; // on the group's own path
+  warm.degrade_link(link, 0.25);
+  check_all({group, image}, link);
+  CHECK(warm.closed_form_s(big, {group, image}) > nominal); // the cache forgot the old rates
+}
