@@ -10,7 +10,8 @@ using schedules::OpKind;
 
 double CollectiveTasks::simple_busbw(const CollectivePlan& plan, OpKind kind, double bytes,
                                      const std::vector<int64_t>& gpus) const {
-  const double t = paths_.closed_form_s(plan, {gpus}, /*with_latency=*/false);
+  const double t =
+      paths_.closed_form_s(plan, {gpus}, /*with_latency=*/false, /*reuse_routes=*/kind == OpKind::AllToAll);
   const double moved = bytes * nccl_bus_factor(kind, static_cast<int64_t>(gpus.size())) / plan.bw_fraction;
   return t > 0 ? moved / t : 0.0;
 }
@@ -44,7 +45,7 @@ double CollectiveTasks::closed_form_s(OpKind kind, double bytes,
   TWINSCALE_ASSERT(!gpu_groups.empty(), "a collective needs a group");
   const CollectivePlan p = plan(kind, bytes, gpu_groups.front());
   if (p.phases.empty()) return 0;
-  return paths_.closed_form_s(p, gpu_groups);
+  return paths_.closed_form_s(p, gpu_groups, /*with_latency=*/true, /*reuse_routes=*/kind == OpKind::AllToAll);
 }
 
 CommTask CollectiveTasks::flow_task(OpKind kind, double bytes, const std::vector<std::vector<int64_t>>& groups,

@@ -88,20 +88,8 @@ size_t NetworkPaths::KeyHash::operator()(const std::vector<int64_t>& k) const {
   return static_cast<size_t>(h);
 }
 
-const std::vector<NetworkPaths::FlowCost>&
-NetworkPaths::phase_flows(const std::vector<PhaseTransfer>& transfers,
-                          const std::vector<std::vector<int64_t>>& gpu_groups) const {
-  key_.clear();
-  key_.push_back(static_cast<int64_t>(transfers.size()));
-  for (const auto& t : transfers) {
-    key_.push_back((static_cast<int64_t>(t.src) << 32) | static_cast<uint32_t>(t.dst));
-    key_.push_back(t.channel);
-  }
-  for (const auto& g : gpu_groups) {
-    key_.push_back(static_cast<int64_t>(g.size()));
-    key_.insert(key_.end(), g.begin(), g.end());
-  }
-  if (auto it = flows_cache_.find(key_); it != flows_cache_.end()) return it->second;
+void NetworkPaths::route_flows(const std::vector<PhaseTransfer>& transfers,
+                               const std::vector<std::vector<int64_t>>& gpu_groups, std::vector<FlowCost>& out) const {
   struct FlowPath {
     size_t hop_begin, hop_end;
     double latency;
@@ -139,6 +127,25 @@ NetworkPaths::phase_flows(const std::vector<PhaseTransfer>& transfers,
   }
   for (uint32_t key : touched_) load_[key] = 0;
   touched_.clear();
+  out.swap(flows);
+}
+
+const std::vector<NetworkPaths::FlowCost>&
+NetworkPaths::phase_flows(const std::vector<PhaseTransfer>& transfers,
+                          const std::vector<std::vector<int64_t>>& gpu_groups) const {
+  key_.clear();
+  key_.push_back(static_cast<int64_t>(transfers.size()));
+  for (const auto& t : transfers) {
+    key_.push_back((static_cast<int64_t>(t.src) << 32) | static_cast<uint32_t>(t.dst));
+    key_.push_back(t.channel);
+  }
+  for (const auto& g : gpu_groups) {
+    key_.push_back(static_cast<int64_t>(g.size()));
+    key_.insert(key_.end(), g.begin(), g.end());
+  }
+  if (auto it = flows_cache_.find(key_); it != flows_cache_.end()) return it->second;
+  std::vector<FlowCost> flows;
+  route_flows(transfers, gpu_groups, flows);
   // keep the flows no other dominates: by latency down, rate up, each whose rate is
   // below every rate kept so far
   std::sort(flows.begin(), flows.end(), [](const FlowCost& a, const FlowCost& b) {
@@ -162,12 +169,13 @@ NetworkPaths::phase_flows(const std::vector<PhaseTransfer>& transfers,
 }
 
 double NetworkPaths::closed_form_s(const CollectivePlan& plan, const std::vector<std::vector<int64_t>>& gpu_groups,
-                                   bool with_latency) const {
+                                   bool with_latency, bool reuse_routes) const {
   double total = 0;
   for (const auto& phase : plan.phases) {
     const double bytes = phase.bytes_per_step;
     double phase_s = 0;
-    for (const auto& f : phase_flows(phase.transfers, gpu_groups)) {
+    if (!reuse_routes) route_flows(phase.transfers, gpu_groups, scratch_flows_);
+    for (const auto& f : reuse_routes ? phase_flows(phase.transfers, gpu_groups) : scratch_flows_) {
       const double lat =
           with_latency ? std::max(phase.nccl_latency_s, static_cast<double>(phase.latency_steps) * f.latency) : 0.0;
       const double t = lat + (bytes > 0 ? static_cast<double>(phase.steps) * bytes / f.rate : 0.0);

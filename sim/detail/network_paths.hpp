@@ -47,9 +47,12 @@ public:
   /// phase: max over flows of max(nccl latency, latency_steps · path latency) + steps ·
   /// bytes / rate, rate = min over the path of achieved bandwidth / flows of this call on
   /// that link direction (degraded links: see degrade_link()). `with_latency` false: the
-  /// bandwidth term alone.
+  /// bandwidth term alone. `reuse_routes`: keep the routed flows of each phase for the
+  /// next call with the same transfers and groups (worth it where one group runs a
+  /// collective with many different byte counts: MoE all-to-alls; elsewhere the caller's
+  /// per-bytes cache already hits, and the key would only cost time and memory).
   double closed_form_s(const CollectivePlan& plan, const std::vector<std::vector<int64_t>>& gpu_groups,
-                       bool with_latency = true) const;
+                       bool with_latency = true, bool reuse_routes = false) const;
   /// One point-to-point transfer on an otherwise idle fabric.
   double p2p_s(int64_t src_gpu, int64_t dst_gpu, double bytes, int channels) const;
 
@@ -70,6 +73,9 @@ private:
   /// all-to-alls) is not routed again.
   const std::vector<FlowCost>& phase_flows(const std::vector<PhaseTransfer>& transfers,
                                            const std::vector<std::vector<int64_t>>& gpu_groups) const;
+  /// The same flows, routed now (not cached), into `out`.
+  void route_flows(const std::vector<PhaseTransfer>& transfers, const std::vector<std::vector<int64_t>>& gpu_groups,
+                   std::vector<FlowCost>& out) const;
 
   const topology::Fabric& fabric_;
   uint64_t seed_;
@@ -83,7 +89,8 @@ private:
   mutable std::vector<uint32_t> touched_;
   mutable std::vector<topology::Hop> hops_;
   mutable std::vector<topology::Hop> relay_hops_;
-  mutable std::vector<int64_t> key_; // phase_flows' key, reused
+  mutable std::vector<int64_t> key_;            // phase_flows' key, reused
+  mutable std::vector<FlowCost> scratch_flows_; // route_flows' output when not cached
   mutable std::unordered_map<std::vector<int64_t>, std::vector<FlowCost>, KeyHash> flows_cache_;
   mutable size_t flows_cache_words_ = 0; // keys' and values' 8-byte words, bounded
 };

@@ -253,18 +253,18 @@ TEST_CASE("closed forms: re-used routes give exactly what a fresh model computes
         for (bool lat : {true, false}) {
           const double expect = fresh.closed_form_s(plan, groups, lat);
           CHECK(expect > 0);
-          CHECK(warm.closed_form_s(plan, groups, lat) == expect); // exact, not approximate
+          CHECK(warm.closed_form_s(plan, groups, lat, /*reuse_routes=*/true) == expect); // exact, not approximate
         }
       }
   };
   check_all({group}, UINT32_MAX);
   check_all({group, image}, UINT32_MAX);
   CollectivePlan big = plan_collective(OpKind::AllToAll, where, 2.5e8, CollectiveAlgorithm::Ring, 2);
-  const double nominal = warm.closed_form_s(big, {group, image});
+  const double nominal = warm.closed_form_s(big, {group, image}, true, true);
   std::vector<topology::Hop> hops;
   warm.route(0, 9, 0, hops);
   const uint32_t link = hops[hops.size() / 2].link; // on the group's own path
   warm.degrade_link(link, 0.25);
   check_all({group, image}, link);
-  CHECK(warm.closed_form_s(big, {group, image}) > nominal); // the cache forgot the old rates
+  CHECK(warm.closed_form_s(big, {group, image}, true, true) > nominal); // the cache forgot the old rates
 }
