@@ -119,7 +119,7 @@ struct FlowEngine::Impl {
     int32_t active = 0;
   };
   std::vector<DirectionLoad> loads;
-  void count_load(const FlowSpec& f, std::vector<topology::Hop>& hops, double bytes, bool begin);
+  void count_load(const FlowSpec& f, double bytes, bool begin);
   std::unique_ptr<congestion::LinkCapacity> link_capacity; // PFC pauses on SimGrid links (cc's)
 
   Impl(CompletionListener& l, const NetworkPaths& p, std::vector<int64_t> sg, const SimOptions& o)
@@ -264,7 +264,8 @@ void FlowEngine::Impl::apply_fault_plan() {
 
 /// Link utilisation (SimOptions::link_loads): a flow on the wire marks each direction of
 /// its route busy from its start; at its end it adds its bytes (none if it failed).
-void FlowEngine::Impl::count_load(const FlowSpec& f, std::vector<topology::Hop>& hops, double bytes, bool begin) {
+void FlowEngine::Impl::count_load(const FlowSpec& f, double bytes, bool begin) {
+  std::vector<topology::Hop> hops;
   const double now = sg4::Engine::get_clock();
   paths.route(f.src_gpu, f.dst_gpu, f.channel, hops); // the same path at the flow's start and end
   for (const topology::Hop& h : hops) {
@@ -373,10 +374,7 @@ void FlowEngine::Impl::send_flow(Task* task, uint32_t flow) {
   sg4::Host* dst = port_host[static_cast<size_t>(f.dst_gpu)][f.channel];
   sg4::Mailbox* mbox = port_mailbox[static_cast<size_t>(f.dst_gpu)][f.channel];
   if (link_capacity) link_capacity->starting(); // before on_start: a pause it decides waits
-  if (!loads.empty()) {
-    std::vector<topology::Hop> hops; // SimOptions::link_loads only
-    count_load(f, hops, 0, true);
-  }
+  if (!loads.empty()) count_load(f, 0, true);   // SimOptions::link_loads only
   // Congestion control (sim/congestion/flow_congestion.hpp): more bytes for a flow that
   // starts on a link other flows already load.
   const double bytes = cc ? cc->on_start(f.src_gpu, f.dst_gpu, f.channel, f.bytes) : f.bytes;
@@ -491,10 +489,7 @@ void FlowEngine::Impl::deliver_flow(Task* task, uint32_t flow, bool failed, doub
   --flows_in_flight;
   if (stopped) return;
   const FlowSpec& fs = task->spec.flows[flow];
-  if (!loads.empty()) {
-    std::vector<topology::Hop> hops;
-    count_load(fs, hops, failed ? 0.0 : fs.bytes, false);
-  }
+  if (!loads.empty()) count_load(fs, failed ? 0.0 : fs.bytes, false);
   task->stalled_s = std::max(task->stalled_s, stalled_seconds(fs, start, sg4::Engine::get_clock()));
   guarded([&] {
     core.set_now(std::max(core.now(), sg4::Engine::get_clock()));
