@@ -1,0 +1,117 @@
+#include "diagnose/comm_summary.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace twinscale::diagnose {
+
+using schedules::Stream;
+
+CommReducer::CommReducer(const std::optional<schedules::Layout>& layout, int64_t world)
+    : layout_(layout), world_(world), steps_(static_cast<size_t>(world)) {
+  if (!layout_)
+    note_ = "slow links: the layout (--layout TPxPPxDP) is needed to know each collective's group";
+  else if (layout_->world() != world)
+    note_ = "slow links: --layout does not match the trace's " + std::to_string(world) + " ranks; not analysed";
+  else
+    grouped_ = true;
+}
+
+void CommReducer::add(int64_t rank, int32_t step, Stream stream, uint32_t op_index, int64_t occurrence, double start_s,
+                      double end_s, bool failed, uint32_t name) {
+  if (rank < last_rank_ || rank >= world_ || step < 0)
+    throw std::logic_error("CommReducer: rank " + std::to_string(rank) + " after rank " + std::to_string(last_rank_) +
+                           " (ranks must come in ascending order, below " + std::to_string(world_) + ")");
+  last_rank_ = rank;
+  present_ = true;
+  auto& steps = steps_[static_cast<size_t>(rank)];
+  if (steps.size() <= static_cast<size_t>(step)) steps.resize(static_cast<size_t>(step) + 1);
+  StepComms& s = steps[static_cast<size_t>(step)];
+  if (!s.any) {
+    s.any = true;
+    s.first_start = start_s;
+    s.last_end = end_s;
+  } else {
+    s.first_start = std::min(s.first_start, start_s);
+    s.last_end = std::max(s.last_end, end_s);
+  }
+  if (stream != Stream::TpComm && stream != Stream::DpComm) return;
+  if (!s.collective || op_index > s.last_op) {
+    s.collective = true;
+    s.last_op = op_index;
+    s.last_start = start_s;
+  }
+  if (!grouped_ || failed) return;
+  const schedules::Layout& L = *layout_;
+  int64_t leader = 0;
+  std::unordered_map<Key, Open, KeyHash>* open = nullptr;
+  if (stream == Stream::TpComm) {
+    leader = rank - rank % L.tp;
+    if (leader != open_tp_leader_) {
+      close_tp();
+      open_tp_leader_ = leader;
+    }
+    open = &tp_open_;
+  } else {
+    const schedules::RankCoord c = L.coord(rank);
+    leader = L.rank({c.tp, 0, c.pp});
+    open = &dp_open_;
+  }
+  Open& o = (*open)[Key{leader, occurrence, step, static_cast<uint8_t>(stream)}];
+  o.last_start = o.seen ? std::max(o.last_start, start_s) : start_s;
+  o.end = std::max(o.end, end_s);
+  o.name = name;
+  o.seen = true;
+}
+
+void CommReducer::close_tp() {
+  for (const auto& [k, o] : tp_open_)
+    closed_.push_back(CollectiveTime{k.stream, k.step, k.occurrence, k.leader, o.end - o.last_start, o.name});
+  tp_open_.clear();
+}
+
+void CommReducer::merge_into(std::unordered_map<Key, Open, KeyHash>& into, const Key& k, const Open& v) {
+  Open& o = into[k];
+  o.last_start = o.seen ? std::max(o.last_start, v.last_start) : v.last_start;
+  o.end = std::max(o.end, v.end);
+  o.name = v.name;
+  o.seen = true;
+}
+
+void CommReducer::merge(CommReducer&& other) {
+  if (other.world_ != world_ || other.grouped_ != grouped_)
+    throw std::logic_error("CommReducer::merge: reducers of different traces");
+  close_tp();
+  other.close_tp();
+  closed_.insert(closed_.end(), other.closed_.begin(), other.closed_.end());
+  for (const auto& [k, v] : other.dp_open_) merge_into(dp_open_, k, v);
+  for (size_t r = 0; r < steps_.size(); ++r)
+    if (!other.steps_[r].empty()) steps_[r] = std::move(other.steps_[r]);
+  present_ = present_ || other.present_;
+  last_rank_ = std::max(last_rank_, other.last_rank_);
+  open_tp_leader_ = -1;
+}
+
+CommSummary CommReducer::finish(std::vector<std::string> names, int64_t steps) {
+  close_tp();
+  for (const auto& [k, o] : dp_open_)
+    closed_.push_back(CollectiveTime{k.stream, k.step, k.occurrence, k.leader, o.end - o.last_start, o.name});
+  dp_open_.clear();
+  std::sort(closed_.begin(), closed_.end(), [](const CollectiveTime& a, const CollectiveTime& b) {
+    if (a.stream != b.stream) return a.stream < b.stream;
+    if (a.step != b.step) return a.step < b.step;
+    if (a.occurrence != b.occurrence) return a.occurrence < b.occurrence;
+    return a.leader < b.leader;
+  });
+  CommSummary s;
+  s.present = present_;
+  s.grouped = grouped_;
+  s.note = note_;
+  s.collectives = std::move(closed_);
+  s.names = std::move(names);
+  for (auto& r : steps_) r.resize(static_cast<size_t>(std::max<int64_t>(steps, static_cast<int64_t>(r.size()))));
+  s.steps = std::move(steps_);
+  return s;
+}
+
+} // namespace twinscale::diagnose
