@@ -20,11 +20,11 @@ using schedules::Stream;
 
 /// Per op of one stored program: what from_trace computes of it.
 struct ProgramTable {
-  std::vector<int32_t> step;        // max(0, iteration)
-  std::vector<int8_t> bucket;       // compute stream: 0 forward, 1 backward/recompute, 2 other; −1 otherwise
-  std::vector<int64_t> occurrence;  // index among the ops of its (step, stream)
-  std::vector<size_t> name_hash;    // std::hash of its name (the peer signature)
-  size_t signature = 0;             // over every op (a rank that traced them all)
+  std::vector<int32_t> step;       // max(0, iteration)
+  std::vector<int8_t> bucket;      // compute stream: 0 forward, 1 backward/recompute, 2 other; −1 otherwise
+  std::vector<int64_t> occurrence; // index among the ops of its (step, stream)
+  std::vector<size_t> name_hash;   // std::hash of its name (the peer signature)
+  size_t signature = 0;            // over every op (a rank that traced them all)
   int32_t steps = 0;
 };
 
@@ -59,9 +59,9 @@ ProgramTable table_of(const schedules::Program& p, const std::vector<std::string
 
 /// What one thread makes of ranks [begin, end).
 struct Part {
-  std::vector<std::vector<int64_t>> ns;  // [rank − begin][step·3 + phase] compute ns
-  std::vector<size_t> signature;         // [rank − begin]
-  std::vector<bool> traced;              // [rank − begin]: has events
+  std::vector<std::vector<int64_t>> ns; // [rank − begin][step·3 + phase] compute ns
+  std::vector<size_t> signature;        // [rank − begin]
+  std::vector<bool> traced;             // [rank − begin]: has events
   int32_t steps = 0;
   CommReducer comms;
   std::exception_ptr error;
@@ -162,8 +162,7 @@ RunData from_binary_trace(const schedules::BinaryTraceReader& reader, int64_t gp
       RankSeries& s = d.ranks[static_cast<size_t>(rank)];
       s.rank = rank;
       s.step_phase_s.assign(static_cast<size_t>(steps), std::vector<double>(3, 0.0));
-      for (size_t j = 0; j < p.ns[k].size(); ++j)
-        s.step_phase_s[j / 3][j % 3] = static_cast<double>(p.ns[k][j]) * 1e-9;
+      for (size_t j = 0; j < p.ns[k].size(); ++j) s.step_phase_s[j / 3][j % 3] = static_cast<double>(p.ns[k][j]) * 1e-9;
       const auto [it, fresh] =
           group_of_signature.try_emplace(p.signature[k], static_cast<int64_t>(group_of_signature.size()));
       s.peer_group = it->second;

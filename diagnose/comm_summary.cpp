@@ -1,6 +1,7 @@
 #include "diagnose/comm_summary.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <stdexcept>
 
 namespace twinscale::diagnose {
@@ -42,32 +43,64 @@ void CommReducer::add(int64_t rank, int32_t step, Stream stream, uint32_t op_ind
     s.last_start = start_s;
   }
   if (!grouped_ || failed) return;
+  if (name >= (1u << 24) || occurrence > INT32_MAX) {
+    grouped_ = false;
+    note_ = "slow links: more than 2^24 op names or 2^31 ops on a stream; not analysed";
+    return;
+  }
   const schedules::Layout& L = *layout_;
-  int64_t leader = 0;
-  std::unordered_map<Key, Open, KeyHash>* open = nullptr;
+  Open* at = nullptr;
   if (stream == Stream::TpComm) {
-    leader = rank - rank % L.tp;
+    const int64_t leader = rank - rank % L.tp;
     if (leader != open_tp_leader_) {
       close_tp();
       open_tp_leader_ = leader;
     }
-    open = &tp_open_;
+    if (tp_open_.size() <= static_cast<size_t>(step)) tp_open_.resize(static_cast<size_t>(step) + 1);
+    auto& row = tp_open_[static_cast<size_t>(step)];
+    if (row.size() <= static_cast<size_t>(occurrence)) row.resize(static_cast<size_t>(occurrence) + 1);
+    at = &row[static_cast<size_t>(occurrence)];
   } else {
     const schedules::RankCoord c = L.coord(rank);
-    leader = L.rank({c.tp, 0, c.pp});
-    open = &dp_open_;
+    at = &dp_open_[Key{L.rank({c.tp, 0, c.pp}), occurrence, step, static_cast<uint8_t>(stream)}];
   }
-  Open& o = (*open)[Key{leader, occurrence, step, static_cast<uint8_t>(stream)}];
+  Open& o = *at;
   o.last_start = o.seen ? std::max(o.last_start, start_s) : start_s;
   o.end = std::max(o.end, end_s);
   o.name = name;
   o.seen = true;
 }
 
+namespace {
+CollectiveTime instance(uint8_t stream, int32_t step, int64_t occurrence, int64_t leader, double transfer_s,
+                        uint32_t name) {
+  CollectiveTime c;
+  c.transfer_s = transfer_s;
+  c.step = step;
+  c.occurrence = static_cast<int32_t>(occurrence);
+  c.leader = static_cast<int32_t>(leader);
+  c.name = name;
+  c.stream = stream;
+  return c;
+}
+} // namespace
+
+bool instance_order(const CollectiveTime& a, const CollectiveTime& b) {
+  if (a.stream != b.stream) return a.stream < b.stream;
+  if (a.step != b.step) return a.step < b.step;
+  if (a.occurrence != b.occurrence) return a.occurrence < b.occurrence;
+  return a.leader < b.leader;
+}
+
 void CommReducer::close_tp() {
-  for (const auto& [k, o] : tp_open_)
-    closed_.push_back(CollectiveTime{k.stream, k.step, k.occurrence, k.leader, o.end - o.last_start, o.name});
-  tp_open_.clear();
+  for (size_t step = 0; step < tp_open_.size(); ++step)
+    for (size_t occ = 0; occ < tp_open_[step].size(); ++occ) {
+      Open& o = tp_open_[step][occ];
+      if (!o.seen) continue;
+      closed_.push_back(instance(static_cast<uint8_t>(Stream::TpComm), static_cast<int32_t>(step),
+                                 static_cast<int64_t>(occ), open_tp_leader_, o.end - o.last_start, o.name));
+      o = Open{};
+    }
 }
 
 void CommReducer::merge_into(std::unordered_map<Key, Open, KeyHash>& into, const Key& k, const Open& v) {
@@ -95,14 +128,9 @@ void CommReducer::merge(CommReducer&& other) {
 CommSummary CommReducer::finish(std::vector<std::string> names, int64_t steps) {
   close_tp();
   for (const auto& [k, o] : dp_open_)
-    closed_.push_back(CollectiveTime{k.stream, k.step, k.occurrence, k.leader, o.end - o.last_start, o.name});
+    closed_.push_back(instance(k.stream, k.step, k.occurrence, k.leader, o.end - o.last_start, o.name));
   dp_open_.clear();
-  std::sort(closed_.begin(), closed_.end(), [](const CollectiveTime& a, const CollectiveTime& b) {
-    if (a.stream != b.stream) return a.stream < b.stream;
-    if (a.step != b.step) return a.step < b.step;
-    if (a.occurrence != b.occurrence) return a.occurrence < b.occurrence;
-    return a.leader < b.leader;
-  });
+  std::sort(closed_.begin(), closed_.end(), instance_order);
   CommSummary s;
   s.present = present_;
   s.grouped = grouped_;

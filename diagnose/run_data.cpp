@@ -207,9 +207,7 @@ void append_steps(RunData& into, const RunData& more) {
       c.name += names;
       a.collectives.push_back(c);
     }
-    std::sort(a.collectives.begin(), a.collectives.end(), [](const CollectiveTime& x, const CollectiveTime& y) {
-      return std::tie(x.stream, x.step, x.occurrence, x.leader) < std::tie(y.stream, y.step, y.occurrence, y.leader);
-    });
+    std::sort(a.collectives.begin(), a.collectives.end(), instance_order);
   }
   into.source += " + " + more.source;
 }

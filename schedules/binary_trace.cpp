@@ -152,7 +152,8 @@ bool is_binary_trace_path(const std::string& path) {
 BinaryTraceWriter::BinaryTraceWriter(const std::string& path, const Schedule& schedule, const std::string& source)
     : path_(path), tmp_(path + ".tmp." + std::to_string(::getpid())), source_(source), schedule_(schedule) {
   file_ = std::fopen(tmp_.c_str(), "wb");
-  if (file_ == nullptr) throw ScheduleError(path_ + ": cannot write (cannot create " + tmp_ + ": " + std::strerror(errno) + ")");
+  if (file_ == nullptr)
+    throw ScheduleError(path_ + ": cannot write (cannot create " + tmp_ + ": " + std::strerror(errno) + ")");
   std::setvbuf(file_, nullptr, _IOFBF, 1 << 20);
   ranks_.resize(static_cast<size_t>(schedule.world()));
   const Header zero{};
@@ -189,6 +190,7 @@ void BinaryTraceWriter::record(int64_t rank, uint32_t op_index, double start_s, 
                         std::to_string(start_s) + " to " + std::to_string(end_s) +
                         " s (valid: finite, 0 ≤ start ≤ end < 2^62 ns)");
   RankBuffer& r = ranks_[static_cast<size_t>(rank)];
+  if (r.buf.capacity() == 0) r.buf.reserve(kChunkBytes + 32); // never doubled: a chunk ends past kChunkBytes
   const int64_t start = to_ns(start_s);
   const int64_t dur = std::max<int64_t>(0, to_ns(end_s - start_s));
   put_varint(r.buf, zigzag(static_cast<int64_t>(op_index) - r.prev_op));
@@ -319,11 +321,11 @@ BinaryTraceReader::BinaryTraceReader(const std::string& path) : path_(path) {
   pread_all(fd_, &h, sizeof h, 0, path);
   if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0) bad(0, "not a twinscale binary trace (bad magic number)");
   if (h.version != kBinaryTraceVersion)
-    bad(8, "unsupported version " + std::to_string(h.version) + " (this reader: " +
-               std::to_string(kBinaryTraceVersion) + ")");
+    bad(8, "unsupported version " + std::to_string(h.version) +
+               " (this reader: " + std::to_string(kBinaryTraceVersion) + ")");
   if (h.schema != kBinaryTraceSchema)
-    bad(12, "unsupported event schema " + std::to_string(h.schema) + " (this reader: " +
-                std::to_string(kBinaryTraceSchema) + ")");
+    bad(12, "unsupported event schema " + std::to_string(h.schema) +
+                " (this reader: " + std::to_string(kBinaryTraceSchema) + ")");
   if (h.file_bytes != static_cast<uint64_t>(size))
     bad(static_cast<uint64_t>(size), "truncated or extended: the file has " + std::to_string(size) +
                                          " bytes, its header says " + std::to_string(h.file_bytes));
@@ -336,8 +338,7 @@ BinaryTraceReader::BinaryTraceReader(const std::string& path) : path_(path) {
   events_ = h.events;
   std::vector<uint8_t> meta(h.meta_bytes);
   pread_all(fd_, meta.data(), meta.size(), h.meta_offset, path);
-  if (fnv1a(meta.data(), meta.size()) != h.meta_hash)
-    bad(h.meta_offset, "corrupted metadata (checksum mismatch)");
+  if (fnv1a(meta.data(), meta.size()) != h.meta_hash) bad(h.meta_offset, "corrupted metadata (checksum mismatch)");
   try {
     MetaReader m(path, meta, h.meta_offset);
     source_ = m.string("source");

@@ -19,7 +19,6 @@
 
 namespace twinscale::schedules {
 
-
 inline constexpr const char* kBinaryTraceExtension = ".tstrace";
 inline constexpr uint32_t kBinaryTraceVersion = 1;
 /// What an event record holds (bit 0: op delta, start delta, duration·2 + failed).

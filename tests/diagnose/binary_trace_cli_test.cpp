@@ -2,11 +2,11 @@
 // modes), `diagnose` and `report` on it find what they find on the Chrome trace of the
 // same run, `trace convert` gives that Chrome trace back, the same run writes the same
 // bytes, and a damaged file exits 1 naming it.
-#include <filesystem>
 #include <cmath>
+#include <filesystem>
 #include <map>
-#include <set>
 #include <regex>
+#include <set>
 #include <string>
 
 #include <catch2/catch.hpp>
@@ -26,8 +26,7 @@ const std::string kJob = "--preset tiny-1f1b --gpus 32 --global-batch 32 --mode 
 std::string findings_of(const std::string& json_text) {
   const auto j = nlohmann::json::parse(json_text);
   std::string s;
-  for (const auto& f : j.at("findings"))
-    s += f.at("kind").get<std::string>() + " " + f.at("ranks").dump() + "; ";
+  for (const auto& f : j.at("findings")) s += f.at("kind").get<std::string>() + " " + f.at("ranks").dump() + "; ";
   return s;
 }
 
@@ -95,9 +94,8 @@ TEST_CASE("binary trace cli: diagnose, convert and report agree with the Chrome 
             std::abs(r.duration_s - d->duration_s) <= 1.5e-9;
   }
   CHECK(same == direct.size());
-  const auto some = test::run_cli_split("trace convert " + (dir / "t.tstrace").string() + " " +
-                                            (dir / "some.json").string() + " --ranks 0-3,13",
-                                        dir);
+  const auto some = test::run_cli_split(
+      "trace convert " + (dir / "t.tstrace").string() + " " + (dir / "some.json").string() + " --ranks 0-3,13", dir);
   REQUIRE(some.code == 0);
   std::set<int64_t> ranks;
   for (const auto& r : schedules::read_chrome_trace_file((dir / "some.json").string())) ranks.insert(r.rank);
@@ -116,9 +114,8 @@ TEST_CASE("binary trace cli: diagnose, convert and report agree with the Chrome 
 
 TEST_CASE("binary trace cli: the flow mode streams the trace from its forked run; bad files exit 1 naming them") {
   const fs::path dir = test::scratch_dir("bt-flow");
-  const auto sim = test::run_cli_split("simulate --preset tiny-1f1b --mode flow --every-rank --json --trace " +
-                                           (dir / "f.tstrace").string(),
-                                       dir);
+  const auto sim = test::run_cli_split(
+      "simulate --preset tiny-1f1b --mode flow --every-rank --json --trace " + (dir / "f.tstrace").string(), dir);
   INFO(sim.err);
   REQUIRE(sim.code == 0);
   std::smatch ops;
@@ -127,7 +124,8 @@ TEST_CASE("binary trace cli: the flow mode streams the trace from its forked run
   REQUIRE(info.code == 0);
   CHECK_THAT(info.out, Catch::Contains("events      " + ops[1].str() + " "));
   CHECK(test::run_cli_split("diagnose " + (dir / "f.tstrace").string(), dir).code == 0);
-  for (const auto& e : fs::directory_iterator(dir)) CHECK(e.path().filename().string().find(".tmp.") == std::string::npos);
+  for (const auto& e : fs::directory_iterator(dir))
+    CHECK(e.path().filename().string().find(".tmp.") == std::string::npos);
 
   const std::string b = test::slurp(dir / "f.tstrace");
   test::write_text(dir / "cut.tstrace", b.substr(0, b.size() / 2));
@@ -135,13 +133,11 @@ TEST_CASE("binary trace cli: the flow mode streams the trace from its forked run
   CHECK(d.code == 1);
   CHECK(d.says("cut.tstrace"));
   CHECK(d.says("truncated"));
-  d = test::run_cli_split("trace convert " + (dir / "f.tstrace").string() + " " + (dir / "o.json").string() +
-                              " --ranks 0-99999",
-                          dir);
+  d = test::run_cli_split(
+      "trace convert " + (dir / "f.tstrace").string() + " " + (dir / "o.json").string() + " --ranks 0-99999", dir);
   CHECK(d.code == 1);
   CHECK(d.says("--ranks"));
-  d = test::run_cli_split(
-      "trace convert " + (dir / "f.tstrace").string() + " " + (dir / "o.tstrace").string(), dir);
+  d = test::run_cli_split("trace convert " + (dir / "f.tstrace").string() + " " + (dir / "o.tstrace").string(), dir);
   CHECK(d.code == 1);
   CHECK(d.says("Chrome trace"));
   CHECK_FALSE(fs::exists(dir / "o.json"));
