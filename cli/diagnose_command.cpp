@@ -109,9 +109,13 @@ diagnose::RunData read_run(const std::string& path, const DiagnoseInputOptions& 
   }
   if (!fs::is_regular_file(path))
     throw diagnose::DiagnoseError(path + ": no such file or directory (a trace, a per-rank CSV or a run directory)");
-  std::ifstream head(path);
-  std::string first;
-  std::getline(head, first);
+  std::ifstream head(path, std::ios::binary);
+  std::string first(8, '\0');
+  head.read(first.data(), 8); // a binary trace's magic number, or the start of a CSV header
+  first.resize(static_cast<size_t>(head.gcount()));
+  std::string line;
+  if (head && first != "TWSTRACE" && !schedules::is_binary_trace_path(path)) std::getline(head, line);
+  first += line;
   diagnose::RunData data;
   if (schedules::is_binary_trace_path(path) || first.rfind("TWSTRACE", 0) == 0)
     data = diagnose::from_binary_trace(schedules::BinaryTraceReader(path), o.gpus_per_host, o.layout);

@@ -33,11 +33,11 @@ int convert(const ConvertArgs& a) {
   }
   uint64_t events = 0;
   for (int64_t r : ranks) events += reader.event_count(r);
-  // ~330 bytes of JSON an event: the JSON reader's 1 GiB cap holds ~3 M events.
+  // ~300 bytes of JSON an event: the JSON reader's 1 GiB cap holds ~3 M events.
   if (a.ranks.empty() && events > 3'000'000)
     throw config::ConfigError("trace convert: " + a.in + " holds " + std::to_string(events) + " events of " +
                               std::to_string(reader.world()) +
-                              " ranks, too many for one Chrome trace (≈ 330 bytes an event); choose ranks with "
+                              " ranks, too many for one Chrome trace (≈ 300 bytes an event); choose ranks with "
                               "--ranks, e.g. --ranks 0-7");
   schedules::Trace trace;
   trace.source = reader.source();

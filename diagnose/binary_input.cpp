@@ -143,6 +143,7 @@ RunData from_binary_trace(const schedules::BinaryTraceReader& reader, int64_t gp
       try {
         read_part(reader, tables, bounds[static_cast<size_t>(i)], bounds[static_cast<size_t>(i) + 1],
                   parts[static_cast<size_t>(i)]);
+        parts[static_cast<size_t>(i)].comms.seal();
       } catch (...) {
         parts[static_cast<size_t>(i)].error = std::current_exception();
       }

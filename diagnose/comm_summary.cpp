@@ -85,13 +85,6 @@ CollectiveTime instance(uint8_t stream, int32_t step, int64_t occurrence, int64_
 }
 } // namespace
 
-bool instance_order(const CollectiveTime& a, const CollectiveTime& b) {
-  if (a.stream != b.stream) return a.stream < b.stream;
-  if (a.step != b.step) return a.step < b.step;
-  if (a.occurrence != b.occurrence) return a.occurrence < b.occurrence;
-  return a.leader < b.leader;
-}
-
 void CommReducer::close_tp() {
   for (size_t step = 0; step < tp_open_.size(); ++step)
     for (size_t occ = 0; occ < tp_open_[step].size(); ++occ) {
@@ -111,12 +104,23 @@ void CommReducer::merge_into(std::unordered_map<Key, Open, KeyHash>& into, const
   o.seen = true;
 }
 
+void CommReducer::seal() {
+  close_tp();
+  if (!std::is_sorted(closed_.begin(), closed_.end(), instance_order))
+    std::sort(closed_.begin(), closed_.end(),
+              [](const CollectiveTime& a, const CollectiveTime& b) { return instance_order(a, b); });
+}
+
 void CommReducer::merge(CommReducer&& other) {
   if (other.world_ != world_ || other.grouped_ != grouped_)
     throw std::logic_error("CommReducer::merge: reducers of different traces");
-  close_tp();
-  other.close_tp();
-  closed_.insert(closed_.end(), other.closed_.begin(), other.closed_.end());
+  seal();
+  other.seal();
+  std::vector<CollectiveTime> both(closed_.size() + other.closed_.size());
+  std::merge(closed_.begin(), closed_.end(), other.closed_.begin(), other.closed_.end(), both.begin(),
+             [](const CollectiveTime& a, const CollectiveTime& b) { return instance_order(a, b); });
+  closed_ = std::move(both);
+  std::vector<CollectiveTime>().swap(other.closed_);
   for (const auto& [k, v] : other.dp_open_) merge_into(dp_open_, k, v);
   for (size_t r = 0; r < steps_.size(); ++r)
     if (!other.steps_[r].empty()) steps_[r] = std::move(other.steps_[r]);
@@ -126,11 +130,15 @@ void CommReducer::merge(CommReducer&& other) {
 }
 
 CommSummary CommReducer::finish(std::vector<std::string> names, int64_t steps) {
-  close_tp();
+  seal();
+  // DP instances sort after every TP one (stream 2 > 1): sorted among themselves, appended.
+  std::vector<CollectiveTime> dp;
   for (const auto& [k, o] : dp_open_)
-    closed_.push_back(instance(k.stream, k.step, k.occurrence, k.leader, o.end - o.last_start, o.name));
+    dp.push_back(instance(k.stream, k.step, k.occurrence, k.leader, o.end - o.last_start, o.name));
   dp_open_.clear();
-  std::sort(closed_.begin(), closed_.end(), instance_order);
+  std::sort(dp.begin(), dp.end(),
+            [](const CollectiveTime& a, const CollectiveTime& b) { return instance_order(a, b); });
+  closed_.insert(closed_.end(), dp.begin(), dp.end());
   CommSummary s;
   s.present = present_;
   s.grouped = grouped_;

@@ -39,7 +39,12 @@ struct CollectiveTime {
 };
 
 /// The order of CommSummary::collectives: (stream, step, occurrence, leader).
-bool instance_order(const CollectiveTime& a, const CollectiveTime& b);
+inline bool instance_order(const CollectiveTime& a, const CollectiveTime& b) {
+  if (a.stream != b.stream) return a.stream < b.stream;
+  if (a.step != b.step) return a.step < b.step;
+  if (a.occurrence != b.occurrence) return a.occurrence < b.occurrence;
+  return a.leader < b.leader;
+}
 
 struct CommSummary {
   bool present = false;                      // the trace has communication ops
@@ -61,6 +66,9 @@ public:
   /// `name`: an index the caller keeps (CommSummary::names).
   void add(int64_t rank, int32_t step, schedules::Stream stream, uint32_t op_index, int64_t occurrence, double start_s,
            double end_s, bool failed, uint32_t name);
+  /// Closes the open TP group and sorts what is closed (a reading thread's last step,
+  /// so the sort runs in parallel and merge only merges).
+  void seal();
   /// Takes over `other`'s ranks (a later, disjoint rank range).
   void merge(CommReducer&& other);
   CommSummary finish(std::vector<std::string> names, int64_t steps);
@@ -99,7 +107,7 @@ private:
   /// in each step, so a table beats a hash map on the 10^8 TP ops of 12,288 ranks).
   std::vector<std::vector<Open>> tp_open_;
   std::unordered_map<Key, Open, KeyHash> dp_open_;
-  std::vector<CollectiveTime> closed_;
+  std::vector<CollectiveTime> closed_; // TP instances (DP ones stay in dp_open_ until finish)
 };
 
 } // namespace twinscale::diagnose
