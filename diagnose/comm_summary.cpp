@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <stdexcept>
+#include <utility>
 
 namespace twinscale::diagnose {
 
@@ -86,6 +87,7 @@ CollectiveTime instance(uint8_t stream, int32_t step, int64_t occurrence, int64_
 } // namespace
 
 void CommReducer::close_tp() {
+  if (open_tp_leader_ >= 0) sealed_ = false;
   for (size_t step = 0; step < tp_open_.size(); ++step)
     for (size_t occ = 0; occ < tp_open_[step].size(); ++occ) {
       Open& o = tp_open_[step][occ];
@@ -94,6 +96,7 @@ void CommReducer::close_tp() {
                                  static_cast<int64_t>(occ), open_tp_leader_, o.end - o.last_start, o.name));
       o = Open{};
     }
+  open_tp_leader_ = -1;
 }
 
 void CommReducer::merge_into(std::unordered_map<Key, Open, KeyHash>& into, const Key& k, const Open& v) {
@@ -106,9 +109,24 @@ void CommReducer::merge_into(std::unordered_map<Key, Open, KeyHash>& into, const
 
 void CommReducer::seal() {
   close_tp();
-  if (!std::is_sorted(closed_.begin(), closed_.end(), instance_order))
-    std::sort(closed_.begin(), closed_.end(),
-              [](const CollectiveTime& a, const CollectiveTime& b) { return instance_order(a, b); });
+  if (sealed_) return;
+  // closed_ holds TP instances, leader-major (ranks come in ascending order): a stable
+  // counting sort by (step, occurrence), both dense, puts them in instance_order.
+  std::vector<std::vector<size_t>> start;
+  for (const CollectiveTime& c : closed_) {
+    if (start.size() <= static_cast<size_t>(c.step)) start.resize(static_cast<size_t>(c.step) + 1);
+    auto& row = start[static_cast<size_t>(c.step)];
+    if (row.size() <= static_cast<size_t>(c.occurrence)) row.resize(static_cast<size_t>(c.occurrence) + 1, 0);
+    ++row[static_cast<size_t>(c.occurrence)];
+  }
+  size_t total = 0;
+  for (auto& row : start)
+    for (size_t& n : row) total += std::exchange(n, total);
+  std::vector<CollectiveTime> out(closed_.size());
+  for (const CollectiveTime& c : closed_)
+    out[start[static_cast<size_t>(c.step)][static_cast<size_t>(c.occurrence)]++] = c;
+  closed_ = std::move(out);
+  sealed_ = true;
 }
 
 void CommReducer::merge(CommReducer&& other) {

@@ -108,6 +108,7 @@ private:
   std::vector<std::vector<Open>> tp_open_;
   std::unordered_map<Key, Open, KeyHash> dp_open_;
   std::vector<CollectiveTime> closed_; // TP instances (DP ones stay in dp_open_ until finish)
+  bool sealed_ = true;                 // closed_ is in instance_order
 };
 
 } // namespace twinscale::diagnose
