@@ -14,6 +14,8 @@
 #include <unistd.h>
 
 #include "backend/detail/cpu_kernels.hpp"
+#include "backend/detail/mpi_groups.hpp"
+#include "backend/detail/probe_replay.hpp"
 #include "backend/error.hpp"
 #include "schedules/memory.hpp"
 
@@ -63,46 +65,42 @@ public:
               &op);
     std::map<KernelKey, size_t> index; // key → its place in `all`
     for (const auto& [key, op] : all) index.emplace(key, index.size());
-    // Each rank replays its own program's compute ops in program order, on one set of
-    // kernels (and buffers) per stream, as the CPU device's workers run them in a run:
-    // an op finds the caches as its predecessor left them. (Timed one by one in rounds
-    // on separate buffers after an idle wait, the small memory-bound ops — residual
-    // adds, LayerNorm passes, 3–20 µs — came out 20 % to 4× slower than in runs.)
-    // Every repetition starts from fresh kernels warmed by one untimed run of each
-    // distinct op, as a run's device starts (CpuDevice's warm start): the data of one
-    // iteration, not of many — repeated passes over the same buffers drift into
-    // denormal values, and a GEMM on them ran 10× slower.
+    // Each rank replays its own program's compute ops as a run executes them: the real
+    // executor on a real CPU device, communication left out (detail/probe_replay.hpp) —
+    // one worker thread per stream on reused buffers (an op finds the caches as its
+    // predecessor left them), issued by the executor's thread, which idles between
+    // completions beside the worker. Every repetition starts on a fresh device with its
+    // warm start (one untimed run of each distinct op: the data of one iteration, not
+    // of many — repeated passes over the same buffers drift into denormal values).
+    // Sources in docs/backend.md "Probe": timed one op at a time on separate buffers,
+    // small memory-bound ops came out 20 % to 4× slower than in runs; replayed on the
+    // probe's own thread after idle waits, GEMMs came out ~9 % faster than in runs.
     // Per repetition and op key, the median of its occurrences; -1: not in this program.
     const size_t reps = static_cast<size_t>(o_.repetitions);
     std::vector<double> samples(all.size() * reps, -1);
+    std::vector<std::vector<uint32_t>> original;
+    const Schedule compute = detail::compute_only(s_, original);
+    const detail::MpiGroups groups(s_.layout, rank_, MPI_COMM_WORLD, GroupInit::Local, s_.job.model.experts > 0);
+    const std::vector<Op>& ops = s_.program(rank_).ops;
+    std::vector<double> hand_off;
     for (int r = -o_.warmup; r < o_.repetitions; ++r) {
-      std::array<std::unique_ptr<detail::CpuKernels>, schedules::kStreamCount> streams;
-      std::set<std::pair<size_t, KernelKey>> warm;
-      for (const Op& op : s_.program(rank_).ops) {
-        if (op.is_communication()) continue;
-        const KernelKey key{static_cast<int>(op.kernel), schedules::executed_shape(op, o_.shape_divisor),
-                            op_name(s_, op)};
-        auto& kernels = streams[static_cast<size_t>(op.stream)];
-        if (!kernels) kernels = std::make_unique<detail::CpuKernels>(o_.max_buffer_bytes);
-        if (warm.insert({static_cast<size_t>(op.stream), key}).second) kernels->run(op, std::get<1>(key));
-      }
-      std::vector<std::vector<double>> occurrences(all.size());
-      for (const Op& op : s_.program(rank_).ops) {
-        if (op.is_communication()) continue;
-        const KernelKey key{static_cast<int>(op.kernel), schedules::executed_shape(op, o_.shape_divisor),
-                            op_name(s_, op)};
-        // As in a run, where the device's worker waits for each op to be issued: the
-        // kernel starts after a short sleep, not in a long busy streak (on a loaded
-        // machine the scheduler preempts a busy streak: GEMMs measured 2–3× slower).
-        std::this_thread::sleep_for(std::chrono::microseconds(o_.nap_us));
-        const double t0 = now_s();
-        streams[static_cast<size_t>(op.stream)]->run(op, std::get<1>(key));
-        occurrences[index.at(key)].push_back(now_s() - t0);
-      }
+      const detail::Replay replay =
+          detail::replay_like_run(compute, original, rank_, groups, o_.shape_divisor, o_.max_buffer_bytes);
       if (r < 0) continue;
+      std::vector<std::vector<double>> occurrences(all.size());
+      for (const detail::ReplayedOp& x : replay.ops) {
+        const Op& op = ops[x.op];
+        const KernelKey key{static_cast<int>(op.kernel), schedules::executed_shape(op, o_.shape_divisor),
+                            op_name(s_, op)};
+        occurrences[index.at(key)].push_back(x.seconds);
+      }
+      hand_off.insert(hand_off.end(), replay.hand_off_s.begin(), replay.hand_off_s.end());
       for (size_t k = 0; k < all.size(); ++k)
         if (!occurrences[k].empty()) samples[k * reps + static_cast<size_t>(r)] = median_of(occurrences[k]);
     }
+    double mine = median_of(hand_off), sum = 0;
+    check(MPI_Allreduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD), "MPI_Allreduce of the hand-off");
+    hand_off_s_ = sum / world_;
     std::vector<double> gathered(rank_ == 0 ? samples.size() * static_cast<size_t>(world_) : 0);
     check(MPI_Gather(samples.data(), static_cast<int>(samples.size()), MPI_DOUBLE, gathered.data(),
                      static_cast<int>(samples.size()), MPI_DOUBLE, 0, MPI_COMM_WORLD),
@@ -301,10 +299,32 @@ private:
   std::vector<float> send_, recv_;
   std::vector<std::string> host_; // every rank's host name
   bool one_host_ = false;         // every rank on one host (one steady clock)
+
+public:
+  double hand_off_s_ = 0; // median executor → worker hand-off of the replay, mean over ranks
 };
 
-std::string cluster_toml(int world, double latency_s, double bandwidth, const std::string& host) {
-  char buf[2048];
+/// The [gpu] keys that make the simulator's nccl_compute_slowdown the measured compute
+/// slowdown `slowdown` while the rank communicates: no SMs taken, a share h of the
+/// compute resource with h / (1 − h) = slowdown (DeviceModelParams::nccl_slowdown).
+std::string measured_slowdown_keys(const OverlapFacts& f) {
+  const double s = f.compute_slowdown();
+  char buf[768];
+  std::snprintf(buf, sizeof buf,
+                "# Compute while the rank communicates (measured: %s on the device's worker, %.1f us\n"
+                "# beside an idle executor, %.1f us while %.0f-byte all-reduces over %lld ranks run):\n"
+                "# slowdown %.4f. On the CPU device communication takes no SMs but core time (MPI\n"
+                "# progress beside the worker); the simulator's nccl_compute_slowdown = share / (1 - share).\n"
+                "nccl_sms_per_channel = 0\n"
+                "nccl_hbm_share = %.6g\n",
+                f.gemm.c_str(), f.gemm_worker_s * 1e6, f.gemm_during_comm_s * 1e6, f.comm_bytes,
+                static_cast<long long>(f.group_size), s, s / (1 + s));
+  return buf;
+}
+
+std::string cluster_toml(int world, double latency_s, double bandwidth, const std::string& host,
+                         const OverlapFacts& overlap) {
+  char buf[4096];
   std::snprintf(buf, sizeof buf,
                 "# Measured by `twinscale probe` on %s: %d ranks on one host (the CPU device).\n"
                 "# Point-to-point between ranks: one-way latency %.3g s (smallest message), bandwidth\n"
@@ -318,7 +338,8 @@ std::string cluster_toml(int world, double latency_s, double bandwidth, const st
                 "[gpu]\n"
                 "model = \"A100-SXM-80GB\"\n"
                 "nvlink_bw_bytes_per_s = %.6g # measured point-to-point bandwidth\n"
-                "nvlink_efficiency = 1.0\n\n"
+                "nvlink_efficiency = 1.0\n"
+                "%s\n"
                 "[server]\n"
                 "gpus = %d\n"
                 "nics = 1\n"
@@ -334,7 +355,8 @@ std::string cluster_toml(int world, double latency_s, double bandwidth, const st
                 "tiers = 2\n"
                 "oversubscription = [1]\n"
                 "servers_per_tor = 1\n",
-                host.c_str(), world, latency_s, bandwidth, world, bandwidth, world, bandwidth * 8 / 1e9,
+                host.c_str(), world, latency_s, bandwidth, world, bandwidth,
+                overlap.group_size > 0 ? measured_slowdown_keys(overlap).c_str() : "", world, bandwidth * 8 / 1e9,
                 bandwidth * 8 / 1e9, latency_s * 1e9);
   return buf;
 }
@@ -390,6 +412,8 @@ ProbeResult probe(const Schedule& schedule, const ProbeOptions& options) {
   p.gather_hosts();
   schedules::CalibrationBuilder builder;
   p.measure_kernels(builder);
+  res.hand_off_s = p.hand_off_s_;
+  if (world >= 2) res.overlap = measure_overlap(schedule, options, rank, world);
 
   const std::set<CommKey> comms = p.schedule_comms();
   std::set<std::pair<int, int64_t>> kinds{{static_cast<int>(OpKind::Send), 2}};
@@ -436,8 +460,9 @@ ProbeResult probe(const Schedule& schedule, const ProbeOptions& options) {
   char host[256] = "localhost";
   ::gethostname(host, sizeof host - 1);
   res.table.device = std::string("cpu:") + host + " (" + std::to_string(world) + " ranks)";
-  res.cluster_toml = cluster_toml(world, res.p2p_latency_s,
-                                  res.p2p_bandwidth_bytes_per_s > 0 ? res.p2p_bandwidth_bytes_per_s : 1e9, host);
+  res.cluster_toml =
+      cluster_toml(world, res.p2p_latency_s, res.p2p_bandwidth_bytes_per_s > 0 ? res.p2p_bandwidth_bytes_per_s : 1e9,
+                   host, res.overlap);
   return res;
 }
 

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/probe_overlap.hpp"
 #include "schedules/calibration.hpp"
 #include "schedules/schedule.hpp"
 
@@ -30,7 +31,7 @@ struct ProbeOptions {
   int repetitions = 7;           // the median of these is kept
   double max_sweep_bytes = 0;    // 0: 4 × the largest message, 2 × the whole model's fp32 gradients, ≥ 64 KiB
   double max_buffer_bytes = 1e9; // per kernel buffer (as the CPU device)
-  int nap_us = 200;              // idle wait before each kernel and between MPI_Tests (as the executor)
+  int nap_us = 200;              // idle wait between MPI_Tests (as the executor)
 };
 
 /// One row of the nccl-tests-style sweep table.
@@ -53,6 +54,12 @@ struct ProbeResult {
   std::string cluster_toml;          // rank 0 only
   double p2p_latency_s = 0;          // smallest-message one-way time (rank 0)
   double p2p_bandwidth_bytes_per_s = 0;
+  /// Compute and communication at once on a rank (backend/probe_overlap.hpp); its
+  /// compute slowdown is the cluster description's nccl_compute_slowdown.
+  OverlapFacts overlap;
+  /// The CPU device's hand-off: idle time between an op's end and the next op's start
+  /// on the Compute stream in the kernel replay (median, mean over ranks).
+  double hand_off_s = 0;
 };
 
 /// The sweeps' largest message when ProbeOptions::max_sweep_bytes is 0: 4 × the
