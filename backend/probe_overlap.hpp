@@ -26,10 +26,10 @@ namespace twinscale::backend {
 struct ProbeOptions;
 
 struct OverlapFacts {
-  std::string gemm;          // the GEMM measured: its name and executed shape
-  double comm_bytes = 0;     // executed bytes of the all-reduce measured (world group)
-  int64_t group_size = 0;    // ranks of that all-reduce
-  double gemm_nap_s = 0;     // GEMM on the probe's thread after an idle wait (kernel replay)
+  std::string gemm;       // the GEMM measured: its name and executed shape
+  double comm_bytes = 0;  // executed bytes of the all-reduce measured (world group)
+  int64_t group_size = 0; // ranks of that all-reduce
+  double gemm_nap_s = 0;  // GEMM on the probe's thread after an idle wait (kernel replay)
   double gemm_back_to_back_s = 0;
   double gemm_worker_s = 0;      // back to back on a worker, the main thread idling as the executor
   double gemm_during_comm_s = 0; // on the worker while all-reduces run
