@@ -1,11 +1,13 @@
 // `twinscale probe`: micro-benchmarks of one machine, run as every rank of a job (under
 // mpirun or srun, like `run`). It measures exactly what the job's schedule contains, on
 // the device it runs on (the CPU device: fp32 at the shapes divided by shape_divisor):
-// - every compute op of the rank's program, replayed in program order on one set of
-//   kernels per stream (as the device's workers), fresh and warmed each repetition (as
-//   the device's warm start), each op after a short idle wait (as the worker waits for
-//   its next op); per op key the median of its occurrences, then of every rank's
-//   repetitions;
+// - every compute op of the rank's program, replayed as a run executes it: the program
+//   without its communication, run by the real executor on a fresh, warmed CPU device
+//   each repetition (detail/probe_replay.hpp); per op key the median of its
+//   occurrences, then of every rank's repetitions; the hand-off between consecutive
+//   ops on the way;
+// - compute and communication at once (probe_overlap.hpp): the compute slowdown under
+//   communication goes into the cluster description;
 // - every distinct collective (kind, executed bytes, group size) on groups of that size
 //   made of consecutive ranks, all groups at once, timed between barriers;
 // - point-to-point one-way time (half a ping-pong between rank pairs);
