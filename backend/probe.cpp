@@ -84,9 +84,16 @@ public:
     const detail::MpiGroups groups(s_.layout, rank_, MPI_COMM_WORLD, GroupInit::Local, s_.job.model.experts > 0);
     const std::vector<Op>& ops = s_.program(rank_).ops;
     std::vector<double> hand_off;
+    const auto [turn, turns] = replay_turns();
     for (int r = -o_.warmup; r < o_.repetitions; ++r) {
-      const detail::Replay replay =
-          detail::replay_like_run(compute, original, rank_, groups, o_.shape_divisor, o_.max_buffer_bytes);
+      detail::Replay replay;
+      for (int t = 0; t < turns; ++t) {
+        if (t == turn) // the device's start barrier is this turn's first world barrier
+          replay = detail::replay_like_run(compute, original, rank_, groups, o_.shape_divisor, o_.max_buffer_bytes);
+        else
+          idle_barrier();
+        idle_barrier(); // the turn is over on every rank
+      }
       if (r < 0) continue;
       std::vector<std::vector<double>> occurrences(all.size());
       for (const detail::ReplayedOp& x : replay.ops) {
@@ -117,6 +124,31 @@ public:
         }
       ++k;
     }
+  }
+
+  /// This rank's turn of the kernel replay and the number of turns: the ranks of one
+  /// host replay at most as many at once as it has cores, so every kernel is timed on a
+  /// core of its own — on an oversubscribed host (4 ranks on 2 cores) all ranks at once
+  /// shared the cores and measured GEMMs 3× slower than a pipeline's run, where most
+  /// ranks wait while one computes. Ranks sharing cores is not in the model.
+  std::pair<int, int> replay_turns() const {
+    const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    std::map<std::string, int> on_host;
+    int local = 0;
+    for (int r = 0; r < world_; ++r) {
+      if (r == rank_) local = on_host[host_[static_cast<size_t>(r)]];
+      ++on_host[host_[static_cast<size_t>(r)]];
+    }
+    int most = 1;
+    for (const auto& [host, n] : on_host) most = std::max(most, n);
+    return {local / cores, (most + cores - 1) / cores};
+  }
+
+  /// A world barrier completed between idle waits (as the device's start barrier).
+  void idle_barrier() {
+    MPI_Request req = MPI_REQUEST_NULL;
+    check(MPI_Ibarrier(MPI_COMM_WORLD, &req), "MPI_Ibarrier");
+    complete(req);
   }
 
   /// The schedule's communications as the device executes them.
