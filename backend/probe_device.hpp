@@ -18,13 +18,13 @@ namespace twinscale::backend {
 /// What the sweeps measured, for the device's cluster description.
 struct MeasuredMachine {
   int world = 1;
-  int hosts = 1;          // distinct host names among the ranks
-  int ranks_per_host = 1; // the most ranks on one host
-  std::string host;       // rank 0's host name
-  double p2p_latency_s = 0;        // smallest point-to-point message, one way (same host)
-  double p2p_bandwidth = 0;        // best point-to-point bandwidth, B/s (same host)
-  double cross_host_busbw = 0;     // best bus bandwidth of a collective spanning hosts, B/s (0: none)
-  int64_t cross_host_group = 0;    // its group size
+  int hosts = 1;                // distinct host names among the ranks
+  int ranks_per_host = 1;       // the most ranks on one host
+  std::string host;             // rank 0's host name
+  double p2p_latency_s = 0;     // smallest point-to-point message, one way (same host)
+  double p2p_bandwidth = 0;     // best point-to-point bandwidth, B/s (same host)
+  double cross_host_busbw = 0;  // best bus bandwidth of a collective spanning hosts, B/s (0: none)
+  int64_t cross_host_group = 0; // its group size
 };
 
 class ProbeDevice {

@@ -152,38 +152,6 @@ for preset in tiny-1f1b tiny-interleaved tiny-megascale; do
   run_case "$preset" 8 --preset "$preset"
 done
 
-# 6. FP8: runs and probes where the GPU has FP8, refused (by name) where it has not.
-fp8_job() {  # one rank, GEMMs of 512 × 1024 × 1024 and more in FP8
-  printf 'name = "gpu-check-fp8"\ncluster = "tiny-h100"\n[model]\nlayers = 2\nhidden = 1024\nheads = 8\nseq_len = 512\nvocab = 8192\n[parallel]\ntp = 1\npp = 1\ndp = 1\nmicro_batch = 1\nglobal_batch = 2\n[schedule]\npipeline = "1f1b"\niterations = 1\n[precision]\ngemm = "fp8"\n'
-}
-cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' ')
-fp8dir="$out/fp8"
-rm -rf "$fp8dir" && mkdir -p "$fp8dir"
-if [ "$device" = cpu ] || [ "$gpus" -lt 1 ] || [ ! -x "$cli" ]; then
-  report "fp8" SKIPPED "needs a GPU and $cli"
-elif [ -z "$cap" ]; then
-  report "fp8" SKIPPED "nvidia-smi reports no compute capability"
-else
-  fp8_job >"$fp8dir/job.toml"
-  timeout -k 10 "$case_timeout" "$cli" run "$fp8dir/job.toml" --device cuda --timeout 60 \
-    --trace "$fp8dir/run.json" >"$fp8dir/run.log" 2>&1
-  rc=$?
-  if awk -v c="$cap" 'BEGIN { exit !(c >= 8.9) }'; then
-    if [ $rc = 0 ]; then report "fp8 run (1 GPU, compute capability $cap)" PASS; else report "fp8 run (1 GPU, compute capability $cap)" FAIL "exit $rc, log $fp8dir/run.log"; fi
-    if timeout -k 10 "$case_timeout" "$cli" probe "$fp8dir/job.toml" --device cuda --out "$fp8dir/cal.json" \
-         >"$fp8dir/probe.log" 2>&1 && grep -q '"dtype": "fp8"' "$fp8dir/cal.json"; then
-      report "fp8 probe (1 GPU)" PASS "$(grep -c '"dtype": "fp8"' "$fp8dir/cal.json") fp8 kernel entries"
-    else
-      report "fp8 probe (1 GPU)" FAIL "log $fp8dir/probe.log"
-    fi
-    run_case "tiny-fp8" 8 --preset tiny-fp8
-  elif [ $rc = 1 ] && grep -q "8.9" "$fp8dir/run.log"; then
-    report "fp8 refused (compute capability $cap)" PASS "$(grep -m1 -o 'FP8 tensor cores need[^;]*' "$fp8dir/run.log")"
-  else
-    report "fp8 refused (compute capability $cap)" FAIL "exit $rc without the 8.9 message, log $fp8dir/run.log"
-  fi
-fi
-
 # 5. Kill one rank: the others must stop within the timeout and name it.
 if [ "$gpus" -lt 2 ] || [ "$have_mpirun" = 0 ] || [ ! -x "$cli" ]; then
   report "kill one rank" SKIPPED "needs 2 GPUs and mpirun ($gpus GPU(s), mpirun $([ $have_mpirun = 1 ] && echo found || echo missing))"
@@ -214,6 +182,38 @@ else
     report "kill one rank" PASS "rank 1 killed, hang report names it"
   else
     report "kill one rank" FAIL "no hang report naming rank 1, log $dir.log"
+  fi
+fi
+
+# 6. FP8: runs and probes where the GPU has FP8, refused (by name) where it has not.
+fp8_job() {  # one rank, GEMMs of 512 × 1024 × 1024 and more in FP8
+  printf 'name = "gpu-check-fp8"\ncluster = "tiny-h100"\n[model]\nlayers = 2\nhidden = 1024\nheads = 8\nseq_len = 512\nvocab = 8192\n[parallel]\ntp = 1\npp = 1\ndp = 1\nmicro_batch = 1\nglobal_batch = 2\n[schedule]\npipeline = "1f1b"\niterations = 1\n[precision]\ngemm = "fp8"\n'
+}
+cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' ')
+fp8dir="$out/fp8"
+rm -rf "$fp8dir" && mkdir -p "$fp8dir"
+if [ "$device" = cpu ] || [ "$gpus" -lt 1 ] || [ ! -x "$cli" ]; then
+  report "fp8" SKIPPED "needs a GPU and $cli"
+elif [ -z "$cap" ]; then
+  report "fp8" SKIPPED "nvidia-smi reports no compute capability"
+else
+  fp8_job >"$fp8dir/job.toml"
+  timeout -k 10 "$case_timeout" "$cli" run "$fp8dir/job.toml" --device cuda --timeout 60 \
+    --trace "$fp8dir/run.json" >"$fp8dir/run.log" 2>&1
+  rc=$?
+  if awk -v c="$cap" 'BEGIN { exit !(c >= 8.9) }'; then
+    if [ $rc = 0 ]; then report "fp8 run (1 GPU, compute capability $cap)" PASS; else report "fp8 run (1 GPU, compute capability $cap)" FAIL "exit $rc, log $fp8dir/run.log"; fi
+    if timeout -k 10 "$case_timeout" "$cli" probe "$fp8dir/job.toml" --device cuda --out "$fp8dir/cal.json" \
+         >"$fp8dir/probe.log" 2>&1 && grep -q '"dtype": "fp8"' "$fp8dir/cal.json"; then
+      report "fp8 probe (1 GPU)" PASS "$(grep -c '"dtype": "fp8"' "$fp8dir/cal.json") fp8 kernel entries"
+    else
+      report "fp8 probe (1 GPU)" FAIL "log $fp8dir/probe.log"
+    fi
+    run_case "tiny-fp8" 8 --preset tiny-fp8
+  elif [ $rc = 1 ] && grep -q "8.9" "$fp8dir/run.log"; then
+    report "fp8 refused (compute capability $cap)" PASS "$(grep -m1 -o 'FP8 tensor cores need[^;]*' "$fp8dir/run.log")"
+  else
+    report "fp8 refused (compute capability $cap)" FAIL "exit $rc without the 8.9 message, log $fp8dir/run.log"
   fi
 fi
 

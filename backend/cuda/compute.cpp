@@ -46,6 +46,16 @@ int64_t cast_columns(int64_t elements, int64_t hidden) {
   return c;
 }
 
+/// The mode of an FP8 cast op (not a scale update), as schedules/detail/fp8.cpp lowers
+/// it: "….fp8_transpose" transposes a gathered FP8 tensor (1 B read, 1 B written per
+/// element); any other cast reads BF16 and writes FP8 (3 B per element) and, with its
+/// transpose, 4 B.
+Fp8CastMode cast_mode(const Op& op, const std::string& name) {
+  if (ends_with(name, ".fp8_transpose")) return Fp8CastMode::Transpose;
+  return op.bytes >= 3.5 * static_cast<double>(std::max<int64_t>(op.shape[0], 1)) ? Fp8CastMode::CastTranspose
+                                                                                  : Fp8CastMode::Cast;
+}
+
 } // namespace
 
 /// Device memory of one stream, sized for the largest op issued on it. Memory-bound ops
@@ -218,8 +228,8 @@ void ComputeKernels::launch(const Op& op, cudaStream_t stream) {
   case OpKind::Gemm: { // row-major C(m×n) = A(m×k)·B(k×n) as column-major Cᵀ = Bᵀ·Aᵀ
     if (op.dtype == schedules::DType::FP8) {
       const float* inv = scale_ + fp8_tensors_; // the inverse scales
-      fp8_gemms_->run(sh[0], sh[1], sh[2], op.labels.phase == schedules::Phase::Backward, a.ptr[0], a.ptr[1],
-                      a.ptr[2], inv, inv + 1, stream);
+      fp8_gemms_->run(sh[0], sh[1], sh[2], op.labels.phase == schedules::Phase::Backward, a.ptr[0], a.ptr[1], a.ptr[2],
+                      inv, inv + 1, stream);
       return;
     }
     const int m = static_cast<int>(sh[0]), n = static_cast<int>(sh[1]), k = static_cast<int>(sh[2]);
@@ -261,11 +271,19 @@ void ComputeKernels::launch(const Op& op, cudaStream_t stream) {
   }
 }
 
-/// The FP8 casts as schedules/detail/fp8.cpp lowers them, told apart by name and bytes:
-/// "….scale_update" rolls the amax history and computes the scales; "….fp8_transpose"
-/// transposes a gathered FP8 tensor (1 B read, 1 B written per element); any other cast
-/// reads BF16 and writes FP8 (3 B per element) and, with its transpose, 4 B. A cast in the
-/// backward pass casts a gradient (E5M2); every cast folds its amax into slot 0.
+int ComputeKernels::variant(const Op& op) const {
+  if (op.kind == OpKind::Gemm && op.dtype == schedules::DType::FP8)
+    return op.labels.phase == schedules::Phase::Backward ? 2 : 1;
+  if (op.kernel != Kernel::Fp8Cast) return 0;
+  const std::string& name = schedule_.names[op.name];
+  if (ends_with(name, ".scale_update")) return 3;
+  const int gradient = op.labels.phase == schedules::Phase::Backward ? 8 : 0; // E5M2
+  return 4 + static_cast<int>(cast_mode(op, name)) + gradient;
+}
+
+/// The FP8 casts as schedules/detail/fp8.cpp lowers them: "….scale_update" rolls the amax
+/// history and computes the scales; the others by cast_mode. A cast in the backward pass
+/// casts a gradient (E5M2); every cast folds its amax into slot 0.
 void ComputeKernels::launch_fp8(const Op& op, Arena& a, cudaStream_t stream) {
   const std::string& name = schedule_.names[op.name];
   if (ends_with(name, ".scale_update")) {
@@ -282,11 +300,7 @@ void ComputeKernels::launch_fp8(const Op& op, Arena& a, cudaStream_t stream) {
   const size_t set = a.next_set++ % a.ew_x.size();
   const int64_t elements = std::max<int64_t>(op.shape[0], 1);
   const int64_t cols = cast_columns(elements, hidden_), rows = elements / cols;
-  Fp8CastMode mode = Fp8CastMode::Cast;
-  if (ends_with(name, ".fp8_transpose"))
-    mode = Fp8CastMode::Transpose;
-  else if (op.bytes >= 3.5 * static_cast<double>(elements))
-    mode = Fp8CastMode::CastTranspose;
+  const Fp8CastMode mode = cast_mode(op, name);
   const bool gradient = op.labels.phase == schedules::Phase::Backward;
   auto* y = static_cast<uint8_t*>(a.ew_y[set]);
   check(static_cast<cudaError_t>(

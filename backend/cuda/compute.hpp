@@ -52,6 +52,10 @@ public:
   void prepare(const schedules::Program& program, int64_t rank, cudaStream_t fill);
   /// Enqueues `op` (a compute op) on `stream`. Throws BackendError on a failed launch.
   void launch(const schedules::Op& op, cudaStream_t stream);
+  /// Ops of equal kind, kernel and shape launch the same kernels (and cuBLASLt plan)
+  /// when their variant is equal too: an FP8 GEMM's direction (E4M3 or E5M2 gradient)
+  /// and an FP8 cast's mode. A warm-up launches one op of each.
+  int variant(const schedules::Op& op) const;
   /// After a failed run: leave the memory to the process exit (kernels may still be
   /// stuck on it, and cudaFree would wait for them).
   void leak() { leaked_ = true; }

@@ -309,10 +309,11 @@ private:
   /// own events would otherwise measure. Communication is not warmed up: a
   /// communicator's first op carries NCCL's connection set-up, as in training.
   void warm_up() {
-    std::set<std::tuple<int, int, std::array<int64_t, 4>>> seen;
+    std::set<std::tuple<int, int, std::array<int64_t, 4>, int>> seen;
     for (const Op& op : program_->ops) {
       if (op.is_communication() || op.kernel == Kernel::DataLoad) continue;
-      if (!seen.emplace(static_cast<int>(op.kind), static_cast<int>(op.kernel), op.shape).second) continue;
+      if (!seen.emplace(static_cast<int>(op.kind), static_cast<int>(op.kernel), op.shape, compute_->variant(op)).second)
+        continue;
       compute_->launch(op, compute_stream(op.stream));
     }
     check(cudaDeviceSynchronize(), "cudaDeviceSynchronize (warm-up)");

@@ -29,7 +29,8 @@ constexpr double kTimeoutS = 300;
 double steady_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw BackendError(std::string("probe --device cuda: CUDA: ") + what + ": " + cudaGetErrorString(e));
+  if (e != cudaSuccess)
+    throw BackendError(std::string("probe --device cuda: CUDA: ") + what + ": " + cudaGetErrorString(e));
 }
 
 void check_nccl(ncclResult_t r, const char* what) {
@@ -43,7 +44,8 @@ public:
       : s_(schedule), rank_(rank), gpu_(cuda::current_gpu()) {
     int least = 0, greatest = 0;
     check(cudaDeviceGetStreamPriorityRange(&least, &greatest), "cudaDeviceGetStreamPriorityRange");
-    for (auto& st : streams_) check(cudaStreamCreateWithPriority(&st, cudaStreamNonBlocking, least), "cudaStreamCreate");
+    for (auto& st : streams_)
+      check(cudaStreamCreateWithPriority(&st, cudaStreamNonBlocking, least), "cudaStreamCreate");
     comm_priority_ = greatest; // as the run's tensor/pipeline communication
     compute_ = std::make_unique<cuda::ComputeKernels>(schedule);
     compute_->prepare(schedule.program(rank), rank, streams_[0]);
@@ -208,8 +210,8 @@ ProbeDevice::Transfer CudaProbeDevice::transfer(OpKind kind, int64_t n, double b
   reserve(2 * std::max(count, all));
   cudaStream_t st = comm_streams_.at(n);
   const auto fill = [&](void* p, size_t elems, float value, bool by_chunk) {
-    check(static_cast<cudaError_t>(cuda::launch_pattern_fill(p, static_cast<int64_t>(elems),
-                                                             static_cast<int64_t>(per), value, by_chunk, st)),
+    check(static_cast<cudaError_t>(cuda::launch_pattern_fill(p, static_cast<int64_t>(elems), static_cast<int64_t>(per),
+                                                             value, by_chunk, st)),
           "pattern fill kernel");
   };
   const float member = static_cast<float>(me + 1), group = static_cast<float>(n);
@@ -246,7 +248,9 @@ ProbeDevice::Transfer CudaProbeDevice::transfer(OpKind kind, int64_t n, double b
   check(cudaEventRecord(start_.at(n), st), "cudaEventRecord");
   ncclComm_t c = ch.comm;
   switch (kind) {
-  case OpKind::AllReduce: check_nccl(ncclAllReduce(send_, recv_, count, ncclBfloat16, ncclSum, c, st), "ncclAllReduce"); break;
+  case OpKind::AllReduce:
+    check_nccl(ncclAllReduce(send_, recv_, count, ncclBfloat16, ncclSum, c, st), "ncclAllReduce");
+    break;
   case OpKind::ReduceScatter:
     check_nccl(ncclReduceScatter(send_, recv_, per, ncclBfloat16, ncclSum, c, st), "ncclReduceScatter");
     break;
@@ -262,7 +266,9 @@ ProbeDevice::Transfer CudaProbeDevice::transfer(OpKind kind, int64_t n, double b
     check_nccl(g.end(), "ncclGroupEnd (all-to-all)");
     break;
   }
-  case OpKind::Broadcast: check_nccl(ncclBroadcast(send_, recv_, count, ncclBfloat16, 0, c, st), "ncclBroadcast"); break;
+  case OpKind::Broadcast:
+    check_nccl(ncclBroadcast(send_, recv_, count, ncclBfloat16, 0, c, st), "ncclBroadcast");
+    break;
   default: { // ping-pong: member 0 sends then receives, member 1 the other way round
     const int peer = 1 - me;
     if (me == 0) {

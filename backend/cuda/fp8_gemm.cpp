@@ -56,8 +56,7 @@ Fp8Gemms::Plan& Fp8Gemms::plan(int64_t m, int64_t n, int64_t k, bool backward) {
   const int8_t fast = backward ? 0 : 1;
   check(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t), "set TRANSA");
   check(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &nop, sizeof nop), "set TRANSB");
-  check(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof fast),
-        "set FAST_ACCUM");
+  check(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof fast), "set FAST_ACCUM");
   const cudaDataType_t grad = backward ? CUDA_R_8F_E5M2 : CUDA_R_8F_E4M3;
   check(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_8F_E4M3, static_cast<uint64_t>(k), static_cast<uint64_t>(n), k),
         "cublasLtMatrixLayoutCreate (weight operand)");
@@ -71,7 +70,8 @@ Fp8Gemms::Plan& Fp8Gemms::plan(int64_t m, int64_t n, int64_t k, bool backward) {
   cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
-  const cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(handle_, p.desc, p.a, p.b, p.c, p.c, pref, 1, &result, &found);
+  const cublasStatus_t s =
+      cublasLtMatmulAlgoGetHeuristic(handle_, p.desc, p.a, p.b, p.c, p.c, pref, 1, &result, &found);
   cublasLtMatmulPreferenceDestroy(pref);
   if (s != CUBLAS_STATUS_SUCCESS || found == 0) {
     cublasLtMatrixLayoutDestroy(p.a);

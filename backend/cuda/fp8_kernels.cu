@@ -25,8 +25,8 @@ __device__ void fold_amax(float local, float* amax) {
   if ((threadIdx.x & 31) == 0) atomicMax(reinterpret_cast<int*>(amax), __float_as_int(local));
 }
 
-__global__ void cast_transpose(int mode, bool e5m2, const void* xv, uint8_t* y, uint8_t* yt, int64_t rows,
-                               int64_t cols, const float* scale, float* amax) {
+__global__ void cast_transpose(int mode, bool e5m2, const void* xv, uint8_t* y, uint8_t* yt, int64_t rows, int64_t cols,
+                               const float* scale, float* amax) {
   __shared__ uint8_t tile[kTile][kTile + 1];
   const auto* x = static_cast<const __nv_bfloat16*>(xv);
   const auto* x8 = static_cast<const uint8_t*>(xv);
@@ -61,8 +61,8 @@ __global__ void cast_transpose(int mode, bool e5m2, const void* xv, uint8_t* y, 
   if (mode != 2) fold_amax(local, amax);
 }
 
-__global__ void scale_update(const float* from, float* to, float* amax, float* scale, float* scale_inv,
-                             int64_t tensors, int64_t len, float fp8_max) {
+__global__ void scale_update(const float* from, float* to, float* amax, float* scale, float* scale_inv, int64_t tensors,
+                             int64_t len, float fp8_max) {
   __shared__ float red[kThreads];
   for (int64_t t = blockIdx.x; t < tensors; t += gridDim.x) {
     const float* h = from + t * len;
@@ -117,8 +117,8 @@ int launch_fp8_cast(Fp8CastMode mode, bool e5m2, const void* x, void* y, void* y
   return static_cast<int>(cudaGetLastError());
 }
 
-int launch_fp8_scale_update(const float* from, float* to, float* amax, float* scale, float* scale_inv,
-                            int64_t tensors, int64_t len, float fp8_max, void* stream) {
+int launch_fp8_scale_update(const float* from, float* to, float* amax, float* scale, float* scale_inv, int64_t tensors,
+                            int64_t len, float fp8_max, void* stream) {
   scale_update<<<blocks_for(tensors, 1), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
       from, to, amax, scale, scale_inv, tensors, len, fp8_max);
   return static_cast<int>(cudaGetLastError());

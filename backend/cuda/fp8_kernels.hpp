@@ -25,8 +25,8 @@ int launch_fp8_cast(Fp8CastMode mode, bool e5m2, const void* x, void* y, void* y
 /// reset to 0), scale = fp8_max / max(history) (1 while the history is all zero;
 /// margin 0, TE's DelayedScaling default with amax_compute_algo "max") and scale_inv =
 /// 1 / scale (what the GEMMs dequantise with).
-int launch_fp8_scale_update(const float* from, float* to, float* amax, float* scale, float* scale_inv,
-                            int64_t tensors, int64_t len, float fp8_max, void* stream);
+int launch_fp8_scale_update(const float* from, float* to, float* amax, float* scale, float* scale_inv, int64_t tensors,
+                            int64_t len, float fp8_max, void* stream);
 
 /// Transfers of the probe: `n` bf16 elements set to `value`, or, when `by_chunk`, to
 /// (i / per) + 1 (the member that sent chunk i / per, counted from 1).
