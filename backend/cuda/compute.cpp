@@ -67,6 +67,7 @@ struct ComputeKernels::Arena {
   size_t ew_bytes = 0;           // one elementwise input (and one output)
   std::vector<void*> ew_x, ew_y; // rotation sets
   size_t next_set = 0;
+  bool fp8 = false; // an FP8 GEMM reads slots 0 and 1 as FP8
   void need(int slot, double b) { bytes[slot] = std::max(bytes[slot], round_up(b)); }
 };
 
@@ -129,6 +130,7 @@ void ComputeKernels::size_for(const Op& op) {
     a.need(1, bf * sh[2] * sh[1]);
     a.need(2, bf * sh[0] * sh[1]);
     if (op.dtype == schedules::DType::FP8) { // FP8 operands (1 B) and the BF16 output, padded
+      a.fp8 = true;
       const auto [m, n, k] = padded_fp8_dims(sh[0], sh[1], sh[2]);
       a.need(0, 1.0 * m * k);
       a.need(1, 1.0 * k * n);
@@ -216,6 +218,10 @@ void ComputeKernels::prepare_fp8(const schedules::Program& program, cudaStream_t
     check(cudaMalloc(reinterpret_cast<void**>(&h), bytes), "cudaMalloc (FP8 amax history)");
     check(cudaMemsetAsync(h, 0, bytes, fill), "cudaMemsetAsync");
   }
+  for (Arena& a : *arenas_)
+    for (int slot = 0; slot < 2 && a.fp8; ++slot)
+      check(static_cast<cudaError_t>(launch_fp8_fill(a.ptr[slot], static_cast<int64_t>(a.bytes[slot]), fill)),
+            "FP8 fill kernel");
   fp8_gemms_ = std::make_unique<Fp8Gemms>();
   check(cudaStreamSynchronize(fill), "cudaStreamSynchronize (FP8 state)"); // `ones` goes out of scope
 }

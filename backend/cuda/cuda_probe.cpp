@@ -56,7 +56,8 @@ public:
   }
 
   ~CudaProbeDevice() override {
-    const bool clean = cudaDeviceSynchronize() == cudaSuccess && (!comms_ || !comms_->aborted());
+    // After an abort (a transfer that outlived the timeout) kernels may be stuck: no sync.
+    const bool clean = (!comms_ || !comms_->aborted()) && cudaDeviceSynchronize() == cudaSuccess;
     if (comms_) {
       if (clean)
         comms_->close(kTimeoutS);

@@ -88,6 +88,12 @@ __global__ void scale_update(const float* from, float* to, float* amax, float* s
   }
 }
 
+__global__ void fp8_fill(uint8_t* y, int64_t n) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    y[i] = static_cast<uint8_t>(((i * 2654435761ull) >> 11) & 0xF7); // bit 3 clear: exponent < all ones
+}
+
 __device__ float pattern(int64_t i, int64_t per, float value, bool by_chunk) {
   return by_chunk ? static_cast<float>(i / per + 1) : value;
 }
@@ -121,6 +127,12 @@ int launch_fp8_scale_update(const float* from, float* to, float* amax, float* sc
                             int64_t len, float fp8_max, void* stream) {
   scale_update<<<blocks_for(tensors, 1), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
       from, to, amax, scale, scale_inv, tensors, len, fp8_max);
+  return static_cast<int>(cudaGetLastError());
+}
+
+int launch_fp8_fill(void* y, int64_t bytes, void* stream) {
+  fp8_fill<<<blocks_for(bytes, kThreads), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(static_cast<uint8_t*>(y),
+                                                                                            bytes);
   return static_cast<int>(cudaGetLastError());
 }
 

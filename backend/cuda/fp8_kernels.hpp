@@ -28,6 +28,10 @@ int launch_fp8_cast(Fp8CastMode mode, bool e5m2, const void* x, void* y, void* y
 int launch_fp8_scale_update(const float* from, float* to, float* amax, float* scale, float* scale_inv, int64_t tensors,
                             int64_t len, float fp8_max, void* stream);
 
+/// Fills `bytes` with pseudo-random finite FP8 values, E4M3 and E5M2 alike (exponent
+/// never all ones): GEMM operands with data that toggles, as training's does.
+int launch_fp8_fill(void* y, int64_t bytes, void* stream);
+
 /// Transfers of the probe: `n` bf16 elements set to `value`, or, when `by_chunk`, to
 /// (i / per) + 1 (the member that sent chunk i / per, counted from 1).
 int launch_pattern_fill(void* y, int64_t n, int64_t per, float value, bool by_chunk, void* stream);

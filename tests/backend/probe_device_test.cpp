@@ -6,6 +6,8 @@
 // (tests/gpu/cuda_probe_test.cpp).
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <string>
 
 #include <catch2/catch.hpp>
 
@@ -88,6 +90,20 @@ TEST_CASE("probe: one driver measures any device (a fake one keys the table by i
   CHECK(config::load_cluster(dir2 + "/host.toml").gpus == 1);
   std::filesystem::remove_all(dir2);
   backend::finalize_probe();
+}
+
+TEST_CASE("probe: the CUDA device's side holds no second driver (no table, sweep or MPI reduction of its own)",
+          "[backend][probe]") {
+  for (const char* file : {"backend/cuda/cuda_probe.cpp", "backend/cuda/cuda_probe.hpp"}) {
+    INFO(file);
+    std::ifstream in(std::string(TWINSCALE_SOURCE_DIR) + "/" + file);
+    REQUIRE(in);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CHECK(text.find("ProbeDevice") != std::string::npos);
+    for (const char* driver : {"CalibrationBuilder", "add_kernel_sample", "add_comm_sample", "SweepRow", "sweep_sizes",
+                               "MPI_Gather", "MPI_Allreduce", "median"})
+      CHECK(text.find(driver) == std::string::npos);
+  }
 }
 
 TEST_CASE("probe: the description of a measured GPU machine loads as a cluster, one host or several",
