@@ -31,7 +31,7 @@ __global__ void cast_transpose(int mode, bool e5m2, const void* xv, uint8_t* y, 
   const auto* x = static_cast<const __nv_bfloat16*>(xv);
   const auto* x8 = static_cast<const uint8_t*>(xv);
   const __nv_fp8_interpretation_t kind = e5m2 ? __NV_E5M2 : __NV_E4M3;
-  const float s = *scale;
+  const float s = mode == 2 ? 1.0f : *scale; // a transpose has no scale (nor amax)
   float local = 0;
   const int64_t tiles_c = (cols + kTile - 1) / kTile, tiles = ((rows + kTile - 1) / kTile) * tiles_c;
   for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {

@@ -16,7 +16,7 @@ enum class Fp8CastMode : int {
 /// `rows`×`cols` row-major: y = saturate(x · *scale) in E4M3 (E5M2 when `e5m2`), and in
 /// CastTranspose also yt = yᵀ (cols×rows); max |x| is folded into *amax (atomic max, x
 /// non-negative floats order as their bits). Transpose reads x as FP8 bytes and writes
-/// only yt. Tiles of 32×32 through shared memory (coalesced reads and writes).
+/// only yt (scale and amax unused: may be null). Tiles of 32×32 through shared memory (coalesced reads and writes).
 int launch_fp8_cast(Fp8CastMode mode, bool e5m2, const void* x, void* y, void* yt, int64_t rows, int64_t cols,
                     const float* scale, float* amax, void* stream);
 
