@@ -27,12 +27,14 @@ struct DeviceBuffer {
     REQUIRE(cudaMemset(p, 0, bytes) == cudaSuccess);
   }
   ~DeviceBuffer() { cudaFree(p); }
-  template <typename T> std::vector<T> read(size_t n) const {
+  template <typename T>
+  std::vector<T> read(size_t n) const {
     std::vector<T> v(n);
     REQUIRE(cudaMemcpy(v.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost) == cudaSuccess);
     return v;
   }
-  template <typename T> void write(const std::vector<T>& v) {
+  template <typename T>
+  void write(const std::vector<T>& v) {
     REQUIRE(cudaMemcpy(p, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice) == cudaSuccess);
   }
 };
@@ -117,8 +119,7 @@ TEST_CASE("cuda fp8 kernels: a cast saturates at the format's largest finite val
 
 TEST_CASE("cuda fp8 kernels: the delayed-scaling update rolls the history and scales by its maximum") {
   const int64_t tensors = 3, len = 4;
-  DeviceBuffer from(tensors * len * 4), to(tensors * len * 4), amax(tensors * 4), scale(tensors * 4),
-      inv(tensors * 4);
+  DeviceBuffer from(tensors * len * 4), to(tensors * len * 4), amax(tensors * 4), scale(tensors * 4), inv(tensors * 4);
   amax.write(std::vector<float>{2, 0, 448});
   auto update = [&](DeviceBuffer& a, DeviceBuffer& b) {
     REQUIRE(launch_fp8_scale_update(static_cast<float*>(a.p), static_cast<float*>(b.p), static_cast<float*>(amax.p),
@@ -143,8 +144,7 @@ TEST_CASE("cuda fp8 kernels: the probe's transfer patterns count every element t
   REQUIRE(launch_pattern_fill(y.p, n, per, 0, true, nullptr) == 0);
   auto wrong = [&](float value, bool by_chunk) {
     REQUIRE(cudaMemset(bad.p, 0, sizeof(unsigned long long)) == cudaSuccess);
-    REQUIRE(launch_pattern_check(y.p, n, per, value, by_chunk, static_cast<unsigned long long*>(bad.p), nullptr) ==
-            0);
+    REQUIRE(launch_pattern_check(y.p, n, per, value, by_chunk, static_cast<unsigned long long*>(bad.p), nullptr) == 0);
     REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
     return bad.read<unsigned long long>(1)[0];
   };
@@ -161,8 +161,8 @@ TEST_CASE("cuda fp8 gemm: E4M3 forward and E5M2 backward on cuBLASLt, scaled, pa
     const auto [mp, np, kp] = padded_fp8_dims(m, n, k);
     for (bool backward : {false, true}) {
       INFO("m " << m << " n " << n << " k " << k << (backward ? " backward" : " forward"));
-      DeviceBuffer a(static_cast<size_t>(mp * kp)), b(static_cast<size_t>(kp * np)), c(static_cast<size_t>(2 * mp * np)),
-          inv(2 * sizeof(float));
+      DeviceBuffer a(static_cast<size_t>(mp * kp)), b(static_cast<size_t>(kp * np)),
+          c(static_cast<size_t>(2 * mp * np)), inv(2 * sizeof(float));
       // 1.0 in every operand element: E4M3 0x38, E5M2 0x3C
       REQUIRE(cudaMemset(a.p, backward ? 0x3C : 0x38, static_cast<size_t>(mp * kp)) == cudaSuccess);
       REQUIRE(cudaMemset(b.p, 0x38, static_cast<size_t>(kp * np)) == cudaSuccess);
