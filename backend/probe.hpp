@@ -15,6 +15,10 @@
 //   group size it uses, each transfer checked element by element (#wrong).
 // It returns (on rank 0) a calibration table (source "cpu", the shape divisor) and a
 // cluster description of the measured machine; docs/backend.md "Probe".
+// One driver, two devices (backend/probe_device.hpp): on the CUDA device
+// (--device cuda, backend/cuda/cuda_probe.hpp) the same ops run as `run --device cuda`
+// runs them, timed by CUDA events on the op's stream; transfers go through NCCL in
+// bf16; the table's source is "cuda", its entries keyed by each op's dtype (bf16, fp8).
 #pragma once
 
 #include <cstdint>
@@ -28,7 +32,8 @@
 namespace twinscale::backend {
 
 struct ProbeOptions {
-  int64_t shape_divisor = 1;
+  std::string device = "cpu"; // "cpu" or "cuda" (backend/probe_device.hpp: one driver, two devices)
+  int64_t shape_divisor = 1;  // the CPU device's; the CUDA device runs the scheduled shapes (1)
   int warmup = 2;
   int repetitions = 7;           // the median of these is kept
   double max_sweep_bytes = 0;    // 0: 4 × the largest message, 2 × the whole model's fp32 gradients, ≥ 64 KiB
@@ -40,8 +45,9 @@ struct ProbeOptions {
 struct SweepRow {
   schedules::OpKind kind = schedules::OpKind::Send;
   int64_t group_size = 2;
-  double bytes = 0;  // per rank, as Op::bytes
-  int64_t count = 0; // elements (fp32)
+  double bytes = 0;           // per rank, as Op::bytes
+  std::string type = "float"; // the element type (nccl-tests' names: float, bfloat16)
+  int64_t count = 0;          // elements of that type
   double seconds = 0;
   double algbw_bytes_per_s = 0;
   double busbw_bytes_per_s = 0;
@@ -70,10 +76,15 @@ struct ProbeResult {
 /// bytes (divided by `shape_divisor`).
 double default_sweep_limit(const schedules::Schedule& schedule, int64_t shape_divisor);
 
-/// Runs the probe as this process's rank (MPI is started here if it is not yet; call
-/// finalize_probe() at the end). Throws BackendError when the launch does not match the
-/// schedule's world or the device is not the CPU.
+/// Runs the probe as this process's rank on ProbeOptions::device (MPI is started here if
+/// it is not yet; call finalize_probe() at the end). Throws BackendError when the launch
+/// does not match the schedule's world or the device cannot run (no CUDA device or
+/// toolkit; FP8 on a GPU without FP8).
 ProbeResult probe(const schedules::Schedule& schedule, const ProbeOptions& options);
+class ProbeDevice;
+/// The same driver on a given device (probe() above makes the one ProbeOptions::device
+/// names; a test passes its own).
+ProbeResult probe(const schedules::Schedule& schedule, const ProbeOptions& options, ProbeDevice& device);
 void finalize_probe();
 
 /// The nccl-tests-style table of `rows` (size, count, type, kind, group, time, algbw,

@@ -117,9 +117,6 @@ TEST_CASE("probe: a launch that does not match the job is refused by name", "[ba
   CHECK(r.status != 0);
   CHECK(r.output.find("-np 2") != std::string::npos);
   CHECK_FALSE(fs::exists(dir + "/cal.json"));
-  const auto c = shell(TWINSCALE_CLI " probe " + dir + "/a.toml --device cuda --out " + dir + "/cal.json", 30);
-  CHECK(c.status == 1);
-  CHECK(c.output.find("--device cuda") != std::string::npos);
   fs::remove_all(dir);
 }
 
