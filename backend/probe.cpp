@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <random>
 #include <set>
 #include <thread>
 #include <tuple>
@@ -15,6 +16,8 @@
 
 #include "backend/cuda/cuda_probe.hpp"
 #include "backend/detail/cpu_kernels.hpp"
+#include "backend/detail/mpi_groups.hpp"
+#include "backend/detail/probe_replay.hpp"
 #include "backend/error.hpp"
 #include "backend/probe_device.hpp"
 #include "schedules/memory.hpp"
@@ -66,39 +69,46 @@ public:
   const char* element_type() const override { return "float"; }
   double element_bytes() const override { return 4; }
 
-  /// Replays the program's compute ops in program order, on one set of kernels (and
-  /// buffers) per stream, as the CPU device's workers run them in a run: an op finds the
-  /// caches as its predecessor left them. (Timed one by one in rounds on separate
-  /// buffers after an idle wait, the small memory-bound ops — residual adds, LayerNorm
-  /// passes, 3–20 µs — came out 20 % to 4× slower than in runs.) Every repetition
-  /// starts from fresh kernels warmed by one untimed run of each distinct op, as a run's
-  /// device starts (CpuDevice's warm start): the data of one iteration, not of many —
-  /// repeated passes over the same buffers drift into denormal values, and a GEMM on
-  /// them ran 10× slower.
+  /// Replays the program's compute ops as a run executes them: the real executor on a
+  /// real CPU device, communication left out (detail/probe_replay.hpp) — one worker
+  /// thread per stream on reused buffers (an op finds the caches as its predecessor left
+  /// them), issued by the executor's thread, which idles between completions beside the
+  /// worker; a fresh device with its warm start each repetition (the data of one
+  /// iteration, not of many — repeated passes over the same buffers drift into denormal
+  /// values). Sources in docs/backend.md "Probe": timed one op at a time on separate
+  /// buffers, small memory-bound ops came out 20 % to 4× slower than in runs; replayed
+  /// on the probe's own thread after idle waits, GEMMs came out ~9 % faster than in runs.
+  /// The ranks of one host replay in turns of at most as many as it has cores (between
+  /// world barriers), so every kernel is timed on a core of its own: all at once, 4 ranks
+  /// on 2 cores measured GEMMs 3× slower than a pipeline's run, where most ranks wait
+  /// while one computes (ranks sharing cores is not in the model).
   std::vector<double> replay(const schedules::Program& program) override {
-    std::array<std::unique_ptr<detail::CpuKernels>, schedules::kStreamCount> streams;
-    std::set<std::pair<size_t, KernelKey>> warm;
-    for (const Op& op : program.ops) {
-      if (op.is_communication()) continue;
-      const KernelKey key{static_cast<int>(op.kernel), schedules::executed_shape(op, o_.shape_divisor),
-                          op_name(s_, op)};
-      auto& kernels = streams[static_cast<size_t>(op.stream)];
-      if (!kernels) kernels = std::make_unique<detail::CpuKernels>(o_.max_buffer_bytes);
-      if (warm.insert({static_cast<size_t>(op.stream), key}).second) kernels->run(op, std::get<1>(key));
+    if (!groups_) {
+      compute_ = detail::compute_only(s_, original_);
+      groups_ = std::make_unique<detail::MpiGroups>(s_.layout, rank_, MPI_COMM_WORLD, GroupInit::Local,
+                                                    s_.job.model.experts > 0);
+      replay_turns();
     }
+    detail::Replay r;
+    for (int t = 0; t < turns_; ++t) {
+      if (t == turn_) // the device's start barrier is this turn's first world barrier
+        r = detail::replay_like_run(compute_, original_, rank_, *groups_, o_.shape_divisor, o_.max_buffer_bytes);
+      else
+        idle_barrier();
+      idle_barrier(); // the turn is over on every rank
+    }
+    hand_off_.insert(hand_off_.end(), r.hand_off_s.begin(), r.hand_off_s.end());
     std::vector<double> times(program.ops.size(), -1);
-    for (size_t i = 0; i < program.ops.size(); ++i) {
-      const Op& op = program.ops[i];
-      if (op.is_communication()) continue;
-      // As in a run, where the device's worker waits for each op to be issued: the
-      // kernel starts after a short sleep, not in a long busy streak (on a loaded
-      // machine the scheduler preempts a busy streak: GEMMs measured 2–3× slower).
-      std::this_thread::sleep_for(std::chrono::microseconds(o_.nap_us));
-      const double t0 = now_s();
-      streams[static_cast<size_t>(op.stream)]->run(op, schedules::executed_shape(op, o_.shape_divisor));
-      times[i] = now_s() - t0;
-    }
+    for (const detail::ReplayedOp& x : r.ops) times[x.op] = x.seconds;
     return times;
+  }
+
+  /// The executor → worker hand-off between consecutive compute ops of the replays
+  /// (median, mean over ranks; collective).
+  double hand_off_s() {
+    double mine = median_of(hand_off_), sum = 0;
+    check(MPI_Allreduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD), "MPI_Allreduce of the hand-off");
+    return sum / world_;
   }
 
   void open_groups(const std::set<int64_t>& sizes) override {
@@ -131,9 +141,8 @@ public:
 private:
   /// One transfer on `comm` (member `me` of `n`); returns the elements that arrived wrong.
   int64_t run_once(OpKind kind, int64_t n, int me, int64_t floats, int64_t per, MPI_Comm comm) {
-    // Fresh buffers, filled inside the timed region, as the CPU device's post() does.
-    send_ = {};
-    recv_ = {};
+    // Buffers reused from the previous transfer (warm, as the CPU device's pool), filled
+    // inside the timed region, as the device's post() does.
     const float mine = static_cast<float>(me + 1);
     const float sum = static_cast<float>(n * (n + 1) / 2);
     int64_t bad = 0;
@@ -204,6 +213,29 @@ private:
     return bad;
   }
 
+  /// This rank's turn of the replay and the number of turns (collective): the ranks of
+  /// one host (MPI_COMM_TYPE_SHARED) go in turns of std::thread::hardware_concurrency.
+  void replay_turns() {
+    MPI_Comm local = MPI_COMM_NULL;
+    check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local),
+          "MPI_Comm_split_type");
+    int me = 0, n = 1, most = 1;
+    MPI_Comm_rank(local, &me);
+    MPI_Comm_size(local, &n);
+    MPI_Comm_free(&local);
+    check(MPI_Allreduce(&n, &most, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce of ranks per host");
+    const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    turn_ = me / cores;
+    turns_ = (most + cores - 1) / cores;
+  }
+
+  /// A world barrier completed between idle waits (as the device's start barrier).
+  void idle_barrier() {
+    MPI_Request req = MPI_REQUEST_NULL;
+    check(MPI_Ibarrier(MPI_COMM_WORLD, &req), "MPI_Ibarrier");
+    complete(req);
+  }
+
   /// As the CPU device completes a posted transfer: MPI progresses it only when tested,
   /// and the executor tests between short idle waits.
   void complete(MPI_Request& req) {
@@ -219,12 +251,28 @@ private:
   int rank_, world_;
   std::vector<float> send_, recv_;
   std::map<int64_t, MPI_Comm> comms_; // group size → this rank's communicator
+  // The replay: the compute-only schedule, its op numbering, the communicators a CPU
+  // device needs, this rank's turn, the hand-offs seen.
+  schedules::Schedule compute_;
+  std::vector<std::vector<uint32_t>> original_;
+  std::unique_ptr<detail::MpiGroups> groups_;
+  int turn_ = 0, turns_ = 1;
+  std::vector<double> hand_off_;
 };
 
 class Prober {
 public:
   Prober(const Schedule& schedule, const ProbeOptions& options, ProbeDevice& device, int rank, int world)
       : s_(schedule), o_(options), dev_(device), rank_(rank), world_(world) {}
+
+  /// Completes `req` testing between idle waits (nap_us), as the CPU device does.
+  void idle_complete(MPI_Request& req) const {
+    for (int done = 0;;) {
+      check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test");
+      if (done) return;
+      std::this_thread::sleep_for(std::chrono::microseconds(o_.nap_us));
+    }
+  }
 
   void measure_kernels(schedules::CalibrationBuilder& builder) {
     // Every distinct compute op of the schedule, in one order on every rank.
@@ -321,16 +369,31 @@ public:
     for (const CommPoint& pt : points) sizes.insert(pt.n);
     dev_.open_groups(sizes);
     std::vector<int64_t> bad(points.size(), 0);
-    for (int r = 0; r < o_.warmup + o_.repetitions; ++r)
-      for (size_t k = 0; k < points.size(); ++k) {
+    // Each round visits the points in another order (one seed per round: the same order
+    // on every rank), so no point always follows the same one — a schedule's 4-byte
+    // all-reduce placed after the largest sweep transfer measured 5.6–7.9 ms, the 8-byte
+    // sweep point 0.4 ms.
+    std::vector<size_t> order(points.size());
+    for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+    for (int r = 0; r < o_.warmup + o_.repetitions; ++r) {
+      std::mt19937 shuffle(static_cast<uint32_t>(r) + 1);
+      for (size_t k = order.size(); k > 1; --k) std::swap(order[k - 1], order[shuffle() % k]);
+      for (size_t k : order) {
         CommPoint& pt = points[k];
-        check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+        // Barrier and time exchange non-blocking, tested between idle waits like the
+        // CPU device's transfers: a blocking MPI call busy-polls, and on a shared core
+        // the next idle wait of a process that spun its slice comes back late
+        // (docs/backend.md "Probe").
+        MPI_Request sync = MPI_REQUEST_NULL;
+        check(MPI_Ibarrier(MPI_COMM_WORLD, &sync), "MPI_Ibarrier");
+        idle_complete(sync);
         const double t0 = now_s();
         const ProbeDevice::Transfer tr = dev_.transfer(pt.kind, pt.n, pt.bytes);
         bad[k] += tr.wrong;
         const double t1 = now_s();
         double mine[4] = {t0, t1, t1 - t0, tr.device_s}, latest[4] = {0, 0, 0, 0};
-        check(MPI_Allreduce(mine, latest, 4, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce of a time");
+        check(MPI_Iallreduce(mine, latest, 4, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, &sync), "MPI_Iallreduce of a time");
+        idle_complete(sync);
         // The transfer's time once its last member arrived (the simulator's: a collective
         // starts when every member has issued it, waiting for late peers is the
         // schedule's): last end − last start, on one host's shared clock. A rank leaving
@@ -341,6 +404,7 @@ public:
         const double host = one_host_ ? latest[1] - latest[0] : latest[2];
         if (r >= o_.warmup) pt.times.push_back(latest[3] >= 0 ? latest[3] : host);
       }
+    }
     std::vector<int64_t> wrong(points.size(), 0);
     check(MPI_Allreduce(bad.data(), wrong.data(), static_cast<int>(bad.size()), MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD),
           "MPI_Allreduce of #wrong");
@@ -378,42 +442,6 @@ private:
   std::vector<std::string> host_; // every rank's host name
   bool one_host_ = false;         // every rank on one host (one steady clock)
 };
-
-std::string cluster_toml(int world, double latency_s, double bandwidth, const std::string& host) {
-  char buf[2048];
-  std::snprintf(buf, sizeof buf,
-                "# Measured by `twinscale probe` on %s: %d ranks on one host (the CPU device).\n"
-                "# Point-to-point between ranks: one-way latency %.3g s (smallest message), bandwidth\n"
-                "# %.4g B/s (the best of the sweep). The cluster format has no intra-server\n"
-                "# latency key: the latency lives in the calibration table written with this file,\n"
-                "# which also gives every kernel and collective time; simulate with both\n"
-                "# (--cluster this --calibration table). The GPU model only fills figures the\n"
-                "# table does not cover (its coverage line says how many).\n"
-                "name = \"probed-cpu-host\"\n"
-                "gpus = %d\n\n"
-                "[gpu]\n"
-                "model = \"A100-SXM-80GB\"\n"
-                "nvlink_bw_bytes_per_s = %.6g # measured point-to-point bandwidth\n"
-                "nvlink_efficiency = 1.0\n\n"
-                "[server]\n"
-                "gpus = %d\n"
-                "nics = 1\n"
-                "nic = \"custom\"\n"
-                "nic_gbit_per_s = %.6g\n"
-                "rails = 1\n\n"
-                "[switch]\n"
-                "model = \"custom\"\n"
-                "radix = 8\n"
-                "port_gbit_per_s = %.6g\n"
-                "latency_ns = %.6g\n\n"
-                "[fabric]\n"
-                "tiers = 2\n"
-                "oversubscription = [1]\n"
-                "servers_per_tor = 1\n",
-                host.c_str(), world, latency_s, bandwidth, world, bandwidth, world, bandwidth * 8 / 1e9,
-                bandwidth * 8 / 1e9, latency_s * 1e9);
-  return buf;
-}
 
 /// Sweep sizes: 8 B × 4^k up to the first at or above `max_bytes` (no message of the
 /// range is beyond the sweep).
@@ -490,6 +518,10 @@ ProbeResult probe(const Schedule& schedule, const ProbeOptions& options, ProbeDe
   p.gather_hosts();
   schedules::CalibrationBuilder builder;
   p.measure_kernels(builder);
+  if (auto* cpu = dynamic_cast<CpuProbeDevice*>(device)) {
+    res.hand_off_s = cpu->hand_off_s();
+    if (world >= 2) res.overlap = measure_overlap(schedule, options, rank, world);
+  }
 
   const std::set<CommKey> comms = p.schedule_comms();
   std::set<std::pair<int, int64_t>> kinds{{static_cast<int>(OpKind::Send), 2}};
@@ -537,9 +569,10 @@ ProbeResult probe(const Schedule& schedule, const ProbeOptions& options, ProbeDe
   }
   res.table.device = device->device_tag(world);
   const MeasuredMachine m = p.machine(res.sweep, res.p2p_latency_s, res.p2p_bandwidth_bytes_per_s);
-  res.cluster_toml = device->gpu_name().empty()
-                         ? cluster_toml(world, m.p2p_latency_s, m.p2p_bandwidth > 0 ? m.p2p_bandwidth : 1e9, m.host)
-                         : gpu_cluster_toml(m, device->gpu_name());
+  res.cluster_toml =
+      device->gpu_name().empty()
+          ? cpu_cluster_toml(world, m.p2p_latency_s, m.p2p_bandwidth > 0 ? m.p2p_bandwidth : 1e9, m.host, res.overlap)
+          : gpu_cluster_toml(m, device->gpu_name());
   return res;
 }
 

@@ -1,11 +1,13 @@
 // `twinscale probe`: micro-benchmarks of one machine, run as every rank of a job (under
 // mpirun or srun, like `run`). It measures exactly what the job's schedule contains, on
 // the device it runs on (the CPU device: fp32 at the shapes divided by shape_divisor):
-// - every compute op of the rank's program, replayed in program order on one set of
-//   kernels per stream (as the device's workers), fresh and warmed each repetition (as
-//   the device's warm start), each op after a short idle wait (as the worker waits for
-//   its next op); per op key the median of its occurrences, then of every rank's
-//   repetitions;
+// - every compute op of the rank's program, replayed as a run executes it: the program
+//   without its communication, run by the real executor on a fresh, warmed CPU device
+//   each repetition (detail/probe_replay.hpp); per op key the median of its
+//   occurrences, then of every rank's repetitions; the hand-off between consecutive
+//   ops on the way;
+// - compute and communication at once (probe_overlap.hpp): the compute slowdown under
+//   communication goes into the cluster description;
 // - every distinct collective (kind, executed bytes, group size) on groups of that size
 //   made of consecutive ranks, all groups at once, timed between barriers;
 // - point-to-point one-way time (half a ping-pong between rank pairs);
@@ -23,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/probe_overlap.hpp"
 #include "schedules/calibration.hpp"
 #include "schedules/schedule.hpp"
 
@@ -35,7 +38,7 @@ struct ProbeOptions {
   int repetitions = 7;           // the median of these is kept
   double max_sweep_bytes = 0;    // 0: 4 × the largest message, 2 × the whole model's fp32 gradients, ≥ 64 KiB
   double max_buffer_bytes = 1e9; // per kernel buffer (as the CPU device)
-  int nap_us = 200;              // idle wait before each kernel and between MPI_Tests (as the executor)
+  int nap_us = 200;              // idle wait between MPI_Tests (as the executor)
 };
 
 /// One row of the nccl-tests-style sweep table.
@@ -59,6 +62,12 @@ struct ProbeResult {
   std::string cluster_toml;          // rank 0 only
   double p2p_latency_s = 0;          // smallest-message one-way time (rank 0)
   double p2p_bandwidth_bytes_per_s = 0;
+  /// Compute and communication at once on a rank (backend/probe_overlap.hpp); its
+  /// compute slowdown is the cluster description's nccl_compute_slowdown.
+  OverlapFacts overlap;
+  /// The CPU device's hand-off: idle time between an op's end and the next op's start
+  /// on the Compute stream in the kernel replay (median, mean over ranks).
+  double hand_off_s = 0;
 };
 
 /// The sweeps' largest message when ProbeOptions::max_sweep_bytes is 0: 4 × the

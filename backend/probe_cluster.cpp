@@ -1,10 +1,11 @@
-// The cluster description of a GPU machine measured by `probe --device cuda`
-// (probe_device.hpp).
+// The cluster descriptions of a machine the probe measured (probe_device.hpp): a GPU
+// machine (`probe --device cuda`) and the CPU host (`probe`, the CPU device).
 #include <algorithm>
 #include <cstdio>
 #include <string>
 
 #include "backend/probe_device.hpp"
+#include "backend/probe_overlap.hpp"
 
 namespace twinscale::backend {
 
@@ -73,6 +74,67 @@ std::string gpu_cluster_toml(const MeasuredMachine& m, const std::string& gpu_na
                 per_host, std::max(8, 2 * servers), across ? m.cross_host_busbw * 8 / 1e9 : 400.0, servers);
   out += buf;
   return out;
+}
+
+/// The [gpu] keys that make the simulator's nccl_compute_slowdown the measured compute
+/// slowdown `slowdown` while the rank communicates: no SMs taken, a share h of the
+/// compute resource with h / (1 − h) = slowdown (DeviceModelParams::nccl_slowdown).
+namespace {
+
+std::string measured_slowdown_keys(const OverlapFacts& f) {
+  const double s = f.compute_slowdown();
+  char buf[768];
+  std::snprintf(buf, sizeof buf,
+                "# Compute while the rank communicates (measured: %s on the device's worker, %.1f us\n"
+                "# beside an idle executor, %.1f us while %.0f-byte all-reduces over %lld ranks run):\n"
+                "# slowdown %.4f. On the CPU device communication takes no SMs but core time (MPI\n"
+                "# progress beside the worker); the simulator's nccl_compute_slowdown = share / (1 - share).\n"
+                "nccl_sms_per_channel = 0\n"
+                "nccl_hbm_share = %.6g\n",
+                f.gemm.c_str(), f.gemm_worker_s * 1e6, f.gemm_during_comm_s * 1e6, f.comm_bytes,
+                static_cast<long long>(f.group_size), s, s / (1 + s));
+  return buf;
+}
+
+} // namespace
+
+std::string cpu_cluster_toml(int world, double latency_s, double bandwidth, const std::string& host,
+                             const OverlapFacts& overlap) {
+  char buf[4096];
+  std::snprintf(buf, sizeof buf,
+                "# Measured by `twinscale probe` on %s: %d ranks on one host (the CPU device).\n"
+                "# Point-to-point between ranks: one-way latency %.3g s (smallest message), bandwidth\n"
+                "# %.4g B/s (the best of the sweep). The cluster format has no intra-server\n"
+                "# latency key: the latency lives in the calibration table written with this file,\n"
+                "# which also gives every kernel and collective time; simulate with both\n"
+                "# (--cluster this --calibration table). The GPU model only fills figures the\n"
+                "# table does not cover (its coverage line says how many).\n"
+                "name = \"probed-cpu-host\"\n"
+                "gpus = %d\n\n"
+                "[gpu]\n"
+                "model = \"A100-SXM-80GB\"\n"
+                "nvlink_bw_bytes_per_s = %.6g # measured point-to-point bandwidth\n"
+                "nvlink_efficiency = 1.0\n"
+                "%s\n"
+                "[server]\n"
+                "gpus = %d\n"
+                "nics = 1\n"
+                "nic = \"custom\"\n"
+                "nic_gbit_per_s = %.6g\n"
+                "rails = 1\n\n"
+                "[switch]\n"
+                "model = \"custom\"\n"
+                "radix = 8\n"
+                "port_gbit_per_s = %.6g\n"
+                "latency_ns = %.6g\n\n"
+                "[fabric]\n"
+                "tiers = 2\n"
+                "oversubscription = [1]\n"
+                "servers_per_tor = 1\n",
+                host.c_str(), world, latency_s, bandwidth, world, bandwidth,
+                overlap.group_size > 0 ? measured_slowdown_keys(overlap).c_str() : "", world, bandwidth * 8 / 1e9,
+                bandwidth * 8 / 1e9, latency_s * 1e9);
+  return buf;
 }
 
 } // namespace twinscale::backend

@@ -71,6 +71,13 @@ public:
 /// its own rail at the best bus bandwidth of a collective that spanned hosts; one host:
 /// the catalogue's NIC, marked as not measured.
 std::string gpu_cluster_toml(const MeasuredMachine& m, const std::string& gpu_name);
+struct OverlapFacts;
+/// The cluster description of the CPU host the probe measured (probe_cluster.cpp): one
+/// host of `world` "GPUs" whose links are the measured point-to-point bandwidth (the
+/// latency is in the calibration table), and whose compute slowdown while a rank
+/// communicates is `overlap`'s measured one (docs/backend.md "Probe").
+std::string cpu_cluster_toml(int world, double latency_s, double bandwidth, const std::string& host,
+                             const OverlapFacts& overlap);
 /// The catalogue's GPU model for a CUDA device name ("NVIDIA H200" → "H200-SXM"); empty
 /// when none matches.
 std::string catalogue_gpu_model(const std::string& gpu_name);

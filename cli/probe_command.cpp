@@ -36,6 +36,11 @@ int probe_command(const ProbeArgs& a) {
     write_file_atomically(a.out, text.str());
     if (!a.cluster_out.empty()) write_file_atomically(a.cluster_out, r.cluster_toml);
     std::fputs(backend::sweep_table(r.sweep).c_str(), stdout);
+    if (a.options.device == "cpu") { // the CPU device's executor and MPI progress (backend/probe_overlap.hpp)
+      std::fputs(backend::overlap_report(r.overlap).c_str(), stdout);
+      std::printf("# hand-off (executor → worker, between consecutive compute ops, median): %.1f us\n",
+                  r.hand_off_s * 1e6);
+    }
     std::fprintf(stderr,
                  "twinscale probe: %lld ranks, %zu kernel entries, %zu communication entries written to %s%s%s; "
                  "point-to-point %.3g s latency, %.4g GB/s\n",
