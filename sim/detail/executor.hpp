@@ -138,8 +138,10 @@ private:
     int32_t active_comms = 0;
     double speed = 1; // compute speed factor of its GPU
     const schedules::Program* program = nullptr;
-    const schedules::ProgramIndex* index = nullptr;             // the rules' index of its program
-    const HotOp* hot = nullptr;                                 // its program's hot records, by op
+    const schedules::ProgramIndex* index = nullptr; // the rules' index of its program
+    const HotOp* hot = nullptr;                     // its program's hot records, by op
+    const uint32_t* dep_at = nullptr; // its program's dependencies as position << 3 | stream (CSR of deps)
+    uint8_t streams = 0;              // bit per stream its program has ops on
     std::array<double, schedules::kStreamCount> stream_start{}; // running op's issue time
     RankAccount account;
     std::vector<OpTiming> timing; // traced slots only
@@ -212,10 +214,11 @@ private:
   bool symmetric_ = false; // one pipeline stands for all
   bool shortcuts_ = false; // closed forms inside a server, merged ring steps
 
-  schedules::ExecutionRules rules_;        // rules 1-3, one index per program
-  std::vector<std::vector<HotOp>> hot_;    // by program × GPU model, then op
-  std::vector<const DeviceModel*> models_; // by GPU model
-  std::vector<uint8_t> model_of_gpu_;      // empty: one model
+  schedules::ExecutionRules rules_;           // rules 1-3, one index per program
+  std::vector<std::vector<HotOp>> hot_;       // by program × GPU model, then op
+  std::vector<std::vector<uint32_t>> dep_at_; // by program: Slot::dep_at
+  std::vector<const DeviceModel*> models_;    // by GPU model
+  std::vector<uint8_t> model_of_gpu_;         // empty: one model
   std::vector<Slot> slots_;
   std::vector<int64_t> slot_rank_;
   std::vector<int64_t> slot_gpu_;
