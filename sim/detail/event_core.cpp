@@ -161,21 +161,21 @@ void EventCore::reschedule(int32_t slot) {
   }
 }
 
-void EventCore::timer_push(const HeapEntry& e) {
+void EventCore::timer_push(const Timer& t) {
   size_t i = timers_.size();
-  timers_.push_back(e);
+  timers_.push_back(t);
   while (i > 0) {
     const size_t parent = (i - 1) / 4;
-    if (!(e < timers_[parent])) break;
+    if (!(t < timers_[parent])) break;
     timers_[i] = timers_[parent];
     i = parent;
   }
-  timers_[i] = e;
+  timers_[i] = t;
 }
 
-EventCore::HeapEntry EventCore::timer_pop() {
-  const HeapEntry top = timers_.front();
-  const HeapEntry e = timers_.back();
+EventCore::Timer EventCore::timer_pop() {
+  const Timer top = timers_.front();
+  const Timer t = timers_.back();
   timers_.pop_back();
   const size_t n = timers_.size();
   if (n == 0) return top;
@@ -186,11 +186,11 @@ EventCore::HeapEntry EventCore::timer_pop() {
     size_t child = first;
     for (size_t c = first + 1; c < std::min(first + 4, n); ++c)
       if (timers_[c] < timers_[child]) child = c;
-    if (!(timers_[child] < e)) break;
+    if (!(timers_[child] < t)) break;
     timers_[i] = timers_[child];
     i = child;
   }
-  timers_[i] = e;
+  timers_[i] = t;
   return top;
 }
 
@@ -212,10 +212,10 @@ void EventCore::prefetch_next() const {
 bool EventCore::compute_first() const {
   if (heap_size_ == 0) return false;
   // insertion numbers are unique across both heaps: the keys never tie
-  return timers_.empty() || at(0) < timers_.front();
+  return timers_.empty() || at(0) < timers_.front().key;
 }
 
-double EventCore::next_time() const { return compute_first() ? at(0).time() : timers_.front().time(); }
+double EventCore::next_time() const { return compute_first() ? at(0).time() : timers_.front().key.time(); }
 
 void EventCore::start_compute(int32_t slot, uint32_t op, double seconds) {
   Gpu& g = gpus_[static_cast<size_t>(slot)];
@@ -235,15 +235,14 @@ void EventCore::set_comm_active(int32_t slot, bool active) {
 }
 
 void EventCore::add_timer(double at, uint32_t comm_id) {
-  TWINSCALE_ASSERT(comm_id < kSpeedBit, "event core: comm id past the packed range");
-  timer_push(HeapEntry::make(at, next_seq(), static_cast<int32_t>(comm_id)));
+  timer_push({HeapEntry::make(at, next_seq(), 0), comm_id, false});
 }
 
 void EventCore::add_speed_change(double at, int32_t slot, double speed) {
-  TWINSCALE_ASSERT(speed_changes_.size() < kSpeedBit, "event core: too many speed changes");
   const auto index = static_cast<uint32_t>(speed_changes_.size());
+  TWINSCALE_ASSERT(index == speed_changes_.size(), "event core: too many speed changes");
   speed_changes_.push_back({slot, speed});
-  timer_push(HeapEntry::make(at, next_seq(), static_cast<int32_t>(kSpeedBit | index)));
+  timer_push({HeapEntry::make(at, next_seq(), 0), index, true});
 }
 
 void EventCore::dispatch_next() {
@@ -270,14 +269,13 @@ void EventCore::dispatch_next() {
     if (g.count == 0) heap_remove(slot);
     return;
   }
-  const HeapEntry e = timer_pop();
-  now_ = e.time();
-  const auto payload = static_cast<uint32_t>(e.slot());
-  if ((payload & kSpeedBit) == 0) {
-    listener_.on_comm_done(payload, false, 0.0);
+  const Timer t = timer_pop();
+  now_ = t.key.time();
+  if (!t.speed) {
+    listener_.on_comm_done(t.id, false, 0.0);
     return;
   }
-  const SpeedChange& c = speed_changes_[payload & ~kSpeedBit];
+  const SpeedChange& c = speed_changes_[t.id];
   Gpu& g = gpus_[static_cast<size_t>(c.slot)];
   advance(g, c.slot);
   g.speed = c.speed;

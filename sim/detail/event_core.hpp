@@ -135,17 +135,23 @@ private:
   std::vector<int32_t> heap_pos_; // by slot: index in the heap, −1 if none (compact: hot)
   int32_t completing_ = -1;       // slot whose completion the listener is handling
   std::vector<Running> overflow_; // by slot: running ops past kInline (allocated on first use)
-  // Timers and speed changes: a plain 4-ary heap of the same 16-byte keys, whose low
-  // bits hold a comm id, or kSpeedBit | index in speed_changes_.
-  std::vector<HeapEntry> timers_;
+  // Timers and speed changes: a plain 4-ary heap ordered by the same 16-byte keys
+  // (slot bits 0), carrying a comm id (any 32-bit value: the multi-job mux packs the job
+  // into it) or an index in speed_changes_.
+  struct Timer {
+    HeapEntry key;
+    uint32_t id;
+    bool speed; // id indexes speed_changes_
+    bool operator<(const Timer& o) const { return key < o.key; }
+  };
+  std::vector<Timer> timers_;
   struct SpeedChange {
     int32_t slot;
     double speed;
   };
   std::vector<SpeedChange> speed_changes_;
-  static constexpr uint32_t kSpeedBit = uint32_t{1} << (kSlotBits - 1);
-  void timer_push(const HeapEntry& e);
-  HeapEntry timer_pop();
+  void timer_push(const Timer& t);
+  Timer timer_pop();
 };
 
 } // namespace twinscale::sim::detail

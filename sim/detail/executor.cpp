@@ -301,7 +301,7 @@ void SimExecutor::issue_ready(int32_t slot) {
   std::array<uint32_t, schedules::kStreamCount> cand{};
   std::array<int32_t, schedules::kStreamCount> prio{};
   size_t nc = 0;
-  for (uint32_t idle = sl.streams & ~sl.busy; idle != 0; idle &= idle - 1) {
+  for (uint32_t idle = sl.streams & ~uint32_t{sl.busy}; idle != 0; idle &= idle - 1) {
     const auto su = static_cast<size_t>(__builtin_ctz(idle));
     if (sl.wait_stream[su] != kNoWait && sl.stream_pos[sl.wait_stream[su]] <= sl.wait_pos[su]) continue;
     const auto ops = sl.index->stream_ops(su);
@@ -328,7 +328,7 @@ void SimExecutor::issue(int32_t slot, uint32_t op_index) {
   Slot& sl = slots_[static_cast<size_t>(slot)];
   const HotOp& h = sl.hot[op_index];
   const double now = backend_->now();
-  sl.busy |= 1u << h.stream;
+  sl.busy = static_cast<uint8_t>(sl.busy | 1u << h.stream);
   sl.stream_start[h.stream] = now;
   if (!sl.timing.empty()) sl.timing[op_index].start_s = now;
   sl.account.touch(now);
@@ -634,7 +634,7 @@ void SimExecutor::complete_op(int32_t slot, uint32_t op_index, bool failed) {
   last_end_s_ = std::max(last_end_s_, now);
   ++ops_done_;
   if (progress_ && (ops_done_ & 0xfff) == 0) progress_->update(ops_done_);
-  sl.busy &= ~(1u << st);
+  sl.busy = static_cast<uint8_t>(sl.busy & ~(1u << st));
   ++sl.stream_pos[st];
   if (job_failed_) return;
   issue_ready(slot);
