@@ -52,11 +52,10 @@
 //                               # must not overlap; every index must exist in the fabric
 //   model = "A100-SXM-40GB"     # a catalogue entry, as [gpu] model (not "custom"); any
 //                               # catalogue key written here overrides it. The kernels' speed,
-//                               # the NVLink bandwidth (nvlink_bw_bytes_per_s) and the HBM
-//                               # capacity of the memory check follow the group's model;
-//                               # PCIe and NICs are the server's, the NVLink efficiency the
-//                               # cluster's [gpu]. Mixed models turn the symmetric shortcut
-//                               # off (every rank is executed on its own GPU's model).
+//                               # the NVLink bandwidth (nvlink_bw_bytes_per_s) and efficiency,
+//                               # and the HBM capacity of the memory check follow the group's
+//                               # model; PCIe and NICs are the server's. Mixed models turn the
+//                               # symmetric shortcut off (every rank runs its own GPU's model).
 //
 //   [network]                   # congestion control and PFC: keys in network_section.cpp
 //   congestion_control = "none" # none | dcqcn | swift | hybrid

@@ -126,6 +126,13 @@ SimReport run_in_process(const schedules::Schedule& schedule, const topology::Fa
   options.nccl = resolve_nccl(user_options.nccl, spec);
   detail::NetworkPaths paths(fabric, options.seed, options.ecmp, *options.nvlink_efficiency,
                              *options.network_efficiency, options.nccl.pxn);
+  if (!user_options.nvlink_efficiency && !spec.gpu_groups.empty()) // each group its NVLink generation's
+    for (size_t l = 0; l < fabric.links().size(); ++l) {
+      const topology::Link& link = fabric.links()[l];
+      if (link.kind != topology::LinkKind::NvLink) continue;
+      const int64_t server = fabric.server_of_gpu(fabric.vertices()[link.a].index);
+      paths.set_nvlink_efficiency(static_cast<uint32_t>(l), topology::gpu_of_server(spec, server).nvlink.efficiency);
+    }
   if (options.faults != nullptr) apply_link_degradations(*options.faults, options, paths);
   // The executed pipeline (symmetric runs): the one holding the most slowed GPU of a
   // fault plan, since every DP/TP collective makes its whole stage wait for it. Runs

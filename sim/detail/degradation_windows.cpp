@@ -39,8 +39,7 @@ DegradationWindows::DegradationWindows(const NetworkPaths& paths, std::vector<De
 
 size_t DegradationWindows::epoch_of(double t) const {
   // the last epoch starting at or before t (epoch 0 starts at −∞)
-  return static_cast<size_t>(std::upper_bound(epoch_start_.begin(), epoch_start_.end(), t) - epoch_start_.begin()) -
-         1;
+  return static_cast<size_t>(std::upper_bound(epoch_start_.begin(), epoch_start_.end(), t) - epoch_start_.begin()) - 1;
 }
 
 double DegradationWindows::factor(uint32_t link, double t) const {
@@ -166,9 +165,9 @@ double DegradationWindows::closed_form_s(const CollectivePlan& plan,
     const Flows& flows = phase_flows(phase.transfers, gpu_groups);
     double phase_s = 0;
     for (size_t f = 0; f < flows.latency.size(); ++f) {
-      const double lat = with_latency ? std::max(phase.nccl_latency_s,
-                                                 static_cast<double>(phase.latency_steps) * flows.latency[f])
-                                      : 0.0;
+      const double lat =
+          with_latency ? std::max(phase.nccl_latency_s, static_cast<double>(phase.latency_steps) * flows.latency[f])
+                       : 0.0;
       const double move = phase.bytes_per_step > 0 ? transfer_s(&flows.rate[f * epochs], t + lat, work) : 0.0;
       phase_s = std::max(phase_s, lat + move);
     }

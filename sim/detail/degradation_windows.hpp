@@ -42,8 +42,8 @@ public:
   /// Bandwidth factor of `link` at time `t` (1 outside its windows).
   double factor(uint32_t link, double t) const;
   /// Seconds `plan` takes when started at `start_s` by every group of `gpu_groups`.
-  double closed_form_s(const CollectivePlan& plan, const std::vector<std::vector<int64_t>>& gpu_groups,
-                       double start_s, bool with_latency = true) const;
+  double closed_form_s(const CollectivePlan& plan, const std::vector<std::vector<int64_t>>& gpu_groups, double start_s,
+                       bool with_latency = true) const;
   /// One point-to-point transfer on an otherwise idle fabric, started at `start_s`.
   double p2p_s(int64_t src_gpu, int64_t dst_gpu, double bytes, int channels, double start_s) const;
 

@@ -35,6 +35,11 @@ public:
   /// about (the first of gpu_groups) and count its symmetric images' flows at the
   /// nominal bandwidth: an image crossing the link is slowed when it runs itself.
   void degrade_link(uint32_t link, double factor);
+  /// Sets an NVLink link's achieved bandwidth to its raw bandwidth × `efficiency` (mixed
+  /// GPU models: a group's NVLink generation has its own; call before degrade_link()).
+  void set_nvlink_efficiency(uint32_t link, double efficiency) {
+    link_bw_[link] = nominal_bw_[link] = fabric_.links()[link].bw_bytes_per_s * efficiency;
+  }
   /// Bandwidth of `link` before degrade_link().
   double nominal_link_bw(uint32_t link) const { return nominal_bw_[link]; }
   /// Degradations in time windows (degradation_windows.hpp); null when there are none.

@@ -126,8 +126,7 @@ TEST_CASE("degradation windows: a send across a window's end in both modes, by h
   }
 }
 
-TEST_CASE("degradation windows: a window over the whole run equals a whole-run degradation",
-          "[sim][faults][windows]") {
+TEST_CASE("degradation windows: a window over the whole run equals a whole-run degradation", "[sim][faults][windows]") {
   OneSend job;
   const auto link = job.nic_link();
   const auto whole = plan_of({window(link, 0.3, 0, faults::kForever)});

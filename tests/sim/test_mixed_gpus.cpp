@@ -7,6 +7,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <string>
 
 #include "config/cluster_file.hpp"
 #include "config/error.hpp"
@@ -148,8 +150,16 @@ SimReport tp_all_reduce(const topology::ClusterSpec& spec, SimMode mode) {
 
 TEST_CASE("mixed GPU models: each server's NVLink has its own model's bandwidth", "[sim][mixed_gpus]") {
   const auto a100 = config::load_cluster("tiny-2tier");
-  const auto h100 =
-      config::load_cluster(cluster_file("all-h100", "[[gpu_groups]]\nservers = \"0-3\"\nmodel = \"H100-SXM\"\n"));
+  // tiny-2tier with H100s for [gpu]: NVLink4's bandwidth and efficiency everywhere
+  const auto h100_path = std::filesystem::temp_directory_path() / "twinscale-mixed-gpus" / "all-h100.toml";
+  {
+    std::ifstream in(std::string(TWINSCALE_SOURCE_DIR) + "/presets/clusters/tiny-2tier.toml");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    text.replace(text.find("A100-SXM-80GB"), 13, "H100-SXM");
+    std::ofstream(h100_path) << text;
+  }
+  const auto h100 = config::load_cluster(h100_path.string());
+  REQUIRE(h100.gpu.nvlink.efficiency != a100.gpu.nvlink.efficiency);
   const auto mixed =
       config::load_cluster(cluster_file("mixed-h100", "[[gpu_groups]]\nservers = \"2-3\"\nmodel = \"H100-SXM\"\n"));
   REQUIRE(mixed.gpu_groups[0].gpu.nvlink_bw_bytes_per_s > a100.gpu.nvlink_bw_bytes_per_s);
