@@ -6,6 +6,7 @@
 #include "schedules/calibration.hpp"
 #include "schedules/error.hpp"
 #include "schedules/execution_rules.hpp"
+#include "sim/detail/degradation_windows.hpp"
 
 namespace twinscale::sim::detail {
 
@@ -419,14 +420,15 @@ void SimExecutor::issue_p2p(int32_t slot, uint32_t op_index) {
   const Participant s = send ? Participant{slot, op_index} : other;
   const Participant r = send ? other : Participant{slot, op_index};
   const double bytes = h.value;
-  if (options_.mode == SimMode::Analytic && q.bytes == bytes) {
+  const bool windows = paths_.windows() != nullptr; // closed forms then depend on the start time
+  if (options_.mode == SimMode::Analytic && q.bytes == bytes && !windows) {
     CommTask task;
     task.closed_form_s = q.closed_form_s;
     start_comm(std::array<Participant, 2>{s, r}, std::move(task));
     return;
   }
   CommTask task = p2p_task(src, dst, bytes);
-  if (task.closed_form_s >= 0) {
+  if (task.closed_form_s >= 0 && !windows) {
     q.bytes = bytes;
     q.closed_form_s = task.closed_form_s;
   }
@@ -511,7 +513,8 @@ CommTask SimExecutor::collective_task(const HotOp& op, int64_t rank, GroupState&
   const ClosedFormKey key{(static_cast<uint64_t>(op.kind) << 40) | (static_cast<uint64_t>(op.group) << 32) |
                               static_cast<uint64_t>(members[0]),
                           op.value};
-  if (closed) {
+  const DegradationWindows* windows = paths_.windows(); // closed forms depend on the start time
+  if (closed && windows == nullptr) {
     if (auto it = closed_form_cache_.find(key); it != closed_form_cache_.end()) {
       task.closed_form_s = it->second;
       remember(task.closed_form_s);
@@ -525,6 +528,10 @@ CommTask SimExecutor::collective_task(const HotOp& op, int64_t rank, GroupState&
     gpu_groups.push_back(std::move(gpus));
   }
   if (!closed) return collectives_.flow_task(op.kind, op.value, gpu_groups, /*merged=*/shortcuts_);
+  if (windows != nullptr) {
+    task.closed_form_s = collectives_.closed_form_s(op.kind, op.value, gpu_groups, backend_->now());
+    return task;
+  }
   task.closed_form_s = collectives_.closed_form_s(op.kind, op.value, gpu_groups);
   closed_form_cache_.emplace(key, task.closed_form_s);
   remember(task.closed_form_s);
@@ -545,7 +552,10 @@ CommTask SimExecutor::p2p_task(int64_t src_rank, int64_t dst_rank, double bytes)
     }
   }
   if (options_.mode == SimMode::Analytic || src == dst) {
-    task.closed_form_s = src == dst ? 0.0 : paths_.p2p_s(src, dst, bytes, options_.channels);
+    const DegradationWindows* windows = paths_.windows();
+    task.closed_form_s = src == dst           ? 0.0
+                         : windows != nullptr ? windows->p2p_s(src, dst, bytes, options_.channels, backend_->now())
+                                              : paths_.p2p_s(src, dst, bytes, options_.channels);
     return task;
   }
   const auto channels = static_cast<uint32_t>(options_.channels);
