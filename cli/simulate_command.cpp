@@ -2,6 +2,7 @@
 // SimGrid model (flow mode) or the analytical model; print iteration time, tokens/s,
 // TFLOP/s per GPU, MFU and where the time goes (aggregate and per pipeline stage).
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -238,6 +239,13 @@ int run_simulate(const SimulateArgs& a) {
   if (!a.run_dir.empty() && a.hang_rank < 0)
     throw config::ConfigError(
         "--run-dir: simulate writes per-rank state files only for a hung run (add --hang-rank R)");
+  if (!a.run_dir.empty()) {
+    // made before the run: a trace streamed into it (--trace DIR/trace.tstrace) opens its file first
+    std::error_code ec;
+    std::filesystem::create_directories(a.run_dir, ec);
+    if (ec)
+      throw config::ConfigError("--run-dir " + a.run_dir + ": cannot create the directory (" + ec.message() + ")");
+  }
   if (a.hang_rank >= 0) scenario.set_hang(a.hang_rank, a.hang_at_s);
   const schedules::Schedule& schedule = scenario.schedule();
   const std::string& cluster_name = scenario.cluster_name();
