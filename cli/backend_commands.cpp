@@ -15,6 +15,7 @@
 #include "cli/checked_options.hpp"
 #include "cli/commands.hpp"
 #include "cli/job_args.hpp"
+#include "schedules/binary_trace.hpp"
 #include "schedules/error.hpp"
 #include "schedules/schedule_json.hpp"
 #include "schedules/trace.hpp"
@@ -155,9 +156,13 @@ int run_command(const RunArgs& a) {
     std::cout << j.dump(1) << std::endl;
   }
   if (out.trace && !a.trace.empty()) {
-    std::ostringstream text;
-    schedules::write_chrome_trace(*out.trace, schedule, text);
-    write_file_atomically(a.trace, text.str());
+    if (schedules::is_binary_trace_path(a.trace)) {
+      schedules::write_binary_trace(*out.trace, schedule, a.trace);
+    } else {
+      std::ostringstream text;
+      schedules::write_chrome_trace(*out.trace, schedule, text);
+      write_file_atomically(a.trace, text.str());
+    }
     std::fprintf(stderr, "twinscale run: trace of %zu ops written to %s\n", out.trace->events.size(), a.trace.c_str());
   }
   const bool ok = out.all_ranks_completed;

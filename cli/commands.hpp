@@ -22,5 +22,6 @@ void add_sweep_command(CLI::App& app, Action& action);      // sweep, sweep show
 void add_diagnose_command(CLI::App& app, Action& action);   // stragglers, links, hangs, late launchers
 void add_report_command(CLI::App& app, Action& action);     // the HTML report of a run
 void add_jobs_command(CLI::App& app, Action& action);       // simulate-jobs: several jobs, one fabric
+void add_trace_command(CLI::App& app, Action& action);      // trace convert, trace info (.tstrace)
 
 } // namespace twinscale::cli

@@ -1,5 +1,5 @@
 // `twinscale diagnose RUN`: stragglers, slow hosts, slow links, hangs and late launchers
-// of a run. RUN is a Chrome trace, a per-rank CSV (simulate --per-rank-csv) or the
+// of a run. RUN is a Chrome or binary (.tstrace) trace, a per-rank CSV (simulate --per-rank-csv) or the
 // directory `twinscale run --run-dir` left (its trace.json and rank-<r>.json states).
 // Exit status: 0 nothing found, 4 findings, 1 unreadable input.
 #include <filesystem>
@@ -18,6 +18,7 @@
 #include "diagnose/diagnosis.hpp"
 #include "diagnose/error.hpp"
 #include "diagnose/html_report.hpp"
+#include "schedules/binary_trace.hpp"
 #include "schedules/trace.hpp"
 
 namespace twinscale::cli {
@@ -86,8 +87,12 @@ diagnose::RunData read_run(const std::string& path, const DiagnoseInputOptions& 
   if (fs::is_directory(path)) {
     const int64_t world = o.world > 0 ? o.world : world_of_run_dir(path);
     const std::string trace = (fs::path(path) / "trace.json").string();
+    const std::string binary = (fs::path(path) / "trace.tstrace").string();
     diagnose::RunData data;
-    if (fs::exists(trace)) {
+    if (fs::exists(binary)) {
+      data = diagnose::from_binary_trace(schedules::BinaryTraceReader(binary), o.gpus_per_host, o.layout);
+      data.source = path;
+    } else if (fs::exists(trace)) {
       data = diagnose::from_trace(schedules::read_chrome_trace_file(trace), path, o.gpus_per_host);
     } else {
       data.source = path;
@@ -104,11 +109,17 @@ diagnose::RunData read_run(const std::string& path, const DiagnoseInputOptions& 
   }
   if (!fs::is_regular_file(path))
     throw diagnose::DiagnoseError(path + ": no such file or directory (a trace, a per-rank CSV or a run directory)");
-  std::ifstream head(path);
-  std::string first;
-  std::getline(head, first);
+  std::ifstream head(path, std::ios::binary);
+  std::string first(8, '\0');
+  head.read(first.data(), 8); // a binary trace's magic number, or the start of a CSV header
+  first.resize(static_cast<size_t>(head.gcount()));
+  std::string line;
+  if (head && first != "TWSTRACE" && !schedules::is_binary_trace_path(path)) std::getline(head, line);
+  first += line;
   diagnose::RunData data;
-  if (first.rfind("rank,", 0) == 0)
+  if (schedules::is_binary_trace_path(path) || first.rfind("TWSTRACE", 0) == 0)
+    data = diagnose::from_binary_trace(schedules::BinaryTraceReader(path), o.gpus_per_host, o.layout);
+  else if (first.rfind("rank,", 0) == 0)
     data = diagnose::read_per_rank_csv(slurp(path), path, o.gpus_per_host);
   else
     data = diagnose::from_trace(schedules::read_chrome_trace_file(path), path, o.gpus_per_host);

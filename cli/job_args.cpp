@@ -2,6 +2,8 @@
 
 #include <cstdio>
 #include <fstream>
+#include <set>
+#include <sstream>
 #include <stdexcept>
 #include <unistd.h>
 
@@ -85,6 +87,36 @@ void write_file_atomically(const std::string& path, const std::string& text) {
     std::remove(tmp.c_str());
     throw twinscale::Error(path + ": cannot rename " + tmp + " into place");
   }
+}
+
+/// "0-7,64,100-103" → sorted ranks; usage errors name the bad piece.
+std::vector<int64_t> parse_ranks(const std::string& text, int64_t world) {
+  std::set<int64_t> out;
+  std::stringstream ss(text);
+  std::string piece;
+  while (std::getline(ss, piece, ',')) {
+    if (piece.empty()) continue;
+    int64_t a = 0, b = 0;
+    const auto dash = piece.find('-');
+    try {
+      size_t used = 0;
+      if (dash == std::string::npos) {
+        a = b = std::stoll(piece, &used);
+        if (used != piece.size()) throw std::invalid_argument(piece);
+      } else {
+        a = std::stoll(piece.substr(0, dash), &used);
+        if (used != dash) throw std::invalid_argument(piece);
+        b = std::stoll(piece.substr(dash + 1), &used);
+        if (used != piece.size() - dash - 1) throw std::invalid_argument(piece);
+      }
+    } catch (const std::exception&) {
+      throw config::ConfigError("--ranks: '" + piece + "' is not a rank or a range A-B (e.g. 0-7,64)");
+    }
+    if (a < 0 || b < a || b >= world)
+      throw config::ConfigError("--ranks: '" + piece + "' outside 0.." + std::to_string(world - 1));
+    for (int64_t r = a; r <= b; ++r) out.insert(r);
+  }
+  return {out.begin(), out.end()};
 }
 
 } // namespace twinscale::cli

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -45,6 +46,9 @@ double gpu_memory_bytes(const std::string& cluster, std::optional<double> overri
 
 /// Writes `text` to `path` atomically (a temporary next to it, then rename).
 /// Throws twinscale::Error naming the path on failure.
+/// "0-7,64,100-103" → sorted ranks below `world`; config::ConfigError naming the bad piece.
+std::vector<int64_t> parse_ranks(const std::string& text, int64_t world);
+
 void write_file_atomically(const std::string& path, const std::string& text);
 
 } // namespace twinscale::cli

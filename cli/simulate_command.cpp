@@ -2,6 +2,7 @@
 // SimGrid model (flow mode) or the analytical model; print iteration time, tokens/s,
 // TFLOP/s per GPU, MFU and where the time goes (aggregate and per pipeline stage).
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -19,6 +20,7 @@
 #include "config/error.hpp"
 #include "config/gpu_speeds.hpp"
 #include "config/scenario.hpp"
+#include "schedules/binary_trace.hpp"
 #include "schedules/calibration_coverage.hpp"
 #include "schedules/schedule.hpp"
 #include "schedules/trace.hpp"
@@ -82,36 +84,6 @@ void write_sim_run_dir(const std::string& dir, const sim::SimReport& r, const co
                                               w.peers, w.waiting_s});
     backend::write_rank_state(dir, st);
   }
-}
-
-/// "0-7,64,100-103" → sorted ranks; usage errors name the bad piece.
-std::vector<int64_t> parse_ranks(const std::string& text, int64_t world) {
-  std::set<int64_t> out;
-  std::stringstream ss(text);
-  std::string piece;
-  while (std::getline(ss, piece, ',')) {
-    if (piece.empty()) continue;
-    int64_t a = 0, b = 0;
-    const auto dash = piece.find('-');
-    try {
-      size_t used = 0;
-      if (dash == std::string::npos) {
-        a = b = std::stoll(piece, &used);
-        if (used != piece.size()) throw std::invalid_argument(piece);
-      } else {
-        a = std::stoll(piece.substr(0, dash), &used);
-        if (used != dash) throw std::invalid_argument(piece);
-        b = std::stoll(piece.substr(dash + 1), &used);
-        if (used != piece.size() - dash - 1) throw std::invalid_argument(piece);
-      }
-    } catch (const std::exception&) {
-      throw config::ConfigError("--ranks: '" + piece + "' is not a rank or a range A-B (e.g. 0-7,64)");
-    }
-    if (a < 0 || b < a || b >= world)
-      throw config::ConfigError("--ranks: '" + piece + "' outside 0.." + std::to_string(world - 1));
-    for (int64_t r = a; r <= b; ++r) out.insert(r);
-  }
-  return {out.begin(), out.end()};
 }
 
 std::string fixed(double v, int digits) {
@@ -267,11 +239,22 @@ int run_simulate(const SimulateArgs& a) {
   if (!a.run_dir.empty() && a.hang_rank < 0)
     throw config::ConfigError(
         "--run-dir: simulate writes per-rank state files only for a hung run (add --hang-rank R)");
+  if (!a.run_dir.empty()) {
+    // made before the run: a trace streamed into it (--trace DIR/trace.tstrace) opens its file first
+    std::error_code ec;
+    std::filesystem::create_directories(a.run_dir, ec);
+    if (ec)
+      throw config::ConfigError("--run-dir " + a.run_dir + ": cannot create the directory (" + ec.message() + ")");
+  }
   if (a.hang_rank >= 0) scenario.set_hang(a.hang_rank, a.hang_at_s);
   const schedules::Schedule& schedule = scenario.schedule();
   const std::string& cluster_name = scenario.cluster_name();
   // A calibrated run records the trace of its executed ranks for the coverage report.
-  if (!a.trace_file.empty() || !a.calibration_file.empty())
+  // A .tstrace of every executed rank is streamed to its file during the run; chosen
+  // ranks (--ranks) and Chrome traces are recorded in memory and written after it.
+  const bool streamed = !a.trace_file.empty() && schedules::is_binary_trace_path(a.trace_file) && a.ranks.empty();
+  if (streamed) scenario.stream_binary_trace(a.trace_file);
+  if ((!a.trace_file.empty() && !streamed) || !a.calibration_file.empty())
     scenario.record_trace(a.ranks.empty() ? std::vector<int64_t>{} : parse_ranks(a.ranks, schedule.world()));
   scenario.check_fits();
   std::cerr << "twinscale simulate: " << schedule.world() << " ranks, " << schedule.programs.size()
@@ -280,10 +263,14 @@ int run_simulate(const SimulateArgs& a) {
   std::cerr << "twinscale simulate: " << r.executed_ranks << " ranks executed, " << r.ops_executed << " ops, "
             << r.flows << " flows, wall " << fixed(r.wall_s, 3) << " s\n";
 
-  if (!a.trace_file.empty()) {
-    std::ostringstream t;
-    schedules::write_chrome_trace(r.trace, schedule, t);
-    write_file_atomically(a.trace_file, t.str());
+  if (!a.trace_file.empty() && !streamed) {
+    if (schedules::is_binary_trace_path(a.trace_file)) {
+      schedules::write_binary_trace(r.trace, schedule, a.trace_file);
+    } else {
+      std::ostringstream t;
+      schedules::write_chrome_trace(r.trace, schedule, t);
+      write_file_atomically(a.trace_file, t.str());
+    }
   }
   if (!a.per_rank_csv.empty()) write_file_atomically(a.per_rank_csv, sim::per_rank_csv(r));
   if (!a.link_csv.empty()) write_file_atomically(a.link_csv, sim::link_load_csv(r, scenario.fabric()));
@@ -339,7 +326,9 @@ void add_simulate_command(CLI::App& app, Action& action) {
                   "with --speed-variation: probability in [0, 1] that a server is slow (drawn per seed)");
   cmd->add_option("--slow-host-factor", args->slow_host_factor,
                   "with --speed-variation: time multiplier (>= 1) of a slow server's GPUs");
-  cmd->add_option("--trace", args->trace_file, "write a Chrome trace (Perfetto) of the executed ranks");
+  cmd->add_option("--trace", args->trace_file,
+                  "write a trace of the executed ranks: FILE.tstrace the compact binary trace (streamed, every rank), "
+                  "otherwise Chrome JSON (Perfetto)");
   cmd->add_option("--ranks", args->ranks, "ranks to trace, e.g. 0-7,64");
   cmd->add_option("--per-rank-csv", args->per_rank_csv, "write rank,tp,pp,dp,forward_s,backward_s,comm_wait_s");
   cmd->add_option("--link-csv", args->link_csv,

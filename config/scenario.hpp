@@ -85,6 +85,8 @@ public:
   }
   /// Records a trace of `ranks` (empty: every executed rank) in the next simulate().
   void record_trace(std::vector<int64_t> ranks);
+  /// Streams every executed rank's op events into the `.tstrace` file `path` during the run.
+  void stream_binary_trace(std::string path) { options_.binary_trace = std::move(path); }
   sim::SimReport simulate() const;
 
 private:

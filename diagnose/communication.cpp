@@ -3,46 +3,68 @@
 #include <map>
 #include <sstream>
 
+#include "diagnose/comm_summary.hpp"
 #include "diagnose/diagnosis.hpp"
 
 namespace twinscale::diagnose {
 
 namespace {
 
-bool is_collective(schedules::Stream s) { return s == schedules::Stream::TpComm || s == schedules::Stream::DpComm; }
+/// The reduction of a Chrome trace's CommEvents (in rank order); a binary trace's is
+/// made as it is read (binary_input.cpp).
+CommSummary summarize(const RunData& d) {
+  std::vector<const CommEvent*> order;
+  order.reserve(d.comms.size());
+  for (const CommEvent& c : d.comms) order.push_back(&c);
+  std::stable_sort(order.begin(), order.end(), [](auto* a, auto* b) { return a->rank < b->rank; });
+  std::map<std::string, uint32_t> index;
+  std::vector<std::string> names;
+  CommReducer r(d.layout, static_cast<int64_t>(d.ranks.size()));
+  for (const CommEvent* c : order) {
+    const auto [it, fresh] = index.try_emplace(c->name, static_cast<uint32_t>(names.size()));
+    if (fresh) names.push_back(c->name);
+    r.add(c->rank, c->step, c->stream, c->op_index, c->occurrence, c->start_s, c->end_s, c->failed, it->second);
+  }
+  return r.finish(std::move(names), d.steps());
+}
+
+/// d.comm_summary when the reader made it, else the reduction of d.comms (in `scratch`).
+const CommSummary& summary_of(const RunData& d, CommSummary& scratch) {
+  if (d.comm_summary.present || d.comms.empty()) return d.comm_summary;
+  scratch = summarize(d);
+  return scratch;
+}
 
 } // namespace
 
 void find_late_launchers(const RunData& d, const DiagnoseOptions& o, Diagnosis& out) {
-  if (d.comms.empty()) return;
-  // Per (rank, step): the last collective the rank launched, and the step's span.
-  std::map<std::pair<int64_t, int32_t>, const CommEvent*> last;
-  std::map<std::pair<int64_t, int32_t>, std::pair<double, double>> span;
-  for (const CommEvent& c : d.comms) {
-    const auto key = std::make_pair(c.rank, c.step);
-    auto [sp, fresh] = span.try_emplace(key, c.start_s, c.end_s);
-    if (!fresh) sp->second = {std::min(sp->second.first, c.start_s), std::max(sp->second.second, c.end_s)};
-    if (!is_collective(c.stream)) continue;
-    const CommEvent*& l = last[key];
-    if (!l || c.op_index > l->op_index) l = &c;
-  }
-  // Peers' median launch of that collective, per (peer group, step).
+  CommSummary scratch;
+  const CommSummary& s = summary_of(d, scratch);
+  if (!s.present) return;
+  // Per (peer group, step): the launches of the last collective, and the steps' spans.
   std::map<std::pair<int64_t, int32_t>, std::vector<double>> starts, spans;
-  for (const auto& [key, c] : last) {
-    const int64_t g = d.ranks[static_cast<size_t>(key.first)].peer_group;
-    starts[{g, key.second}].push_back(c->start_s);
-    spans[{g, key.second}].push_back(span[key].second - span[key].first);
-  }
+  for (size_t rank = 0; rank < s.steps.size() && rank < d.ranks.size(); ++rank)
+    for (size_t step = 0; step < s.steps[rank].size(); ++step) {
+      const StepComms& c = s.steps[rank][step];
+      if (!c.collective) continue;
+      const int64_t g = d.ranks[rank].peer_group;
+      starts[{g, static_cast<int32_t>(step)}].push_back(c.last_start);
+      spans[{g, static_cast<int32_t>(step)}].push_back(c.last_end - c.first_start);
+    }
   std::map<std::pair<int64_t, int32_t>, std::pair<double, double>> ref; // median start, median span
   for (const auto& [k, v] : starts) ref[k] = {median(v), median(spans[k])};
   std::map<int64_t, std::vector<std::pair<int32_t, double>>> late_of_rank; // rank → (step, lateness)
-  for (const auto& [key, c] : last) {
-    const int64_t g = d.ranks[static_cast<size_t>(key.first)].peer_group;
-    if (starts[{g, key.second}].size() < 3) continue;
-    const auto [m, step_s] = ref[{g, key.second}];
-    const double late = c->start_s - m;
-    if (step_s > 0 && late >= o.late_fraction * step_s) late_of_rank[key.first].push_back({key.second, late / step_s});
-  }
+  for (size_t rank = 0; rank < s.steps.size() && rank < d.ranks.size(); ++rank)
+    for (size_t step = 0; step < s.steps[rank].size(); ++step) {
+      const StepComms& c = s.steps[rank][step];
+      if (!c.collective) continue;
+      const std::pair<int64_t, int32_t> key{d.ranks[rank].peer_group, static_cast<int32_t>(step)};
+      if (starts[key].size() < 3) continue;
+      const auto [m, step_s] = ref[key];
+      const double late = c.last_start - m;
+      if (step_s > 0 && late >= o.late_fraction * step_s)
+        late_of_rank[static_cast<int64_t>(rank)].push_back({static_cast<int32_t>(step), late / step_s});
+    }
   for (const auto& [rank, late] : late_of_rank) {
     if (rank < static_cast<int64_t>(out.scores.size()))
       out.scores[static_cast<size_t>(rank)].late_launches = late.size();
@@ -67,67 +89,62 @@ void find_late_launchers(const RunData& d, const DiagnoseOptions& o, Diagnosis& 
 }
 
 void find_slow_links(const RunData& d, const DiagnoseOptions& o, Diagnosis& out) {
-  if (d.comms.empty()) return;
-  if (!d.layout) {
-    out.notes.push_back("slow links: the layout (--layout TPxPPxDP) is needed to know each collective's group");
+  CommSummary scratch;
+  const CommSummary& s = summary_of(d, scratch);
+  if (!s.present) return;
+  if (!s.grouped) {
+    out.notes.push_back(s.note);
     return;
   }
   const schedules::Layout& L = *d.layout;
-  if (L.world() != static_cast<int64_t>(d.ranks.size())) {
-    out.notes.push_back("slow links: --layout does not match the trace's " + std::to_string(d.ranks.size()) +
-                        " ranks; not analysed");
-    return;
+  // Each instance against the same collective (stream, step, occurrence) of the other
+  // groups of its pipeline stage: runs of equal (stream, step, occurrence) are adjacent.
+  const int64_t world = L.world();
+  std::vector<std::vector<double>> excess_tp(static_cast<size_t>(world)), excess_dp(static_cast<size_t>(world));
+  std::vector<uint32_t> name_tp(static_cast<size_t>(world)), name_dp(static_cast<size_t>(world));
+  const auto& all = s.collectives;
+  std::map<int64_t, std::vector<double>> by_stage;
+  std::map<int64_t, double> median_of_stage;
+  for (size_t b = 0; b < all.size();) {
+    size_t e = b;
+    while (e < all.size() && all[e].stream == all[b].stream && all[e].step == all[b].step &&
+           all[e].occurrence == all[b].occurrence)
+      ++e;
+    by_stage.clear();
+    median_of_stage.clear();
+    for (size_t i = b; i < e; ++i) by_stage[L.coord(all[i].leader).pp].push_back(all[i].transfer_s);
+    for (auto& [stage, v] : by_stage) median_of_stage[stage] = v.size() < 3 ? 0.0 : median(std::move(v));
+    const bool tp = all[b].stream == static_cast<uint8_t>(schedules::Stream::TpComm);
+    for (size_t i = b; i < e; ++i) {
+      const double m = median_of_stage[L.coord(all[i].leader).pp];
+      if (m <= 0) continue;
+      const auto leader = static_cast<size_t>(all[i].leader);
+      (tp ? excess_tp : excess_dp)[leader].push_back(all[i].transfer_s / m - 1);
+      (tp ? name_tp : name_dp)[leader] = all[i].name;
+    }
+    b = e;
   }
-  // One collective instance: (stream, step, occurrence, group leader) → arrivals and end.
-  struct Instance {
-    double last_start = 0, end = 0;
-    int64_t members = 0;
-    std::string name;
-  };
-  std::map<std::tuple<int, int32_t, int64_t, int64_t>, Instance> inst;
-  for (const CommEvent& c : d.comms) {
-    if (!is_collective(c.stream) || c.failed) continue;
-    const auto kind = c.stream == schedules::Stream::TpComm ? schedules::GroupKind::Tp : schedules::GroupKind::Dp;
-    const int64_t leader = L.group_members(kind, c.rank).front();
-    Instance& i = inst[{static_cast<int>(c.stream), c.step, c.occurrence, leader}];
-    i.last_start = i.members ? std::max(i.last_start, c.start_s) : c.start_s;
-    i.end = std::max(i.end, c.end_s);
-    i.name = c.name;
-    ++i.members;
-  }
-  // Compare each instance with the same collective of the other groups of its stage.
-  std::map<std::tuple<int, int32_t, int64_t, int64_t>, std::vector<double>> peers; // key with leader → stage
-  for (const auto& [k, i] : inst)
-    peers[{std::get<0>(k), std::get<1>(k), std::get<2>(k), L.coord(std::get<3>(k)).pp}].push_back(i.end - i.last_start);
-  std::map<std::pair<int, int64_t>, std::vector<double>> excess_of_group; // (stream, leader) → excesses
-  std::map<std::pair<int, int64_t>, std::string> name_of_group;
-  for (const auto& [k, i] : inst) {
-    const auto& v = peers[{std::get<0>(k), std::get<1>(k), std::get<2>(k), L.coord(std::get<3>(k)).pp}];
-    if (v.size() < 3) continue;
-    const double m = median(v);
-    if (m <= 0) continue;
-    excess_of_group[{std::get<0>(k), std::get<3>(k)}].push_back((i.end - i.last_start) / m - 1);
-    name_of_group[{std::get<0>(k), std::get<3>(k)}] = i.name;
-  }
-  for (const auto& [k, ex] : excess_of_group) {
-    const double typical = median(ex);
-    if (typical < o.link_excess) continue;
-    const auto kind =
-        k.first == static_cast<int>(schedules::Stream::TpComm) ? schedules::GroupKind::Tp : schedules::GroupKind::Dp;
-    Finding f;
-    f.kind = FindingKind::SlowLink;
-    f.ranks = L.group_members(kind, k.second);
-    f.excess = typical;
-    f.score = static_cast<double>(ex.size());
-    std::ostringstream det;
-    det.setf(std::ios::fixed);
-    det.precision(1);
-    det << (kind == schedules::GroupKind::Tp ? "tp" : "dp") << " group of rank " << k.second << ": collectives take "
-        << 100 * typical << " % longer than the same collectives of other groups (median of " << ex.size() << ", e.g. "
-        << name_of_group[k] << ")";
-    f.detail = det.str();
-    out.findings.push_back(std::move(f));
-  }
+  for (const bool tp : {true, false})
+    for (int64_t leader = 0; leader < world; ++leader) {
+      const auto& ex = (tp ? excess_tp : excess_dp)[static_cast<size_t>(leader)];
+      if (ex.empty()) continue;
+      const double typical = median(ex);
+      if (typical < o.link_excess) continue;
+      const auto kind = tp ? schedules::GroupKind::Tp : schedules::GroupKind::Dp;
+      Finding f;
+      f.kind = FindingKind::SlowLink;
+      f.ranks = L.group_members(kind, leader);
+      f.excess = typical;
+      f.score = static_cast<double>(ex.size());
+      std::ostringstream det;
+      det.setf(std::ios::fixed);
+      det.precision(1);
+      det << (tp ? "tp" : "dp") << " group of rank " << leader << ": collectives take " << 100 * typical
+          << " % longer than the same collectives of other groups (median of " << ex.size() << ", e.g. "
+          << s.names[(tp ? name_tp : name_dp)[static_cast<size_t>(leader)]] << ")";
+      f.detail = det.str();
+      out.findings.push_back(std::move(f));
+    }
 }
 
 void find_slow_links_from_loads(const RunData& d, const DiagnoseOptions& o, Diagnosis& out) {

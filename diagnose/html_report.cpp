@@ -82,7 +82,11 @@ json payload(const RunData& d, const Diagnosis& diag, const ReportOptions& o) {
   const std::set<int64_t> lane_set(lanes.begin(), lanes.end());
   std::map<std::string, int64_t> name_index;
   json names = json::array(), events = json::array();
-  for (const schedules::TraceRecord& r : d.records) {
+  // A binary trace's events are not held: the chosen ranks' blocks are read back.
+  const std::vector<schedules::TraceRecord> lane_records =
+      d.records.empty() && !d.binary_trace.empty() ? schedules::BinaryTraceReader(d.binary_trace).records(lanes)
+                                                   : std::vector<schedules::TraceRecord>{};
+  for (const schedules::TraceRecord& r : d.records.empty() ? lane_records : d.records) {
     if (!lane_set.count(r.rank)) continue;
     const auto [it, fresh] = name_index.try_emplace(r.name, static_cast<int64_t>(names.size()));
     if (fresh) names.push_back(r.name);

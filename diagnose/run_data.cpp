@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <sstream>
+#include <tuple>
 
 #include "diagnose/error.hpp"
 
@@ -65,6 +66,10 @@ double parse_seconds(const std::string& s, const std::string& where) {
   return v;
 }
 
+constexpr const char* kCsvHeader = "rank,tp,pp,dp,forward_s,backward_s,comm_wait_s";
+
+} // namespace
+
 void group_hosts(RunData& d, int64_t gpus_per_host) {
   if (gpus_per_host <= 0) throw DiagnoseError("--gpus-per-host must be ≥ 1, got " + std::to_string(gpus_per_host));
   for (RankSeries& r : d.ranks) {
@@ -72,10 +77,6 @@ void group_hosts(RunData& d, int64_t gpus_per_host) {
     while (static_cast<int64_t>(d.hosts.size()) <= r.host) d.hosts.push_back("host" + std::to_string(d.hosts.size()));
   }
 }
-
-constexpr const char* kCsvHeader = "rank,tp,pp,dp,forward_s,backward_s,comm_wait_s";
-
-} // namespace
 
 RunData read_per_rank_csv(const std::string& text, const std::string& source, int64_t gpus_per_host) {
   RunData d;
@@ -186,6 +187,27 @@ void append_steps(RunData& into, const RunData& more) {
   for (CommEvent c : more.comms) {
     c.step += offset;
     into.comms.push_back(std::move(c));
+  }
+  if (into.comm_summary.present || more.comm_summary.present) {
+    if (!into.comms.empty())
+      throw DiagnoseError(more.source + ": Chrome and binary traces of one job cannot be combined; convert one "
+                                        "(twinscale trace convert)");
+    CommSummary& a = into.comm_summary;
+    const CommSummary& b = more.comm_summary;
+    a.present = a.present || b.present;
+    a.steps.resize(into.ranks.size());
+    for (size_t r = 0; r < a.steps.size(); ++r) {
+      a.steps[r].resize(static_cast<size_t>(offset));
+      if (r < b.steps.size()) a.steps[r].insert(a.steps[r].end(), b.steps[r].begin(), b.steps[r].end());
+    }
+    const auto names = static_cast<uint32_t>(a.names.size());
+    a.names.insert(a.names.end(), b.names.begin(), b.names.end());
+    for (CollectiveTime c : b.collectives) {
+      c.step += offset;
+      c.name += names;
+      a.collectives.push_back(c);
+    }
+    std::sort(a.collectives.begin(), a.collectives.end(), instance_order);
   }
   into.source += " + " + more.source;
 }

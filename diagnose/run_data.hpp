@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "diagnose/comm_summary.hpp"
+#include "schedules/binary_trace.hpp"
 #include "schedules/layout.hpp"
 #include "schedules/trace.hpp"
 
@@ -74,7 +76,9 @@ struct RunData {
   std::vector<RankSeries> ranks; // by rank
   std::vector<std::string> hosts;
   std::optional<schedules::Layout> layout;     // known from the CSV columns or given
-  std::vector<CommEvent> comms;                // traces only
+  std::vector<CommEvent> comms;                // Chrome traces only
+  CommSummary comm_summary;                    // binary traces: comms reduced as read
+  std::string binary_trace;                    // the .tstrace read (the report's timeline reads it)
   std::vector<schedules::TraceRecord> records; // traces only: every op (the report's timeline)
   HangEvidence hang;
   std::vector<LinkUse> links;     // flow-mode link loads (`--links`), when given
@@ -91,6 +95,16 @@ RunData read_per_rank_csv(const std::string& text, const std::string& source, in
 /// phase, the busy time of the compute stream; peers are ranks with the same program.
 RunData from_trace(const std::vector<schedules::TraceRecord>& records, const std::string& source,
                    int64_t gpus_per_host);
+
+/// Builds RunData from a binary trace (`.tstrace`) with the same reading as from_trace,
+/// without holding its events: rank blocks are read by `threads` threads, each rank's
+/// compute time summed per step and phase, its communication ops reduced
+/// (comm_summary.hpp) as they are read. `layout` (default: the file's) groups collectives.
+RunData from_binary_trace(const schedules::BinaryTraceReader& reader, int64_t gpus_per_host,
+                          const std::optional<schedules::Layout>& layout, int threads = 2);
+
+/// Hosts of `gpus_per_host` consecutive ranks (host<i>). Throws DiagnoseError when < 1.
+void group_hosts(RunData& data, int64_t gpus_per_host);
 
 /// Appends the steps of `more` (another step of the same job: same ranks, same phases)
 /// to `into`; a run measured one step per file (e.g. per-rank CSVs of successive

@@ -10,13 +10,13 @@
 # the inputs run per harness and the total; exits 1 on any crash, sanitizer report,
 # hang (timeout) or out-of-memory, leaving the input in build-fuzz/artifacts/.
 # The corpora grow in build-fuzz/corpus/<harness>/ across runs.
-# Harnesses: job_toml cluster_toml fault_toml recovery_toml schedule_json trace_json
+# Harnesses: job_toml cluster_toml fault_toml recovery_toml schedule_json trace_json trace_binary
 # calibration_json cli_shapes lower_roundtrip.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
-all=(job_toml cluster_toml fault_toml recovery_toml schedule_json trace_json calibration_json cli_shapes lower_roundtrip)
+all=(job_toml cluster_toml fault_toml recovery_toml schedule_json trace_json trace_binary calibration_json cli_shapes lower_roundtrip)
 harnesses=("$@")
 [ ${#harnesses[@]} -gt 0 ] || harnesses=("${all[@]}")
 cxx=$(command -v clang++ || command -v clang++-14 || true)
@@ -49,7 +49,7 @@ seed cluster_toml "" presets/clusters/*.toml
 seed fault_toml '\x00' presets/faults/*.toml
 seed fault_toml '\x01' fuzz/corpus/fault_toml/*.toml
 seed recovery_toml "" presets/recovery/*.toml
-for h in schedule_json trace_json calibration_json cli_shapes lower_roundtrip; do
+for h in schedule_json trace_json trace_binary calibration_json cli_shapes lower_roundtrip; do
   seed "$h" "" fuzz/corpus/$h/*
 done
 

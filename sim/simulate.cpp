@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include "schedules/error.hpp"
@@ -162,6 +163,11 @@ SimReport run_in_process(const schedules::Schedule& schedule, const topology::Fa
     backend = std::make_unique<detail::AnalyticEngine>(ex, ex.slot_ranks().size(), params.nccl_compute_slowdown);
   else
     backend = std::make_unique<detail::FlowEngine>(ex, paths, ex.gpu_of_slot(), options);
+  std::optional<schedules::BinaryTraceWriter> trace_out;
+  if (!options.binary_trace.empty()) {
+    trace_out.emplace(options.binary_trace, schedule, "sim");
+    ex.set_trace_sink(&*trace_out);
+  }
   ex.attach(backend.get());
   backend->run([&ex]() { ex.start(); });
   ex.check_finished();
@@ -191,6 +197,10 @@ SimReport run_in_process(const schedules::Schedule& schedule, const topology::Fa
   double makespan = ex.last_end_s();
   if (ex.job_failed()) makespan = ex.failure_time_s();
   ex.finish(makespan);
+  if (trace_out) {
+    if (!ex.all_ops_done()) ex.record_running_ops(*trace_out, makespan);
+    trace_out->finish();
+  }
   r.makespan_s = makespan;
   const auto iterations = std::max<int64_t>(1, schedule.job.options.iterations);
   r.iteration_time_s = makespan / static_cast<double>(iterations);

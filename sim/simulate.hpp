@@ -89,7 +89,10 @@ struct SimOptions {
   const schedules::CalibrationTable* calibration = nullptr; // overrides the device model
   bool record_trace = false;                                // fill SimReport::trace
   std::vector<int64_t> trace_ranks;                         // ranks to trace (empty: every executed rank)
-  const faults::FaultPlan* faults = nullptr;                // validated plan (flow mode)
+  /// A `.tstrace` file (schedules/binary_trace.hpp) to stream every executed rank's op
+  /// events into as they complete (no SimReport::trace held in memory); empty: none.
+  std::string binary_trace;
+  const faults::FaultPlan* faults = nullptr; // validated plan (flow mode)
   /// Congestion control and PFC of the cluster's [network] table; the flow mode scales a
   /// flow's bytes by its controller's penalty (sim/congestion/flow_congestion.hpp).
   topology::NetworkCcSpec network;

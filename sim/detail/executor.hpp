@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "common/progress.hpp"
+#include "schedules/binary_trace.hpp"
 #include "schedules/execution_rules.hpp"
 #include "schedules/schedule.hpp"
 #include "sim/detail/collective_task.hpp"
@@ -89,6 +90,11 @@ public:
               std::vector<const DeviceModel*> models = {});
 
   void attach(TimeEngine* backend) { backend_ = backend; }
+  /// Streams every completed op of every slot into `sink` (SimOptions::binary_trace).
+  void set_trace_sink(schedules::BinaryTraceWriter* sink) { trace_sink_ = sink; }
+  /// After a run that did not complete: records the ops still running at `end_s` as
+  /// failed, ending at `end_s` (what the Chrome trace shows for them).
+  void record_running_ops(schedules::BinaryTraceWriter& sink, double end_s) const;
   void start();
   void on_compute_done(int32_t slot, uint32_t op) override;
   void on_comm_done(uint32_t comm_id, bool failed, double stalled_s) override;
@@ -214,8 +220,9 @@ private:
   const NetworkPaths& paths_;
   CollectiveTasks collectives_;
   TimeEngine* backend_ = nullptr;
-  bool symmetric_ = false; // one pipeline stands for all
-  bool shortcuts_ = false; // closed forms inside a server, merged ring steps
+  schedules::BinaryTraceWriter* trace_sink_ = nullptr; // SimOptions::binary_trace
+  bool symmetric_ = false;                             // one pipeline stands for all
+  bool shortcuts_ = false;                             // closed forms inside a server, merged ring steps
 
   schedules::ExecutionRules rules_;           // rules 1-3, one index per program
   std::vector<std::vector<HotOp>> hot_;       // by program × GPU model, then op

@@ -3,6 +3,7 @@
 // state files use (channels of schedules::communicator_of, per-channel sequences of the
 // execution rules: schedules/execution_rules.hpp), so the
 // same hang analysis reads simulated and real runs.
+#include <algorithm>
 #include <map>
 
 #include "schedules/nccl_order.hpp"
@@ -50,6 +51,15 @@ std::vector<RankHangState> SimExecutor::hang_states(double end_s) const {
     out.push_back(std::move(st));
   }
   return out;
+}
+
+void SimExecutor::record_running_ops(schedules::BinaryTraceWriter& sink, double end_s) const {
+  for (const Slot& sl : slots_)
+    for (uint32_t i = 0; i < sl.program->ops.size(); ++i) {
+      const HotOp& h = sl.hot[i];
+      if (h.pos_in_stream == sl.stream_pos[h.stream] && (sl.busy & (1u << h.stream)) != 0)
+        sink.record(sl.rank, i, sl.stream_start[h.stream], std::max(end_s, sl.stream_start[h.stream]), true);
+    }
 }
 
 } // namespace twinscale::sim::detail

@@ -1,0 +1,498 @@
+// The `.tstrace` writer and reader (docs/trace-format.md, "Binary trace").
+#include "schedules/binary_trace.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+
+#include "schedules/error.hpp"
+#include "schedules/execution_rules.hpp"
+#include "schedules/limits.hpp"
+#include "schedules/schedule.hpp"
+
+namespace twinscale::schedules {
+
+namespace {
+
+constexpr char kMagic[8] = {'T', 'W', 'S', 'T', 'R', 'A', 'C', 'E'};
+constexpr uint64_t kHeaderBytes = 64;
+constexpr int64_t kMaxNs = int64_t{1} << 62;
+
+struct Header {
+  char magic[8];
+  uint32_t version, schema;
+  uint64_t world, meta_offset, meta_bytes, file_bytes, meta_hash, events;
+};
+static_assert(sizeof(Header) == kHeaderBytes);
+
+uint64_t fnv1a(const uint8_t* p, size_t n) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
+  return h;
+}
+
+/// The check of an event chunk: word-wise multiply-xor (≈ 0.1 ns a byte, so a 12,288-rank
+/// trace's 2 GB are checked in the time the events are decoded).
+uint64_t chunk_hash(const uint8_t* p, size_t n) {
+  uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w = 0;
+    std::memcpy(&w, p + i, 8);
+    h = (h ^ w) * 0xff51afd7ed558ccdull;
+    h ^= h >> 32;
+  }
+  uint64_t w = 0;
+  std::memcpy(&w, p + i, n - i);
+  h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
+  return h ^ (h >> 29);
+}
+
+uint64_t zigzag(int64_t v) { return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63); }
+int64_t unzigzag(uint64_t v) { return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1); }
+
+void put_varint(std::vector<uint8_t>& out, uint64_t v) {
+  while (v >= 0x80) {
+    out.push_back(static_cast<uint8_t>(v | 0x80));
+    v >>= 7;
+  }
+  out.push_back(static_cast<uint8_t>(v));
+}
+
+/// false when the bytes end or the varint is longer than 10 bytes
+inline bool get_varint(const uint8_t*& p, const uint8_t* end, uint64_t& v) {
+  v = 0;
+  for (int shift = 0; shift < 64 && p < end; shift += 7) {
+    const uint8_t b = *p++;
+    v |= static_cast<uint64_t>(b & 0x7f) << shift;
+    if (!(b & 0x80)) return true;
+  }
+  return false;
+}
+
+void put_f64(std::vector<uint8_t>& out, double v) {
+  uint8_t b[8];
+  std::memcpy(b, &v, 8);
+  out.insert(out.end(), b, b + 8);
+}
+
+int64_t to_ns(double s) { return std::llround(s * 1e9); }
+
+/// Reads the metadata section, naming the file and the offset of what is wrong.
+class MetaReader {
+public:
+  MetaReader(const std::string& path, const std::vector<uint8_t>& bytes, uint64_t base)
+      : path_(path), begin_(bytes.data()), p_(bytes.data()), end_(bytes.data() + bytes.size()), base_(base) {}
+  [[noreturn]] void bad(const std::string& why) const {
+    throw ScheduleError(path_ + ": offset " + std::to_string(base_ + static_cast<uint64_t>(p_ - begin_)) +
+                        ": corrupted trace metadata: " + why);
+  }
+  uint64_t varint(const char* what, uint64_t max) {
+    uint64_t v = 0;
+    if (!get_varint(p_, end_, v)) bad(std::string("truncated or overlong integer (") + what + ")");
+    if (v > max) bad(std::string(what) + " " + std::to_string(v) + " exceeds " + std::to_string(max));
+    return v;
+  }
+  int32_t label(const char* what) {
+    const int64_t v = unzigzag(varint(what, ~uint64_t{0}));
+    if (v < INT32_MIN || v > INT32_MAX) bad(std::string(what) + " " + std::to_string(v) + " is not a 32-bit label");
+    return static_cast<int32_t>(v);
+  }
+  uint8_t byte(const char* what, uint8_t max) {
+    if (p_ >= end_) bad(std::string("truncated (") + what + ")");
+    const uint8_t v = *p_++;
+    if (v > max) bad(std::string(what) + " " + std::to_string(v) + " is out of range (0.." + std::to_string(max) + ")");
+    return v;
+  }
+  uint64_t u64(const char* what) {
+    if (end_ - p_ < 8) bad(std::string("truncated (") + what + ")");
+    uint64_t v = 0;
+    for (int b = 0; b < 8; ++b) v |= static_cast<uint64_t>(p_[b]) << (8 * b);
+    p_ += 8;
+    return v;
+  }
+  double f64(const char* what) {
+    if (end_ - p_ < 8) bad(std::string("truncated (") + what + ")");
+    double v = 0;
+    std::memcpy(&v, p_, 8);
+    p_ += 8;
+    if (!std::isfinite(v) || v < 0) bad(std::string(what) + " must be finite and ≥ 0");
+    return v;
+  }
+  std::string string(const char* what) {
+    const uint64_t n = varint(what, remaining());
+    std::string s(reinterpret_cast<const char*>(p_), n);
+    p_ += n;
+    return s;
+  }
+  /// A count of items of at least `min_bytes` each: never more than the bytes left.
+  uint64_t count(const char* what, uint64_t min_bytes, uint64_t max) {
+    return varint(what, std::min(max, remaining() / std::max<uint64_t>(1, min_bytes)));
+  }
+  uint64_t remaining() const { return static_cast<uint64_t>(end_ - p_); }
+
+private:
+  std::string path_;
+  const uint8_t *begin_, *p_, *end_;
+  uint64_t base_;
+};
+
+} // namespace
+
+bool is_binary_trace_path(const std::string& path) {
+  const std::string ext = kBinaryTraceExtension;
+  return path.size() > ext.size() && path.compare(path.size() - ext.size(), ext.size(), ext) == 0;
+}
+
+// ---- writer ---------------------------------------------------------------------------
+
+BinaryTraceWriter::BinaryTraceWriter(const std::string& path, const Schedule& schedule, const std::string& source)
+    : path_(path), tmp_(path + ".tmp." + std::to_string(::getpid())), source_(source), schedule_(schedule) {
+  file_ = std::fopen(tmp_.c_str(), "wb");
+  if (file_ == nullptr)
+    throw ScheduleError(path_ + ": cannot write (cannot create " + tmp_ + ": " + std::strerror(errno) + ")");
+  std::setvbuf(file_, nullptr, _IOFBF, 1 << 20);
+  ranks_.resize(static_cast<size_t>(schedule.world()));
+  const Header zero{};
+  write(&zero, sizeof zero);
+}
+
+BinaryTraceWriter::~BinaryTraceWriter() {
+  if (file_ != nullptr) std::fclose(file_);
+  if (!finished_) std::remove(tmp_.c_str());
+}
+
+void BinaryTraceWriter::fail(const std::string& why) {
+  if (file_ != nullptr) std::fclose(file_);
+  file_ = nullptr;
+  std::remove(tmp_.c_str());
+  throw ScheduleError(path_ + ": " + why);
+}
+
+void BinaryTraceWriter::write(const void* data, size_t bytes) {
+  if (std::fwrite(data, 1, bytes, file_) != bytes) fail(std::string("write failed: ") + std::strerror(errno));
+  offset_ += bytes;
+}
+
+void BinaryTraceWriter::record(int64_t rank, uint32_t op_index, double start_s, double end_s, bool failed) {
+  if (finished_) throw ScheduleError(path_ + ": event recorded after the trace was finished");
+  if (rank < 0 || rank >= static_cast<int64_t>(ranks_.size()))
+    throw ScheduleError(path_ + ": trace event for rank " + std::to_string(rank) + " but the schedule has " +
+                        std::to_string(ranks_.size()) + " ranks");
+  if (op_index >= schedule_.program(rank).ops.size())
+    throw ScheduleError(path_ + ": trace event for rank " + std::to_string(rank) + " op " + std::to_string(op_index) +
+                        " but its program has " + std::to_string(schedule_.program(rank).ops.size()) + " ops");
+  if (!(start_s >= 0) || !(end_s >= start_s) || !(end_s * 1e9 < static_cast<double>(kMaxNs)))
+    throw ScheduleError(path_ + ": rank " + std::to_string(rank) + " op " + std::to_string(op_index) + ": times " +
+                        std::to_string(start_s) + " to " + std::to_string(end_s) +
+                        " s (valid: finite, 0 ≤ start ≤ end < 2^62 ns)");
+  RankBuffer& r = ranks_[static_cast<size_t>(rank)];
+  if (r.buf.capacity() == 0) r.buf.reserve(kChunkBytes + 32); // never doubled: a chunk ends past kChunkBytes
+  const int64_t start = to_ns(start_s);
+  const int64_t dur = std::max<int64_t>(0, to_ns(end_s - start_s));
+  put_varint(r.buf, zigzag(static_cast<int64_t>(op_index) - r.prev_op));
+  put_varint(r.buf, zigzag(start - r.prev_start_ns));
+  put_varint(r.buf, static_cast<uint64_t>(dur) << 1 | (failed ? 1u : 0u));
+  r.prev_op = op_index;
+  r.prev_start_ns = start;
+  ++r.events;
+  ++r.chunk_events;
+  ++events_;
+  if (r.buf.size() >= kChunkBytes) flush(r);
+}
+
+void BinaryTraceWriter::flush(RankBuffer& r) {
+  if (r.buf.empty()) return;
+  r.chunks.push_back(Chunk{offset_, r.buf.size(), r.chunk_events, chunk_hash(r.buf.data(), r.buf.size())});
+  write(r.buf.data(), r.buf.size());
+  r.buf.clear();
+  r.chunk_events = 0;
+  r.prev_op = 0;
+  r.prev_start_ns = 0;
+}
+
+void BinaryTraceWriter::finish() {
+  if (finished_) return;
+  for (RankBuffer& r : ranks_) {
+    flush(r);
+    std::vector<uint8_t>().swap(r.buf);
+  }
+  std::vector<uint8_t> meta;
+  auto put_string = [&](const std::string& s) {
+    put_varint(meta, s.size());
+    meta.insert(meta.end(), s.begin(), s.end());
+  };
+  put_string(source_);
+  const Layout& L = schedule_.layout;
+  for (int64_t v : {L.tp, L.dp, L.pp, L.ep, L.cp}) put_varint(meta, static_cast<uint64_t>(v));
+  put_varint(meta, schedule_.names.size());
+  for (const std::string& n : schedule_.names) put_string(n);
+  put_varint(meta, schedule_.programs.size());
+  for (size_t p = 0; p < schedule_.programs.size(); ++p) {
+    const Program& prog = schedule_.programs[p];
+    const ProgramIndex index(prog, p);
+    put_varint(meta, prog.ops.size());
+    for (uint32_t i = 0; i < prog.ops.size(); ++i) {
+      const Op& op = prog.ops[i];
+      put_varint(meta, op.name);
+      for (auto b : {static_cast<uint8_t>(op.kind), static_cast<uint8_t>(op.kernel), static_cast<uint8_t>(op.stream),
+                     static_cast<uint8_t>(op.group), static_cast<uint8_t>(op.labels.phase)})
+        meta.push_back(b);
+      for (int32_t v : {op.labels.iteration, op.labels.micro_batch, op.labels.chunk, op.labels.layer, op.peer})
+        put_varint(meta, zigzag(v));
+      put_varint(meta, op.is_communication() ? index.sequence(i) : 0);
+      put_f64(meta, op.bytes);
+      put_f64(meta, op.flops);
+    }
+  }
+  for (int64_t rank = 0; rank < static_cast<int64_t>(ranks_.size()); ++rank) {
+    const RankBuffer& r = ranks_[static_cast<size_t>(rank)];
+    put_varint(meta, schedule_.program_of_rank[static_cast<size_t>(rank)]);
+    put_varint(meta, r.chunks.size());
+    for (const Chunk& c : r.chunks) {
+      put_varint(meta, c.offset);
+      put_varint(meta, c.bytes);
+      put_varint(meta, c.events);
+      for (int b = 0; b < 8; ++b) meta.push_back(static_cast<uint8_t>(c.hash >> (8 * b)));
+    }
+  }
+  Header h{};
+  std::memcpy(h.magic, kMagic, sizeof kMagic);
+  h.version = kBinaryTraceVersion;
+  h.schema = kBinaryTraceSchema;
+  h.world = ranks_.size();
+  h.meta_offset = offset_;
+  h.meta_bytes = meta.size();
+  h.file_bytes = offset_ + meta.size();
+  h.meta_hash = fnv1a(meta.data(), meta.size());
+  h.events = events_;
+  write(meta.data(), meta.size());
+  if (std::fseek(file_, 0, SEEK_SET) != 0) fail("cannot seek to the header");
+  if (std::fwrite(&h, 1, sizeof h, file_) != sizeof h) fail(std::string("write failed: ") + std::strerror(errno));
+  const bool ok = std::fflush(file_) == 0 && std::ferror(file_) == 0;
+  const bool closed = std::fclose(file_) == 0;
+  file_ = nullptr;
+  if (!ok || !closed) fail(std::string("write failed: ") + std::strerror(errno));
+  if (std::rename(tmp_.c_str(), path_.c_str()) != 0) fail("cannot rename " + tmp_ + " into place");
+  finished_ = true;
+}
+
+void write_binary_trace(const Trace& trace, const Schedule& schedule, const std::string& path) {
+  BinaryTraceWriter w(path, schedule, trace.source);
+  for (const TraceEvent& e : trace.events) w.record(e.rank, e.op_index, e.start_s, e.end_s, e.failed);
+  w.finish();
+}
+
+// ---- reader ---------------------------------------------------------------------------
+
+namespace {
+
+void pread_all(int fd, void* buf, uint64_t bytes, uint64_t offset, const std::string& path) {
+  auto* p = static_cast<uint8_t*>(buf);
+  while (bytes > 0) {
+    const ssize_t n = ::pread(fd, p, bytes, static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0)
+      throw ScheduleError(path + ": offset " + std::to_string(offset) + ": read failed (" +
+                          (n == 0 ? std::string("unexpected end of file") : std::string(std::strerror(errno))) + ")");
+    p += n;
+    bytes -= static_cast<uint64_t>(n);
+    offset += static_cast<uint64_t>(n);
+  }
+}
+
+} // namespace
+
+BinaryTraceReader::BinaryTraceReader(const std::string& path) : path_(path) {
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) throw ScheduleError(path + ": cannot open (" + std::strerror(errno) + ")");
+  const off_t size = ::lseek(fd_, 0, SEEK_END);
+  Header h{};
+  auto bad = [&](uint64_t offset, const std::string& why) {
+    ::close(fd_);
+    fd_ = -1;
+    throw ScheduleError(path + ": offset " + std::to_string(offset) + ": " + why);
+  };
+  if (size < static_cast<off_t>(kHeaderBytes))
+    bad(0, "not a twinscale binary trace (" + std::to_string(size) + " bytes, shorter than the 64-byte header)");
+  pread_all(fd_, &h, sizeof h, 0, path);
+  if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0) bad(0, "not a twinscale binary trace (bad magic number)");
+  if (h.version != kBinaryTraceVersion)
+    bad(8, "unsupported version " + std::to_string(h.version) +
+               " (this reader: " + std::to_string(kBinaryTraceVersion) + ")");
+  if (h.schema != kBinaryTraceSchema)
+    bad(12, "unsupported event schema " + std::to_string(h.schema) +
+                " (this reader: " + std::to_string(kBinaryTraceSchema) + ")");
+  if (h.file_bytes != static_cast<uint64_t>(size))
+    bad(static_cast<uint64_t>(size), "truncated or extended: the file has " + std::to_string(size) +
+                                         " bytes, its header says " + std::to_string(h.file_bytes));
+  if (h.world == 0 || h.world > static_cast<uint64_t>(kMaxRanks))
+    bad(16, "rank count " + std::to_string(h.world) + " outside 1.." + std::to_string(kMaxRanks));
+  if (h.meta_offset < kHeaderBytes || h.meta_offset > h.file_bytes || h.meta_bytes != h.file_bytes - h.meta_offset)
+    bad(24, "metadata at " + std::to_string(h.meta_offset) + " (+" + std::to_string(h.meta_bytes) +
+                " bytes) does not end the file");
+  file_bytes_ = h.file_bytes;
+  events_ = h.events;
+  std::vector<uint8_t> meta(h.meta_bytes);
+  pread_all(fd_, meta.data(), meta.size(), h.meta_offset, path);
+  if (fnv1a(meta.data(), meta.size()) != h.meta_hash) bad(h.meta_offset, "corrupted metadata (checksum mismatch)");
+  try {
+    MetaReader m(path, meta, h.meta_offset);
+    source_ = m.string("source");
+    int64_t* dims[] = {&layout_.tp, &layout_.dp, &layout_.pp, &layout_.ep, &layout_.cp};
+    for (int64_t* d : dims) *d = static_cast<int64_t>(m.varint("layout size", static_cast<uint64_t>(kMaxRanks)));
+    if (layout_.tp < 1 || layout_.dp < 1 || layout_.pp < 1 || layout_.world() != static_cast<int64_t>(h.world))
+      m.bad("layout " + std::to_string(layout_.tp) + "x" + std::to_string(layout_.pp) + "x" +
+            std::to_string(layout_.dp) + " (TPxPPxDP) does not have the header's " + std::to_string(h.world) +
+            " ranks");
+    names_.resize(m.count("name count", 1, ~uint64_t{0}));
+    for (std::string& n : names_) n = m.string("name");
+    programs_.resize(m.count("program count", 1, static_cast<uint64_t>(kMaxRanks)));
+    instances_.resize(programs_.size());
+    for (size_t p = 0; p < programs_.size(); ++p) {
+      Program& prog = programs_[p];
+      prog.ops.resize(m.count("op count", 28, static_cast<uint64_t>(kMaxOpsPerProgram)));
+      instances_[p].resize(prog.ops.size());
+      for (size_t i = 0; i < prog.ops.size(); ++i) {
+        Op& op = prog.ops[i];
+        op.name = static_cast<uint32_t>(m.varint("op name", names_.empty() ? 0 : names_.size() - 1));
+        if (names_.empty()) m.bad("an op names an entry of an empty name table");
+        op.kind = static_cast<OpKind>(m.byte("op kind", static_cast<uint8_t>(OpKind::Recv)));
+        op.kernel = static_cast<Kernel>(m.byte("kernel", static_cast<uint8_t>(Kernel::Fp8Cast)));
+        op.stream = static_cast<Stream>(m.byte("stream", kStreamCount - 1));
+        op.group = static_cast<GroupKind>(m.byte("group", kGroupKindCount - 1));
+        op.labels.phase = static_cast<Phase>(m.byte("phase", static_cast<uint8_t>(Phase::Data)));
+        op.labels.iteration = m.label("iteration");
+        op.labels.micro_batch = m.label("micro_batch");
+        op.labels.chunk = m.label("chunk");
+        op.labels.layer = m.label("layer");
+        op.peer = m.label("peer");
+        instances_[p][i] = static_cast<uint32_t>(m.varint("instance", UINT32_MAX));
+        op.bytes = m.f64("bytes");
+        op.flops = m.f64("flops");
+      }
+    }
+    program_of_rank_.resize(h.world);
+    rank_events_.assign(h.world, 0);
+    chunk_begin_.assign(h.world + 1, 0);
+    for (uint64_t rank = 0; rank < h.world; ++rank) {
+      program_of_rank_[rank] = static_cast<uint32_t>(m.varint("program of a rank", programs_.size() - 1));
+      const uint64_t n = m.count("chunk count", 11, ~uint64_t{0});
+      chunk_begin_[rank] = chunks_.size();
+      for (uint64_t c = 0; c < n; ++c) {
+        Chunk ch{};
+        ch.offset = m.varint("chunk offset", h.meta_offset);
+        ch.bytes = m.varint("chunk bytes", h.meta_offset);
+        ch.events = m.varint("chunk events", ch.bytes / 3);
+        ch.hash = m.u64("chunk check");
+        if (ch.offset < kHeaderBytes || ch.offset + ch.bytes > h.meta_offset || ch.events == 0)
+          m.bad("rank " + std::to_string(rank) + " chunk " + std::to_string(c) + " at " + std::to_string(ch.offset) +
+                " (+" + std::to_string(ch.bytes) + " bytes, " + std::to_string(ch.events) +
+                " events) is outside the event area 64.." + std::to_string(h.meta_offset));
+        rank_events_[rank] += ch.events;
+        chunks_.push_back(ch);
+      }
+      if (rank_events_[rank] > programs_[program_of_rank_[rank]].ops.size())
+        m.bad("rank " + std::to_string(rank) + " has " + std::to_string(rank_events_[rank]) +
+              " events but its program has " + std::to_string(programs_[program_of_rank_[rank]].ops.size()) + " ops");
+    }
+    chunk_begin_[h.world] = chunks_.size();
+    uint64_t total = 0;
+    for (uint64_t e : rank_events_) total += e;
+    if (total != h.events)
+      m.bad("the rank index holds " + std::to_string(total) + " events, the header says " + std::to_string(h.events));
+    if (m.remaining() != 0) m.bad(std::to_string(m.remaining()) + " unexpected bytes after the rank index");
+  } catch (...) {
+    ::close(fd_);
+    fd_ = -1;
+    throw;
+  }
+}
+
+BinaryTraceReader::~BinaryTraceReader() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void BinaryTraceReader::read_rank(int64_t rank, std::vector<BinaryTraceEvent>& out) const {
+  if (rank < 0 || rank >= world())
+    throw ScheduleError(path_ + ": rank " + std::to_string(rank) + " outside the trace's 0.." +
+                        std::to_string(world() - 1));
+  out.clear();
+  out.reserve(rank_events_[static_cast<size_t>(rank)]);
+  const size_t ops = programs_[program_of_rank_[static_cast<size_t>(rank)]].ops.size();
+  std::vector<bool> seen(ops, false);
+  thread_local std::vector<uint8_t> buf;
+  for (uint64_t c = chunk_begin_[static_cast<size_t>(rank)]; c < chunk_begin_[static_cast<size_t>(rank) + 1]; ++c) {
+    const Chunk& ch = chunks_[c];
+    buf.resize(ch.bytes);
+    pread_all(fd_, buf.data(), ch.bytes, ch.offset, path_);
+    if (chunk_hash(buf.data(), buf.size()) != ch.hash)
+      throw ScheduleError(path_ + ": offset " + std::to_string(ch.offset) + ": rank " + std::to_string(rank) +
+                          ": corrupted event chunk (" + std::to_string(ch.bytes) + " bytes, checksum mismatch)");
+    const uint8_t *p = buf.data(), *end = buf.data() + buf.size();
+    int64_t op = 0, start = 0;
+    for (uint64_t e = 0; e < ch.events; ++e) {
+      const uint8_t* at = p;
+      auto bad = [&](const std::string& why) {
+        throw ScheduleError(path_ + ": offset " + std::to_string(ch.offset + static_cast<uint64_t>(at - buf.data())) +
+                            ": rank " + std::to_string(rank) + " event " + std::to_string(out.size()) + ": " + why);
+      };
+      uint64_t d_op = 0, d_start = 0, dur = 0;
+      if (!get_varint(p, end, d_op) || !get_varint(p, end, d_start) || !get_varint(p, end, dur))
+        bad("truncated or overlong event");
+      op += unzigzag(d_op);
+      start += unzigzag(d_start);
+      if (op < 0 || static_cast<uint64_t>(op) >= ops)
+        bad("op " + std::to_string(op) + " outside its program's 0.." + std::to_string(ops - 1));
+      if (seen[static_cast<size_t>(op)]) bad("duplicate event for op " + std::to_string(op));
+      seen[static_cast<size_t>(op)] = true;
+      if (start < 0 || start >= kMaxNs) bad("start " + std::to_string(start) + " ns outside 0..2^62");
+      if ((dur >> 1) >= static_cast<uint64_t>(kMaxNs) - static_cast<uint64_t>(start))
+        bad("duration " + std::to_string(dur >> 1) + " ns ends past 2^62 ns");
+      out.push_back(BinaryTraceEvent{static_cast<uint32_t>(op), (dur & 1) != 0, start, static_cast<int64_t>(dur >> 1)});
+    }
+    if (p != end)
+      throw ScheduleError(path_ + ": offset " + std::to_string(ch.offset + static_cast<uint64_t>(p - buf.data())) +
+                          ": rank " + std::to_string(rank) + ": " + std::to_string(end - p) +
+                          " unexpected bytes after the chunk's events");
+  }
+}
+
+std::vector<TraceRecord> BinaryTraceReader::records(const std::vector<int64_t>& ranks) const {
+  std::vector<TraceRecord> out;
+  std::vector<BinaryTraceEvent> events;
+  for (int64_t rank : ranks) {
+    read_rank(rank, events);
+    const Program& prog = programs_[program_of(rank)];
+    for (const BinaryTraceEvent& e : events) {
+      const Op& op = prog.ops[e.op_index];
+      TraceRecord r;
+      r.rank = rank;
+      r.op_index = e.op_index;
+      r.stream = op.stream;
+      r.kind = op.kind;
+      r.name = names_[op.name];
+      r.labels = op.labels;
+      r.start_s = static_cast<double>(e.start_ns) * 1e-9;
+      r.duration_s = static_cast<double>(e.duration_ns) * 1e-9;
+      r.bytes = op.bytes;
+      r.failed = e.failed;
+      out.push_back(std::move(r));
+    }
+  }
+  return out;
+}
+
+Schedule BinaryTraceReader::schedule() const {
+  Schedule s;
+  s.layout = layout_;
+  s.programs = programs_;
+  s.program_of_rank = program_of_rank_;
+  s.names = names_;
+  return s;
+}
+
+} // namespace twinscale::schedules

@@ -1,0 +1,140 @@
+// The compact binary trace (`.tstrace`, docs/trace-format.md): every op event of every
+// rank of a 12,288-rank run in a few GB, where the Chrome JSON would be ~24 GB. The
+// ops' static fields (name, kind, stream, labels, group, peer, instance, bytes) are
+// stored once per program; per rank, the events are varint-coded integer nanoseconds in
+// chunks listed in an index, so a reader seeks to chosen ranks and reads ranks in
+// parallel. Written to a temporary file and renamed into place; read errors name the
+// file and the offset or rank.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "schedules/layout.hpp"
+#include "schedules/op.hpp"
+#include "schedules/schedule.hpp"
+#include "schedules/trace.hpp"
+
+namespace twinscale::schedules {
+
+inline constexpr const char* kBinaryTraceExtension = ".tstrace";
+inline constexpr uint32_t kBinaryTraceVersion = 1;
+/// What an event record holds (bit 0: op delta, start delta, duration·2 + failed).
+inline constexpr uint32_t kBinaryTraceSchema = 1;
+
+/// True when `path` ends in `.tstrace` (the CLI picks the trace format by extension).
+bool is_binary_trace_path(const std::string& path);
+
+/// Streams events into a `.tstrace`: each rank's events go to a per-rank buffer that is
+/// appended to the file as a chunk when it reaches kChunkBytes, so memory stays bounded
+/// (world × chunk) whatever the run's length. Events of a rank may come in any order
+/// (the simulator records them as ops complete). Not thread-safe.
+class BinaryTraceWriter {
+public:
+  static constexpr size_t kChunkBytes = 8192;
+
+  /// Opens `path`.tmp.<pid>; throws ScheduleError naming `path` when it cannot.
+  BinaryTraceWriter(const std::string& path, const Schedule& schedule, const std::string& source);
+  BinaryTraceWriter(const BinaryTraceWriter&) = delete;
+  BinaryTraceWriter& operator=(const BinaryTraceWriter&) = delete;
+  /// Removes the temporary file unless finish() succeeded.
+  ~BinaryTraceWriter();
+
+  /// One op of `rank` ran from start_s to end_s (failed: it did not complete). Throws
+  /// ScheduleError for a rank or op outside the schedule, or times that are not finite,
+  /// negative or past 2^62 ns.
+  void record(int64_t rank, uint32_t op_index, double start_s, double end_s, bool failed);
+  /// Writes the remaining chunks, the metadata and the header, then renames the file
+  /// into place. Throws ScheduleError naming the path on an I/O error.
+  void finish();
+  uint64_t events() const { return events_; }
+
+private:
+  struct Chunk {
+    uint64_t offset, bytes, events, hash;
+  };
+  struct RankBuffer {
+    std::vector<uint8_t> buf;
+    uint64_t events = 0, chunk_events = 0;
+    int64_t prev_op = 0, prev_start_ns = 0;
+    std::vector<Chunk> chunks;
+  };
+  void flush(RankBuffer& r);
+  void write(const void* data, size_t bytes);
+  [[noreturn]] void fail(const std::string& why);
+
+  std::string path_, tmp_, source_;
+  const Schedule& schedule_;
+  std::FILE* file_ = nullptr;
+  uint64_t offset_ = 0, events_ = 0;
+  std::vector<RankBuffer> ranks_;
+  bool finished_ = false;
+};
+
+/// Writes a whole in-memory trace (the backend's, or the simulator's chosen ranks).
+void write_binary_trace(const Trace& trace, const Schedule& schedule, const std::string& path);
+
+/// One event as stored: integer nanoseconds.
+struct BinaryTraceEvent {
+  uint32_t op_index = 0;
+  bool failed = false;
+  int64_t start_ns = 0;
+  int64_t duration_ns = 0;
+};
+
+/// Reads a `.tstrace`: the header, metadata and index on construction (validated: magic,
+/// version, size, metadata checksum, every index entry inside the file), rank blocks on
+/// demand. read_rank is thread-safe (pread), so ranks can be read in parallel.
+class BinaryTraceReader {
+public:
+  /// Throws ScheduleError naming `path` and the offset on a malformed file.
+  explicit BinaryTraceReader(const std::string& path);
+  BinaryTraceReader(const BinaryTraceReader&) = delete;
+  BinaryTraceReader& operator=(const BinaryTraceReader&) = delete;
+  ~BinaryTraceReader();
+
+  const std::string& path() const { return path_; }
+  const std::string& source() const { return source_; }
+  int64_t world() const { return static_cast<int64_t>(program_of_rank_.size()); }
+  const Layout& layout() const { return layout_; }
+  uint64_t events() const { return events_; }
+  uint64_t file_bytes() const { return file_bytes_; }
+  const std::vector<std::string>& names() const { return names_; }
+  /// The stored programs: only the fields a trace carries are filled (kind, kernel,
+  /// stream, group, peer, labels, bytes, flops, name); no dependencies.
+  const std::vector<Program>& programs() const { return programs_; }
+  /// A communication op's instance (collective) or message (send/recv) number on its
+  /// channel (execution rules 2 and 3); 0 for compute ops.
+  uint32_t instance(uint32_t program, uint32_t op) const { return instances_[program][op]; }
+  uint32_t program_of(int64_t rank) const { return program_of_rank_[static_cast<size_t>(rank)]; }
+  uint64_t event_count(int64_t rank) const { return rank_events_[static_cast<size_t>(rank)]; }
+
+  /// The events of `rank` in the order they were recorded (replaces `out`). Throws
+  /// ScheduleError naming the file, rank and offset on a corrupted block.
+  void read_rank(int64_t rank, std::vector<BinaryTraceEvent>& out) const;
+  /// The events of `ranks` as TraceRecords (what read_chrome_trace returns).
+  std::vector<TraceRecord> records(const std::vector<int64_t>& ranks) const;
+  /// A schedule holding what the file stores (layout, names, programs, ranks'
+  /// programs): enough for write_chrome_trace.
+  Schedule schedule() const;
+
+private:
+  struct Chunk {
+    uint64_t offset, bytes, events, hash;
+  };
+  std::string path_, source_;
+  int fd_ = -1;
+  Layout layout_;
+  uint64_t events_ = 0, file_bytes_ = 0;
+  std::vector<std::string> names_;
+  std::vector<Program> programs_;
+  std::vector<std::vector<uint32_t>> instances_;
+  std::vector<uint32_t> program_of_rank_;
+  std::vector<uint64_t> rank_events_;
+  std::vector<uint64_t> chunk_begin_; // per rank, into chunks_ (size world + 1)
+  std::vector<Chunk> chunks_;
+};
+
+} // namespace twinscale::schedules
