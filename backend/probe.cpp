@@ -128,8 +128,41 @@ public:
     const MPI_Comm c = comms_.at(n);
     const int64_t floats = static_cast<int64_t>(std::ceil(bytes / 4.0));
     const int64_t per = std::max<int64_t>(1, (floats + n - 1) / n);
-    if (c != MPI_COMM_NULL) t.wrong = run_once(kind, n, rank_ % static_cast<int>(n), floats, per, c);
+    last_ = {};
+    if (c != MPI_COMM_NULL) {
+      run_once(kind, n, rank_ % static_cast<int>(n), floats, per, c);
+      last_ = {kind, n, rank_ % static_cast<int>(n), per, true};
+    }
     return t;
+  }
+
+  /// Counts what the last transfer received wrong: every element (outside its time).
+  int64_t check_transfer() override {
+    if (!last_.valid) return 0;
+    const LastTransfer l = last_;
+    last_ = {};
+    const int64_t n = l.n, per = l.per;
+    const int me = l.me;
+    const float sum = static_cast<float>(n * (n + 1) / 2);
+    int64_t bad = 0;
+    auto count_wrong = [&](auto expected) {
+      for (size_t i = 0; i < recv_.size(); ++i)
+        if (recv_[i] != expected(i)) ++bad;
+    };
+    switch (l.kind) {
+    case OpKind::AllReduce:
+    case OpKind::ReduceScatter: count_wrong([&](size_t) { return sum; }); break;
+    case OpKind::AllGather:
+      count_wrong([&](size_t i) { return static_cast<float>(i / static_cast<size_t>(per) + 1); });
+      break;
+    case OpKind::AllToAll:
+      count_wrong([&](size_t i) { return static_cast<float>((i / static_cast<size_t>(per)) * 1000 + me); });
+      break;
+    case OpKind::Broadcast: count_wrong([&](size_t) { return 7.0f; }); break;
+    default:
+      if (me <= 1) count_wrong([&](size_t) { return 3.0f; }); // point to point: members 0 and 1
+    }
+    return bad;
   }
 
   void close_groups() override {
@@ -139,17 +172,12 @@ public:
   }
 
 private:
-  /// One transfer on `comm` (member `me` of `n`); returns the elements that arrived wrong.
-  int64_t run_once(OpKind kind, int64_t n, int me, int64_t floats, int64_t per, MPI_Comm comm) {
+  /// One transfer on `comm` (member `me` of `n`); check_transfer() then counts what
+  /// arrived wrong, outside the timed region.
+  void run_once(OpKind kind, int64_t n, int me, int64_t floats, int64_t per, MPI_Comm comm) {
     // Buffers reused from the previous transfer (warm, as the CPU device's pool), filled
     // inside the timed region, as the device's post() does.
     const float mine = static_cast<float>(me + 1);
-    const float sum = static_cast<float>(n * (n + 1) / 2);
-    int64_t bad = 0;
-    auto count_wrong = [&](const std::vector<float>& v, auto expected) {
-      for (size_t i = 0; i < v.size(); ++i)
-        if (v[i] != expected(i)) ++bad;
-    };
     const int ni = static_cast<int>(per);
     MPI_Request req = MPI_REQUEST_NULL;
     switch (kind) {
@@ -159,14 +187,12 @@ private:
       check(MPI_Iallreduce(send_.data(), recv_.data(), static_cast<int>(floats), MPI_FLOAT, MPI_SUM, comm, &req),
             "MPI_Iallreduce");
       complete(req);
-      count_wrong(recv_, [&](size_t) { return sum; });
       break;
     case OpKind::AllGather:
       send_.assign(static_cast<size_t>(per), mine);
       recv_.assign(static_cast<size_t>(per * n), 0);
       check(MPI_Iallgather(send_.data(), ni, MPI_FLOAT, recv_.data(), ni, MPI_FLOAT, comm, &req), "MPI_Iallgather");
       complete(req);
-      count_wrong(recv_, [&](size_t i) { return static_cast<float>(i / static_cast<size_t>(per) + 1); });
       break;
     case OpKind::ReduceScatter:
       send_.assign(static_cast<size_t>(per * n), mine);
@@ -174,7 +200,6 @@ private:
       check(MPI_Ireduce_scatter_block(send_.data(), recv_.data(), ni, MPI_FLOAT, MPI_SUM, comm, &req),
             "MPI_Ireduce_scatter_block");
       complete(req);
-      count_wrong(recv_, [&](size_t) { return sum; });
       break;
     case OpKind::AllToAll:
       send_.resize(static_cast<size_t>(per * n));
@@ -182,13 +207,11 @@ private:
       recv_.assign(static_cast<size_t>(per * n), 0);
       check(MPI_Ialltoall(send_.data(), ni, MPI_FLOAT, recv_.data(), ni, MPI_FLOAT, comm, &req), "MPI_Ialltoall");
       complete(req);
-      count_wrong(recv_, [&](size_t i) { return static_cast<float>((i / static_cast<size_t>(per)) * 1000 + me); });
       break;
     case OpKind::Broadcast:
       recv_.assign(static_cast<size_t>(floats), me == 0 ? 7.0f : 0.0f);
       check(MPI_Ibcast(recv_.data(), static_cast<int>(floats), MPI_FLOAT, 0, comm, &req), "MPI_Ibcast");
       complete(req);
-      count_wrong(recv_, [&](size_t) { return 7.0f; });
       break;
     default: { // point to point: half a ping-pong between members 0 and 1
       if (me > 1) break;
@@ -207,10 +230,8 @@ private:
         complete(req);
       }
       // The caller times the whole exchange; a one-way message is half of it.
-      count_wrong(recv_, [&](size_t) { return 3.0f; });
     }
     }
-    return bad;
   }
 
   /// This rank's turn of the replay and the number of turns (collective): the ranks of
@@ -250,6 +271,13 @@ private:
   const ProbeOptions& o_;
   int rank_, world_;
   std::vector<float> send_, recv_;
+  struct LastTransfer { // what check_transfer() checks
+    OpKind kind = OpKind::Send;
+    int64_t n = 0;
+    int me = 0;
+    int64_t per = 0;
+    bool valid = false;
+  } last_;
   std::map<int64_t, MPI_Comm> comms_; // group size → this rank's communicator
   // The replay: the compute-only schedule, its op numbering, the communicators a CPU
   // device needs, this rank's turn, the hand-offs seen.
@@ -389,8 +417,9 @@ public:
         idle_complete(sync);
         const double t0 = now_s();
         const ProbeDevice::Transfer tr = dev_.transfer(pt.kind, pt.n, pt.bytes);
-        bad[k] += tr.wrong;
         const double t1 = now_s();
+        // Checked after the timed region, as the run's device verifies after an op's end.
+        bad[k] += tr.wrong + dev_.check_transfer();
         double mine[4] = {t0, t1, t1 - t0, tr.device_s}, latest[4] = {0, 0, 0, 0};
         check(MPI_Iallreduce(mine, latest, 4, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, &sync), "MPI_Iallreduce of a time");
         idle_complete(sync);

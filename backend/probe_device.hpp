@@ -51,11 +51,16 @@ public:
   virtual void open_groups(const std::set<int64_t>& sizes) = 0;
   struct Transfer {
     double device_s = -1; // the device's own time of it; negative: the driver's host clock times it
-    int64_t wrong = 0;    // elements that arrived wrong
+    int64_t wrong = 0;    // elements that arrived wrong, when the device counts them inside transfer()
   };
   /// One transfer of `kind` moving `bytes` (as Op::bytes; Send: half a ping-pong between
   /// members 0 and 1) on this rank's group of n; nothing when this rank is in none.
   virtual Transfer transfer(schedules::OpKind kind, int64_t n, double bytes) = 0;
+  /// The elements of this rank's last transfer() that arrived wrong, when the device
+  /// counts them afterwards: the driver calls it after the transfer's timed region, as the
+  /// run's device verifies an op after stamping its end (a full check of 8.4 MB inside
+  /// the time made the CPU probe's all-reduce 2–3× slower than the run's: docs/backend.md).
+  virtual int64_t check_transfer() { return 0; }
   virtual void close_groups() = 0;
 
   /// The GPU measured (cudaDeviceProp::name; empty on the CPU device): the driver writes

@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 #include <regex>
+#include <unordered_map>
 
 #include "backend/detail/cpu_kernels.hpp"
 #include "schedules/error.hpp"
@@ -26,6 +27,38 @@ struct Span {
   double length() const { return last > first ? last - first : 0; }
 };
 
+/// Per collective instance that a trace holds (TraceRecord::instance): its last member's
+/// start and its last member's end, over the members in the trace.
+struct Instance {
+  double last_start = 0, last_end = 0;
+};
+
+std::unordered_map<std::string, Instance> instances(const std::vector<TraceRecord>& t) {
+  std::unordered_map<std::string, Instance> out;
+  for (const TraceRecord& r : t) {
+    schedules::Op op;
+    op.kind = r.kind;
+    if (r.instance.empty() || !op.is_collective()) continue;
+    const double end = r.start_s + r.duration_s;
+    auto [it, fresh] = out.emplace(r.instance, Instance{r.start_s, end});
+    if (!fresh) {
+      it->second.last_start = std::max(it->second.last_start, r.start_s);
+      it->second.last_end = std::max(it->second.last_end, end);
+    }
+  }
+  return out;
+}
+
+/// An op's time for the per-kind errors and the calibration: a collective's is its
+/// instance's, last end − last start (the probe's measure; the simulator ends every
+/// member at once); any other op's its duration.
+double op_time(const TraceRecord& r, const std::unordered_map<std::string, Instance>& all) {
+  if (r.instance.empty()) return r.duration_s;
+  const auto it = all.find(r.instance);
+  if (it == all.end()) return r.duration_s;
+  return std::max(0.0, it->second.last_end - it->second.last_start);
+}
+
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -41,9 +74,11 @@ TraceComparison compare_traces(const std::vector<TraceRecord>& a, const std::str
   for (const TraceRecord& r : b) in_b[{r.rank, r.op_index}] = &r;
   TraceComparison c;
   struct Acc {
-    std::vector<double> rel;
+    std::vector<double> rel, op_rel;
     double a_sum = 0, b_sum = 0;
+    bool waits_excluded = false;
   };
+  const auto last_a = instances(a), last_b = instances(b);
   std::map<std::string, Acc> kinds;
   std::map<int64_t, std::pair<Span, Span>> ranks;
   std::map<int64_t, int64_t> rank_ops;
@@ -65,9 +100,16 @@ TraceComparison compare_traces(const std::vector<TraceRecord>& a, const std::str
                                      "\" in " + b_path + ": the traces are not of the same schedule");
     ++c.matched;
     Acc& k = kinds[std::string(schedules::to_string(ra.kind))];
-    k.a_sum += ra.duration_s;
-    k.b_sum += rb.duration_s;
-    if (ra.duration_s > 0) k.rel.push_back((rb.duration_s - ra.duration_s) / ra.duration_s);
+    // Collectives whose instance both traces name: the instance's last end − last start.
+    const bool transfer =
+        !ra.instance.empty() && !rb.instance.empty() && last_a.count(ra.instance) && last_b.count(rb.instance);
+    const double ta = transfer ? op_time(ra, last_a) : ra.duration_s;
+    const double tb = transfer ? op_time(rb, last_b) : rb.duration_s;
+    k.waits_excluded = k.waits_excluded || transfer;
+    k.a_sum += ta;
+    k.b_sum += tb;
+    if (ta > 0) k.rel.push_back((tb - ta) / ta);
+    if (ra.duration_s > 0) k.op_rel.push_back((rb.duration_s - ra.duration_s) / ra.duration_s);
     ranks[ra.rank].first.add(ra);
     ranks[ra.rank].second.add(rb);
     ++rank_ops[ra.rank];
@@ -95,6 +137,10 @@ TraceComparison compare_traces(const std::vector<TraceRecord>& a, const std::str
     e.mean_rel_error = acc.rel.empty() ? 0 : sum / static_cast<double>(acc.rel.size());
     e.median_abs_rel_error = median(abs_rel);
     e.max_abs_rel_error = mx;
+    e.waits_excluded = acc.waits_excluded;
+    std::vector<double> op_abs;
+    for (double r : acc.op_rel) op_abs.push_back(std::abs(r));
+    e.op_median_abs_rel_error = median(op_abs);
     c.kinds.push_back(e);
   }
   for (auto& [rank, spans] : ranks) {
@@ -126,6 +172,7 @@ schedules::CalibrationTable calibrate_from_trace(const std::vector<TraceRecord>&
     throw schedules::ScheduleError("calibrate: --shape-divisor " + std::to_string(shape_divisor) + " must be >= 1");
   const bool cpu = source == "cpu";
   schedules::CalibrationBuilder builder;
+  const auto last = instances(trace); // a collective's time: its instance's, from the last start
   for (const TraceRecord& r : trace) {
     if (r.failed) continue;
     if (r.rank < 0 || r.rank >= schedule.world() || r.op_index >= schedule.program(r.rank).ops.size())
@@ -143,7 +190,7 @@ schedules::CalibrationTable calibrate_from_trace(const std::vector<TraceRecord>&
     } else if (op.kind != schedules::OpKind::Recv) { // a link is counted once, at its send
       const double bytes = cpu ? detail::scaled_bytes(op, shape_divisor) : op.bytes;
       const int64_t group = op.kind == schedules::OpKind::Send ? 2 : schedule.layout.group_size(op.group);
-      builder.add_comm_sample(op.kind, group, bytes, r.duration_s);
+      builder.add_comm_sample(op.kind, group, bytes, op_time(r, last));
     }
   }
   schedules::CalibrationTable table = builder.build(source, device);

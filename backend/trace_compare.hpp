@@ -12,8 +12,13 @@
 
 namespace twinscale::backend {
 
-/// Error of B against A for one op kind: durations of ops present (and not failed) in
-/// both traces, aligned by (rank, op index); rel = (B − A) / A.
+/// Error of B against A for one op kind: times of ops present (and not failed) in both
+/// traces, aligned by (rank, op index); rel = (B − A) / A. An op's time is its duration,
+/// except a collective's when both traces name its instance (TraceRecord::instance):
+/// then its instance's time, last member's end − last member's start (the transfer once
+/// every member has issued it, as the probe measures it and the simulator models it, all
+/// members ending together; waiting for a late peer is the schedule's and shows in the
+/// spans). `waits_excluded` says which.
 struct KindError {
   std::string kind;
   int64_t ops = 0;
@@ -22,6 +27,8 @@ struct KindError {
   double mean_rel_error = 0; // signed: B slower than A is positive
   double median_abs_rel_error = 0;
   double max_abs_rel_error = 0;
+  bool waits_excluded = false;        // collectives timed as their instance (last end − last start)
+  double op_median_abs_rel_error = 0; // the same from the ops' own durations (waits included)
 };
 
 /// Per rank: time from its first op's start to its last op's end, in each trace.
@@ -55,7 +62,8 @@ std::string trace_source(const std::string& path);
 /// Calibration from a real trace of `schedule`: compute ops → kernel timings at the
 /// executed shape (the CPU device runs shapes divided by `shape_divisor` in fp32; the
 /// CUDA device runs the scheduled shapes and dtypes), communication ops → achieved
-/// bandwidths by kind, group size and bytes. Throws ScheduleError naming `path` and the
+/// bandwidths by kind, group size and bytes (a collective timed as its instance, last
+/// end − last start, as compare_traces times it). Throws ScheduleError naming `path` and the
 /// event when it does not belong to `schedule`.
 schedules::CalibrationTable calibrate_from_trace(const std::vector<schedules::TraceRecord>& trace,
                                                  const std::string& path, const schedules::Schedule& schedule,

@@ -205,7 +205,9 @@ int compare_command(const CompareArgs& args) {
                             {"b_mean_s", k.b_mean_s},
                             {"mean_rel_error", k.mean_rel_error},
                             {"median_abs_rel_error", k.median_abs_rel_error},
-                            {"max_abs_rel_error", k.max_abs_rel_error}});
+                            {"max_abs_rel_error", k.max_abs_rel_error},
+                            {"waits_excluded", k.waits_excluded},
+                            {"op_median_abs_rel_error", k.op_median_abs_rel_error}});
     j["ranks"] = nlohmann::json::array();
     for (const auto& r : c.ranks)
       j["ranks"].push_back({{"rank", r.rank},
@@ -227,6 +229,11 @@ int compare_command(const CompareArgs& args) {
     std::printf("%-16s %8lld %14.9f %14.9f %11s %13s %11s\n", k.kind.c_str(), static_cast<long long>(k.ops), k.a_mean_s,
                 k.b_mean_s, pct(k.mean_rel_error).c_str(), pct(k.median_abs_rel_error).c_str(),
                 pct(k.max_abs_rel_error).c_str());
+  for (const auto& k : c.kinds)
+    if (k.waits_excluded)
+      std::printf("%s: timed as its instances, last end - last start (waits for late peers excluded); from "
+                  "each op's own start: median |err| %s\n",
+                  k.kind.c_str(), pct(k.op_median_abs_rel_error).c_str());
   std::printf("\n%-6s %8s %14s %14s %11s\n", "rank", "ops", "A span s", "B span s", "err");
   for (const auto& r : c.ranks)
     std::printf("%-6lld %8lld %14.6f %14.6f %11s\n", static_cast<long long>(r.rank), static_cast<long long>(r.ops),

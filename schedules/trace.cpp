@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "schedules/error.hpp"
+#include "schedules/execution_rules.hpp"
 #include "schedules/input_file.hpp"
 #include "schedules/limits.hpp"
 #include "schedules/schedule.hpp"
@@ -31,6 +32,24 @@ std::string fixed(double v, int digits) {
   return buf;
 }
 std::string quoted(std::string_view s) { return nlohmann::json(std::string(s)).dump(); }
+
+/// TraceRecord::instance of communication op `i` of `rank`'s program: the execution
+/// rules' numbering (rule 2: instance k of a channel on the rank's group, named by the
+/// group's first member; rule 3: the k-th message from a to b on their group).
+std::string instance_of(const Schedule& schedule, const ProgramIndex& index, int64_t rank, uint32_t i) {
+  const Op& op = schedule.program(rank).ops[i];
+  const Channel& c = index.channels()[index.channel(i)];
+  std::string out(to_string(op.group));
+  if (op.is_collective()) {
+    if (c.priority_class != 0) out += "/p" + std::to_string(c.priority_class);
+    out += "@" + std::to_string(group_member(schedule.layout, op.group, rank, 0));
+  } else {
+    const int64_t peer = group_member(schedule.layout, op.group, rank, op.peer);
+    const bool send = op.kind == OpKind::Send;
+    out += ":" + std::to_string(send ? rank : peer) + ">" + std::to_string(send ? peer : rank);
+  }
+  return out + "#" + std::to_string(index.sequence(i));
+}
 } // namespace
 
 void write_chrome_trace(const Trace& trace, const Schedule& schedule, std::ostream& out) {
@@ -84,6 +103,7 @@ void write_chrome_trace(const Trace& trace, const Schedule& schedule, std::ostre
         sep() << "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" << ranks[k] << ",\"tid\":" << s
               << ",\"args\":{\"name\":" << quoted(to_string(static_cast<Stream>(s))) << "}}";
   }
+  std::unordered_map<size_t, ProgramIndex> indices; // program id → its execution-rule index
   for (size_t i : order) {
     const auto& e = trace.events[i];
     const Op& op = schedule.program(e.rank).ops[e.op_index];
@@ -97,7 +117,13 @@ void write_chrome_trace(const Trace& trace, const Schedule& schedule, std::ostre
           << ",\"chunk\":" << op.labels.chunk << ",\"layer\":" << op.labels.layer
           << ",\"phase\":" << quoted(to_string(op.labels.phase)) << ",\"bytes\":" << fixed(op.bytes, 0)
           << ",\"flops\":" << fixed(op.flops, 0);
-    if (op.is_communication()) out << ",\"group\":" << quoted(to_string(op.group)) << ",\"peer\":" << op.peer;
+    if (op.is_communication()) {
+      const size_t id = schedule.program_of_rank[static_cast<size_t>(e.rank)];
+      auto it = indices.find(id);
+      if (it == indices.end()) it = indices.emplace(id, ProgramIndex(schedule.program(e.rank), id)).first;
+      out << ",\"group\":" << quoted(to_string(op.group)) << ",\"peer\":" << op.peer
+          << ",\"instance\":" << quoted(instance_of(schedule, it->second, e.rank, e.op_index));
+    }
     out << ",\"failed\":" << (e.failed ? "true" : "false") << "}}";
   }
   out << "\n]}\n";
@@ -196,6 +222,7 @@ std::vector<TraceRecord> read_chrome_trace(std::istream& in, const std::string& 
     r.bytes = field<double>(a, "bytes", path, aw);
     if (r.bytes < 0) bad(path, aw + ".bytes", "must be ≥ 0");
     r.failed = field<bool>(a, "failed", path, aw);
+    if (a.contains("instance")) r.instance = field<std::string>(a, "instance", path, aw); // absent before it existed
     out.push_back(std::move(r));
   }
   return out;

@@ -28,7 +28,8 @@ struct Trace {
 };
 
 /// Writes the Chrome trace-event JSON for `trace`; op kind, stream, labels, bytes,
-/// peer are looked up in `schedule`.
+/// peer and a communication op's instance (TraceRecord::instance) are looked up in
+/// `schedule`.
 void write_chrome_trace(const Trace& trace, const Schedule& schedule, std::ostream& out);
 
 /// One op as read back from a trace file (self-contained: no schedule needed).
@@ -43,6 +44,13 @@ struct TraceRecord {
   double duration_s = 0;
   double bytes = 0;
   bool failed = false;
+  /// Communication ops: the instance they take part in, the same string on every op of
+  /// it and on no other (execution rules 2 and 3, schedules/execution_rules.hpp):
+  /// "dp@0#3" is instance 3 of the dp collectives of the group whose first member is
+  /// rank 0 ("dp/p1@0#3": priority class 1), "pp:4>5#2" the third message from rank 4 to
+  /// rank 5 on their pp group (the send and its receive). Empty for compute ops and in
+  /// traces written before it existed.
+  std::string instance;
 };
 
 /// Reads a trace written by write_chrome_trace. Throws ScheduleError naming `path`

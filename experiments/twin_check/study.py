@@ -64,13 +64,17 @@ def one(cli, raw, n, rep):
                         os.path.join(d, "compare.log")))
     with open("/proc/loadavg") as f:
         load = float(f.read().split()[0])
+    err = (cmp["b"]["span_s"] - cmp["a"]["span_s"]) / cmp["a"]["span_s"]
     rows = [{"ranks": n, "rep": rep, "kind": "iteration", "ops": cmp["matched"], "real_s": cmp["a"]["span_s"],
-             "sim_s": cmp["b"]["span_s"], "error": (cmp["b"]["span_s"] - cmp["a"]["span_s"]) / cmp["a"]["span_s"],
+             "sim_s": cmp["b"]["span_s"], "error": err, "op_error": err,
              "coverage_ops": sim["calibration_coverage"]["op_share"],
              "coverage_time": sim["calibration_coverage"]["time_share"], "load1": load}]
+    # error: compare's per-kind median |error| (a collective from its last member's start,
+    # docs/backend.md "Compare"); op_error: from each op's own start (waits for peers included).
     for k in cmp["kinds"]:
         rows.append({"ranks": n, "rep": rep, "kind": k["kind"], "ops": k["ops"], "real_s": k["a_mean_s"],
-                     "sim_s": k["b_mean_s"], "error": k["median_abs_rel_error"], "coverage_ops": "",
+                     "sim_s": k["b_mean_s"], "error": k["median_abs_rel_error"],
+                     "op_error": k.get("op_median_abs_rel_error", k["median_abs_rel_error"]), "coverage_ops": "",
                      "coverage_time": "", "load1": load})
     return rows
 
@@ -91,8 +95,8 @@ def main():
             sys.exit(f"twin_check: --ranks {n}: valid rank counts are {sorted(CONFIGS)}")
         for rep in range(args.repetitions):
             rows += one(cli, raw, n, rep)
-    fields = ["ranks", "rep", "kind", "ops", "real_s", "sim_s", "error", "coverage_ops", "coverage_time", "load1",
-              "oversubscribed"]
+    fields = ["ranks", "rep", "kind", "ops", "real_s", "sim_s", "error", "op_error", "coverage_ops", "coverage_time",
+              "load1", "oversubscribed"]
     for r in rows:
         r["oversubscribed"] = int(r["ranks"] > ncpu)
     path = os.path.join(args.out, "twin_check.csv")
@@ -107,7 +111,7 @@ def main():
     for r in rows:
         summary.setdefault((r["ranks"], r["kind"]), []).append(r)
     print(f"twin_check on {ncpu} CPUs, {args.repetitions} repetitions, medians (A probed, B predicted then run)")
-    print(f"{'ranks':>5} {'kind':<16} {'real s':>12} {'sim s':>12} {'error':>9} {'coverage':>9}")
+    print(f"{'ranks':>5} {'kind':<16} {'real s':>12} {'sim s':>12} {'error':>9} {'coverage':>9} {'with waits':>10}")
     plot = {}
     for (n, kind), rs in sorted(summary.items(), key=lambda x: (x[0][0], x[0][1] != "iteration", x[0][1])):
         err = statistics.median(r["error"] for r in rs)
@@ -115,8 +119,10 @@ def main():
         if kind == "iteration":
             cov = f"{100 * statistics.median(r['coverage_ops'] for r in rs):.1f}%"
         over = " (oversubscribed)" if n > ncpu and kind == "iteration" else ""
+        waits = statistics.median(r["op_error"] for r in rs)
+        waits = f"{100 * waits:>+9.2f}%" if kind != "iteration" and waits != err else ""
         print(f"{n:>5} {kind:<16} {statistics.median(r['real_s'] for r in rs):>12.6f} "
-              f"{statistics.median(r['sim_s'] for r in rs):>12.6f} {100 * err:>+8.2f}% {cov:>9}{over}")
+              f"{statistics.median(r['sim_s'] for r in rs):>12.6f} {100 * err:>+8.2f}% {cov:>9} {waits:>10}{over}")
         plot.setdefault(kind, {})[n] = err
     plt = ts.matplotlib_pyplot()
     fig, ax = plt.subplots(figsize=(9, 4.5))

@@ -4,10 +4,13 @@
 // machine's cluster description is one `simulate` accepts; `probe --device cuda` where
 // no GPU is visible is refused by name. The CUDA device's own run of it is a gpu test
 // (tests/gpu/cuda_probe_test.cpp).
+#include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <thread>
 
 #include <catch2/catch.hpp>
 
@@ -23,6 +26,8 @@
 
 using namespace twinscale;
 using backend::test::fresh_dir;
+using backend::test::have_mpirun;
+using backend::test::mpirun;
 using backend::test::shell;
 using schedules::Op;
 
@@ -55,7 +60,76 @@ public:
   std::string gpu_name() const override { return "NVIDIA H100 80GB HBM3"; }
 };
 
+const char* const two_rank_job = "name = \"two\"\ncluster = \"tiny-2tier\"\n[model]\nlayers = 2\nhidden = 64\n"
+                                 "heads = 4\nseq_len = 32\nvocab = 256\n[parallel]\ntp = 1\npp = 1\ndp = 2\n"
+                                 "micro_batch = 1\nglobal_batch = 2\n";
+
+/// A device whose transfers take no time and whose check of what they received takes
+/// 100 ms (as the CPU device's full check of a large message takes milliseconds).
+class SlowCheckDevice final : public backend::ProbeDevice {
+public:
+  int transfers = 0, checks = 0;
+  std::string source() const override { return "fake"; }
+  std::string device_tag(int world) const override { return "fake:slow-check (" + std::to_string(world) + " ranks)"; }
+  schedules::DType dtype(const Op&) const override { return schedules::DType::BF16; }
+  const char* element_type() const override { return "bfloat16"; }
+  double element_bytes() const override { return 2; }
+  std::vector<double> replay(const schedules::Program& program) override {
+    std::vector<double> t(program.ops.size(), -1);
+    for (size_t i = 0; i < t.size(); ++i)
+      if (!program.ops[i].is_communication()) t[i] = 1e-6;
+    return t;
+  }
+  void open_groups(const std::set<int64_t>&) override {}
+  Transfer transfer(schedules::OpKind, int64_t, double) override {
+    ++transfers;
+    return {};
+  }
+  int64_t check_transfer() override {
+    ++checks;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    return 0;
+  }
+  void close_groups() override {}
+};
+
 } // namespace
+
+// Started by the next test under mpirun (2 ranks), not by ctest itself: hidden, and
+// [slow] keeps it out of ctest's discovery (its spec "~[slow]~[gpu]" matches hidden tests).
+TEST_CASE("probe child: two ranks time transfers whose check takes 100 ms", "[.probe-child][slow]") {
+  const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
+  const std::string dir = fresh_dir("probe-slow-check-" + std::string(rank != nullptr ? rank : "x"));
+  std::ofstream(dir + "/two.toml") << two_rank_job;
+  const schedules::Schedule s = schedules::lower(config::load_job(dir + "/two.toml"));
+  std::filesystem::remove_all(dir);
+  backend::ProbeOptions o;
+  o.warmup = 0;
+  o.repetitions = 3;
+  o.max_sweep_bytes = 64;
+  SlowCheckDevice dev;
+  const backend::ProbeResult r = backend::probe(s, o, dev);
+  CHECK(dev.checks == dev.transfers); // every transfer checked once
+  CHECK(dev.transfers > 0);
+  if (r.rank == 0) {
+    REQUIRE(!r.table.comms.empty());
+    for (const auto& c : r.table.comms) {
+      INFO(std::string(schedules::to_string(c.kind)) << " of " << c.bytes << " B");
+      CHECK(c.seconds < 0.05); // the 100 ms check is not in the transfer's time
+    }
+  }
+  backend::finalize_probe();
+}
+
+TEST_CASE("probe: the check of what a transfer received is outside its timed region", "[backend][probe]") {
+  if (!have_mpirun()) TWINSCALE_SKIP("no mpirun");
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  const auto c = backend::test::shell(
+      mpirun(2) + " " + self + " \"probe child: two ranks time transfers whose check takes 100 ms\"", 300);
+  INFO(c.output);
+  CHECK(c.status == 0);
+  CHECK(c.output.find("All tests passed") != std::string::npos);
+}
 
 TEST_CASE("probe: one driver measures any device (a fake one keys the table by its source, tag and dtype)",
           "[backend][probe]") {
