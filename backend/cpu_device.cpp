@@ -57,6 +57,11 @@ struct CpuDevice::Impl {
   std::vector<std::string> channel;                          // op → its communicator (op_channel)
   std::map<std::string, std::deque<uint32_t>> channel_queue; // issued, not completed
   std::vector<bool> posted;
+  // Communication buffers, reused: a finished transfer's buffers go back here and the
+  // next transfer takes the smallest that fits. The warm start fills it with one pair of
+  // every size the program moves, first-touched, so no transfer of a run pays for fresh
+  // pages (as training keeps its gradient and activation buffers: docs/backend.md).
+  std::multimap<size_t, std::vector<float>> spare;       // capacity → buffer
   std::unique_ptr<std::atomic<uint8_t>[]> compute_state; // 0 pending, 1 done, 2 failed
 
   // Compute streams (Compute, Data): one thread each, running kernels in issue order.
@@ -128,6 +133,53 @@ struct CpuDevice::Impl {
     return c;
   }
 
+  std::vector<float> take(size_t elements) {
+    if (elements == 0) return {};
+    auto it = spare.lower_bound(elements);
+    if (it == spare.end()) return {};
+    std::vector<float> v = std::move(it->second);
+    spare.erase(it);
+    return v;
+  }
+
+  void give(std::vector<float>& v) {
+    if (v.capacity() > 0) spare.emplace(v.capacity(), std::move(v));
+    v = {};
+  }
+
+  /// Elements of the send and receive buffers of communication op `op` (as post()).
+  std::pair<int64_t, int64_t> buffer_elements(const Op& op) const {
+    const int64_t floats = static_cast<int64_t>(std::ceil(detail::scaled_bytes(op, options.shape_divisor) / 4.0));
+    const int64_t n = schedule->layout.group_size(op.group);
+    const int64_t per = std::max<int64_t>(1, (floats + n - 1) / n);
+    switch (op.kind) {
+    case OpKind::AllReduce: return {floats, floats};
+    case OpKind::AllGather: return {per, per * n};
+    case OpKind::ReduceScatter: return {per * n, per};
+    case OpKind::AllToAll: return {per * n, per * n};
+    case OpKind::Broadcast: return {0, floats};
+    case OpKind::Send: return {floats, 0};
+    case OpKind::Recv: return {0, floats};
+    default: return {0, 0};
+    }
+  }
+
+  /// One first-touched buffer of every size the program's transfers use.
+  void warm_buffers() {
+    std::set<int64_t> sizes;
+    for (const Op& op : program->ops) {
+      if (!op.is_communication()) continue;
+      const auto [send, recv] = buffer_elements(op);
+      for (int64_t e : {send, recv})
+        if (e > 0) sizes.insert(e);
+    }
+    for (int64_t e : sizes)
+      for (int k = 0; k < 2; ++k) { // a send and a receive buffer of this size
+        std::vector<float> v(static_cast<size_t>(e), 0.0f);
+        give(v);
+      }
+  }
+
   void post(uint32_t i) {
     const Op& op = program->ops[i];
     auto st = std::make_unique<CommState>();
@@ -141,23 +193,28 @@ struct CpuDevice::Impl {
     const float mine = static_cast<float>(st->group_rank + 1);
     MPI_Comm c = comm_of(op);
     int rc = MPI_SUCCESS;
+    const auto [send_elements, recv_elements] = buffer_elements(op);
+    st->send = take(static_cast<size_t>(send_elements));
+    st->recv = take(static_cast<size_t>(recv_elements));
     timing[i].start_s = now();
+    // Filled inside the transfer's time (the data a real job would have written); the
+    // receive buffer cleared, so verify() sees only what arrived.
     switch (op.kind) {
     case OpKind::AllReduce:
       st->send.assign(static_cast<size_t>(floats), mine);
-      st->recv.resize(static_cast<size_t>(floats));
+      st->recv.assign(static_cast<size_t>(floats), 0.0f);
       rc = MPI_Iallreduce(st->send.data(), st->recv.data(), static_cast<int>(floats), MPI_FLOAT, MPI_SUM, c,
                           &st->request);
       break;
     case OpKind::AllGather:
       st->send.assign(static_cast<size_t>(per), mine);
-      st->recv.resize(static_cast<size_t>(per * n));
+      st->recv.assign(static_cast<size_t>(per * n), 0.0f);
       rc = MPI_Iallgather(st->send.data(), static_cast<int>(per), MPI_FLOAT, st->recv.data(), static_cast<int>(per),
                           MPI_FLOAT, c, &st->request);
       break;
     case OpKind::ReduceScatter:
       st->send.assign(static_cast<size_t>(per * n), mine);
-      st->recv.resize(static_cast<size_t>(per));
+      st->recv.assign(static_cast<size_t>(per), 0.0f);
       rc = MPI_Ireduce_scatter_block(st->send.data(), st->recv.data(), static_cast<int>(per), MPI_FLOAT, MPI_SUM, c,
                                      &st->request);
       break;
@@ -165,7 +222,7 @@ struct CpuDevice::Impl {
       st->send.resize(static_cast<size_t>(per * n));
       for (int64_t j = 0; j < n; ++j) // block j goes to member j
         std::fill_n(st->send.begin() + j * per, per, static_cast<float>(st->group_rank * 1000 + j));
-      st->recv.resize(static_cast<size_t>(per * n));
+      st->recv.assign(static_cast<size_t>(per * n), 0.0f);
       rc = MPI_Ialltoall(st->send.data(), static_cast<int>(per), MPI_FLOAT, st->recv.data(), static_cast<int>(per),
                          MPI_FLOAT, c, &st->request);
       break;
@@ -182,7 +239,7 @@ struct CpuDevice::Impl {
                      static_cast<int>(st->sequence % 30000), c, &st->request);
       break;
     case OpKind::Recv:
-      st->recv.resize(static_cast<size_t>(floats));
+      st->recv.assign(static_cast<size_t>(floats), 0.0f);
       rc = MPI_Irecv(st->recv.data(), static_cast<int>(floats), MPI_FLOAT, op.peer,
                      static_cast<int>(st->sequence % 30000), c, &st->request);
       break;
@@ -296,7 +353,10 @@ void CpuDevice::prepare(const schedules::Schedule& schedule, int64_t rank) {
     if (!op.is_communication() && !d.workers[st].kernels)
       d.workers[st].kernels = std::make_unique<detail::CpuKernels>(d.options.max_buffer_bytes);
   }
-  if (d.options.warm_up) d.warm_up();
+  if (d.options.warm_up) {
+    d.warm_up();
+    d.warm_buffers();
+  }
   for (size_t st = 0; st < d.workers.size(); ++st) // one thread per compute stream in use
     if (d.workers[st].kernels) d.workers[st].thread = std::thread([&d, st] { d.worker_loop(st); });
   if (d.options.warm_up) d.start_barrier();
@@ -348,8 +408,8 @@ OpStatus CpuDevice::poll(uint32_t index) {
     std::fprintf(stderr, "twinscale run: rank %lld: op %u (%s on %s) received wrong data\n",
                  static_cast<long long>(d.rank), index, std::string(to_string(op.kind)).c_str(),
                  std::string(to_string(op.group)).c_str());
-  st.send = {};
-  st.recv = {};
+  d.give(st.send);
+  d.give(st.recv);
   return ok ? OpStatus::Done : OpStatus::Failed;
 }
 

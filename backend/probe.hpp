@@ -1,11 +1,13 @@
 // `twinscale probe`: micro-benchmarks of one machine, run as every rank of a job (under
 // mpirun or srun, like `run`). It measures exactly what the job's schedule contains, on
 // the device it runs on (the CPU device: fp32 at the shapes divided by shape_divisor):
-// - every compute op of the rank's program, replayed in program order on one set of
-//   kernels per stream (as the device's workers), fresh and warmed each repetition (as
-//   the device's warm start), each op after a short idle wait (as the worker waits for
-//   its next op); per op key the median of its occurrences, then of every rank's
-//   repetitions;
+// - every compute op of the rank's program, replayed as a run executes it: the program
+//   without its communication, run by the real executor on a fresh, warmed CPU device
+//   each repetition (detail/probe_replay.hpp); per op key the median of its
+//   occurrences, then of every rank's repetitions; the hand-off between consecutive
+//   ops on the way;
+// - compute and communication at once (probe_overlap.hpp): the compute slowdown under
+//   communication goes into the cluster description;
 // - every distinct collective (kind, executed bytes, group size) on groups of that size
 //   made of consecutive ranks, all groups at once, timed between barriers;
 // - point-to-point one-way time (half a ping-pong between rank pairs);
@@ -13,32 +15,39 @@
 //   group size it uses, each transfer checked element by element (#wrong).
 // It returns (on rank 0) a calibration table (source "cpu", the shape divisor) and a
 // cluster description of the measured machine; docs/backend.md "Probe".
+// One driver, two devices (backend/probe_device.hpp): on the CUDA device
+// (--device cuda, backend/cuda/cuda_probe.hpp) the same ops run as `run --device cuda`
+// runs them, timed by CUDA events on the op's stream; transfers go through NCCL in
+// bf16; the table's source is "cuda", its entries keyed by each op's dtype (bf16, fp8).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "backend/probe_overlap.hpp"
 #include "schedules/calibration.hpp"
 #include "schedules/schedule.hpp"
 
 namespace twinscale::backend {
 
 struct ProbeOptions {
-  int64_t shape_divisor = 1;
+  std::string device = "cpu"; // "cpu" or "cuda" (backend/probe_device.hpp: one driver, two devices)
+  int64_t shape_divisor = 1;  // the CPU device's; the CUDA device runs the scheduled shapes (1)
   int warmup = 2;
   int repetitions = 7;           // the median of these is kept
   double max_sweep_bytes = 0;    // 0: 4 × the largest message, 2 × the whole model's fp32 gradients, ≥ 64 KiB
   double max_buffer_bytes = 1e9; // per kernel buffer (as the CPU device)
-  int nap_us = 200;              // idle wait before each kernel and between MPI_Tests (as the executor)
+  int nap_us = 200;              // idle wait between MPI_Tests (as the executor)
 };
 
 /// One row of the nccl-tests-style sweep table.
 struct SweepRow {
   schedules::OpKind kind = schedules::OpKind::Send;
   int64_t group_size = 2;
-  double bytes = 0;  // per rank, as Op::bytes
-  int64_t count = 0; // elements (fp32)
+  double bytes = 0;           // per rank, as Op::bytes
+  std::string type = "float"; // the element type (nccl-tests' names: float, bfloat16)
+  int64_t count = 0;          // elements of that type
   double seconds = 0;
   double algbw_bytes_per_s = 0;
   double busbw_bytes_per_s = 0;
@@ -53,6 +62,12 @@ struct ProbeResult {
   std::string cluster_toml;          // rank 0 only
   double p2p_latency_s = 0;          // smallest-message one-way time (rank 0)
   double p2p_bandwidth_bytes_per_s = 0;
+  /// Compute and communication at once on a rank (backend/probe_overlap.hpp); its
+  /// compute slowdown is the cluster description's nccl_compute_slowdown.
+  OverlapFacts overlap;
+  /// The CPU device's hand-off: idle time between an op's end and the next op's start
+  /// on the Compute stream in the kernel replay (median, mean over ranks).
+  double hand_off_s = 0;
 };
 
 /// The sweeps' largest message when ProbeOptions::max_sweep_bytes is 0: 4 × the
@@ -61,10 +76,15 @@ struct ProbeResult {
 /// bytes (divided by `shape_divisor`).
 double default_sweep_limit(const schedules::Schedule& schedule, int64_t shape_divisor);
 
-/// Runs the probe as this process's rank (MPI is started here if it is not yet; call
-/// finalize_probe() at the end). Throws BackendError when the launch does not match the
-/// schedule's world or the device is not the CPU.
+/// Runs the probe as this process's rank on ProbeOptions::device (MPI is started here if
+/// it is not yet; call finalize_probe() at the end). Throws BackendError when the launch
+/// does not match the schedule's world or the device cannot run (no CUDA device or
+/// toolkit; FP8 on a GPU without FP8).
 ProbeResult probe(const schedules::Schedule& schedule, const ProbeOptions& options);
+class ProbeDevice;
+/// The same driver on a given device (probe() above makes the one ProbeOptions::device
+/// names; a test passes its own).
+ProbeResult probe(const schedules::Schedule& schedule, const ProbeOptions& options, ProbeDevice& device);
 void finalize_probe();
 
 /// The nccl-tests-style table of `rows` (size, count, type, kind, group, time, algbw,

@@ -8,7 +8,8 @@
 // per-rank times as CSV (sim/per_rank_csv.hpp) when asked.
 //
 //   bench_every_rank [--gpus N] [--mode analytic|flow|both] [--dist normal:0.02]
-//                    [--seed S] [--per-rank-csv PREFIX] [--no-reference]
+//                    [--seed S] [--per-rank-csv PREFIX] [--no-reference] [--batch B]
+// --batch overrides the global batch (fewer ops: for instruction counts under valgrind).
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -47,7 +48,7 @@ Cpu cpu_now() {
 
 int usage() {
   std::fprintf(stderr, "usage: bench_every_rank [--gpus N] [--mode analytic|flow|both] [--dist SPEC] [--seed S] "
-                       "[--per-rank-csv PREFIX] [--no-reference]\n");
+                       "[--per-rank-csv PREFIX] [--no-reference] [--batch B]\n");
   return 2;
 }
 
@@ -58,6 +59,7 @@ int main(int argc, char** argv) {
   std::string modes = "analytic", dist = "normal:0.02", csv;
   uint64_t seed = 1;
   bool reference = true;
+  int64_t batch = 0;
   for (int i = 1; i < argc; ++i) {
     const bool has = i + 1 < argc;
     if (!std::strcmp(argv[i], "--gpus") && has)
@@ -70,6 +72,8 @@ int main(int argc, char** argv) {
       seed = std::stoull(argv[++i]);
     else if (!std::strcmp(argv[i], "--per-rank-csv") && has)
       csv = argv[++i];
+    else if (!std::strcmp(argv[i], "--batch") && has)
+      batch = std::stoll(argv[++i]);
     else if (!std::strcmp(argv[i], "--no-reference"))
       reference = false;
     else
@@ -78,7 +82,7 @@ int main(int argc, char** argv) {
   if (modes != "analytic" && modes != "flow" && modes != "both") return usage();
   bench::Stopwatch setup;
   auto job = config::load_job_preset("gpt-175b-megascale");
-  config::apply_overrides(job, gpus, gpus < 3072 ? 768 : 6144);
+  config::apply_overrides(job, gpus, batch > 0 ? batch : gpus < 3072 ? 768 : 6144);
   auto spec = config::load_cluster("megascale-ampere");
   spec.gpus = gpus;
   topology::Fabric fabric(spec);

@@ -61,9 +61,10 @@ double gpu_memory_bytes(const std::string& cluster, std::optional<double> overri
     throw config::ConfigError(std::string(e.what()) + " (the job's cluster '" + cluster +
                               "' gives the GPU memory; or pass --gpu-memory-gb)");
   }
-  if (!(spec.gpu.memory_bytes > 0))
+  const config::GpuMemoryLimit limit = config::tightest_gpu_memory(spec); // mixed models: the smallest
+  if (!(limit.bytes > 0))
     throw config::ConfigError("cluster '" + cluster + "' has no GPU memory size; pass --gpu-memory-gb");
-  return spec.gpu.memory_bytes;
+  return limit.bytes;
 }
 
 std::string JobArgs::source() const { return preset_.empty() ? file_ : "preset " + preset_; }

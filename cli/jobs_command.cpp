@@ -52,7 +52,10 @@ int run_jobs(const JobsArgs& a) {
   std::vector<std::unique_ptr<schedules::Schedule>> schedules;
   std::vector<sim::JobOnFabric> jobs;
   schedules::LoweringTarget target;
-  if (cluster.gpu.memory_bytes > 0) target.gpu_memory_bytes = cluster.gpu.memory_bytes;
+  if (const auto limit = config::tightest_gpu_memory(cluster); limit.bytes > 0) {
+    target.gpu_memory_bytes = limit.bytes;
+    if (!cluster.gpu_groups.empty()) target.gpu_memory_holder = limit.holder;
+  }
   for (size_t j = 0; j < study.jobs.size(); ++j) {
     schedules.push_back(std::make_unique<schedules::Schedule>(schedules::lower(study.jobs[j].job, target)));
     jobs.push_back({study.jobs[j].name, schedules.back().get(), placements[j], study.jobs[j].start_s});

@@ -19,16 +19,13 @@ namespace {
 
 struct ProbeArgs {
   JobArgs job;
-  std::string device = "cpu";
   std::string out, cluster_out;
   backend::ProbeOptions options;
 };
 
 int probe_command(const ProbeArgs& a) {
-  if (a.device == "cuda")
-    throw backend::BackendError("probe --device cuda: not built yet; the probe measures the CPU device "
-                                "(calibrate from a CUDA run's trace instead: twinscale calibrate)");
-  if (a.device != "cpu") throw backend::BackendError("--device \"" + a.device + "\": valid values are cpu and cuda");
+  if (a.options.device != "cpu" && a.options.device != "cuda")
+    throw backend::BackendError("--device \"" + a.options.device + "\": valid values are cpu and cuda");
   schedules::LoweringTarget target;
   target.check_memory = false; // synthetic tensors at scaled shapes, as `run`
   const schedules::Schedule schedule = schedules::lower(a.job.load(), target);
@@ -39,6 +36,11 @@ int probe_command(const ProbeArgs& a) {
     write_file_atomically(a.out, text.str());
     if (!a.cluster_out.empty()) write_file_atomically(a.cluster_out, r.cluster_toml);
     std::fputs(backend::sweep_table(r.sweep).c_str(), stdout);
+    if (a.options.device == "cpu") { // the CPU device's executor and MPI progress (backend/probe_overlap.hpp)
+      std::fputs(backend::overlap_report(r.overlap).c_str(), stdout);
+      std::printf("# hand-off (executor → worker, between consecutive compute ops, median): %.1f us\n",
+                  r.hand_off_s * 1e6);
+    }
     std::fprintf(stderr,
                  "twinscale probe: %lld ranks, %zu kernel entries, %zu communication entries written to %s%s%s; "
                  "point-to-point %.3g s latency, %.4g GB/s\n",
@@ -60,7 +62,7 @@ void add_probe_command(CLI::App& app, Action& action) {
   args->job.add_to(*cmd);
   cmd->add_option("--out", args->out, "calibration table to write (JSON)")->required();
   cmd->add_option("--cluster-out", args->cluster_out, "cluster description of the measured machine (TOML)");
-  cmd->add_option("--device", args->device, "cpu (the CPU device of `run`)")->capture_default_str();
+  cmd->add_option("--device", args->options.device, "cpu or cuda (the devices of `run`)")->capture_default_str();
   cmd->add_option("--shape-divisor", args->options.shape_divisor, "as `run --shape-divisor`")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);

@@ -51,10 +51,11 @@
 //   servers = "0-127"           # a server index or an inclusive range "first-last"; groups
 //                               # must not overlap; every index must exist in the fabric
 //   model = "A100-SXM-40GB"     # a catalogue entry, as [gpu] model (not "custom"); any
-//                               # catalogue key written here overrides it. Only the kernels'
-//                               # speed follows the group's model: NVLink, PCIe and NICs are
-//                               # the cluster's. Mixed models turn the symmetric shortcut off
-//                               # (every rank is executed on its own GPU's model).
+//                               # catalogue key written here overrides it. The kernels' speed,
+//                               # the NVLink bandwidth (nvlink_bw_bytes_per_s) and efficiency,
+//                               # and the HBM capacity of the memory check follow the group's
+//                               # model; PCIe and NICs are the server's. Mixed models turn the
+//                               # symmetric shortcut off (every rank runs its own GPU's model).
 //
 //   [network]                   # congestion control and PFC: keys in network_section.cpp
 //   congestion_control = "none" # none | dcqcn | swift | hybrid
@@ -237,6 +238,19 @@ std::pair<toml::table, std::string> cluster_table(std::string_view name_or_path)
 }
 
 } // namespace
+
+GpuMemoryLimit tightest_gpu_memory(const topology::ClusterSpec& cluster) {
+  GpuMemoryLimit out;
+  if (cluster.gpu.memory_bytes > 0) out = {cluster.gpu.memory_bytes, "[gpu] (" + cluster.gpu.model + ")"};
+  for (size_t g = 0; g < cluster.gpu_groups.size(); ++g) {
+    const topology::GpuGroup& group = cluster.gpu_groups[g];
+    if (!(group.gpu.memory_bytes > 0) || (out.bytes > 0 && group.gpu.memory_bytes >= out.bytes)) continue;
+    out = {group.gpu.memory_bytes, "gpu_groups[" + std::to_string(g) + "] (" + group.gpu.model + ", servers " +
+                                       std::to_string(group.first_server) + "-" + std::to_string(group.last_server) +
+                                       ")"};
+  }
+  return out;
+}
 
 topology::ClusterSpec load_cluster(std::string_view name_or_path) {
   const std::string arg(name_or_path);

@@ -24,6 +24,16 @@ topology::NetworkCcSpec load_cluster_network(std::string_view name_or_path);
 /// table has no `name`.
 topology::ClusterSpec parse_cluster(TableReader& table, const std::string& default_name);
 
+/// The memory check's capacity: the smallest HBM among the cluster's GPU models ([gpu]
+/// and each [[gpu_groups]] entry; every rank must fit wherever it is placed), and which
+/// model that is, e.g. "gpu_groups[0] (A100-SXM-40GB, servers 0-3)" or "[gpu]
+/// (H100-SXM)". bytes = 0 when no model gives a size.
+struct GpuMemoryLimit {
+  double bytes = 0;
+  std::string holder;
+};
+GpuMemoryLimit tightest_gpu_memory(const topology::ClusterSpec& cluster);
+
 /// Presets for [gpu] model and [switch] model (names as written in cluster files).
 bool gpu_model_spec(std::string_view model, topology::GpuSpec& out);
 bool switch_model_spec(std::string_view model, topology::SwitchSpec& out);

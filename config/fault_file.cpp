@@ -30,7 +30,8 @@
 //     kind = "link-down"  link = "…"  at_s = …  [until_s = … | duration_s = …]   (absent: for good)
 //     kind = "gpu-slowdown"  gpu = "…"  at_s = …  slowdown = 0.1  [until_s | duration_s]
 //     kind = "server-crash"  server = "…"  at_s = …
-//     kind = "link-degraded"  link = "…"  bandwidth_factor = 0.5     (whole run; at_s = 0 if given)
+//     kind = "link-degraded"  link = "…"  bandwidth_factor = 0.5  [at_s = 0] [until_s | duration_s]
+//                                                                  (absent: the whole run)
 //     kind = "jitter"  gpu = "…"  probability = 0.2  delay_s = 0.05  [seed = 1]   (whole run)
 #include "config/fault_file.hpp"
 
@@ -202,7 +203,7 @@ FaultPlan parse_fault_plan(std::string_view text, const std::string& file) {
     case PlanEventKind::Jitter: ev.target = e.get_string("gpu"); break;
     case PlanEventKind::ServerCrash: ev.target = e.get_string("server"); break;
     }
-    // whole-run kinds: at_s may be left out (validate_plan refuses any other value than 0)
+    // kinds that default to the whole run: at_s may be left out (0)
     ev.at_s = ev.is_rank_specific() ? e.get_double("at_s", 0.0, 0.0) : e.get_double("at_s", std::nullopt, 0.0);
     if (ev.kind != PlanEventKind::ServerCrash) {
       if (e.has("until_s") && e.has("duration_s")) e.fail("until_s", "and duration_s both given; give one");

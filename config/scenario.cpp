@@ -71,8 +71,9 @@ schedules::Schedule lower_for(const ScenarioSpec& spec, const topology::ClusterS
   if (spec.gpu_memory_bytes) {
     if (!(*spec.gpu_memory_bytes > 0)) throw ConfigError("--gpu-memory-gb must be > 0");
     target.gpu_memory_bytes = *spec.gpu_memory_bytes;
-  } else if (cluster.gpu.memory_bytes > 0) {
-    target.gpu_memory_bytes = cluster.gpu.memory_bytes;
+  } else if (const GpuMemoryLimit limit = tightest_gpu_memory(cluster); limit.bytes > 0) {
+    target.gpu_memory_bytes = limit.bytes;
+    if (!cluster.gpu_groups.empty()) target.gpu_memory_holder = limit.holder;
   }
   return schedules::lower(spec.job, target);
 }

@@ -54,10 +54,9 @@ void check_times(const PlanEvent& e, size_t i) {
     break;
   default: break;
   }
-  if (e.is_rank_specific() && (e.at_s != 0 || !std::isinf(e.until_s)))
+  if (e.kind == PlanEventKind::Jitter && (e.at_s != 0 || !std::isinf(e.until_s)))
     fail(e, i,
-         "a " + std::string(to_string(e.kind)) +
-             " event lasts the whole run: at_s = 0 and no until_s or duration_s (a time window is not supported)");
+         "a jitter event lasts the whole run: at_s = 0 and no until_s or duration_s (a time window is not supported)");
   if (e.kind == PlanEventKind::LinkDegraded) {
     if (!(e.bandwidth_factor > 0 && e.bandwidth_factor < 1))
       fail(e, i, "bandwidth_factor must be the fraction of bandwidth left, in (0, 1), e.g. 0.5 for half");
@@ -158,13 +157,14 @@ void validate_plan(FaultPlan& plan, const PlanTargets& targets) {
       const PlanEvent& cur = plan.events[idx[k]];
       if (key.first == 2)
         fail(cur, idx[k], "server '" + cur.target + "' already crashes in " + describe(prev, idx[k - 1]));
-      if (key.first == 3 || key.first == 4)
+      if (key.first == 4)
         fail(cur, idx[k],
-             std::string(key.first == 3 ? "link '" : "GPU '") + cur.target + "' already has a " + to_string(cur.kind) +
-                 " event, " + describe(prev, idx[k - 1]) + "; give one per target");
+             "GPU '" + cur.target + "' already has a " + to_string(cur.kind) + " event, " + describe(prev, idx[k - 1]) +
+                 "; give one per target");
       if (cur.at_s < prev.until_s) {
-        const std::string why = key.first == 0 ? "link '" + cur.target + "' is already out then, in "
-                                               : "GPU '" + cur.target + "' is already slowed then, in ";
+        const std::string why = key.first == 0   ? "link '" + cur.target + "' is already out then, in "
+                                : key.first == 3 ? "link '" + cur.target + "' is already degraded then, in "
+                                                 : "GPU '" + cur.target + "' is already slowed then, in ";
         fail(cur, idx[k], why + describe(prev, idx[k - 1]) + "; merge the two events or make them not overlap");
       }
     }

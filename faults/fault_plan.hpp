@@ -18,10 +18,13 @@
 //    unaffected.
 //  - ServerCrash: at at_s every GPU of the server stops; in-flight ops never complete,
 //    flows to and from it fail after the retransmit limit. Permanent (until_s = ∞).
-//  - LinkDegraded: the link carries bandwidth_factor of its bandwidth for the whole run
-//    (at_s = 0, until_s = ∞: a bad cable or optic renegotiated to a lower rate); every
-//    collective and p2p whose route crosses it is slowed accordingly (analytic: its
-//    closed form uses the degraded bandwidth; flow: the link is built slower).
+//  - LinkDegraded: the link carries bandwidth_factor of its bandwidth during
+//    [at_s, until_s) (a bad cable or optic renegotiated to a lower rate; by default the
+//    whole run: at_s = 0, until_s = ∞); every collective and p2p whose route crosses it
+//    is slowed while the window lasts (analytic: its closed form uses the bandwidth in
+//    effect, an op across a window edge moves its bytes before the edge at the old rate
+//    and the rest at the new; flow: flows in flight change rate at the edges; see
+//    sim/detail/degradation_windows.hpp and flow_engine.cpp).
 //  - Jitter: GC-like pauses of the rank(s) on a GPU: in each iteration, independently
 //    with `probability`, one of its compute ops drawn uniformly takes `delay_s` longer
 //    (the rank stalls there). Drawn from `seed`, the GPU and the iteration: same plan,
@@ -58,7 +61,7 @@ enum class PlanEventKind : uint8_t {
   LinkDown,     // link out from at_s until until_s (∞: for good)
   GpuSlowdown,  // GPU computes slower during [at_s, until_s)
   ServerCrash,  // every GPU of the server stops at at_s, for good
-  LinkDegraded, // link at bandwidth_factor of its bandwidth for the whole run
+  LinkDegraded, // link at bandwidth_factor of its bandwidth during [at_s, until_s)
   Jitter,       // random per-iteration pauses of a GPU's rank (GC-like)
 };
 
@@ -121,8 +124,8 @@ bool only_rank_specific_events(const FaultPlan& plan);
 /// retransmit parameters positive, every target known to `targets` (target_index set),
 /// no contradictory overlap (two outages of one link at once — a flap while the link is
 /// down included —, two slowdowns of one GPU at once, a server crashing twice, a link
-/// degraded twice or degraded while it is out, two jitters of one GPU; degradations and
-/// jitter that do not span the whole run; factors, probabilities, delays out of range). Then sorts
+/// degraded by two events at once, two jitters of one GPU; jitter that does not span the
+/// whole run; factors, probabilities, delays out of range). Then sorts
 /// the events. Throws FaultError naming the event ("event[3]", its index as written) and
 /// what would be valid.
 void validate_plan(FaultPlan& plan, const PlanTargets& targets);

@@ -16,6 +16,7 @@ const char* to_string(ChangeKind k) {
   case ChangeKind::LinkRestore: return "link-restore";
   case ChangeKind::GpuSpeed: return "gpu-speed";
   case ChangeKind::ServerCrash: return "server-crash";
+  case ChangeKind::LinkBandwidth: return "link-bandwidth";
   }
   return "?";
 }
@@ -45,8 +46,11 @@ std::vector<PlanChange> plan_timeline(const FaultPlan& plan) {
       if (std::isfinite(e.until_s)) add(e.until_s, ChangeKind::GpuSpeed, true, 1.0);
       break;
     case PlanEventKind::ServerCrash: add(e.at_s, ChangeKind::ServerCrash, false); break;
-    case PlanEventKind::LinkDegraded: // whole-run effects, no change in time (fault_plan.hpp)
-    case PlanEventKind::Jitter: break;
+    case PlanEventKind::LinkDegraded:
+      add(e.at_s, ChangeKind::LinkBandwidth, false, e.bandwidth_factor);
+      if (std::isfinite(e.until_s)) add(e.until_s, ChangeKind::LinkBandwidth, true, 1.0);
+      break;
+    case PlanEventKind::Jitter: break; // whole-run pauses drawn per iteration, no change in time
     }
   }
   std::sort(out.begin(), out.end(), [](const PlanChange& a, const PlanChange& b) {

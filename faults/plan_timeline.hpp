@@ -18,19 +18,20 @@
 namespace twinscale::faults {
 
 enum class ChangeKind : uint8_t {
-  LinkStall,   // link stops carrying bytes; flows wait
-  LinkResume,  // stall over within the retransmit limit: flows continue
-  LinkFail,    // outage outlasted the retransmit limit: flows on the link fail
-  LinkRestore, // the failed link is back (new flows may use it)
-  GpuSpeed,    // GPU compute speed factor becomes `speed_factor`
-  ServerCrash, // every GPU of the server stops for good
+  LinkStall,     // link stops carrying bytes; flows wait
+  LinkResume,    // stall over within the retransmit limit: flows continue
+  LinkFail,      // outage outlasted the retransmit limit: flows on the link fail
+  LinkRestore,   // the failed link is back (new flows may use it)
+  GpuSpeed,      // GPU compute speed factor becomes `speed_factor`
+  ServerCrash,   // every GPU of the server stops for good
+  LinkBandwidth, // a degraded link's bandwidth factor becomes `speed_factor` (1: restored)
 };
 
 struct PlanChange {
   double at_s = 0;
   ChangeKind kind = ChangeKind::LinkStall;
   int64_t target_index = -1; // link id, GPU index or server index (as in PlanEvent)
-  double speed_factor = 1.0; // GpuSpeed only
+  double speed_factor = 1.0; // GpuSpeed: compute speed; LinkBandwidth: bandwidth factor
   size_t event = 0;          // index of the originating event in plan.events
   bool ends_event = false;   // Resume, Restore and the speed reset at a slowdown's end
 };

@@ -37,12 +37,14 @@ Schedule lower(const JobSpec& job, const LoweringTarget& target) {
   for (int64_t p = 0; p < P; ++p) {
     const MemoryEstimate mem = estimate_memory(job, p);
     if (target.check_memory && mem.total_bytes() > target.gpu_memory_bytes)
-      throw JobError("job '" + job.name + "': pipeline stage " + std::to_string(p) + " needs " + gb(mem.total_bytes()) +
-                     " per GPU (parameters " + gb(mem.parameters_bytes) + ", gradients " + gb(mem.gradients_bytes) +
-                     ", optimizer " + gb(mem.optimizer_bytes) + ", activations " + gb(mem.activations_bytes) +
-                     ") but the GPU has " + gb(target.gpu_memory_bytes) +
-                     "; use schedule.recompute, operators.flash_attention, a higher zero_stage, "
-                     "or more tp/pp");
+      throw JobError(
+          "job '" + job.name + "': pipeline stage " + std::to_string(p) + " needs " + gb(mem.total_bytes()) +
+          " per GPU (parameters " + gb(mem.parameters_bytes) + ", gradients " + gb(mem.gradients_bytes) +
+          ", optimizer " + gb(mem.optimizer_bytes) + ", activations " + gb(mem.activations_bytes) + ") but " +
+          (target.gpu_memory_holder.empty() ? "the GPU" : "the tightest GPU, " + target.gpu_memory_holder + ",") +
+          " has " + gb(target.gpu_memory_bytes) +
+          "; use schedule.recompute, operators.flash_attention, a higher zero_stage, "
+          "or more tp/pp");
     out.memory_by_stage.push_back(mem);
   }
 

@@ -81,12 +81,46 @@ double stage_parameters(const JobSpec& job, int64_t pp_rank) {
 }
 
 namespace {
+/// FP8 GEMMs (Transformer Engine): what a layer's saved GEMM inputs take less per
+/// micro-batch. TE saves for the weight gradient the FP8 copy of each FP8 GEMM's input
+/// (1 B per element) instead of its BF16 input (2 B): transformer_engine/pytorch/module/
+/// linear.py (_Linear.forward saves inputmat / inputmat_t, the cast FP8 tensor, unless
+/// the recipe overrides the wgrad precision), layernorm_linear.py (ln_out in FP8) and
+/// layernorm_mlp.py (ln_out and the activation output, FC2's input, in FP8). With
+/// sequence parallelism the saved input of QKV and FC1 is the FP8 local shard (the
+/// backward re-gathers it, as schedules/detail/fp8.cpp lowers). Q, K, V, the attention's
+/// own tensors, norms, dropout masks and FC1's output stay BF16.
+struct Fp8Saving {
+  double attention = 0; // QKV and projection inputs
+  double mlp = 0;       // a dense layer's FC1 and FC2 inputs
+  double moe = 0;       // a MoE layer's routed (and shared) experts' FC1 and FC2 inputs
+};
+
+Fp8Saving fp8_saving(const JobSpec& job, double s, bool sp) {
+  Fp8Saving f;
+  if (!job.options.fp8()) return f;
+  const auto& m = job.model;
+  const double b = static_cast<double>(job.parallel.micro_batch);
+  const double t = static_cast<double>(job.parallel.tp);
+  const double h = static_cast<double>(m.hidden);
+  const double replicated = sp ? t : 1; // QKV's and FC1's input: the shard with SP, else whole
+  f.attention = s * b * (h / replicated + h / t);
+  f.mlp = s * b * (h / replicated + static_cast<double>(m.ffn_hidden) / t);
+  if (m.experts > 0) { // as mean_layer_activations counts the MoE layer
+    const double local = s * b / t;
+    const double fm = static_cast<double>(m.expert_ffn());
+    f.moe = local * static_cast<double>(m.top_k) * (h + fm) + static_cast<double>(m.shared_experts) * s * b * fm / t;
+  }
+  return f;
+}
+
 /// Mean activation bytes per layer of the stage when some layers are MoE layers: a MoE
 /// layer stores, instead of the dense MLP's 19·s·b·h/t (Korthikanti et al.), the router
 /// probabilities (fp32) and per routed token its input, FC1 output, activation and
 /// expert output (bf16), for the busiest rank's share of balanced routing, plus the
-/// shared experts' FC1 output and activation split over TP.
-double mean_layer_activations(const JobSpec& job, int64_t pp_rank, double dense_layer) {
+/// shared experts' FC1 output and activation split over TP. `dense_layer` is a dense
+/// layer's BF16 figure; FP8 takes `fp8` off each kind of layer.
+double mean_layer_activations(const JobSpec& job, int64_t pp_rank, double dense_layer, const Fp8Saving& fp8) {
   const auto& m = job.model;
   const auto& p = job.parallel;
   const double t = static_cast<double>(p.tp);
@@ -98,14 +132,15 @@ double mean_layer_activations(const JobSpec& job, int64_t pp_rank, double dense_
   const double routed = local * static_cast<double>(m.top_k);
   const double moe = dense_layer - 19 * tokens * h / t + 4 * local * static_cast<double>(m.experts) +
                      routed * 2 * (2 * h + fc1m + fm) +
-                     static_cast<double>(m.shared_experts) * tokens * 2 * (fc1m + fm) / t;
+                     static_cast<double>(m.shared_experts) * tokens * 2 * (fc1m + fm) / t - fp8.attention - fp8.moe;
+  const double dense = dense_layer - fp8.attention - fp8.mlp;
   double sum = 0;
   int64_t count = 0;
   for (int64_t c = 0; c < p.vpp; ++c) {
     const LayerRange r = chunk_layers(job, pp_rank, c);
-    for (int64_t l = r.first; l < r.first + r.count; ++l, ++count) sum += m.is_moe_layer(l) ? moe : dense_layer;
+    for (int64_t l = r.first; l < r.first + r.count; ++l, ++count) sum += m.is_moe_layer(l) ? moe : dense;
   }
-  return count > 0 ? sum / static_cast<double>(count) : dense_layer;
+  return count > 0 ? sum / static_cast<double>(count) : dense;
 }
 } // namespace
 
@@ -162,7 +197,11 @@ MemoryEstimate estimate_memory(const JobSpec& job, int64_t pp_rank) {
   const double scores = no_scores ? 0.0 : 5 * a * keys / (h * t);
   const bool sp = p.sequence_parallel && p.tp > 1;
   double per_layer = s * b * h * ((sp ? 34 / t : 10 + 24 / t) + scores);
-  if (m.experts > 0) per_layer = mean_layer_activations(job, pp_rank, per_layer);
+  const Fp8Saving fp8 = fp8_saving(job, s, sp); // zero without FP8 GEMMs
+  if (m.experts > 0)
+    per_layer = mean_layer_activations(job, pp_rank, per_layer, fp8);
+  else
+    per_layer -= fp8.attention + fp8.mlp;
   const double layer_input = 2 * s * b * h / (sp ? t : 1);
 
   // most forward passes (of any chunk) whose backward has not run yet; with ZB-H1 also
@@ -172,7 +211,9 @@ MemoryEstimate estimate_memory(const JobSpec& job, int64_t pp_rank) {
   const double f = static_cast<double>(m.ffn_hidden);
   const double fc1 = m.mlp == MlpKind::SwiGlu ? 2 * f : f;
   const double qkv = h + 2 * static_cast<double>(m.kv()) * (h / a);
-  const double wgrad_layer = 2 * s * b * (2 * h / (sp ? t : 1) + h / t + f / t + qkv / t + h + fc1 / t + h);
+  // (FP8: the GEMMs' inputs are kept as their FP8 copies, 1 B per element)
+  const double wgrad_layer =
+      2 * s * b * (2 * h / (sp ? t : 1) + h / t + f / t + qkv / t + h + fc1 / t + h) - fp8.attention - fp8.mlp;
   int64_t in_flight = 0;
   int64_t w_pending = 0;
   int64_t most = 0;

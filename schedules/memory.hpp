@@ -35,7 +35,10 @@ double stage_parameters(const JobSpec& job, int64_t pp_rank);
 ///    5·a·keys/(h·t) term (no stored scores); keys = s (dense) or the window (sliding). Full recomputation
 ///    stores only each layer's BF16 input plus one layer's full activations. Multiplied
 ///    by the most forward passes in flight on that rank (from the pipeline order), plus
-///    one micro-batch of FP32 logits on the last stage.
+///    one micro-batch of FP32 logits on the last stage. FP8 GEMMs (Transformer Engine)
+///    save the FP8 copies of the layer GEMMs' inputs for the weight gradient: 1 B per
+///    element instead of 2 for the QKV, projection, FC1 and FC2 inputs (and the experts'
+///    FC1 and FC2 inputs), and add the FP8 weight copies to the parameters.
 MemoryEstimate estimate_memory(const JobSpec& job, int64_t pp_rank);
 
 } // namespace twinscale::schedules

@@ -60,6 +60,9 @@ struct Schedule {
 struct LoweringTarget {
   double gpu_memory_bytes = 80e9;
   bool check_memory = true;
+  /// Which GPU gives gpu_memory_bytes, named when a stage does not fit (mixed models:
+  /// the tightest, e.g. "gpu_groups[0] (A100-SXM-40GB, servers 0-3)"); empty: "the GPU".
+  std::string gpu_memory_holder;
 };
 
 /// Lowers a job into a schedule. Throws JobError for impossible parallelism or a model

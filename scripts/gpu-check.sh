@@ -10,15 +10,18 @@
 #    on one GPU): 8-rank 8x1x1, 1x1x8, 2x1x4, 2x2x2, 1x8x1 and tiny-* on an 8-GPU
 #    server; smaller layouts on smaller machines; the rest SKIPPED;
 # 5. a kill-one-rank run (≥ 2 GPUs) that must end in the hang report naming the rank;
-# 6. the twin loop on this server: probe → simulate a tiny job with the probe's table and
-#    cluster → run the job for real → compare (iteration error, calibration coverage).
-#    `probe --device cuda` is not built yet: on GPUs the table comes from the run's own
-#    trace (calibrate), reported as such; --cpu-dry-run probes the CPU device (2 ranks,
-#    configuration A probed, another pipeline/data-parallel split B predicted and run).
+# 6. FP8 (issue #16): on a GPU with FP8 (compute capability ≥ 8.9, nvidia-smi's
+#    compute_cap) a one-GPU FP8 job runs and is probed (cuBLASLt FP8 GEMMs, casts, scale
+#    updates), and tiny-fp8 runs on 8 GPUs; below 8.9 the FP8 job must be refused with a
+#    message naming the requirement;
+# 7. the twin loop on this server: `probe --device cuda` of a tiny job (configuration A,
+#    2 GPUs) → simulate another pipeline/data-parallel split B with the probe's table and
+#    cluster → run B for real → compare (iteration error, calibration coverage); with
+#    --cpu-dry-run the same on the CPU device.
 # Prints one summary line per case: "gpu-check: <case> PASS|FAIL|SKIPPED (<detail>)"
 # and exits 1 if any case failed. Logs go to --out (default build/gpu-check).
-# --cpu-dry-run checks this script's own mechanics on a machine without GPUs: steps 4
-# 5 and 6 with --device cpu as if there were 8 GPUs (steps 2 and 3 are skipped).
+# --cpu-dry-run checks this script's own mechanics on a machine without GPUs: steps 4,
+# 5 and 7 with --device cpu as if there were 8 GPUs (steps 2, 3 and 6 are skipped).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=build
@@ -182,7 +185,39 @@ else
   fi
 fi
 
-# 6. The twin loop: probe (or calibrate) → simulate → run → compare.
+# 6. FP8: runs and probes where the GPU has FP8, refused (by name) where it has not.
+fp8_job() {  # one rank, GEMMs of 512 × 1024 × 1024 and more in FP8
+  printf 'name = "gpu-check-fp8"\ncluster = "tiny-h100"\n[model]\nlayers = 2\nhidden = 1024\nheads = 8\nseq_len = 512\nvocab = 8192\n[parallel]\ntp = 1\npp = 1\ndp = 1\nmicro_batch = 1\nglobal_batch = 2\n[schedule]\npipeline = "1f1b"\niterations = 1\n[precision]\ngemm = "fp8"\n'
+}
+cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' ')
+fp8dir="$out/fp8"
+rm -rf "$fp8dir" && mkdir -p "$fp8dir"
+if [ "$device" = cpu ] || [ "$gpus" -lt 1 ] || [ ! -x "$cli" ]; then
+  report "fp8" SKIPPED "needs a GPU and $cli"
+elif [ -z "$cap" ]; then
+  report "fp8" SKIPPED "nvidia-smi reports no compute capability"
+else
+  fp8_job >"$fp8dir/job.toml"
+  timeout -k 10 "$case_timeout" "$cli" run "$fp8dir/job.toml" --device cuda --timeout 60 \
+    --trace "$fp8dir/run.json" >"$fp8dir/run.log" 2>&1
+  rc=$?
+  if awk -v c="$cap" 'BEGIN { exit !(c >= 8.9) }'; then
+    if [ $rc = 0 ]; then report "fp8 run (1 GPU, compute capability $cap)" PASS; else report "fp8 run (1 GPU, compute capability $cap)" FAIL "exit $rc, log $fp8dir/run.log"; fi
+    if timeout -k 10 "$case_timeout" "$cli" probe "$fp8dir/job.toml" --device cuda --out "$fp8dir/cal.json" \
+         >"$fp8dir/probe.log" 2>&1 && grep -q '"dtype": "fp8"' "$fp8dir/cal.json"; then
+      report "fp8 probe (1 GPU)" PASS "$(grep -c '"dtype": "fp8"' "$fp8dir/cal.json") fp8 kernel entries"
+    else
+      report "fp8 probe (1 GPU)" FAIL "log $fp8dir/probe.log"
+    fi
+    run_case "tiny-fp8" 8 --preset tiny-fp8
+  elif [ $rc = 1 ] && grep -q "8.9" "$fp8dir/run.log"; then
+    report "fp8 refused (compute capability $cap)" PASS "$(grep -m1 -o 'FP8 tensor cores need[^;]*' "$fp8dir/run.log")"
+  else
+    report "fp8 refused (compute capability $cap)" FAIL "exit $rc without the 8.9 message, log $fp8dir/run.log"
+  fi
+fi
+
+# 7. The twin loop: probe A → simulate B → run B → compare.
 twin_job() {  # name pp dp global_batch
   printf 'name = "%s"\ncluster = "tiny-2tier"\n[model]\nlayers = 4\nhidden = 256\nheads = 8\nseq_len = 128\nvocab = 1024\n[parallel]\ntp = 1\npp = %s\ndp = %s\nmicro_batch = 1\nglobal_batch = %s\n[schedule]\npipeline = "1f1b"\niterations = 1\n' "$1" "$2" "$3" "$4"
 }
@@ -197,33 +232,21 @@ twin="$out/twin"
 rm -rf "$twin" && mkdir -p "$twin"
 if [ "$have_mpirun" = 0 ] || [ ! -x "$cli" ] || ! command -v python3 >/dev/null 2>&1; then
   report "twin loop" SKIPPED "needs mpirun, python3 and $cli"
-elif [ "$device" = cpu ]; then
+elif [ "$gpus" -lt 2 ]; then
+  report "twin loop" SKIPPED "probe A and run B need 2 GPUs, $gpus visible"
+else
   twin_job twin-a 2 1 4 >"$twin/a.toml"
   twin_job twin-b 1 2 6 >"$twin/b.toml"
-  if timeout -k 10 "$case_timeout" $(mpirun_cmd 2) "$cli" probe "$twin/a.toml" --out "$twin/cal.json" \
+  if timeout -k 10 "$case_timeout" $(mpirun_cmd 2) "$cli" probe "$twin/a.toml" --device "$device" --out "$twin/cal.json" \
        --cluster-out "$twin/host.toml" >"$twin/probe.log" 2>&1 &&
      "$cli" simulate "$twin/b.toml" --cluster "$twin/host.toml" --calibration "$twin/cal.json" --no-aggregate \
        --json --trace "$twin/sim.json" >"$twin/sim-report.json" 2>"$twin/simulate.log" &&
-     timeout -k 10 "$case_timeout" $(mpirun_cmd 2) "$cli" run "$twin/b.toml" --device cpu --timeout 60 \
+     timeout -k 10 "$case_timeout" $(mpirun_cmd 2) "$cli" run "$twin/b.toml" --device "$device" --timeout 60 \
        --trace "$twin/run.json" >"$twin/run.log" 2>&1 &&
      "$cli" compare "$twin/run.json" "$twin/sim.json" --json >"$twin/compare.json" 2>"$twin/compare.log"; then
-    report "twin loop (probe A, predict and run B)" PASS "$(twin_summary "$twin/compare.json" "$twin/sim-report.json")"
+    report "twin loop (probe --device $device A, predict and run B)" PASS "$(twin_summary "$twin/compare.json" "$twin/sim-report.json")"
   else
-    report "twin loop (probe A, predict and run B)" FAIL "logs in $twin"
-  fi
-elif [ "$gpus" -lt 8 ]; then
-  report "twin loop" SKIPPED "the one-server tiny job needs 8 GPUs, $gpus visible"
-else
-  report "probe --device cuda" SKIPPED "not built yet; the table comes from the run's trace"
-  if timeout -k 10 "$case_timeout" $(mpirun_cmd 8) "$cli" run --preset tiny-1f1b --device cuda --timeout 60 \
-       --trace "$twin/run.json" >"$twin/run.log" 2>&1 &&
-     "$cli" calibrate "$twin/run.json" --preset tiny-1f1b --out "$twin/cal.json" >"$twin/calibrate.log" 2>&1 &&
-     "$cli" simulate --preset tiny-1f1b --gpus 8 --calibration "$twin/cal.json" --no-aggregate --json \
-       --trace "$twin/sim.json" >"$twin/sim-report.json" 2>"$twin/simulate.log" &&
-     "$cli" compare "$twin/run.json" "$twin/sim.json" --json >"$twin/compare.json" 2>"$twin/compare.log"; then
-    report "twin loop (tiny-1f1b, calibrated from its run)" PASS "$(twin_summary "$twin/compare.json" "$twin/sim-report.json")"
-  else
-    report "twin loop (tiny-1f1b, calibrated from its run)" FAIL "logs in $twin"
+    report "twin loop (probe --device $device A, predict and run B)" FAIL "logs in $twin"
   fi
 fi
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -9,6 +10,7 @@
 
 #include "schedules/error.hpp"
 #include "sim/detail/analytic_engine.hpp"
+#include "sim/detail/degradation_windows.hpp"
 #include "sim/detail/executor.hpp"
 #include "sim/detail/flow_engine.hpp"
 #include "sim/detail/forked_run.hpp"
@@ -42,6 +44,29 @@ void check_options(const SimOptions& o) {
     if (!(f > 0 && f <= 1)) throw SimError("simulate: NCCL protocol bandwidth fractions must be in (0, 1]");
   if (o.device.nccl_compute_slowdown && *o.device.nccl_compute_slowdown < 0)
     throw SimError("simulate: nccl_compute_slowdown must be ≥ 0");
+}
+
+/// The plan's link degradations: for the whole run (at_s = 0, no end) the link is
+/// degraded in `paths`; in a time window it goes into paths' DegradationWindows.
+void apply_link_degradations(const faults::FaultPlan& plan, const SimOptions& options, detail::NetworkPaths& paths) {
+  std::vector<detail::DegradationWindow> windows;
+  for (const auto& e : plan.events) {
+    if (e.kind != faults::PlanEventKind::LinkDegraded) continue;
+    if (e.target_index < 0 || e.target_index >= static_cast<int64_t>(paths.fabric().links().size()))
+      throw SimError("fault plan: link-degraded event on '" + e.target + "' was not validated against the fabric");
+    const auto link = static_cast<uint32_t>(e.target_index);
+    if (e.at_s <= 0 && std::isinf(e.until_s)) {
+      paths.degrade_link(link, e.bandwidth_factor);
+      continue;
+    }
+    if (options.mode == SimMode::Flow && options.network.congestion_control != topology::CongestionControl::None)
+      throw SimError("fault plan: link-degraded event on '" + e.target +
+                     "' has a time window, which the flow mode does not combine with [network] "
+                     "congestion_control (its pause model assumes fixed link capacities); use congestion_control = "
+                     "\"none\" or a degradation for the whole run");
+    windows.push_back({link, e.bandwidth_factor, e.at_s, e.until_s});
+  }
+  if (!windows.empty()) paths.set_windows(std::make_shared<detail::DegradationWindows>(paths, std::move(windows)));
 }
 
 void add(Breakdown& a, const Breakdown& b, double w) {
@@ -101,13 +126,14 @@ SimReport run_in_process(const schedules::Schedule& schedule, const topology::Fa
   options.nccl = resolve_nccl(user_options.nccl, spec);
   detail::NetworkPaths paths(fabric, options.seed, options.ecmp, *options.nvlink_efficiency,
                              *options.network_efficiency, options.nccl.pxn);
-  if (options.faults != nullptr)
-    for (const auto& e : options.faults->events)
-      if (e.kind == faults::PlanEventKind::LinkDegraded) {
-        if (e.target_index < 0 || e.target_index >= static_cast<int64_t>(fabric.links().size()))
-          throw SimError("fault plan: link-degraded event on '" + e.target + "' was not validated against the fabric");
-        paths.degrade_link(static_cast<uint32_t>(e.target_index), e.bandwidth_factor);
-      }
+  if (!user_options.nvlink_efficiency && !spec.gpu_groups.empty()) // each group its NVLink generation's
+    for (size_t l = 0; l < fabric.links().size(); ++l) {
+      const topology::Link& link = fabric.links()[l];
+      if (link.kind != topology::LinkKind::NvLink) continue;
+      const int64_t server = fabric.server_of_gpu(fabric.vertices()[link.a].index);
+      paths.set_nvlink_efficiency(static_cast<uint32_t>(l), topology::gpu_of_server(spec, server).nvlink.efficiency);
+    }
+  if (options.faults != nullptr) apply_link_degradations(*options.faults, options, paths);
   // The executed pipeline (symmetric runs): the one holding the most slowed GPU of a
   // fault plan, since every DP/TP collective makes its whole stage wait for it. Runs
   // that execute every rank apply each slowdown to its own GPU instead.

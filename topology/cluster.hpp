@@ -94,7 +94,8 @@ struct FabricSpec {
 
 /// Servers first_server..last_server (inclusive) hold GPUs of another model than the
 /// cluster's [gpu] (a cluster file's [[gpu_groups]]): their kernels run at that model's
-/// speed. NVLink, PCIe and NICs stay those of the cluster (the fabric is one design).
+/// speed, their NVLink (into the server's NVSwitch) has that model's bandwidth, and the
+/// memory check uses that model's HBM capacity. PCIe and NICs stay the server's.
 struct GpuGroup {
   int64_t first_server = 0;
   int64_t last_server = 0;
@@ -117,6 +118,12 @@ inline size_t gpu_model_of_server(const ClusterSpec& c, int64_t server) {
   for (size_t g = 0; g < c.gpu_groups.size(); ++g)
     if (server >= c.gpu_groups[g].first_server && server <= c.gpu_groups[g].last_server) return g + 1;
   return 0;
+}
+
+/// The GPU model server `server` holds (gpu_model_of_server).
+inline const GpuSpec& gpu_of_server(const ClusterSpec& c, int64_t server) {
+  const size_t g = gpu_model_of_server(c, server);
+  return g == 0 ? c.gpu : c.gpu_groups[g - 1].gpu;
 }
 
 } // namespace twinscale::topology

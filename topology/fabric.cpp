@@ -259,7 +259,7 @@ void Fabric::Impl::add_links() {
   L.reserve(static_cast<size_t>(2 * s.gpus + s.servers * s.nics_per_server + tor_up_links + s.aggs * s.agg_up_ports));
   for (int64_t g = 0; g < s.gpus; ++g)
     add_link(static_cast<uint32_t>(g), v_nvswitch + static_cast<uint32_t>(server_of(g)), LinkKind::NvLink,
-             spec.gpu.nvlink_bw_bytes_per_s, 0);
+             gpu_of_server(spec, server_of(g)).nvlink_bw_bytes_per_s, 0); // each server its model's NVLink
   l_pcie = static_cast<uint32_t>(L.size());
   for (int64_t g = 0; g < s.gpus; ++g)
     add_link(static_cast<uint32_t>(g), v_nic + static_cast<uint32_t>(nic_of(g)), LinkKind::Pcie, sv.pcie_bw_bytes_per_s,

@@ -12,10 +12,10 @@
 #include <thread>
 #include <tuple>
 
-#include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include "backend/cuda/compute.hpp"
 #include "backend/cuda/kernels.hpp"
 #include "backend/cuda/nccl_comms.hpp"
 #include "backend/error.hpp"
@@ -37,11 +37,6 @@ void check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) throw BackendError(std::string("CUDA: ") + what + ": " + cudaGetErrorString(e));
 }
 
-void check(cublasStatus_t s, const char* what) {
-  if (s != CUBLAS_STATUS_SUCCESS)
-    throw BackendError(std::string("cuBLAS: ") + what + " failed with status " + std::to_string(static_cast<int>(s)));
-}
-
 void check_nccl(ncclResult_t r, const char* what) {
   // Blocking communicators return once the kernel is enqueued; ncclInProgress would
   // only come from a non-blocking one, whose completion poll() watches.
@@ -51,16 +46,25 @@ void check_nccl(ncclResult_t r, const char* what) {
 
 size_t round_up(double bytes) { return static_cast<size_t>(std::max(16.0, std::ceil(bytes / 256.0) * 256.0)); }
 
-/// Element counts of a communication op: bf16 payload of op.bytes, split over the group.
+/// Element counts of a communication op: its payload of op.bytes in its element type,
+/// split over the group. BF16 for every message (an FP8 all-gather moves the same bytes
+/// as bf16 pairs), FP32 for fp32 ones (FP8's amax all-reduce, fp32 gradient reductions),
+/// reduced with MAX for the amaxes (Transformer Engine's amax reduction) and SUM else.
 struct CommCounts {
   size_t count = 1; // elements of the full payload (odd byte counts round up)
   size_t per = 1;   // elements per member (all-gather, reduce-scatter, all-to-all)
   size_t send = 1, recv = 1;
+  double element = 2; // bytes
+  ncclDataType_t type = ncclBfloat16;
 };
 
 CommCounts comm_counts(const Op& op, int64_t n) {
   CommCounts c;
-  c.count = static_cast<size_t>(std::max(1.0, std::ceil(op.bytes / 2.0)));
+  if (op.dtype == schedules::DType::FP32) {
+    c.element = 4;
+    c.type = ncclFloat;
+  }
+  c.count = static_cast<size_t>(std::max(1.0, std::ceil(op.bytes / c.element)));
   c.per = std::max<size_t>(1, (c.count + static_cast<size_t>(n) - 1) / static_cast<size_t>(n));
   const size_t all = c.per * static_cast<size_t>(n);
   switch (op.kind) {
@@ -77,18 +81,6 @@ CommCounts comm_counts(const Op& op, int64_t n) {
   }
   return c;
 }
-
-/// Device memory of one compute stream, sized for the largest op issued on it.
-/// Memory-bound ops rotate over `sets` copies of their input/output so that, as in
-/// training, their data comes from HBM rather than from the L2 cache.
-struct ComputeArena {
-  std::array<size_t, 4> bytes{}; // 0-2 GEMM A B C / attention Q K V, 3 scores
-  std::array<void*, 4> ptr{};
-  size_t ew_bytes = 0;           // one elementwise input (and one output)
-  std::vector<void*> ew_x, ew_y; // rotation sets
-  size_t next_set = 0;
-  void need(int slot, double b) { bytes[slot] = std::max(bytes[slot], round_up(b)); }
-};
 
 struct CommBuffers {
   size_t send_bytes = 0, recv_bytes = 0;
@@ -111,21 +103,18 @@ public:
     for (cudaEvent_t e : start_) cudaEventDestroy(e);
     for (cudaEvent_t e : end_) cudaEventDestroy(e);
     if (base_) cudaEventDestroy(base_);
-    if (!clean) return; // kernels may still be stuck: leave their memory and streams to the process exit
-    for (ComputeArena& a : arenas_) {
-      for (void* p : a.ptr) cudaFree(p);
-      for (void* p : a.ew_x) cudaFree(p);
-      for (void* p : a.ew_y) cudaFree(p);
+    if (!clean) { // kernels may still be stuck: leave their memory and streams to the process exit
+      if (compute_) compute_->leak();
+      (void)compute_.release();
+      return;
     }
+    compute_.reset();
     for (auto& [name, b] : comm_buffers_) {
       cudaFree(b.send);
       cudaFree(b.recv);
     }
-    for (float* p : opt_) cudaFree(p);
     cudaFree(state_dev_);
-    cudaFreeHost(host_batch_);
     cudaFreeHost(state_host_);
-    if (cublas_) cublasDestroy(cublas_);
     for (auto& [name, st] : streams_) cudaStreamDestroy(st);
   }
 
@@ -137,9 +126,10 @@ public:
     program_ = &s.program(rank);
     const size_t n = program_->ops.size();
     create_streams(s, rank);
-    check(cublasCreate(&cublas_), "cublasCreate");
-    size_buffers(s, rank);
-    allocate_buffers();
+    compute_ = std::make_unique<cuda::ComputeKernels>(s);
+    compute_->prepare(*program_, rank, compute_stream(schedules::Stream::Compute));
+    size_comm_buffers(s, rank);
+    allocate_comm_buffers();
     start_.resize(n);
     end_.resize(n);
     for (size_t i = 0; i < n; ++i) {
@@ -155,8 +145,6 @@ public:
     check(cudaEventRecord(base_, compute_stream(schedules::Stream::Compute)), "cudaEventRecord");
     check(cudaEventSynchronize(base_), "cudaEventSynchronize");
     base_s_ = now_s();
-    hidden_ = std::max<int64_t>(s.job.model.hidden / std::max<int64_t>(s.layout.tp, 1), 1);
-    vocab_ = std::max<int64_t>(s.job.model.vocab / std::max<int64_t>(s.layout.tp, 1), 1);
   }
 
   void issue(uint32_t i, std::span<const uint32_t> wait_for) override {
@@ -170,7 +158,7 @@ public:
       if (op.is_communication())
         launch_comm(i, op, stream);
       else
-        launch_compute(op, arenas_[static_cast<size_t>(op.stream)], stream);
+        compute_->launch(op, stream);
       check(cudaEventRecord(end_[i], stream), "cudaEventRecord");
       issue_order_.push_back(i);
     } catch (const BackendError& e) {
@@ -291,45 +279,17 @@ private:
     make("stream:" + std::string(to_string(schedules::Stream::Compute)), least);
   }
 
-  void size_buffers(const schedules::Schedule& s, int64_t rank) {
-    for (size_t i = 0; i < program_->ops.size(); ++i) {
-      const Op& op = program_->ops[i];
-      ComputeArena& a = arenas_[static_cast<size_t>(op.stream)];
-      const auto& sh = op.shape;
-      const double bf = 2.0;
-      switch (op.kind) {
-      case OpKind::Gemm:
-        a.need(0, bf * sh[0] * sh[2]);
-        a.need(1, bf * sh[2] * sh[1]);
-        a.need(2, bf * sh[0] * sh[1]);
-        break;
-      case OpKind::Attention:
-        for (int k = 0; k < 3; ++k) a.need(k, bf * sh[0] * sh[1] * sh[2]);
-        a.need(3, bf * sh[0] * sh[1] * std::max<int64_t>(sh[1], sh[2]));
-        break;
-      case OpKind::Elementwise:
-        if (op.kernel == Kernel::DataLoad) { // the whole batch, as scheduled
-          a.ew_bytes = std::max(a.ew_bytes, round_up(std::max(op.bytes, bf * sh[0])));
-          host_batch_bytes_ = std::max(host_batch_bytes_, static_cast<size_t>(std::ceil(op.bytes)));
-        } else {
-          a.ew_bytes = std::max(a.ew_bytes, round_up(bf * std::max<int64_t>(sh[0], 1)));
-        }
-        break;
-      case OpKind::OptimizerStep: opt_elems_ = std::max<int64_t>(opt_elems_, sh[0]); break;
-      default: {
-        const CommCounts c = comm_counts(op, s.layout.group_size(op.group));
-        CommBuffers& b = comm_buffers_[op_channel(s, rank, op)];
-        b.send_bytes = std::max(b.send_bytes, round_up(2.0 * static_cast<double>(c.send)));
-        b.recv_bytes = std::max(b.recv_bytes, round_up(2.0 * static_cast<double>(c.recv)));
-        break;
-      }
-      }
+  void size_comm_buffers(const schedules::Schedule& s, int64_t rank) {
+    for (const Op& op : program_->ops) {
+      if (!op.is_communication()) continue;
+      const CommCounts c = comm_counts(op, s.layout.group_size(op.group));
+      CommBuffers& b = comm_buffers_[op_channel(s, rank, op)];
+      b.send_bytes = std::max(b.send_bytes, round_up(c.element * static_cast<double>(c.send)));
+      b.recv_bytes = std::max(b.recv_bytes, round_up(c.element * static_cast<double>(c.recv)));
     }
   }
 
-  void allocate_buffers() {
-    int l2 = 0;
-    check(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0), "cudaDeviceGetAttribute (L2 size)");
+  void allocate_comm_buffers() {
     cudaStream_t fill = compute_stream(schedules::Stream::Compute);
     auto alloc = [&](size_t bytes, const char* what) {
       void* p = nullptr;
@@ -337,31 +297,9 @@ private:
       check(static_cast<cudaError_t>(cuda::launch_fill(p, static_cast<int64_t>(bytes / 2), 1.0f, fill)), "fill kernel");
       return p;
     };
-    for (ComputeArena& a : arenas_) {
-      for (size_t k = 0; k < a.ptr.size(); ++k)
-        if (a.bytes[k]) a.ptr[k] = alloc(a.bytes[k], "cudaMalloc (buffers of the scheduled shapes)");
-      if (!a.ew_bytes) continue;
-      // Enough sets that one pass over them is twice the L2 (at most 16, at most 2 GiB).
-      const double per_set = 2.0 * static_cast<double>(a.ew_bytes);
-      const auto sets = static_cast<size_t>(
-          std::clamp(std::ceil(2.0 * l2 / per_set), 1.0, std::max(1.0, std::min(16.0, 2147483648.0 / per_set))));
-      for (size_t k = 0; k < sets; ++k) {
-        a.ew_x.push_back(alloc(a.ew_bytes, "cudaMalloc (elementwise input)"));
-        a.ew_y.push_back(alloc(a.ew_bytes, "cudaMalloc (elementwise output)"));
-      }
-    }
     for (auto& [name, b] : comm_buffers_) {
       b.send = alloc(b.send_bytes, "cudaMalloc (communication send buffer)");
       b.recv = alloc(b.recv_bytes, "cudaMalloc (communication receive buffer)");
-    }
-    const size_t opt_bytes = static_cast<size_t>(std::max<int64_t>(opt_elems_, 1)) * sizeof(float);
-    for (float*& p : opt_) {
-      check(cudaMalloc(reinterpret_cast<void**>(&p), opt_bytes), "cudaMalloc (optimizer)");
-      check(cudaMemsetAsync(p, 0, opt_bytes, fill), "cudaMemsetAsync");
-    }
-    if (host_batch_bytes_ > 0) {
-      check(cudaMallocHost(&host_batch_, host_batch_bytes_), "cudaMallocHost (pinned batch)");
-      std::fill_n(static_cast<uint8_t*>(host_batch_), host_batch_bytes_, uint8_t{0x3f});
     }
   }
 
@@ -371,82 +309,14 @@ private:
   /// own events would otherwise measure. Communication is not warmed up: a
   /// communicator's first op carries NCCL's connection set-up, as in training.
   void warm_up() {
-    std::set<std::tuple<int, int, std::array<int64_t, 4>>> seen;
+    std::set<std::tuple<int, int, std::array<int64_t, 4>, int>> seen;
     for (const Op& op : program_->ops) {
       if (op.is_communication() || op.kernel == Kernel::DataLoad) continue;
-      if (!seen.emplace(static_cast<int>(op.kind), static_cast<int>(op.kernel), op.shape).second) continue;
-      const auto st = static_cast<size_t>(op.stream);
-      launch_compute(op, arenas_[st], compute_stream(op.stream));
+      if (!seen.emplace(static_cast<int>(op.kind), static_cast<int>(op.kernel), op.shape, compute_->variant(op)).second)
+        continue;
+      compute_->launch(op, compute_stream(op.stream));
     }
     check(cudaDeviceSynchronize(), "cudaDeviceSynchronize (warm-up)");
-  }
-
-  void launch_compute(const Op& op, ComputeArena& a, cudaStream_t stream) {
-    const auto& sh = op.shape;
-    const float one = 1.0f, zero = 0.0f;
-    switch (op.kind) {
-    case OpKind::Gemm: { // row-major C(m×n) = A(m×k)·B(k×n) as column-major Cᵀ = Bᵀ·Aᵀ
-      const int m = static_cast<int>(sh[0]), n = static_cast<int>(sh[1]), k = static_cast<int>(sh[2]);
-      check(cublasSetStream(cublas_, stream), "cublasSetStream");
-      check(cublasGemmEx(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, a.ptr[1], CUDA_R_16BF, n, a.ptr[0],
-                         CUDA_R_16BF, k, &zero, a.ptr[2], CUDA_R_16BF, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-            "cublasGemmEx (bf16)");
-      return;
-    }
-    case OpKind::Attention: { // per head: S = Q·Kᵀ, softmax (causal, window), O = S·V
-      const int bh = static_cast<int>(std::max<int64_t>(sh[0], 1)), s = static_cast<int>(sh[1]),
-                d = static_cast<int>(sh[2]);
-      const long long sd = static_cast<long long>(s) * d, ss = static_cast<long long>(s) * s;
-      check(cublasSetStream(cublas_, stream), "cublasSetStream");
-      check(cublasGemmStridedBatchedEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, s, s, d, &one, a.ptr[1], CUDA_R_16BF, d, sd,
-                                       a.ptr[0], CUDA_R_16BF, d, sd, &zero, a.ptr[3], CUDA_R_16BF, s, ss, bh,
-                                       CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-            "cublasGemmStridedBatchedEx (scores)");
-      check(static_cast<cudaError_t>(cuda::launch_softmax(a.ptr[3], static_cast<int64_t>(bh) * s, s, sh[3], stream)),
-            "softmax kernel");
-      check(cublasGemmStridedBatchedEx(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, d, s, s, &one, a.ptr[2], CUDA_R_16BF, d, sd,
-                                       a.ptr[3], CUDA_R_16BF, s, ss, &zero, a.ptr[0], CUDA_R_16BF, d, sd, bh,
-                                       CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-            "cublasGemmStridedBatchedEx (output)");
-      return;
-    }
-    case OpKind::Elementwise: launch_elementwise(op, a, stream); return;
-    case OpKind::OptimizerStep:
-      check(static_cast<cudaError_t>(cuda::launch_optimizer(op.kernel == Kernel::LambStep, opt_[0], opt_[1], opt_[2],
-                                                            opt_[3], std::min<int64_t>(sh[0], opt_elems_), stream)),
-            "optimizer kernel");
-      return;
-    default: TWINSCALE_ASSERT(false, "launch_compute() of a communication op");
-    }
-  }
-
-  void launch_elementwise(const Op& op, ComputeArena& a, cudaStream_t stream) {
-    const size_t set = a.next_set++ % a.ew_x.size();
-    if (op.kernel == Kernel::DataLoad) {
-      check(cudaMemcpyAsync(a.ew_x[set], host_batch_, static_cast<size_t>(std::ceil(op.bytes)), cudaMemcpyHostToDevice,
-                            stream),
-            "cudaMemcpyAsync (batch, pinned host → device)");
-      return;
-    }
-    cuda::ElementwiseMode mode = cuda::ElementwiseMode::ResidualAdd;
-    int64_t row = hidden_;
-    switch (op.kernel) {
-    case Kernel::LayerNorm: mode = cuda::ElementwiseMode::LayerNormUnfused; break;
-    case Kernel::FusedLayerNorm:
-    case Kernel::RmsNorm: mode = cuda::ElementwiseMode::LayerNorm; break;
-    case Kernel::Gelu: mode = cuda::ElementwiseMode::Gelu; break;
-    case Kernel::FusedBiasGelu: mode = cuda::ElementwiseMode::FusedBiasGelu; break;
-    case Kernel::Dropout: mode = cuda::ElementwiseMode::Dropout; break;
-    case Kernel::Embedding: mode = cuda::ElementwiseMode::Embedding; break;
-    case Kernel::CrossEntropy:
-      mode = cuda::ElementwiseMode::CrossEntropy;
-      row = vocab_;
-      break;
-    default: break;
-    }
-    const int64_t n = std::max<int64_t>(op.shape[0], 1);
-    check(static_cast<cudaError_t>(cuda::launch_elementwise(mode, a.ew_x[set], a.ew_y[set], n, row, stream)),
-          "elementwise kernel");
   }
 
   void launch_comm(uint32_t i, const Op& op, cudaStream_t stream) {
@@ -459,31 +329,32 @@ private:
     auto* send = static_cast<char*>(b.send);
     auto* recv = static_cast<char*>(b.recv);
     ncclComm_t comm = ch.comm;
+    const ncclDataType_t t = c.type;
+    const size_t chunk = c.per * static_cast<size_t>(c.element);
+    const std::string& name = schedule_.names[op.name];
+    const ncclRedOp_t reduce = name.rfind("fp8.amax", 0) == 0 ? ncclMax : ncclSum;
     switch (op.kind) {
     case OpKind::AllReduce:
-      check_nccl(ncclAllReduce(send, recv, c.count, ncclBfloat16, ncclSum, comm, stream), "ncclAllReduce");
+      check_nccl(ncclAllReduce(send, recv, c.count, t, reduce, comm, stream), "ncclAllReduce");
       return;
-    case OpKind::AllGather:
-      check_nccl(ncclAllGather(send, recv, c.per, ncclBfloat16, comm, stream), "ncclAllGather");
-      return;
+    case OpKind::AllGather: check_nccl(ncclAllGather(send, recv, c.per, t, comm, stream), "ncclAllGather"); return;
     case OpKind::ReduceScatter:
-      check_nccl(ncclReduceScatter(send, recv, c.per, ncclBfloat16, ncclSum, comm, stream), "ncclReduceScatter");
+      check_nccl(ncclReduceScatter(send, recv, c.per, t, reduce, comm, stream), "ncclReduceScatter");
       return;
     case OpKind::Broadcast:
-      check_nccl(ncclBroadcast(send, recv, c.count, ncclBfloat16, op.peer >= 0 ? op.peer : 0, comm, stream),
-                 "ncclBroadcast");
+      check_nccl(ncclBroadcast(send, recv, c.count, t, op.peer >= 0 ? op.peer : 0, comm, stream), "ncclBroadcast");
       return;
     case OpKind::AllToAll: {
       cuda::GroupGuard group;
       for (int64_t j = 0; j < n; ++j) {
-        check_nccl(ncclSend(send + j * c.per * 2, c.per, ncclBfloat16, static_cast<int>(j), comm, stream), "ncclSend");
-        check_nccl(ncclRecv(recv + j * c.per * 2, c.per, ncclBfloat16, static_cast<int>(j), comm, stream), "ncclRecv");
+        check_nccl(ncclSend(send + j * chunk, c.per, t, static_cast<int>(j), comm, stream), "ncclSend");
+        check_nccl(ncclRecv(recv + j * chunk, c.per, t, static_cast<int>(j), comm, stream), "ncclRecv");
       }
       check_nccl(group.end(), "ncclGroupEnd (all-to-all)");
       return;
     }
-    case OpKind::Send: check_nccl(ncclSend(send, c.count, ncclBfloat16, ch.peer, comm, stream), "ncclSend"); return;
-    case OpKind::Recv: check_nccl(ncclRecv(recv, c.count, ncclBfloat16, ch.peer, comm, stream), "ncclRecv"); return;
+    case OpKind::Send: check_nccl(ncclSend(send, c.count, t, ch.peer, comm, stream), "ncclSend"); return;
+    case OpKind::Recv: check_nccl(ncclRecv(recv, c.count, t, ch.peer, comm, stream), "ncclRecv"); return;
     default: TWINSCALE_ASSERT(false, "unhandled op kind in the CUDA device");
     }
   }
@@ -496,15 +367,10 @@ private:
   std::map<std::string, cudaStream_t> streams_; // "stream:<kind>" (compute) / "comm:<channel>"
   std::vector<cudaStream_t> stream_of_;         // per op
   std::vector<std::string> channel_;            // per communication op
-  std::array<ComputeArena, schedules::kStreamCount> arenas_{};
+  std::unique_ptr<cuda::ComputeKernels> compute_;
   std::map<std::string, CommBuffers> comm_buffers_; // per channel
-  std::array<float*, 4> opt_{};
-  int64_t opt_elems_ = 0, hidden_ = 1024, vocab_ = 1024;
-  void* host_batch_ = nullptr;
-  size_t host_batch_bytes_ = 0;
   void* state_dev_ = nullptr;
   void* state_host_ = nullptr;
-  cublasHandle_t cublas_ = nullptr;
   std::vector<cudaEvent_t> start_, end_;
   std::vector<uint32_t> issue_order_;
   std::vector<bool> failed_;

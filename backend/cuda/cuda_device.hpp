@@ -1,7 +1,9 @@
-// The CUDA device (built only when the toolkit exists; else backend/detail/no_cuda_device.cpp): cuBLAS BF16
-// GEMMs (cublasGemmEx) and attention as strided-batched GEMM + softmax kernel + GEMM on
-// synthetic tensors of the scheduled shapes; memory-bound kernels from kernels.cu on
-// buffers rotated beyond the L2 cache; NCCL collectives and p2p on the communicators of
+// The CUDA device (built only when the toolkit exists; else backend/detail/no_cuda_device.cpp): the
+// compute kernels of compute.hpp on synthetic tensors of the scheduled shapes (cuBLAS
+// BF16 GEMMs, cuBLASLt FP8 GEMMs for ops of dtype FP8 with their casts and scale update,
+// attention as strided-batched GEMM + softmax kernel + GEMM, memory-bound kernels on
+// buffers rotated beyond the L2 cache; FP8 jobs are refused below compute capability
+// 8.9); NCCL collectives and p2p on the communicators of
 // nccl_comms.hpp (one per group and data-parallel priority class, one per directed
 // pipeline pair: schedules/nccl_order.hpp says why), each with its own CUDA stream —
 // tensor/pipeline communication at the device's highest priority, data-parallel classes

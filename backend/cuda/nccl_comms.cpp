@@ -367,13 +367,14 @@ void CommSet::close(double timeout_s) {
   closed_ = true;
 }
 
-std::unique_ptr<CommSet> create_comms(const schedules::Schedule& schedule, int64_t rank,
-                                      const BroadcastFromRoot& broadcast, double timeout_s,
-                                      std::vector<InitPhase>& phases) {
+namespace {
+
+/// The world communicator, then `splits` in order (the same sequence on every rank).
+std::unique_ptr<CommSet> make_comms(const schedules::Schedule& schedule, int64_t rank,
+                                    const BroadcastFromRoot& broadcast, double timeout_s,
+                                    const std::vector<Split>& splits, std::vector<InitPhase>& phases) {
   auto comms = std::make_unique<CommSet>(); // aborts whatever exists if we throw
   const ncclComm_t world = init_world(schedule, rank, broadcast, timeout_s, phases, *comms);
-  std::vector<Split> splits = collective_splits(schedule, rank);
-  for (Split& sp : p2p_splits(schedule, rank)) splits.push_back(std::move(sp));
   // Scratch of the connecting operations (two floats) and their stream.
   // Freed only after success: on an error path a kernel may still be stuck on the
   // stream, and cudaFree would wait for it.
@@ -397,6 +398,36 @@ std::unique_ptr<CommSet> create_comms(const schedules::Schedule& schedule, int64
   }
   scratch.ok = true;
   return comms;
+}
+
+} // namespace
+
+std::unique_ptr<CommSet> create_comms(const schedules::Schedule& schedule, int64_t rank,
+                                      const BroadcastFromRoot& broadcast, double timeout_s,
+                                      std::vector<InitPhase>& phases) {
+  std::vector<Split> splits = collective_splits(schedule, rank);
+  for (Split& sp : p2p_splits(schedule, rank)) splits.push_back(std::move(sp));
+  return make_comms(schedule, rank, broadcast, timeout_s, splits, phases);
+}
+
+std::string block_channel(int64_t n) { return "block:" + std::to_string(n); }
+
+std::unique_ptr<CommSet> create_block_comms(const schedules::Schedule& schedule, int64_t rank,
+                                            const BroadcastFromRoot& broadcast, double timeout_s,
+                                            const std::set<int64_t>& sizes, std::vector<InitPhase>& phases) {
+  std::vector<Split> splits;
+  for (int64_t n : sizes) {
+    Split sp;
+    sp.label = "block_" + std::to_string(n);
+    if (n >= 1 && rank < schedule.world() / n * n) {
+      sp.color = static_cast<int>(rank / n);
+      sp.key = static_cast<int>(rank % n);
+      sp.channel = block_channel(n);
+      sp.peer = sp.key < 2 ? 1 - sp.key : -1; // members 0 and 1 exchange point-to-point messages
+    }
+    splits.push_back(std::move(sp));
+  }
+  return make_comms(schedule, rank, broadcast, timeout_s, splits, phases);
 }
 
 } // namespace twinscale::backend::cuda

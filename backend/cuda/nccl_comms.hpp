@@ -24,6 +24,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -116,5 +117,13 @@ private:
 std::unique_ptr<CommSet> create_comms(const schedules::Schedule& schedule, int64_t rank,
                                       const BroadcastFromRoot& broadcast, double timeout_s,
                                       std::vector<InitPhase>& phases);
+
+/// `probe --device cuda`: the world communicator and, for every n in `sizes`, one of n
+/// consecutive ranks (channel block_channel(n); ranks past the last whole group are in
+/// none), split and connected as create_comms does. Throws as create_comms.
+std::unique_ptr<CommSet> create_block_comms(const schedules::Schedule& schedule, int64_t rank,
+                                            const BroadcastFromRoot& broadcast, double timeout_s,
+                                            const std::set<int64_t>& sizes, std::vector<InitPhase>& phases);
+std::string block_channel(int64_t n);
 
 } // namespace twinscale::backend::cuda

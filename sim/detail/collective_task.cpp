@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "schedules/error.hpp"
+#include "sim/detail/degradation_windows.hpp"
 
 namespace twinscale::sim::detail {
 
@@ -40,11 +41,12 @@ CollectivePlan CollectiveTasks::plan(OpKind kind, double bytes, const std::vecto
   return p;
 }
 
-double CollectiveTasks::closed_form_s(OpKind kind, double bytes,
-                                      const std::vector<std::vector<int64_t>>& gpu_groups) const {
+double CollectiveTasks::closed_form_s(OpKind kind, double bytes, const std::vector<std::vector<int64_t>>& gpu_groups,
+                                      double start_s) const {
   TWINSCALE_ASSERT(!gpu_groups.empty(), "a collective needs a group");
   const CollectivePlan p = plan(kind, bytes, gpu_groups.front());
   if (p.phases.empty()) return 0;
+  if (const DegradationWindows* w = paths_.windows()) return w->closed_form_s(p, gpu_groups, start_s);
   return paths_.closed_form_s(p, gpu_groups, /*with_latency=*/true, /*reuse_routes=*/kind == OpKind::AllToAll);
 }
 

@@ -27,8 +27,10 @@ public:
   CollectivePlan plan(schedules::OpKind kind, double bytes, const std::vector<int64_t>& gpus) const;
 
   /// Closed-form seconds of the collective run at once by every group of `gpu_groups`
-  /// (the first is the one whose plan is taken; the others are its symmetric images).
-  double closed_form_s(schedules::OpKind kind, double bytes, const std::vector<std::vector<int64_t>>& gpu_groups) const;
+  /// (the first is the one whose plan is taken; the others are its symmetric images),
+  /// started at `start_s` (it matters only with degradation windows: NetworkPaths::windows()).
+  double closed_form_s(schedules::OpKind kind, double bytes, const std::vector<std::vector<int64_t>>& gpu_groups,
+                       double start_s = 0) const;
 
   /// Flows of the collective for every group of `gpu_groups`: one merged flow per
   /// transfer carrying all its steps with the extra latencies as a delay (`merged`), or

@@ -10,18 +10,17 @@
 // Cost: each GPU has at most one pending completion, kept in an indexed 4-ary heap
 // (one entry per GPU, moved in place when rescheduled: no stale events pile up, which
 // in a plain queue made half the pops wasted at every-rank scale); timers and speed
-// changes live in a second heap. Ties between the two break by insertion order, as in
-// one queue. A heap entry is 16 bytes (time, then insertion number and slot packed in
-// one word) and the four children of a node share one 64-byte cache line: at 12,288
-// GPUs the binary heap's sift-down was a quarter of the run, half its levels cache
-// misses (docs/simulator.md, "Cost").
+// changes live in a second heap of the same keys. Ties between the two break by
+// insertion order, as in one queue. A heap entry is 16 bytes (time, then insertion
+// number and slot packed in one word) and the four children of a node share one 64-byte
+// cache line: at 12,288 GPUs the binary heap's sift-down was a quarter of the run, half
+// its levels cache misses (docs/simulator.md, "Cost"). A GPU's state is one cache line.
 #pragma once
 
 #include <algorithm>
 #include <array>
 #include <cstdint>
 #include <memory>
-#include <queue>
 #include <vector>
 
 #include "schedules/error.hpp"
@@ -42,53 +41,44 @@ public:
   /// From `at` on, `slot`'s GPU computes at `speed` (1 = nominal).
   void add_speed_change(double at, int32_t slot, double speed);
 
-  bool empty() const { return queue_.empty() && heap_size_ == 0; }
+  bool empty() const { return timers_.empty() && heap_size_ == 0; }
   double next_time() const;
   /// Pops the next event, sets now() to its time and reports it to the listener.
   void dispatch_next();
 
 private:
-  enum class Kind : uint8_t { Timer, Speed };
-  struct Event {
-    double time;
-    uint64_t seq;
-    Kind kind;
-    int32_t slot;
-    uint32_t id;  // comm id (timer)
-    double speed; // speed change
-    bool operator>(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
-  };
   struct Running {
-    uint32_t op;
     double remaining_s; // nominal seconds left
+    uint32_t op;
   };
-  // The header and the first two running ops share the first cache line (most events
-  // touch only that line of a GPU: usually at most two kernels run at once).
+  // 64 bytes: the header and the first three running ops (most events touch only this
+  // line of a GPU: usually at most two kernels run at once); a fourth and later op of a
+  // GPU (kernels on more streams at once) live in overflow_.
+  static constexpr uint32_t kInline = 3;
+  static constexpr uint32_t kOverflow = schedules::kStreamCount - kInline;
   struct alignas(64) Gpu {
     double since = 0;
     double speed = 1;
     uint32_t next_op = 0; // its pending completion (while in the heap)
+    uint8_t count = 0;    // ops running on the GPU: at most one per stream
     bool comm_active = false;
-    // ops running on the GPU: at most one per stream, kept inline (no pointer to chase)
-    struct RunningSet {
-      uint32_t count = 0;
-      std::array<Running, schedules::kStreamCount> items{};
-      bool empty() const { return count == 0; }
-      size_t size() const { return count; }
-      Running* begin() { return items.data(); }
-      Running* end() { return items.data() + count; }
-      Running& operator[](size_t i) { return items[i]; }
-      const Running& operator[](size_t i) const { return items[i]; }
-      void push_back(const Running& r) {
-        TWINSCALE_ASSERT(count < items.size(), "more compute ops running on a GPU than it has streams");
-        items[count++] = r;
-      }
-      void erase(Running* it) {
-        std::copy(it + 1, end(), it);
-        --count;
-      }
-    } running;
+    std::array<uint32_t, kInline> op{};
+    std::array<double, kInline> remaining_s{};
   };
+  static_assert(sizeof(Gpu) == 64);
+  Running get(const Gpu& g, int32_t slot, uint32_t i) const {
+    if (i < kInline) return {g.remaining_s[i], g.op[i]};
+    return overflow_[static_cast<size_t>(slot) * kOverflow + i - kInline];
+  }
+  void put(Gpu& g, int32_t slot, uint32_t i, const Running& r) {
+    if (i < kInline) {
+      g.remaining_s[i] = r.remaining_s;
+      g.op[i] = r.op;
+      return;
+    }
+    if (overflow_.empty()) overflow_.resize(gpus_.size() * kOverflow);
+    overflow_[static_cast<size_t>(slot) * kOverflow + i - kInline] = r;
+  }
   // Ordered by (time, seq) as one 128-bit number: the bits of a time ≥ +0.0 order as
   // the time does, and seq and slot are packed as seq << kSlotBits | slot (seq is
   // unique), so sift-down picks the least child without unpredictable branches.
@@ -121,7 +111,7 @@ private:
   const HeapEntry& at(size_t i) const { return heap_[i + 3]; }
   uint64_t next_seq();
   double rate(const Gpu& g) const;
-  void advance(Gpu& g);
+  void advance(Gpu& g, int32_t slot);
   void reschedule(int32_t slot);
   void heap_place(size_t i, const HeapEntry& e) {
     at(i) = e;
@@ -129,12 +119,14 @@ private:
   }
   void heap_up(size_t i);
   void heap_down(size_t i);
+  void heap_down_from_root();
   void heap_remove(int32_t slot);
   bool compute_first() const;
   void prefetch_next() const;
 
   CompletionListener& listener_;
   double slowdown_;
+  double comm_factor_; // 1 / (1 + slowdown_)
   double now_ = 0;
   uint64_t seq_ = 0;
   std::vector<Gpu> gpus_;
@@ -142,7 +134,24 @@ private:
   size_t heap_size_ = 0;
   std::vector<int32_t> heap_pos_; // by slot: index in the heap, −1 if none (compact: hot)
   int32_t completing_ = -1;       // slot whose completion the listener is handling
-  std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;
+  std::vector<Running> overflow_; // by slot: running ops past kInline (allocated on first use)
+  // Timers and speed changes: a plain 4-ary heap ordered by the same 16-byte keys
+  // (slot bits 0), carrying a comm id (any 32-bit value: the multi-job mux packs the job
+  // into it) or an index in speed_changes_.
+  struct Timer {
+    HeapEntry key;
+    uint32_t id;
+    bool speed; // id indexes speed_changes_
+    bool operator<(const Timer& o) const { return key < o.key; }
+  };
+  std::vector<Timer> timers_;
+  struct SpeedChange {
+    int32_t slot;
+    double speed;
+  };
+  std::vector<SpeedChange> speed_changes_;
+  void timer_push(const Timer& t);
+  Timer timer_pop();
 };
 
 } // namespace twinscale::sim::detail

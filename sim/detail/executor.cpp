@@ -6,6 +6,7 @@
 #include "schedules/calibration.hpp"
 #include "schedules/error.hpp"
 #include "schedules/execution_rules.hpp"
+#include "sim/detail/degradation_windows.hpp"
 
 namespace twinscale::sim::detail {
 
@@ -72,6 +73,22 @@ std::vector<HotOp> hot_ops(const schedules::ProgramIndex& ix, size_t program_id,
     h.value = op.is_communication() ? op.bytes : device.seconds(op);
   }
   return hot;
+}
+
+/// Each dependency of the program (its CSR, same indexing) as position << 3 | stream:
+/// checking one reads this array in order instead of the dependency's hot record.
+std::vector<uint32_t> dependency_positions(const schedules::ProgramIndex& ix, size_t program_id) {
+  static_assert(schedules::kStreamCount <= 8);
+  const schedules::Program& p = ix.program();
+  std::vector<uint32_t> out(p.deps.size());
+  for (size_t i = 0; i < p.deps.size(); ++i) {
+    const uint32_t d = p.deps[i];
+    if (d >= p.ops.size() || ix.position(d) >= (uint32_t{1} << 29))
+      throw ScheduleError("program " + std::to_string(program_id) + ": dependency " + std::to_string(d) +
+                          " outside the program or past 2^29 ops on its stream");
+    out[i] = ix.position(d) << 3 | static_cast<uint32_t>(p.ops[d].stream);
+  }
+  return out;
 }
 
 /// Refuses a schedule whose members disagree on a collective or a message (rules 2, 3).
@@ -141,6 +158,7 @@ SimExecutor::SimExecutor(const schedules::Schedule& schedule, const std::vector<
   }
   for (size_t p = 0; p < schedule_.programs.size(); ++p)
     for (const DeviceModel* m : models_) hot_.push_back(hot_ops(rules_.program(p), p, *m));
+  for (size_t p = 0; p < schedule_.programs.size(); ++p) dep_at_.push_back(dependency_positions(rules_.program(p), p));
   check_matching(rules_);
 
   shortcuts_ = options_.aggregate;
@@ -179,6 +197,9 @@ SimExecutor::SimExecutor(const schedules::Schedule& schedule, const std::vector<
     const int64_t gpu = gpu_of_rank_[static_cast<size_t>(sl.rank)];
     const size_t model = model_of_gpu_.empty() ? 0 : model_of_gpu_[static_cast<size_t>(gpu)];
     sl.hot = hot_[pid * models_.size() + model].data();
+    sl.dep_at = dep_at_[pid].data();
+    for (int st = 0; st < schedules::kStreamCount; ++st)
+      if (!sl.index->stream_ops(static_cast<size_t>(st)).empty()) sl.streams |= static_cast<uint8_t>(1u << st);
     sl.speed = options_.gpu_speed.empty() ? 1.0 : options_.gpu_speed[static_cast<size_t>(gpu)];
     sl.account.set_pipelined(L.pp > 1);
     sl.wait_stream.fill(kNoWait);
@@ -260,11 +281,11 @@ void SimExecutor::start() {
 }
 
 std::pair<uint8_t, uint32_t> SimExecutor::first_pending_dep(const Slot& sl, uint32_t op) const {
-  const HotOp* hot = sl.hot;
-  const uint32_t* deps = sl.program->deps.data() + hot[op].dep_begin;
-  for (uint32_t i = 0; i < hot[op].dep_count; ++i) {
-    const HotOp& d = hot[deps[i]];
-    if (sl.stream_pos[d.stream] <= d.pos_in_stream) return {d.stream, d.pos_in_stream};
+  const HotOp& h = sl.hot[op];
+  const uint32_t* deps = sl.dep_at + h.dep_begin;
+  for (uint32_t i = 0; i < h.dep_count; ++i) {
+    const uint32_t stream = deps[i] & 7, pos = deps[i] >> 3;
+    if (sl.stream_pos[stream] <= pos) return {static_cast<uint8_t>(stream), pos};
   }
   return {kNoWait, 0};
 }
@@ -281,9 +302,8 @@ void SimExecutor::issue_ready(int32_t slot) {
   std::array<uint32_t, schedules::kStreamCount> cand{};
   std::array<int32_t, schedules::kStreamCount> prio{};
   size_t nc = 0;
-  for (int s = 0; s < schedules::kStreamCount; ++s) {
-    const auto su = static_cast<size_t>(s);
-    if (sl.busy & (1u << s)) continue;
+  for (uint32_t idle = sl.streams & ~uint32_t{sl.busy}; idle != 0; idle &= idle - 1) {
+    const auto su = static_cast<size_t>(__builtin_ctz(idle));
     if (sl.wait_stream[su] != kNoWait && sl.stream_pos[sl.wait_stream[su]] <= sl.wait_pos[su]) continue;
     const auto ops = sl.index->stream_ops(su);
     const uint32_t pos = sl.stream_pos[su];
@@ -309,7 +329,7 @@ void SimExecutor::issue(int32_t slot, uint32_t op_index) {
   Slot& sl = slots_[static_cast<size_t>(slot)];
   const HotOp& h = sl.hot[op_index];
   const double now = backend_->now();
-  sl.busy |= 1u << h.stream;
+  sl.busy = static_cast<uint8_t>(sl.busy | 1u << h.stream);
   sl.stream_start[h.stream] = now;
   if (!sl.timing.empty()) sl.timing[op_index].start_s = now;
   sl.account.touch(now);
@@ -400,14 +420,15 @@ void SimExecutor::issue_p2p(int32_t slot, uint32_t op_index) {
   const Participant s = send ? Participant{slot, op_index} : other;
   const Participant r = send ? other : Participant{slot, op_index};
   const double bytes = h.value;
-  if (options_.mode == SimMode::Analytic && q.bytes == bytes) {
+  const bool windows = paths_.windows() != nullptr; // closed forms then depend on the start time
+  if (options_.mode == SimMode::Analytic && q.bytes == bytes && !windows) {
     CommTask task;
     task.closed_form_s = q.closed_form_s;
     start_comm(std::array<Participant, 2>{s, r}, std::move(task));
     return;
   }
   CommTask task = p2p_task(src, dst, bytes);
-  if (task.closed_form_s >= 0) {
+  if (task.closed_form_s >= 0 && !windows) {
     q.bytes = bytes;
     q.closed_form_s = task.closed_form_s;
   }
@@ -502,7 +523,8 @@ CommTask SimExecutor::collective_task(const HotOp& op, int64_t rank, GroupState&
   const ClosedFormKey key{(static_cast<uint64_t>(op.kind) << 40) | (static_cast<uint64_t>(op.group) << 32) |
                               static_cast<uint64_t>(members[0]),
                           op.value};
-  if (closed) {
+  const DegradationWindows* windows = paths_.windows(); // closed forms depend on the start time
+  if (closed && windows == nullptr) {
     if (auto it = closed_form_cache_.find(key); it != closed_form_cache_.end()) {
       task.closed_form_s = it->second;
       remember(task.closed_form_s);
@@ -516,6 +538,10 @@ CommTask SimExecutor::collective_task(const HotOp& op, int64_t rank, GroupState&
     gpu_groups.push_back(std::move(gpus));
   }
   if (!closed) return collectives_.flow_task(op.kind, op.value, gpu_groups, /*merged=*/shortcuts_);
+  if (windows != nullptr) {
+    task.closed_form_s = collectives_.closed_form_s(op.kind, op.value, gpu_groups, backend_->now());
+    return task;
+  }
   task.closed_form_s = collectives_.closed_form_s(op.kind, op.value, gpu_groups);
   closed_form_cache_.emplace(key, task.closed_form_s);
   remember(task.closed_form_s);
@@ -536,7 +562,10 @@ CommTask SimExecutor::p2p_task(int64_t src_rank, int64_t dst_rank, double bytes)
     }
   }
   if (options_.mode == SimMode::Analytic || src == dst) {
-    task.closed_form_s = src == dst ? 0.0 : paths_.p2p_s(src, dst, bytes, options_.channels);
+    const DegradationWindows* windows = paths_.windows();
+    task.closed_form_s = src == dst           ? 0.0
+                         : windows != nullptr ? windows->p2p_s(src, dst, bytes, options_.channels, backend_->now())
+                                              : paths_.p2p_s(src, dst, bytes, options_.channels);
     return task;
   }
   const auto channels = static_cast<uint32_t>(options_.channels);
@@ -625,7 +654,7 @@ void SimExecutor::complete_op(int32_t slot, uint32_t op_index, bool failed) {
   last_end_s_ = std::max(last_end_s_, now);
   ++ops_done_;
   if (progress_ && (ops_done_ & 0xfff) == 0) progress_->update(ops_done_);
-  sl.busy &= ~(1u << st);
+  sl.busy = static_cast<uint8_t>(sl.busy & ~(1u << st));
   ++sl.stream_pos[st];
   if (job_failed_) return;
   issue_ready(slot);

@@ -125,8 +125,9 @@ public:
   const std::vector<int64_t>& gpu_of_slot() const { return slot_gpu_; }
 
 private:
-  // Hot fields first (what every op event reads), the rest after: at 12,288 ranks the
-  // slots are megabytes and each event touches one rank's slot.
+  // Hot fields first (what every op event reads), exactly four cache lines (the
+  // prefetch hint loads them), the rest after: at 12,288 ranks the slots are megabytes
+  // and each event touches one rank's slot.
   struct alignas(64) Slot {
     std::array<uint32_t, schedules::kStreamCount> stream_pos{};
     // per stream, while its head op waits for a dependency: that dependency's stream and
@@ -134,14 +135,17 @@ private:
     // event re-checks only the streams it may have unblocked
     std::array<uint32_t, schedules::kStreamCount> wait_pos{};
     std::array<uint8_t, schedules::kStreamCount> wait_stream{}; // kNoWait: not known blocked
-    uint32_t busy = 0;                                          // bit per stream
+    uint8_t busy = 0;                                           // bit per stream
+    uint8_t streams = 0;                                        // bit per stream its program has ops on
     int32_t active_comms = 0;
-    double speed = 1; // compute speed factor of its GPU
-    const schedules::Program* program = nullptr;
-    const schedules::ProgramIndex* index = nullptr;             // the rules' index of its program
-    const HotOp* hot = nullptr;                                 // its program's hot records, by op
-    std::array<double, schedules::kStreamCount> stream_start{}; // running op's issue time
+    double speed = 1;                               // compute speed factor of its GPU
+    const schedules::ProgramIndex* index = nullptr; // the rules' index of its program
+    const HotOp* hot = nullptr;                     // its program's hot records, by op
+    const uint32_t* dep_at = nullptr; // its program's dependencies as position << 3 | stream (CSR of deps)
     RankAccount account;
+    std::array<double, schedules::kStreamCount> stream_start{}; // running op's issue time
+    // cold: communication ops' and the run's set-up
+    const schedules::Program* program = nullptr;
     std::vector<OpTiming> timing; // traced slots only
     int64_t rank = 0;
     std::array<int64_t, kGroupKinds> group_first{};      // first member of its group per kind
@@ -149,6 +153,7 @@ private:
     std::array<uint32_t, kGroupKinds> group_id{};        // that group's index in groups_[kind]
     std::vector<std::pair<int32_t, uint32_t>> out_pairs; // (dst slot, pair queue) it sends to
   };
+  static_assert(schedules::kStreamCount <= 8, "Slot::busy and Slot::streams hold a bit per stream");
   static constexpr uint8_t kNoWait = 0xff;
   struct Participant {
     int32_t slot;
@@ -212,10 +217,11 @@ private:
   bool symmetric_ = false; // one pipeline stands for all
   bool shortcuts_ = false; // closed forms inside a server, merged ring steps
 
-  schedules::ExecutionRules rules_;        // rules 1-3, one index per program
-  std::vector<std::vector<HotOp>> hot_;    // by program × GPU model, then op
-  std::vector<const DeviceModel*> models_; // by GPU model
-  std::vector<uint8_t> model_of_gpu_;      // empty: one model
+  schedules::ExecutionRules rules_;           // rules 1-3, one index per program
+  std::vector<std::vector<HotOp>> hot_;       // by program × GPU model, then op
+  std::vector<std::vector<uint32_t>> dep_at_; // by program: Slot::dep_at
+  std::vector<const DeviceModel*> models_;    // by GPU model
+  std::vector<uint8_t> model_of_gpu_;         // empty: one model
   std::vector<Slot> slots_;
   std::vector<int64_t> slot_rank_;
   std::vector<int64_t> slot_gpu_;

@@ -9,6 +9,7 @@
 #include <simgrid/simix.hpp>
 #include <xbt/log.h>
 
+#include <cmath>
 #include <cstdio>
 #include <deque>
 #include <exception>
@@ -19,6 +20,7 @@
 #include "schedules/error.hpp"
 #include "sim/congestion/flow_congestion.hpp"
 #include "sim/congestion/link_capacity.hpp"
+#include "sim/detail/degradation_windows.hpp"
 #include "sim/detail/event_core.hpp"
 #include "sim/error.hpp"
 #include <map>
@@ -96,6 +98,11 @@ struct FlowEngine::Impl {
   simgrid::kernel::timer::Timer* core_timer = nullptr; // at the event core's next event
   double core_timer_at = 0;
   std::vector<simgrid::kernel::timer::Timer*> crash_timers;
+  /// Degradation windows (NetworkPaths::windows()): by link, the bandwidth factor in
+  /// effect (read by the link directions' NONLINEAR sharing callback), and the timers
+  /// at the windows' edges.
+  std::vector<double> window_factor;
+  std::vector<simgrid::kernel::timer::Timer*> window_timers;
   bool stopped = false; // the job failed or the executor threw: nothing runs any more
   bool workers_killed = false;
   /// An actor that runs one side of one transfer at a time (see send_flow).
@@ -147,6 +154,8 @@ struct FlowEngine::Impl {
 
   void build_platform();
   void apply_fault_plan();
+  void apply_degradation_windows();
+  void arm_window_timers();
   double stalled_seconds(const FlowSpec& f, double start, double end) const;
   double stall_end(const FlowSpec& f, double t) const;
   void launch_phase(Task* task);
@@ -197,6 +206,7 @@ void FlowEngine::Impl::build_platform() {
   }
   if (options.link_loads) loads.resize(2 * links.size());
   apply_fault_plan(); // profiles must be attached before links and hosts are sealed
+  apply_degradation_windows();
   for (size_t i = 0; i < links.size(); ++i) {
     zone->up_[i]->seal();
     zone->down_[i]->seal();
@@ -259,6 +269,52 @@ void FlowEngine::Impl::apply_fault_plan() {
       if (!state_text.empty())
         l->set_state_profile(simgrid::kernel::profile::ProfileBuilder::from_string(name + "-state", state_text, -1));
     }
+  }
+}
+
+/// Degradation windows, exact in SimGrid 3.32's CM02: a degraded link direction keeps
+/// its nominal bandwidth, so the bound CM02 puts on a flow when it starts (the smallest
+/// bandwidth on its path, never lifted) is never below what the link gives it once the
+/// window ends. Its max-min constraint is NONLINEAR, with a callback returning the
+/// capacity × the factor in effect: the LMM evaluates it each time it solves the
+/// constraint (maxmin.cpp, dyn_constraint_cb_), on top of any PFC pause the congestion
+/// model sets. At each window edge a kernel timer sets the factor and re-sets the
+/// bandwidth to its current value, which marks the constraint modified: the LMM
+/// re-solves it at that instant and flows in flight move at the new rate from there
+/// (their bytes so far counted at the old one).
+void FlowEngine::Impl::apply_degradation_windows() {
+  const DegradationWindows* windows = paths.windows();
+  if (windows == nullptr) return;
+  window_factor.assign(zone->up_.size(), 1.0);
+  std::vector<bool> done(zone->up_.size(), false);
+  for (const auto& w : windows->list()) {
+    window_factor[w.link] = windows->factor(w.link, 0.0);
+    if (done[w.link]) continue;
+    done[w.link] = true;
+    const double* factor = &window_factor[w.link]; // the vector is never resized again
+    auto cb = [factor](double capacity, int /*flows*/) { return capacity * *factor; };
+    zone->up_[w.link]->set_sharing_policy(sg4::Link::SharingPolicy::NONLINEAR, cb);
+    zone->down_[w.link]->set_sharing_policy(sg4::Link::SharingPolicy::NONLINEAR, cb);
+  }
+}
+
+/// The timers at the windows' edges after time 0 (before: the factor set when the
+/// platform was built).
+void FlowEngine::Impl::arm_window_timers() {
+  const DegradationWindows* windows = paths.windows();
+  if (windows == nullptr) return;
+  auto edge = [this](double at, uint32_t link, double factor) {
+    if (!(at > 0) || std::isinf(at)) return;
+    const size_t index = window_timers.size();
+    window_timers.push_back(simgrid::kernel::timer::Timer::set(at, [this, index, link, factor]() {
+      window_timers[index] = nullptr; // fired: no longer to remove
+      window_factor[link] = factor;
+      for (sg4::Link* l : {zone->up_[link], zone->down_[link]}) l->set_bandwidth(l->get_bandwidth());
+    }));
+  };
+  for (const auto& w : windows->list()) {
+    edge(w.at_s, w.link, w.factor);
+    edge(w.until_s, w.link, 1.0);
   }
 }
 
@@ -531,9 +587,11 @@ void FlowEngine::Impl::stop() {
   pending.clear();
   if (core_timer != nullptr) core_timer->remove();
   core_timer = nullptr;
-  for (auto*& t : crash_timers)
-    if (t != nullptr) t->remove();
-  crash_timers.assign(crash_timers.size(), nullptr);
+  for (auto* timers : {&crash_timers, &window_timers}) {
+    for (auto*& t : *timers)
+      if (t != nullptr) t->remove();
+    timers->assign(timers->size(), nullptr);
+  }
 }
 
 /// The event core's events (compute completions, closed-form timers, speed changes) run
@@ -636,6 +694,7 @@ void FlowEngine::run(const std::function<void()>& start) {
     impl->guarded(start);
     impl->arm_core_timer();
   });
+  impl->arm_window_timers();
   if (impl_->options.faults != nullptr) {
     for (const auto& e : impl_->options.faults->events) {
       if (e.kind != faults::PlanEventKind::ServerCrash) continue;

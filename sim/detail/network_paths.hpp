@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <unordered_map>
 #include <vector>
 
@@ -18,6 +19,8 @@
 #include "topology/fabric.hpp"
 
 namespace twinscale::sim::detail {
+
+class DegradationWindows;
 
 class NetworkPaths {
 public:
@@ -32,6 +35,18 @@ public:
   /// about (the first of gpu_groups) and count its symmetric images' flows at the
   /// nominal bandwidth: an image crossing the link is slowed when it runs itself.
   void degrade_link(uint32_t link, double factor);
+  /// Sets an NVLink link's achieved bandwidth to its raw bandwidth × `efficiency` (mixed
+  /// GPU models: a group's NVLink generation has its own; call before degrade_link()).
+  void set_nvlink_efficiency(uint32_t link, double efficiency) {
+    link_bw_[link] = nominal_bw_[link] = fabric_.links()[link].bw_bytes_per_s * efficiency;
+  }
+  /// Bandwidth of `link` before degrade_link().
+  double nominal_link_bw(uint32_t link) const { return nominal_bw_[link]; }
+  /// Degradations in time windows (degradation_windows.hpp); null when there are none.
+  /// Closed forms of ops that may cross a window's edge come from it, not from
+  /// closed_form_s/p2p_s.
+  const DegradationWindows* windows() const { return windows_.get(); }
+  void set_windows(std::shared_ptr<const DegradationWindows> windows) { windows_ = std::move(windows); }
   /// Latency of crossing `link` in one direction: its cable latency plus the switch
   /// latency (SwitchSpec::latency_s, cut-through) when the far end is a switch.
   double hop_latency_s(uint32_t link, bool up) const { return (up ? lat_up_ : lat_down_)[link]; }
@@ -84,6 +99,7 @@ private:
   std::vector<int64_t> proxy_local_; // by rail: local index of a GPU on that rail
   std::vector<double> link_bw_;
   std::vector<double> nominal_bw_; // link_bw_ before degrade_link()
+  std::shared_ptr<const DegradationWindows> windows_;
   std::vector<double> lat_up_, lat_down_;
   mutable std::vector<int32_t> load_; // per link direction (2·link + down)
   mutable std::vector<uint32_t> touched_;

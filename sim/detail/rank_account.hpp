@@ -23,7 +23,7 @@ public:
   /// The rank starts (+1) or stops (−1) an activity at `t`.
   void change(double t, Activity a, int delta) {
     charge(t);
-    active_[static_cast<size_t>(a)] += delta;
+    active_[static_cast<size_t>(a)] = static_cast<int8_t>(active_[static_cast<size_t>(a)] + delta);
   }
   /// An op of the rank was issued or ended at `t` (closes a gap as idle).
   void touch(double t) {
@@ -64,11 +64,13 @@ private:
       b_.idle_s += d;
   }
 
-  std::array<int32_t, kActivityCount> active_{};
-  double prev_ = 0;
+  // ops under way per activity: at most one per stream (8), so a byte each; with the
+  // flags they fill one word (the account shares the rank's hot cache lines)
+  std::array<int8_t, kActivityCount> active_{};
   bool started_ = false;
   bool trailing_ = false;
   bool pipelined_ = false;
+  double prev_ = 0;
   Breakdown b_;
   double forward_s_ = 0;
   double backward_s_ = 0;

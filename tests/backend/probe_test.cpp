@@ -2,12 +2,14 @@
 // communication of the job's schedule, checks every transfer (#wrong), writes a
 // calibration table and a cluster description that `simulate` accepts, and the
 // simulation of another pipeline/data-parallel split of the job is covered 100 %.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "backend/detail/probe_replay.hpp"
 #include "backend/probe.hpp"
 #include "config/cluster_file.hpp"
 #include "config/job_file.hpp"
@@ -62,6 +64,20 @@ TEST_CASE("probe: measures the schedule's ops and sweeps, and covers another spl
     CHECK(c.hosts == 1);
   const auto cluster = config::load_cluster(dir + "/host.toml");
   CHECK(cluster.gpus == 2);
+  // The overlap measurement (compute beside all-reduces, all-reduces beside compute) and
+  // the hand-off are reported; the cluster's compute slowdown under communication is the
+  // measured one: no SMs taken, a share h with h / (1 - h) = the measured slowdown.
+  CHECK(r.output.find("# overlap") != std::string::npos);
+  CHECK(r.output.find("compute slowdown") != std::string::npos);
+  CHECK(r.output.find("# hand-off") != std::string::npos);
+  CHECK(cluster.gpu.kernels.nccl_sms_per_channel == 0);
+  const double h = cluster.gpu.kernels.nccl_hbm_share;
+  CHECK(h >= 0);
+  CHECK(h < 1);
+  const size_t at = r.output.find("compute slowdown ");
+  REQUIRE(at != std::string::npos);
+  const double measured = std::stod(r.output.substr(at + 17));
+  CHECK(h / (1 - h) == Approx(measured).margin(1e-3));
   // Configuration B: another split and micro-batch count, simulated on the probed machine.
   const auto s = shell(TWINSCALE_CLI " simulate " + dir + "/b.toml --cluster " + dir + "/host.toml --calibration " +
                            dir + "/cal.json --no-aggregate --json",
@@ -101,8 +117,51 @@ TEST_CASE("probe: a launch that does not match the job is refused by name", "[ba
   CHECK(r.status != 0);
   CHECK(r.output.find("-np 2") != std::string::npos);
   CHECK_FALSE(fs::exists(dir + "/cal.json"));
-  const auto c = shell(TWINSCALE_CLI " probe " + dir + "/a.toml --device cuda --out " + dir + "/cal.json", 30);
-  CHECK(c.status == 1);
-  CHECK(c.output.find("--device cuda") != std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("probe: the kernel replay runs every compute op of a program and no communication", "[backend][probe]") {
+  // A pipeline job: stage programs interleave sends and receives with compute, and
+  // compute ops depend on receives (dropped) and on compute (kept, renumbered).
+  const fs::path dir = fresh_dir("probe_replay");
+  std::ofstream(dir / "a.toml") << job_text("replay", 2, 2, 8);
+  const schedules::Schedule s = schedules::lower(config::load_job((dir / "a.toml").string()));
+  std::vector<std::vector<uint32_t>> original;
+  const schedules::Schedule c = backend::detail::compute_only(s, original);
+  REQUIRE(c.programs.size() == s.programs.size());
+  REQUIRE(original.size() == s.programs.size());
+  for (size_t p = 0; p < s.programs.size(); ++p) {
+    const auto& in = s.programs[p];
+    const auto& out = c.programs[p];
+    size_t compute = 0, dropped_deps = 0;
+    for (const schedules::Op& op : in.ops) {
+      if (op.is_communication()) continue;
+      ++compute;
+      for (uint32_t d : in.deps_of(op)) dropped_deps += in.ops[d].is_communication() ? 1 : 0;
+    }
+    CHECK(out.ops.size() == compute);
+    CHECK(compute < in.ops.size()); // the program had communication
+    REQUIRE(original[p].size() == out.ops.size());
+    size_t kept_deps = 0;
+    for (uint32_t i = 0; i < out.ops.size(); ++i) {
+      const schedules::Op& op = out.ops[i];
+      const schedules::Op& was = in.ops[original[p][i]];
+      CHECK_FALSE(op.is_communication());
+      CHECK(op.name == was.name);
+      CHECK(op.shape == was.shape);
+      if (i > 0) CHECK(original[p][i] > original[p][i - 1]); // program order kept
+      for (uint32_t d : out.deps_of(op)) {
+        REQUIRE(d < i); // renumbered into the new program, still before the op
+        // the dependency names the same op as before
+        const auto deps = in.deps_of(was);
+        CHECK(std::find(deps.begin(), deps.end(), original[p][d]) != deps.end());
+        ++kept_deps;
+      }
+    }
+    size_t in_deps = 0;
+    for (const schedules::Op& op : in.ops)
+      if (!op.is_communication()) in_deps += op.dep_count;
+    CHECK(kept_deps + dropped_deps == in_deps);
+  }
   fs::remove_all(dir);
 }

@@ -5,6 +5,7 @@
 #include "config/presets.hpp"
 #include "config/recovery_file.hpp"
 #include "faults/campaign.hpp"
+#include "faults/plan_timeline.hpp"
 
 using namespace twinscale;
 using config::ConfigError;
@@ -236,8 +237,44 @@ TEST_CASE("fault files: bad link-degraded and jitter events name the key and the
   plan = config::parse_fault_plan("[[event]]\nkind = \"link-degraded\"\nlink = \"tor9\"\nbandwidth_factor = 0.5\n",
                                   "p.toml");
   CHECK_THROWS_WITH(config::check_fault_plan(plan, targets, "p.toml"), Catch::Contains("unknown link name 'tor9'"));
-  plan = config::parse_fault_plan(
-      "[[event]]\nkind = \"link-degraded\"\nlink = \"tor0-agg0\"\nbandwidth_factor = 0.5\nuntil_s = 3\n", "p.toml");
+}
+
+TEST_CASE("fault files: link-degraded time windows; overlapping windows on one link name both events",
+          "[faults][config][plan][errors]") {
+  faults::NamedTargets targets({"tor0-agg0", "tor0-agg1"}, {"server0.gpu0"}, {"server0"});
+  auto plan = config::parse_fault_plan("[[event]]\nkind = \"link-degraded\"\nlink = \"tor0-agg0\"\n"
+                                       "bandwidth_factor = 0.5\nat_s = 2\nuntil_s = 3\n"
+                                       "[[event]]\nkind = \"link-degraded\"\nlink = \"tor0-agg0\"\n"
+                                       "bandwidth_factor = 0.25\nat_s = 3\nduration_s = 4\n"
+                                       "[[event]]\nkind = \"link-degraded\"\nlink = \"tor0-agg1\"\n"
+                                       "bandwidth_factor = 0.5\nat_s = 1\n",
+                                       "p.toml");
+  config::check_fault_plan(plan, targets, "p.toml"); // back to back on one link, and another link: fine
+  REQUIRE(plan.events.size() == 3);
+  CHECK(plan.events[0].at_s == 1); // sorted by start
+  CHECK(std::isinf(plan.events[0].until_s));
+  CHECK(plan.events[1].at_s == 2);
+  CHECK(plan.events[1].until_s == 3);
+  CHECK(plan.events[2].until_s == 7);
+  const auto timeline = faults::plan_timeline(plan);
+  REQUIRE(timeline.size() == 5); // three starts, two finite ends
+  CHECK(timeline[2].at_s == 3);
+  CHECK(timeline[2].kind == faults::ChangeKind::LinkBandwidth);
+  CHECK(timeline[2].ends_event); // at one time, the end comes before the start
+  CHECK(timeline[2].speed_factor == 1.0);
+  CHECK(timeline[3].speed_factor == 0.25);
+
+  plan = config::parse_fault_plan("[[event]]\nkind = \"link-degraded\"\nlink = \"tor0-agg0\"\n"
+                                  "bandwidth_factor = 0.5\nat_s = 2\nuntil_s = 5\n"
+                                  "[[event]]\nkind = \"link-degraded\"\nlink = \"tor0-agg0\"\n"
+                                  "bandwidth_factor = 0.25\nat_s = 4\n",
+                                  "p.toml");
   CHECK_THROWS_WITH(config::check_fault_plan(plan, targets, "p.toml"),
-                    Catch::Contains("whole run") && Catch::Contains("until_s"));
+                    Catch::Contains("p.toml") && Catch::Contains("event[1]") && Catch::Contains("event[0]") &&
+                        Catch::Contains("already degraded") && Catch::Contains("tor0-agg0"));
+  plan = config::parse_fault_plan("[[event]]\nkind = \"link-degraded\"\nlink = \"tor0-agg0\"\n"
+                                  "bandwidth_factor = 0.5\nat_s = 2\nuntil_s = 1\n",
+                                  "p.toml");
+  CHECK_THROWS_WITH(config::check_fault_plan(plan, targets, "p.toml"),
+                    Catch::Contains("event[0]") && Catch::Contains("later than the start"));
 }

@@ -7,10 +7,13 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <string>
 
 #include "config/cluster_file.hpp"
 #include "config/error.hpp"
 #include "config/job_file.hpp"
+#include "schedules/error.hpp"
 #include "sim/error.hpp"
 #include "sim_test_util.hpp"
 #include "topology/placement.hpp"
@@ -125,4 +128,80 @@ TEST_CASE("bad gpu_groups are refused naming the key", "[sim][mixed_gpus]") {
   const auto past =
       config::load_cluster(cluster_file("past", "[[gpu_groups]]\nservers = \"3-9\"\nmodel = \"H100-SXM\"\n"));
   CHECK_THROWS_WITH(run(past, SimMode::Analytic), Contains("gpu_groups[0]") && Contains("servers 0-3"));
+}
+
+namespace {
+
+/// One TP all-reduce of 64 MB inside server 0 (ranks 0-7, GPUs 0-7) and inside server 2
+/// (ranks 8-15, GPUs 16-23): NVLink traffic only.
+SimReport tp_all_reduce(const topology::ClusterSpec& spec, SimMode mode) {
+  using namespace twinscale::sim::test;
+  topology::Fabric fabric(spec);
+  ProgramBuilder b;
+  b.add(collective(OpKind::AllReduce, GroupKind::Tp, 64e6, Stream::TpComm));
+  const auto schedule = make_schedule({8, 2, 1}, {b.take()}, std::vector<uint32_t>(16, 0));
+  std::vector<int64_t> gpus;
+  for (int64_t g = 0; g < 8; ++g) gpus.push_back(g);
+  for (int64_t g = 16; g < 24; ++g) gpus.push_back(g);
+  return simulate(schedule, fabric, gpus, exact_options(mode));
+}
+
+} // namespace
+
+TEST_CASE("mixed GPU models: each server's NVLink has its own model's bandwidth", "[sim][mixed_gpus]") {
+  const auto a100 = config::load_cluster("tiny-2tier");
+  // tiny-2tier with H100s for [gpu]: NVLink4's bandwidth and efficiency everywhere
+  const auto h100_path = std::filesystem::temp_directory_path() / "twinscale-mixed-gpus" / "all-h100.toml";
+  {
+    std::ifstream in(std::string(TWINSCALE_SOURCE_DIR) + "/presets/clusters/tiny-2tier.toml");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    text.replace(text.find("A100-SXM-80GB"), 13, "H100-SXM");
+    std::ofstream(h100_path) << text;
+  }
+  const auto h100 = config::load_cluster(h100_path.string());
+  REQUIRE(h100.gpu.nvlink.efficiency != a100.gpu.nvlink.efficiency);
+  const auto mixed =
+      config::load_cluster(cluster_file("mixed-h100", "[[gpu_groups]]\nservers = \"2-3\"\nmodel = \"H100-SXM\"\n"));
+  REQUIRE(mixed.gpu_groups[0].gpu.nvlink_bw_bytes_per_s > a100.gpu.nvlink_bw_bytes_per_s);
+  const topology::Fabric fabric(mixed);
+  for (const auto& l : fabric.links()) {
+    if (l.kind != topology::LinkKind::NvLink) continue;
+    const int64_t gpu = fabric.vertices()[l.a].index; // `a`: the GPU end
+    const bool group = fabric.server_of_gpu(gpu) >= 2;
+    CHECK(l.bw_bytes_per_s == (group ? mixed.gpu_groups[0].gpu.nvlink_bw_bytes_per_s : a100.gpu.nvlink_bw_bytes_per_s));
+  }
+  for (SimMode mode : {SimMode::Analytic, SimMode::Flow}) {
+    INFO("mode " << to_string(mode));
+    const auto slow = tp_all_reduce(a100, mode), fast = tp_all_reduce(h100, mode), m = tp_all_reduce(mixed, mode);
+    REQUIRE(m.per_rank.size() == 16);
+    CHECK(fast.per_rank[8].comm_wait_s < slow.per_rank[8].comm_wait_s);
+    for (size_t r = 0; r < 16; ++r) {
+      INFO("rank " << r);
+      const auto& want = r < 8 ? slow.per_rank[r] : fast.per_rank[r]; // ranks 8-15 sit on server 2
+      CHECK(m.per_rank[r].comm_wait_s == Approx(want.comm_wait_s).epsilon(1e-9));
+    }
+  }
+}
+
+TEST_CASE("mixed GPU models: the memory check uses the tightest model and names it", "[sim][mixed_gpus]") {
+  using Catch::Matchers::Contains;
+  const auto base = config::load_cluster("tiny-2tier");
+  const auto plain = config::tightest_gpu_memory(base);
+  CHECK(plain.bytes == base.gpu.memory_bytes);
+  CHECK_THAT(plain.holder, Contains("[gpu]") && Contains("A100-SXM-80GB"));
+  const auto mixed = config::load_cluster(cluster_file("mixed-mem", "[[gpu_groups]]\nservers = \"1\"\n"
+                                                                    "model = \"H100-SXM\"\n"
+                                                                    "[[gpu_groups]]\nservers = \"2-3\"\n"
+                                                                    "model = \"A100-SXM-40GB\"\n"));
+  const auto limit = config::tightest_gpu_memory(mixed);
+  CHECK(limit.bytes == mixed.gpu_groups[1].gpu.memory_bytes);
+  CHECK(limit.bytes < base.gpu.memory_bytes);
+  CHECK_THAT(limit.holder, Contains("gpu_groups[1]") && Contains("A100-SXM-40GB") && Contains("servers 2-3"));
+  // a job that does not fit names that group
+  auto job = config::load_job_preset("tiny-megascale");
+  schedules::LoweringTarget target;
+  target.gpu_memory_bytes = 1e6; // far too small for any stage
+  target.gpu_memory_holder = limit.holder;
+  CHECK_THROWS_WITH(schedules::lower(job, target),
+                    Contains("the tightest GPU, gpu_groups[1] (A100-SXM-40GB, servers 2-3)") && Contains("0.0 GB"));
 }
