@@ -11,6 +11,7 @@
 #include "config/presets.hpp"
 #include "schedules/detail/moe_routing.hpp"
 #include "schedules/error.hpp"
+#include "schedules/execution_rules.hpp"
 #include "schedules/memory.hpp"
 #include "schedules/schedule.hpp"
 #include "schedules/validate.hpp"
@@ -211,6 +212,46 @@ TEST_CASE("hierarchical all-to-all groups: NVLink domains of ep_node inside each
     }
   CHECK_FALSE((Layout{2, 8, 2, 8, 1, 8}.hierarchical_ep())); // one domain: flat
   CHECK_FALSE((Layout{2, 8, 2, 8, 1, 1}.hierarchical_ep())); // one rank per domain: flat
+}
+
+TEST_CASE("the two phases of the hierarchical all-to-all deliver every (source, destination) pair of the EP group "
+          "exactly once, and the execution rules agree with the layout",
+          "[schedules][moe]") {
+  // 2DH routing on the groups alone: source s sends the block for destination d to its
+  // domain peer of d's local index (phase 1, ep_node), which forwards it to the member of
+  // its rail of d's domain index (phase 2, ep_rail). That member must be d, every pair must
+  // travel, and no rail hop may stay inside a domain. The combine is the same two hops
+  // reversed (rail, then domain).
+  for (const Layout& L :
+       {Layout{2, 8, 2, 8, 1, 4}, Layout{1, 16, 1, 16, 1, 8}, Layout{4, 12, 1, 6, 1, 3}, Layout{1, 8, 3, 4, 1, 2}}) {
+    INFO("tp " << L.tp << " dp " << L.dp << " pp " << L.pp << " ep " << L.ep << " ep_node " << L.ep_node);
+    REQUIRE(L.hierarchical_ep());
+    int64_t pairs = 0;
+    for (int64_t s = 0; s < L.world(); ++s) {
+      for (GroupKind g : {GroupKind::EpNode, GroupKind::EpRail}) {
+        const auto members = L.group_members(g, s);
+        REQUIRE(static_cast<int64_t>(members.size()) == L.group_size(g));
+        for (int64_t i = 0; i < L.group_size(g); ++i)
+          CHECK(group_member(L, g, s, i) == members[static_cast<size_t>(i)]);
+      }
+      for (int64_t d : L.group_members(GroupKind::Ep, s)) {
+        const int64_t hop =
+            L.group_members(GroupKind::EpNode, s)[static_cast<size_t>(L.group_rank(GroupKind::EpNode, d))];
+        const int64_t dest =
+            L.group_members(GroupKind::EpRail, hop)[static_cast<size_t>(L.group_rank(GroupKind::EpRail, d))];
+        CHECK(dest == d);
+        // the rail hop leaves the domain exactly when d is in another domain
+        const auto domain = L.group_members(GroupKind::EpNode, s);
+        CHECK((std::find(domain.begin(), domain.end(), d) == domain.end()) == (hop != d));
+        // combine: d → the member of d's rail in s's domain → s
+        const int64_t back =
+            L.group_members(GroupKind::EpRail, d)[static_cast<size_t>(L.group_rank(GroupKind::EpRail, s))];
+        CHECK(L.group_members(GroupKind::EpNode, back)[static_cast<size_t>(L.group_rank(GroupKind::EpNode, s))] == s);
+        ++pairs;
+      }
+    }
+    CHECK(pairs == L.world() * L.ep);
+  }
 }
 
 TEST_CASE("tiny-moe-hier lowers: each all-to-all as a domain phase, a regroup and a rail phase", "[schedules][moe]") {

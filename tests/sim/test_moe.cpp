@@ -111,8 +111,8 @@ TEST_CASE("hierarchical all-to-all across servers: both modes, aggregated as clo
   auto hier = flat;
   hier.parallel.ep_a2a = schedules::EpAllToAll::Hierarchical;
   hier.parallel.ep_node = 8;
-  auto one_domain = hier;
-  one_domain.parallel.ep_node = 16; // EP inside one domain: the flat all-to-all
+  auto two_servers = hier;
+  two_servers.parallel.ep_node = 16; // a "domain" of two servers: its NVLink phase would cross the network
   auto limited = hier;
   limited.parallel.max_nodes_per_token = 1; // each token's 2 experts on one server: half the rail bytes
   // With EP groups across servers the aggregated run of the flat all-to-all already differs
@@ -132,7 +132,48 @@ TEST_CASE("hierarchical all-to-all across servers: both modes, aggregated as clo
     CHECK(h.iteration_s - hf.iteration_s == Approx(f.iteration_s - ff.iteration_s).margin(1e-6));
     CHECK(l.iteration_s - lf.iteration_s == Approx(f.iteration_s - ff.iteration_s).margin(1e-6));
     CHECK(h.iteration_s != f.iteration_s); // the two phases are simulated, not the flat group
-    CHECK(simulate_job(one_domain, mode, true).iteration_s == f.iteration_s);
+    CHECK_THROWS_WITH(simulate_job(two_servers, mode, true),
+                      Catch::Contains("parallel.ep_node = 16 (tp 1): the NVLink phase of the hierarchical all-to-all "
+                                      "puts rank 0 (server 0) and rank 8 (server 1) in one domain") &&
+                          Catch::Contains("valid: ep_node · tp ≤ 8"));
     CHECK(l.iteration_s < h.iteration_s); // half the bytes on the rails
   }
+}
+
+TEST_CASE("hierarchical all-to-all with tp 2: both modes, aggregated agrees with every rank as flat does",
+          "[sim][moe]") {
+  // 32 GPUs, tp 2 (sequence parallel), dp 16, EP groups of 8 over two servers, 4 EP ranks
+  // (8 GPUs) per server: the image groups of the two phases must cover both TP ranks
+  auto flat = config::load_job_preset("tiny-moe-hier");
+  flat.parallel.tp = 2;
+  flat.parallel.sequence_parallel = true;
+  flat.parallel.pp = 1;
+  flat.parallel.dp = 16;
+  flat.parallel.ep = 8;
+  flat.model.experts = 16;
+  flat.parallel.global_batch = 32;
+  flat.model.seq_len = 256;
+  flat.parallel.ep_a2a = schedules::EpAllToAll::Flat;
+  flat.parallel.ep_node = 0;
+  auto hier = flat;
+  hier.parallel.ep_a2a = schedules::EpAllToAll::Hierarchical;
+  hier.parallel.ep_node = 4;
+  auto limited = hier;
+  limited.parallel.max_nodes_per_token = 1;
+  for (SimMode mode : {SimMode::Analytic, SimMode::Flow}) {
+    const Run f = simulate_job(flat, mode, true), ff = simulate_job(flat, mode, false);
+    const Run h = simulate_job(hier, mode, true), hf = simulate_job(hier, mode, false);
+    const Run l = simulate_job(limited, mode, true), lf = simulate_job(limited, mode, false);
+    INFO("mode " << to_string(mode) << " flat " << f.iteration_s << " (every rank " << ff.iteration_s
+                 << ") hierarchical " << h.iteration_s << " (" << hf.iteration_s << ") node-limited " << l.iteration_s
+                 << " (" << lf.iteration_s << ")");
+    CHECK(h.iteration_s != f.iteration_s);
+    CHECK(h.iteration_s - hf.iteration_s == Approx(f.iteration_s - ff.iteration_s).margin(1e-6));
+    CHECK(l.iteration_s - lf.iteration_s == Approx(f.iteration_s - ff.iteration_s).margin(1e-6));
+    CHECK(l.iteration_s < h.iteration_s);
+  }
+  auto bad = hier;
+  bad.parallel.ep_node = 8; // 8 EP ranks × tp 2 = 16 GPUs: two servers
+  CHECK_THROWS_WITH(simulate_job(bad, SimMode::Analytic, true),
+                    Catch::Contains("parallel.ep_node = 8 (tp 2)") && Catch::Contains("valid: ep_node · tp ≤ 8"));
 }
