@@ -136,6 +136,7 @@ int show(const s::Schedule& sch, bool as_json) {
   auto shown = [&](int g) {
     const auto kind = static_cast<s::GroupKind>(g);
     if (kind == s::GroupKind::Cp) return sch.job.parallel.cp > 1; // context parallel only when used
+    if (kind == s::GroupKind::EpNode || kind == s::GroupKind::EpRail) return sch.layout.hierarchical_ep();
     return sch.job.model.experts > 0 || (kind != s::GroupKind::Ep && kind != s::GroupKind::ExpertDp);
   };
   for (int g = 0; g < kGroupKinds; ++g)

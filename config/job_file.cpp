@@ -48,6 +48,20 @@
 //   ep = 1                          integer ≥ 1: expert parallel; divides dp and experts. The
 //                                   ep consecutive dp ranks of a block hold experts/ep experts
 //                                   each; expert gradients are reduced over the dp/ep blocks
+//   ep_a2a = "flat"                 "flat" | "hierarchical": the MoE dispatch/combine all-to-all.
+//                                   flat: one all-to-all over the ep group. hierarchical
+//                                   (Tutel 2DH, DeepSpeed-MoE): an all-to-all among the ep_node
+//                                   EP ranks of each NVLink domain, then one among the ranks of
+//                                   the same local index across domains (combine: reversed)
+//   ep_node                         integer ≥ 1, required with ep_a2a = "hierarchical" (refused
+//                                   otherwise): EP ranks per NVLink domain, divides ep; with
+//                                   the linear placement gpus per server / tp (at most ep)
+//   max_nodes_per_token = 0         integer ≥ 0, hierarchical only: node-limited routing
+//                                   (DeepSeek-V3 §2.1.2, DeepEP): a token's experts lie on at
+//                                   most this many NVLink domains (≤ ep / ep_node); it crosses
+//                                   the rail once per (token, domain), then fans out over
+//                                   NVLink (combine: reduced in the domain, then the rail).
+//                                   0 = the plain hierarchical all-to-all (no deduplication)
 //   cp = 1                          integer in [1, 1024]: context parallel (ring attention as
 //                                   Megatron-Core + Transformer Engine's cp_comm_type "p2p"):
 //                                   seq_len / cp tokens per rank (seq_len % 2·cp == 0, causal
@@ -208,6 +222,18 @@ s::JobSpec parse_job(std::string_view text, const std::string& file) {
   par.vpp = p.get_int("vpp", 1, 1);
   par.ep = p.get_int("ep", 1, 1);
   par.cp = p.get_int("cp", 1, 1, 1024);
+  par.ep_a2a = p.get_enum<s::EpAllToAll>(
+      "ep_a2a", {{"flat", s::EpAllToAll::Flat}, {"hierarchical", s::EpAllToAll::Hierarchical}}, s::EpAllToAll::Flat);
+  if (par.ep_a2a == s::EpAllToAll::Hierarchical) {
+    if (!p.has("ep_node"))
+      p.fail("ep_node", "is missing; ep_a2a = \"hierarchical\" needs the EP ranks per NVLink domain "
+                        "(gpus per server / tp, at most ep)");
+    par.ep_node = p.get_int("ep_node", std::nullopt, 1);
+    par.max_nodes_per_token = p.get_int("max_nodes_per_token", 0, 0);
+  } else {
+    for (const char* key : {"ep_node", "max_nodes_per_token"})
+      if (p.has(key)) p.fail(key, "is set but ep_a2a is \"flat\"; set ep_a2a = \"hierarchical\" or remove it");
+  }
   par.first_stage_layers = p.get_int("first_stage_layers", 0, 0);
   par.last_stage_layers = p.get_int("last_stage_layers", 0, 0);
   par.sequence_parallel = p.get_bool("sequence_parallel", false);

@@ -150,7 +150,9 @@ s::GroupKind pg_group(const NodeWhere& w) {
   if (find_attr(w.node.attr(), "pg_name") == nullptr) return s::GroupKind::World;
   const std::string pg = w.text("pg_name");
   const auto g = s::group_kind_from_string(pg);
-  if (!g) w.fail("pg_name \"" + pg + "\" is not a twinscale group (valid: tp, dp, pp, embedding, world)");
+  if (!g)
+    w.fail("pg_name \"" + pg +
+           "\" is not a twinscale group (valid: tp, dp, pp, embedding, ep, cp, edp, ep_node, ep_rail, world)");
   return *g;
 }
 

@@ -76,8 +76,24 @@ void check_moe(const JobSpec& job, const std::string& who) {
                                                              " (experts are sharded over blocks of ep DP ranks)");
   require(m.experts >= 0 && m.experts <= 4096,
           who + "model.experts = " + str(m.experts) + "; valid: 0 (dense) to 4096 (DeepSeek-V3 has 256)");
+  if (p.ep_a2a == EpAllToAll::Hierarchical) {
+    require(p.ep_node >= 1 && p.ep_node <= p.ep && p.ep % p.ep_node == 0,
+            who + "parallel.ep_node = " + str(p.ep_node) + " must divide parallel.ep = " + str(p.ep) +
+                " (the EP ranks of one NVLink domain in the hierarchical all-to-all: gpus per server / tp, "
+                "at most ep)");
+    require(p.max_nodes_per_token >= 0 && p.max_nodes_per_token <= p.ep / p.ep_node,
+            who + "parallel.max_nodes_per_token = " + str(p.max_nodes_per_token) + "; valid: 0 (no node limit) to " +
+                "ep / ep_node = " + str(p.ep / p.ep_node) + " NVLink domains");
+  } else {
+    require(p.ep_node == 0, who + "parallel.ep_node = " + str(p.ep_node) +
+                                " is set but parallel.ep_a2a is \"flat\"; set ep_a2a = \"hierarchical\" or remove it");
+    require(p.max_nodes_per_token == 0, who + "parallel.max_nodes_per_token = " + str(p.max_nodes_per_token) +
+                                            " needs parallel.ep_a2a = \"hierarchical\" (the NVLink domains)");
+  }
   if (m.experts == 0) {
     require(p.ep == 1, who + "parallel.ep = " + str(p.ep) + " > 1 needs model.experts > 0");
+    require(p.ep_a2a == EpAllToAll::Flat,
+            who + "parallel.ep_a2a = \"hierarchical\" needs model.experts > 0 (a dense model has no all-to-all)");
     return;
   }
   require(m.top_k >= 1 && m.top_k <= m.experts,

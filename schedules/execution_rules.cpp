@@ -57,6 +57,8 @@ int64_t group_member(const Layout& L, GroupKind kind, int64_t rank, int64_t i) {
   case GroupKind::Ep: return L.rank({c.tp, c.dp / L.ep * L.ep + i, c.pp});
   case GroupKind::Cp: return L.rank({c.tp, c.dp / L.cp * L.cp + i, c.pp}); // cp folded into dp (layout.hpp)
   case GroupKind::ExpertDp: return L.rank({i % L.tp, c.dp % L.ep + i / L.tp * L.ep, c.pp});
+  case GroupKind::EpNode: return L.rank({c.tp, c.dp / L.ep_node * L.ep_node + i, c.pp});
+  case GroupKind::EpRail: return L.rank({c.tp, c.dp / L.ep * L.ep + c.dp % L.ep_node + i * L.ep_node, c.pp});
   case GroupKind::World: return i;
   }
   TWINSCALE_ASSERT(false, "unknown GroupKind");

@@ -19,6 +19,12 @@ enum class NormKind : uint8_t { LayerNorm, RmsNorm };
 /// How tokens are spread over experts (mixture of experts): evenly, or with expert
 /// popularities drawn per (iteration, micro-batch, layer) from a seeded distribution.
 enum class RoutingKind : uint8_t { Balanced, Dirichlet, Zipf };
+/// How a MoE layer's dispatch and combine all-to-alls are run. Flat: one all-to-all over
+/// the EP group. Hierarchical: Tutel's 2DH (arXiv 2206.03382) / DeepSpeed-MoE's
+/// hierarchical all-to-all (arXiv 2201.05596): an all-to-all inside each NVLink
+/// domain that groups the tokens by the destination's local index, then one among the
+/// ranks of the same local index across domains (one rail); the combine mirrors it.
+enum class EpAllToAll : uint8_t { Flat, Hierarchical };
 /// Datatype of the transformer layers' GEMMs. Fp8: Transformer Engine's delayed scaling
 /// (per-tensor scales from an amax history; cast/transpose kernels; amax all-reduce).
 enum class GemmPrecision : uint8_t { Bf16, Fp8 };
@@ -71,6 +77,15 @@ struct ParallelSpec {
   int64_t vpp = 1; // virtual stages (model chunks) per pipeline rank
   int64_t dp = 1;
   int64_t ep = 1; // expert parallel: experts sharded over blocks of ep data-parallel ranks
+  EpAllToAll ep_a2a = EpAllToAll::Flat;
+  int64_t ep_node = 0; // hierarchical: EP ranks per NVLink domain (divides ep); 0 with flat
+  // Node-limited routing (DeepSeek-V3, arXiv 2412.19437 §2.1.2; DeepEP's dispatch): each
+  // token goes to experts on at most this many NVLink domains and crosses the fabric once
+  // per (token, domain), then fans out over NVLink; 0 = unlimited (hierarchical only).
+  int64_t max_nodes_per_token = 0;
+  /// EP ranks per NVLink domain as the layout groups them: ep_node when hierarchical, else
+  /// ep (one domain: the second phase would be empty).
+  int64_t ep_domain() const { return ep_a2a == EpAllToAll::Hierarchical ? ep_node : ep; }
   // Context parallel (Megatron-Core / Transformer Engine cp_comm_type = "p2p", ring
   // attention): each sequence is split over cp ranks (2·cp chunks, rank i holding chunks i
   // and 2·cp−1−i so that causal work is balanced); attention exchanges K/V blocks around

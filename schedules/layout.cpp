@@ -13,6 +13,8 @@ int64_t Layout::group_size(GroupKind kind) const {
   case GroupKind::Ep: return ep;
   case GroupKind::Cp: return cp;
   case GroupKind::ExpertDp: return tp * (dp / ep);
+  case GroupKind::EpNode: return ep_node;
+  case GroupKind::EpRail: return ep / ep_node;
   case GroupKind::World: return world();
   }
   TWINSCALE_ASSERT(false, "unknown GroupKind");
@@ -28,6 +30,8 @@ int64_t Layout::group_rank(GroupKind kind, int64_t rank) const {
   case GroupKind::Ep: return c.dp % ep;
   case GroupKind::Cp: return c.dp % cp;
   case GroupKind::ExpertDp: return c.tp + tp * (c.dp / ep);
+  case GroupKind::EpNode: return c.dp % ep_node;
+  case GroupKind::EpRail: return c.dp % ep / ep_node;
   case GroupKind::World: return rank;
   }
   TWINSCALE_ASSERT(false, "unknown GroupKind");
@@ -59,6 +63,13 @@ std::vector<int64_t> Layout::group_members(GroupKind kind, int64_t rank) const {
   case GroupKind::ExpertDp:
     for (int64_t j = 0; j < dp / ep; ++j)
       for (int64_t i = 0; i < tp; ++i) out.push_back(this->rank({i, c.dp % ep + j * ep, c.pp}));
+    break;
+  case GroupKind::EpNode:
+    for (int64_t i = 0; i < ep_node; ++i) out.push_back(this->rank({c.tp, c.dp / ep_node * ep_node + i, c.pp}));
+    break;
+  case GroupKind::EpRail:
+    for (int64_t j = 0; j < ep / ep_node; ++j)
+      out.push_back(this->rank({c.tp, c.dp / ep * ep + c.dp % ep_node + j * ep_node, c.pp}));
     break;
   case GroupKind::World:
     for (int64_t i = 0; i < world(); ++i) out.push_back(i);

@@ -22,9 +22,17 @@ enum class GroupKind : uint8_t {
   Cp,        // context parallel: same (tp, pp), the cp consecutive dp coordinates of a block
   ExpertDp,  // holders of the same experts: same (pp, dp mod ep), all tp, dp/ep blocks (experts
              // are not split over TP: each TP rank routes its own tokens to whole experts)
+  EpNode,    // hierarchical all-to-all, phase 1: the ep_node consecutive EP ranks of one NVLink
+             // domain (same tp, pp; a block of ep_node dp coordinates inside the EP block)
+  EpRail,    // hierarchical all-to-all, phase 2: the EP ranks with the same index inside their
+             // NVLink domain (one per domain: ep/ep_node of them, dp stride ep_node)
   World,
 };
 inline constexpr int kGroupKindCount = static_cast<int>(GroupKind::World) + 1;
+/// The expert-parallel all-to-all groups (flat, or either phase of the hierarchical one).
+inline bool is_expert_parallel(GroupKind g) {
+  return g == GroupKind::Ep || g == GroupKind::EpNode || g == GroupKind::EpRail;
+}
 
 struct RankCoord {
   int64_t tp = 0;
@@ -36,10 +44,13 @@ struct Layout {
   int64_t tp = 1;
   int64_t dp = 1;
   int64_t pp = 1;
-  int64_t ep = 1; // expert-parallel size: divides dp (experts are sharded over a DP block)
-  int64_t cp = 1; // context-parallel size: divides dp (dp here counts dp·cp coordinates)
+  int64_t ep = 1;      // expert-parallel size: divides dp (experts are sharded over a DP block)
+  int64_t cp = 1;      // context-parallel size: divides dp (dp here counts dp·cp coordinates)
+  int64_t ep_node = 1; // EP ranks per NVLink domain for the hierarchical all-to-all: divides ep
 
   int64_t world() const { return tp * dp * pp; }
+  /// The hierarchical all-to-all's two groups are in use (both larger than one rank).
+  bool hierarchical_ep() const { return ep_node > 1 && ep_node < ep; }
   int64_t rank(RankCoord c) const { return c.tp + tp * (c.dp + dp * c.pp); }
   RankCoord coord(int64_t rank) const { return RankCoord{rank % tp, (rank / tp) % dp, rank / (tp * dp)}; }
   /// Members of `rank`'s group of `kind`, in group-rank order.

@@ -80,6 +80,8 @@ std::string_view to_string(GroupKind g) {
   case GroupKind::Ep: return "ep";
   case GroupKind::Cp: return "cp";
   case GroupKind::ExpertDp: return "edp";
+  case GroupKind::EpNode: return "ep_node";
+  case GroupKind::EpRail: return "ep_rail";
   case GroupKind::World: return "world";
   }
   TWINSCALE_ASSERT(false, "unknown GroupKind");

@@ -98,6 +98,11 @@ json job_json(const JobSpec& j) {
   json out = job_fields_json(j);
   // issue #16: written only when used, so that files of jobs without them are unchanged
   if (j.parallel.cp > 1) out["parallel"]["cp"] = j.parallel.cp;
+  if (j.parallel.ep_a2a == EpAllToAll::Hierarchical) {
+    out["parallel"]["ep_a2a"] = "hierarchical";
+    out["parallel"]["ep_node"] = j.parallel.ep_node;
+    if (j.parallel.max_nodes_per_token > 0) out["parallel"]["max_nodes_per_token"] = j.parallel.max_nodes_per_token;
+  }
   if (j.model.rotary) out["model"]["rotary"] = true;
   if (j.options.fp8()) // issue #16; written only when not the default, so BF16 schedules are unchanged
     out["schedule"]["precision"] = {
@@ -239,6 +244,11 @@ public:
     par.dp = get<int64_t>(p, "dp", pw);
     if (p.contains("ep")) par.ep = get<int64_t>(p, "ep", pw); // issue #16
     if (p.contains("cp")) par.cp = get<int64_t>(p, "cp", pw); // issue #16
+    if (p.contains("ep_a2a"))                                 // issue #16; absent means the flat all-to-all
+      par.ep_a2a = get_choice<EpAllToAll>(p, "ep_a2a", pw,
+                                          {{"flat", EpAllToAll::Flat}, {"hierarchical", EpAllToAll::Hierarchical}});
+    if (p.contains("ep_node")) par.ep_node = get<int64_t>(p, "ep_node", pw);
+    if (p.contains("max_nodes_per_token")) par.max_nodes_per_token = get<int64_t>(p, "max_nodes_per_token", pw);
     if (p.contains("first_stage_layers")) par.first_stage_layers = get<int64_t>(p, "first_stage_layers", pw);
     if (p.contains("last_stage_layers")) par.last_stage_layers = get<int64_t>(p, "last_stage_layers", pw);
     par.sequence_parallel = get<bool>(p, "sequence_parallel", pw);
@@ -394,6 +404,7 @@ Schedule read_schedule_json(std::istream& in, const std::string& path) {
   const auto& par = s.job.parallel;
   s.layout.ep = par.ep; // the expert-parallel blocks follow from the job
   s.layout.cp = par.cp; // and the context-parallel ones (layout.dp counts dp·cp)
+  s.layout.ep_node = par.ep_domain();
   if (par.tp != s.layout.tp || par.dp_cp() != s.layout.dp || par.pp != s.layout.pp)
     r.fail("$.layout", "tp " + std::to_string(s.layout.tp) + ", dp " + std::to_string(s.layout.dp) + ", pp " +
                            std::to_string(s.layout.pp) + " disagrees with $.job.parallel (tp " +

@@ -105,6 +105,11 @@ void check_jobs(const std::vector<JobOnFabric>& jobs, const topology::Fabric& fa
     if (static_cast<int64_t>(jobs[j].gpu_of_rank.size()) != jobs[j].schedule->layout.world())
       throw SimError("simulate jobs: job '" + jobs[j].name + "' places " + std::to_string(jobs[j].gpu_of_rank.size()) +
                      " ranks, its schedule has " + std::to_string(jobs[j].schedule->layout.world()));
+    try {
+      check_ep_domains(*jobs[j].schedule, fabric, jobs[j].gpu_of_rank);
+    } catch (const SimError& e) {
+      throw SimError("simulate jobs: job '" + jobs[j].name + "': " + e.what());
+    }
     for (int64_t g : jobs[j].gpu_of_rank) {
       if (g < 0 || g >= fabric.gpus())
         throw SimError("simulate jobs: job '" + jobs[j].name + "' uses GPU " + std::to_string(g) + " outside 0.." +

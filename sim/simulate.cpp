@@ -275,6 +275,29 @@ SimReport run_in_process(const schedules::Schedule& schedule, const topology::Fa
 
 } // namespace
 
+void check_ep_domains(const schedules::Schedule& schedule, const topology::Fabric& fabric,
+                      const std::vector<int64_t>& gpu_of_rank) {
+  const schedules::Layout& L = schedule.layout;
+  const schedules::ParallelSpec& par = schedule.job.parallel;
+  if (par.ep_a2a != schedules::EpAllToAll::Hierarchical || L.ep_node <= 1) return;
+  if (static_cast<int64_t>(gpu_of_rank.size()) != L.world()) return; // the executor names that error
+  for (int64_t r = 0; r < L.world(); ++r) {
+    if (L.group_rank(schedules::GroupKind::EpNode, r) != 0) continue; // one check per group, from its first rank
+    const int64_t server = fabric.server_of_gpu(gpu_of_rank[static_cast<size_t>(r)]);
+    for (int64_t m : L.group_members(schedules::GroupKind::EpNode, r)) {
+      const int64_t other = fabric.server_of_gpu(gpu_of_rank[static_cast<size_t>(m)]);
+      if (other == server) continue;
+      const int64_t per_server = fabric.spec().server.gpus;
+      throw SimError("simulate: parallel.ep_node = " + std::to_string(L.ep_node) + " (tp " + std::to_string(L.tp) +
+                     "): the NVLink phase of the hierarchical all-to-all puts rank " + std::to_string(r) + " (server " +
+                     std::to_string(server) + ") and rank " + std::to_string(m) + " (server " + std::to_string(other) +
+                     ") in one domain, but cluster '" + fabric.spec().name + "' has " + std::to_string(per_server) +
+                     " GPUs per server (NVLink domain); valid: ep_node · tp ≤ " + std::to_string(per_server) +
+                     " with a placement that keeps the group in one server");
+    }
+  }
+}
+
 SimReport simulate(const schedules::Schedule& schedule, const topology::Fabric& fabric,
                    const std::vector<int64_t>& gpu_of_rank, const SimOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -289,6 +312,7 @@ SimReport simulate(const schedules::Schedule& schedule, const topology::Fabric& 
       throw SimError("simulate: --hang-at-s " + std::to_string(options.hang_at_s) +
                      " (valid: a finite number of seconds >= 0)");
   }
+  check_ep_domains(schedule, fabric, gpu_of_rank);
   // TWINSCALE_SIM_NO_FORK=1 runs the flow mode in this process (debuggers, profilers):
   // then only one flow-mode simulation may run per process.
   const char* no_fork = std::getenv("TWINSCALE_SIM_NO_FORK");

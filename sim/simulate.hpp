@@ -199,6 +199,13 @@ struct SimReport {
   double wall_s = 0;
 };
 
+/// Throws SimError when the schedule's hierarchical MoE all-to-all (parallel.ep_a2a =
+/// "hierarchical") has an NVLink-phase group (kind ep_node) whose ranks gpu_of_rank puts on
+/// more than one server: that phase would cross the network, which no library runs.
+/// simulate() and simulate_jobs() call it.
+void check_ep_domains(const schedules::Schedule& schedule, const topology::Fabric& fabric,
+                      const std::vector<int64_t>& gpu_of_rank);
+
 /// Runs `schedule` on `fabric` with rank r on GPU gpu_of_rank[r]. Throws
 /// schedules::ScheduleError for a schedule that cannot run (unmatched send, deadlock,
 /// collective mismatch — naming rank and op), SimError for options it cannot run

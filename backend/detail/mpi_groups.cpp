@@ -32,8 +32,10 @@ MpiGroups::MpiGroups(const schedules::Layout& layout, int64_t rank, MPI_Comm wor
 
   // M9 order: the intra-node TP group first, then DP, PP, Embedding.
   for (GroupKind kind : {GroupKind::Tp, GroupKind::Dp, GroupKind::Pp, GroupKind::Embedding, GroupKind::Ep,
-                         GroupKind::ExpertDp, GroupKind::Cp}) {
+                         GroupKind::ExpertDp, GroupKind::Cp, GroupKind::EpNode, GroupKind::EpRail}) {
     if (!expert_groups && (kind == GroupKind::Ep || kind == GroupKind::ExpertDp)) continue;
+    if ((kind == GroupKind::EpNode || kind == GroupKind::EpRail) && (!expert_groups || !layout.hierarchical_ep()))
+      continue;                                            // the hierarchical all-to-all's groups only when used
     if (kind == GroupKind::Cp && layout.cp == 1) continue; // context-parallel ring only when used
     t = wall_s();
     const std::vector<int64_t> members = layout.group_members(kind, rank);

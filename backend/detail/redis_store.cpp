@@ -79,8 +79,12 @@ void RedisStore::rendezvous(const std::string& prefix, const schedules::Layout& 
   set(prefix + ":rank:" + std::to_string(rank), identity);
   for (schedules::GroupKind kind :
        {schedules::GroupKind::Tp, schedules::GroupKind::Dp, schedules::GroupKind::Pp, schedules::GroupKind::Embedding,
-        schedules::GroupKind::Ep, schedules::GroupKind::ExpertDp, schedules::GroupKind::Cp}) {
+        schedules::GroupKind::Ep, schedules::GroupKind::ExpertDp, schedules::GroupKind::Cp,
+        schedules::GroupKind::EpNode, schedules::GroupKind::EpRail}) {
     if (!expert_groups && (kind == schedules::GroupKind::Ep || kind == schedules::GroupKind::ExpertDp)) continue;
+    if ((kind == schedules::GroupKind::EpNode || kind == schedules::GroupKind::EpRail) &&
+        (!expert_groups || !layout.hierarchical_ep()))
+      continue;
     if (kind == schedules::GroupKind::Cp && layout.cp == 1) continue;
     const auto members = layout.group_members(kind, rank);
     if (std::find(members.begin(), members.end(), rank) == members.end()) continue;

@@ -98,7 +98,8 @@ public:
       for (int k = 0; k < kGroupKinds; ++k) {
         const auto g = static_cast<GroupKind>(k);
         group_of_[i][k] = -1;
-        if (sym_ && (g == GroupKind::Tp || g == GroupKind::Dp || g == GroupKind::Ep || g == GroupKind::ExpertDp))
+        if (sym_ && (g == GroupKind::Tp || g == GroupKind::Dp || g == GroupKind::Ep || g == GroupKind::ExpertDp ||
+                     g == GroupKind::EpNode || g == GroupKind::EpRail))
           continue;
         const int64_t rank = ranks_[i].rank;
         const int64_t leader = g == GroupKind::World ? 0 : L_.group_members(g, rank)[0];

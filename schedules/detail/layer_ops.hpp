@@ -76,7 +76,10 @@ private:
   void moe_backward();
   double moe_load() const; // busiest EP rank's routed tokens / balanced (moe_routing.hpp)
   uint32_t expert_gemm(const std::string& name, int64_t m, int64_t n, int64_t k, bool wgrad);
-  uint32_t ep_all_to_all(const std::string& name, double bytes);
+  /// The dispatch or combine all-to-all of `bytes` per rank after the last compute op,
+  /// flat or hierarchical (two phases; `combine`: the rail phase first). Returns the last
+  /// collective; the next compute op waits for it unless `overlapped` (the caller waits).
+  uint32_t ep_all_to_all(const std::string& name, double bytes, bool combine, bool overlapped = false);
   void shared_experts(bool backward);
   void dropout(const std::string& name, bool backward);
   void residual(const std::string& name, int64_t inputs);

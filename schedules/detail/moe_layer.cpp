@@ -52,10 +52,48 @@ uint32_t LayerEmitter::expert_gemm(const std::string& name, int64_t m, int64_t n
   return b_.compute(OpKind::Gemm, Kernel::Gemm, name, flops, bytes, {m, n, k, 0}, {}, gemm_dtype(name));
 }
 
-uint32_t LayerEmitter::ep_all_to_all(const std::string& name, double bytes) {
+uint32_t LayerEmitter::ep_all_to_all(const std::string& name, double bytes, bool combine, bool overlapped) {
   if (d_.ep == 1) return kNoOp;
-  const uint32_t op = b_.collective(OpKind::AllToAll, GroupKind::Ep, Stream::TpComm, name, bytes, {b_.last_compute()});
-  b_.wait_before_next_compute(op);
+  const int64_t node = job_.parallel.ep_domain();
+  if (node <= 1 || node >= d_.ep) { // flat (or hierarchical with one phase empty: the same ops)
+    const uint32_t op =
+        b_.collective(OpKind::AllToAll, GroupKind::Ep, Stream::TpComm, name, bytes, {b_.last_compute()});
+    if (!overlapped) b_.wait_before_next_compute(op);
+    return op;
+  }
+  auto suffix = [](GroupKind g) { return g == GroupKind::EpNode ? ".node" : ".rail"; };
+  if (job_.parallel.max_nodes_per_token > 0) {
+    // Node-limited routing, dispatched as DeepEP does: each (token, destination domain)
+    // crosses the rail once, to the GPU of the sender's local index there, which forwards
+    // it over NVLink to its (on average top_k/domains) experts in that domain; the combine
+    // reduces a token's outputs inside the domain and sends one row back over the rail.
+    const double domains = mean_token_domains(job_.model, d_.ep, node, job_.parallel.max_nodes_per_token,
+                                              b_.labels.iteration, b_.labels.micro_batch, b_.labels.layer);
+    const double rail = bytes * domains / static_cast<double>(d_.top_k);
+    const GroupKind first = combine ? GroupKind::EpNode : GroupKind::EpRail;
+    const GroupKind second = combine ? GroupKind::EpRail : GroupKind::EpNode;
+    auto bytes_of = [&](GroupKind g) { return g == GroupKind::EpRail ? rail : bytes; };
+    const uint32_t a = b_.collective(OpKind::AllToAll, first, Stream::TpComm, name + suffix(first), bytes_of(first),
+                                     {b_.last_compute()});
+    const uint32_t op =
+        b_.collective(OpKind::AllToAll, second, Stream::TpComm, name + suffix(second), bytes_of(second), {a});
+    if (!overlapped) b_.wait_before_next_compute(op);
+    return op;
+  }
+  // Hierarchical (Tutel 2DH / DeepSpeed-MoE): every rank's `bytes` cross NVLink once, to
+  // the domain peer with the destination's local index, are regrouped by destination
+  // domain (a strided copy: read and write), then cross the rail once, ep/ep_node peers.
+  // The combine runs the phases in the opposite order.
+  const GroupKind first = combine ? GroupKind::EpRail : GroupKind::EpNode;
+  const GroupKind second = combine ? GroupKind::EpNode : GroupKind::EpRail;
+  const uint32_t a =
+      b_.collective(OpKind::AllToAll, first, Stream::TpComm, name + suffix(first), bytes, {b_.last_compute()});
+  b_.wait_before_next_compute(a);
+  const auto elements = static_cast<int64_t>(bytes / kBf16);
+  b_.compute(OpKind::Elementwise, Kernel::MoePermute, name + ".regroup", 0, 2 * bytes, {elements, 0, 0, 0});
+  const uint32_t op =
+      b_.collective(OpKind::AllToAll, second, Stream::TpComm, name + suffix(second), bytes, {b_.last_compute()});
+  if (!overlapped) b_.wait_before_next_compute(op);
   return op;
 }
 
@@ -94,11 +132,11 @@ void LayerEmitter::moe_forward() {
   b_.compute(OpKind::Elementwise, Kernel::MoeRouting, "moe.route", 5.0 * static_cast<double>(T * E),
              static_cast<double>(T * E) * 2 * kFp32 + static_cast<double>(T * k) * 8, {T * E, E, k, 0});
   b_.compute(OpKind::Elementwise, Kernel::MoePermute, "moe.permute", 0, 2 * rows * kBf16, {T * k * h, 0, 0, 0});
-  ep_all_to_all("moe.dispatch.a2a", rows * kBf16 * load);
+  ep_all_to_all("moe.dispatch.a2a", rows * kBf16 * load, false);
   expert_gemm("moe.expert.fc1", routed, d_.fc1m, h, false);
   activation("moe.expert", routed * d_.fm, false);
   expert_gemm("moe.expert.fc2", routed, h, d_.fm, false);
-  ep_all_to_all("moe.combine.a2a", rows * kBf16 * load);
+  ep_all_to_all("moe.combine.a2a", rows * kBf16 * load, true);
   b_.wait_before_next_compute(shared_pending_);
   shared_pending_.clear();
   // weighted sum of each token's k expert outputs (and the shared experts' output)
@@ -116,17 +154,14 @@ void LayerEmitter::moe_backward() {
   const double rows = static_cast<double>(T * k) * static_cast<double>(h);
   b_.compute(OpKind::Elementwise, Kernel::MoePermute, "moe.unpermute.bwd", rows,
              (rows + static_cast<double>(T * h)) * kBf16, {T * k * h, 0, 0, 0});
-  ep_all_to_all("moe.combine.bwd.a2a", rows * kBf16 * load);
+  ep_all_to_all("moe.combine.bwd.a2a", rows * kBf16 * load, false);
   expert_gemm("moe.expert.fc2.dgrad", routed, d_.fm, h, false);
   expert_gemm("moe.expert.fc2.wgrad", h, d_.fm, routed, true);
   activation("moe.expert", routed * d_.fm, true);
   expert_gemm("moe.expert.fc1.dgrad", routed, h, d_.fc1m, false);
   expert_gemm("moe.expert.fc1.wgrad", d_.fc1m, h, routed, true);
   // the dispatch's gradient: its all-to-all runs while the shared experts' backward computes
-  uint32_t back = kNoOp;
-  if (d_.ep > 1)
-    back = b_.collective(OpKind::AllToAll, GroupKind::Ep, Stream::TpComm, "moe.dispatch.bwd.a2a", rows * kBf16 * load,
-                         {b_.last_compute()});
+  const uint32_t back = ep_all_to_all("moe.dispatch.bwd.a2a", rows * kBf16 * load, true, /*overlapped=*/true);
   shared_experts(true);
   b_.wait_before_next_compute(back);
   b_.compute(OpKind::Elementwise, Kernel::MoePermute, "moe.permute.bwd", rows, 2 * rows * kBf16, {T * k * h, 0, 0, 0});

@@ -68,13 +68,34 @@ std::vector<double> expert_shares(const ModelSpec& m, Rng& rng) {
   return p;
 }
 
+/// The expert popularities drawn for (iteration, micro-batch, layer).
+std::vector<double> drawn_shares(const ModelSpec& m, int64_t iteration, int64_t micro_batch, int64_t layer) {
+  Rng rng(mix(mix(mix(static_cast<uint64_t>(m.routing_seed), iteration), micro_batch), layer));
+  return expert_shares(m, rng);
+}
+
 } // namespace
+
+double mean_token_domains(const ModelSpec& m, int64_t ep, int64_t ep_node, int64_t max_domains, int64_t iteration,
+                          int64_t micro_batch, int64_t layer) {
+  if (m.experts <= 0 || ep_node <= 0 || ep % ep_node != 0) return 1;
+  const std::vector<double> p = drawn_shares(m, iteration, micro_batch, layer); // balanced: all equal
+  const int64_t domains = ep / ep_node;
+  const int64_t per_domain = m.experts / ep * ep_node;
+  double mean = 0;
+  for (int64_t d = 0; d < domains; ++d) {
+    double share = 0;
+    for (int64_t e = d * per_domain; e < (d + 1) * per_domain; ++e) share += p[static_cast<size_t>(e)];
+    mean += 1 - std::pow(std::max(0.0, 1 - share), static_cast<double>(m.top_k));
+  }
+  if (max_domains > 0) mean = std::min(mean, static_cast<double>(max_domains));
+  return std::max(1.0, mean);
+}
 
 double hottest_rank_load(const ModelSpec& m, int64_t ep, int64_t iteration, int64_t micro_batch, int64_t layer) {
   if (m.experts <= 0) return 1;
   if (m.routing == RoutingKind::Balanced && m.capacity_factor == 0) return 1;
-  Rng rng(mix(mix(mix(static_cast<uint64_t>(m.routing_seed), iteration), micro_batch), layer));
-  std::vector<double> p = expert_shares(m, rng);
+  std::vector<double> p = drawn_shares(m, iteration, micro_batch, layer);
   if (m.capacity_factor > 0) {
     const double cap = m.capacity_factor / static_cast<double>(m.experts);
     for (double& x : p) x = std::min(x, cap);

@@ -16,4 +16,11 @@ namespace twinscale::schedules::detail {
 /// distribution whose output varies between implementations.
 double hottest_rank_load(const ModelSpec& model, int64_t ep, int64_t iteration, int64_t micro_batch, int64_t layer);
 
+/// NVLink domains (blocks of `ep_node` consecutive EP ranks) a token's top_k experts
+/// span on average, from the same draw as hottest_rank_load: Σ over domains of
+/// 1 − (1 − share)^top_k (top-k picks approximated as independent draws from the
+/// popularities), at most `max_domains` (node-limited routing; 0 = no limit) and ≥ 1.
+double mean_token_domains(const ModelSpec& model, int64_t ep, int64_t ep_node, int64_t max_domains, int64_t iteration,
+                          int64_t micro_batch, int64_t layer);
+
 } // namespace twinscale::schedules::detail

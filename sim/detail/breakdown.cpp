@@ -48,7 +48,7 @@ Breakdown rank_breakdown(const schedules::Program& program, const std::vector<Op
       cat = kTp;
     else if (op.kind == OpKind::Send || op.kind == OpKind::Recv)
       cat = kPp;
-    else if (op.group == GroupKind::Tp || op.group == GroupKind::Ep) // in-layer model-parallel traffic
+    else if (op.group == GroupKind::Tp || schedules::is_expert_parallel(op.group)) // in-layer model-parallel traffic
       cat = kTp;
     add(xfer, t.end_s, cat);
     if (op.kind == OpKind::Recv && op.group == GroupKind::Pp) add(t.start_s, xfer, kRecvWait);

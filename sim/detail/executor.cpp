@@ -105,7 +105,7 @@ Activity activity_of(const HotOp& h) {
   // TP's collectives
   if (h.group == GroupKind::Cp) return Activity::Tp;
   if (h.cls == HotOp::Send || h.cls == HotOp::Recv) return Activity::Pp;
-  return h.group == GroupKind::Tp || h.group == GroupKind::Ep ? Activity::Tp : Activity::Dp;
+  return h.group == GroupKind::Tp || schedules::is_expert_parallel(h.group) ? Activity::Tp : Activity::Dp;
 }
 
 } // namespace
@@ -446,6 +446,16 @@ std::vector<std::vector<int64_t>> SimExecutor::image_groups(GroupKind kind, cons
     return out;
   }
   const auto& L = schedule_.layout;
+  if (kind == GroupKind::EpNode || kind == GroupKind::EpRail) {
+    out.push_back(members); // the executed group first, then every other of its kind at this pp
+    const auto c0 = L.coord(members[0]);
+    for (int64_t d = 0; d < L.dp; ++d)
+      for (int64_t ts = 0; ts < L.tp; ++ts) {
+        const int64_t leader = L.rank({(c0.tp + ts) % L.tp, d, c0.pp});
+        if (leader != members[0] && L.group_rank(kind, leader) == 0) out.push_back(L.group_members(kind, leader));
+      }
+    return out;
+  }
   const int64_t tp_shifts = kind == GroupKind::ExpertDp ? 1 : L.tp; // expert dp spans all tp
   // dp shifts that move the group onto another group of its kind: none for dp, one per
   // block for ep (steps of ep), one per residue for expert dp, all for the others

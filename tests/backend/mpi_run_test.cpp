@@ -115,8 +115,8 @@ void run_and_check(const schedules::Schedule& s, int ranks, const std::string& a
 // simulator's traces of one schedule.
 TEST_CASE("mpi run: the tiny presets run on 8 CPU ranks in a valid order") {
   if (!backend::test::have_mpirun()) TWINSCALE_SKIP("mpirun not found");
-  for (const std::string preset :
-       {"tiny-1f1b", "tiny-interleaved", "tiny-megascale", "tiny-moe", "tiny-fsdp", "tiny-cp", "tiny-zb", "tiny-fp8"}) {
+  for (const std::string preset : {"tiny-1f1b", "tiny-interleaved", "tiny-megascale", "tiny-moe", "tiny-fsdp",
+                                   "tiny-cp", "tiny-zb", "tiny-fp8", "tiny-moe-hier", "tiny-moe-node-limited"}) {
     INFO(preset);
     schedules::LoweringTarget target;
     target.check_memory = false;

@@ -29,7 +29,8 @@ namespace pb = ChakraProtoMsg;
 namespace {
 
 const std::vector<std::string> kTinyPresets = {"tiny-1f1b", "tiny-interleaved", "tiny-megascale",
-                                               "tiny-cp",   "tiny-zb",          "tiny-fp8"};
+                                               "tiny-cp",   "tiny-zb",          "tiny-fp8",
+                                               "tiny-moe",  "tiny-moe-hier",    "tiny-moe-node-limited"};
 
 std::vector<std::string> set_paths(const std::string& prefix, size_t n) {
   std::vector<std::string> p;
@@ -273,7 +274,8 @@ TEST_CASE("Bad Chakra ET files are refused naming the file and node", "[formats]
   attr_i64(bad_pg, "comm_size", 8);
   attr_str(bad_pg, "pg_name", "expert");
   CHECK_THAT(import_error(with_rank0(et_file(meta, {bad_pg})), base),
-             Catch::Contains("pg_name \"expert\" is not a twinscale group (valid: tp, dp, pp, embedding, world)"));
+             Catch::Contains("pg_name \"expert\" is not a twinscale group (valid: tp, dp, pp, embedding, ep, cp, edp, "
+                             "ep_node, ep_rail, world)"));
   // a set that is not the layout's size, and a foreign set without a job
   CHECK_THAT(import_error({good.begin(), good.begin() + 3}, base),
              Catch::Contains("bad.0.et: the set has 3 file(s) but the layout (tp 2, dp 2, pp 2) has 8 ranks"));

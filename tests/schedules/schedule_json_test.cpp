@@ -29,7 +29,8 @@ std::string replace_first(std::string text, const std::string& from, const std::
 } // namespace
 
 TEST_CASE("schedule JSON round trip", "[schedules][json]") {
-  for (const char* name : {"tiny-1f1b", "tiny-megascale", "tiny-moe", "tiny-fsdp", "tiny-fp8"}) {
+  for (const char* name :
+       {"tiny-1f1b", "tiny-megascale", "tiny-moe", "tiny-fsdp", "tiny-fp8", "tiny-moe-hier", "tiny-moe-node-limited"}) {
     INFO(name);
     const Schedule s = lower(config::load_job_preset(name));
     const std::string text = to_json(s);

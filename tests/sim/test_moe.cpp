@@ -35,8 +35,9 @@ Run simulate_job(const schedules::JobSpec& job, SimMode mode, bool aggregate) {
 
 } // namespace
 
-TEST_CASE("tiny-moe and tiny-fsdp simulate in both modes; aggregated agrees with every rank executed", "[sim][moe]") {
-  for (const char* preset : {"tiny-moe", "tiny-fsdp"}) {
+TEST_CASE("tiny-moe, tiny-fsdp and tiny-moe-hier simulate in both modes; aggregated agrees with every rank executed",
+          "[sim][moe]") {
+  for (const char* preset : {"tiny-moe", "tiny-fsdp", "tiny-moe-hier", "tiny-moe-node-limited"}) {
     const auto job = config::load_job_preset(preset);
     for (SimMode mode : {SimMode::Analytic, SimMode::Flow}) {
       const Run a = simulate_job(job, mode, true);
@@ -88,4 +89,91 @@ TEST_CASE("routing imbalance lengthens a MoE iteration; wider expert parallelism
     INFO("mode " << to_string(mode) << " balanced " << balanced << " imbalanced " << imbalanced);
     CHECK(imbalanced > balanced * 1.01);
   }
+}
+
+TEST_CASE("hierarchical all-to-all across servers: both modes, aggregated as close to every rank as flat",
+          "[sim][moe]") {
+  // 32 GPUs (4 servers of 8), tp1 dp32, EP groups of 16 ranks on two servers each: the
+  // flat all-to-all crosses servers from every GPU to 8 peers; the hierarchical one runs
+  // inside each server, then between the two GPUs of each local index (one rail)
+  auto flat = config::load_job_preset("tiny-moe-hier");
+  flat.parallel.pp = 1;
+  flat.parallel.dp = 32;
+  flat.parallel.ep = 16;
+  flat.model.experts = 16;
+  flat.parallel.global_batch = 32;
+  flat.model.hidden = 1024;
+  flat.model.heads = 8;
+  flat.model.seq_len = 512;
+  flat.model.moe_ffn_hidden = 1024;
+  flat.parallel.ep_a2a = schedules::EpAllToAll::Flat;
+  flat.parallel.ep_node = 0;
+  auto hier = flat;
+  hier.parallel.ep_a2a = schedules::EpAllToAll::Hierarchical;
+  hier.parallel.ep_node = 8;
+  auto two_servers = hier;
+  two_servers.parallel.ep_node = 16; // a "domain" of two servers: its NVLink phase would cross the network
+  auto limited = hier;
+  limited.parallel.max_nodes_per_token = 1; // each token's 2 experts on one server: half the rail bytes
+  // With EP groups across servers the aggregated run of the flat all-to-all already differs
+  // from the every-rank one (by the same time in both variants: not the all-to-all's
+  // groups); the hierarchical groups add no difference of their own.
+  for (SimMode mode : {SimMode::Analytic, SimMode::Flow}) {
+    const Run f = simulate_job(flat, mode, true);
+    const Run ff = simulate_job(flat, mode, false);
+    const Run h = simulate_job(hier, mode, true);
+    const Run hf = simulate_job(hier, mode, false);
+    const Run l = simulate_job(limited, mode, true);
+    const Run lf = simulate_job(limited, mode, false);
+    INFO("mode " << to_string(mode) << " flat " << f.iteration_s << " (every rank " << ff.iteration_s
+                 << ") hierarchical " << h.iteration_s << " (" << hf.iteration_s << ") node-limited " << l.iteration_s
+                 << " (" << lf.iteration_s << ")");
+    CHECK(h.iteration_s > 0);
+    CHECK(h.iteration_s - hf.iteration_s == Approx(f.iteration_s - ff.iteration_s).margin(1e-6));
+    CHECK(l.iteration_s - lf.iteration_s == Approx(f.iteration_s - ff.iteration_s).margin(1e-6));
+    CHECK(h.iteration_s != f.iteration_s); // the two phases are simulated, not the flat group
+    CHECK_THROWS_WITH(simulate_job(two_servers, mode, true),
+                      Catch::Contains("parallel.ep_node = 16 (tp 1): the NVLink phase of the hierarchical all-to-all "
+                                      "puts rank 0 (server 0) and rank 8 (server 1) in one domain") &&
+                          Catch::Contains("valid: ep_node · tp ≤ 8"));
+    CHECK(l.iteration_s < h.iteration_s); // half the bytes on the rails
+  }
+}
+
+TEST_CASE("hierarchical all-to-all with tp 2: both modes, aggregated agrees with every rank as flat does",
+          "[sim][moe]") {
+  // 32 GPUs, tp 2 (sequence parallel), dp 16, EP groups of 8 over two servers, 4 EP ranks
+  // (8 GPUs) per server: the image groups of the two phases must cover both TP ranks
+  auto flat = config::load_job_preset("tiny-moe-hier");
+  flat.parallel.tp = 2;
+  flat.parallel.sequence_parallel = true;
+  flat.parallel.pp = 1;
+  flat.parallel.dp = 16;
+  flat.parallel.ep = 8;
+  flat.model.experts = 16;
+  flat.parallel.global_batch = 32;
+  flat.model.seq_len = 256;
+  flat.parallel.ep_a2a = schedules::EpAllToAll::Flat;
+  flat.parallel.ep_node = 0;
+  auto hier = flat;
+  hier.parallel.ep_a2a = schedules::EpAllToAll::Hierarchical;
+  hier.parallel.ep_node = 4;
+  auto limited = hier;
+  limited.parallel.max_nodes_per_token = 1;
+  for (SimMode mode : {SimMode::Analytic, SimMode::Flow}) {
+    const Run f = simulate_job(flat, mode, true), ff = simulate_job(flat, mode, false);
+    const Run h = simulate_job(hier, mode, true), hf = simulate_job(hier, mode, false);
+    const Run l = simulate_job(limited, mode, true), lf = simulate_job(limited, mode, false);
+    INFO("mode " << to_string(mode) << " flat " << f.iteration_s << " (every rank " << ff.iteration_s
+                 << ") hierarchical " << h.iteration_s << " (" << hf.iteration_s << ") node-limited " << l.iteration_s
+                 << " (" << lf.iteration_s << ")");
+    CHECK(h.iteration_s != f.iteration_s);
+    CHECK(h.iteration_s - hf.iteration_s == Approx(f.iteration_s - ff.iteration_s).margin(1e-6));
+    CHECK(l.iteration_s - lf.iteration_s == Approx(f.iteration_s - ff.iteration_s).margin(1e-6));
+    CHECK(l.iteration_s < h.iteration_s);
+  }
+  auto bad = hier;
+  bad.parallel.ep_node = 8; // 8 EP ranks × tp 2 = 16 GPUs: two servers
+  CHECK_THROWS_WITH(simulate_job(bad, SimMode::Analytic, true),
+                    Catch::Contains("parallel.ep_node = 8 (tp 2)") && Catch::Contains("valid: ep_node · tp ≤ 8"));
 }
