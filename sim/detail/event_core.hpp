@@ -7,14 +7,15 @@
 // (events added with add_speed_change). Rates are re-derived and completions
 // rescheduled whenever any of that changes, so slowdowns apply exactly to the overlap.
 //
-// Cost: each GPU has at most one pending completion, kept in an indexed 4-ary heap
-// (one entry per GPU, moved in place when rescheduled: no stale events pile up, which
-// in a plain queue made half the pops wasted at every-rank scale); timers and speed
-// changes live in a second heap of the same keys. Ties between the two break by
-// insertion order, as in one queue. A heap entry is 16 bytes (time, then insertion
-// number and slot packed in one word) and the four children of a node share one 64-byte
-// cache line: at 12,288 GPUs the binary heap's sift-down was a quarter of the run, half
-// its levels cache misses (docs/simulator.md, "Cost"). A GPU's state is one cache line.
+// Cost: each GPU has at most one pending completion, kept in a monotone radix heap (one
+// entry per GPU, found by slot and replaced when rescheduled: no stale events pile up,
+// which in a plain queue made half the pops wasted at every-rank scale; radix_heap.hpp);
+// timers and speed changes live in a 4-ary heap of the same keys. Ties between the two
+// break by insertion order, as in one queue. A key is 16 bytes (time, then insertion
+// number and slot packed in one word); keys only grow (a new one is at or after the last
+// event, with a later insertion number), which the radix heap needs. At 12,288 GPUs the
+// 4-ary heap's sift from the root was still 23 % of the run (docs/simulator.md, "Round
+// 6"). A GPU's state is one cache line.
 #pragma once
 
 #include <algorithm>
@@ -25,6 +26,7 @@
 
 #include "schedules/error.hpp"
 #include "schedules/op.hpp"
+#include "sim/detail/radix_heap.hpp"
 #include "sim/detail/time_engine.hpp"
 
 namespace twinscale::sim::detail {
@@ -41,7 +43,7 @@ public:
   /// From `at` on, `slot`'s GPU computes at `speed` (1 = nominal).
   void add_speed_change(double at, int32_t slot, double speed);
 
-  bool empty() const { return timers_.empty() && heap_size_ == 0; }
+  bool empty() const { return timers_.empty() && gpu_heap_.empty(); }
   double next_time() const;
   /// Pops the next event, sets now() to its time and reports it to the listener.
   void dispatch_next();
@@ -102,27 +104,12 @@ private:
     bool operator<(const HeapEntry& o) const { return k < o.k; }
   };
   static_assert(sizeof(HeapEntry) == 16);
-  struct AlignedFree {
-    void operator()(HeapEntry* p) const { ::operator delete[](p, std::align_val_t{64}); }
-  };
-  // Node i lives at heap_[i + 3]: the children of i (4i+1..4i+4) then fill the aligned
-  // line heap_[4(i+1)..4(i+1)+3].
-  HeapEntry& at(size_t i) { return heap_[i + 3]; }
-  const HeapEntry& at(size_t i) const { return heap_[i + 3]; }
   uint64_t next_seq();
   double rate(const Gpu& g) const;
   void advance(Gpu& g, int32_t slot);
   void reschedule(int32_t slot);
-  void heap_place(size_t i, const HeapEntry& e) {
-    at(i) = e;
-    heap_pos_[static_cast<size_t>(e.slot())] = static_cast<int32_t>(i);
-  }
-  void heap_up(size_t i);
-  void heap_down(size_t i);
-  void heap_down_from_root();
-  void heap_remove(int32_t slot);
   bool compute_first() const;
-  void prefetch_next() const;
+  void prefetch(int32_t slot) const;
 
   CompletionListener& listener_;
   double slowdown_;
@@ -130,11 +117,8 @@ private:
   double now_ = 0;
   uint64_t seq_ = 0;
   std::vector<Gpu> gpus_;
-  std::unique_ptr<HeapEntry[], AlignedFree> heap_; // GPUs with a pending completion, min on top
-  size_t heap_size_ = 0;
-  std::vector<int32_t> heap_pos_; // by slot: index in the heap, −1 if none (compact: hot)
-  int32_t completing_ = -1;       // slot whose completion the listener is handling
-  std::vector<Running> overflow_; // by slot: running ops past kInline (allocated on first use)
+  mutable RadixHeap<kSlotBits> gpu_heap_; // GPUs with a pending completion (top() finds the least lazily)
+  std::vector<Running> overflow_;         // by slot: running ops past kInline (allocated on first use)
   // Timers and speed changes: a plain 4-ary heap ordered by the same 16-byte keys
   // (slot bits 0), carrying a comm id (any 32-bit value: the multi-job mux packs the job
   // into it) or an index in speed_changes_.

@@ -49,6 +49,7 @@ NetworkPaths::NetworkPaths(const topology::Fabric& fabric, uint64_t seed, topolo
 void NetworkPaths::degrade_link(uint32_t link, double factor) {
   TWINSCALE_ASSERT(link < link_bw_.size() && factor > 0 && factor <= 1, "degrade_link: bad link or factor");
   link_bw_[link] = nominal_bw_[link] * factor;
+  degraded_ = true;
   flows_cache_.clear(); // rates change
   flows_cache_words_ = 0;
 }
@@ -139,7 +140,17 @@ NetworkPaths::phase_flows(const std::vector<PhaseTransfer>& transfers,
     key_.push_back((static_cast<int64_t>(t.src) << 32) | static_cast<uint32_t>(t.dst));
     key_.push_back(t.channel);
   }
-  for (const auto& g : gpu_groups) {
+  // Without degradations every flow's rate and latency depend on the set of groups
+  // only (loads are counts over all of them, rates a min over each path, latencies a sum
+  // along it), so the groups go in sorted order: a group's symmetric images share the
+  // entry. With a degraded link the first group's flows see it and the others' do not.
+  group_order_.resize(gpu_groups.size());
+  for (size_t i = 0; i < gpu_groups.size(); ++i) group_order_[i] = static_cast<uint32_t>(i);
+  if (!degraded_)
+    std::sort(group_order_.begin(), group_order_.end(),
+              [&](uint32_t a, uint32_t b) { return gpu_groups[a] < gpu_groups[b]; });
+  for (uint32_t i : group_order_) {
+    const auto& g = gpu_groups[i];
     key_.push_back(static_cast<int64_t>(g.size()));
     key_.insert(key_.end(), g.begin(), g.end());
   }
@@ -170,12 +181,14 @@ NetworkPaths::phase_flows(const std::vector<PhaseTransfer>& transfers,
 
 double NetworkPaths::closed_form_s(const CollectivePlan& plan, const std::vector<std::vector<int64_t>>& gpu_groups,
                                    bool with_latency, bool reuse_routes) const {
+  // symmetric images (several groups) share their routed flows unless a link is degraded
+  const bool cached = reuse_routes || (gpu_groups.size() > 1 && !degraded_);
   double total = 0;
   for (const auto& phase : plan.phases) {
     const double bytes = phase.bytes_per_step;
     double phase_s = 0;
-    if (!reuse_routes) route_flows(phase.transfers, gpu_groups, scratch_flows_);
-    for (const auto& f : reuse_routes ? phase_flows(phase.transfers, gpu_groups) : scratch_flows_) {
+    if (!cached) route_flows(phase.transfers, gpu_groups, scratch_flows_);
+    for (const auto& f : cached ? phase_flows(phase.transfers, gpu_groups) : scratch_flows_) {
       const double lat =
           with_latency ? std::max(phase.nccl_latency_s, static_cast<double>(phase.latency_steps) * f.latency) : 0.0;
       const double t = lat + (bytes > 0 ? static_cast<double>(phase.steps) * bytes / f.rate : 0.0);

@@ -66,6 +66,11 @@ public:
   /// next call with the same transfers and groups (worth it where one group runs a
   /// collective with many different byte counts: MoE all-to-alls; elsewhere the caller's
   /// per-bytes cache already hits, and the key would only cost time and memory).
+  /// Several groups and no degraded link: the routed flows are kept too, keyed by the
+  /// groups as a set, so each symmetric image of a group (the same set in another
+  /// order: a DP group's tp shifts) reuses them. Exact: without degradations a flow's
+  /// rate and latency do not depend on which group is first, and the max over flows
+  /// does not depend on their order.
   double closed_form_s(const CollectivePlan& plan, const std::vector<std::vector<int64_t>>& gpu_groups,
                        bool with_latency = true, bool reuse_routes = false) const;
   /// One point-to-point transfer on an otherwise idle fabric.
@@ -86,6 +91,8 @@ private:
   /// falls with rate, is the same over them. Cached by (transfers, groups): routes and
   /// loads do not depend on bytes, so a collective re-run with other bytes (MoE
   /// all-to-alls) is not routed again.
+  /// Without a degraded link the key takes the groups in a canonical order (the flows'
+  /// rates and latencies then do not depend on which group is first).
   const std::vector<FlowCost>& phase_flows(const std::vector<PhaseTransfer>& transfers,
                                            const std::vector<std::vector<int64_t>>& gpu_groups) const;
   /// The same flows, routed now (not cached), into `out`.
@@ -99,6 +106,7 @@ private:
   std::vector<int64_t> proxy_local_; // by rail: local index of a GPU on that rail
   std::vector<double> link_bw_;
   std::vector<double> nominal_bw_; // link_bw_ before degrade_link()
+  bool degraded_ = false;          // degrade_link() was called: the first group's flows differ
   std::shared_ptr<const DegradationWindows> windows_;
   std::vector<double> lat_up_, lat_down_;
   mutable std::vector<int32_t> load_; // per link direction (2·link + down)
@@ -106,6 +114,7 @@ private:
   mutable std::vector<topology::Hop> hops_;
   mutable std::vector<topology::Hop> relay_hops_;
   mutable std::vector<int64_t> key_;            // phase_flows' key, reused
+  mutable std::vector<uint32_t> group_order_;   // phase_flows' canonical order of the groups
   mutable std::vector<FlowCost> scratch_flows_; // route_flows' output when not cached
   mutable std::unordered_map<std::vector<int64_t>, std::vector<FlowCost>, KeyHash> flows_cache_;
   mutable size_t flows_cache_words_ = 0; // keys' and values' 8-byte words, bounded

@@ -268,3 +268,63 @@ TEST_CASE("closed forms: re-used routes give exactly what a fresh model computes
   check_all({group, image}, link);
   CHECK(warm.closed_form_s(big, {group, image}, true, true) > nominal); // the cache forgot the old rates
 }
+
+TEST_CASE("closed forms: a group's symmetric images share routed flows, exactly, unless a link is degraded",
+          "[sim][nccl]") {
+  // An every-rank run computes one closed form per image of a DP group (its tp shifts),
+  // each with the same set of groups, its own first. Without a degraded link the model
+  // keys the routed flows by the set: every order must give bit-identically what routing
+  // that order afresh gives (a model with a link "degraded" by factor 1 routes anew on
+  // every call, keeping the first group first), so which image comes first cannot
+  // matter. With a degraded link the first group's flows see it and the cache is bypassed.
+  const auto f = dgx(4);
+  const std::vector<int64_t> group{0, 9, 18, 27, 4, 13, 22, 31}; // across servers and rails
+  std::vector<std::vector<int64_t>> images;                      // its tp shifts: each GPU moved by s in its server
+  for (int64_t s = 0; s < 8; ++s) {
+    std::vector<int64_t> g;
+    for (int64_t x : group) g.push_back(x / 8 * 8 + (x % 8 + s) % 8);
+    images.push_back(g);
+  }
+  auto starting_at = [&](size_t first) { // the image set as image `first` sees it
+    std::vector<std::vector<int64_t>> out;
+    for (size_t i = 0; i < images.size(); ++i) out.push_back(images[(first + i) % images.size()]);
+    return out;
+  };
+  GroupPlacement where;
+  for (int64_t g : group) {
+    where.server.push_back(f.server_of_gpu(g));
+    where.nic.push_back(f.nic_of_gpu(g));
+  }
+  std::vector<topology::Hop> hops;
+  detail::NetworkPaths warm(f, 1, topology::EcmpPolicy::Hash, 0.77, 0.96, true);
+  warm.route(0, 9, 0, hops);
+  const uint32_t link = hops[hops.size() / 2].link; // on image 0's own path
+  detail::NetworkPaths routed(f, 1, topology::EcmpPolicy::Hash, 0.77, 0.96, true);
+  routed.degrade_link(link, 1.0); // no bandwidth change, but no shared flows either
+  for (OpKind kind : {OpKind::AllReduce, OpKind::AllGather, OpKind::ReduceScatter})
+    for (double bytes : {1e3, 3.7e6, 2.5e8})
+      for (bool lat : {true, false}) {
+        CollectivePlan plan = plan_collective(kind, where, bytes, CollectiveAlgorithm::Ring, 2);
+        apply_protocol(plan, {NcclProtocol::Simple, 1.0}, 20e-6);
+        const double expect = routed.closed_form_s(plan, starting_at(0), lat);
+        CHECK(expect > 0);
+        for (size_t first = 0; first < images.size(); ++first) {
+          CHECK(routed.closed_form_s(plan, starting_at(first), lat) == expect); // routed afresh in this order
+          CHECK(warm.closed_form_s(plan, starting_at(first), lat) == expect);   // from the shared entry
+        }
+      }
+  // degraded: image 0's closed form sees the link, an image whose own flows miss it does not
+  CollectivePlan plan = plan_collective(OpKind::AllReduce, where, 2.5e8, CollectiveAlgorithm::Ring, 2);
+  const double nominal = warm.closed_form_s(plan, starting_at(0));
+  warm.degrade_link(link, 0.25);
+  detail::NetworkPaths fresh(f, 1, topology::EcmpPolicy::Hash, 0.77, 0.96, true);
+  fresh.degrade_link(link, 0.25);
+  bool some_image_unaffected = false;
+  for (size_t first = 0; first < images.size(); ++first) {
+    const double t = warm.closed_form_s(plan, starting_at(first));
+    CHECK(t == fresh.closed_form_s(plan, starting_at(first)));
+    some_image_unaffected = some_image_unaffected || t == nominal;
+  }
+  CHECK(warm.closed_form_s(plan, starting_at(0)) > nominal);
+  CHECK(some_image_unaffected);
+}
