@@ -119,16 +119,8 @@ DegradationWindows::Flows DegradationWindows::route_flows(const std::vector<Phas
 const DegradationWindows::Flows&
 DegradationWindows::phase_flows(const std::vector<PhaseTransfer>& transfers,
                                 const std::vector<std::vector<int64_t>>& gpu_groups) const {
-  key_.clear();
-  key_.push_back(static_cast<int64_t>(transfers.size()));
-  for (const auto& t : transfers) {
-    key_.push_back((static_cast<int64_t>(t.src) << 32) | static_cast<uint32_t>(t.dst));
-    key_.push_back(t.channel);
-  }
-  for (const auto& g : gpu_groups) {
-    key_.push_back(static_cast<int64_t>(g.size()));
-    key_.insert(key_.end(), g.begin(), g.end());
-  }
+  key_phase(transfers, key_);
+  for (const auto& g : gpu_groups) key_group(g, key_);
   if (auto it = cache_.find(key_); it != cache_.end()) return it->second;
   Flows flows = route_flows(transfers, gpu_groups);
   const size_t words = key_.size() + flows.latency.size() + flows.rate.size();

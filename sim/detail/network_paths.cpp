@@ -7,6 +7,20 @@
 
 namespace twinscale::sim::detail {
 
+void key_phase(const std::vector<PhaseTransfer>& transfers, std::vector<int64_t>& key) {
+  key.clear();
+  key.push_back(static_cast<int64_t>(transfers.size()));
+  for (const auto& t : transfers) {
+    key.push_back((static_cast<int64_t>(t.src) << 32) | static_cast<uint32_t>(t.dst));
+    key.push_back(t.channel);
+  }
+}
+
+void key_group(const std::vector<int64_t>& group, std::vector<int64_t>& key) {
+  key.push_back(static_cast<int64_t>(group.size()));
+  key.insert(key.end(), group.begin(), group.end());
+}
+
 using topology::Hop;
 using topology::LinkKind;
 
@@ -134,12 +148,7 @@ void NetworkPaths::route_flows(const std::vector<PhaseTransfer>& transfers,
 const std::vector<NetworkPaths::FlowCost>&
 NetworkPaths::phase_flows(const std::vector<PhaseTransfer>& transfers,
                           const std::vector<std::vector<int64_t>>& gpu_groups) const {
-  key_.clear();
-  key_.push_back(static_cast<int64_t>(transfers.size()));
-  for (const auto& t : transfers) {
-    key_.push_back((static_cast<int64_t>(t.src) << 32) | static_cast<uint32_t>(t.dst));
-    key_.push_back(t.channel);
-  }
+  key_phase(transfers, key_);
   // Without degradations every flow's rate and latency depend on the set of groups
   // only (loads are counts over all of them, rates a min over each path, latencies a sum
   // along it), so the groups go in sorted order: a group's symmetric images share the
@@ -149,11 +158,7 @@ NetworkPaths::phase_flows(const std::vector<PhaseTransfer>& transfers,
   if (!degraded_)
     std::sort(group_order_.begin(), group_order_.end(),
               [&](uint32_t a, uint32_t b) { return gpu_groups[a] < gpu_groups[b]; });
-  for (uint32_t i : group_order_) {
-    const auto& g = gpu_groups[i];
-    key_.push_back(static_cast<int64_t>(g.size()));
-    key_.insert(key_.end(), g.begin(), g.end());
-  }
+  for (uint32_t i : group_order_) key_group(gpu_groups[i], key_);
   if (auto it = flows_cache_.find(key_); it != flows_cache_.end()) return it->second;
   std::vector<FlowCost> flows;
   route_flows(transfers, gpu_groups, flows);

@@ -20,6 +20,12 @@
 
 namespace twinscale::sim::detail {
 
+// The cache key of one phase of a closed form, shared by the route caches: key_phase
+// clears `key` and writes the transfers (count, then source·destination and channel of
+// each), key_group appends one group (size, then members).
+void key_phase(const std::vector<PhaseTransfer>& transfers, std::vector<int64_t>& key);
+void key_group(const std::vector<int64_t>& group, std::vector<int64_t>& key);
+
 class DegradationWindows;
 
 class NetworkPaths {
