@@ -123,14 +123,9 @@ DegradationWindows::phase_flows(const std::vector<PhaseTransfer>& transfers,
   for (const auto& g : gpu_groups) key_group(g, key_);
   if (auto it = cache_.find(key_); it != cache_.end()) return it->second;
   Flows flows = route_flows(transfers, gpu_groups);
-  const size_t words = key_.size() + flows.latency.size() + flows.rate.size();
+  const size_t value_words = flows.latency.size() + flows.rate.size();
   constexpr size_t kMaxWords = size_t{16} << 20; // 128 MiB of keys and flows
-  if (cache_words_ + words > kMaxWords) {
-    cache_.clear();
-    cache_words_ = 0;
-  }
-  cache_words_ += words;
-  return cache_.emplace(key_, std::move(flows)).first->second;
+  return insert_bounded(cache_, cache_words_, kMaxWords, key_, std::move(flows), value_words);
 }
 
 double DegradationWindows::transfer_s(const double* rate, double t, double work) const {

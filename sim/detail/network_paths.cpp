@@ -174,14 +174,9 @@ NetworkPaths::phase_flows(const std::vector<PhaseTransfer>& transfers,
       front.push_back(f);
       lowest = std::min(lowest, f.rate);
     }
-  const size_t words = key_.size() + 2 * front.size();
+  const size_t value_words = 2 * front.size();
   constexpr size_t kMaxWords = size_t{32} << 20; // 256 MiB of keys and flows
-  if (flows_cache_words_ + words > kMaxWords) {
-    flows_cache_.clear();
-    flows_cache_words_ = 0;
-  }
-  flows_cache_words_ += words;
-  return flows_cache_.emplace(key_, std::move(front)).first->second;
+  return insert_bounded(flows_cache_, flows_cache_words_, kMaxWords, key_, std::move(front), value_words);
 }
 
 double NetworkPaths::closed_form_s(const CollectivePlan& plan, const std::vector<std::vector<int64_t>>& gpu_groups,

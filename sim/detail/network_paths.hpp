@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "sim/collective_algorithms.hpp"
@@ -25,6 +26,20 @@ namespace twinscale::sim::detail {
 // each), key_group appends one group (size, then members).
 void key_phase(const std::vector<PhaseTransfer>& transfers, std::vector<int64_t>& key);
 void key_group(const std::vector<int64_t>& group, std::vector<int64_t>& key);
+
+// Inserts `value` under `key` into a route cache bounded to `max_words` 8-byte words of
+// keys and values (`words` counts them): a cache that would outgrow it is emptied first.
+template <class Map, class Value>
+const Value& insert_bounded(Map& cache, size_t& words, size_t max_words, const std::vector<int64_t>& key, Value&& value,
+                            size_t value_words) {
+  const size_t added = key.size() + value_words;
+  if (words + added > max_words) {
+    cache.clear();
+    words = 0;
+  }
+  words += added;
+  return cache.emplace(key, std::forward<Value>(value)).first->second;
+}
 
 class DegradationWindows;
 
