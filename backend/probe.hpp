@@ -22,7 +22,9 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "backend/probe_overlap.hpp"
@@ -39,6 +41,7 @@ struct ProbeOptions {
   double max_sweep_bytes = 0;    // 0: 4 × the largest message, 2 × the whole model's fp32 gradients, ≥ 64 KiB
   double max_buffer_bytes = 1e9; // per kernel buffer (as the CPU device)
   int nap_us = 200;              // idle wait between MPI_Tests (as the executor)
+  bool other_splits = true;      // also the exact transfers of the job's other pp/dp splits
 };
 
 /// One row of the nccl-tests-style sweep table.
@@ -75,6 +78,13 @@ struct ProbeResult {
 /// (a one-stage data-parallel all-reduce of any other split), at least 64 KiB; executed
 /// bytes (divided by `shape_divisor`).
 double default_sweep_limit(const schedules::Schedule& schedule, int64_t shape_divisor);
+
+/// (kind, group size, executed bytes) of the transfers of the job's other pipeline/data-
+/// parallel splits of its world (same tp and cp, every other pp dividing world / (tp·cp);
+/// splits the lowering refuses are left out): what `probe` also measures at their exact
+/// sizes unless ProbeOptions::other_splits is off.
+std::set<std::tuple<int, int64_t, double>> other_split_comms(const schedules::Schedule& schedule,
+                                                             int64_t shape_divisor);
 
 /// Runs the probe as this process's rank on ProbeOptions::device (MPI is started here if
 /// it is not yet; call finalize_probe() at the end). Throws BackendError when the launch

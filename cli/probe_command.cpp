@@ -75,6 +75,9 @@ void add_probe_command(CLI::App& app, Action& action) {
   cmd->add_option("--max-sweep-bytes", args->options.max_sweep_bytes,
                   "largest message of the sweeps (default: 4 × the schedule's largest, at least 64 KiB)")
       ->check(CLI::Range(8.0, 1e10));
+  cmd->add_flag("!--no-other-splits", args->options.other_splits,
+                "measure only the job's own transfers and the sweeps, not also the exact transfers of its "
+                "other pipeline/data-parallel splits");
   cmd->callback([&action, args] {
     args->job.check_usage();
     action = [args] { return probe_command(*args); };

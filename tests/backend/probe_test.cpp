@@ -108,6 +108,31 @@ TEST_CASE("probe: the default sweep reaches any split's whole-model gradient all
   fs::remove_all(dir);
 }
 
+TEST_CASE("probe: the transfers of the job's other pipeline/data-parallel splits are measured at their sizes",
+          "[backend][probe]") {
+  const std::string dir = fresh_dir("probe-splits");
+  std::ofstream(dir + "/a.toml") << job_text("probe-a", 2, 1, 4); // pp 2, dp 1: no gradient all-reduce
+  std::ofstream(dir + "/b.toml") << job_text("probe-b", 1, 2, 6); // pp 1, dp 2: one all-reduce of every layer
+  const schedules::Schedule a = schedules::lower(config::load_job(dir + "/a.toml"));
+  const schedules::Schedule b = schedules::lower(config::load_job(dir + "/b.toml"));
+  for (int64_t divisor : {1, 4}) {
+    INFO("shape divisor " << divisor);
+    const auto others = backend::other_split_comms(a, divisor);
+    int all_reduces = 0;
+    for (const schedules::Op& op : b.program(0).ops) {
+      if (op.kind != schedules::OpKind::AllReduce || b.layout.group_size(op.group) != 2) continue;
+      ++all_reduces;
+      INFO("b's all-reduce of " << op.bytes << " B");
+      CHECK(others.count({static_cast<int>(schedules::OpKind::AllReduce), 2,
+                          schedules::executed_bytes(op.bytes, divisor)}) == 1);
+    }
+    CHECK(all_reduces > 0);
+    // the job's own split is not among them: a's pipeline sends are not all-reduces
+    for (const auto& [kind, n, bytes] : others) CHECK(n <= a.world());
+  }
+  fs::remove_all(dir);
+}
+
 TEST_CASE("probe: a launch that does not match the job is refused by name", "[backend][probe]") {
   if (!backend::test::have_mpirun()) TWINSCALE_SKIP("mpirun not found");
   const std::string dir = fresh_dir("probe-bad");
