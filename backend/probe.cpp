@@ -514,7 +514,7 @@ double default_sweep_limit(const Schedule& schedule, int64_t shape_divisor) {
 std::set<std::tuple<int, int64_t, double>> other_split_comms(const Schedule& schedule, int64_t shape_divisor) {
   std::set<CommKey> out;
   const schedules::ParallelSpec& par = schedule.job.parallel;
-  const int64_t ranks = par.tp * par.cp > 0 ? schedule.world() / (par.tp * par.cp) : 0;
+  const int64_t ranks = schedule.world() / (par.tp * par.cp); // tp, cp ≥ 1 (validated)
   schedules::LoweringTarget target;
   target.check_memory = false;
   for (int64_t pp = 1; pp <= ranks; ++pp) {
