@@ -15,10 +15,10 @@
 #include <xbt/log.h>
 
 #include <cmath>
-#include <map>
 #include <cstdio>
 #include <deque>
 #include <exception>
+#include <map>
 #include <sstream>
 #include <string>
 
@@ -34,7 +34,6 @@ namespace twinscale::sim::detail {
 
 namespace sg4 = simgrid::s4u;
 namespace sgr = simgrid::kernel::routing;
-
 
 struct Endpoint {
   int64_t gpu = -1;
@@ -70,7 +69,6 @@ private:
   std::vector<Endpoint> endpoints_;
   std::vector<topology::Hop> hops_;
 };
-
 
 struct FlowEngine::Impl {
   struct Task {
