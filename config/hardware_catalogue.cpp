@@ -131,6 +131,8 @@ void read_gpu_keys(TableReader& t, const topology::GpuSpec* base, const Hardware
   k.vector_flop_efficiency = pos(t, "vector_flop_efficiency", b(k.vector_flop_efficiency), 1.0);
   k.hbm_efficiency = pos(t, "hbm_efficiency", b(k.hbm_efficiency), 1.0);
   k.kernel_launch_s = t.get_double("kernel_launch_s", b(k.kernel_launch_s), 0, 1.0);
+  // optional: 0 = none (a GPU's launch cost is in kernel_launch_s; a probed CPU host's hand-off)
+  k.op_issue_gap_s = t.get_double("op_issue_gap_s", base ? k.op_issue_gap_s : 0.0, 0, 1.0);
   k.nccl_sms_per_channel = t.get_double("nccl_sms_per_channel", b(k.nccl_sms_per_channel), 0, 1e6);
   k.nccl_hbm_share = t.get_double("nccl_hbm_share", b(k.nccl_hbm_share), 0, 1.0);
   k.speed_sigma = t.get_double("speed_sigma", b(k.speed_sigma), 0, 0.2);

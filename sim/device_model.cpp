@@ -35,6 +35,7 @@ DeviceModelParams DeviceModelParams::from_gpu(const topology::GpuSpec& gpu, int 
   p.vector_flop_efficiency = k.vector_flop_efficiency;
   p.hbm_efficiency = k.hbm_efficiency;
   p.kernel_launch_s = k.kernel_launch_s;
+  p.op_issue_gap_s = k.op_issue_gap_s;
   p.nccl_compute_slowdown = nccl_slowdown(gpu, channels);
   return p;
 }
@@ -61,6 +62,7 @@ DeviceModelParams DeviceModelOverrides::apply(DeviceModelParams p) const {
   set(p.vector_flop_efficiency, vector_flop_efficiency);
   set(p.hbm_efficiency, hbm_efficiency);
   set(p.kernel_launch_s, kernel_launch_s);
+  set(p.op_issue_gap_s, op_issue_gap_s);
   set(p.nccl_compute_slowdown, nccl_compute_slowdown);
   if (wave_quantisation && !*wave_quantisation) p.sms = 0;
   return p;

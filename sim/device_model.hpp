@@ -60,6 +60,7 @@ struct DeviceModelParams {
   double vector_flop_efficiency = 0; // FLOPs of memory-bound kernels (never the bound)
   double hbm_efficiency = 0;         // achieved fraction of HBM bandwidth (streaming)
   double kernel_launch_s = 0;        // per kernel launch
+  double op_issue_gap_s = 0;         // idle stream time before each compute op (host hand-off)
   double nccl_compute_slowdown = 0;  // compute slowdown while NCCL kernels run
   double compute_time_factor = 1;    // every compute op's time × this (speed variation:
                                      // the slowest GPU of the job, sim/speed_variation.hpp)
@@ -77,7 +78,8 @@ struct DeviceModelParams {
 /// Single figures replacing the catalogue's (unset: the catalogue value).
 struct DeviceModelOverrides {
   std::optional<double> sustained_clock_ratio, gemm_max_efficiency, gemm_half_dim, flash_fwd_efficiency,
-      flash_bwd_efficiency, vector_flop_efficiency, hbm_efficiency, kernel_launch_s, nccl_compute_slowdown;
+      flash_bwd_efficiency, vector_flop_efficiency, hbm_efficiency, kernel_launch_s, op_issue_gap_s,
+      nccl_compute_slowdown;
   std::optional<bool> wave_quantisation; // false: ignore the SM count
   DeviceModelParams apply(DeviceModelParams p) const;
 };

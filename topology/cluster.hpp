@@ -22,6 +22,8 @@ struct KernelFigures {
   double vector_flop_efficiency = 0; // FLOP rate of memory-bound kernels / peak
   double hbm_efficiency = 0;         // achieved / nominal HBM bandwidth
   double kernel_launch_s = 0;        // per kernel
+  double op_issue_gap_s = 0;         // idle stream time before each compute op: the host's hand-off
+                                     // of a ready op (the probe measures it on the CPU device)
   double nccl_sms_per_channel = 0;   // SMs one NCCL channel occupies
   double nccl_hbm_share = 0;         // HBM fraction a running communication kernel takes
   double speed_sigma = 0;            // per-GPU speed variation (std. dev. of time multiplier)

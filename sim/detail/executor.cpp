@@ -201,6 +201,8 @@ SimExecutor::SimExecutor(const schedules::Schedule& schedule, const std::vector<
     for (int st = 0; st < schedules::kStreamCount; ++st)
       if (!sl.index->stream_ops(static_cast<size_t>(st)).empty()) sl.streams |= static_cast<uint8_t>(1u << st);
     sl.speed = options_.gpu_speed.empty() ? 1.0 : options_.gpu_speed[static_cast<size_t>(gpu)];
+    sl.issue_gap = models_[model]->params().op_issue_gap_s;
+    has_issue_gap_ = has_issue_gap_ || sl.issue_gap > 0;
     sl.account.set_pipelined(L.pp > 1);
     sl.wait_stream.fill(kNoWait);
     if (traced[s]) sl.timing.resize(sl.program->ops.size());
@@ -340,9 +342,16 @@ void SimExecutor::issue(int32_t slot, uint32_t op_index) {
     issue_p2p(slot, op_index);
     return;
   case HotOp::Collective: issue_collective(slot, op_index); return;
-  default:
+  default: {
+    // The device's hand-off of a ready op (op_issue_gap_s): the stream idles that long
+    // before the op starts; the op's own time stays the device model's (a calibrated
+    // kernel's measured time), so the trace starts it after the gap.
+    const double gap = has_issue_gap_ ? sl.issue_gap : 0.0;
+    if (gap > 0 && !sl.timing.empty()) sl.timing[op_index].start_s = now + gap;
     sl.account.change(now, Activity::Compute, +1);
-    backend_->start_compute(slot, op_index, h.value / sl.speed + (jitter_s_.empty() ? 0.0 : jitter_s(slot, op_index)));
+    backend_->start_compute(slot, op_index,
+                            h.value / sl.speed + gap + (jitter_s_.empty() ? 0.0 : jitter_s(slot, op_index)));
+  }
   }
 }
 
