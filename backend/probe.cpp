@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "backend/cuda/cuda_probe.hpp"
+#include "backend/detail/cache_flush.hpp"
 #include "backend/detail/cpu_kernels.hpp"
 #include "backend/detail/mpi_groups.hpp"
 #include "backend/detail/probe_replay.hpp"
@@ -135,6 +136,25 @@ public:
       comms_[n] = c;
     }
   }
+
+  /// Out of the caches: a run's device posts a transfer on pooled buffers that the
+  /// compute since their last use has evicted (its gradient all-reduce of 6.9 MB took
+  /// 5.2–5.9 ms in runs, 4.3–4.6 ms with its buffers touched just before, and the probe
+  /// measured 3.5–4.2 ms on its warm buffers: docs/backend.md "Probe"). The buffers are
+  /// first touched at their size, as the device's pool is at its start.
+  void prepare_transfer(OpKind kind, int64_t n, double bytes) override {
+    const int64_t floats = static_cast<int64_t>(std::ceil(bytes / 4.0));
+    const int64_t per = std::max<int64_t>(1, (floats + n - 1) / n);
+    int64_t send = floats, recv = floats; // all-reduce, broadcast, point to point
+    if (kind == OpKind::AllGather) send = per, recv = per * n;
+    if (kind == OpKind::ReduceScatter) send = per * n, recv = per;
+    if (kind == OpKind::AllToAll) send = recv = per * n;
+    for (auto [v, e] : {std::pair{&send_, send}, std::pair{&recv_, recv}}) {
+      if (static_cast<int64_t>(v->size()) < e) v->assign(static_cast<size_t>(e), 0.0f);
+      detail::flush_from_caches(v->data(), static_cast<size_t>(e) * sizeof(float));
+    }
+  }
+  bool host_progressed() const override { return true; }
 
   Transfer transfer(OpKind kind, int64_t n, double bytes) override {
     Transfer t;
@@ -394,6 +414,19 @@ public:
     bool row = false; // a sweep row (else one of the schedule's messages)
     std::vector<double> times;
     int64_t wrong = 0;
+    std::vector<int> late; // per time: the group member that arrived last (-1: none was held back)
+
+    /// What the point measured: its times, or, where the late member was rotated, the
+    /// median time of each late member (the calibration's median over these is then an
+    /// average over arrival orders, not the time of the order that came up most).
+    std::vector<double> figures() const {
+      std::map<int, std::vector<double>> by_late;
+      for (size_t i = 0; i < times.size(); ++i) by_late[i < late.size() ? late[i] : -1].push_back(times[i]);
+      if (by_late.size() <= 1) return times;
+      std::vector<double> out;
+      for (const auto& [member, t] : by_late) out.push_back(median_of(t));
+      return out;
+    }
   };
 
   /// Times every point on groups of `n` consecutive ranks, all groups at once, between
@@ -404,6 +437,16 @@ public:
     for (const CommPoint& pt : points) sizes.insert(pt.n);
     dev_.open_groups(sizes);
     std::vector<int64_t> bad(points.size(), 0);
+    // A device progressed by its host threads (the CPU device): in a run one member of a
+    // collective arrives last while the others idle between tests, and the collective's
+    // time depends on which one (a 4-byte all-reduce over 2 ranks: 0.3 ms when its root
+    // arrived last, 0.56 ms when the other member did — each protocol round waits for a
+    // test on its receiver: docs/backend.md "Probe"). Each repetition one member of every
+    // group (round r: member r mod n) starts 2–3 idle waits after the others (more than
+    // the barrier's own spread of up to one), at a seeded phase of their idle waits; the
+    // time is then from its start. On one host only: across hosts the driver times a
+    // transfer by the slowest member's own clock.
+    const bool stagger = dev_.host_progressed() && one_host_;
     // Each round visits the points in another order (one seed per round: the same order
     // on every rank), so no point always follows the same one — a schedule's 4-byte
     // all-reduce placed after the largest sweep transfer measured 5.6–7.9 ms, the 8-byte
@@ -415,6 +458,7 @@ public:
       for (size_t k = order.size(); k > 1; --k) std::swap(order[k - 1], order[shuffle() % k]);
       for (size_t k : order) {
         CommPoint& pt = points[k];
+        dev_.prepare_transfer(pt.kind, pt.n, pt.bytes);
         // Barrier and time exchange non-blocking, tested between idle waits like the
         // CPU device's transfers: a blocking MPI call busy-polls, and on a shared core
         // the next idle wait of a process that spun its slice comes back late
@@ -422,6 +466,14 @@ public:
         MPI_Request sync = MPI_REQUEST_NULL;
         check(MPI_Ibarrier(MPI_COMM_WORLD, &sync), "MPI_Ibarrier");
         idle_complete(sync);
+        int late = -1;
+        if (stagger && pt.kind != OpKind::Send && pt.n > 1) {
+          late = r % static_cast<int>(pt.n);
+          std::mt19937 phase(static_cast<uint32_t>(r) * 7919u + static_cast<uint32_t>(k));
+          const auto u = static_cast<int>(phase() % static_cast<uint32_t>(o_.nap_us + 1));
+          if (rank_ < world_ / pt.n * pt.n && rank_ % pt.n == late)
+            std::this_thread::sleep_for(std::chrono::microseconds(2 * o_.nap_us + u));
+        }
         const double t0 = now_s();
         const ProbeDevice::Transfer tr = dev_.transfer(pt.kind, pt.n, pt.bytes);
         const double t1 = now_s();
@@ -438,7 +490,10 @@ public:
         // times transfers itself (CUDA events on the transfer's stream): the slowest
         // member's time.
         const double host = one_host_ ? latest[1] - latest[0] : latest[2];
-        if (r >= o_.warmup) pt.times.push_back(latest[3] >= 0 ? latest[3] : host);
+        if (r >= o_.warmup) {
+          pt.times.push_back(latest[3] >= 0 ? latest[3] : host);
+          pt.late.push_back(late);
+        }
       }
     }
     std::vector<int64_t> wrong(points.size(), 0);
@@ -602,14 +657,16 @@ ProbeResult probe(const Schedule& schedule, const ProbeOptions& options, ProbeDe
   std::vector<Prober::CommPoint> points;
   if (world >= 2) {
     for (const auto& [kind, n] : kinds)
-      for (double b : sweep_sizes(max_sweep)) points.push_back({static_cast<OpKind>(kind), n, b, true, {}, 0});
-    for (const auto& [kind, n, bytes] : comms) points.push_back({static_cast<OpKind>(kind), n, bytes, false, {}, 0});
+      for (double b : sweep_sizes(max_sweep)) points.push_back({static_cast<OpKind>(kind), n, b, true, {}, 0, {}});
+    for (const auto& [kind, n, bytes] : comms)
+      points.push_back({static_cast<OpKind>(kind), n, bytes, false, {}, 0, {}});
     p.time_comms(points);
   }
   for (const Prober::CommPoint& pt : points) {
     if (rank != 0) break;
     const double one_way = pt.kind == OpKind::Send ? 0.5 : 1.0; // half a ping-pong
-    for (double x : pt.times) builder.add_comm_sample(pt.kind, pt.n, pt.bytes, x * one_way, p.hosts_spanned(pt.n));
+    const std::vector<double> figures = pt.figures();
+    for (double x : figures) builder.add_comm_sample(pt.kind, pt.n, pt.bytes, x * one_way, p.hosts_spanned(pt.n));
     if (!pt.row) continue;
     SweepRow r;
     r.kind = pt.kind;
@@ -617,7 +674,7 @@ ProbeResult probe(const Schedule& schedule, const ProbeOptions& options, ProbeDe
     r.bytes = pt.bytes;
     r.type = device->element_type();
     r.count = static_cast<int64_t>(std::ceil(pt.bytes / device->element_bytes()));
-    r.seconds = median_of(pt.times) * one_way;
+    r.seconds = median_of(figures) * one_way;
     r.algbw_bytes_per_s = r.seconds > 0 ? pt.bytes / r.seconds : 0;
     r.busbw_bytes_per_s = r.algbw_bytes_per_s * schedules::bus_factor(pt.kind, pt.n);
     r.wrong = pt.wrong;
@@ -633,10 +690,10 @@ ProbeResult probe(const Schedule& schedule, const ProbeOptions& options, ProbeDe
   }
   res.table.device = device->device_tag(world);
   const MeasuredMachine m = p.machine(res.sweep, res.p2p_latency_s, res.p2p_bandwidth_bytes_per_s);
-  res.cluster_toml =
-      device->gpu_name().empty()
-          ? cpu_cluster_toml(world, m.p2p_latency_s, m.p2p_bandwidth > 0 ? m.p2p_bandwidth : 1e9, m.host, res.overlap)
-          : gpu_cluster_toml(m, device->gpu_name());
+  res.cluster_toml = device->gpu_name().empty()
+                         ? cpu_cluster_toml(world, m.p2p_latency_s, m.p2p_bandwidth > 0 ? m.p2p_bandwidth : 1e9, m.host,
+                                            res.overlap, res.hand_off_s)
+                         : gpu_cluster_toml(m, device->gpu_name());
   return res;
 }
 

@@ -99,7 +99,15 @@ std::string measured_slowdown_keys(const OverlapFacts& f) {
 } // namespace
 
 std::string cpu_cluster_toml(int world, double latency_s, double bandwidth, const std::string& host,
-                             const OverlapFacts& overlap) {
+                             const OverlapFacts& overlap, double hand_off_s) {
+  char gap[512] = "";
+  if (hand_off_s > 0)
+    std::snprintf(gap, sizeof gap,
+                  "# Before each compute op the stream idles while the executor hands the ready op to\n"
+                  "# its worker (measured in the probe's replay: median end-to-start gap between\n"
+                  "# consecutive compute ops, mean over ranks).\n"
+                  "op_issue_gap_s = %.6g\n",
+                  hand_off_s);
   char buf[4096];
   std::snprintf(buf, sizeof buf,
                 "# Measured by `twinscale probe` on %s: %d ranks on one host (the CPU device).\n"
@@ -115,7 +123,7 @@ std::string cpu_cluster_toml(int world, double latency_s, double bandwidth, cons
                 "model = \"A100-SXM-80GB\"\n"
                 "nvlink_bw_bytes_per_s = %.6g # measured point-to-point bandwidth\n"
                 "nvlink_efficiency = 1.0\n"
-                "%s\n"
+                "%s%s\n"
                 "[server]\n"
                 "gpus = %d\n"
                 "nics = 1\n"
@@ -132,7 +140,7 @@ std::string cpu_cluster_toml(int world, double latency_s, double bandwidth, cons
                 "oversubscription = [1]\n"
                 "servers_per_tor = 1\n",
                 host.c_str(), world, latency_s, bandwidth, world, bandwidth,
-                overlap.group_size > 0 ? measured_slowdown_keys(overlap).c_str() : "", world, bandwidth * 8 / 1e9,
+                overlap.group_size > 0 ? measured_slowdown_keys(overlap).c_str() : "", gap, world, bandwidth * 8 / 1e9,
                 bandwidth * 8 / 1e9, latency_s * 1e9);
   return buf;
 }

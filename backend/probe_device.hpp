@@ -56,6 +56,14 @@ public:
   /// One transfer of `kind` moving `bytes` (as Op::bytes; Send: half a ping-pong between
   /// members 0 and 1) on this rank's group of n; nothing when this rank is in none.
   virtual Transfer transfer(schedules::OpKind kind, int64_t n, double bytes) = 0;
+  /// Before a transfer's timed region (and before the barrier that starts it): leaves the
+  /// buffers of the next transfer(kind, n, bytes) as the run's device finds its own when
+  /// it posts one. Default: nothing (the CUDA device's NCCL buffers are the run's).
+  virtual void prepare_transfer(schedules::OpKind /*kind*/, int64_t /*n*/, double /*bytes*/) {}
+  /// True when a transfer progresses only while each member's host thread tests it
+  /// between idle waits (the CPU device): its time then depends on which member arrives
+  /// last, and the driver rotates the late member over the repetitions.
+  virtual bool host_progressed() const { return false; }
   /// The elements of this rank's last transfer() that arrived wrong, when the device
   /// counts them afterwards: the driver calls it after the transfer's timed region, as the
   /// run's device verifies an op after stamping its end (a full check of 8.4 MB inside
@@ -80,9 +88,11 @@ struct OverlapFacts;
 /// The cluster description of the CPU host the probe measured (probe_cluster.cpp): one
 /// host of `world` "GPUs" whose links are the measured point-to-point bandwidth (the
 /// latency is in the calibration table), and whose compute slowdown while a rank
-/// communicates is `overlap`'s measured one (docs/backend.md "Probe").
+/// communicates is `overlap`'s measured one, and whose stream idles `hand_off_s` before
+/// each compute op (`op_issue_gap_s`: the device's hand-off; 0 writes none)
+/// (docs/backend.md "Probe").
 std::string cpu_cluster_toml(int world, double latency_s, double bandwidth, const std::string& host,
-                             const OverlapFacts& overlap);
+                             const OverlapFacts& overlap, double hand_off_s = 0);
 /// The catalogue's GPU model for a CUDA device name ("NVIDIA H200" → "H200-SXM"); empty
 /// when none matches.
 std::string catalogue_gpu_model(const std::string& gpu_name);

@@ -38,7 +38,8 @@ int probe_command(const ProbeArgs& a) {
     std::fputs(backend::sweep_table(r.sweep).c_str(), stdout);
     if (a.options.device == "cpu") { // the CPU device's executor and MPI progress (backend/probe_overlap.hpp)
       std::fputs(backend::overlap_report(r.overlap).c_str(), stdout);
-      std::printf("# hand-off (executor → worker, between consecutive compute ops, median): %.1f us\n",
+      std::printf("# hand-off (executor → worker, between consecutive compute ops, median): %.1f us "
+                  "(the cluster file's op_issue_gap_s)\n",
                   r.hand_off_s * 1e6);
     }
     std::fprintf(stderr,

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <thread>
+#include <vector>
 
 #if defined(__SSE__)
 #include <xmmintrin.h>
@@ -10,6 +11,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "backend/detail/cache_flush.hpp"
 #include "backend/detail/cpu_kernels.hpp"
 #include "backend/error.hpp"
 #include "backend/rendezvous.hpp"
@@ -141,4 +143,20 @@ TEST_CASE("launch env: OpenMPI, Slurm and PMI variables, with checks") {
   ::unsetenv("SLURM_PROCID");
   CHECK_THROWS_WITH(backend::detect_launch_env(), Catch::Contains("must both be set"));
   ::unsetenv("SLURM_NTASKS");
+}
+
+TEST_CASE("cache flush: a flushed range keeps its contents, at any alignment and length") {
+  std::vector<float> v(100000);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i) * 0.5f;
+  backend::detail::flush_from_caches(v.data(), v.size() * sizeof(float));
+  backend::detail::flush_from_caches(reinterpret_cast<const char*>(v.data()) + 3, 1);    // one byte, unaligned
+  backend::detail::flush_from_caches(reinterpret_cast<const char*>(v.data()) + 61, 200); // across lines
+  backend::detail::flush_from_caches(nullptr, 64);                                       // nothing
+  backend::detail::flush_from_caches(v.data(), 0);
+  bool same = true;
+  for (size_t i = 0; i < v.size(); ++i) same = same && v[i] == static_cast<float>(i) * 0.5f;
+  CHECK(same);
+#if defined(__x86_64__) || defined(__aarch64__)
+  CHECK(backend::detail::cache_flush_supported());
+#endif
 }

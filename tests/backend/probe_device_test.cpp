@@ -13,6 +13,7 @@
 #include <thread>
 
 #include <catch2/catch.hpp>
+#include <mpi.h>
 
 #include "backend/cuda/cuda_device.hpp"
 #include "backend/probe.hpp"
@@ -93,7 +94,87 @@ public:
   void close_groups() override {}
 };
 
+/// Transfers that progress as the CPU device's do (host_progressed): a collective takes
+/// 3 ms once member 1 arrived last and no time once member 0 did (the members exchange
+/// their arrival times); point-to-point takes no time. Counts prepare_transfer() calls.
+class ArrivalOrderDevice final : public backend::ProbeDevice {
+public:
+  int transfers = 0, prepared = 0;
+  std::string source() const override { return "fake"; }
+  std::string device_tag(int world) const override { return "fake:arrival (" + std::to_string(world) + " ranks)"; }
+  schedules::DType dtype(const Op&) const override { return schedules::DType::BF16; }
+  const char* element_type() const override { return "bfloat16"; }
+  double element_bytes() const override { return 2; }
+  std::vector<double> replay(const schedules::Program& program) override {
+    std::vector<double> t(program.ops.size(), -1);
+    for (size_t i = 0; i < t.size(); ++i)
+      if (!program.ops[i].is_communication()) t[i] = 1e-6;
+    return t;
+  }
+  void open_groups(const std::set<int64_t>&) override {}
+  void prepare_transfer(schedules::OpKind, int64_t, double) override { ++prepared; }
+  bool host_progressed() const override { return true; }
+  Transfer transfer(schedules::OpKind kind, int64_t, double) override {
+    ++transfers;
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    const double mine = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    double other = 0;
+    MPI_Sendrecv(&mine, 1, MPI_DOUBLE, 1 - rank, 77, &other, 1, MPI_DOUBLE, 1 - rank, 77, MPI_COMM_WORLD,
+                 MPI_STATUS_IGNORE);
+    const bool member_1_last = rank == 1 ? mine > other : other > mine;
+    if (kind != schedules::OpKind::Send && member_1_last) std::this_thread::sleep_for(std::chrono::milliseconds(3));
+    return {};
+  }
+  void close_groups() override {}
+};
+
 } // namespace
+
+// Started by a test below under mpirun (2 ranks), not by ctest itself (as the next one).
+TEST_CASE("probe child: a collective's time depends on which member arrives last", "[.probe-child][slow]") {
+  const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
+  const std::string dir = fresh_dir("probe-arrival-" + std::string(rank != nullptr ? rank : "x"));
+  std::ofstream(dir + "/two.toml") << two_rank_job;
+  const schedules::Schedule s = schedules::lower(config::load_job(dir + "/two.toml"));
+  std::filesystem::remove_all(dir);
+  backend::ProbeOptions o;
+  o.warmup = 0;
+  o.repetitions = 5; // member 0 arrives last three times, member 1 twice: a plain median is member 0's
+  o.max_sweep_bytes = 64;
+  ArrivalOrderDevice dev;
+  const backend::ProbeResult r = backend::probe(s, o, dev);
+  CHECK(dev.transfers > 0);
+  CHECK(dev.prepared == dev.transfers); // every transfer's buffers prepared before it
+  if (r.rank == 0) {
+    size_t collectives = 0;
+    for (const auto& c : r.table.comms) {
+      INFO(std::string(schedules::to_string(c.kind)) << " of " << c.bytes << " B");
+      if (c.kind == schedules::OpKind::Send) {
+        CHECK(c.seconds < 1e-3);
+        continue;
+      }
+      ++collectives;
+      // Either arrival order alone would give ~0 or ~3 ms; the entry is their average.
+      CHECK(c.samples % 2 == 0);
+      CHECK(c.seconds > 0.9e-3);
+      CHECK(c.seconds < 2.4e-3);
+    }
+    CHECK(collectives > 0);
+  }
+  backend::finalize_probe();
+}
+
+TEST_CASE("probe: on a host-progressed device every member arrives last in turn, and the entry averages the orders",
+          "[backend][probe]") {
+  if (!have_mpirun()) TWINSCALE_SKIP("no mpirun");
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  const auto c = backend::test::shell(
+      mpirun(2) + " " + self + " \"probe child: a collective's time depends on which member arrives last\"", 300);
+  INFO(c.output);
+  CHECK(c.status == 0);
+  CHECK(c.output.find("All tests passed") != std::string::npos);
+}
 
 // Started by the next test under mpirun (2 ranks), not by ctest itself: hidden, and
 // [slow] keeps it out of ctest's discovery (its spec "~[slow]~[gpu]" matches hidden tests).

@@ -78,6 +78,12 @@ TEST_CASE("probe: measures the schedule's ops and sweeps, and covers another spl
   REQUIRE(at != std::string::npos);
   const double measured = std::stod(r.output.substr(at + 17));
   CHECK(h / (1 - h) == Approx(measured).margin(1e-3));
+  // The hand-off is the stream's idle gap before each compute op in the cluster's GPU.
+  const size_t ho = r.output.find("median): ");
+  REQUIRE(ho != std::string::npos);
+  const double hand_off_us = std::stod(r.output.substr(ho + 9));
+  CHECK(hand_off_us > 0);
+  CHECK(cluster.gpu.kernels.op_issue_gap_s * 1e6 == Approx(hand_off_us).margin(0.06));
   // Configuration B: another split and micro-batch count, simulated on the probed machine.
   const auto s = shell(TWINSCALE_CLI " simulate " + dir + "/b.toml --cluster " + dir + "/host.toml --calibration " +
                            dir + "/cal.json --no-aggregate --json",
