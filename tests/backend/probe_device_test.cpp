@@ -65,13 +65,12 @@ const char* const two_rank_job = "name = \"two\"\ncluster = \"tiny-2tier\"\n[mod
                                  "heads = 4\nseq_len = 32\nvocab = 256\n[parallel]\ntp = 1\npp = 1\ndp = 2\n"
                                  "micro_batch = 1\nglobal_batch = 2\n";
 
-/// A device whose transfers take no time and whose check of what they received takes
-/// 100 ms (as the CPU device's full check of a large message takes milliseconds).
-class SlowCheckDevice final : public backend::ProbeDevice {
+/// A two-rank fake device: bf16, every compute op 1 µs, transfers left to the subclass.
+class TwoRankFakeDevice : public backend::ProbeDevice {
 public:
-  int transfers = 0, checks = 0;
+  explicit TwoRankFakeDevice(std::string tag) : tag_(std::move(tag)) {}
   std::string source() const override { return "fake"; }
-  std::string device_tag(int world) const override { return "fake:slow-check (" + std::to_string(world) + " ranks)"; }
+  std::string device_tag(int world) const override { return "fake:" + tag_ + " (" + std::to_string(world) + " ranks)"; }
   schedules::DType dtype(const Op&) const override { return schedules::DType::BF16; }
   const char* element_type() const override { return "bfloat16"; }
   double element_bytes() const override { return 2; }
@@ -82,6 +81,18 @@ public:
     return t;
   }
   void open_groups(const std::set<int64_t>&) override {}
+  void close_groups() override {}
+
+private:
+  std::string tag_;
+};
+
+/// A device whose transfers take no time and whose check of what they received takes
+/// 100 ms (as the CPU device's full check of a large message takes milliseconds).
+class SlowCheckDevice final : public TwoRankFakeDevice {
+public:
+  SlowCheckDevice() : TwoRankFakeDevice("slow-check") {}
+  int transfers = 0, checks = 0;
   Transfer transfer(schedules::OpKind, int64_t, double) override {
     ++transfers;
     return {};
@@ -91,27 +102,15 @@ public:
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     return 0;
   }
-  void close_groups() override {}
 };
 
 /// Transfers that progress as the CPU device's do (host_progressed): a collective takes
 /// 3 ms once member 1 arrived last and no time once member 0 did (the members exchange
 /// their arrival times); point-to-point takes no time. Counts prepare_transfer() calls.
-class ArrivalOrderDevice final : public backend::ProbeDevice {
+class ArrivalOrderDevice final : public TwoRankFakeDevice {
 public:
+  ArrivalOrderDevice() : TwoRankFakeDevice("arrival") {}
   int transfers = 0, prepared = 0;
-  std::string source() const override { return "fake"; }
-  std::string device_tag(int world) const override { return "fake:arrival (" + std::to_string(world) + " ranks)"; }
-  schedules::DType dtype(const Op&) const override { return schedules::DType::BF16; }
-  const char* element_type() const override { return "bfloat16"; }
-  double element_bytes() const override { return 2; }
-  std::vector<double> replay(const schedules::Program& program) override {
-    std::vector<double> t(program.ops.size(), -1);
-    for (size_t i = 0; i < t.size(); ++i)
-      if (!program.ops[i].is_communication()) t[i] = 1e-6;
-    return t;
-  }
-  void open_groups(const std::set<int64_t>&) override {}
   void prepare_transfer(schedules::OpKind, int64_t, double) override { ++prepared; }
   bool host_progressed() const override { return true; }
   Transfer transfer(schedules::OpKind kind, int64_t, double) override {
@@ -126,18 +125,32 @@ public:
     if (kind != schedules::OpKind::Send && member_1_last) std::this_thread::sleep_for(std::chrono::milliseconds(3));
     return {};
   }
-  void close_groups() override {}
 };
+
+/// The two-rank job's schedule, lowered in a directory of this rank's own (`tag`).
+schedules::Schedule two_rank_schedule(const std::string& tag) {
+  const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
+  const std::string dir = fresh_dir(tag + "-" + std::string(rank != nullptr ? rank : "x"));
+  std::ofstream(dir + "/two.toml") << two_rank_job;
+  schedules::Schedule s = schedules::lower(config::load_job(dir + "/two.toml"));
+  std::filesystem::remove_all(dir);
+  return s;
+}
+
+/// Runs test case `name` of this binary on two ranks under mpirun; it must pass.
+void run_child_on_two_ranks(const std::string& name) {
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  const auto c = backend::test::shell(mpirun(2) + " " + self + " \"" + name + "\"", 300);
+  INFO(c.output);
+  CHECK(c.status == 0);
+  CHECK(c.output.find("All tests passed") != std::string::npos);
+}
 
 } // namespace
 
 // Started by a test below under mpirun (2 ranks), not by ctest itself (as the next one).
 TEST_CASE("probe child: a collective's time depends on which member arrives last", "[.probe-child][slow]") {
-  const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
-  const std::string dir = fresh_dir("probe-arrival-" + std::string(rank != nullptr ? rank : "x"));
-  std::ofstream(dir + "/two.toml") << two_rank_job;
-  const schedules::Schedule s = schedules::lower(config::load_job(dir + "/two.toml"));
-  std::filesystem::remove_all(dir);
+  const schedules::Schedule s = two_rank_schedule("probe-arrival");
   backend::ProbeOptions o;
   o.warmup = 0;
   o.repetitions = 5; // member 0 arrives last three times, member 1 twice: a plain median is member 0's
@@ -168,22 +181,13 @@ TEST_CASE("probe child: a collective's time depends on which member arrives last
 TEST_CASE("probe: on a host-progressed device every member arrives last in turn, and the entry averages the orders",
           "[backend][probe]") {
   if (!have_mpirun()) TWINSCALE_SKIP("no mpirun");
-  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
-  const auto c = backend::test::shell(
-      mpirun(2) + " " + self + " \"probe child: a collective's time depends on which member arrives last\"", 300);
-  INFO(c.output);
-  CHECK(c.status == 0);
-  CHECK(c.output.find("All tests passed") != std::string::npos);
+  run_child_on_two_ranks("probe child: a collective's time depends on which member arrives last");
 }
 
 // Started by the next test under mpirun (2 ranks), not by ctest itself: hidden, and
 // [slow] keeps it out of ctest's discovery (its spec "~[slow]~[gpu]" matches hidden tests).
 TEST_CASE("probe child: two ranks time transfers whose check takes 100 ms", "[.probe-child][slow]") {
-  const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
-  const std::string dir = fresh_dir("probe-slow-check-" + std::string(rank != nullptr ? rank : "x"));
-  std::ofstream(dir + "/two.toml") << two_rank_job;
-  const schedules::Schedule s = schedules::lower(config::load_job(dir + "/two.toml"));
-  std::filesystem::remove_all(dir);
+  const schedules::Schedule s = two_rank_schedule("probe-slow-check");
   backend::ProbeOptions o;
   o.warmup = 0;
   o.repetitions = 3;
@@ -204,12 +208,7 @@ TEST_CASE("probe child: two ranks time transfers whose check takes 100 ms", "[.p
 
 TEST_CASE("probe: the check of what a transfer received is outside its timed region", "[backend][probe]") {
   if (!have_mpirun()) TWINSCALE_SKIP("no mpirun");
-  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
-  const auto c = backend::test::shell(
-      mpirun(2) + " " + self + " \"probe child: two ranks time transfers whose check takes 100 ms\"", 300);
-  INFO(c.output);
-  CHECK(c.status == 0);
-  CHECK(c.output.find("All tests passed") != std::string::npos);
+  run_child_on_two_ranks("probe child: two ranks time transfers whose check takes 100 ms");
 }
 
 TEST_CASE("probe: one driver measures any device (a fake one keys the table by its source, tag and dtype)",
