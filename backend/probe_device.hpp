@@ -1,7 +1,7 @@
 // What the probe's one driver (backend/probe.cpp: which ops and messages, warm-up and
 // repetitions, medians over occurrences and ranks, the sweeps, the table, the cluster
 // description) asks of the device it measures. Two devices implement it: the CPU
-// device's in probe.cpp (fp32 Eigen kernels, MPI transfers timed by the host clock) and
+// device's in detail/cpu_probe_device.cpp (fp32 Eigen kernels, MPI transfers timed by the host clock) and
 // the CUDA device's in backend/cuda/cuda_probe.cpp (the run's cuBLAS/cuBLASLt and CUDA
 // kernels, NCCL transfers, both timed by CUDA events on the op's stream).
 #pragma once

@@ -14,6 +14,7 @@
 #include <mpi.h>
 
 #include "backend/detail/cpu_kernels.hpp"
+#include "backend/detail/probe_util.hpp"
 #include "backend/error.hpp"
 #include "backend/probe.hpp"
 #include "schedules/memory.hpp"
@@ -25,19 +26,10 @@ using schedules::OpKind;
 
 namespace {
 
-double steady() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+using detail::median_of;
+using detail::steady_s;
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-void mpi(int rc, const char* what) {
-  if (rc != MPI_SUCCESS)
-    throw BackendError(std::string("probe (overlap): ") + what + " failed (MPI error " + std::to_string(rc) + ")");
-}
+void mpi(int rc, const char* what) { detail::check_mpi(rc, "probe (overlap)", what); }
 
 /// The GEMM of the rank's program with the most work (occurrences × FLOPs).
 const Op* heaviest_gemm(const schedules::Program& program) {
@@ -76,9 +68,9 @@ public:
         floats_(static_cast<int64_t>(std::ceil(bytes / 4.0))) {}
 
   double one_gemm() {
-    const double t0 = steady();
+    const double t0 = steady_s();
     kernels_.run(gemm_, shape_);
-    return steady() - t0;
+    return steady_s() - t0;
   }
 
   /// `count` GEMMs on this thread, each after an idle wait (as the probe's replay) or
@@ -115,16 +107,16 @@ public:
     if (compute)
       worker = std::thread([&] {
         while (!stop) {
-          const double t0 = steady();
+          const double t0 = steady_s();
           kernels_.run(gemm_, shape_);
-          spans.emplace_back(t0, steady());
+          spans.emplace_back(t0, steady_s());
         }
       });
     std::vector<float> send(static_cast<size_t>(floats_), 1.0f), recv(static_cast<size_t>(floats_));
-    const double begin = steady();
+    const double begin = steady_s();
     for (int i = 0; i < count; ++i) {
       MPI_Request req = MPI_REQUEST_NULL;
-      const double t0 = steady();
+      const double t0 = steady_s();
       mpi(MPI_Iallreduce(send.data(), recv.data(), static_cast<int>(floats_), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &req),
           "MPI_Iallreduce");
       for (int done = 0;;) {
@@ -133,9 +125,9 @@ public:
         std::unique_lock lock(mutex_);
         cv_.wait_for(lock, std::chrono::microseconds(nap_));
       }
-      comm_out.push_back(steady() - t0);
+      comm_out.push_back(steady_s() - t0);
     }
-    const double end = steady();
+    const double end = steady_s();
     stop = true;
     if (worker.joinable()) worker.join();
     for (const auto& [a, b] : spans)
@@ -206,12 +198,12 @@ OverlapFacts measure_overlap(const schedules::Schedule& schedule, const ProbeOpt
     mpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
     p.comms(comms, true, comm_busy, gemm_busy);
   }
-  f.gemm_nap_s = world_mean(median(gemm_nap), world);
-  f.gemm_back_to_back_s = world_mean(median(gemm_b2b), world);
-  f.gemm_worker_s = world_mean(median(gemm_worker), world);
-  f.gemm_during_comm_s = world_mean(median(gemm_busy), world);
-  f.comm_alone_s = world_mean(median(comm_alone), world);
-  f.comm_during_compute_s = world_mean(median(comm_busy), world);
+  f.gemm_nap_s = world_mean(median_of(gemm_nap), world);
+  f.gemm_back_to_back_s = world_mean(median_of(gemm_b2b), world);
+  f.gemm_worker_s = world_mean(median_of(gemm_worker), world);
+  f.gemm_during_comm_s = world_mean(median_of(gemm_busy), world);
+  f.comm_alone_s = world_mean(median_of(comm_alone), world);
+  f.comm_during_compute_s = world_mean(median_of(comm_busy), world);
   return f;
 }
 
