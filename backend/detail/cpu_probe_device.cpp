@@ -54,8 +54,8 @@ public:
   std::vector<double> replay(const schedules::Program& program) override {
     if (!groups_) {
       compute_ = compute_only(s_, original_);
-      groups_ = std::make_unique<MpiGroups>(s_.layout, rank_, MPI_COMM_WORLD, GroupInit::Local,
-                                                    s_.job.model.experts > 0);
+      groups_ =
+          std::make_unique<MpiGroups>(s_.layout, rank_, MPI_COMM_WORLD, GroupInit::Local, s_.job.model.experts > 0);
       replay_turns();
     }
     Replay r;

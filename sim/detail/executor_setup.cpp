@@ -1,0 +1,257 @@
+// The simulator's executor, set up: each program's hot records (device times,
+// priorities, dependency positions), the slots of the executed ranks, their groups, and
+// whether one pipeline stands for every data-parallel replica (symmetry). The run itself
+// (issue, complete, communication) is in executor.cpp.
+#include "sim/detail/executor.hpp"
+
+#include <algorithm>
+
+#include "schedules/error.hpp"
+#include "schedules/execution_rules.hpp"
+
+namespace twinscale::sim::detail {
+
+using schedules::GroupKind;
+using schedules::Op;
+using schedules::OpKind;
+using schedules::ScheduleError;
+
+namespace {
+
+/// Op::priority of each op as its rank among the program's distinct priorities (only
+/// their order matters).
+std::vector<uint16_t> priority_ranks(const schedules::Program& p, size_t program_id) {
+  std::vector<int32_t> distinct;
+  distinct.reserve(p.ops.size());
+  for (const Op& op : p.ops) distinct.push_back(op.priority);
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  if (distinct.size() > UINT16_MAX + size_t{1})
+    throw ScheduleError("program " + std::to_string(program_id) + ": " + std::to_string(distinct.size()) +
+                        " distinct op priorities (at most 65536)");
+  std::vector<uint16_t> out;
+  out.reserve(p.ops.size());
+  for (const Op& op : p.ops)
+    out.push_back(
+        static_cast<uint16_t>(std::lower_bound(distinct.begin(), distinct.end(), op.priority) - distinct.begin()));
+  return out;
+}
+
+/// The hot records of a program: what its rules index says of each op (position on its
+/// stream, channel number), its dependencies and its device time.
+std::vector<HotOp> hot_ops(const schedules::ProgramIndex& ix, size_t program_id, const DeviceModel& device) {
+  const schedules::Program& p = ix.program();
+  std::vector<HotOp> hot(p.ops.size());
+  const std::vector<uint16_t> priority = priority_ranks(p, program_id);
+  for (uint32_t i = 0; i < p.ops.size(); ++i) {
+    const Op& op = p.ops[i];
+    HotOp& h = hot[i];
+    h.pos_in_stream = ix.position(i);
+    if (op.dep_count > UINT16_MAX)
+      throw ScheduleError("program " + std::to_string(program_id) + " op " + std::to_string(i) + ": " +
+                          std::to_string(op.dep_count) + " dependencies (at most 65535)");
+    h.dep_begin = op.dep_begin;
+    h.dep_count = static_cast<uint16_t>(op.dep_count);
+    h.stream = static_cast<uint8_t>(op.stream);
+    h.priority = priority[i];
+    h.group = op.group;
+    h.kind = op.kind;
+    if (op.is_communication()) {
+      h.sequence = ix.sequence(i);
+      h.channel_key = ix.channels()[ix.channel(i)].priority_class;
+    }
+    if (op.kind == OpKind::Send)
+      h.cls = HotOp::Send;
+    else if (op.kind == OpKind::Recv)
+      h.cls = HotOp::Recv;
+    else if (op.is_communication())
+      h.cls = HotOp::Collective;
+    else if (op.labels.phase == schedules::Phase::Forward)
+      h.cls = HotOp::ComputeForward;
+    else if (op.labels.phase == schedules::Phase::Backward || op.labels.phase == schedules::Phase::Recompute)
+      h.cls = HotOp::ComputeBackward;
+    h.value = op.is_communication() ? op.bytes : device.seconds(op);
+  }
+  return hot;
+}
+
+/// Each dependency of the program (its CSR, same indexing) as position << 3 | stream:
+/// checking one reads this array in order instead of the dependency's hot record.
+std::vector<uint32_t> dependency_positions(const schedules::ProgramIndex& ix, size_t program_id) {
+  static_assert(schedules::kStreamCount <= 8);
+  const schedules::Program& p = ix.program();
+  std::vector<uint32_t> out(p.deps.size());
+  for (size_t i = 0; i < p.deps.size(); ++i) {
+    const uint32_t d = p.deps[i];
+    if (d >= p.ops.size() || ix.position(d) >= (uint32_t{1} << 29))
+      throw ScheduleError("program " + std::to_string(program_id) + ": dependency " + std::to_string(d) +
+                          " outside the program or past 2^29 ops on its stream");
+    out[i] = ix.position(d) << 3 | static_cast<uint32_t>(p.ops[d].stream);
+  }
+  return out;
+}
+
+/// Refuses a schedule whose members disagree on a collective or a message (rules 2, 3).
+void check_matching(const schedules::ExecutionRules& rules) {
+  auto v = rules.check_collectives(1);
+  if (v.empty()) v = rules.check_messages(1);
+  if (!v.empty()) throw ScheduleError(v.front().reason);
+}
+
+bool is_p2p(const Op& op) { return op.kind == OpKind::Send || op.kind == OpKind::Recv; }
+
+} // namespace
+
+SimExecutor::SimExecutor(const schedules::Schedule& schedule, const std::vector<int64_t>& gpu_of_rank,
+                         const SimOptions& options, const DeviceModel& device, const NetworkPaths& paths,
+                         schedules::RankCoord representative, std::vector<const DeviceModel*> models)
+    : schedule_(schedule), gpu_of_rank_(gpu_of_rank), options_(options), device_(device), paths_(paths),
+      collectives_(paths, options), rules_(schedule), models_(std::move(models)), rep_(representative) {
+  const auto& L = schedule_.layout;
+  const int64_t world = L.world();
+  if (world >= (int64_t{1} << 29)) throw ScheduleError("schedule: " + std::to_string(world) + " ranks (at most 2^29)");
+  if (static_cast<int64_t>(schedule_.program_of_rank.size()) != world)
+    throw ScheduleError("schedule: program_of_rank has " + std::to_string(schedule_.program_of_rank.size()) +
+                        " entries, the layout has " + std::to_string(world) + " ranks");
+  if (static_cast<int64_t>(gpu_of_rank_.size()) != world)
+    throw ScheduleError("placement: " + std::to_string(gpu_of_rank_.size()) + " GPUs given for " +
+                        std::to_string(world) + " ranks");
+  const int64_t gpus = paths_.fabric().gpus();
+  for (int64_t r = 0; r < world; ++r) {
+    const int64_t g = gpu_of_rank_[static_cast<size_t>(r)];
+    if (g < 0 || g >= gpus)
+      throw ScheduleError("placement: rank " + std::to_string(r) + " on GPU " + std::to_string(g) +
+                          ", the fabric has GPUs 0.." + std::to_string(gpus - 1));
+    if (schedule_.program_of_rank[static_cast<size_t>(r)] >= schedule_.programs.size())
+      throw ScheduleError("schedule: rank " + std::to_string(r) + " names program " +
+                          std::to_string(schedule_.program_of_rank[static_cast<size_t>(r)]) + " of " +
+                          std::to_string(schedule_.programs.size()));
+  }
+  if (!options_.gpu_speed.empty() && static_cast<int64_t>(options_.gpu_speed.size()) != gpus)
+    throw std::invalid_argument("gpu speeds: " + std::to_string(options_.gpu_speed.size()) +
+                                " factors given, the fabric has " + std::to_string(gpus) + " GPUs");
+  for (size_t g = 0; g < options_.gpu_speed.size(); ++g) {
+    const double f = options_.gpu_speed[g];
+    if (!(f > 0) || !(f < 1e6))
+      throw std::invalid_argument("gpu speeds: GPU " + std::to_string(g) + " has factor " + std::to_string(f) +
+                                  " (valid: a finite number > 0, 1 = nominal)");
+  }
+  if (models_.size() > 1) {
+    if (models_.size() > UINT8_MAX) throw ScheduleError("cluster: more than 255 GPU models");
+    const auto& spec = paths_.fabric().spec();
+    model_of_gpu_.resize(static_cast<size_t>(gpus));
+    for (int64_t g = 0; g < gpus; ++g) {
+      const size_t m = topology::gpu_model_of_server(spec, paths_.fabric().server_of_gpu(g));
+      TWINSCALE_ASSERT(m < models_.size(), "a GPU group without its device model");
+      model_of_gpu_[static_cast<size_t>(g)] = static_cast<uint8_t>(m);
+    }
+  } else {
+    models_.assign(1, &device_);
+  }
+  for (size_t p = 0; p < schedule_.programs.size(); ++p)
+    for (const DeviceModel* m : models_) hot_.push_back(hot_ops(rules_.program(p), p, *m));
+  for (size_t p = 0; p < schedule_.programs.size(); ++p) dep_at_.push_back(dependency_positions(rules_.program(p), p));
+  check_matching(rules_);
+
+  shortcuts_ = options_.aggregate;
+  decide_symmetry();
+
+  slot_of_rank_.assign(static_cast<size_t>(world), -1);
+  if (symmetric_) { // one pipeline; with context parallelism its whole cp ring (the ring peers)
+    for (int64_t pp = 0; pp < L.pp; ++pp)
+      for (int64_t k = 0; k < L.cp; ++k) slot_rank_.push_back(L.rank({rep_.tp, rep_.dp / L.cp * L.cp + k, pp}));
+  } else {
+    slot_rank_.reserve(static_cast<size_t>(world));
+    for (int64_t r = 0; r < world; ++r) slot_rank_.push_back(r);
+  }
+  for (size_t s = 0; s < slot_rank_.size(); ++s)
+    slot_of_rank_[static_cast<size_t>(slot_rank_[s])] = static_cast<int32_t>(s);
+  if (options_.hang_rank >= 0) {
+    if (symmetric_ || options_.hang_rank >= world)
+      throw ScheduleError("hang rank " + std::to_string(options_.hang_rank) +
+                          ": needs every rank executed and a rank in 0.." + std::to_string(world - 1));
+    hang_slot_ = slot_of_rank_[static_cast<size_t>(options_.hang_rank)];
+  }
+
+  std::vector<bool> traced(slot_rank_.size(), false);
+  if (options_.record_trace) {
+    if (options_.trace_ranks.empty()) traced.assign(slot_rank_.size(), true);
+    for (int64_t r : options_.trace_ranks)
+      if (r >= 0 && r < world) traced[static_cast<size_t>(representative_slot(r))] = true;
+  }
+  slots_.resize(slot_rank_.size());
+  for (size_t s = 0; s < slot_rank_.size(); ++s) {
+    Slot& sl = slots_[s];
+    sl.rank = slot_rank_[s];
+    const uint32_t pid = schedule_.program_of_rank[static_cast<size_t>(sl.rank)];
+    sl.program = &schedule_.programs[pid];
+    sl.index = &rules_.program(pid);
+    const int64_t gpu = gpu_of_rank_[static_cast<size_t>(sl.rank)];
+    const size_t model = model_of_gpu_.empty() ? 0 : model_of_gpu_[static_cast<size_t>(gpu)];
+    sl.hot = hot_[pid * models_.size() + model].data();
+    sl.dep_at = dep_at_[pid].data();
+    for (int st = 0; st < schedules::kStreamCount; ++st)
+      if (!sl.index->stream_ops(static_cast<size_t>(st)).empty()) sl.streams |= static_cast<uint8_t>(1u << st);
+    sl.speed = options_.gpu_speed.empty() ? 1.0 : options_.gpu_speed[static_cast<size_t>(gpu)];
+    sl.issue_gap = models_[model]->params().op_issue_gap_s;
+    has_issue_gap_ = has_issue_gap_ || sl.issue_gap > 0;
+    sl.account.set_pipelined(L.pp > 1);
+    sl.wait_stream.fill(kNoWait);
+    if (traced[s]) sl.timing.resize(sl.program->ops.size());
+    ops_total_ += static_cast<int64_t>(sl.program->ops.size());
+    slot_gpu_.push_back(gpu);
+  }
+  plan_jitter();
+  if (options_.show_progress) progress_ = std::make_unique<Progress>("simulated ops", ops_total_);
+  // Group of each slot per kind: its first member, how many members are executed and
+  // a dense index for its state.
+  std::array<std::unordered_map<int64_t, uint32_t>, kGroupKinds> id_of_first;
+  for (Slot& sl : slots_) {
+    for (int k = 0; k < kGroupKinds; ++k) {
+      const auto ki = static_cast<size_t>(k);
+      if (k == static_cast<int>(GroupKind::World)) {
+        sl.group_first[ki] = 0;
+        sl.group_needed[ki] = static_cast<int32_t>(slots_.size());
+      } else {
+        const auto members = L.group_members(static_cast<GroupKind>(k), sl.rank);
+        sl.group_first[ki] = members.front();
+        for (int64_t m : members) sl.group_needed[ki] += slot_of_rank_[static_cast<size_t>(m)] >= 0 ? 1 : 0;
+      }
+      const auto [it, fresh] =
+          id_of_first[ki].try_emplace(sl.group_first[ki], static_cast<uint32_t>(id_of_first[ki].size()));
+      sl.group_id[ki] = it->second;
+      if (fresh) groups_[ki].emplace_back();
+    }
+  }
+}
+
+/// Symmetry holds when every rank of a stage runs its stage's program at one speed and
+/// p2p only travels along pipelines (so the executed ranks only ever talk to executed
+/// ranks).
+void SimExecutor::decide_symmetry() {
+  const auto& L = schedule_.layout;
+  symmetric_ = options_.aggregate && !options_.every_rank;
+  for (int64_t r = 0; symmetric_ && r < L.world(); ++r) {
+    const auto c = L.coord(r);
+    if (schedule_.program_of_rank[static_cast<size_t>(r)] !=
+        schedule_.program_of_rank[static_cast<size_t>(representative_of(c))])
+      symmetric_ = false;
+  }
+  for (size_t p = 0; symmetric_ && p < schedule_.programs.size(); ++p)
+    for (const Op& op : schedule_.programs[p].ops)
+      if (is_p2p(op) && op.group != GroupKind::Pp && op.group != GroupKind::Embedding && op.group != GroupKind::Cp)
+        symmetric_ = false;
+  // link degradations and jitter hit single groups or ranks
+  if (options_.faults != nullptr && faults::has_rank_specific_events(*options_.faults)) symmetric_ = false;
+  for (int64_t r = 0; symmetric_ && !model_of_gpu_.empty() && r < L.world(); ++r) // mixed GPU models
+    if (model_of_gpu_[static_cast<size_t>(gpu_of_rank_[static_cast<size_t>(r)])] !=
+        model_of_gpu_[static_cast<size_t>(gpu_of_rank_[0])])
+      symmetric_ = false;
+  if (symmetric_ && !options_.gpu_speed.empty()) {
+    const double first = options_.gpu_speed[static_cast<size_t>(gpu_of_rank_[0])];
+    for (int64_t r = 0; symmetric_ && r < L.world(); ++r)
+      if (options_.gpu_speed[static_cast<size_t>(gpu_of_rank_[static_cast<size_t>(r)])] != first) symmetric_ = false;
+  }
+}
+
+} // namespace twinscale::sim::detail
