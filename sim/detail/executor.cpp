@@ -111,9 +111,13 @@ void SimExecutor::issue(int32_t slot, uint32_t op_index) {
   default: {
     // The device's hand-off of a ready op (op_issue_gap_s): the stream idles that long
     // before the op starts; the op's own time stays the device model's (a calibrated
-    // kernel's measured time), so the trace starts it after the gap.
+    // kernel's measured time), so the traces and the compute account start it after the
+    // gap (the activity account counts the gap as compute).
     const double gap = has_issue_gap_ ? sl.issue_gap : 0.0;
-    if (gap > 0 && !sl.timing.empty()) sl.timing[op_index].start_s = now + gap;
+    if (gap > 0) {
+      sl.stream_start[h.stream] = now + gap;
+      if (!sl.timing.empty()) sl.timing[op_index].start_s = now + gap;
+    }
     sl.account.change(now, Activity::Compute, +1);
     backend_->start_compute(slot, op_index,
                             h.value / sl.speed + gap + (jitter_s_.empty() ? 0.0 : jitter_s(slot, op_index)));

@@ -44,6 +44,8 @@ TEST_CASE("issue gap: every compute op starts op_issue_gap_s after it is ready, 
     o.device.op_issue_gap_s = 2e-4;
     const SimReport r = simulate(s, fabric, {0}, o);
     CHECK(r.iteration_time_s == Approx(3.6e-3).epsilon(1e-9));
+    REQUIRE(r.per_rank.size() == 1);
+    CHECK(r.per_rank[0].forward_s == Approx(3e-3).epsilon(1e-9)); // the ops' own time, without the gaps
     REQUIRE(r.trace.events.size() == 3);
     for (const auto& e : r.trace.events) {
       INFO("op " << e.op_index);
