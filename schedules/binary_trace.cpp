@@ -4,9 +4,11 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 #include "schedules/error.hpp"
 #include "schedules/execution_rules.hpp"
@@ -54,12 +56,19 @@ uint64_t chunk_hash(const uint8_t* p, size_t n) {
 uint64_t zigzag(int64_t v) { return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63); }
 int64_t unzigzag(uint64_t v) { return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1); }
 
-void put_varint(std::vector<uint8_t>& out, uint64_t v) {
+/// Writes `v` as a varint at `p` (at most 10 bytes); returns the end.
+inline uint8_t* put_varint(uint8_t* p, uint64_t v) {
   while (v >= 0x80) {
-    out.push_back(static_cast<uint8_t>(v | 0x80));
+    *p++ = static_cast<uint8_t>(v | 0x80);
     v >>= 7;
   }
-  out.push_back(static_cast<uint8_t>(v));
+  *p++ = static_cast<uint8_t>(v);
+  return p;
+}
+
+void put_varint(std::vector<uint8_t>& out, uint64_t v) {
+  uint8_t b[10];
+  out.insert(out.end(), b, put_varint(b, v));
 }
 
 /// false when the bytes end or the varint is longer than 10 bytes
@@ -149,13 +158,16 @@ bool is_binary_trace_path(const std::string& path) {
 
 // ---- writer ---------------------------------------------------------------------------
 
-BinaryTraceWriter::BinaryTraceWriter(const std::string& path, const Schedule& schedule, const std::string& source)
-    : path_(path), tmp_(path + ".tmp." + std::to_string(::getpid())), source_(source), schedule_(schedule) {
+BinaryTraceWriter::BinaryTraceWriter(const std::string& path, const Schedule& schedule, const std::string& source,
+                                     size_t stage_events)
+    : path_(path), tmp_(path + ".tmp." + std::to_string(::getpid())), source_(source), schedule_(schedule),
+      stage_events_(std::clamp<size_t>(stage_events, 1, size_t{1} << 31)) {
   file_ = std::fopen(tmp_.c_str(), "wb");
   if (file_ == nullptr)
     throw ScheduleError(path_ + ": cannot write (cannot create " + tmp_ + ": " + std::strerror(errno) + ")");
   std::setvbuf(file_, nullptr, _IOFBF, 1 << 20);
   ranks_.resize(static_cast<size_t>(schedule.world()));
+  rank_next_.resize(ranks_.size());
   const Header zero{};
   write(&zero, sizeof zero);
 }
@@ -189,19 +201,37 @@ void BinaryTraceWriter::record(int64_t rank, uint32_t op_index, double start_s, 
     throw ScheduleError(path_ + ": rank " + std::to_string(rank) + " op " + std::to_string(op_index) + ": times " +
                         std::to_string(start_s) + " to " + std::to_string(end_s) +
                         " s (valid: finite, 0 ≤ start ≤ end < 2^62 ns)");
-  RankBuffer& r = ranks_[static_cast<size_t>(rank)];
-  if (r.buf.capacity() == 0) r.buf.reserve(kChunkBytes + 32); // never doubled: a chunk ends past kChunkBytes
   const int64_t start = to_ns(start_s);
   const int64_t dur = std::max<int64_t>(0, to_ns(end_s - start_s));
-  put_varint(r.buf, zigzag(static_cast<int64_t>(op_index) - r.prev_op));
-  put_varint(r.buf, zigzag(start - r.prev_start_ns));
-  put_varint(r.buf, static_cast<uint64_t>(dur) << 1 | (failed ? 1u : 0u));
-  r.prev_op = op_index;
-  r.prev_start_ns = start;
-  ++r.events;
-  ++r.chunk_events;
+  staged_.push_back(
+      {static_cast<uint32_t>(rank), op_index, start, static_cast<uint64_t>(dur) << 1 | (failed ? 1u : 0u)});
   ++events_;
-  if (r.buf.size() >= kChunkBytes) flush(r);
+  if (staged_.size() >= stage_events_) drain();
+}
+
+void BinaryTraceWriter::drain() {
+  if (staged_.empty()) return;
+  std::fill(rank_next_.begin(), rank_next_.end(), 0);
+  for (const Staged& e : staged_) ++rank_next_[e.rank];
+  uint32_t at = 0;
+  for (uint32_t& n : rank_next_) at += std::exchange(n, at);
+  sorted_.resize(staged_.size());
+  for (const Staged& e : staged_) sorted_[rank_next_[e.rank]++] = e;
+  staged_.clear();
+  for (const Staged& e : sorted_) {
+    RankBuffer& r = ranks_[e.rank];
+    if (r.buf.capacity() == 0) r.buf.reserve(kChunkBytes + 32); // never doubled: a chunk ends past kChunkBytes
+    uint8_t b[30]; // three varints, encoded on the stack and appended at once
+    uint8_t* p = put_varint(b, zigzag(static_cast<int64_t>(e.op) - r.prev_op));
+    p = put_varint(p, zigzag(e.start_ns - r.prev_start_ns));
+    p = put_varint(p, e.duration_failed);
+    r.buf.insert(r.buf.end(), b, p);
+    r.prev_op = e.op;
+    r.prev_start_ns = e.start_ns;
+    ++r.events;
+    ++r.chunk_events;
+    if (r.buf.size() >= kChunkBytes) flush(r);
+  }
 }
 
 void BinaryTraceWriter::flush(RankBuffer& r) {
@@ -216,6 +246,7 @@ void BinaryTraceWriter::flush(RankBuffer& r) {
 
 void BinaryTraceWriter::finish() {
   if (finished_) return;
+  drain();
   for (RankBuffer& r : ranks_) {
     flush(r);
     std::vector<uint8_t>().swap(r.buf);

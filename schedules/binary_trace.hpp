@@ -27,16 +27,23 @@ inline constexpr uint32_t kBinaryTraceSchema = 1;
 /// True when `path` ends in `.tstrace` (the CLI picks the trace format by extension).
 bool is_binary_trace_path(const std::string& path);
 
-/// Streams events into a `.tstrace`: each rank's events go to a per-rank buffer that is
-/// appended to the file as a chunk when it reaches kChunkBytes, so memory stays bounded
-/// (world × chunk) whatever the run's length. Events of a rank may come in any order
-/// (the simulator records them as ops complete). Not thread-safe.
+/// Streams events into a `.tstrace`: events are staged as they come (`stage_events` at
+/// a time), then sorted by rank (stable: a rank's events keep their order) and encoded
+/// into per-rank buffers, each appended to the file as a chunk when it reaches
+/// kChunkBytes — so a batch touches each rank's buffer once, not once per event (at
+/// 12,288 ranks the buffers are 100 MB and each event's append missed the caches), and
+/// memory stays bounded (world × chunk + 2 × stage) whatever the run's length. Events of
+/// a rank may come in any order (the simulator records them as ops complete); what a
+/// rank's chunks hold does not depend on the stage's size, only where they lie in the
+/// file. Not thread-safe.
 class BinaryTraceWriter {
 public:
   static constexpr size_t kChunkBytes = 8192;
+  static constexpr size_t kStageEvents = size_t{1} << 20; // 24 MiB staged, as much again to sort
 
   /// Opens `path`.tmp.<pid>; throws ScheduleError naming `path` when it cannot.
-  BinaryTraceWriter(const std::string& path, const Schedule& schedule, const std::string& source);
+  BinaryTraceWriter(const std::string& path, const Schedule& schedule, const std::string& source,
+                    size_t stage_events = kStageEvents);
   BinaryTraceWriter(const BinaryTraceWriter&) = delete;
   BinaryTraceWriter& operator=(const BinaryTraceWriter&) = delete;
   /// Removes the temporary file unless finish() succeeded.
@@ -61,6 +68,13 @@ private:
     int64_t prev_op = 0, prev_start_ns = 0;
     std::vector<Chunk> chunks;
   };
+  struct Staged { // an event as recorded, before it is encoded
+    uint32_t rank, op;
+    int64_t start_ns;
+    uint64_t duration_failed; // duration_ns << 1 | failed
+  };
+  /// Sorts the staged events by rank (counting sort, stable) and encodes them.
+  void drain();
   void flush(RankBuffer& r);
   void write(const void* data, size_t bytes);
   [[noreturn]] void fail(const std::string& why);
@@ -70,6 +84,9 @@ private:
   std::FILE* file_ = nullptr;
   uint64_t offset_ = 0, events_ = 0;
   std::vector<RankBuffer> ranks_;
+  size_t stage_events_;
+  std::vector<Staged> staged_, sorted_;
+  std::vector<uint32_t> rank_next_; // drain's counting sort: each rank's next place in sorted_
   bool finished_ = false;
 };
 

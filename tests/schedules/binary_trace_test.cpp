@@ -146,6 +146,56 @@ TEST_CASE("binary trace: same events, same bytes, however the chunks fall", "[sc
   fs::remove_all(dir);
 }
 
+TEST_CASE("binary trace: the staging batch moves chunks in the file, never what a rank holds", "[schedules][trace]") {
+  const Schedule s = lower(config::load_job_preset("tiny-megascale"));
+  const fs::path dir = scratch("stage");
+  // Every op of every rank once, ranks interleaved op by op, in a scrambled op order;
+  // starts 2^46 ns apart and long durations make ~15 bytes an event: two chunks a rank.
+  std::vector<std::vector<BinaryTraceEvent>> expected(static_cast<size_t>(s.world()));
+  auto write = [&](const std::string& name, size_t stage) {
+    BinaryTraceWriter w((dir / name).string(), s, "sim", stage);
+    for (uint32_t i = 0;; ++i) {
+      bool any = false;
+      for (int64_t r = 0; r < s.world(); ++r) {
+        const auto ops = static_cast<uint32_t>(s.program(r).ops.size());
+        if (i >= ops) continue;
+        any = true;
+        const uint32_t op = (i * 7919u) % ops;
+        const double start = static_cast<double>(int64_t{i} << 46) * 1e-9 + static_cast<double>(r) * 1e-9;
+        const double end = start + static_cast<double>((int64_t{1} << 40) + op) * 1e-9;
+        w.record(r, op, start, end, op % 11 == 0);
+        if (stage == 1) // as the writer rounds: integer nanoseconds
+          expected[static_cast<size_t>(r)].push_back(
+              {op, op % 11 == 0, std::llround(start * 1e9), std::max<int64_t>(0, std::llround((end - start) * 1e9))});
+      }
+      if (!any) break;
+    }
+    w.finish();
+  };
+  write("one.tstrace", 1); // an event at a time: how the writer encoded before it staged
+  write("seven.tstrace", 7);
+  write("default.tstrace", BinaryTraceWriter::kStageEvents);
+  write("default2.tstrace", BinaryTraceWriter::kStageEvents);
+  CHECK(bytes_of(dir / "default.tstrace") == bytes_of(dir / "default2.tstrace"));
+  std::vector<BinaryTraceEvent> ev;
+  for (const char* name : {"one.tstrace", "seven.tstrace", "default.tstrace"}) {
+    const BinaryTraceReader rd((dir / name).string());
+    CHECK(rd.file_bytes() > static_cast<uint64_t>(s.world()) * BinaryTraceWriter::kChunkBytes); // > 1 chunk a rank
+    for (int64_t r = 0; r < s.world(); ++r) {
+      INFO(name << " rank " << r);
+      rd.read_rank(r, ev);
+      const auto& want = expected[static_cast<size_t>(r)];
+      REQUIRE(ev.size() == want.size());
+      bool same = true;
+      for (size_t k = 0; k < ev.size(); ++k)
+        same = same && ev[k].op_index == want[k].op_index && ev[k].failed == want[k].failed &&
+               ev[k].start_ns == want[k].start_ns && ev[k].duration_ns == want[k].duration_ns;
+      CHECK(same);
+    }
+  }
+  fs::remove_all(dir);
+}
+
 TEST_CASE("binary trace: bad events are refused when written", "[schedules][trace]") {
   const Schedule s = lower(config::load_job_preset("tiny-1f1b"));
   const fs::path dir = scratch("badw");
