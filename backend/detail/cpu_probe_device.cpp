@@ -1,6 +1,7 @@
 #include "backend/detail/cpu_probe_device.hpp"
 
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <thread>
 #include <unistd.h>
@@ -26,7 +27,11 @@ void check(int rc, const char* what) { check_mpi(rc, "probe", what); }
 class CpuProbeDevice final : public ProbeDevice {
 public:
   CpuProbeDevice(const Schedule& schedule, const ProbeOptions& options, int rank, int world)
-      : s_(schedule), o_(options), rank_(rank), world_(world) {}
+      : s_(schedule), o_(options), rank_(rank), world_(world) {
+    if (rank == 0 && !cache_flush_supported())
+      std::fprintf(stderr, "twinscale probe: this architecture has no user-level cache flush: transfers are timed on "
+                           "warm buffers, faster than a run's (docs/backend.md \"Probe\")\n");
+  }
 
   std::string source() const override { return "cpu"; }
   std::string device_tag(int world) const override {
