@@ -15,9 +15,11 @@
 #include "schedules/schedule.hpp"
 #include "schedules/schedule_json.hpp"
 #include "schedules/validate.hpp"
+#include "tests/schedules/check_valid.hpp"
 
 using namespace twinscale;
 using namespace twinscale::schedules;
+using twinscale::schedules::test::check_valid;
 
 namespace {
 std::map<std::string, int> count_by_name(const Schedule& s, const Program& p) {
@@ -33,14 +35,6 @@ double attention_flops(const Program& p) {
   return f;
 }
 
-void check_valid(const Schedule& s) {
-  const auto v = validate(s);
-  for (const auto& x : v) UNSCOPED_INFO(describe(x));
-  CHECK(v.empty());
-  ValidateOptions per_rank;
-  per_rank.use_symmetry = false;
-  CHECK(validate(s, per_rank).empty());
-}
 } // namespace
 
 TEST_CASE("cp layout: Megatron's tp-cp-dp-pp order, cp blocks inside the dp·cp gradient group", "[schedules][cp]") {

@@ -13,9 +13,11 @@
 #include "schedules/schedule.hpp"
 #include "schedules/stage_layers.hpp"
 #include "schedules/validate.hpp"
+#include "tests/schedules/check_valid.hpp"
 
 using namespace twinscale;
 using namespace twinscale::schedules;
+using twinscale::schedules::test::check_valid;
 
 namespace {
 std::map<std::string, int> count_by_name(const Schedule& s, const Program& p) {
@@ -47,10 +49,7 @@ TEST_CASE("uneven stages: first/last virtual stages hold the given layers, the r
 TEST_CASE("ZeRO-3: each layer gathered for every pass and reduced after its backward", "[schedules][fsdp]") {
   const JobSpec job = config::load_job_preset("tiny-fsdp");
   const Schedule s = lower(job);
-  CHECK(validate(s).empty());
-  ValidateOptions per_rank;
-  per_rank.use_symmetry = false;
-  CHECK(validate(s, per_rank).empty());
+  check_valid(s);
   const int M = static_cast<int>(job.parallel.micro_batches());
   for (int64_t p = 0; p < 2; ++p) {
     const int layers = static_cast<int>(stage_layers(job, p).count); // 1 on stage 0, 3 on stage 1

@@ -8,9 +8,11 @@
 #include "schedules/memory.hpp"
 #include "schedules/schedule.hpp"
 #include "schedules/validate.hpp"
+#include "tests/schedules/check_valid.hpp"
 
 using namespace twinscale;
 using namespace twinscale::schedules;
+using twinscale::schedules::test::check_valid;
 
 namespace {
 std::map<std::string, int> count_names(const Schedule& s, const Program& p, Phase phase) {
@@ -34,12 +36,7 @@ TEST_CASE("tiny presets lower into one program per stage and validate", "[schedu
     CHECK(s.world() == 8);
     CHECK(s.programs.size() == 2);
     for (int64_t r = 0; r < 8; ++r) CHECK(s.program_of_rank[r] == s.layout.coord(r).pp);
-    const auto v = validate(s);
-    for (const auto& x : v) INFO(describe(x));
-    CHECK(v.empty());
-    ValidateOptions per_rank;
-    per_rank.use_symmetry = false;
-    CHECK(validate(s, per_rank).empty());
+    check_valid(s);
   }
 }
 
@@ -437,12 +434,7 @@ TEST_CASE("edge pipeline shapes validate: M = P; many chunks; one micro-batch", 
       job.options.iterations = 2;
       INFO("pp " << sh.pp << " vpp " << sh.vpp << " M " << sh.micro_batches << " overlap " << overlap);
       const Schedule s = lower(job);
-      const auto v = validate(s);
-      for (const auto& x : v) INFO(describe(x));
-      CHECK(v.empty());
-      ValidateOptions per_rank;
-      per_rank.use_symmetry = false;
-      CHECK(validate(s, per_rank).empty());
+      check_valid(s);
     }
   }
 }

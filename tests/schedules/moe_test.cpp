@@ -15,9 +15,11 @@
 #include "schedules/memory.hpp"
 #include "schedules/schedule.hpp"
 #include "schedules/validate.hpp"
+#include "tests/schedules/check_valid.hpp"
 
 using namespace twinscale;
 using namespace twinscale::schedules;
+using twinscale::schedules::test::check_valid;
 
 namespace {
 std::vector<const Op*> ops_named(const Schedule& s, const Program& p, const std::string& name, Phase phase) {
@@ -101,10 +103,7 @@ TEST_CASE("tiny-moe lowers: all-to-alls over ep, experts sized by the routing dr
   const JobSpec job = config::load_job_preset("tiny-moe");
   const Schedule s = lower(job);
   CHECK(s.layout.ep == 2);
-  CHECK(validate(s).empty());
-  ValidateOptions per_rank;
-  per_rank.use_symmetry = false;
-  CHECK(validate(s, per_rank).empty());
+  check_valid(s);
   const int64_t T = job.parallel.micro_batch * job.model.seq_len / job.parallel.tp; // sequence-parallel tokens
   const int64_t k = job.model.top_k, h = job.model.hidden;
   const int64_t M = job.parallel.micro_batches();
@@ -258,10 +257,7 @@ TEST_CASE("tiny-moe-hier lowers: each all-to-all as a domain phase, a regroup an
   const JobSpec job = config::load_job_preset("tiny-moe-hier");
   const Schedule s = lower(job);
   CHECK(s.layout.ep_node == 2);
-  CHECK(validate(s).empty());
-  ValidateOptions per_rank;
-  per_rank.use_symmetry = false;
-  CHECK(validate(s, per_rank).empty());
+  check_valid(s);
   const int64_t T = job.parallel.micro_batch * job.model.seq_len, k = job.model.top_k, h = job.model.hidden;
   const Program& prog = s.programs[1];
   int ep_ops = 0;
@@ -356,10 +352,7 @@ TEST_CASE("NVLink domains a token reaches: balanced closed form, capped by node-
 TEST_CASE("tiny-moe-node-limited lowers: rail once per (token, domain), NVLink fan-out", "[schedules][moe]") {
   const JobSpec job = config::load_job_preset("tiny-moe-node-limited");
   const Schedule s = lower(job);
-  CHECK(validate(s).empty());
-  ValidateOptions per_rank;
-  per_rank.use_symmetry = false;
-  CHECK(validate(s, per_rank).empty());
+  check_valid(s);
   const int64_t T = job.parallel.micro_batch * job.model.seq_len, k = job.model.top_k, h = job.model.hidden;
   const Program& prog = s.programs[1];
   CHECK(ops_named(s, prog, "moe.dispatch.a2a.regroup", Phase::Forward).empty()); // forwarded, not copied
