@@ -169,7 +169,7 @@ TEST_CASE("synthetic schedule: p2p pairs and collectives match across ranks") {
   }
 }
 
-TEST_CASE("executor watchdog: a receive posted early ages while the rank computes; no false hang") {
+TEST_CASE("executor watchdog: a receive posted early ages while the rank computes, no false hang") {
   // Rank 0 (stage 0) pre-posts its first backward receive and computes forwards for
   // longer than the timeout before it completes: each compute op finishes well inside
   // the timeout, so the rank is progressing (issue #12: this was reported as hung).
@@ -223,7 +223,7 @@ TEST_CASE("executor: a device that orders on the GPU has a bounded window of ops
   CHECK(compute_issued == 3);
 }
 
-TEST_CASE("executor watchdog: waiting on a peer that progresses is not a hang; once it stops, it is") {
+TEST_CASE("executor watchdog: waiting on a peer that progresses is not a hang, once it stops, it is") {
   const schedules::Schedule s = tiny();
   const auto& prog = s.program(0);
   uint32_t recv = 0;

@@ -163,7 +163,7 @@ pid_t started_pid(const std::string& dir, int rank) {
 
 } // namespace
 
-TEST_CASE("mpi run: kill -9 of one rank; the others stop within the timeout and name it") {
+TEST_CASE("mpi run: kill -9 of one rank, the others stop within the timeout and name it") {
   if (!backend::test::have_mpirun()) TWINSCALE_SKIP("mpirun not found");
   const std::string dir = fresh_dir("kill");
   const double timeout_s = 3;
@@ -200,7 +200,7 @@ TEST_CASE("mpi run: kill -9 of one rank; the others stop within the timeout and 
   fs::remove_all(dir);
 }
 
-TEST_CASE("mpi run: SIGSTOP of one rank; the others report it within the timeout (its sockets stay open)") {
+TEST_CASE("mpi run: SIGSTOP of one rank, the others report it within the timeout (its sockets stay open)") {
   if (!backend::test::have_mpirun()) TWINSCALE_SKIP("mpirun not found");
   const std::string dir = fresh_dir("stop");
   const double timeout_s = 2;

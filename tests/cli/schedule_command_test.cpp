@@ -68,7 +68,7 @@ TEST_CASE("schedule show: bad input exits 1 with a message naming it", "[cli]") 
   CHECK(r.err.find("GB") != std::string::npos);
 }
 
-TEST_CASE("schedule export then validate; a broken file fails validation", "[cli]") {
+TEST_CASE("schedule export then validate, a broken file fails validation", "[cli]") {
   const fs::path dir = scratch();
   const fs::path file = dir / "tiny.json";
   fs::remove(file);

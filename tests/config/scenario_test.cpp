@@ -26,7 +26,7 @@ config::ScenarioSpec tiny_spec() {
 
 } // namespace
 
-TEST_CASE("scenario: enum names parse both ways; a bad name lists the valid ones", "[config][scenario]") {
+TEST_CASE("scenario: enum names parse both ways, a bad name lists the valid ones", "[config][scenario]") {
   for (const auto& name : config::placement_names())
     CHECK(config::placement_name(config::parse_placement(name, "--placement")) == name);
   CHECK(config::parse_placement("tor-aware", "x") == topology::PlacementPolicy::TorAware);

@@ -112,7 +112,7 @@ TEST_CASE("binary trace cli: diagnose, convert and report agree with the Chrome 
   fs::remove_all(dir);
 }
 
-TEST_CASE("binary trace cli: the flow mode streams the trace from its forked run; bad files exit 1 naming them") {
+TEST_CASE("binary trace cli: the flow mode streams the trace from its forked run, bad files exit 1 naming them") {
   const fs::path dir = test::scratch_dir("bt-flow");
   const auto sim = test::run_cli_split(
       "simulate --preset tiny-1f1b --mode flow --every-rank --json --trace " + (dir / "f.tstrace").string(), dir);

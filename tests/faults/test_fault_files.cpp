@@ -239,7 +239,7 @@ TEST_CASE("fault files: bad link-degraded and jitter events name the key and the
   CHECK_THROWS_WITH(config::check_fault_plan(plan, targets, "p.toml"), Catch::Contains("unknown link name 'tor9'"));
 }
 
-TEST_CASE("fault files: link-degraded time windows; overlapping windows on one link name both events",
+TEST_CASE("fault files: link-degraded time windows, overlapping windows on one link name both events",
           "[faults][config][plan][errors]") {
   faults::NamedTargets targets({"tor0-agg0", "tor0-agg1"}, {"server0.gpu0"}, {"server0"});
   auto plan = config::parse_fault_plan("[[event]]\nkind = \"link-degraded\"\nlink = \"tor0-agg0\"\n"

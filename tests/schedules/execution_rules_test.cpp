@@ -218,7 +218,7 @@ TEST_CASE("rules: a malformed program is refused naming program and op", "[sched
                     Catch::Contains("member 2 outside its pp group of 2"));
 }
 
-TEST_CASE("rules: the lowered presets obey every rule; channels are the devices' communicators", "[schedules][rules]") {
+TEST_CASE("rules: the lowered presets obey every rule, channels are the devices' communicators", "[schedules][rules]") {
   for (const char* preset : {"tiny-1f1b", "tiny-interleaved", "tiny-megascale"}) {
     INFO(preset);
     const Schedule s = lower(config::load_job_preset(preset));

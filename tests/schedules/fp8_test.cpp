@@ -28,7 +28,7 @@ JobSpec bf16_of(JobSpec job) {
 bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 } // namespace
 
-TEST_CASE("tiny-fp8 lowers and validates; layer GEMMs are FP8, the LM head BF16", "[schedules][fp8]") {
+TEST_CASE("tiny-fp8 lowers and validates, layer GEMMs are FP8, the LM head BF16", "[schedules][fp8]") {
   const JobSpec job = config::load_job_preset("tiny-fp8");
   REQUIRE(job.options.fp8());
   const Schedule s = lower(job);
@@ -54,7 +54,7 @@ TEST_CASE("tiny-fp8 lowers and validates; layer GEMMs are FP8, the LM head BF16"
     for (const Op& op : p.ops) CHECK(op.dtype != DType::FP8);
 }
 
-TEST_CASE("FP8 casts: weights on the first micro-batch only, inputs every time; halved GEMM inputs",
+TEST_CASE("FP8 casts: weights on the first micro-batch only, inputs every time, halved GEMM inputs",
           "[schedules][fp8]") {
   const JobSpec job = config::load_job_preset("tiny-fp8");
   const Schedule s = lower(job);

@@ -81,7 +81,7 @@ TEST_CASE("ZeRO-3: each layer gathered for every pass and reduced after its back
   CHECK(b.gradients_bytes < a.gradients_bytes);
 }
 
-TEST_CASE("ZeRO-3 with fsdp_prefetch = 0 blocks on every gather; with depth d the next d are prefetched",
+TEST_CASE("ZeRO-3 with fsdp_prefetch = 0 blocks on every gather, with depth d the next d are prefetched",
           "[schedules][fsdp]") {
   JobSpec job = config::load_job_preset("tiny-fsdp");
   auto deps_of_first_gemm_after_gather = [](const Schedule& s) {

@@ -30,7 +30,7 @@ SimReport simulate_job(const schedules::JobSpec& job, SimMode mode, bool aggrega
 
 } // namespace
 
-TEST_CASE("tiny-cp and tiny-zb simulate in both modes; aggregated agrees with every rank executed", "[sim][cp]") {
+TEST_CASE("tiny-cp and tiny-zb simulate in both modes, aggregated agrees with every rank executed", "[sim][cp]") {
   for (const char* preset : {"tiny-cp", "tiny-zb"}) {
     const auto job = config::load_job_preset(preset);
     double analytic = 0, flow = 0;

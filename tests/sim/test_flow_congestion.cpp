@@ -37,7 +37,7 @@ SimReport run_rings(const std::vector<int64_t>& locals, topology::CongestionCont
 
 } // namespace
 
-TEST_CASE("Flow engine CC: no shared link, no cost; collisions cost with DCQCN", "[congestion]") {
+TEST_CASE("Flow engine CC: no shared link, no cost, collisions cost with DCQCN", "[congestion]") {
   using topology::CongestionControl;
   // One ring: every network link carries one flow at a time.
   const double lone = run_rings({0}, CongestionControl::None).iteration_time_s;

@@ -35,7 +35,7 @@ Run simulate_job(const schedules::JobSpec& job, SimMode mode, bool aggregate) {
 
 } // namespace
 
-TEST_CASE("tiny-moe, tiny-fsdp and tiny-moe-hier simulate in both modes; aggregated agrees with every rank executed",
+TEST_CASE("tiny-moe, tiny-fsdp and tiny-moe-hier simulate in both modes, aggregated agrees with every rank executed",
           "[sim][moe]") {
   for (const char* preset : {"tiny-moe", "tiny-fsdp", "tiny-moe-hier", "tiny-moe-node-limited"}) {
     const auto job = config::load_job_preset(preset);
@@ -70,7 +70,7 @@ TEST_CASE("ZeRO-3 costs more communication than ZeRO-1 and prefetching hides som
   }
 }
 
-TEST_CASE("routing imbalance lengthens a MoE iteration; wider expert parallelism moves more bytes", "[sim][moe]") {
+TEST_CASE("routing imbalance lengthens a MoE iteration, wider expert parallelism moves more bytes", "[sim][moe]") {
   auto job = config::load_job_preset("tiny-moe");
   // larger sizes so that the experts and the all-to-alls are not lost in launch latencies
   job.model.hidden = 2048;

@@ -146,7 +146,7 @@ TEST_CASE("the analytic mode runs link-degraded and jitter plans only", "[sim][f
                     Catch::Contains("need the flow mode") && Catch::Contains("link-degraded and jitter"));
 }
 
-TEST_CASE("flow mode link loads: bytes and busy time per link direction; a degraded link moves data slower",
+TEST_CASE("flow mode link loads: bytes and busy time per link direction, a degraded link moves data slower",
           "[sim][faults][every_rank]") {
   TwoRings job;
   faults::FaultPlan plan;

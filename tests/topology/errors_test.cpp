@@ -115,7 +115,7 @@ TEST_CASE("errors: unknown presets and files", "[errors]") {
   CHECK_THROWS_WITH(config::load_cluster("/nonexistent/x.toml"), Contains("/nonexistent/x.toml"));
 }
 
-TEST_CASE("cluster files: every preset loads and builds; a file path works too", "[errors][presets]") {
+TEST_CASE("cluster files: every preset loads and builds, a file path works too", "[errors][presets]") {
   for (const char* name : {"megascale-ampere", "megascale-ampere-single-rail", "dgx-a100-superpod", "h100-400g",
                            "tiny-2tier", "tiny-3tier"}) {
     INFO(name);
