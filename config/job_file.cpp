@@ -2,6 +2,11 @@
 //
 //   name    = "gpt-175b"            string, required: the job's name (labels results)
 //   cluster = "megascale-ampere"    string, required: cluster preset name or cluster file
+//   software = "megatron-core-0.8"  string, optional: the software stack that runs the job, a
+//                                   preset of presets/software/ or a file in the job's folder;
+//                                   its facts ([schedule], [schedule.overlap],
+//                                   [schedule.operators], [precision] keys it states) are the
+//                                   defaults the job's own keys override
 //   gpus    = 12288                 integer ≥ 1, optional: total GPUs; when parallel.dp is
 //                                   omitted, dp = gpus / (tp·cp·pp) (must divide exactly);
 //                                   when both are given they must agree
@@ -104,6 +109,15 @@
 //   tp_async_allreduce = true       boolean: the backward's TP collective of the input
 //                                   gradient overlaps the wgrad GEMM (Megatron
 //                                   --async-tensor-model-parallel-allreduce); false: SC'21
+//   recompute_every = 1             integer ≥ 1, with recompute = "full" only: recompute layers
+//                                   whose index is a multiple of it (torchtitan's selective
+//                                   "layer" checkpointing, ac_freq); the others keep everything
+//   dp_bucket_params = 0            integer ≥ 0: with overlap.dp, a chunk's gradients are reduced
+//                                   in buckets closed at the first layer boundary at or past this
+//                                   many parameters, each launched as its last layer's backward
+//                                   ends during the chunk's last backward (PyTorch DDP's
+//                                   bucket_cap_mb, Megatron-Core's bucket_size; 1 = one bucket per
+//                                   layer, NeMo's distributed Adam); 0: one reduction per chunk
 //   fsdp_prefetch = 1               integer in [0, 8]: ZeRO-3, layers whose parameter all-gather
 //                                   is issued ahead of the layer computing (0: each blocks)
 //   [schedule.overlap]
@@ -125,6 +139,7 @@
 //                                   --tp-only-amax-red); only with gemm = "fp8"
 #include "config/job_file.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -178,9 +193,75 @@ void parse_moe_keys(TableReader& m, s::ModelSpec& model) {
                             "first_dense_layers", "routing", "routing_seed"})
       if (m.has(key)) m.fail(key, "is set but experts = 0 (a dense model); set model.experts or remove it");
 }
+
+// Keys a software stack states (presets/software/*.toml) and a job may override: each
+// read with the value in effect (the stack's, else the built-in default) as its default.
+void read_stack_schedule(TableReader& sc, s::ScheduleOptions& opt) {
+  opt.grad_reduce_fp32 =
+      sc.get_enum<bool>("grad_reduce_dtype", {{"bf16", false}, {"fp32", true}}, opt.grad_reduce_fp32);
+  opt.async_data_loading = sc.get_bool("async_data_loading", opt.async_data_loading);
+  opt.grad_accumulation_fusion = sc.get_bool("grad_accumulation_fusion", opt.grad_accumulation_fusion);
+  opt.tp_async_allreduce = sc.get_bool("tp_async_allreduce", opt.tp_async_allreduce);
+  opt.fsdp_prefetch = sc.get_int("fsdp_prefetch", opt.fsdp_prefetch, 0, 8);
+  opt.dp_bucket_params = sc.get_int("dp_bucket_params", opt.dp_bucket_params, 0, s::kMaxDpBucketParams);
+  {
+    TableReader o = sc.table("overlap");
+    opt.overlap.dp = o.get_bool("dp", opt.overlap.dp);
+    opt.overlap.pp = o.get_bool("pp", opt.overlap.pp);
+    opt.overlap.tp = o.get_bool("tp", opt.overlap.tp);
+    opt.overlap.tp_chunks = o.get_int("tp_chunks", opt.overlap.tp_chunks, 1, 64);
+    o.finish();
+  }
+  {
+    TableReader o = sc.table("operators");
+    opt.operators.flash_attention = o.get_bool("flash_attention", opt.operators.flash_attention);
+    opt.operators.fused_layernorm = o.get_bool("fused_layernorm", opt.operators.fused_layernorm);
+    opt.operators.fused_gelu = o.get_bool("fused_gelu", opt.operators.fused_gelu);
+    o.finish();
+  }
+}
+
+void read_stack_precision(TableReader& pr, s::ScheduleOptions& opt) {
+  opt.fp8_amax_reduction = pr.get_enum<s::Fp8AmaxReduction>(
+      "fp8_amax_reduction", {{"tp-dp", s::Fp8AmaxReduction::TpDp}, {"tp", s::Fp8AmaxReduction::Tp}},
+      opt.fp8_amax_reduction);
+}
+
+/// Reads the software stack `ref` (a preset of presets/software/, or with
+/// `document_path` a file in the job's folder) into `opt`. A stack states only stack
+/// facts: [schedule] (with [schedule.overlap] and [schedule.operators]) and [precision]
+/// keys that describe the software, never the job's own choices (pipeline, recompute…).
+void apply_software(const std::string& ref, const std::string& job_file, const std::string* document_path,
+                    s::ScheduleOptions& opt) {
+  std::string text, name;
+  const auto presets = preset_names("software");
+  if (std::find(presets.begin(), presets.end(), ref) != presets.end()) {
+    text = std::string(preset_text("software", ref));
+    name = "software preset " + ref;
+  } else if (document_path != nullptr) {
+    const std::string path = resolve_document_reference(*document_path, ref, "software", "software");
+    text = read_config_file(path, "software file");
+    name = path;
+  } else {
+    std::string valid;
+    for (const auto& n : presets) valid += (valid.empty() ? "" : ", ") + n;
+    throw ConfigError(job_file + ": key 'software' = \"" + ref + "\" is not a software preset; valid: " + valid);
+  }
+  const toml::table root = parse_toml(text, name);
+  TableReader top(root, name);
+  top.get_string("name");
+  top.get_string("description", std::string());
+  TableReader sc = top.table("schedule");
+  read_stack_schedule(sc, opt);
+  sc.finish();
+  TableReader pr = top.table("precision");
+  read_stack_precision(pr, opt);
+  pr.finish();
+  top.finish();
+}
 } // namespace
 
-s::JobSpec parse_job(std::string_view text, const std::string& file) {
+s::JobSpec parse_job(std::string_view text, const std::string& file, const std::string* document_path) {
   const toml::table root = parse_toml(text, file);
   TableReader top(root, file);
   s::JobSpec job;
@@ -262,6 +343,12 @@ s::JobSpec parse_job(std::string_view text, const std::string& file) {
 
   TableReader sc = top.table("schedule");
   auto& opt = job.options;
+  // The software stack's facts first (its own file named in its messages), then the
+  // job's keys over them.
+  if (top.has("software")) {
+    job.software = top.get_string("software");
+    apply_software(job.software, file, document_path, opt);
+  }
   opt.pipeline = sc.get_enum<s::PipelineKind>("pipeline",
                                               {{"1f1b", s::PipelineKind::OneFOneB},
                                                {"interleaved", s::PipelineKind::Interleaved},
@@ -277,36 +364,18 @@ s::JobSpec parse_job(std::string_view text, const std::string& file) {
   } else {
     opt.recompute = sc.get_bool("recompute", false);
   }
-  opt.grad_reduce_fp32 = sc.get_enum<bool>("grad_reduce_dtype", {{"bf16", false}, {"fp32", true}}, false);
-  opt.async_data_loading = sc.get_bool("async_data_loading", false);
-  opt.grad_accumulation_fusion = sc.get_bool("grad_accumulation_fusion", true);
-  opt.tp_async_allreduce = sc.get_bool("tp_async_allreduce", true);
-  opt.fsdp_prefetch = sc.get_int("fsdp_prefetch", 1, 0, 8);
-  {
-    TableReader o = sc.table("overlap");
-    opt.overlap.dp = o.get_bool("dp", false);
-    opt.overlap.pp = o.get_bool("pp", false);
-    opt.overlap.tp = o.get_bool("tp", false);
-    opt.overlap.tp_chunks = o.get_int("tp_chunks", 1, 1, 64);
-    o.finish();
-  }
-  {
-    TableReader o = sc.table("operators");
-    opt.operators.flash_attention = o.get_bool("flash_attention", false);
-    opt.operators.fused_layernorm = o.get_bool("fused_layernorm", false);
-    opt.operators.fused_gelu = o.get_bool("fused_gelu", false);
-    o.finish();
-  }
+  opt.recompute_every = sc.get_int("recompute_every", 1, 1, s::kMaxLayers);
+  if (sc.has("recompute_every") && !opt.recompute)
+    sc.fail("recompute_every", "is set but recompute is not \"full\"; set recompute = \"full\" or remove it");
+  read_stack_schedule(sc, opt);
   sc.finish();
   {
     TableReader pr = top.table("precision");
     opt.gemm_precision = pr.get_enum<s::GemmPrecision>(
         "gemm", {{"bf16", s::GemmPrecision::Bf16}, {"fp8", s::GemmPrecision::Fp8}}, s::GemmPrecision::Bf16);
-    opt.fp8_amax_reduction = pr.get_enum<s::Fp8AmaxReduction>(
-        "fp8_amax_reduction", {{"tp-dp", s::Fp8AmaxReduction::TpDp}, {"tp", s::Fp8AmaxReduction::Tp}},
-        s::Fp8AmaxReduction::TpDp);
     if (pr.has("fp8_amax_reduction") && !opt.fp8())
       pr.fail("fp8_amax_reduction", "is set but gemm is not \"fp8\"; set gemm = \"fp8\" or remove it");
+    read_stack_precision(pr, opt);
     pr.finish();
   }
   top.finish();
@@ -320,7 +389,7 @@ s::JobSpec parse_job(std::string_view text, const std::string& file) {
 }
 
 s::JobSpec load_job(const std::string& path) {
-  s::JobSpec job = parse_job(read_config_file(path, "job file"), path);
+  s::JobSpec job = parse_job(read_config_file(path, "job file"), path, &path);
   job.cluster = resolve_document_reference(path, job.cluster, "cluster", "clusters");
   return job;
 }

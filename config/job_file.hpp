@@ -13,7 +13,10 @@ namespace twinscale::config {
 /// Parses a job from TOML text; `file` names the source in messages ("jobs.toml",
 /// "preset gpt-175b-megascale"). Throws ConfigError (syntax, unknown key, wrong type,
 /// value out of range) and schedules::JobError (impossible parallelism, via check_job).
-schedules::JobSpec parse_job(std::string_view text, const std::string& file);
+/// `document_path`: the job file's path, from which a `software` file is resolved (its
+/// folder); without it `software` must name a preset.
+schedules::JobSpec parse_job(std::string_view text, const std::string& file,
+                             const std::string* document_path = nullptr);
 /// Reads and parses a job file.
 schedules::JobSpec load_job(const std::string& path);
 /// A built-in job preset (presets/jobs/<name>.toml); unknown names list the valid ones.

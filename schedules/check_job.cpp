@@ -203,6 +203,11 @@ void check_job(const JobSpec& job) {
   require(!p.sequence_parallel || tokens % p.tp == 0,
           who + "parallel.sequence_parallel needs micro_batch·seq_len divisible by tp");
   require(o.iterations >= 1, who + "schedule.iterations must be ≥ 1");
+  require(o.recompute_every >= 1 && o.recompute_every <= kMaxLayers,
+          who + "schedule.recompute_every = " + str(o.recompute_every) + "; valid: 1 to " + str(kMaxLayers));
+  require(o.dp_bucket_params >= 0 && o.dp_bucket_params <= kMaxDpBucketParams,
+          who + "schedule.dp_bucket_params = " + str(o.dp_bucket_params) + "; valid: 0 (one reduction per chunk) to " +
+              str(kMaxDpBucketParams));
   require(o.fsdp_prefetch >= 0 && o.fsdp_prefetch <= 8,
           who + "schedule.fsdp_prefetch = " + str(o.fsdp_prefetch) + "; valid: 0 to 8 layers");
   require(m.kv() >= 1 && m.heads % m.kv() == 0 && m.kv() % p.tp == 0, who + "model.kv_heads = " + str(m.kv()) +

@@ -126,6 +126,8 @@ struct ScheduleOptions {
   OverlapSpec overlap;
   OptimizerKind optimizer = OptimizerKind::Adam;
   bool recompute = false;           // full activation recomputation in backward
+  int64_t recompute_every = 1;      // full recomputation of every n-th layer only (layer % n == 0:
+                                    // torchtitan's selective "layer" AC, ac_freq = n)
   bool selective_recompute = false; // only the attention core (QKᵀ, softmax, dropout, ·V) is
                                     // recomputed in backward (Korthikanti et al. 2022, §4)
   bool grad_reduce_fp32 = false;    // DP gradients reduced in fp32 (Megatron's default with
@@ -139,9 +141,14 @@ struct ScheduleOptions {
   // follows both GEMMs and the computation waits for it.
   bool tp_async_allreduce = true;
   OperatorSpec operators;
-  bool async_data_loading = false;                    // M8
-  int64_t iterations = 1;                             // iterations lowered back to back
-  int64_t fsdp_prefetch = 1;                          // ZeRO-3: layers whose all-gather runs ahead of the one computing
+  bool async_data_loading = false; // M8
+  int64_t iterations = 1;          // iterations lowered back to back
+  int64_t fsdp_prefetch = 1;       // ZeRO-3: layers whose all-gather runs ahead of the one computing
+  // DP gradient buckets (PyTorch DDP's bucket_cap_mb, Megatron-Core's ddp bucket_size):
+  // with overlap.dp, a model chunk's gradients are reduced in buckets of about this many
+  // parameters, each launched once its last gradient is final during the chunk's last
+  // backward (buckets fill in backward order, layer by layer). 0: one reduction per chunk.
+  int64_t dp_bucket_params = 0;
   GemmPrecision gemm_precision = GemmPrecision::Bf16; // job file [precision] gemm
   Fp8AmaxReduction fp8_amax_reduction = Fp8AmaxReduction::TpDp;
   bool fp8() const { return gemm_precision == GemmPrecision::Fp8; }
@@ -152,7 +159,8 @@ struct JobSpec {
   ModelSpec model;
   ParallelSpec parallel;
   ScheduleOptions options;
-  std::string cluster; // cluster preset name or path to a cluster file
+  std::string cluster;  // cluster preset name or path to a cluster file
+  std::string software; // software stack (presets/software/) whose facts the options start from; "" = none
 };
 
 } // namespace twinscale::schedules

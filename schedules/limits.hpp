@@ -16,6 +16,8 @@ inline constexpr int64_t kMaxRanks = int64_t{1} << 20;
 /// Transformer layers: the largest published dense models have ≤ 200; 10,000 keeps
 /// layer × micro-batch op counts far below 2^32 (op indices are 32-bit).
 inline constexpr int64_t kMaxLayers = 10'000;
+/// A DP gradient bucket: 2^40 parameters (more than any model's).
+inline constexpr int64_t kMaxDpBucketParams = int64_t{1} << 40;
 /// hidden and heads: 2^20 (GPT-530B has hidden 20,480); shapes hidden² stay < 2^41.
 inline constexpr int64_t kMaxHidden = int64_t{1} << 20;
 /// MLP inner size: 2^22 (4·kMaxHidden).

@@ -104,6 +104,10 @@ json job_json(const JobSpec& j) {
     if (j.parallel.max_nodes_per_token > 0) out["parallel"]["max_nodes_per_token"] = j.parallel.max_nodes_per_token;
   }
   if (j.model.rotary) out["model"]["rotary"] = true;
+  // written only when used, so that files of jobs without them are unchanged
+  if (!j.software.empty()) out["software"] = j.software;
+  if (j.options.dp_bucket_params > 0) out["schedule"]["dp_bucket_params"] = j.options.dp_bucket_params;
+  if (j.options.recompute_every > 1) out["schedule"]["recompute_every"] = j.options.recompute_every;
   if (j.options.fp8()) // issue #16; written only when not the default, so BF16 schedules are unchanged
     out["schedule"]["precision"] = {
         {"gemm", "fp8"}, {"fp8_amax_reduction", j.options.fp8_amax_reduction == Fp8AmaxReduction::Tp ? "tp" : "tp-dp"}};
@@ -278,6 +282,9 @@ public:
         !s.contains("grad_accumulation_fusion") || get<bool>(s, "grad_accumulation_fusion", sw);
     o.tp_async_allreduce = !s.contains("tp_async_allreduce") || get<bool>(s, "tp_async_allreduce", sw);
     if (s.contains("fsdp_prefetch")) o.fsdp_prefetch = get<int64_t>(s, "fsdp_prefetch", sw); // issue #16
+    if (s.contains("dp_bucket_params")) o.dp_bucket_params = get<int64_t>(s, "dp_bucket_params", sw);
+    if (s.contains("recompute_every")) o.recompute_every = get<int64_t>(s, "recompute_every", sw);
+    if (j.contains("software")) out.software = get<std::string>(j, "software", w);
     const json& ov = at(s, "overlap", sw);
     o.overlap.dp = get<bool>(ov, "dp", sw + ".overlap");
     o.overlap.pp = get<bool>(ov, "pp", sw + ".overlap");

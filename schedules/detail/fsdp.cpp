@@ -76,13 +76,14 @@ void StageLowering::emit_layers(LayerRange layers, bool forward) {
     if (forward) {
       layers_.layer_forward();
     } else {
-      if (job_.options.recompute) {
+      if (job_.options.recompute && layer % job_.options.recompute_every == 0) {
         b_.labels.phase = Phase::Recompute;
         layers_.layer_forward();
         b_.labels.phase = Phase::Backward;
       }
       layers_.layer_backward();
       if (zero3) fsdp_reduce_layer(layer);
+      if (bucketing_) add_to_bucket(b_.labels.chunk, layer);
     }
   }
   b_.labels.layer = -1;

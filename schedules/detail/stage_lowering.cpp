@@ -88,6 +88,7 @@ StageLowering::StageLowering(const JobSpec& job, int64_t pp_rank, int64_t cp_ran
     }
   }
   param_ready_.assign(V_, kNoOp);
+  bucketed_.assign(V_, 0);
   expert_param_ready_.assign(V_, kNoOp);
 }
 
@@ -163,8 +164,11 @@ void StageLowering::emit_grad_reduce(int64_t chunk) {
   // chunk's other parameters (embedding, LM head, final norm)
   const bool zero3 = par.zero_stage == 3;
   const double experts = zero3 ? 0.0 : chunk_expert_parameters(job_, pp_rank_, chunk);
+  const double bucketed = bucketed_[static_cast<size_t>(chunk)];
+  bucketed_[static_cast<size_t>(chunk)] = 0;
   const double bytes =
-      (zero3 ? chunk_other_parameters(chunk) : chunk_parameters(job_, pp_rank_, chunk) - experts) * (fp32 ? 4 : 2);
+      (zero3 ? chunk_other_parameters(chunk) : chunk_parameters(job_, pp_rank_, chunk) - experts - bucketed) *
+      (fp32 ? 4 : 2);
   if (zero3 && bytes == 0) return;
   const OpKind kind = par.zero_stage == 0 ? OpKind::AllReduce : OpKind::ReduceScatter;
   const int32_t priority = job_.options.overlap.dp ? 1 : 0;
@@ -181,6 +185,23 @@ void StageLowering::emit_grad_reduce(int64_t chunk) {
     grad_reduced_.push_back(e);
     if (par.zero_stage >= 2 && !job_.options.overlap.dp) b_.wait_before_next_compute(e);
   }
+}
+
+void StageLowering::add_to_bucket(int64_t chunk, int64_t layer) {
+  // A bucket fills with the layer's dense gradients as its backward finishes (reverse
+  // layer order); once it holds dp_bucket_params it is reduced while the backward goes
+  // on (DDP's bucket hook, Megatron-Core's overlap_grad_reduce). Routed experts, the
+  // embedding and the head stay in the chunk's final reduction.
+  const auto& par = job_.parallel;
+  bucket_fill_ += layer_parameter_count(job_, layer) - layer_expert_parameters(job_, layer);
+  if (bucket_fill_ < static_cast<double>(job_.options.dp_bucket_params)) return;
+  const bool fp32 = job_.options.grad_reduce_fp32;
+  const OpKind kind = par.zero_stage == 0 ? OpKind::AllReduce : OpKind::ReduceScatter;
+  grad_reduced_.push_back(
+      b_.collective(kind, GroupKind::Dp, Stream::DpComm, kind == OpKind::AllReduce ? "dp.grad.ar" : "dp.grad.rs",
+                    bucket_fill_ * (fp32 ? 4 : 2), {b_.last_compute()}, 1, fp32 ? DType::FP32 : DType::BF16));
+  bucketed_[static_cast<size_t>(chunk)] += bucket_fill_;
+  bucket_fill_ = 0;
 }
 
 uint32_t StageLowering::gather_parameters(int64_t chunk, std::vector<uint32_t> deps, int32_t priority) {
@@ -239,13 +260,19 @@ void StageLowering::emit_step(size_t j) {
   const LayerRange layers = stage_layers(job_, vs);
   b_.labels = OpLabels{static_cast<int32_t>(iteration_), static_cast<int32_t>(st.micro_batch),
                        static_cast<int32_t>(st.chunk), -1, st.forward ? Phase::Forward : Phase::Backward};
+  // this pass is the chunk's last backward (ZB-H1: its last W pass): DP buckets fill
+  bucketing_ = !st.forward && j == last_backward_[st.chunk] && opt.overlap.dp && opt.dp_bucket_params > 0 &&
+               par.zero_stage <= 2 && par.dp_cp() > 1;
+  bucket_fill_ = 0;
   if (st.weight) { // ZB-H1's W pass: no messages, the weight gradients in backward order
     if (vs == last_vs) layers_.head_weight_gradients();
     for (int64_t i = layers.count - 1; i >= 0; --i) {
       b_.labels.layer = static_cast<int32_t>(layers.first + i);
       layers_.layer_weight_gradients();
+      if (bucketing_) add_to_bucket(st.chunk, layers.first + i);
     }
     b_.labels.layer = -1;
+    bucketing_ = false;
     if (j == last_backward_[st.chunk] && (opt.overlap.dp || par.zero_stage >= 2)) {
       if (has_embedding_chunk(st.chunk))
         deferred_reduce_.push_back(st.chunk);
@@ -282,6 +309,7 @@ void StageLowering::emit_step(size_t j) {
   } else {
     if (vs == last_vs) layers_.head_backward();
     emit_layers(layers, false);
+    bucketing_ = false;
     layers_.fp8_amax_update(false, layers.first, layers.count);
     if (vs == 0) layers_.embedding_backward();
   }

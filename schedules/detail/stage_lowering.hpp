@@ -78,6 +78,12 @@ private:
   std::vector<int64_t> deferred_reduce_;     // chunks whose DP reduction waits for the flush
   std::vector<uint32_t> grad_reduced_;       // reduce-scatters/all-reduces the optimizer needs
   uint32_t embedding_ar_ = kNoOp;
+  // DP gradient buckets (schedule.dp_bucket_params): during a chunk's last backward the
+  // layers' gradients fill buckets, each reduced once full; the rest at the chunk's end.
+  bool bucketing_ = false;       // the pass being emitted is its chunk's last backward
+  double bucket_fill_ = 0;       // parameters in the open bucket
+  std::vector<double> bucketed_; // per chunk: parameters already reduced in buckets
+  void add_to_bucket(int64_t chunk, int64_t layer);
   uint32_t previous_optimizer_ = kNoOp;
   uint32_t next_data_ = kNoOp; // async data op for the coming iteration
 };

@@ -1,6 +1,9 @@
 // Job files: presets parse, every key is checked, impossible combinations are rejected.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "config/error.hpp"
@@ -189,4 +192,74 @@ TEST_CASE("model keys: kv_heads, mlp, untied_embeddings", "[config]") {
   CHECK(job.model.untied_embeddings);
   expect_error<config::ConfigError>(replace(kTiny, "vocab = 1024", "vocab = 1024\nmlp = \"relu\""), "model.mlp",
                                     "gelu, swiglu");
+}
+
+TEST_CASE("software stacks: presets parse, a job starts from its stack and overrides it", "[config][software]") {
+  const auto stacks = config::preset_names("software");
+  for (const char* name : {"megatron-lm-2021", "megatron-lm-2022", "megatron-lm-2023", "megatron-core-0.8",
+                           "torchtitan-2024", "megascale"}) {
+    INFO(name);
+    CHECK(std::find(stacks.begin(), stacks.end(), name) != stacks.end());
+    const auto job = config::parse_job(
+        replace(kTiny, "cluster =", "software = \"" + std::string(name) + "\"\ncluster ="), "job.toml");
+    CHECK(job.software == name);
+  }
+  const auto sc21 =
+      config::parse_job(replace(kTiny, "cluster =", "software = \"megatron-lm-2021\"\ncluster ="), "job.toml");
+  CHECK_FALSE(sc21.options.grad_accumulation_fusion);
+  CHECK_FALSE(sc21.options.tp_async_allreduce);
+  CHECK(sc21.options.operators.fused_layernorm);
+  CHECK_FALSE(sc21.options.operators.flash_attention);
+  const auto mcore = config::parse_job(
+      replace(kTiny, "cluster =", "software = \"megatron-core-0.8\"\ncluster =") +
+          "\n[schedule]\ngrad_reduce_dtype = \"bf16\"\n[schedule.overlap]\ntp = true\ntp_chunks = 2\n",
+      "job.toml");
+  CHECK(mcore.options.dp_bucket_params == 1); // the stack's one bucket per layer
+  CHECK(mcore.options.overlap.dp);
+  CHECK_FALSE(mcore.options.grad_reduce_fp32); // the job's key over the stack's fp32
+  CHECK(mcore.options.overlap.tp);
+  CHECK(mcore.options.overlap.tp_chunks == 2);
+  CHECK(mcore.options.operators.flash_attention);
+  // without a stack: the built-in defaults
+  CHECK(config::parse_job(kTiny, "job.toml").options.dp_bucket_params == 0);
+  expect_error<config::ConfigError>(replace(kTiny, "cluster =", "software = \"megatron-9\"\ncluster ="), "software",
+                                    "megatron-lm-2021");
+}
+
+TEST_CASE("software files: only stack facts, errors name the stack file", "[config][software]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "twinscale-software-test";
+  fs::create_directories(dir);
+  const auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir / name) << text;
+    return (dir / name).string();
+  };
+  write("stack.toml", "name = \"mine\"\n[schedule]\ndp_bucket_params = 5000000\n[schedule.overlap]\ndp = true\n");
+  const auto job =
+      config::load_job(write("job.toml", replace(kTiny, "cluster =", "software = \"stack.toml\"\ncluster =")));
+  CHECK(job.options.dp_bucket_params == 5000000);
+  CHECK(job.options.overlap.dp);
+  // a job choice is not a stack fact: refused, naming the stack file and the key
+  write("bad.toml", "name = \"bad\"\n[schedule]\npipeline = \"1f1b\"\n");
+  try {
+    config::load_job(write("job2.toml", replace(kTiny, "cluster =", "software = \"bad.toml\"\ncluster =")));
+    FAIL("a software file with a job key was accepted");
+  } catch (const config::ConfigError& e) {
+    const std::string msg = e.what();
+    INFO(msg);
+    CHECK(msg.find("bad.toml") != std::string::npos);
+    CHECK(msg.find("pipeline") != std::string::npos);
+  }
+  // a stack outside the job's folder is refused
+  expect_error<config::ConfigError>(replace(kTiny, "cluster =", "software = \"/etc/passwd\"\ncluster ="), "software",
+                                    "valid");
+  fs::remove_all(dir);
+}
+
+TEST_CASE("recompute_every needs full recomputation", "[config]") {
+  const auto job =
+      config::parse_job(std::string(kTiny) + "\n[schedule]\nrecompute = \"full\"\nrecompute_every = 2\n", "job.toml");
+  CHECK(job.options.recompute_every == 2);
+  expect_error<config::ConfigError>(std::string(kTiny) + "\n[schedule]\nrecompute_every = 2\n",
+                                    "schedule.recompute_every", "full");
 }

@@ -2,11 +2,13 @@
 #include <catch2/catch.hpp>
 
 #include <map>
+#include <set>
 
 #include "config/job_file.hpp"
 #include "schedules/error.hpp"
 #include "schedules/memory.hpp"
 #include "schedules/schedule.hpp"
+#include "schedules/stage_layers.hpp"
 #include "schedules/validate.hpp"
 #include "tests/schedules/check_valid.hpp"
 
@@ -112,7 +114,7 @@ TEST_CASE("fused kernels replace chains of small kernels", "[schedules][lower]")
   CHECK(flash);
 }
 
-TEST_CASE("sequence parallelism: all-gather/reduce-scatter; without: all-reduce", "[schedules][lower]") {
+TEST_CASE("sequence parallelism: all-gather/reduce-scatter, without: all-reduce", "[schedules][lower]") {
   auto job = config::load_job_preset("tiny-1f1b");
   const Schedule sp = lower(job);
   job.parallel.sequence_parallel = false;
@@ -221,7 +223,7 @@ TEST_CASE("ZeRO stages place DP collectives as specified", "[schedules][lower]")
   CHECK(validate(s).empty());
 }
 
-TEST_CASE("LAMB adds the trust-ratio norm all-reduce; recompute adds Phase::Recompute", "[schedules][lower]") {
+TEST_CASE("LAMB adds the trust-ratio norm all-reduce, recompute adds Phase::Recompute", "[schedules][lower]") {
   auto job = config::load_job_preset("tiny-1f1b");
   job.options.optimizer = OptimizerKind::Lamb;
   job.options.recompute = true;
@@ -253,7 +255,7 @@ TEST_CASE("async data loading moves the load to the data stream", "[schedules][l
   CHECK(validate(s).empty());
 }
 
-TEST_CASE("memory: recompute and flash attention shrink activations; overflow names the stage",
+TEST_CASE("memory: recompute and flash attention shrink activations, overflow names the stage",
           "[schedules][lower][memory]") {
   auto job = config::load_job_preset("gpt-175b-megatron");
   const auto base = estimate_memory(job, 0);
@@ -414,7 +416,7 @@ TEST_CASE("every option combination on a small job validates", "[schedules][lowe
   CHECK(checked == 768);
 }
 
-TEST_CASE("edge pipeline shapes validate: M = P; many chunks; one micro-batch", "[schedules][lower]") {
+TEST_CASE("edge pipeline shapes validate: M = P, many chunks, one micro-batch", "[schedules][lower]") {
   struct Shape {
     int64_t pp, vpp, micro_batches;
     bool interleaved;
@@ -594,4 +596,64 @@ TEST_CASE("gradient-norm and loss all-reduces and the TP broadcast of inputs", "
   const Schedule m8 = lower(job);
   CHECK(count_names(m8, m8.programs[0], Phase::Forward).count("data.broadcast") == 0);
   CHECK(validate(m8).empty());
+}
+
+TEST_CASE("DP gradient buckets: reduced during the last backward, the same bytes in all", "[schedules][lower]") {
+  auto job = config::load_job_preset("tiny-1f1b");
+  job.parallel.zero_stage = 0;
+  job.options.overlap.dp = true;
+  const auto dp_reduce = [](const Schedule& s) {
+    std::vector<const Op*> out;
+    for (const Op& op : s.programs[0].ops)
+      if (op.group == GroupKind::Dp && op.kind == OpKind::AllReduce && s.names[op.name] == "dp.grad.ar")
+        out.push_back(&op);
+    return out;
+  };
+  const auto total = [](const std::vector<const Op*>& ops) {
+    double b = 0;
+    for (const Op* op : ops) b += op->bytes;
+    return b;
+  };
+  const Schedule whole = lower(job);
+  const auto one = dp_reduce(whole);
+  REQUIRE(one.size() == 1);
+  job.options.dp_bucket_params = 1; // one bucket per layer
+  const Schedule bucketed = lower(job);
+  const auto many = dp_reduce(bucketed);
+  const auto layers = stage_layers(job, 0).count;
+  // one per layer of the stage, and the rest (embedding) at the chunk's end
+  REQUIRE(many.size() == static_cast<size_t>(layers) + 1);
+  CHECK(total(many) == Approx(total(one)));
+  // the first bucket is launched before the last backward's final compute op (it overlaps)
+  const Program& p = bucketed.programs[0];
+  size_t last_backward = 0;
+  for (size_t i = 0; i < p.ops.size(); ++i)
+    if (p.ops[i].labels.phase == Phase::Backward && !p.ops[i].is_communication()) last_backward = i;
+  CHECK(static_cast<size_t>(many.front() - p.ops.data()) < last_backward);
+  check_valid(bucketed);
+  // without DP overlap buckets do nothing
+  job.options.overlap.dp = false;
+  CHECK(dp_reduce(lower(job)).size() == 1);
+}
+
+TEST_CASE("recompute_every: only every n-th layer is recomputed", "[schedules][lower]") {
+  auto job = config::load_job_preset("tiny-1f1b");
+  job.options.recompute = true;
+  const auto recomputed_layers = [](const Schedule& s) {
+    std::set<int32_t> layers;
+    for (const Op& op : s.programs[0].ops)
+      if (op.labels.phase == Phase::Recompute) layers.insert(op.labels.layer);
+    return layers;
+  };
+  const auto all = recomputed_layers(lower(job));
+  job.options.recompute_every = 2;
+  const Schedule s = lower(job);
+  const auto half = recomputed_layers(s);
+  REQUIRE_FALSE(half.empty());
+  for (int32_t l : half) CHECK(l % 2 == 0);
+  CHECK(half.size() < all.size());
+  auto every_layer = job;
+  every_layer.options.recompute_every = 1;
+  CHECK(estimate_memory(job, 0).activations_bytes > estimate_memory(every_layer, 0).activations_bytes);
+  check_valid(s);
 }
