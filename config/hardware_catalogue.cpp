@@ -123,6 +123,8 @@ void read_gpu_keys(TableReader& t, const topology::GpuSpec* base, const Hardware
   auto& k = g.kernels;
   k.sustained_clock_ratio = pos(t, "sustained_clock_ratio", b(k.sustained_clock_ratio), 1.0);
   k.gemm_max_efficiency = pos(t, "gemm_max_efficiency", b(k.gemm_max_efficiency), 1.0);
+  // optional: 0 = FP8 GEMMs reach the BF16 fraction of their own peak
+  k.fp8_gemm_max_efficiency = t.get_double("fp8_gemm_max_efficiency", base ? k.fp8_gemm_max_efficiency : 0.0, 0, 1.0);
   k.gemm_half_dim = t.get_double("gemm_half_dim", b(k.gemm_half_dim), 0);
   k.gemm_tile_m = t.get_int("gemm_tile_m", b(k.gemm_tile_m), 1, 4096);
   k.gemm_tile_n = t.get_int("gemm_tile_n", b(k.gemm_tile_n), 1, 4096);

@@ -155,7 +155,10 @@ MemoryEstimate estimate_memory(const JobSpec& job, int64_t pp_rank) {
   const double edp = static_cast<double>(p.tp * (p.dp / p.ep));
   const double sharded = (n - experts) / dp + experts / edp;
   mem.parameters_bytes = 2 * n;
-  mem.gradients_bytes = p.zero_stage >= 2 ? 2 * sharded : 2 * n;
+  // main gradients in the reduction's type: Megatron's fp32 main_grad buffer with fp32
+  // reduction (--bf16, --accumulate-allreduce-grads-in-fp32), 16-bit otherwise
+  const double grad_bytes = job.options.grad_reduce_fp32 ? 4 : 2;
+  mem.gradients_bytes = p.zero_stage >= 2 ? grad_bytes * sharded : grad_bytes * n;
   mem.optimizer_bytes = p.zero_stage >= 1 ? 12 * sharded : 12 * n;
   if (p.zero_stage == 3) { // sharded parameters plus the gathered layers and one layer's gradients
     double largest = 0;
@@ -238,7 +241,15 @@ MemoryEstimate estimate_memory(const JobSpec& job, int64_t pp_rank) {
   for (int64_t c = 0; c < p.vpp; ++c) chunk_most = std::max(chunk_most, chunk_layers(job, pp_rank, c).count);
   const double layers_per_chunk = static_cast<double>(chunk_most);
   const double pending = most_pending * layers_per_chunk * per_layer;
-  if (job.options.recompute)
+  if (job.options.recompute && job.options.recompute_every > 1) {
+    // every n-th layer recomputed (keeps its input), the others keep everything; the
+    // recomputed layer's own activations exist once, during its backward
+    const int64_t every = job.options.recompute_every;
+    const double recomputed = static_cast<double>((chunk_most + every - 1) / every);
+    mem.activations_bytes =
+        static_cast<double>(most) * (recomputed * layer_input + (layers_per_chunk - recomputed) * per_layer) +
+        per_layer + pending;
+  } else if (job.options.recompute)
     mem.activations_bytes = static_cast<double>(most) * layers_per_chunk * layer_input + per_layer + pending;
   else
     mem.activations_bytes = static_cast<double>(most) * layers_per_chunk * per_layer + pending;

@@ -24,7 +24,8 @@ double stage_parameters(const JobSpec& job, int64_t pp_rank);
 
 /// Memory of one rank of pipeline stage `pp_rank`:
 ///  - parameters: BF16 (2 B/param);
-///  - gradients: BF16 (2 B/param), divided by dp for ZeRO stages 2 and 3 (routed experts
+///  - gradients: the main gradients in the DP reduction's type (BF16 2 B/param, FP32 4 B
+///    with schedule.grad_reduce_dtype = "fp32"; ZeRO-3: BF16), divided by dp for ZeRO stages 2 and 3 (routed experts
 ///    by their holders, tp·dp/ep); ZeRO-3 also shards the parameters and adds the
 ///    gathered layers (1 + schedule.fsdp_prefetch) and one layer's gradients;
 ///  - optimizer: FP32 master weights + two moments (12 B/param; Adam and LAMB alike),

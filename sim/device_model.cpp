@@ -26,6 +26,7 @@ DeviceModelParams DeviceModelParams::from_gpu(const topology::GpuSpec& gpu, int 
   DeviceModelParams p;
   p.sustained_clock_ratio = k.sustained_clock_ratio;
   p.gemm_max_efficiency = k.gemm_max_efficiency;
+  p.fp8_gemm_max_efficiency = k.fp8_gemm_max_efficiency;
   p.gemm_half_dim = k.gemm_half_dim;
   p.gemm_tile_m = k.gemm_tile_m;
   p.gemm_tile_n = k.gemm_tile_n;
@@ -122,7 +123,10 @@ double DeviceModel::model_seconds(const Op& op) const {
   const double launch = params_.kernel_launch_s * kernel_launches(op.kernel, op.labels.phase);
   switch (op.kernel) {
   case Kernel::Gemm: {
-    const double e = gemm_efficiency(op.shape[0], op.shape[1], op.shape[2]);
+    double e = gemm_efficiency(op.shape[0], op.shape[1], op.shape[2]);
+    // an FP8 GEMM reaches its own fraction of the FP8 peak where the catalogue has one
+    if (op.dtype == schedules::DType::FP8 && params_.fp8_gemm_max_efficiency > 0 && params_.gemm_max_efficiency > 0)
+      e *= params_.fp8_gemm_max_efficiency / params_.gemm_max_efficiency;
     return std::max(op.flops / (tensor_peak(op) * e), op.bytes / hbm) + launch;
   }
   case Kernel::FlashAttention2: {

@@ -4,7 +4,8 @@
 // bandwidth, achieved fractions of those per kernel kind, and a launch cost per kernel.
 //
 //   GEMM       t = max(F / (peak · r_clock · e_gemm(m,n,k)), B / (hbm · e_hbm)) + t_launch
-//              (an FP8 GEMM, Op::dtype = FP8: peak = the GPU's fp8_peak_flops, the same e_gemm)
+//              (an FP8 GEMM, Op::dtype = FP8: peak = the GPU's fp8_peak_flops, and e_max its
+//              fp8_gemm_max_efficiency where the catalogue gives one)
 //              e_gemm = e_max · w(m,n) · Π_{d∈{m,n,k}} d² / (d² + d_half²): large GEMMs
 //              reach e_max (every dimension ≥ 1,024 keeps > 99 % of the product); a
 //              dimension of d_half halves it, so skinny GEMMs fall well below.
@@ -49,10 +50,11 @@ namespace twinscale::sim {
 /// catalogue (presets/hardware/gpus.toml, each with its source) through from_gpu();
 /// DeviceModelOverrides replaces single figures (tests, what-ifs, calibration).
 struct DeviceModelParams {
-  double sustained_clock_ratio = 1; // tensor clock under the power limit / boost clock
-  double gemm_max_efficiency = 0;   // large GEMM filling whole waves, fraction of peak
-  double gemm_half_dim = 0;         // a GEMM dimension this small halves efficiency
-  int64_t gemm_tile_m = 0;          // thread-block output tile: waves over the SMs
+  double sustained_clock_ratio = 1;   // tensor clock under the power limit / boost clock
+  double gemm_max_efficiency = 0;     // large GEMM filling whole waves, fraction of peak
+  double fp8_gemm_max_efficiency = 0; // the same for FP8 GEMMs, of the FP8 peak (0: gemm_max_efficiency)
+  double gemm_half_dim = 0;           // a GEMM dimension this small halves efficiency
+  int64_t gemm_tile_m = 0;            // thread-block output tile: waves over the SMs
   int64_t gemm_tile_n = 0;
   int64_t sms = 0;                   // streaming multiprocessors (0: no wave quantisation)
   double flash_fwd_efficiency = 0;   // FlashAttention-2 forward

@@ -12,10 +12,11 @@ namespace twinscale::topology {
 /// Achieved fractions and per-kernel figures of a GPU model, read from the hardware
 /// catalogue (presets/hardware/gpus.toml, where each key is documented with its source).
 struct KernelFigures {
-  double sustained_clock_ratio = 1; // tensor clock under the power limit / boost clock
-  double gemm_max_efficiency = 0;   // large GEMM whose tiles fill whole waves
-  double gemm_half_dim = 0;         // a dimension this small halves GEMM efficiency
-  int64_t gemm_tile_m = 0;          // thread-block output tile (wave quantisation)
+  double sustained_clock_ratio = 1;   // tensor clock under the power limit / boost clock
+  double gemm_max_efficiency = 0;     // large GEMM whose tiles fill whole waves
+  double fp8_gemm_max_efficiency = 0; // the same for FP8 GEMMs, fraction of the FP8 peak (0: as BF16)
+  double gemm_half_dim = 0;           // a dimension this small halves GEMM efficiency
+  int64_t gemm_tile_m = 0;            // thread-block output tile (wave quantisation)
   int64_t gemm_tile_n = 0;
   double flash_fwd_efficiency = 0;   // FlashAttention-2 forward, fraction of peak
   double flash_bwd_efficiency = 0;   // FlashAttention-2 backward

@@ -93,7 +93,7 @@ TEST_CASE("tiny-cp: ring attention lowers, validates and keeps the model FLOPs",
         Approx(attention_flops(w.programs[0]) / static_cast<double>(whole.parallel.micro_batches()) / 2));
 }
 
-TEST_CASE("tiny-cp: activations per rank divided by cp; JSON round trip keeps the layout", "[schedules][cp]") {
+TEST_CASE("tiny-cp: activations per rank divided by cp, JSON round trip keeps the layout", "[schedules][cp]") {
   const JobSpec job = config::load_job_preset("tiny-cp");
   JobSpec whole = job;
   whole.parallel.cp = 1;
@@ -185,7 +185,7 @@ TEST_CASE("zb-h1 order: 1F1B's F and B order, each W after its B, W deferred by 
   for (int64_t i = 0; i < P - 1; ++i) CHECK(last[last.size() - 1 - static_cast<size_t>(i)].weight);
 }
 
-TEST_CASE("tiny-zb: the W passes carry exactly 1F1B's weight-gradient GEMMs; memory vs 1F1B", "[schedules][zb]") {
+TEST_CASE("tiny-zb: the W passes carry exactly 1F1B's weight-gradient GEMMs, memory vs 1F1B", "[schedules][zb]") {
   const JobSpec job = config::load_job_preset("tiny-zb");
   const Schedule s = lower(job);
   check_valid(s);
@@ -228,6 +228,6 @@ TEST_CASE("llama3-405b-128k: Table 4's long-context layout, per-rank memory of t
     const MemoryEstimate a = estimate_memory(job, p), b = estimate_memory(short_context, p);
     CHECK(a.activations_bytes == Approx(b.activations_bytes));
     CHECK(a.parameters_bytes == Approx(b.parameters_bytes));
-    CHECK(a.total_bytes() < 80e9);
+    CHECK(a.total_bytes() < 81559.0 * 1024 * 1024); // H100 80GB HBM3: 81,559 MiB (nvidia-smi)
   }
 }
