@@ -26,12 +26,14 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/checked_options.hpp"
 #include "cli/commands.hpp"
 #include "cli/detail/fault_report.hpp"
+#include "cli/detail/plot_helper.hpp"
 #include "cli/detail/simulated_iteration.hpp"
 #include "cli/job_args.hpp"
 #include "common/progress.hpp"
@@ -135,32 +137,14 @@ Setup resolve(const FaultOptions& o) {
   return s;
 }
 
-std::filesystem::path plot_script() {
-  std::error_code ec;
-  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    for (auto dir = exe.parent_path(); !dir.empty() && dir != dir.root_path(); dir = dir.parent_path()) {
-      const auto p = dir / "scripts" / "plot_campaign.py";
-      if (std::filesystem::exists(p)) return p;
-    }
-  }
-  // A build tree outside the sources: the source tree it was configured from.
-  const auto p = std::filesystem::path(TWINSCALE_SOURCE_DIR) / "scripts" / "plot_campaign.py";
-  if (std::filesystem::exists(p)) return p;
-  return {};
-}
-
-void plot(const std::filesystem::path& dir, const std::string& args) {
-  const auto script = plot_script();
+void plot(const std::filesystem::path& dir, std::vector<std::string> args) {
+  const auto script = detail::find_script("plot_campaign.py");
   if (script.empty()) {
     std::cerr << "twinscale: scripts/plot_campaign.py not found; CSVs are in " << dir << "\n";
     return;
   }
-  // Debian's python3-matplotlib lives under /usr/bin/python3; a python3 earlier on PATH
-  // (pyenv, venv) may lack it.
-  const std::string python = std::filesystem::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
-  const std::string cmd = python + " '" + script.string() + "' " + args + " --out '" + dir.string() + "' 1>&2";
-  if (std::system(cmd.c_str()) != 0)
+  args.insert(args.end(), {"--out", dir.string()});
+  if (detail::run_python(script, args) != 0)
     std::cerr << "twinscale: plotting failed (python3 with matplotlib needed); the CSVs are in " << dir << "\n";
 }
 
@@ -221,7 +205,7 @@ int run_campaign_command(const FaultOptions& o) {
     write_file_atomically((dir / "campaign.json").string(), j.dump(2) + "\n");
     write_file_atomically((dir / "campaign_states.csv").string(), detail::states_csv(sum));
     write_file_atomically((dir / "campaign_causes.csv").string(), detail::causes_csv(sum, s.campaign));
-    plot(dir, "--states '" + (dir / "campaign_states.csv").string() + "'");
+    plot(dir, {"--states", (dir / "campaign_states.csv").string()});
   }
   if (o.json)
     std::cout << j.dump(2) << "\n";
@@ -252,7 +236,7 @@ int run_tune_command(const FaultOptions& o) {
     std::filesystem::create_directories(dir);
     write_file_atomically((dir / "tune_checkpoint.json").string(), j.dump(2) + "\n");
     write_file_atomically((dir / "tune_checkpoint.csv").string(), detail::sweep_csv(result));
-    plot(dir, "--sweep '" + (dir / "tune_checkpoint.csv").string() + "'");
+    plot(dir, {"--sweep", (dir / "tune_checkpoint.csv").string()});
   }
   if (o.json)
     std::cout << j.dump(2) << "\n";

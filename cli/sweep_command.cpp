@@ -22,6 +22,7 @@
 #include "backend/rendezvous.hpp"
 #include "backend/work_queue.hpp"
 #include "cli/commands.hpp"
+#include "cli/detail/plot_helper.hpp"
 #include "cli/job_args.hpp"
 #include "config/error.hpp"
 #include "study/evaluate.hpp"
@@ -302,16 +303,6 @@ int run_sweep(const SweepArgs& a) {
   return run_local(a, spec, points);
 }
 
-std::filesystem::path plot_script() {
-  std::error_code ec;
-  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (!ec)
-    for (auto dir = exe.parent_path(); !dir.empty() && dir != dir.root_path(); dir = dir.parent_path())
-      if (std::filesystem::exists(dir / "scripts" / "plot_sweep.py")) return dir / "scripts" / "plot_sweep.py";
-  const auto p = std::filesystem::path(TWINSCALE_SOURCE_DIR) / "scripts" / "plot_sweep.py";
-  return std::filesystem::exists(p) ? p : std::filesystem::path();
-}
-
 int run_show(const ShowArgs& a) {
   const study::Store store(a.db);
   const auto info = store.info();
@@ -322,15 +313,12 @@ int run_show(const ShowArgs& a) {
     std::filesystem::create_directories(a.plot_dir);
     const auto csv = std::filesystem::path(a.plot_dir) / "sweep.csv";
     write_file_atomically(csv.string(), study::rows_csv(info, rows));
-    const auto script = plot_script();
+    const auto script = detail::find_script("plot_sweep.py");
     if (script.empty()) {
       std::cerr << "twinscale: scripts/plot_sweep.py not found; the CSV is " << csv << "\n";
       return 0;
     }
-    const std::string python = std::filesystem::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
-    const std::string cmd =
-        python + " '" + script.string() + "' '" + csv.string() + "' --out '" + a.plot_dir + "' 1>&2";
-    if (std::system(cmd.c_str()) != 0)
+    if (detail::run_python(script, {csv.string(), "--out", a.plot_dir}) != 0)
       std::cerr << "twinscale: plotting failed (python3 with matplotlib needed); the CSV is " << csv << "\n";
   }
   return 0;

@@ -201,7 +201,7 @@ TEST_CASE("sweep --shard i/n (Slurm arrays) and MPI ranks give the rows of one p
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("sweep: bad study input and a changed study are clear errors; show prints and exports", "[study][cli]") {
+TEST_CASE("sweep: bad study input and a changed study are clear errors, show prints and exports", "[study][cli]") {
   const std::string dir = bt::fresh_dir("sweep-errors");
   auto r = test::run_cli("sweep " + dir + "/none.toml", test::Capture::StdoutAndStderr);
   CHECK(r.rc == 1);
@@ -238,5 +238,24 @@ TEST_CASE("sweep: bad study input and a changed study are clear errors; show pri
   r = test::run_cli("sweep show " + dir + "/missing.db", test::Capture::StdoutAndStderr);
   CHECK(r.rc == 1);
   CHECK_THAT(r.out, Contains("missing.db"));
+
+  // --plot DIR is a path, never shell text: no command in it runs, and a quote in a
+  // folder's name is an ordinary character (the plots land in that folder)
+  const std::string pwned = dir + "/PWNED";
+  r = test::run_cli("sweep show " + dir + "/t.db --plot \"" + dir + "/out';touch " + pwned + ";'\"",
+                    test::Capture::StdoutAndStderr);
+  CHECK(r.rc == 0);
+  CHECK_FALSE(std::filesystem::exists(pwned));
+  CHECK(std::filesystem::exists(dir + "/out';touch " + pwned + ";'/sweep.csv"));
+  r = test::run_cli("sweep show " + dir + "/t.db --plot \"" + dir + "/O'Brien plots\"", test::Capture::StdoutAndStderr);
+  CHECK(r.rc == 0);
+  CHECK(std::filesystem::exists(dir + "/O'Brien plots/sweep.csv"));
+  if (std::filesystem::exists("/usr/bin/python3") &&
+      std::system("/usr/bin/python3 -c 'import matplotlib' > /dev/null 2>&1") == 0) {
+    bool png = false;
+    for (const auto& e : std::filesystem::directory_iterator(dir + "/O'Brien plots"))
+      png = png || e.path().extension() == ".png";
+    CHECK(png); // the helper ran with the quoted folder as one argument
+  }
   std::filesystem::remove_all(dir);
 }
