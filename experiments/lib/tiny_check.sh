@@ -18,7 +18,7 @@ for pass in 1 2; do
     --job-on preset:tiny-megascale --job-off preset:tiny-1f1b
   "$py" "$here/recovery/study.py" "$d/recovery" --gpus 8 --global-batch 8 --days 1 --seeds 2 \
     --cases tiny-megascale:megascale,tiny-megascale:megatron-baseline
-  "$py" "$here/validation/study.py" "$d/validation" --rows 1.7B,3.6B --flow-max-gpus 0
+  "$py" "$here/validation/study.py" "$d/validation" --sections A --rows 1.7B,3.6B --flow-max-gpus 0
   "$py" "$here/diagnosis/study.py" "$d/diagnosis" --preset tiny-1f1b --cluster tiny-2tier --gpus 64 \
     --global-batch 64 --kinds gpu,host --severities 0.05 --counts 1 --seeds 2 --steps 2
 done
