@@ -325,7 +325,8 @@ def main():
         print(f"not simulated: {r['section']} {r['row']} (published {r['published']} {r['unit']}): {r['skip']}")
     for section in sorted({r["section"] for r in rows}):
         for mode in ("analytic", "flow", "model"):
-            errs = [float(r["error_pct"]) for r in rows if r["section"] == section and r["mode"] == mode]
+            errs = [float(r["error_pct"]) for r in rows
+                    if r["section"] == section and r["mode"] == mode and r["error_pct"] != ""]
             if errs:
                 worst = max(errs, key=abs)
                 print(f"section {section}, {mode} ({len(errs)} rows): mean |error| "
@@ -361,28 +362,30 @@ def plot(outdir, rows):
     """validation.png: every row's signed error against its GPU count, by section; and one
     PNG per section: predicted against published, y = x and a ±8 % band."""
     plt = ts.matplotlib_pyplot()
-    fig, ax = plt.subplots(figsize=(8, 5))
+    fig, ax = plt.subplots(figsize=(9.5, 5))
     for section, marker in (("A", "o"), ("D", "s"), ("E", "^"), ("F", "D"), ("B", "x")):
         for mode, fill in (("analytic", True), ("flow", False)):
-            sel = [(int(r["gpus"]), float(r["error_pct"])) for r in rows
-                   if r["section"] == section and r["mode"] == mode and str(r["gpus"]).isdigit()]
+            sel = [(int(r["gpus"]), float(r["error_pct"])) for r in rows if r["section"] == section and
+                   r["mode"] == mode and str(r["gpus"]).isdigit() and r["error_pct"] != ""]
             if sel:
                 colour = f"C{'ADEFB'.index(section)}"
+                face = colour if fill or marker == "x" else "none"  # an 'x' has no face to leave open
                 ax.scatter([p[0] for p in sel], [p[1] for p in sel], marker=marker, label=f"{section}, {mode}",
-                           facecolors=colour if fill else "none", edgecolors=colour, zorder=3)
+                           facecolors=face, edgecolors=colour, zorder=3)
     ax.axhline(0, color="k", lw=1)
     ax.axhspan(-8, 8, color="0.92", zorder=0, label="±8 %")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("GPUs")
     ax.set_ylabel("signed error, % (predicted − published)")
     ax.set_title("twinscale vs published runs, every row (A SC'21, D Korthikanti, E torchtitan, F NeMo)")
-    ax.legend(loc="upper left", fontsize=8, ncol=2)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+    fig.tight_layout()
     ts.save_figure(fig, os.path.join(outdir, "validation.png"))
     titles = {"A": "Megatron-LM SC'21 (A100, Selene)", "D": "Megatron-LM 2022, Korthikanti Table 5 (A100)",
               "D-memory": "Megatron-LM 2022, Korthikanti Figure 1 memory", "E": "torchtitan FSDP2 (64 A100)",
               "F": "NeMo 24.07 FP8 (DGX H100)", "B": "collectives (nccl-tests)"}
     for section in sorted({r["section"] for r in rows}):
-        pts = [r for r in rows if r["section"] == section]
+        pts = [r for r in rows if r["section"] == section and r["published"] != ""]
         fig, ax = plt.subplots(figsize=(6, 6))
         for mode, marker in (("analytic", "o"), ("flow", "x"), ("model", "s")):
             sel = [(float(r["published"]), float(r["predicted"])) for r in pts if r["mode"] == mode]
