@@ -10,6 +10,9 @@
 namespace twinscale::cli {
 
 using Action = std::function<int()>;
+/// Exit status of a simulation whose job did not complete (a hang, a failure under a fault
+/// plan): its records are written, but it has no iteration time, throughput or MFU.
+inline constexpr int kExitIncomplete = 5;
 
 void add_schedule_command(CLI::App& app, Action& action);
 void add_topology_command(CLI::App& app, Action& action);

@@ -115,11 +115,13 @@ std::string report_json(const sim::SimReport& r, const schedules::Schedule& s, c
     for (const auto& h : r.hang_states) waiting += h.waiting.empty() ? 0 : 1;
     j["hang"] = {{"rank", a.hang_rank}, {"at_s", a.hang_at_s}, {"waiting_ranks", waiting}};
   }
-  j["iteration_time_s"] = r.iteration_time_s;
+  // an incomplete run has no iteration: no time, throughput or MFU (null), only its makespan
+  const auto if_done = [&](double v) { return r.completed ? nlohmann::json(v) : nlohmann::json(nullptr); };
+  j["iteration_time_s"] = if_done(r.iteration_time_s);
   j["makespan_s"] = r.makespan_s;
-  j["tokens_per_s"] = r.tokens_per_s;
-  j["tflops_per_gpu"] = r.tflops_per_gpu;
-  j["mfu"] = r.mfu;
+  j["tokens_per_s"] = if_done(r.tokens_per_s);
+  j["tflops_per_gpu"] = if_done(r.tflops_per_gpu);
+  j["mfu"] = if_done(r.mfu);
   j["breakdown"] = breakdown_json(r.breakdown);
   nlohmann::json stages = nlohmann::json::array();
   for (size_t i = 0; i < r.per_stage.size(); ++i) {
@@ -154,11 +156,17 @@ std::string report_table(const sim::SimReport& r, const schedules::Schedule& s, 
   o << "job " << s.job.name << " on " << cluster << ": " << s.world() << " GPUs (tp " << s.layout.tp << ", pp "
     << s.layout.pp << ", dp " << s.layout.dp << "), " << sim::to_string(r.mode) << " mode, placement " << a.placement
     << ", seed " << a.seed << "\n";
-  if (!r.completed) o << "JOB FAILED: " << r.failure << "\n";
-  o << "  iteration time     " << fixed(r.iteration_time_s, 6) << " s\n";
-  o << "  tokens/s           " << fixed(r.tokens_per_s, 1) << "\n";
-  o << "  TFLOP/s per GPU    " << fixed(r.tflops_per_gpu, 2) << "\n";
-  o << "  MFU                " << fixed(100.0 * r.mfu, 2) << " %\n";
+  if (!r.completed) {
+    o << "JOB FAILED: " << r.failure << "\n";
+    o << "  iteration          did not complete: no iteration time, throughput or MFU (exit " << kExitIncomplete
+      << ")\n";
+    o << "  makespan           " << fixed(r.makespan_s, 6) << " s (until the last op that ran)\n";
+  } else {
+    o << "  iteration time     " << fixed(r.iteration_time_s, 6) << " s\n";
+    o << "  tokens/s           " << fixed(r.tokens_per_s, 1) << "\n";
+    o << "  TFLOP/s per GPU    " << fixed(r.tflops_per_gpu, 2) << "\n";
+    o << "  MFU                " << fixed(100.0 * r.mfu, 2) << " %\n";
+  }
   if (cov)
     o << "  calibration        " << fixed(100.0 * cov->op_share(), 1) << " % of ops (" << cov->measured_ops << "/"
       << cov->ops << "), " << fixed(100.0 * cov->time_share(), 1) << " % of op time from measured entries\n";
@@ -290,7 +298,9 @@ int run_simulate(const SimulateArgs& a) {
   }
   std::cout << (a.json ? report_json(r, schedule, cluster_name, a, cov)
                        : report_table(r, schedule, cluster_name, a, cov));
-  return 0; // a job that failed under faults is a result ("completed": false), not an error
+  // a job that hung or failed under faults is a result ("completed": false, its records
+  // written), not an input error, but it is no completed iteration either
+  return r.completed ? 0 : kExitIncomplete;
 }
 
 } // namespace

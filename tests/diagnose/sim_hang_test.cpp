@@ -28,9 +28,13 @@ TEST_CASE("sim hang: the rank that stops issuing ops is the first hang diagnose 
                                      " --run-dir " + run.string() + " --json",
                                  dir);
   INFO(sim.out << sim.err);
-  REQUIRE(sim.code == 0);
+  REQUIRE(sim.code == 5); // the job did not complete: records written, no throughput
   const auto s = nlohmann::json::parse(sim.out);
   CHECK(s["completed"] == false);
+  CHECK(s["iteration_time_s"].is_null());
+  CHECK(s["tokens_per_s"].is_null());
+  CHECK(s["mfu"].is_null());
+  CHECK(s["makespan_s"].get<double>() > 0);
   CHECK(s["hang"]["rank"] == 13);
   CHECK(s["hang"]["waiting_ranks"].get<int64_t>() > 0);
   CHECK_THAT(sim.err, Catch::Contains("rank 13 hung") && Catch::Contains("did not complete"));
@@ -68,4 +72,23 @@ TEST_CASE("sim hang: bad hang options exit 1 naming the option and what is valid
   CHECK(r.code == 1);
   CHECK_THAT(r.err, Catch::Contains("--hang-rank"));
   fs::remove_all(dir);
+}
+
+TEST_CASE("sim hang: the table of an incomplete run reports no throughput and exits 5") {
+  const fs::path dir = test::scratch_dir("sim-hang-table");
+  auto ok = test::run_cli_split("simulate " + kJob + " --json", dir);
+  REQUIRE(ok.code == 0);
+  const double iteration = nlohmann::json::parse(ok.out).at("iteration_time_s").get<double>();
+  auto sim =
+      test::run_cli_split("simulate " + kJob + " --hang-rank 3 --hang-at-s " + std::to_string(iteration / 2), dir);
+  INFO(sim.out << sim.err);
+  CHECK(sim.code == 5);
+  CHECK_THAT(sim.out, Catch::Contains("JOB FAILED") && Catch::Contains("did not complete"));
+  CHECK_THAT(sim.out, !Catch::Contains("TFLOP/s per GPU") && !Catch::Contains("tokens/s    "));
+  // a hang after the last op leaves a completed iteration: exit 0 with its figures
+  auto late =
+      test::run_cli_split("simulate " + kJob + " --hang-rank 3 --hang-at-s " + std::to_string(iteration * 10), dir);
+  INFO(late.out << late.err);
+  CHECK(late.code == 0);
+  CHECK_THAT(late.out, Catch::Contains("TFLOP/s per GPU"));
 }
