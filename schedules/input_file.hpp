@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "common/error.hpp"
+
 namespace twinscale::schedules {
 
 /// Human-written TOML (job, cluster, fault, recovery): 4 MiB, 100× the largest preset.
@@ -21,9 +23,9 @@ inline constexpr uint64_t kMaxJsonBytes = uint64_t{1} << 30;
 inline constexpr double kJsonDomBytesPerTextByte = 16;
 
 /// A file that cannot be read as an input; the message starts with the path.
-class InputFileError : public std::runtime_error {
+class InputFileError : public Error {
 public:
-  explicit InputFileError(const std::string& what) : std::runtime_error(what) {}
+  explicit InputFileError(const std::string& what) : Error(what) {}
 };
 
 enum class InputKind : uint8_t { Toml, Json };

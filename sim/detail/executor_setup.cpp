@@ -8,6 +8,7 @@
 
 #include "schedules/error.hpp"
 #include "schedules/execution_rules.hpp"
+#include "sim/error.hpp"
 
 namespace twinscale::sim::detail {
 
@@ -128,13 +129,13 @@ SimExecutor::SimExecutor(const schedules::Schedule& schedule, const std::vector<
                           std::to_string(schedule_.programs.size()));
   }
   if (!options_.gpu_speed.empty() && static_cast<int64_t>(options_.gpu_speed.size()) != gpus)
-    throw std::invalid_argument("gpu speeds: " + std::to_string(options_.gpu_speed.size()) +
-                                " factors given, the fabric has " + std::to_string(gpus) + " GPUs");
+    throw SimError("gpu speeds: " + std::to_string(options_.gpu_speed.size()) + " factors given, the fabric has " +
+                   std::to_string(gpus) + " GPUs");
   for (size_t g = 0; g < options_.gpu_speed.size(); ++g) {
     const double f = options_.gpu_speed[g];
     if (!(f > 0) || !(f < 1e6))
-      throw std::invalid_argument("gpu speeds: GPU " + std::to_string(g) + " has factor " + std::to_string(f) +
-                                  " (valid: a finite number > 0, 1 = nominal)");
+      throw SimError("gpu speeds: GPU " + std::to_string(g) + " has factor " + std::to_string(f) +
+                     " (valid: a finite number > 0, 1 = nominal)");
   }
   if (models_.size() > 1) {
     if (models_.size() > UINT8_MAX) throw ScheduleError("cluster: more than 255 GPU models");

@@ -26,6 +26,7 @@
 #include "config/gpu_speeds.hpp"
 #include "config/job_file.hpp"
 #include "faults/fault_plan.hpp"
+#include "sim/error.hpp"
 #include "sim/per_rank_csv.hpp"
 #include "sim_test_util.hpp"
 #include "topology/placement.hpp"
@@ -224,7 +225,7 @@ TEST_CASE("GPU speed input: distributions, files and their errors", "[sim][every
   SimOptions o;
   o.mode = SimMode::Analytic;
   o.gpu_speed = {1.0, 2.0};
-  CHECK_THROWS_AS(simulate(l.schedule, *l.fabric, l.gpus, o), std::invalid_argument);
+  CHECK_THROWS_AS(simulate(l.schedule, *l.fabric, l.gpus, o), SimError); // bad input: exit 1, not 3
   o.gpu_speed.assign(static_cast<size_t>(l.fabric->gpus()), 1.0);
   o.gpu_speed[3] = -1;
   CHECK_THROWS_WITH(simulate(l.schedule, *l.fabric, l.gpus, o), Catch::Contains("GPU 3"));
