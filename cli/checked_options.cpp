@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
+#include <cstdlib>
 
 #include "config/error.hpp"
 #include "schedules/error.hpp"
@@ -119,6 +121,20 @@ std::string unknown_subcommand(CLI::App& app, int argc, const char* const* argv)
     current = next;
   }
   return "";
+}
+
+void require_finite_numbers(const CLI::App& app) {
+  for (const CLI::Option* o : app.get_options()) {
+    if (o->count() == 0 || o->get_type_name().rfind("FLOAT", 0) != 0) continue; // "FLOAT", "FLOAT:FLOAT in [...]"
+    for (const std::string& text : o->results()) {
+      char* end = nullptr;
+      const double v = std::strtod(text.c_str(), &end);
+      if (end != text.c_str() && !std::isfinite(v))
+        throw config::ConfigError(o->get_name() + " '" + text + "': not a finite number; valid: a finite number" +
+                                  (o->get_description().empty() ? "" : " (" + o->get_description() + ")"));
+    }
+  }
+  for (const CLI::App* sub : app.get_subcommands()) require_finite_numbers(*sub);
 }
 
 } // namespace twinscale::cli

@@ -42,4 +42,9 @@ CLI::Option* add_seed_option(CLI::App& app, const std::string& name, uint64_t& d
 /// of CLI11's "A subcommand is required". Returns that message, or "" if none.
 std::string unknown_subcommand(CLI::App& app, int argc, const char* const* argv);
 
+/// After parsing: every number option given (CLI11 type FLOAT) holds a finite number.
+/// "nan", "inf" and their kin are refused naming the option (a ConfigError: exit 1), so
+/// no comparison downstream silently passes on a NaN (`diagnose --min-z nan`).
+void require_finite_numbers(const CLI::App& app);
+
 } // namespace twinscale::cli

@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
   }
   try {
     app.parse(argc, argv);
+    twinscale::cli::require_finite_numbers(app);
   } catch (const CLI::ParseError& e) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : 2;

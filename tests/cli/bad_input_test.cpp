@@ -121,3 +121,12 @@ TEST_CASE("bad input: run, compare and calibrate exit 1 naming the culprit", "[c
       {"calibrate {D}/garbage.json --preset tiny-1f1b --out {D}/cal.json", "{D}/garbage.json"},
   });
 }
+
+TEST_CASE("bad input: a number option that is not finite (nan, inf) exits 1 naming the option", "[cli][errors]") {
+  check_all({
+      {"simulate --preset tiny-1f1b --gpu-memory-gb nan", "--gpu-memory-gb 'nan'"},
+      {"campaign --preset tiny-megascale --gpu-memory-gb nan --iteration-time 1", "--gpu-memory-gb 'nan'"},
+      {"campaign --preset tiny-megascale --days -inf --iteration-time 1", "--days '-inf'"},
+      {"diagnose {D}/garbage.json --min-z nan", "--min-z 'nan'"},
+  });
+}
