@@ -153,9 +153,12 @@ std::string report_json(const sim::SimReport& r, const schedules::Schedule& s, c
 std::string report_table(const sim::SimReport& r, const schedules::Schedule& s, const std::string& cluster,
                          const SimulateArgs& a, const Coverage& cov) {
   std::ostringstream o;
-  o << "job " << s.job.name << " on " << cluster << ": " << s.world() << " GPUs (tp " << s.layout.tp << ", pp "
-    << s.layout.pp << ", dp " << s.layout.dp << "), " << sim::to_string(r.mode) << " mode, placement " << a.placement
-    << ", seed " << a.seed << "\n";
+  // Megatron's names; cp and ep where used (the layout's dp counts dp·cp coordinates)
+  const auto& par = s.job.parallel;
+  o << "job " << s.job.name << " on " << cluster << ": " << s.world() << " GPUs (tp " << par.tp << ", pp " << par.pp
+    << ", dp " << par.dp << (par.cp > 1 ? ", cp " + std::to_string(par.cp) : std::string())
+    << (par.ep > 1 ? ", ep " + std::to_string(par.ep) : std::string()) << "), " << sim::to_string(r.mode)
+    << " mode, placement " << a.placement << ", seed " << a.seed << "\n";
   if (!r.completed) {
     o << "JOB FAILED: " << r.failure << "\n";
     o << "  iteration          did not complete: no iteration time, throughput or MFU (exit " << kExitIncomplete
