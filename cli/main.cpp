@@ -5,13 +5,20 @@
 #include <exception>
 #include <iostream>
 
+#include "backend/cuda/cuda_device.hpp"
 #include "cli/checked_options.hpp"
 #include "cli/commands.hpp"
 #include "common/error.hpp"
+#include "sim/version.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"twinscale — a digital twin of LLM-training clusters (MegaScale, NSDI'24)"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", [] {
+    return std::string("twinscale ") + TWINSCALE_VERSION + " (commit " + TWINSCALE_GIT_COMMIT +
+           ", at configure time)\n" + "  " + twinscale::sim::simgrid_version() + "\n  " +
+           twinscale::backend::cuda_build_versions();
+  });
   twinscale::cli::Action action;
   twinscale::cli::add_schedule_command(app, action);
   twinscale::cli::add_topology_command(app, action);

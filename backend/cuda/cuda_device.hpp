@@ -31,6 +31,10 @@ using BroadcastFromRoot = std::function<void(void* data, size_t bytes, const std
 /// Number of CUDA devices this process sees (0 without a driver or GPU).
 int cuda_device_count();
 
+/// The CUDA runtime and NCCL this build was compiled against ("CUDA 13.0, NCCL 2.27.7"),
+/// or that it has no CUDA device.
+std::string cuda_build_versions();
+
 /// Checks the NCCL library version, selects this rank's GPU (its index among the ranks
 /// of its host, MPI_Comm_split_type SHARED; an error when the host has more ranks than
 /// GPUs), creates the NCCL communicators and returns the device. Appends one InitPhase

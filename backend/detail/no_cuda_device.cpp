@@ -9,6 +9,8 @@ namespace twinscale::backend {
 
 int cuda_device_count() { return 0; }
 
+std::string cuda_build_versions() { return "no CUDA device (built without the CUDA toolkit)"; }
+
 std::unique_ptr<Device> make_cuda_device(const schedules::Schedule&, int64_t, const BroadcastFromRoot&, double, double,
                                          std::vector<InitPhase>&) {
   throw BackendError(
