@@ -241,17 +241,16 @@ MemoryEstimate estimate_memory(const JobSpec& job, int64_t pp_rank) {
   for (int64_t c = 0; c < p.vpp; ++c) chunk_most = std::max(chunk_most, chunk_layers(job, pp_rank, c).count);
   const double layers_per_chunk = static_cast<double>(chunk_most);
   const double pending = most_pending * layers_per_chunk * per_layer;
-  if (job.options.recompute && job.options.recompute_every > 1) {
-    // every n-th layer recomputed (keeps its input), the others keep everything; the
-    // recomputed layer's own activations exist once, during its backward
+  if (job.options.recompute) {
+    // the recomputed layers (every one, or every n-th: at most ⌈layers / n⌉ of a chunk)
+    // keep only their input, the others everything; a recomputed layer's own
+    // activations exist once, during its backward
     const int64_t every = job.options.recompute_every;
     const double recomputed = static_cast<double>((chunk_most + every - 1) / every);
-    mem.activations_bytes =
-        static_cast<double>(most) * (recomputed * layer_input + (layers_per_chunk - recomputed) * per_layer) +
-        per_layer + pending;
-  } else if (job.options.recompute)
-    mem.activations_bytes = static_cast<double>(most) * layers_per_chunk * layer_input + per_layer + pending;
-  else
+    mem.activations_bytes = static_cast<double>(most) * recomputed * layer_input +
+                            static_cast<double>(most) * (layers_per_chunk - recomputed) * per_layer + per_layer +
+                            pending;
+  } else
     mem.activations_bytes = static_cast<double>(most) * layers_per_chunk * per_layer + pending;
   if (pp_rank == p.pp - 1) mem.activations_bytes += s * b * static_cast<double>(m.vocab) / t * 4;
   return mem;

@@ -77,8 +77,9 @@ double DeviceModel::wave_efficiency(int64_t m, int64_t n) const {
   return static_cast<double>(tiles) / static_cast<double>(waves * params_.sms);
 }
 
-double DeviceModel::gemm_efficiency(int64_t m, int64_t n, int64_t k) const {
-  double e = params_.gemm_max_efficiency * wave_efficiency(m, n);
+double DeviceModel::gemm_efficiency(int64_t m, int64_t n, int64_t k, schedules::DType dtype) const {
+  const bool fp8 = dtype == schedules::DType::FP8 && params_.fp8_gemm_max_efficiency > 0;
+  double e = (fp8 ? params_.fp8_gemm_max_efficiency : params_.gemm_max_efficiency) * wave_efficiency(m, n);
   for (int64_t d : {m, n, k}) {
     if (d <= 0) continue; // unknown dimension: no penalty
     const double dd = static_cast<double>(d), h = params_.gemm_half_dim;
@@ -123,10 +124,7 @@ double DeviceModel::model_seconds(const Op& op) const {
   const double launch = params_.kernel_launch_s * kernel_launches(op.kernel, op.labels.phase);
   switch (op.kernel) {
   case Kernel::Gemm: {
-    double e = gemm_efficiency(op.shape[0], op.shape[1], op.shape[2]);
-    // an FP8 GEMM reaches its own fraction of the FP8 peak where the catalogue has one
-    if (op.dtype == schedules::DType::FP8 && params_.fp8_gemm_max_efficiency > 0 && params_.gemm_max_efficiency > 0)
-      e *= params_.fp8_gemm_max_efficiency / params_.gemm_max_efficiency;
+    const double e = gemm_efficiency(op.shape[0], op.shape[1], op.shape[2], op.dtype);
     return std::max(op.flops / (tensor_peak(op) * e), op.bytes / hbm) + launch;
   }
   case Kernel::FlashAttention2: {

@@ -93,8 +93,9 @@ public:
 
   /// Seconds `op` (a compute op) takes on an otherwise idle GPU.
   double seconds(const schedules::Op& op) const;
-  /// The model's GEMM efficiency (fraction of peak) for shape m×n×k.
-  double gemm_efficiency(int64_t m, int64_t n, int64_t k) const;
+  /// The model's GEMM efficiency (fraction of the datatype's peak) for shape m×n×k: e_max
+  /// is the catalogue's FP8 fraction for an FP8 GEMM where it has one, else the BF16 one.
+  double gemm_efficiency(int64_t m, int64_t n, int64_t k, schedules::DType dtype = schedules::DType::BF16) const;
   /// Fraction of the SMs' wave slots a GEMM's output tiles fill (1 = whole waves).
   double wave_efficiency(int64_t m, int64_t n) const;
   /// Kernels launched by a compute op of this kernel kind and phase.
