@@ -95,6 +95,8 @@ TEST_CASE("catalogue: malformed entries name file and key", "[catalogue][errors]
                     Contains("gpus.toml") && Contains("nvlink") && Contains("NVLink4"));
   CHECK_THROWS_WITH(parse_gpus(replaced("gemm_max_efficiency = 0.85", "gemm_max_efficiency = 0")),
                     Contains("gemm_max_efficiency"));
+  CHECK_THROWS_WITH(parse_gpus(replaced("fp8_gemm_max_efficiency = 0.71", "fp8_gemm_max_efficiency = 1.5")),
+                    Contains("H100-SXM.fp8_gemm_max_efficiency"));
   CHECK_THROWS_WITH(parse_gpus(replaced("sms = 108", "sms = 108\nsm_count = 108")),
                     Contains("unknown key") && Contains("sm_count"));
   CHECK_THROWS_WITH(parse_gpus("peak_flops = 1"), Contains("gpus.toml") && Contains("peak_flops"));

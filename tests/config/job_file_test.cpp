@@ -250,6 +250,19 @@ TEST_CASE("software files: only stack facts, errors name the stack file", "[conf
     CHECK(msg.find("bad.toml") != std::string::npos);
     CHECK(msg.find("pipeline") != std::string::npos);
   }
+  // a bad value in a stack names the stack file and its key
+  write("typo.toml", "name = \"typo\"\n[schedule]\ndp_bucket_params = -1\n");
+  try {
+    config::load_job(write("job3.toml", replace(kTiny, "cluster =", "software = \"typo.toml\"\ncluster =")));
+    FAIL("a negative bucket in a software file was accepted");
+  } catch (const config::ConfigError& e) {
+    const std::string msg = e.what();
+    INFO(msg);
+    CHECK(msg.find("typo.toml") != std::string::npos);
+    CHECK(msg.find("schedule.dp_bucket_params") != std::string::npos);
+  }
+  expect_error<config::ConfigError>(std::string(kTiny) + "\n[schedule]\ndp_bucket_params = -1\n",
+                                    "schedule.dp_bucket_params", "job.toml");
   // a stack outside the job's folder is refused
   expect_error<config::ConfigError>(replace(kTiny, "cluster =", "software = \"/etc/passwd\"\ncluster ="), "software",
                                     "valid");
