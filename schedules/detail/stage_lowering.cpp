@@ -159,32 +159,32 @@ void StageLowering::emit_embedding_allreduce() {
 void StageLowering::emit_grad_reduce(int64_t chunk) {
   const auto& par = job_.parallel;
   if (par.dp_cp() == 1) return;
-  const bool fp32 = job_.options.grad_reduce_fp32;
   // ZeRO-3 reduces each layer's gradients after its backward (fsdp.cpp); here only the
   // chunk's other parameters (embedding, LM head, final norm)
   const bool zero3 = par.zero_stage == 3;
   const double experts = zero3 ? 0.0 : chunk_expert_parameters(job_, pp_rank_, chunk);
   const double bucketed = bucketed_[static_cast<size_t>(chunk)];
   bucketed_[static_cast<size_t>(chunk)] = 0;
-  const double bytes =
-      (zero3 ? chunk_other_parameters(chunk) : chunk_parameters(job_, pp_rank_, chunk) - experts - bucketed) *
-      (fp32 ? 4 : 2);
-  if (zero3 && bytes == 0) return;
+  const double params =
+      zero3 ? chunk_other_parameters(chunk) : chunk_parameters(job_, pp_rank_, chunk) - experts - bucketed;
+  if (zero3 && params == 0) return;
+  reduce_gradients(GroupKind::Dp, params, {b_.last_compute(), embedding_ar_});
+  // routed experts: reduced over the ranks holding the same experts (all tp, dp/ep blocks)
+  if (experts > 0 && par.tp * (par.dp / par.ep) > 1)
+    reduce_gradients(GroupKind::ExpertDp, experts, {b_.last_compute()});
+}
+
+void StageLowering::reduce_gradients(GroupKind group, double params, const std::vector<uint32_t>& deps) {
+  const auto& par = job_.parallel;
+  const bool fp32 = job_.options.grad_reduce_fp32;
   const OpKind kind = par.zero_stage == 0 ? OpKind::AllReduce : OpKind::ReduceScatter;
-  const int32_t priority = job_.options.overlap.dp ? 1 : 0;
-  const uint32_t op =
-      b_.collective(kind, GroupKind::Dp, Stream::DpComm, kind == OpKind::AllReduce ? "dp.grad.ar" : "dp.grad.rs", bytes,
-                    {b_.last_compute(), embedding_ar_}, priority, fp32 ? DType::FP32 : DType::BF16);
+  const bool all_reduce = kind == OpKind::AllReduce;
+  const char* name = group == GroupKind::ExpertDp ? (all_reduce ? "edp.grad.ar" : "edp.grad.rs")
+                                                  : (all_reduce ? "dp.grad.ar" : "dp.grad.rs");
+  const uint32_t op = b_.collective(kind, group, Stream::DpComm, name, params * (fp32 ? 4 : 2), deps,
+                                    job_.options.overlap.dp ? 1 : 0, fp32 ? DType::FP32 : DType::BF16);
   grad_reduced_.push_back(op);
   if (par.zero_stage >= 2 && !job_.options.overlap.dp) b_.wait_before_next_compute(op);
-  // routed experts: reduced over the ranks holding the same experts (all tp, dp/ep blocks)
-  if (experts > 0 && par.tp * (par.dp / par.ep) > 1) {
-    const uint32_t e = b_.collective(
-        kind, GroupKind::ExpertDp, Stream::DpComm, kind == OpKind::AllReduce ? "edp.grad.ar" : "edp.grad.rs",
-        experts * (fp32 ? 4 : 2), {b_.last_compute()}, priority, fp32 ? DType::FP32 : DType::BF16);
-    grad_reduced_.push_back(e);
-    if (par.zero_stage >= 2 && !job_.options.overlap.dp) b_.wait_before_next_compute(e);
-  }
 }
 
 void StageLowering::add_to_bucket(int64_t chunk, int64_t layer) {
@@ -192,14 +192,9 @@ void StageLowering::add_to_bucket(int64_t chunk, int64_t layer) {
   // layer order); once it holds dp_bucket_params it is reduced while the backward goes
   // on (DDP's bucket hook, Megatron-Core's overlap_grad_reduce). Routed experts, the
   // embedding and the head stay in the chunk's final reduction.
-  const auto& par = job_.parallel;
   bucket_fill_ += layer_parameter_count(job_, layer) - layer_expert_parameters(job_, layer);
   if (bucket_fill_ < static_cast<double>(job_.options.dp_bucket_params)) return;
-  const bool fp32 = job_.options.grad_reduce_fp32;
-  const OpKind kind = par.zero_stage == 0 ? OpKind::AllReduce : OpKind::ReduceScatter;
-  grad_reduced_.push_back(
-      b_.collective(kind, GroupKind::Dp, Stream::DpComm, kind == OpKind::AllReduce ? "dp.grad.ar" : "dp.grad.rs",
-                    bucket_fill_ * (fp32 ? 4 : 2), {b_.last_compute()}, 1, fp32 ? DType::FP32 : DType::BF16));
+  reduce_gradients(GroupKind::Dp, bucket_fill_, {b_.last_compute()});
   bucketed_[static_cast<size_t>(chunk)] += bucket_fill_;
   bucket_fill_ = 0;
 }

@@ -36,6 +36,9 @@ private:
   void emit_iteration_end();
   void emit_data_op(int64_t for_iteration, bool async);
   void emit_grad_reduce(int64_t chunk);
+  /// The DP (or expert-DP) reduction of `params` gradients after `deps`: all-reduce
+  /// (ZeRO 0) or reduce-scatter, in the reduction's dtype; the optimizer waits for it.
+  void reduce_gradients(GroupKind group, double params, const std::vector<uint32_t>& deps);
   void emit_input_broadcast();
   void emit_grad_norm_and_loss(double elements);
   /// All-gather of a chunk's parameters (ZeRO): the dense ones over DP, the routed
