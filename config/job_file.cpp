@@ -27,6 +27,9 @@
 //   mlp        = "gelu"             "gelu" | "swiglu" (FC1 makes gate and up: 2·ffn_hidden)
 //   rotary     = false              boolean: rotary position embedding (RoPE, Llama): no
 //                                   learned seq_len × hidden position table in the parameters
+//   dropout    = 0.1                number in [0, 1): dropout probability of hidden states and
+//                                   attention probabilities (Megatron's default 0.1); 0 = no
+//                                   dropout kernels (Llama-family models)
 //   untied_embeddings = false       boolean: the LM head has its own weights (no embedding
 //                                   gradient all-reduce between first and last stage)
 //   norm       = "layernorm"        "layernorm" | "rmsnorm" (no mean, no bias: Llama, Mixtral)
@@ -118,6 +121,12 @@
 //                                   ends during the chunk's last backward (PyTorch DDP's
 //                                   bucket_cap_mb, Megatron-Core's bucket_size; 1 = one bucket per
 //                                   layer, NeMo's distributed Adam); 0: one reduction per chunk
+//   host_seconds_per_module = 0     number in [0, 0.01]: host time of one framework module
+//                                   call (a GEMM layer's forward or backward, an attention's
+//                                   forward or backward: Python, dispatch, FP8 bookkeeping);
+//                                   ops are issued in program order, none starts before it is
+//   fsdp_copy_out = false           boolean: ZeRO-3 as PyTorch FSDP2 runs it: each all-gather's
+//                                   output copied into the parameters on the compute stream
 //   fsdp_prefetch = 1               integer in [0, 8]: ZeRO-3, layers whose parameter all-gather
 //                                   is issued ahead of the layer computing (0: each blocks)
 //   [schedule.overlap]
@@ -128,7 +137,12 @@
 //   [schedule.operators]            M7
 //   flash_attention = false         boolean: FlashAttention-2 instead of unfused attention
 //   fused_layernorm = false         boolean: one fused LayerNorm kernel instead of three passes
-//   fused_gelu = false              boolean: fused bias+GeLU instead of two kernels
+//   fused_gelu = false              boolean: fused bias+GeLU instead of two kernels; with
+//                                   SwiGLU one kernel for silu(gate)·up instead of two
+//   fused_rope = true               boolean: rotary embedding of q and k in one fused kernel
+//                                   (TE's fused RoPE); false: eager complex form in fp32
+//   fused_qkv = true                boolean: one QKV GEMM and one gate+up GEMM (Megatron);
+//                                   false: separate wq/wk/wv and w1/w3 GEMMs (torchtitan)
 //   [precision]                     optional table
 //   gemm = "bf16"                   "bf16" | "fp8": the transformer layers' GEMMs (QKV,
 //                                   projection, FC1, FC2, experts) in FP8 with Transformer
@@ -203,6 +217,8 @@ void read_stack_schedule(TableReader& sc, s::ScheduleOptions& opt) {
   opt.grad_accumulation_fusion = sc.get_bool("grad_accumulation_fusion", opt.grad_accumulation_fusion);
   opt.tp_async_allreduce = sc.get_bool("tp_async_allreduce", opt.tp_async_allreduce);
   opt.fsdp_prefetch = sc.get_int("fsdp_prefetch", opt.fsdp_prefetch, 0, 8);
+  opt.fsdp_copy_out = sc.get_bool("fsdp_copy_out", opt.fsdp_copy_out);
+  opt.host_seconds_per_module = sc.get_double("host_seconds_per_module", opt.host_seconds_per_module, 0.0, 1e-2);
   opt.dp_bucket_params = sc.get_int("dp_bucket_params", opt.dp_bucket_params, 0, s::kMaxDpBucketParams);
   {
     TableReader o = sc.table("overlap");
@@ -217,6 +233,8 @@ void read_stack_schedule(TableReader& sc, s::ScheduleOptions& opt) {
     opt.operators.flash_attention = o.get_bool("flash_attention", opt.operators.flash_attention);
     opt.operators.fused_layernorm = o.get_bool("fused_layernorm", opt.operators.fused_layernorm);
     opt.operators.fused_gelu = o.get_bool("fused_gelu", opt.operators.fused_gelu);
+    opt.operators.fused_rope = o.get_bool("fused_rope", opt.operators.fused_rope);
+    opt.operators.fused_qkv = o.get_bool("fused_qkv", opt.operators.fused_qkv);
     o.finish();
   }
 }
@@ -283,6 +301,7 @@ s::JobSpec parse_job(std::string_view text, const std::string& file, const std::
       m.get_enum<s::MlpKind>("mlp", {{"gelu", s::MlpKind::Gelu}, {"swiglu", s::MlpKind::SwiGlu}}, s::MlpKind::Gelu);
   job.model.untied_embeddings = m.get_bool("untied_embeddings", false);
   job.model.rotary = m.get_bool("rotary", false);
+  job.model.dropout = m.get_double("dropout", s::ModelSpec{}.dropout, 0.0, 0.999);
   // 0 means 4·hidden; saturated so that a huge hidden is reported as such by check_job
   if (job.model.ffn_hidden == 0) job.model.ffn_hidden = s::saturating_mul(4, job.model.hidden);
   job.model.block = m.get_enum<s::BlockKind>(

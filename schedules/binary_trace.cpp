@@ -392,7 +392,7 @@ BinaryTraceReader::BinaryTraceReader(const std::string& path) : path_(path) {
         op.name = static_cast<uint32_t>(m.varint("op name", names_.empty() ? 0 : names_.size() - 1));
         if (names_.empty()) m.bad("an op names an entry of an empty name table");
         op.kind = static_cast<OpKind>(m.byte("op kind", static_cast<uint8_t>(OpKind::Recv)));
-        op.kernel = static_cast<Kernel>(m.byte("kernel", static_cast<uint8_t>(Kernel::Fp8Cast)));
+        op.kernel = static_cast<Kernel>(m.byte("kernel", static_cast<uint8_t>(kLastKernel)));
         op.stream = static_cast<Stream>(m.byte("stream", kStreamCount - 1));
         op.group = static_cast<GroupKind>(m.byte("group", kGroupKindCount - 1));
         op.labels.phase = static_cast<Phase>(m.byte("phase", static_cast<uint8_t>(Phase::Data)));

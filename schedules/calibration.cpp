@@ -38,7 +38,7 @@ std::string enum_names(int first, int count) {
   return out;
 }
 
-constexpr int kKernelCount = static_cast<int>(Kernel::Fp8Cast) + 1; // the last Kernel
+constexpr int kKernelCount = static_cast<int>(kLastKernel) + 1;
 constexpr int kOpKindCount = static_cast<int>(OpKind::Recv) + 1;
 constexpr int kDTypeCount = static_cast<int>(DType::FP8) + 1;
 

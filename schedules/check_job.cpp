@@ -213,6 +213,14 @@ void check_job(const JobSpec& job) {
   require(m.kv() >= 1 && m.heads % m.kv() == 0 && m.kv() % p.tp == 0, who + "model.kv_heads = " + str(m.kv()) +
                                                                           " must divide heads = " + str(m.heads) +
                                                                           " and be a multiple of tp = " + str(p.tp));
+  require(o.operators.fused_qkv || (o.pipeline != PipelineKind::ZeroBubbleH1 && m.block == BlockKind::Serial),
+          who + "schedule.operators.fused_qkv = false (separate wq/wk/wv and w1/w3 GEMMs, torchtitan's Llama) "
+                "is modelled with a serial block and a pipeline other than zb-h1 (MegaScale's parallel block and "
+                "ZB-H1's deferred weight gradients use the fused projections)");
+  require(o.host_seconds_per_module >= 0 && o.host_seconds_per_module <= 1e-2,
+          who + "schedule.host_seconds_per_module = " + std::to_string(o.host_seconds_per_module) +
+              "; valid: 0 to 0.01 s (a framework's host time per module call)");
+  require(m.dropout >= 0 && m.dropout < 1, who + "model.dropout = " + std::to_string(m.dropout) + "; valid: 0 to < 1");
   check_moe(job, who);
   check_cp_and_zero_bubble(job, who);
   require(!p.pp_scatter_gather || (p.tp > 1 && p.pp > 1 && !p.sequence_parallel),

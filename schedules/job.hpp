@@ -48,6 +48,10 @@ struct ModelSpec {
   MlpKind mlp = MlpKind::Gelu;    // SwiGLU: FC1 produces gate and up (2·ffn_hidden)
   bool untied_embeddings = false; // LM head has its own weights (no embedding all-reduce)
   bool rotary = false;            // rotary position embedding (no learned seq_len × hidden table)
+  // Dropout probability of the hidden states and attention probabilities (Megatron's
+  // hidden_dropout / attention_dropout, 0.1 by default; Llama-family models train without
+  // dropout). 0: no dropout kernel runs (PyTorch's dropout returns its input when p = 0).
+  double dropout = 0.1;
   NormKind norm = NormKind::LayerNorm;
   // Mixture of experts (experts = 0: dense). A MoE layer replaces the MLP by a router,
   // `experts` expert MLPs of moe_ffn_hidden (each token goes to top_k of them) and
@@ -118,7 +122,15 @@ struct OverlapSpec {
 struct OperatorSpec { // M7
   bool flash_attention = false;
   bool fused_layernorm = false;
-  bool fused_gelu = false;
+  bool fused_gelu = false; // fused bias+GeLU, or one SwiGLU kernel (silu(gate)·up)
+  // Rotary embedding (model.rotary) of the queries and keys in one fused kernel
+  // (Transformer Engine's fused RoPE, Megatron's apply_rope_fusion); false: the eager
+  // complex-number form in fp32 (torchtitan's apply_rotary_emb).
+  bool fused_rope = true;
+  // One GEMM for the query, key and value projections (Megatron's linear_qkv) and one for
+  // SwiGLU's gate and up projections (linear_fc1); false: separate wq/wk/wv and w1/w3
+  // GEMMs (torchtitan's Llama).
+  bool fused_qkv = true;
 };
 
 struct ScheduleOptions {
@@ -143,7 +155,19 @@ struct ScheduleOptions {
   OperatorSpec operators;
   bool async_data_loading = false; // M8
   int64_t iterations = 1;          // iterations lowered back to back
-  int64_t fsdp_prefetch = 1;       // ZeRO-3: layers whose all-gather runs ahead of the one computing
+  // Host time of one framework module call (a software-stack fact: the Python of one GEMM
+  // layer's forward or backward with its casts and FP8 scaling bookkeeping, or of one
+  // attention's forward or backward): the host issues a rank's ops in program order, and
+  // a GPU op cannot start before the host has reached it, so when a micro-batch pass of a
+  // layer takes less GPU time than its module calls take on the host, the GPU waits (the
+  // CPU-bound regime of small models on fast GPUs). 0 = the host is never the bottleneck.
+  double host_seconds_per_module = 0;
+  int64_t fsdp_prefetch = 1; // ZeRO-3: layers whose all-gather runs ahead of the one computing
+  // ZeRO-3 with per-parameter sharding (PyTorch FSDP2): each all-gather's flat output is
+  // copied out into the parameters' own tensors on the compute stream (split_with_sizes_copy
+  // in foreach_all_gather_copy_out: read and write the gathered bytes). false: the gathered
+  // buffer is used in place (FSDP1's flat parameter views, DeepSpeed's partitioned views).
+  bool fsdp_copy_out = false;
   // DP gradient buckets (PyTorch DDP's bucket_cap_mb, Megatron-Core's ddp bucket_size):
   // with overlap.dp, a model chunk's gradients are reduced in buckets of about this many
   // parameters, each launched once its last gradient is final during the chunk's last

@@ -42,6 +42,8 @@ std::string_view to_string(Kernel k) {
   case Kernel::MoeRouting: return "moe_routing";
   case Kernel::MoePermute: return "moe_permute";
   case Kernel::Fp8Cast: return "fp8_cast";
+  case Kernel::Rope: return "rope";
+  case Kernel::Copy: return "copy";
   }
   TWINSCALE_ASSERT(false, "unknown Kernel");
 }
@@ -109,7 +111,7 @@ std::optional<OpKind> op_kind_from_string(std::string_view s) {
   return parse<OpKind>(s, static_cast<int>(OpKind::Recv) + 1);
 }
 std::optional<Kernel> kernel_from_string(std::string_view s) {
-  return parse<Kernel>(s, static_cast<int>(Kernel::Fp8Cast) + 1);
+  return parse<Kernel>(s, static_cast<int>(kLastKernel) + 1);
 }
 std::optional<Stream> stream_from_string(std::string_view s) { return parse<Stream>(s, kStreamCount); }
 std::optional<Phase> phase_from_string(std::string_view s) {

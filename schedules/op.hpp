@@ -50,7 +50,11 @@ enum class Kernel : uint8_t {
   MoePermute,   // rows gathered into (or scattered back from) expert order
   Fp8Cast,      // FP8 GEMMs (Transformer Engine delayed scaling): a tensor's amax, scaled cast
                 // to FP8 and its transpose; also the per-region amax-history/scale update
+  Rope,         // rotary position embedding of queries and keys (fused, or one eager pass)
+  Copy,         // a framework's memory copy (FSDP2's all-gather copy-out): read and write
 };
+/// The last Kernel (bounds of readers and per-kernel tables).
+inline constexpr Kernel kLastKernel = Kernel::Copy;
 
 enum class Stream : uint8_t {
   Compute = 0,

@@ -104,6 +104,13 @@ json job_json(const JobSpec& j) {
     if (j.parallel.max_nodes_per_token > 0) out["parallel"]["max_nodes_per_token"] = j.parallel.max_nodes_per_token;
   }
   if (j.model.rotary) out["model"]["rotary"] = true;
+  // written only when not the default, so that files of earlier jobs are unchanged
+  if (j.model.dropout != ModelSpec{}.dropout) out["model"]["dropout"] = j.model.dropout;
+  if (!j.options.operators.fused_rope) out["schedule"]["operators"]["fused_rope"] = false;
+  if (!j.options.operators.fused_qkv) out["schedule"]["operators"]["fused_qkv"] = false;
+  if (j.options.fsdp_copy_out) out["schedule"]["fsdp_copy_out"] = true;
+  if (j.options.host_seconds_per_module > 0)
+    out["schedule"]["host_seconds_per_module"] = j.options.host_seconds_per_module;
   // written only when used, so that files of jobs without them are unchanged
   if (!j.software.empty()) out["software"] = j.software;
   if (j.options.dp_bucket_params > 0) out["schedule"]["dp_bucket_params"] = j.options.dp_bucket_params;
@@ -220,6 +227,7 @@ public:
       out.model.mlp = get_choice<MlpKind>(m, "mlp", mw, {{"gelu", MlpKind::Gelu}, {"swiglu", MlpKind::SwiGlu}});
     if (m.contains("untied_embeddings")) out.model.untied_embeddings = get<bool>(m, "untied_embeddings", mw);
     if (m.contains("rotary")) out.model.rotary = get<bool>(m, "rotary", mw); // issue #16
+    if (m.contains("dropout")) out.model.dropout = get<double>(m, "dropout", mw);
     // Added with issue #16; absent in older files means the defaults (dense, LayerNorm).
     auto& md = out.model;
     if (m.contains("norm"))
@@ -294,6 +302,11 @@ public:
     o.operators.flash_attention = get<bool>(op, "flash_attention", sw + ".operators");
     o.operators.fused_layernorm = get<bool>(op, "fused_layernorm", sw + ".operators");
     o.operators.fused_gelu = get<bool>(op, "fused_gelu", sw + ".operators");
+    if (op.contains("fused_rope")) o.operators.fused_rope = get<bool>(op, "fused_rope", sw + ".operators");
+    if (op.contains("fused_qkv")) o.operators.fused_qkv = get<bool>(op, "fused_qkv", sw + ".operators");
+    if (s.contains("fsdp_copy_out")) o.fsdp_copy_out = get<bool>(s, "fsdp_copy_out", sw);
+    if (s.contains("host_seconds_per_module"))
+      o.host_seconds_per_module = get<double>(s, "host_seconds_per_module", sw);
     if (s.contains("precision")) { // issue #16; absent means BF16 GEMMs
       const json& pr = at(s, "precision", sw);
       o.gemm_precision = get_choice<GemmPrecision>(pr, "gemm", sw + ".precision",

@@ -124,7 +124,10 @@ double DeviceModel::model_seconds(const Op& op) const {
   const double launch = params_.kernel_launch_s * kernel_launches(op.kernel, op.labels.phase);
   switch (op.kernel) {
   case Kernel::Gemm: {
-    const double e = gemm_efficiency(op.shape[0], op.shape[1], op.shape[2], op.dtype);
+    // One chunk of an overlapped GEMM (shape[3] chunks, run together): the efficiency of
+    // the whole GEMM, whose tiles fill the waves; each chunk still pays its launch.
+    const int64_t rows = op.shape[3] > 1 ? op.shape[0] * op.shape[3] : op.shape[0];
+    const double e = gemm_efficiency(rows, op.shape[1], op.shape[2], op.dtype);
     return std::max(op.flops / (tensor_peak(op) * e), op.bytes / hbm) + launch;
   }
   case Kernel::FlashAttention2: {

@@ -10,7 +10,9 @@
 //              reach e_max (every dimension ≥ 1,024 keeps > 99 % of the product); a
 //              dimension of d_half halves it, so skinny GEMMs fall well below.
 //              w = tiles / (⌈tiles / SMs⌉ · SMs), tiles = ⌈m/tile_m⌉·⌈n/tile_n⌉: wave
-//              quantisation (NVIDIA "Matrix Multiplication Background" guide §3.2).
+//              quantisation (NVIDIA "Matrix Multiplication Background" guide §3.2). A
+//              chunk of an overlapped GEMM (shape[3] = chunks > 1) counts the tiles of
+//              all chunks (m·chunks rows): the chunks run fused or on several streams.
 //   Attention  FlashAttention-2: F_causal / (peak · e_fa) + t_launch, F_causal = F / 2 (the
 //              causal mask skips the blocks above the diagonal), e_fa forward and backward
 //              from the catalogue (FlashAttention-2 benchmarks). Unfused: the two batched

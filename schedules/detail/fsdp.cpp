@@ -57,6 +57,19 @@ void StageLowering::fsdp_reduce_layer(int64_t layer) {
   if (!job_.options.overlap.dp) b_.wait_before_next_compute(grad_reduced_);
 }
 
+void StageLowering::fsdp_copy_out(int64_t layer) {
+  // PyTorch FSDP2 (foreach_all_gather_copy_out, on the compute stream once the gather is
+  // done): the gathered flat buffer is copied into each parameter's own tensor —
+  // split_with_sizes_copy reads and writes every gathered byte.
+  if (!job_.options.fsdp_copy_out || job_.parallel.dp_cp() <= 1) return;
+  const double bytes = layer_parameter_count(job_, layer) * 2; // the bf16 parameters
+  const auto elements = static_cast<int64_t>(bytes / 2);
+  const OpLabels saved = b_.labels;
+  b_.labels.layer = static_cast<int32_t>(layer);
+  b_.compute(OpKind::Elementwise, Kernel::Copy, "fsdp.param.copy_out", 0, 2 * bytes, {elements, 0, 0, 0});
+  b_.labels = saved;
+}
+
 void StageLowering::emit_layers(LayerRange layers, bool forward) {
   const bool zero3 = job_.parallel.zero_stage == 3;
   const int64_t depth = job_.options.fsdp_prefetch;
@@ -71,6 +84,7 @@ void StageLowering::emit_layers(LayerRange layers, bool forward) {
       for (; issued < std::min(layers.count, i + 1 + depth); ++issued)
         gathered[static_cast<size_t>(issued)] = fsdp_gather_layer(layer_at(issued), priority);
       b_.wait_before_next_compute(gathered[static_cast<size_t>(i)]);
+      fsdp_copy_out(layer);
     }
     b_.labels.layer = static_cast<int32_t>(layer);
     if (forward) {

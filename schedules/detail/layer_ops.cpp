@@ -28,11 +28,16 @@ LayerEmitter::LayerEmitter(ProgramBuilder& builder, const JobSpec& job)
 OpKind LayerEmitter::reduce_kind() const { return d_.sp ? OpKind::ReduceScatter : OpKind::AllReduce; }
 
 uint32_t LayerEmitter::gemm(const std::string& name, int64_t m, int64_t n, int64_t k,
-                            std::initializer_list<uint32_t> deps) {
+                            std::initializer_list<uint32_t> deps, int64_t chunks) {
   const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   const double bytes = gemm_input_bytes(name) * (static_cast<double>(m) * k + static_cast<double>(k) * n) +
                        kBf16 * static_cast<double>(m) * n; // the output is BF16 in both precisions
-  return b_.compute(OpKind::Gemm, Kernel::Gemm, name, flops, bytes, {m, n, k, 0}, deps, gemm_dtype(name));
+  // shape[3] = the chunks of an overlapped GEMM (M6): MegaScale fuses the collective into
+  // the GEMM kernel and Transformer Engine's userbuffers overlap runs the chunk GEMMs on
+  // several streams, so the chunks' tiles fill the SMs' waves together (the device model
+  // counts the waves of all chunks' tiles, sim/device_model.cpp); 0 = an unsplit GEMM.
+  return b_.compute(OpKind::Gemm, Kernel::Gemm, name, flops, bytes, {m, n, k, chunks > 1 ? chunks : 0}, deps,
+                    gemm_dtype(name));
 }
 
 uint32_t LayerEmitter::wgrad(const std::string& name, int64_t m, int64_t n, int64_t k,
@@ -78,7 +83,7 @@ std::vector<uint32_t> LayerEmitter::gemm_then_collective(const std::string& name
   const int64_t chunks = d_.tp_chunks;
   const std::string coll_name = name + (collective == OpKind::ReduceScatter ? ".rs" : ".ar");
   for (int64_t i = 0; i < chunks; ++i) {
-    const uint32_t g = gemm(name, m / chunks, n, k);
+    const uint32_t g = gemm(name, m / chunks, n, k, {}, chunks);
     out.push_back(tp_collective(collective, coll_name, bytes / static_cast<double>(chunks), {g}));
   }
   return out;
@@ -103,7 +108,7 @@ void LayerEmitter::collective_then_gemm(OpKind collective, double bytes, const s
   const double gathered = bytes * gather_scale(name);
   for (int64_t i = 0; i < chunks; ++i) {
     const uint32_t c = tp_collective(collective, name + ".ag", gathered / static_cast<double>(chunks), {input});
-    gemm(name, m / chunks, n, k, {c});
+    gemm(name, m / chunks, n, k, {c}, chunks);
   }
 }
 
@@ -161,11 +166,21 @@ void LayerEmitter::gelu(bool backward) { activation("mlp", d_.tokens * (d_.f / d
 void LayerEmitter::activation(const std::string& prefix, int64_t elements, bool backward) {
   const double e = static_cast<double>(elements);
   const std::array<int64_t, 4> shape{elements, 0, 0, 0};
-  if (d_.swiglu) { // silu(gate)·up: read gate and up, write the product (backward: both grads)
+  if (d_.swiglu && fused_gelu_) { // silu(gate)·up: read gate and up, write the product (backward: both grads)
     if (!backward)
       b_.compute(OpKind::Elementwise, Kernel::Gelu, prefix + ".swiglu", 6 * e, 3 * e * kBf16, shape);
     else
       b_.compute(OpKind::Elementwise, Kernel::Gelu, prefix + ".swiglu.bwd", 10 * e, 5 * e * kBf16, shape);
+    return;
+  }
+  if (d_.swiglu) { // eager F.silu(gate) * up: two kernels, and autograd's two backward kernels
+    if (!backward) {
+      b_.compute(OpKind::Elementwise, Kernel::Gelu, prefix + ".silu", 4 * e, 2 * e * kBf16, shape); // r gate, w
+      b_.compute(OpKind::Elementwise, Kernel::Gelu, prefix + ".mul", e, 3 * e * kBf16, shape);      // r silu, up; w
+    } else { // mul's backward: d silu = g·up and d up = g·silu (r 4, w 2); silu's: r gate, d silu; w d gate
+      b_.compute(OpKind::Elementwise, Kernel::Gelu, prefix + ".mul.bwd", 2 * e, 6 * e * kBf16, shape);
+      b_.compute(OpKind::Elementwise, Kernel::Gelu, prefix + ".silu.bwd", 6 * e, 3 * e * kBf16, shape);
+    }
     return;
   }
   if (!backward) {
@@ -186,6 +201,7 @@ void LayerEmitter::activation(const std::string& prefix, int64_t elements, bool 
 }
 
 void LayerEmitter::dropout(const std::string& name, bool backward) {
+  if (!(job_.model.dropout > 0)) return; // p = 0: PyTorch's dropout returns its input, no kernel
   const double e = static_cast<double>(d_.tokens_local) * static_cast<double>(d_.h);
   // read, write (bf16) and a one-byte mask
   b_.compute(OpKind::Elementwise, Kernel::Dropout, backward ? name + ".bwd" : name, 2 * e, 2 * e * kBf16 + e,
@@ -196,6 +212,87 @@ void LayerEmitter::residual(const std::string& name, int64_t inputs) {
   const double e = static_cast<double>(d_.tokens_local) * static_cast<double>(d_.h);
   b_.compute(OpKind::Elementwise, Kernel::ResidualAdd, name, static_cast<double>(inputs - 1) * e,
              static_cast<double>(inputs + 1) * e * kBf16, {d_.tokens_local * d_.h, 0, 0, 0});
+}
+
+void LayerEmitter::rope(bool backward) {
+  if (!job_.model.rotary) return;
+  const int64_t head_dim = d_.h / d_.a;
+  const std::string pass = backward ? ".bwd" : "";
+  for (const auto& [tensor, width] : {std::pair<std::string, int64_t>{"q", d_.h / d_.t}, {"k", kv_width() / d_.t}}) {
+    const int64_t elements = d_.tokens * width;
+    const double e = static_cast<double>(elements);
+    const std::array<int64_t, 4> shape{elements, head_dim, 0, 0};
+    const std::string name = "attn.rope." + tensor + pass;
+    if (job_.options.operators.fused_rope) { // TE's fused RoPE: read and write the tensor once
+      b_.compute(OpKind::Elementwise, Kernel::Rope, name, 3 * e, 2 * e * kBf16, shape);
+      continue;
+    }
+    // torchtitan's apply_rotary_emb: x.float() (r 2, w 4 bytes), the complex product with
+    // freqs_cis (r 4, w 4), .type_as(x) (r 4, w 2); autograd's backward mirrors the three.
+    b_.compute(OpKind::Elementwise, Kernel::Copy, name + ".float", 0, 6 * e, shape);
+    b_.compute(OpKind::Elementwise, Kernel::Rope, name + ".mul", 3 * e, 8 * e, shape);
+    b_.compute(OpKind::Elementwise, Kernel::Copy, name + ".cast", 0, 6 * e, shape);
+  }
+}
+
+void LayerEmitter::qkv_forward(double act_bytes) {
+  const int64_t m = d_.tokens;
+  if (!split_linears()) {
+    collective_then_gemm(OpKind::AllGather, act_bytes, "attn.qkv", m, d_.qkv / d_.t, d_.h);
+    return;
+  }
+  split_linear_input("attn.qkv", act_bytes);
+  gemm("attn.q", m, d_.h / d_.t, d_.h);
+  gemm("attn.k", m, kv_width() / d_.t, d_.h);
+  gemm("attn.v", m, kv_width() / d_.t, d_.h);
+}
+
+void LayerEmitter::split_linear_input(const std::string& name, double act_bytes) {
+  const int64_t m = d_.tokens;
+  if (d_.t > 1 && d_.sp) { // one all-gather of the shared input feeds every projection
+    fp8_input(name, m / d_.t, d_.h, d_.qkv, 1, true);
+    const uint32_t input = b_.last_compute();
+    b_.wait_before_next_compute(
+        tp_collective(OpKind::AllGather, name + ".ag", act_bytes * gather_scale(name), {input}));
+    return;
+  }
+  fp8_input(name, m, d_.h, d_.qkv, 1, false); // one input, cast once
+}
+
+void LayerEmitter::fc1_forward(double act_bytes) {
+  const int64_t m = d_.tokens;
+  if (!split_linears() || !d_.swiglu) {
+    collective_then_gemm(OpKind::AllGather, act_bytes, "mlp.fc1", m, d_.fc1 / d_.t, d_.h);
+    return;
+  }
+  split_linear_input("mlp.fc1", act_bytes);
+  gemm("mlp.w1", m, d_.f / d_.t, d_.h);
+  gemm("mlp.w3", m, d_.f / d_.t, d_.h);
+}
+
+void LayerEmitter::split_linear_backward(const std::vector<std::pair<std::string, int64_t>>& parts,
+                                         const std::string& input, double act_bytes) {
+  const int64_t m = d_.tokens;
+  const double e = static_cast<double>(m) * static_cast<double>(d_.h);
+  // With sequence parallelism the weight gradients need the all-gathered input again.
+  const uint32_t ag = d_.t > 1 && d_.sp ? tp_collective(OpKind::AllGather, input + ".wgrad.ag",
+                                                        act_bytes * gather_scale(input), {b_.last_compute()})
+                                        : kNoOp;
+  bool first = true;
+  for (const auto& [name, n] : parts) {
+    fp8_input(name + ".dgrad", m, n / d_.t, d_.h, 1, false);
+    gemm(name + ".dgrad", m, d_.h, n / d_.t);
+    if (!first) // autograd accumulates the input's gradient: read both, write the sum
+      b_.compute(OpKind::Elementwise, Kernel::ResidualAdd, name + ".dgrad.add", e, 3 * e * kBf16, {m * d_.h, 0, 0, 0});
+    first = false;
+  }
+  std::vector<uint32_t> rs; // the summed input gradient reduced over TP once
+  if (d_.t > 1)
+    rs.push_back(
+        tp_collective(reduce_kind(), input + (d_.sp ? ".dgrad.rs" : ".dgrad.ar"), act_bytes, {b_.last_compute()}));
+  unless_async(rs);
+  for (const auto& [name, n] : parts) wgrad(name + ".wgrad", n / d_.t, d_.h, m, {ag});
+  b_.wait_before_next_compute(rs);
 }
 
 void LayerEmitter::attention_core(bool backward) {
@@ -222,16 +319,18 @@ void LayerEmitter::attention_core(bool backward) {
     // Flash: read Q, K, V, write O. Unfused (Megatron's baddbmm, fused scale-mask-softmax,
     // dropout, bmm): the score GEMM writes the s×keys scores (1), softmax reads and writes
     // them (2), dropout reads and writes them and writes a one-byte mask (2.5), the P·V
-    // GEMM reads them (1): 6.5 passes.
-    const double bytes = 4 * qkvo + (flash_ ? 0.0 : 6.5 * scores);
+    // GEMM reads them (1): 6.5 passes (4 without dropout: model.dropout = 0).
+    const double dropout_passes = job_.model.dropout > 0 ? 2.5 : 0.0;
+    const double bytes = 4 * qkvo + (flash_ ? 0.0 : (4 + dropout_passes) * scores);
     b_.compute(OpKind::Attention, kernel, "attn.core", fwd_flops, bytes, shape);
   } else {
     // Model FLOPs of the backward: 2× forward (FlashAttention-2 recomputes the scores on
     // top; that cost belongs to the device model's efficiency for the kernel).
     // Unfused: dP = dO·Vᵀ writes (1), dV = Pᵀ·dO reads P (1), dropout backward reads dP
     // and the mask and writes (2.5), softmax backward reads its output and grad and writes
-    // (3), dQ and dK read dS (2): 9.5 passes over the scores.
-    const double bytes = 8 * qkvo + (flash_ ? 0.0 : 9.5 * scores);
+    // (3), dQ and dK read dS (2): 9.5 passes over the scores (7 without dropout).
+    const double dropout_passes = job_.model.dropout > 0 ? 2.5 : 0.0;
+    const double bytes = 8 * qkvo + (flash_ ? 0.0 : (7 + dropout_passes) * scores);
     b_.compute(OpKind::Attention, kernel, "attn.core.bwd", 2 * fwd_flops, bytes, shape);
   }
 }
@@ -255,7 +354,8 @@ void LayerEmitter::layer_forward() {
   const double act_bytes = static_cast<double>(m) * static_cast<double>(h) * kBf16;
   if (!parallel_block_) {
     layernorm("attn.ln", false);
-    collective_then_gemm(OpKind::AllGather, act_bytes, "attn.qkv", m, d_.qkv / t, h);
+    qkv_forward(act_bytes);
+    rope(false);
     attention_core(false);
     b_.wait_before_next_compute(gemm_then_collective("attn.proj", m, h, h / t, reduce_kind(), act_bytes));
     dropout("attn.dropout", false);
@@ -264,7 +364,7 @@ void LayerEmitter::layer_forward() {
     if (moe_layer()) {
       moe_forward();
     } else {
-      collective_then_gemm(OpKind::AllGather, act_bytes, "mlp.fc1", m, d_.fc1 / t, h);
+      fc1_forward(act_bytes);
       gelu(false);
       b_.wait_before_next_compute(gemm_then_collective("mlp.fc2", m, h, d_.f / t, reduce_kind(), act_bytes));
     }
@@ -276,6 +376,7 @@ void LayerEmitter::layer_forward() {
   // reduce-scatter runs while the MLP GEMMs compute.
   layernorm("ln", false);
   collective_then_gemm(OpKind::AllGather, act_bytes, "attn.qkv", m, d_.qkv / t, h);
+  rope(false);
   attention_core(false);
   const auto attn_out = gemm_then_collective("attn.proj", m, h, h / t, reduce_kind(), act_bytes);
   fp8_input("mlp.fc1", m, h, d_.fc1 / t, 1, false);
@@ -313,11 +414,15 @@ void LayerEmitter::layer_backward() {
       collective_then_gemm(OpKind::AllGather, act_bytes, "mlp.fc2.dgrad", m, d_.f / t, h);
       wgrad("mlp.fc2.wgrad", h, d_.f / t, m);
       gelu(true);
-      ag = gather_input("mlp.fc1.wgrad.ag");
-      rs = gemm_then_collective("mlp.fc1.dgrad", m, h, d_.fc1 / t, reduce_kind(), act_bytes);
-      unless_async(rs);
-      wgrad("mlp.fc1.wgrad", d_.fc1 / t, h, m, {ag});
-      b_.wait_before_next_compute(rs);
+      if (split_linears() && d_.swiglu) {
+        split_linear_backward({{"mlp.w1", d_.f}, {"mlp.w3", d_.f}}, "mlp.fc1", act_bytes);
+      } else {
+        ag = gather_input("mlp.fc1.wgrad.ag");
+        rs = gemm_then_collective("mlp.fc1.dgrad", m, h, d_.fc1 / t, reduce_kind(), act_bytes);
+        unless_async(rs);
+        wgrad("mlp.fc1.wgrad", d_.fc1 / t, h, m, {ag});
+        b_.wait_before_next_compute(rs);
+      }
     }
     layernorm("mlp.ln", true);
     residual("mlp.residual.bwd", 2);
@@ -326,11 +431,16 @@ void LayerEmitter::layer_backward() {
     collective_then_gemm(OpKind::AllGather, act_bytes, "attn.proj.dgrad", m, h / t, h);
     wgrad("attn.proj.wgrad", h, h / t, m);
     attention_backward();
-    ag = gather_input("attn.qkv.wgrad.ag");
-    rs = gemm_then_collective("attn.qkv.dgrad", m, h, d_.qkv / t, reduce_kind(), act_bytes);
-    unless_async(rs);
-    wgrad("attn.qkv.wgrad", d_.qkv / t, h, m, {ag});
-    b_.wait_before_next_compute(rs);
+    rope(true);
+    if (split_linears()) {
+      split_linear_backward({{"attn.q", h}, {"attn.k", kv_width()}, {"attn.v", kv_width()}}, "attn.qkv", act_bytes);
+    } else {
+      ag = gather_input("attn.qkv.wgrad.ag");
+      rs = gemm_then_collective("attn.qkv.dgrad", m, h, d_.qkv / t, reduce_kind(), act_bytes);
+      unless_async(rs);
+      wgrad("attn.qkv.wgrad", d_.qkv / t, h, m, {ag});
+      b_.wait_before_next_compute(rs);
+    }
     layernorm("attn.ln", true);
     residual("attn.residual.bwd", 2);
     return;
@@ -350,6 +460,7 @@ void LayerEmitter::layer_backward() {
   gemm("attn.proj.dgrad", m, h / t, h);
   wgrad("attn.proj.wgrad", h, h / t, m);
   attention_backward();
+  rope(true);
   const auto rs_attn = gemm_then_collective("attn.qkv.dgrad", m, h, d_.qkv / t, reduce_kind(), act_bytes);
   unless_async(rs_attn);
   wgrad("attn.qkv.wgrad", d_.qkv / t, h, m);
@@ -382,15 +493,19 @@ void LayerEmitter::head_forward() {
   const double logits = static_cast<double>(m) * static_cast<double>(v);
   layernorm("final_ln", false);
   collective_then_gemm(OpKind::AllGather, act_bytes, "lm_head", m, v, d_.h);
-  // Vocabulary-parallel cross entropy (Megatron): max, then predicted logit and Σexp,
-  // each all-reduced over TP in FP32.
+  // Vocabulary-parallel cross entropy in fp32 (Megatron-LM's vocab_parallel_cross_entropy
+  // of output.float(): the cast, the max, in place x − max and exp, Σexp, in place division
+  // into the softmax kept for backward), the max and then the predicted logit and Σexp
+  // all-reduced over TP in FP32.
   const std::array<int64_t, 4> shape{m * v, 0, 0, 0};
   const double row_bytes = static_cast<double>(m) * kFp32;
-  b_.compute(OpKind::Elementwise, Kernel::CrossEntropy, "loss.max", logits, logits * kBf16, shape);
+  b_.compute(OpKind::Elementwise, Kernel::Copy, "loss.float", 0, logits * (kBf16 + kFp32), shape);
+  b_.compute(OpKind::Elementwise, Kernel::CrossEntropy, "loss.max", logits, logits * kFp32, shape);
   if (d_.t > 1)
     b_.wait_before_next_compute(
         tp_collective(OpKind::AllReduce, "loss.max.ar", row_bytes, {b_.last_compute()}, DType::FP32));
-  b_.compute(OpKind::Elementwise, Kernel::CrossEntropy, "loss.exp", 3 * logits, logits * (kBf16 + kFp32), shape);
+  b_.compute(OpKind::Elementwise, Kernel::CrossEntropy, "loss.exp", 3 * logits, logits * 4 * kFp32, shape);
+  b_.compute(OpKind::Elementwise, Kernel::CrossEntropy, "loss.sum", logits, logits * kFp32, shape);
   if (d_.t > 1) {
     const uint32_t c = b_.last_compute();
     b_.wait_before_next_compute(tp_collective(OpKind::AllReduce, "loss.target.ar", row_bytes, {c}, DType::FP32));
@@ -398,6 +513,7 @@ void LayerEmitter::head_forward() {
   }
   b_.compute(OpKind::Elementwise, Kernel::CrossEntropy, "loss", static_cast<double>(m) * 4, row_bytes * 3,
              {m, 0, 0, 0});
+  b_.compute(OpKind::Elementwise, Kernel::CrossEntropy, "loss.softmax", logits, logits * 2 * kFp32, shape);
 }
 
 void LayerEmitter::head_backward() {
@@ -405,8 +521,10 @@ void LayerEmitter::head_backward() {
   const int64_t v = d_.vocab / d_.t;
   const double act_bytes = static_cast<double>(m) * static_cast<double>(d_.h) * kBf16;
   const double logits = static_cast<double>(m) * static_cast<double>(v);
-  b_.compute(OpKind::Elementwise, Kernel::CrossEntropy, "loss.bwd", 2 * logits, logits * (kFp32 + kBf16),
-             {m * v, 0, 0, 0});
+  // the saved softmax minus the one-hot target, times the loss gradient (in place), then
+  // autograd's cast of the fp32 gradient back to the logits' 16-bit type
+  b_.compute(OpKind::Elementwise, Kernel::CrossEntropy, "loss.bwd", 2 * logits, logits * 2 * kFp32, {m * v, 0, 0, 0});
+  b_.compute(OpKind::Elementwise, Kernel::Copy, "loss.bwd.cast", 0, logits * (kFp32 + kBf16), {m * v, 0, 0, 0});
   const uint32_t ag = d_.sp && !defer_wgrad_
                           ? tp_collective(OpKind::AllGather, "lm_head.wgrad.ag", act_bytes, {b_.last_compute()})
                           : kNoOp;

@@ -34,7 +34,8 @@ public:
   void fp8_amax_update(bool forward, int64_t first_layer, int64_t layers);
 
 private:
-  uint32_t gemm(const std::string& name, int64_t m, int64_t n, int64_t k, std::initializer_list<uint32_t> deps = {});
+  uint32_t gemm(const std::string& name, int64_t m, int64_t n, int64_t k, std::initializer_list<uint32_t> deps = {},
+                int64_t chunks = 1);
   /// Weight-gradient GEMM accumulating into the fp32 main-gradient buffer.
   uint32_t wgrad(const std::string& name, int64_t m, int64_t n, int64_t k, std::initializer_list<uint32_t> deps = {});
   /// GEMM followed by a TP collective on its output (split into tp_chunks pipelined
@@ -82,6 +83,22 @@ private:
   uint32_t ep_all_to_all(const std::string& name, double bytes, bool combine, bool overlapped = false);
   void shared_experts(bool backward);
   void dropout(const std::string& name, bool backward);
+  /// Rotary embedding of this layer's queries and keys (model.rotary; fused or eager fp32).
+  void rope(bool backward);
+  /// QKV (forward), or torchtitan's separate wq/wk/wv GEMMs (operators.fused_qkv = false).
+  void qkv_forward(double act_bytes);
+  /// FC1 (forward), or SwiGLU's separate w1/w3 GEMMs.
+  void fc1_forward(double act_bytes);
+  /// The shared input of separate projections: its FP8 cast and, with sequence
+  /// parallelism, one TP all-gather.
+  void split_linear_input(const std::string& name, double act_bytes);
+  /// Separate projections' backward (fused_qkv = false): each `parts` GEMM's data gradient
+  /// (full widths, split by tp here; autograd adds them: parts − 1 add kernels), the summed
+  /// input gradient's TP reduction, and each weight gradient.
+  void split_linear_backward(const std::vector<std::pair<std::string, int64_t>>& parts, const std::string& input,
+                             double act_bytes);
+  bool split_linears() const { return !job_.options.operators.fused_qkv; }
+  int64_t kv_width() const { return (d_.qkv - d_.h) / 2; } // kv_heads·head_dim
   void residual(const std::string& name, int64_t inputs);
   void attention_core(bool backward);
   // context parallelism (context_parallel.cpp): the attention core as cp ring steps

@@ -112,8 +112,11 @@ void SimExecutor::issue(int32_t slot, uint32_t op_index) {
     // The device's hand-off of a ready op (op_issue_gap_s): the stream idles that long
     // before the op starts; the op's own time stays the device model's (a calibrated
     // kernel's measured time), so the traces and the compute account start it after the
-    // gap (the activity account counts the gap as compute).
-    const double gap = has_issue_gap_ ? sl.issue_gap : 0.0;
+    // gap (the activity account counts the gap as compute). The host issues the rank's
+    // ops in program order (schedule.host_seconds_per_module per module call): a ready op
+    // that the host has not reached yet waits for it (the CPU-bound regime).
+    double gap = has_issue_gap_ ? sl.issue_gap : 0.0;
+    if (sl.host_issue != nullptr) gap = std::max(gap, sl.host_issue[op_index] - now);
     if (gap > 0) {
       sl.stream_start[h.stream] = now + gap;
       if (!sl.timing.empty()) sl.timing[op_index].start_s = now + gap;

@@ -152,8 +152,9 @@ private:
     std::array<double, schedules::kStreamCount> stream_start{}; // running op's issue time
     // cold: communication ops' and the run's set-up
     const schedules::Program* program = nullptr;
-    std::vector<OpTiming> timing; // traced slots only
-    double issue_gap = 0;         // its GPU model's op_issue_gap_s (read only when has_issue_gap_)
+    std::vector<OpTiming> timing;       // traced slots only
+    double issue_gap = 0;               // its GPU model's op_issue_gap_s (read only when has_issue_gap_)
+    const double* host_issue = nullptr; // its program's host issue times (null: no host model)
     int64_t rank = 0;
     std::array<int64_t, kGroupKinds> group_first{};      // first member of its group per kind
     std::array<int32_t, kGroupKinds> group_needed{};     // executed members of that group
@@ -265,7 +266,10 @@ private:
   int32_t hang_slot_ = -1; // SimOptions::hang_rank's slot
   /// Jitter pauses of a fault plan: (slot << 32 | op) → seconds added to that compute op.
   std::unordered_map<uint64_t, double> jitter_s_;
-  bool has_issue_gap_ = false;         // some GPU model has an op_issue_gap_s (the probed CPU host's hand-off)
+  bool has_issue_gap_ = false; // some GPU model has an op_issue_gap_s (the probed CPU host's hand-off)
+  // The host's issue time of each op, by program (empty without host_seconds_per_module):
+  // the module calls up to and including it times the job's host time per call.
+  std::vector<std::vector<double>> host_issue_s_;
   std::unique_ptr<Progress> progress_; // SimOptions::show_progress: ops done of all ops
 };
 

@@ -40,6 +40,28 @@ std::vector<uint16_t> priority_ranks(const schedules::Program& p, size_t program
 
 /// The hot records of a program: what its rules index says of each op (position on its
 /// stream, channel number), its dependencies and its device time.
+/// The host's issue time of each op of `program` (schedule.host_seconds_per_module): a
+/// module call is a GEMM's forward or data-gradient pass (Transformer Engine and PyTorch
+/// run the weight gradient inside the same backward call; the chunks of an overlapped GEMM
+/// are one call) or an attention core's pass (each context-parallel ring step is one); the
+/// host reaches op i once the calls before and at it are issued.
+std::vector<double> host_issue_times(const schedules::Program& program, const std::vector<std::string>& names,
+                                     double seconds_per_call) {
+  std::vector<double> out(program.ops.size());
+  double calls = 0;
+  for (size_t i = 0; i < program.ops.size(); ++i) {
+    const schedules::Op& op = program.ops[i];
+    const std::string_view name = op.name < names.size() ? std::string_view(names[op.name]) : std::string_view();
+    const bool wgrad = name.size() >= 6 && name.substr(name.size() - 6) == ".wgrad";
+    if (op.kernel == schedules::Kernel::Gemm && !wgrad)
+      calls += op.shape[3] > 1 ? 1.0 / static_cast<double>(op.shape[3]) : 1.0;
+    else if (op.kind == schedules::OpKind::Attention)
+      calls += 1;
+    out[i] = calls * seconds_per_call;
+  }
+  return out;
+}
+
 std::vector<HotOp> hot_ops(const schedules::ProgramIndex& ix, size_t program_id, const DeviceModel& device) {
   const schedules::Program& p = ix.program();
   std::vector<HotOp> hot(p.ops.size());
@@ -152,6 +174,10 @@ SimExecutor::SimExecutor(const schedules::Schedule& schedule, const std::vector<
   for (size_t p = 0; p < schedule_.programs.size(); ++p)
     for (const DeviceModel* m : models_) hot_.push_back(hot_ops(rules_.program(p), p, *m));
   for (size_t p = 0; p < schedule_.programs.size(); ++p) dep_at_.push_back(dependency_positions(rules_.program(p), p));
+  if (schedule_.job.options.host_seconds_per_module > 0)
+    for (const auto& program : schedule_.programs)
+      host_issue_s_.push_back(
+          host_issue_times(program, schedule_.names, schedule_.job.options.host_seconds_per_module));
   check_matching(rules_);
 
   shortcuts_ = options_.aggregate;
@@ -191,6 +217,7 @@ SimExecutor::SimExecutor(const schedules::Schedule& schedule, const std::vector<
     const size_t model = model_of_gpu_.empty() ? 0 : model_of_gpu_[static_cast<size_t>(gpu)];
     sl.hot = hot_[pid * models_.size() + model].data();
     sl.dep_at = dep_at_[pid].data();
+    if (!host_issue_s_.empty()) sl.host_issue = host_issue_s_[pid].data();
     for (int st = 0; st < schedules::kStreamCount; ++st)
       if (!sl.index->stream_ops(static_cast<size_t>(st)).empty()) sl.streams |= static_cast<uint8_t>(1u << st);
     sl.speed = options_.gpu_speed.empty() ? 1.0 : options_.gpu_speed[static_cast<size_t>(gpu)];

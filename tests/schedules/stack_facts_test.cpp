@@ -1,0 +1,171 @@
+// Software-stack and model facts of the lowering: dropout as a model fact, rotary
+// embeddings fused or eager, eager SwiGLU, separate projections, FSDP2's copy-out, the
+// fp32 cross entropy, the host time per module call (carried by the schedule), and an
+// overlapped GEMM's chunks marked with their count.
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "config/job_file.hpp"
+#include "schedules/schedule.hpp"
+#include "schedules/schedule_json.hpp"
+#include "tests/schedules/check_valid.hpp"
+
+using namespace twinscale;
+using namespace twinscale::schedules;
+using twinscale::schedules::test::check_valid;
+
+namespace {
+std::map<std::string, int> names_in(const Schedule& s, const Program& p, Phase phase) {
+  std::map<std::string, int> out;
+  for (const Op& op : p.ops)
+    if (op.labels.phase == phase) ++out[s.names[op.name]];
+  return out;
+}
+double flops_of(const Schedule& s, const Program& p, OpKind kind) {
+  double f = 0;
+  for (const Op& op : p.ops)
+    if (op.kind == kind) f += op.flops;
+  return f;
+}
+JobSpec llama_like() {
+  JobSpec job = config::load_job_preset("tiny-1f1b");
+  job.model.mlp = MlpKind::SwiGlu;
+  job.model.norm = NormKind::RmsNorm;
+  job.model.rotary = true;
+  job.model.untied_embeddings = true;
+  return job;
+}
+} // namespace
+
+TEST_CASE("stack facts: dropout 0 runs no dropout kernel and unfused attention skips the mask passes",
+          "[schedules][stack]") {
+  JobSpec job = config::load_job_preset("tiny-1f1b");
+  const Schedule with = lower(job);
+  const auto fwd = names_in(with, with.programs[0], Phase::Forward);
+  REQUIRE(fwd.count("attn.dropout") == 1);
+  job.model.dropout = 0;
+  const Schedule without = lower(job);
+  check_valid(without);
+  for (const Program& p : without.programs)
+    for (const Op& op : p.ops) CHECK(op.kernel != Kernel::Dropout);
+  // unfused attention: 4 passes over the scores instead of 6.5 forward
+  job.options.operators.flash_attention = false;
+  job.model.dropout = 0.1;
+  const Schedule unfused = lower(job);
+  job.model.dropout = 0;
+  const Schedule unfused0 = lower(job);
+  double a = 0, b = 0;
+  for (const Op& op : unfused.programs[0].ops)
+    if (unfused.names[op.name] == "attn.core") a = op.bytes;
+  for (const Op& op : unfused0.programs[0].ops)
+    if (unfused0.names[op.name] == "attn.core") b = op.bytes;
+  REQUIRE(a > 0);
+  CHECK(b < a);
+}
+
+TEST_CASE("stack facts: rotary embeddings, fused (one kernel per tensor) or eager fp32 (three)", "[schedules][stack]") {
+  JobSpec job = llama_like();
+  const Schedule fused = lower(job);
+  check_valid(fused);
+  const auto f = names_in(fused, fused.programs[0], Phase::Forward);
+  const auto fb = names_in(fused, fused.programs[0], Phase::Backward);
+  const int layers_passes = f.at("attn.core");
+  CHECK(f.at("attn.rope.q") == layers_passes);
+  CHECK(f.at("attn.rope.k") == layers_passes);
+  CHECK(fb.at("attn.rope.q.bwd") == layers_passes);
+  job.options.operators.fused_rope = false;
+  const Schedule eager = lower(job);
+  check_valid(eager);
+  const auto e = names_in(eager, eager.programs[0], Phase::Forward);
+  for (const char* n : {"attn.rope.q.float", "attn.rope.q.mul", "attn.rope.q.cast", "attn.rope.k.float"})
+    CHECK(e.at(n) == layers_passes);
+  CHECK(e.count("attn.rope.q") == 0);
+  job.model.rotary = false;
+  const Schedule none = lower(job);
+  CHECK(names_in(none, none.programs[0], Phase::Forward).count("attn.rope.q") == 0);
+}
+
+TEST_CASE("stack facts: eager SwiGLU and separate projections keep the FLOPs of the fused forms",
+          "[schedules][stack]") {
+  JobSpec job = llama_like();
+  job.options.operators.fused_gelu = true;
+  const Schedule fused = lower(job);
+  job.options.operators.fused_gelu = false;
+  job.options.operators.fused_qkv = false;
+  const Schedule split = lower(job);
+  check_valid(split);
+  const auto fwd = names_in(split, split.programs[0], Phase::Forward);
+  const auto bwd = names_in(split, split.programs[0], Phase::Backward);
+  for (const char* n : {"attn.q", "attn.k", "attn.v", "mlp.w1", "mlp.w3", "mlp.silu", "mlp.mul"})
+    CHECK(fwd.count(n) == 1);
+  CHECK(fwd.count("attn.qkv") == 0);
+  CHECK(fwd.count("mlp.swiglu") == 0);
+  for (const char* n : {"attn.q.dgrad", "attn.v.wgrad", "attn.k.dgrad.add", "mlp.w3.dgrad.add", "mlp.silu.bwd"})
+    CHECK(bwd.count(n) == 1);
+  for (size_t p = 0; p < fused.programs.size(); ++p)
+    CHECK(flops_of(split, split.programs[p], OpKind::Gemm) ==
+          Approx(flops_of(fused, fused.programs[p], OpKind::Gemm)).epsilon(1e-12));
+  // the eager SwiGLU moves more bytes than the fused kernel
+  double fused_bytes = 0, eager_bytes = 0;
+  for (const Op& op : fused.programs[0].ops)
+    if (fused.names[op.name].rfind("mlp.swiglu", 0) == 0) fused_bytes += op.bytes;
+  for (const Op& op : split.programs[0].ops) {
+    const std::string& n = split.names[op.name];
+    if (n.rfind("mlp.silu", 0) == 0 || n.rfind("mlp.mul", 0) == 0) eager_bytes += op.bytes;
+  }
+  CHECK(eager_bytes > fused_bytes);
+  job.model.block = BlockKind::Parallel;
+  CHECK_THROWS_WITH(lower(job), Catch::Contains("fused_qkv"));
+}
+
+TEST_CASE("stack facts: FSDP2 copies each gathered layer out on the compute stream", "[schedules][stack]") {
+  JobSpec job = config::load_job_preset("tiny-fsdp");
+  const Schedule plain = lower(job);
+  int gathers = 0;
+  for (const Op& op : plain.programs[0].ops) gathers += plain.names[op.name] == "fsdp.param.ag";
+  REQUIRE(gathers > 0);
+  for (const Op& op : plain.programs[0].ops) CHECK(plain.names[op.name] != "fsdp.param.copy_out");
+  job.options.fsdp_copy_out = true;
+  const Schedule s = lower(job);
+  check_valid(s);
+  int copies = 0;
+  for (const Op& op : s.programs[0].ops)
+    if (s.names[op.name] == "fsdp.param.copy_out") {
+      ++copies;
+      CHECK(op.stream == Stream::Compute);
+      CHECK(op.kernel == Kernel::Copy);
+      CHECK(op.bytes > 0);
+    }
+  CHECK(copies == gathers);
+}
+
+TEST_CASE("stack facts: the loss runs in fp32 passes; overlapped GEMM chunks carry their count; the host time "
+          "per module survives the schedule's JSON",
+          "[schedules][stack]") {
+  JobSpec job = config::load_job_preset("tiny-megascale");
+  job.options.host_seconds_per_module = 2e-4;
+  job.options.operators.fused_rope = false;
+  job.model.dropout = 0;
+  const Schedule s = lower(job);
+  const Program& last = s.programs.back();
+  const auto fwd = names_in(s, last, Phase::Forward);
+  for (const char* n : {"loss.float", "loss.max", "loss.exp", "loss.sum", "loss.softmax"}) CHECK(fwd.count(n) == 1);
+  CHECK(names_in(s, last, Phase::Backward).count("loss.bwd.cast") == 1);
+  REQUIRE(job.options.overlap.tp);
+  int chunked = 0;
+  for (const Op& op : s.programs[0].ops)
+    if (op.kernel == Kernel::Gemm && op.shape[3] > 1) {
+      ++chunked;
+      CHECK(op.shape[3] == job.options.overlap.tp_chunks);
+    }
+  CHECK(chunked > 0);
+  std::stringstream text;
+  write_schedule_json(s, text);
+  const JobSpec back = read_schedule_json(text, "schedule.json").job;
+  CHECK(back.options.host_seconds_per_module == 2e-4);
+  CHECK_FALSE(back.options.operators.fused_rope);
+  CHECK(back.model.dropout == 0);
+}
