@@ -15,6 +15,7 @@
 #include "cli/commands.hpp"
 #include "config/cluster_file.hpp"
 #include "config/jobs_study.hpp"
+#include "config/scenario.hpp"
 #include "schedules/schedule.hpp"
 #include "sim/multi_job.hpp"
 #include "topology/fabric.hpp"
@@ -28,15 +29,6 @@ struct JobsArgs {
   int top = 10;
   bool json = false;
 };
-
-const char* policy_name(topology::PlacementPolicy p) {
-  switch (p) {
-  case topology::PlacementPolicy::TorAware: return "tor-aware";
-  case topology::PlacementPolicy::Random: return "random";
-  case topology::PlacementPolicy::Linear: break;
-  }
-  return "linear";
-}
 
 int run_jobs(const JobsArgs& a) {
   const config::JobsStudy study = config::load_jobs_study(a.study);
@@ -79,7 +71,7 @@ int run_jobs(const JobsArgs& a) {
       const auto& t = together.jobs[j];
       out["jobs"].push_back({{"name", t.name},
                              {"gpus", study.jobs[j].placement.gpus},
-                             {"placement", policy_name(study.jobs[j].placement.policy)},
+                             {"placement", std::string(config::placement_name(study.jobs[j].placement.policy))},
                              {"iteration_time_alone_s", alone[j].iteration_time_s},
                              {"iteration_time_together_s", t.iteration_time_s},
                              {"slowdown", t.iteration_time_s / alone[j].iteration_time_s},
@@ -101,8 +93,9 @@ int run_jobs(const JobsArgs& a) {
   for (size_t j = 0; j < jobs.size(); ++j) {
     const auto& t = together.jobs[j];
     std::printf("%-16s %6lld %-10s %12.6f %12.6f %8.3fx%s\n", t.name.c_str(),
-                static_cast<long long>(study.jobs[j].placement.gpus), policy_name(study.jobs[j].placement.policy),
-                alone[j].iteration_time_s, t.iteration_time_s, t.iteration_time_s / alone[j].iteration_time_s,
+                static_cast<long long>(study.jobs[j].placement.gpus),
+                std::string(config::placement_name(study.jobs[j].placement.policy)).c_str(), alone[j].iteration_time_s,
+                t.iteration_time_s, t.iteration_time_s / alone[j].iteration_time_s,
                 t.completed ? "" : ("  failed: " + t.failure).c_str());
   }
   std::printf("\nlinks the jobs share: %zu link directions", together.shared_links.size());

@@ -1,6 +1,5 @@
 #include "config/scenario.hpp"
 
-#include <array>
 #include <utility>
 
 #include "config/cluster_file.hpp"
@@ -14,35 +13,11 @@ namespace twinscale::config {
 
 namespace {
 
-template <typename Enum, size_t N>
-using NameTable = std::array<std::pair<std::string_view, Enum>, N>;
-
-constexpr NameTable<topology::PlacementPolicy, 3> kPlacements{{
-    {"linear", topology::PlacementPolicy::Linear},
-    {"tor-aware", topology::PlacementPolicy::TorAware},
-    {"random", topology::PlacementPolicy::Random},
-}};
-constexpr NameTable<sim::SimMode, 2> kSimModes{{{"flow", sim::SimMode::Flow}, {"analytic", sim::SimMode::Analytic}}};
-constexpr NameTable<sim::CollectiveAlgorithm, 2> kAlgorithms{{
-    {"ring", sim::CollectiveAlgorithm::Ring},
-    {"tree", sim::CollectiveAlgorithm::Tree},
-}};
-
-template <typename Enum, size_t N>
-Enum parse_name(const NameTable<Enum, N>& table, std::string_view text, std::string_view what, std::string_view kind) {
-  std::string valid;
-  for (const auto& [name, value] : table) {
-    if (name == text) return value;
-    valid += (valid.empty() ? "" : ", ") + std::string(name);
-  }
-  throw ConfigError(std::string(what) + " '" + std::string(text) + "': valid " + std::string(kind) + " are " + valid);
-}
-
-template <typename Enum, size_t N>
-std::vector<std::string> names_of(const NameTable<Enum, N>& table) {
-  std::vector<std::string> out;
-  for (const auto& entry : table) out.emplace_back(entry.first);
-  return out;
+template <class E, size_t N>
+E parse_name(const EnumNames<E, N>& names, std::string_view text, std::string_view what, std::string_view kind) {
+  if (const auto value = enum_from_name(names, text)) return *value;
+  throw ConfigError(std::string(what) + " '" + std::string(text) + "': valid " + std::string(kind) + " are " +
+                    enum_names_list(names));
 }
 
 /// The cluster the scenario runs on, its fabric built for the job's GPUs.
@@ -81,29 +56,27 @@ schedules::Schedule lower_for(const ScenarioSpec& spec, const topology::ClusterS
 } // namespace
 
 topology::PlacementPolicy parse_placement(std::string_view text, std::string_view what) {
-  return parse_name(kPlacements, text, what, "placements");
+  return parse_name(topology::kPlacementPolicyNames, text, what, "placements");
 }
 std::string_view placement_name(topology::PlacementPolicy policy) {
-  for (const auto& [name, value] : kPlacements)
-    if (value == policy) return name;
-  return "?";
+  return enum_name(topology::kPlacementPolicyNames, policy);
 }
 const std::vector<std::string>& placement_names() {
-  static const std::vector<std::string> names = names_of(kPlacements);
+  static const std::vector<std::string> names = enum_names_vector(topology::kPlacementPolicyNames);
   return names;
 }
 sim::SimMode parse_sim_mode(std::string_view text, std::string_view what) {
-  return parse_name(kSimModes, text, what, "modes");
+  return parse_name(sim::kSimModeNames, text, what, "modes");
 }
 const std::vector<std::string>& sim_mode_names() {
-  static const std::vector<std::string> names = names_of(kSimModes);
+  static const std::vector<std::string> names = enum_names_vector(sim::kSimModeNames);
   return names;
 }
 sim::CollectiveAlgorithm parse_all_reduce_algorithm(std::string_view text, std::string_view what) {
-  return parse_name(kAlgorithms, text, what, "algorithms");
+  return parse_name(sim::kCollectiveAlgorithmNames, text, what, "algorithms");
 }
 const std::vector<std::string>& all_reduce_algorithm_names() {
-  static const std::vector<std::string> names = names_of(kAlgorithms);
+  static const std::vector<std::string> names = enum_names_vector(sim::kCollectiveAlgorithmNames);
   return names;
 }
 
