@@ -32,7 +32,8 @@ struct JobsArgs {
 
 int run_jobs(const JobsArgs& a) {
   const config::JobsStudy study = config::load_jobs_study(a.study);
-  topology::ClusterSpec cluster = config::load_cluster(study.cluster);
+  const config::ClusterFile cluster_file = config::load_cluster_file(study.cluster); // read once
+  topology::ClusterSpec cluster = cluster_file.cluster;
   int64_t total = 0;
   for (const auto& j : study.jobs) total += j.placement.gpus;
   if (cluster.gpus <= 0) cluster.gpus = total; // a cluster file without `gpus`: just the jobs
@@ -43,11 +44,7 @@ int run_jobs(const JobsArgs& a) {
 
   std::vector<std::unique_ptr<schedules::Schedule>> schedules;
   std::vector<sim::JobOnFabric> jobs;
-  schedules::LoweringTarget target;
-  if (const auto limit = config::tightest_gpu_memory(cluster); limit.bytes > 0) {
-    target.gpu_memory_bytes = limit.bytes;
-    if (!cluster.gpu_groups.empty()) target.gpu_memory_holder = limit.holder;
-  }
+  const schedules::LoweringTarget target = config::lowering_target(cluster); // as simulate's
   for (size_t j = 0; j < study.jobs.size(); ++j) {
     schedules.push_back(std::make_unique<schedules::Schedule>(schedules::lower(study.jobs[j].job, target)));
     jobs.push_back({study.jobs[j].name, schedules.back().get(), placements[j], study.jobs[j].start_s});
@@ -55,7 +52,7 @@ int run_jobs(const JobsArgs& a) {
   sim::SimOptions options;
   options.mode = sim::SimMode::Flow;
   options.seed = study.seed;
-  options.network = config::load_cluster_network(study.cluster);
+  options.network = cluster_file.network;
 
   const sim::MultiJobReport together = sim::simulate_jobs(jobs, fabric, options);
   std::vector<sim::JobOutcome> alone;

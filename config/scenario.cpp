@@ -7,6 +7,7 @@
 #include "config/fault_file.hpp"
 #include "config/hardware_catalogue.hpp"
 #include "faults/fabric_targets.hpp"
+#include "schedules/error.hpp"
 #include "sim/estimate.hpp"
 
 namespace twinscale::config {
@@ -20,14 +21,21 @@ E parse_name(const EnumNames<E, N>& names, std::string_view text, std::string_vi
                     enum_names_list(names));
 }
 
-/// The cluster the scenario runs on, its fabric built for the job's GPUs.
-topology::ClusterSpec resolve_cluster(const ScenarioSpec& spec, std::string& name) {
-  name = spec.cluster.empty() ? spec.job.cluster : spec.cluster;
+/// The cluster's name: the spec's, the job's, or the name inside a cluster already read.
+std::string cluster_name_of(const ScenarioSpec& spec) {
+  if (!spec.cluster.empty()) return spec.cluster;
+  if (!spec.job.cluster.empty()) return spec.job.cluster;
+  return spec.cluster_file ? spec.cluster_file->cluster.name : std::string();
+}
+
+/// The cluster the scenario runs on (read once, [network] included), sized for the job.
+ClusterFile resolve_cluster(const ScenarioSpec& spec, const std::string& name) {
   if (name.empty()) {
     const std::string who = spec.job_source.empty() ? "job '" + spec.job.name + "'" : spec.job_source;
     throw ConfigError(who + ": no cluster (give --cluster NAME|FILE or `cluster` in the job)");
   }
-  topology::ClusterSpec cluster = load_cluster(name);
+  ClusterFile file = spec.cluster_file ? *spec.cluster_file : load_cluster_file(name);
+  topology::ClusterSpec& cluster = file.cluster;
   cluster.gpus = spec.job.parallel.gpus();
   if (spec.job.options.fp8() && !(cluster.gpu.fp8_peak_flops > 0)) {
     std::string valid;
@@ -38,22 +46,30 @@ topology::ClusterSpec resolve_cluster(const ScenarioSpec& spec, std::string& nam
                       cluster.gpu.model + ", which has none; GPUs with FP8: " + valid +
                       " (or set precision.gemm = \"bf16\")");
   }
-  return cluster;
+  return file;
 }
 
-schedules::Schedule lower_for(const ScenarioSpec& spec, const topology::ClusterSpec& cluster) {
+std::shared_ptr<const topology::Fabric> fabric_for(const ScenarioSpec& spec, const topology::ClusterSpec& cluster) {
+  if (!spec.fabric) return std::make_shared<const topology::Fabric>(cluster);
+  TWINSCALE_ASSERT(spec.fabric->gpus() == cluster.gpus, "ScenarioSpec::fabric is not built for the job's GPUs");
+  return spec.fabric;
+}
+
+} // namespace
+
+schedules::LoweringTarget lowering_target(const topology::ClusterSpec& cluster, std::optional<double> gpu_memory_bytes,
+                                          bool check_memory) {
   schedules::LoweringTarget target;
-  if (spec.gpu_memory_bytes) {
-    if (!(*spec.gpu_memory_bytes > 0)) throw ConfigError("--gpu-memory-gb must be > 0");
-    target.gpu_memory_bytes = *spec.gpu_memory_bytes;
+  target.check_memory = check_memory;
+  if (gpu_memory_bytes) {
+    if (!(*gpu_memory_bytes > 0)) throw ConfigError("--gpu-memory-gb must be > 0");
+    target.gpu_memory_bytes = *gpu_memory_bytes;
   } else if (const GpuMemoryLimit limit = tightest_gpu_memory(cluster); limit.bytes > 0) {
     target.gpu_memory_bytes = limit.bytes;
     if (!cluster.gpu_groups.empty()) target.gpu_memory_holder = limit.holder;
   }
-  return schedules::lower(spec.job, target);
+  return target;
 }
-
-} // namespace
 
 topology::PlacementPolicy parse_placement(std::string_view text, std::string_view what) {
   return parse_name(topology::kPlacementPolicyNames, text, what, "placements");
@@ -81,13 +97,18 @@ const std::vector<std::string>& all_reduce_algorithm_names() {
 }
 
 Scenario::Scenario(const ScenarioSpec& spec)
-    : cluster_(resolve_cluster(spec, cluster_name_)), fabric_(cluster_), schedule_(lower_for(spec, cluster_)),
+    : Scenario(spec, Resolved{cluster_name_of(spec), resolve_cluster(spec, cluster_name_of(spec))}) {}
+
+Scenario::Scenario(const ScenarioSpec& spec, Resolved&& resolved)
+    : cluster_name_(std::move(resolved.name)), cluster_(std::move(resolved.file.cluster)),
+      fabric_(fabric_for(spec, cluster_)),
+      schedule_(schedules::lower(spec.job, lowering_target(cluster_, spec.gpu_memory_bytes, spec.check_memory))),
       placement_(spec.placement),
-      gpu_of_rank_(topology::place(fabric_, {schedule_.layout.tp, schedule_.layout.dp, schedule_.layout.pp},
+      gpu_of_rank_(topology::place(*fabric_, {schedule_.layout.tp, schedule_.layout.dp, schedule_.layout.pp},
                                    spec.placement, spec.seed)),
       options_(spec.sim) {
   options_.seed = spec.seed;
-  options_.network = load_cluster_network(cluster_name_);
+  options_.network = resolved.file.network;
   options_.calibration = nullptr;
   options_.faults = nullptr;
   if (!spec.calibration_file.empty()) {
@@ -96,7 +117,7 @@ Scenario::Scenario(const ScenarioSpec& spec)
   }
   if (!spec.faults_file.empty()) {
     faults_ = load_fault_plan(spec.faults_file);
-    check_fault_plan(faults_, faults::FabricTargets(fabric_), spec.faults_file);
+    check_fault_plan(faults_, faults::FabricTargets(*fabric_), spec.faults_file);
     options_.faults = &faults_;
   }
 }
@@ -113,7 +134,7 @@ void Scenario::check_fits() const {
 
 sim::SimReport Scenario::simulate() const {
   check_fits();
-  return sim::simulate(schedule_, fabric_, gpu_of_rank_, options_);
+  return sim::simulate(schedule_, *fabric_, gpu_of_rank_, options_);
 }
 
 } // namespace twinscale::config
