@@ -77,14 +77,14 @@ std::string effective_job(const StudySpec& spec, const Point& p, schedules::JobS
   if (auto v = num(p, "tp")) par.tp = *v;
   if (auto v = num(p, "pp")) par.pp = *v;
   if (auto v = num(p, "vpp")) par.vpp = *v;
+  if (auto v = num(p, "cp")) par.cp = *v;
+  if (auto v = num(p, "ep")) par.ep = *v;
   if (auto v = num(p, "micro_batch")) par.micro_batch = *v;
   if (auto v = num(p, "zero_stage")) par.zero_stage = *v;
   if (auto v = flag(p, "sequence_parallel")) par.sequence_parallel = *v;
   auto& opt = job.options;
-  if (const std::string* pl = str(p, "pipeline"))
-    opt.pipeline = *pl == "interleaved" ? schedules::PipelineKind::Interleaved
-                   : *pl == "zb-h1"     ? schedules::PipelineKind::ZeroBubbleH1
-                                        : schedules::PipelineKind::OneFOneB;
+  if (const std::string* pl = str(p, "pipeline")) // a name of the table (checked by the study file)
+    opt.pipeline = enum_from_name(schedules::kPipelineKindNames, *pl).value();
   else if (par.vpp > 1) // check_job: interleaved exactly when vpp > 1
     opt.pipeline = schedules::PipelineKind::Interleaved;
   else if (opt.pipeline == schedules::PipelineKind::Interleaved) // ZB-H1 (vpp 1) is kept
@@ -307,6 +307,10 @@ PointResult Evaluator::run(const Point& point, bool flow) {
   topology::ClusterSpec& cs = variant->cluster;
   if (auto v = real(point, "oversubscription")) cs.fabric.oversubscription.at(0) = *v;
   if (auto v = real(point, "nic_gbit_per_s")) cs.server.nic_bw_bytes_per_s = *v * 1e9 / 8;
+  if (auto v = num(point, "nics")) {
+    cs.server.nics = *v;
+    cs.server.rails = std::min(cs.server.rails, *v);
+  }
   if (auto v = num(point, "rails")) cs.server.rails = *v;
   cs.gpus = par.gpus();
   // The memory limit `simulate` lowers against: the tightest of [gpu] and [[gpu_groups]].
