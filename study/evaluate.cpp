@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <memory>
-#include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
@@ -21,6 +20,7 @@
 #include "schedules/memory.hpp"
 #include "schedules/schedule.hpp"
 #include "sim/simulate.hpp"
+#include "study/error.hpp"
 #include "topology/fabric.hpp"
 
 namespace twinscale::study {
@@ -152,7 +152,7 @@ PointStatus point_status_from(std::string_view s) {
   if (s == "ok") return PointStatus::Ok;
   if (s == "infeasible") return PointStatus::Infeasible;
   if (s == "failed") return PointStatus::Failed;
-  throw std::invalid_argument("unknown point status '" + std::string(s) + "'");
+  throw StoreError("a stored point status is '" + std::string(s) + "'; valid: ok, infeasible, failed");
 }
 
 std::string to_json(const PointResult& r) {

@@ -29,7 +29,7 @@ namespace twinscale::study {
 
 enum class PointStatus : uint8_t { Ok, Infeasible, Failed };
 std::string_view to_string(PointStatus);
-PointStatus point_status_from(std::string_view); // throws std::invalid_argument
+PointStatus point_status_from(std::string_view); // throws StoreError (study/error.hpp)
 
 /// What one point gave. Doubles are exact (no rounding) so that a store filled in any
 /// order, by any number of processes, holds the same bytes.
