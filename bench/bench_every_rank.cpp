@@ -82,10 +82,10 @@ int main(int argc, char** argv) {
   bench::Stopwatch setup;
   auto job = config::load_job_preset("gpt-175b-megascale");
   config::apply_overrides(job, gpus, batch > 0 ? batch : gpus < 3072 ? 768 : 6144);
-  config::ScenarioSpec setup; // as `twinscale simulate --cluster megascale-ampere`
-  setup.job = job;
-  setup.cluster = "megascale-ampere";
-  const config::Scenario scenario(setup);
+  config::ScenarioSpec spec; // as `twinscale simulate --cluster megascale-ampere`
+  spec.job = job;
+  spec.cluster = "megascale-ampere";
+  const config::Scenario scenario(spec);
   const topology::Fabric& fabric = scenario.fabric();
   const schedules::Schedule& schedule = scenario.schedule();
   const std::vector<int64_t>& place = scenario.gpu_of_rank();
