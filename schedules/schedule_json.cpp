@@ -86,7 +86,7 @@ json job_fields_json(const JobSpec& j) {
 
 json job_json(const JobSpec& j) {
   json out = job_fields_json(j);
-  // issue #16: written only when used, so that files of jobs without them are unchanged
+  // written only when used, so that files of jobs without them are unchanged
   if (j.parallel.cp > 1) out["parallel"]["cp"] = j.parallel.cp;
   if (j.parallel.ep_a2a == EpAllToAll::Hierarchical) {
     out["parallel"]["ep_a2a"] = enum_name(kEpAllToAllNames, j.parallel.ep_a2a);
@@ -98,7 +98,7 @@ json job_json(const JobSpec& j) {
   if (!j.software.empty()) out["software"] = j.software;
   if (j.options.dp_bucket_params > 0) out["schedule"]["dp_bucket_params"] = j.options.dp_bucket_params;
   if (j.options.recompute_every > 1) out["schedule"]["recompute_every"] = j.options.recompute_every;
-  if (j.options.fp8()) // issue #16; written only when not the default, so BF16 schedules are unchanged
+  if (j.options.fp8()) // written only when not the default, so BF16 schedules are unchanged
     out["schedule"]["precision"] = {
         {"gemm", enum_name(kGemmPrecisionNames, j.options.gemm_precision)},
         {"fp8_amax_reduction", enum_name(kFp8AmaxReductionNames, j.options.fp8_amax_reduction)}};
@@ -209,12 +209,12 @@ public:
     out.model.block = get_choice(m, "block", mw, kBlockKindNames);
     out.model.attention = get_choice(m, "attention", mw, kAttentionKindNames);
     out.model.window = get<int64_t>(m, "window", mw);
-    // Added with issue #9; absent in older files means the defaults.
+    // Added later; absent in older files means the defaults.
     if (m.contains("kv_heads")) out.model.kv_heads = get<int64_t>(m, "kv_heads", mw);
     if (m.contains("mlp")) out.model.mlp = get_choice(m, "mlp", mw, kMlpKindNames);
     if (m.contains("untied_embeddings")) out.model.untied_embeddings = get<bool>(m, "untied_embeddings", mw);
-    if (m.contains("rotary")) out.model.rotary = get<bool>(m, "rotary", mw); // issue #16
-    // Added with issue #16; absent in older files means the defaults (dense, LayerNorm).
+    if (m.contains("rotary")) out.model.rotary = get<bool>(m, "rotary", mw);
+    // Added later; absent in older files means the defaults (dense, LayerNorm).
     auto& md = out.model;
     if (m.contains("norm")) md.norm = get_choice(m, "norm", mw, kNormKindNames);
     if (m.contains("experts")) md.experts = get<int64_t>(m, "experts", mw);
@@ -235,16 +235,16 @@ public:
     par.pp = get<int64_t>(p, "pp", pw);
     par.vpp = get<int64_t>(p, "vpp", pw);
     par.dp = get<int64_t>(p, "dp", pw);
-    if (p.contains("ep")) par.ep = get<int64_t>(p, "ep", pw); // issue #16
-    if (p.contains("cp")) par.cp = get<int64_t>(p, "cp", pw); // issue #16
-    if (p.contains("ep_a2a"))                                 // issue #16; absent means the flat all-to-all
+    if (p.contains("ep")) par.ep = get<int64_t>(p, "ep", pw);
+    if (p.contains("cp")) par.cp = get<int64_t>(p, "cp", pw);
+    if (p.contains("ep_a2a")) // absent means the flat all-to-all
       par.ep_a2a = get_choice(p, "ep_a2a", pw, kEpAllToAllNames);
     if (p.contains("ep_node")) par.ep_node = get<int64_t>(p, "ep_node", pw);
     if (p.contains("max_nodes_per_token")) par.max_nodes_per_token = get<int64_t>(p, "max_nodes_per_token", pw);
     if (p.contains("first_stage_layers")) par.first_stage_layers = get<int64_t>(p, "first_stage_layers", pw);
     if (p.contains("last_stage_layers")) par.last_stage_layers = get<int64_t>(p, "last_stage_layers", pw);
     par.sequence_parallel = get<bool>(p, "sequence_parallel", pw);
-    // Added with issue #9; absent in older files means off.
+    // Added later; absent in older files means off.
     par.pp_scatter_gather = p.contains("pp_scatter_gather") && get<bool>(p, "pp_scatter_gather", pw);
     par.zero_stage = get<int64_t>(p, "zero_stage", pw);
     par.micro_batch = get<int64_t>(p, "micro_batch", pw);
@@ -256,16 +256,16 @@ public:
     o.iterations = get<int64_t>(s, "iterations", sw);
     o.optimizer = get_choice(s, "optimizer", sw, kOptimizerKindNames);
     o.recompute = get<bool>(s, "recompute", sw);
-    // Added with issue #9; absent in older files means off.
+    // Added later; absent in older files means off.
     o.selective_recompute = s.contains("selective_recompute") && get<bool>(s, "selective_recompute", sw);
     o.grad_reduce_fp32 = s.contains("grad_reduce_dtype") &&
                          get_choice<bool>(s, "grad_reduce_dtype", sw, {{"bf16", false}, {"fp32", true}});
     o.async_data_loading = get<bool>(s, "async_data_loading", sw);
-    // Added with issue #9; absent in older files means on (the default).
+    // Added later; absent in older files means on (the default).
     o.grad_accumulation_fusion =
         !s.contains("grad_accumulation_fusion") || get<bool>(s, "grad_accumulation_fusion", sw);
     o.tp_async_allreduce = !s.contains("tp_async_allreduce") || get<bool>(s, "tp_async_allreduce", sw);
-    if (s.contains("fsdp_prefetch")) o.fsdp_prefetch = get<int64_t>(s, "fsdp_prefetch", sw); // issue #16
+    if (s.contains("fsdp_prefetch")) o.fsdp_prefetch = get<int64_t>(s, "fsdp_prefetch", sw);
     if (s.contains("dp_bucket_params")) o.dp_bucket_params = get<int64_t>(s, "dp_bucket_params", sw);
     if (s.contains("recompute_every")) o.recompute_every = get<int64_t>(s, "recompute_every", sw);
     if (j.contains("software")) out.software = get<std::string>(j, "software", w);
@@ -278,7 +278,7 @@ public:
     o.operators.flash_attention = get<bool>(op, "flash_attention", sw + ".operators");
     o.operators.fused_layernorm = get<bool>(op, "fused_layernorm", sw + ".operators");
     o.operators.fused_gelu = get<bool>(op, "fused_gelu", sw + ".operators");
-    if (s.contains("precision")) { // issue #16; absent means BF16 GEMMs
+    if (s.contains("precision")) { // absent means BF16 GEMMs
       const json& pr = at(s, "precision", sw);
       o.gemm_precision = get_choice(pr, "gemm", sw + ".precision", kGemmPrecisionNames);
       o.fp8_amax_reduction = get_choice(pr, "fp8_amax_reduction", sw + ".precision", kFp8AmaxReductionNames);
