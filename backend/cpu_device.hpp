@@ -30,7 +30,7 @@ struct CpuDeviceOptions {
   bool verify = true;
   /// A kernel needing a larger single buffer is an error (asks for a larger divisor).
   double max_buffer_bytes = 1e9;
-  /// Fault injection (straggler diagnosis, issue #14): every compute op of rank
+  /// Fault injection (straggler diagnosis): every compute op of rank
   /// `delay_rank` takes `compute_delay_s` longer (the worker sleeps after the kernel).
   int64_t delay_rank = -1;
   double compute_delay_s = 0;

@@ -1,4 +1,4 @@
-// The probe's overlap measurement (issue #10): how compute and communication slow each
+// The probe's overlap measurement: how compute and communication slow each
 // other down on the CPU device when a rank runs them at once, as a run does (the
 // device's compute worker thread runs kernels while the executor's thread posts and
 // tests non-blocking MPI collectives between short idle waits). Every rank of the job

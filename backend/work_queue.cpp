@@ -1,6 +1,7 @@
 #include "backend/work_queue.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -97,14 +98,19 @@ void Outbox::drain() {
   for (int round = 0; !pending_.empty(); nap(round)) reap();
 }
 
-[[noreturn]] void die(const char* where, const std::exception& e) {
+/// Set once an MpiJobError is thrown: MpiSession then leaves MPI unfinalised (a finalise
+/// would wait for ranks that wait for this one) and main ends the job.
+std::atomic<bool> g_job_failed{false};
+
+/// The error every rank must end for: where it happened on this rank and why.
+MpiJobError job_error(const char* where, const std::string& why) {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  std::cerr << "twinscale: rank " << rank << ": " << where << ": " << e.what() << " (aborting every rank)\n";
-  std::cerr.flush();
-  MPI_Abort(MPI_COMM_WORLD, 1);
-  std::abort(); // not reached
+  g_job_failed = true;
+  return MpiJobError("rank " + std::to_string(rank) + ": " + where + ": " + why + " (the MPI job must end)");
 }
+
+[[noreturn]] void die(const char* where, const std::exception& e) { throw job_error(where, e.what()); }
 
 WorkQueueStats run_root(const std::vector<int64_t>& items, int size, const std::function<std::string(int64_t)>& compute,
                         const std::function<void(int64_t, const std::string&)>& consume, const WorkQueueOptions& o) {
@@ -202,6 +208,7 @@ public:
       } catch (const std::exception& e) {
         std::lock_guard<std::mutex> lock(m_);
         failed_ = true;
+        failure_where_ = "computing an item";
         failure_ = e.what();
       }
     }
@@ -212,6 +219,7 @@ public:
     const double t0 = MPI_Wtime(); // no other MPI call runs now: MPI_Wtime is local
     service.join();
     stats.wait_s = MPI_Wtime() - t0;
+    if (failed_) throw job_error(failure_where_.c_str(), failure_); // the service thread has stopped
     stats.items_total = static_cast<int64_t>(items_.size());
     return stats;
   }
@@ -235,11 +243,17 @@ private:
       ++in_flight_;
     }
   }
-  void store(int64_t item, const std::string& result) {
+  /// Consumes one result; false (the failure recorded for the calling thread) if it threw.
+  bool store(int64_t item, const std::string& result) {
     try {
       consume_(item, result);
+      return true;
     } catch (const std::exception& e) {
-      die("storing a result", e);
+      std::lock_guard<std::mutex> lock(m_);
+      failed_ = true;
+      failure_where_ = "storing a result";
+      failure_ = e.what();
+      return false;
     }
   }
   void serve() {
@@ -252,7 +266,7 @@ private:
       while (receive_result(false, from, item, result)) {
         --outstanding_[static_cast<size_t>(from)];
         --in_flight_;
-        store(item, result);
+        if (!store(item, result)) return; // the calling thread throws; main ends the job
         top_up(from);
         busy = true;
       }
@@ -261,10 +275,11 @@ private:
       {
         std::lock_guard<std::mutex> lock(m_);
         own.swap(own_);
-        if (failed_) die("computing an item", BackendError(failure_));
+        if (failed_) return; // rank 0's own item failed: the calling thread throws
         done = main_done_ && next_ >= items_.size();
       }
-      for (auto& [i, r] : own) store(i, r);
+      for (auto& [i, r] : own)
+        if (!store(i, r)) return;
       busy = busy || !own.empty();
       if (done && in_flight_ == 0) {
         std::lock_guard<std::mutex> lock(m_);
@@ -294,7 +309,7 @@ private:
   std::deque<std::pair<int64_t, std::string>> own_; // rank 0's results, to consume
   bool main_done_ = false;
   bool failed_ = false;
-  std::string failure_;
+  std::string failure_where_, failure_;
 };
 
 bool threads_allowed() {
@@ -350,7 +365,7 @@ MpiSession::MpiSession() {
 MpiSession::~MpiSession() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!owns_ || finalized) return;
+  if (!owns_ || finalized || g_job_failed) return; // a failed job is ended by main (MPI_Abort)
   if (std::uncaught_exceptions() == 0) {
     // Meet in a polled barrier first: MPI_Finalize's own synchronisation spins while
     // rank 0 still writes its summary.
@@ -375,11 +390,6 @@ bool MpiSession::broadcast(bool flag) const {
     if (done) break;
   }
   return v == 1;
-}
-
-void MpiSession::abort(int code) const {
-  MPI_Abort(MPI_COMM_WORLD, code);
-  std::abort(); // not reached
 }
 
 WorkQueueStats run_work_queue(const std::vector<int64_t>& items, const std::function<std::string(int64_t)>& compute,

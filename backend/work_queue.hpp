@@ -27,7 +27,7 @@ namespace twinscale::backend {
 
 /// MPI for the duration of a scope: initialises MPI if it is not yet (asking for
 /// MPI_THREAD_SERIALIZED, for rank 0's service thread) and finalises it at scope exit if
-/// it initialised it.
+/// it initialised it, unless an MpiJobError was thrown (main then ends the job).
 class MpiSession {
 public:
   MpiSession();
@@ -38,8 +38,6 @@ public:
   int size() const { return size_; }
   /// Collective: every rank returns rank 0's `flag` (e.g. "rank 0 could open the store").
   bool broadcast(bool flag) const;
-  /// Aborts every rank (MPI_Abort), e.g. when rank 0 cannot write its results.
-  [[noreturn]] void abort(int code) const;
 
 private:
   bool owns_ = false;
@@ -60,9 +58,10 @@ struct WorkQueueStats {
 
 /// Collective over MPI_COMM_WORLD. `items` (each ≥ 0) matters on rank 0 only.
 /// compute(item) runs on whichever rank gets the item; consume(item, result) runs on
-/// rank 0 for every item, in arrival order, on one thread (not necessarily the caller's). An exception thrown by compute or consume
-/// on any rank aborts the whole job (MPI_Abort) after printing it on stderr, because the
-/// other ranks would otherwise wait forever.
+/// rank 0 for every item, in arrival order, on one thread (not necessarily the caller's).
+/// An exception thrown by compute or consume on any rank is rethrown on that rank's calling
+/// thread as MpiJobError (backend/error.hpp), naming the rank: the job must end on every
+/// rank (the others would wait forever), which main does with MPI_Abort.
 WorkQueueStats run_work_queue(const std::vector<int64_t>& items, const std::function<std::string(int64_t)>& compute,
                               const std::function<void(int64_t, const std::string&)>& consume,
                               const WorkQueueOptions& options = {});

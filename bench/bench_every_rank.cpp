@@ -20,14 +20,13 @@
 #include <vector>
 
 #include "bench/measure.hpp"
-#include "config/cluster_file.hpp"
 #include "config/gpu_speeds.hpp"
 #include "config/job_file.hpp"
+#include "config/scenario.hpp"
 #include "schedules/schedule.hpp"
 #include "sim/per_rank_csv.hpp"
 #include "sim/simulate.hpp"
 #include "topology/fabric.hpp"
-#include "topology/placement.hpp"
 
 using namespace twinscale;
 
@@ -83,14 +82,13 @@ int main(int argc, char** argv) {
   bench::Stopwatch setup;
   auto job = config::load_job_preset("gpt-175b-megascale");
   config::apply_overrides(job, gpus, batch > 0 ? batch : gpus < 3072 ? 768 : 6144);
-  auto spec = config::load_cluster("megascale-ampere");
-  spec.gpus = gpus;
-  topology::Fabric fabric(spec);
-  schedules::LoweringTarget target;
-  target.gpu_memory_bytes = spec.gpu.memory_bytes;
-  const auto schedule = schedules::lower(job, target);
-  const auto place = topology::place(fabric, {job.parallel.tp, job.parallel.dp, job.parallel.pp},
-                                     topology::PlacementPolicy::Linear, 1);
+  config::ScenarioSpec spec; // as `twinscale simulate --cluster megascale-ampere`
+  spec.job = job;
+  spec.cluster = "megascale-ampere";
+  const config::Scenario scenario(spec);
+  const topology::Fabric& fabric = scenario.fabric();
+  const schedules::Schedule& schedule = scenario.schedule();
+  const std::vector<int64_t>& place = scenario.gpu_of_rank();
   const auto speeds = config::draw_gpu_speeds(dist, fabric.gpus(), seed);
   const std::string tag = "every_rank." + std::to_string(gpus) + "gpus";
   bench::report((tag + ".setup_wall").c_str(), setup.seconds(), "s");
@@ -98,7 +96,7 @@ int main(int argc, char** argv) {
   bench::report((tag + ".speed_max").c_str(), *std::max_element(speeds.begin(), speeds.end()), "");
   for (const char* m : {"analytic", "flow"}) {
     if (modes != "both" && modes != m) continue;
-    sim::SimOptions o;
+    sim::SimOptions o = scenario.options(); // the cluster's [network] included
     o.mode = std::string(m) == "flow" ? sim::SimMode::Flow : sim::SimMode::Analytic;
     const std::string p = tag + "." + m;
     if (reference) {

@@ -15,6 +15,7 @@
 #include "cli/commands.hpp"
 #include "config/cluster_file.hpp"
 #include "config/jobs_study.hpp"
+#include "config/scenario.hpp"
 #include "schedules/schedule.hpp"
 #include "sim/multi_job.hpp"
 #include "topology/fabric.hpp"
@@ -29,18 +30,10 @@ struct JobsArgs {
   bool json = false;
 };
 
-const char* policy_name(topology::PlacementPolicy p) {
-  switch (p) {
-  case topology::PlacementPolicy::TorAware: return "tor-aware";
-  case topology::PlacementPolicy::Random: return "random";
-  case topology::PlacementPolicy::Linear: break;
-  }
-  return "linear";
-}
-
 int run_jobs(const JobsArgs& a) {
   const config::JobsStudy study = config::load_jobs_study(a.study);
-  topology::ClusterSpec cluster = config::load_cluster(study.cluster);
+  const config::ClusterFile cluster_file = config::load_cluster_file(study.cluster); // read once
+  topology::ClusterSpec cluster = cluster_file.cluster;
   int64_t total = 0;
   for (const auto& j : study.jobs) total += j.placement.gpus;
   if (cluster.gpus <= 0) cluster.gpus = total; // a cluster file without `gpus`: just the jobs
@@ -51,11 +44,7 @@ int run_jobs(const JobsArgs& a) {
 
   std::vector<std::unique_ptr<schedules::Schedule>> schedules;
   std::vector<sim::JobOnFabric> jobs;
-  schedules::LoweringTarget target;
-  if (const auto limit = config::tightest_gpu_memory(cluster); limit.bytes > 0) {
-    target.gpu_memory_bytes = limit.bytes;
-    if (!cluster.gpu_groups.empty()) target.gpu_memory_holder = limit.holder;
-  }
+  const schedules::LoweringTarget target = config::lowering_target(cluster); // as simulate's
   for (size_t j = 0; j < study.jobs.size(); ++j) {
     schedules.push_back(std::make_unique<schedules::Schedule>(schedules::lower(study.jobs[j].job, target)));
     jobs.push_back({study.jobs[j].name, schedules.back().get(), placements[j], study.jobs[j].start_s});
@@ -63,7 +52,7 @@ int run_jobs(const JobsArgs& a) {
   sim::SimOptions options;
   options.mode = sim::SimMode::Flow;
   options.seed = study.seed;
-  options.network = config::load_cluster_network(study.cluster);
+  options.network = cluster_file.network;
 
   const sim::MultiJobReport together = sim::simulate_jobs(jobs, fabric, options);
   std::vector<sim::JobOutcome> alone;
@@ -79,7 +68,7 @@ int run_jobs(const JobsArgs& a) {
       const auto& t = together.jobs[j];
       out["jobs"].push_back({{"name", t.name},
                              {"gpus", study.jobs[j].placement.gpus},
-                             {"placement", policy_name(study.jobs[j].placement.policy)},
+                             {"placement", std::string(config::placement_name(study.jobs[j].placement.policy))},
                              {"iteration_time_alone_s", alone[j].iteration_time_s},
                              {"iteration_time_together_s", t.iteration_time_s},
                              {"slowdown", t.iteration_time_s / alone[j].iteration_time_s},
@@ -101,8 +90,9 @@ int run_jobs(const JobsArgs& a) {
   for (size_t j = 0; j < jobs.size(); ++j) {
     const auto& t = together.jobs[j];
     std::printf("%-16s %6lld %-10s %12.6f %12.6f %8.3fx%s\n", t.name.c_str(),
-                static_cast<long long>(study.jobs[j].placement.gpus), policy_name(study.jobs[j].placement.policy),
-                alone[j].iteration_time_s, t.iteration_time_s, t.iteration_time_s / alone[j].iteration_time_s,
+                static_cast<long long>(study.jobs[j].placement.gpus),
+                std::string(config::placement_name(study.jobs[j].placement.policy)).c_str(), alone[j].iteration_time_s,
+                t.iteration_time_s, t.iteration_time_s / alone[j].iteration_time_s,
                 t.completed ? "" : ("  failed: " + t.failure).c_str());
   }
   std::printf("\nlinks the jobs share: %zu link directions", together.shared_links.size());

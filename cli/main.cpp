@@ -2,10 +2,14 @@
 // Exit codes (common/error.hpp): 0 ok; 1 invalid input — a twinscale::Error, whose message
 // names the file, key, rank or op and what would be valid; 2 usage; 3 internal error — a
 // broken invariant (std::logic_error, TWINSCALE_ASSERT) or any exception no layer typed.
+// An MPI job whose rank failed (backend::MpiJobError) is ended on every rank here.
 #include <exception>
 #include <iostream>
 
+#include <mpi.h>
+
 #include "backend/cuda/cuda_device.hpp"
+#include "backend/error.hpp"
 #include "cli/checked_options.hpp"
 #include "cli/commands.hpp"
 #include "common/error.hpp"
@@ -48,6 +52,11 @@ int main(int argc, char** argv) {
   }
   try {
     return action ? action() : 0;
+  } catch (const twinscale::backend::MpiJobError& e) { // the other ranks wait for this one: end them all
+    std::cerr << "twinscale: error: " << e.what() << "\n";
+    std::cerr.flush();
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    return 1; // not reached
   } catch (const twinscale::Error& e) {
     std::cerr << "twinscale: error: " << e.what() << "\n";
     return 1;

@@ -120,7 +120,7 @@ void parse_server_range(TableReader& t, const std::string& text, int64_t& first,
 
 } // namespace
 
-topology::ClusterSpec parse_cluster(TableReader& t, const std::string& default_name) {
+topology::ClusterSpec parse_cluster(TableReader& t, const std::string& default_name, topology::NetworkCcSpec* network) {
   topology::ClusterSpec c;
   c.name = t.get_string("name", default_name);
   c.gpus = t.get_int("gpus", 0, 0);
@@ -208,36 +208,11 @@ topology::ClusterSpec parse_cluster(TableReader& t, const std::string& default_n
     c.fabric.rail_only = f.get_bool("rail_only", false);
     f.finish();
   }
-  parse_network(t); // validated here; read by load_cluster_network (not yet part of ClusterSpec)
+  const topology::NetworkCcSpec net = parse_network(t);
+  if (network != nullptr) *network = net;
   t.finish();
   return c;
 }
-
-namespace {
-
-/// The TOML table of a cluster preset or file (see load_cluster) and its name for messages.
-std::pair<toml::table, std::string> cluster_table(std::string_view name_or_path);
-
-} // namespace
-
-topology::NetworkCcSpec load_cluster_network(std::string_view name_or_path) {
-  auto [tbl, file] = cluster_table(name_or_path);
-  TableReader r(tbl, file);
-  return parse_network(r);
-}
-
-namespace {
-
-std::pair<toml::table, std::string> cluster_table(std::string_view name_or_path) {
-  const std::string arg(name_or_path);
-  const bool looks_like_path = arg.find('/') != std::string::npos || arg.ends_with(".toml");
-  if (!looks_like_path)
-    for (const auto& n : preset_names("clusters"))
-      if (n == arg) return {parse_toml(preset_text("clusters", arg), "preset " + arg), "preset " + arg};
-  return {parse_toml_file(arg), arg};
-}
-
-} // namespace
 
 GpuMemoryLimit tightest_gpu_memory(const topology::ClusterSpec& cluster) {
   GpuMemoryLimit out;
@@ -252,7 +227,14 @@ GpuMemoryLimit tightest_gpu_memory(const topology::ClusterSpec& cluster) {
   return out;
 }
 
-topology::ClusterSpec load_cluster(std::string_view name_or_path) {
+topology::ClusterSpec load_cluster(std::string_view name_or_path) { return load_cluster_file(name_or_path).cluster; }
+
+topology::NetworkCcSpec load_cluster_network(std::string_view name_or_path) {
+  return load_cluster_file(name_or_path).network;
+}
+
+ClusterFile load_cluster_file(std::string_view name_or_path) {
+  ClusterFile out;
   const std::string arg(name_or_path);
   const bool looks_like_path = arg.find('/') != std::string::npos || arg.ends_with(".toml");
   if (!looks_like_path) {
@@ -260,7 +242,8 @@ topology::ClusterSpec load_cluster(std::string_view name_or_path) {
       if (n == arg) {
         const toml::table tbl = parse_toml(preset_text("clusters", arg), "preset " + arg);
         TableReader r(tbl, "preset " + arg);
-        return parse_cluster(r, arg);
+        out.cluster = parse_cluster(r, arg, &out.network);
+        return out;
       }
     if (!std::filesystem::exists(arg)) {
       std::string valid;
@@ -270,7 +253,8 @@ topology::ClusterSpec load_cluster(std::string_view name_or_path) {
   }
   const toml::table tbl = parse_toml_file(arg);
   TableReader r(tbl, arg);
-  return parse_cluster(r, std::filesystem::path(arg).stem().string());
+  out.cluster = parse_cluster(r, std::filesystem::path(arg).stem().string(), &out.network);
+  return out;
 }
 
 } // namespace twinscale::config

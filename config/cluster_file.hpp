@@ -11,18 +11,27 @@
 
 namespace twinscale::config {
 
+/// A cluster preset or file, read once: the cluster and its [network] table (congestion
+/// control, PFC; config/network_section.cpp), which is not part of ClusterSpec.
+struct ClusterFile {
+  topology::ClusterSpec cluster;
+  topology::NetworkCcSpec network;
+};
+
 /// A preset name (see preset_names("clusters")) or a path to a TOML file. Throws
 /// ConfigError naming the file and key for bad input.
+ClusterFile load_cluster_file(std::string_view name_or_path);
+/// load_cluster_file(name_or_path).cluster
 topology::ClusterSpec load_cluster(std::string_view name_or_path);
-
-/// The [network] table (congestion control, PFC) of a cluster preset or file, validated
-/// (config/network_section.cpp). Call after load_cluster, which reports a missing file.
+/// load_cluster_file(name_or_path).network
 topology::NetworkCcSpec load_cluster_network(std::string_view name_or_path);
 
 /// Parses one cluster table (the whole file, or a [cluster] table of another file);
 /// calls finish() on it, so unknown keys are rejected. `default_name` is used when the
-/// table has no `name`.
-topology::ClusterSpec parse_cluster(TableReader& table, const std::string& default_name);
+/// table has no `name`. Its [network] table is validated and, when `network` is given,
+/// stored there.
+topology::ClusterSpec parse_cluster(TableReader& table, const std::string& default_name,
+                                    topology::NetworkCcSpec* network = nullptr);
 
 /// The memory check's capacity: the smallest HBM among the cluster's GPU models ([gpu]
 /// and each [[gpu_groups]] entry; every rank must fit wherever it is placed), and which

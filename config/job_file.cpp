@@ -181,8 +181,7 @@ int64_t ranks_per_replica(const s::ParallelSpec& p, const std::string& where) {
 }
 
 void parse_moe_keys(TableReader& m, s::ModelSpec& model) {
-  model.norm = m.get_enum<s::NormKind>(
-      "norm", {{"layernorm", s::NormKind::LayerNorm}, {"rmsnorm", s::NormKind::RmsNorm}}, s::NormKind::LayerNorm);
+  model.norm = m.get_enum("norm", s::kNormKindNames, s::NormKind::LayerNorm);
   model.experts = m.get_int("experts", 0, 0);
   model.top_k = m.get_int("top_k", 1, 1);
   model.moe_ffn_hidden = m.get_int("moe_ffn_hidden", 0, 0);
@@ -190,11 +189,7 @@ void parse_moe_keys(TableReader& m, s::ModelSpec& model) {
   model.shared_experts = m.get_int("shared_experts", 0, 0);
   model.moe_every = m.get_int("moe_every", 1, 1);
   model.first_dense_layers = m.get_int("first_dense_layers", 0, 0);
-  model.routing = m.get_enum<s::RoutingKind>("routing",
-                                             {{"balanced", s::RoutingKind::Balanced},
-                                              {"dirichlet", s::RoutingKind::Dirichlet},
-                                              {"zipf", s::RoutingKind::Zipf}},
-                                             s::RoutingKind::Balanced);
+  model.routing = m.get_enum("routing", s::kRoutingKindNames, s::RoutingKind::Balanced);
   model.routing_alpha = m.get_double("routing_alpha", 1.0, 1e-6, 1e6);
   model.routing_exponent = m.get_double("routing_exponent", 1.0, 1e-6, 100.0);
   model.routing_seed = m.get_int("routing_seed", 1, 0);
@@ -240,9 +235,8 @@ void read_stack_schedule(TableReader& sc, s::ScheduleOptions& opt) {
 }
 
 void read_stack_precision(TableReader& pr, s::ScheduleOptions& opt) {
-  opt.fp8_amax_reduction = pr.get_enum<s::Fp8AmaxReduction>(
-      "fp8_amax_reduction", {{"tp-dp", s::Fp8AmaxReduction::TpDp}, {"tp", s::Fp8AmaxReduction::Tp}},
-      opt.fp8_amax_reduction);
+  opt.fp8_amax_reduction =
+      pr.get_enum("fp8_amax_reduction", s::kFp8AmaxReductionNames, std::optional(opt.fp8_amax_reduction));
 }
 
 /// Reads the software stack `ref` (a preset of presets/software/, or with
@@ -297,18 +291,14 @@ s::JobSpec parse_job(std::string_view text, const std::string& file, const std::
   job.model.vocab = m.get_int("vocab", std::nullopt, 1);
   job.model.ffn_hidden = m.get_int("ffn_hidden", 0, 0);
   job.model.kv_heads = m.get_int("kv_heads", 0, 0);
-  job.model.mlp =
-      m.get_enum<s::MlpKind>("mlp", {{"gelu", s::MlpKind::Gelu}, {"swiglu", s::MlpKind::SwiGlu}}, s::MlpKind::Gelu);
+  job.model.mlp = m.get_enum("mlp", s::kMlpKindNames, s::MlpKind::Gelu);
   job.model.untied_embeddings = m.get_bool("untied_embeddings", false);
   job.model.rotary = m.get_bool("rotary", false);
   job.model.dropout = m.get_double("dropout", s::ModelSpec{}.dropout, 0.0, 0.999);
   // 0 means 4·hidden; saturated so that a huge hidden is reported as such by check_job
   if (job.model.ffn_hidden == 0) job.model.ffn_hidden = s::saturating_mul(4, job.model.hidden);
-  job.model.block = m.get_enum<s::BlockKind>(
-      "block", {{"serial", s::BlockKind::Serial}, {"parallel", s::BlockKind::Parallel}}, s::BlockKind::Serial);
-  job.model.attention = m.get_enum<s::AttentionKind>(
-      "attention", {{"dense", s::AttentionKind::Dense}, {"sliding", s::AttentionKind::Sliding}},
-      s::AttentionKind::Dense);
+  job.model.block = m.get_enum("block", s::kBlockKindNames, s::BlockKind::Serial);
+  job.model.attention = m.get_enum("attention", s::kAttentionKindNames, s::AttentionKind::Dense);
   job.model.window = m.get_int("window", 0, 0);
   if (job.model.attention == s::AttentionKind::Dense && m.has("window") && job.model.window != 0)
     m.fail("window", "is set but attention is \"dense\"; set attention = \"sliding\" or remove it");
@@ -322,8 +312,7 @@ s::JobSpec parse_job(std::string_view text, const std::string& file, const std::
   par.vpp = p.get_int("vpp", 1, 1);
   par.ep = p.get_int("ep", 1, 1);
   par.cp = p.get_int("cp", 1, 1, 1024);
-  par.ep_a2a = p.get_enum<s::EpAllToAll>(
-      "ep_a2a", {{"flat", s::EpAllToAll::Flat}, {"hierarchical", s::EpAllToAll::Hierarchical}}, s::EpAllToAll::Flat);
+  par.ep_a2a = p.get_enum("ep_a2a", s::kEpAllToAllNames, s::EpAllToAll::Flat);
   if (par.ep_a2a == s::EpAllToAll::Hierarchical) {
     if (!p.has("ep_node"))
       p.fail("ep_node", "is missing; ep_a2a = \"hierarchical\" needs the EP ranks per NVLink domain "
@@ -368,14 +357,9 @@ s::JobSpec parse_job(std::string_view text, const std::string& file, const std::
     job.software = top.get_string("software");
     apply_software(job.software, file, document_path, opt);
   }
-  opt.pipeline = sc.get_enum<s::PipelineKind>("pipeline",
-                                              {{"1f1b", s::PipelineKind::OneFOneB},
-                                               {"interleaved", s::PipelineKind::Interleaved},
-                                               {"zb-h1", s::PipelineKind::ZeroBubbleH1}},
-                                              s::PipelineKind::OneFOneB);
+  opt.pipeline = sc.get_enum("pipeline", s::kPipelineKindNames, s::PipelineKind::OneFOneB);
   opt.iterations = sc.get_int("iterations", 1, 1, 1000);
-  opt.optimizer = sc.get_enum<s::OptimizerKind>(
-      "optimizer", {{"adam", s::OptimizerKind::Adam}, {"lamb", s::OptimizerKind::Lamb}}, s::OptimizerKind::Adam);
+  opt.optimizer = sc.get_enum("optimizer", s::kOptimizerKindNames, s::OptimizerKind::Adam);
   if (sc.holds_string("recompute")) {
     const auto r = sc.get_enum<int>("recompute", {{"none", 0}, {"selective", 1}, {"full", 2}});
     opt.recompute = r == 2;
@@ -390,8 +374,7 @@ s::JobSpec parse_job(std::string_view text, const std::string& file, const std::
   sc.finish();
   {
     TableReader pr = top.table("precision");
-    opt.gemm_precision = pr.get_enum<s::GemmPrecision>(
-        "gemm", {{"bf16", s::GemmPrecision::Bf16}, {"fp8", s::GemmPrecision::Fp8}}, s::GemmPrecision::Bf16);
+    opt.gemm_precision = pr.get_enum("gemm", s::kGemmPrecisionNames, s::GemmPrecision::Bf16);
     if (pr.has("fp8_amax_reduction") && !opt.fp8())
       pr.fail("fp8_amax_reduction", "is set but gemm is not \"fp8\"; set gemm = \"fp8\" or remove it");
     read_stack_precision(pr, opt);

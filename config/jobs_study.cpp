@@ -64,11 +64,7 @@ JobsStudy load_jobs_study(const std::string& path) {
     sj.start_s = j.get_double("start_s", 0, 0, 1e9);
     if (const int64_t it = j.get_int("iterations", 0, 0, 1000); it > 0) sj.job.options.iterations = it;
     sj.placement.gpus = gpus;
-    sj.placement.policy = j.get_enum<topology::PlacementPolicy>("placement",
-                                                                {{"linear", topology::PlacementPolicy::Linear},
-                                                                 {"tor-aware", topology::PlacementPolicy::TorAware},
-                                                                 {"random", topology::PlacementPolicy::Random}},
-                                                                topology::PlacementPolicy::Linear);
+    sj.placement.policy = j.get_enum("placement", topology::kPlacementPolicyNames, topology::PlacementPolicy::Linear);
     sj.placement.seed = static_cast<uint64_t>(j.get_int("placement_seed", 1, 0));
     j.finish();
     s.jobs.push_back(std::move(sj));

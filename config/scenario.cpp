@@ -1,6 +1,5 @@
 #include "config/scenario.hpp"
 
-#include <array>
 #include <utility>
 
 #include "config/cluster_file.hpp"
@@ -8,51 +7,35 @@
 #include "config/fault_file.hpp"
 #include "config/hardware_catalogue.hpp"
 #include "faults/fabric_targets.hpp"
+#include "schedules/error.hpp"
 #include "sim/estimate.hpp"
 
 namespace twinscale::config {
 
 namespace {
 
-template <typename Enum, size_t N>
-using NameTable = std::array<std::pair<std::string_view, Enum>, N>;
-
-constexpr NameTable<topology::PlacementPolicy, 3> kPlacements{{
-    {"linear", topology::PlacementPolicy::Linear},
-    {"tor-aware", topology::PlacementPolicy::TorAware},
-    {"random", topology::PlacementPolicy::Random},
-}};
-constexpr NameTable<sim::SimMode, 2> kSimModes{{{"flow", sim::SimMode::Flow}, {"analytic", sim::SimMode::Analytic}}};
-constexpr NameTable<sim::CollectiveAlgorithm, 2> kAlgorithms{{
-    {"ring", sim::CollectiveAlgorithm::Ring},
-    {"tree", sim::CollectiveAlgorithm::Tree},
-}};
-
-template <typename Enum, size_t N>
-Enum parse_name(const NameTable<Enum, N>& table, std::string_view text, std::string_view what, std::string_view kind) {
-  std::string valid;
-  for (const auto& [name, value] : table) {
-    if (name == text) return value;
-    valid += (valid.empty() ? "" : ", ") + std::string(name);
-  }
-  throw ConfigError(std::string(what) + " '" + std::string(text) + "': valid " + std::string(kind) + " are " + valid);
+template <class E, size_t N>
+E parse_name(const EnumNames<E, N>& names, std::string_view text, std::string_view what, std::string_view kind) {
+  if (const auto value = enum_from_name(names, text)) return *value;
+  throw ConfigError(std::string(what) + " '" + std::string(text) + "': valid " + std::string(kind) + " are " +
+                    enum_names_list(names));
 }
 
-template <typename Enum, size_t N>
-std::vector<std::string> names_of(const NameTable<Enum, N>& table) {
-  std::vector<std::string> out;
-  for (const auto& entry : table) out.emplace_back(entry.first);
-  return out;
+/// The cluster's name: the spec's, the job's, or the name inside a cluster already read.
+std::string cluster_name_of(const ScenarioSpec& spec) {
+  if (!spec.cluster.empty()) return spec.cluster;
+  if (!spec.job.cluster.empty()) return spec.job.cluster;
+  return spec.cluster_file ? spec.cluster_file->cluster.name : std::string();
 }
 
-/// The cluster the scenario runs on, its fabric built for the job's GPUs.
-topology::ClusterSpec resolve_cluster(const ScenarioSpec& spec, std::string& name) {
-  name = spec.cluster.empty() ? spec.job.cluster : spec.cluster;
+/// The cluster the scenario runs on (read once, [network] included), sized for the job.
+ClusterFile resolve_cluster(const ScenarioSpec& spec, const std::string& name) {
   if (name.empty()) {
     const std::string who = spec.job_source.empty() ? "job '" + spec.job.name + "'" : spec.job_source;
     throw ConfigError(who + ": no cluster (give --cluster NAME|FILE or `cluster` in the job)");
   }
-  topology::ClusterSpec cluster = load_cluster(name);
+  ClusterFile file = spec.cluster_file ? *spec.cluster_file : load_cluster_file(name);
+  topology::ClusterSpec& cluster = file.cluster;
   cluster.gpus = spec.job.parallel.gpus();
   if (spec.job.options.fp8() && !(cluster.gpu.fp8_peak_flops > 0)) {
     std::string valid;
@@ -63,58 +46,69 @@ topology::ClusterSpec resolve_cluster(const ScenarioSpec& spec, std::string& nam
                       cluster.gpu.model + ", which has none; GPUs with FP8: " + valid +
                       " (or set precision.gemm = \"bf16\")");
   }
-  return cluster;
+  return file;
 }
 
-schedules::Schedule lower_for(const ScenarioSpec& spec, const topology::ClusterSpec& cluster) {
-  schedules::LoweringTarget target;
-  if (spec.gpu_memory_bytes) {
-    if (!(*spec.gpu_memory_bytes > 0)) throw ConfigError("--gpu-memory-gb must be > 0");
-    target.gpu_memory_bytes = *spec.gpu_memory_bytes;
-  } else if (const GpuMemoryLimit limit = tightest_gpu_memory(cluster); limit.bytes > 0) {
-    target.gpu_memory_bytes = limit.bytes;
-    if (!cluster.gpu_groups.empty()) target.gpu_memory_holder = limit.holder;
-  }
-  return schedules::lower(spec.job, target);
+std::shared_ptr<const topology::Fabric> fabric_for(const ScenarioSpec& spec, const topology::ClusterSpec& cluster) {
+  if (!spec.fabric) return std::make_shared<const topology::Fabric>(cluster);
+  TWINSCALE_ASSERT(spec.fabric->gpus() == cluster.gpus, "ScenarioSpec::fabric is not built for the job's GPUs");
+  return spec.fabric;
 }
 
 } // namespace
 
+schedules::LoweringTarget lowering_target(const topology::ClusterSpec& cluster, std::optional<double> gpu_memory_bytes,
+                                          bool check_memory) {
+  schedules::LoweringTarget target;
+  target.check_memory = check_memory;
+  if (gpu_memory_bytes) {
+    if (!(*gpu_memory_bytes > 0)) throw ConfigError("--gpu-memory-gb must be > 0");
+    target.gpu_memory_bytes = *gpu_memory_bytes;
+  } else if (const GpuMemoryLimit limit = tightest_gpu_memory(cluster); limit.bytes > 0) {
+    target.gpu_memory_bytes = limit.bytes;
+    if (!cluster.gpu_groups.empty()) target.gpu_memory_holder = limit.holder;
+  }
+  return target;
+}
+
 topology::PlacementPolicy parse_placement(std::string_view text, std::string_view what) {
-  return parse_name(kPlacements, text, what, "placements");
+  return parse_name(topology::kPlacementPolicyNames, text, what, "placements");
 }
 std::string_view placement_name(topology::PlacementPolicy policy) {
-  for (const auto& [name, value] : kPlacements)
-    if (value == policy) return name;
-  return "?";
+  return enum_name(topology::kPlacementPolicyNames, policy);
 }
 const std::vector<std::string>& placement_names() {
-  static const std::vector<std::string> names = names_of(kPlacements);
+  static const std::vector<std::string> names = enum_names_vector(topology::kPlacementPolicyNames);
   return names;
 }
 sim::SimMode parse_sim_mode(std::string_view text, std::string_view what) {
-  return parse_name(kSimModes, text, what, "modes");
+  return parse_name(sim::kSimModeNames, text, what, "modes");
 }
 const std::vector<std::string>& sim_mode_names() {
-  static const std::vector<std::string> names = names_of(kSimModes);
+  static const std::vector<std::string> names = enum_names_vector(sim::kSimModeNames);
   return names;
 }
 sim::CollectiveAlgorithm parse_all_reduce_algorithm(std::string_view text, std::string_view what) {
-  return parse_name(kAlgorithms, text, what, "algorithms");
+  return parse_name(sim::kCollectiveAlgorithmNames, text, what, "algorithms");
 }
 const std::vector<std::string>& all_reduce_algorithm_names() {
-  static const std::vector<std::string> names = names_of(kAlgorithms);
+  static const std::vector<std::string> names = enum_names_vector(sim::kCollectiveAlgorithmNames);
   return names;
 }
 
 Scenario::Scenario(const ScenarioSpec& spec)
-    : cluster_(resolve_cluster(spec, cluster_name_)), fabric_(cluster_), schedule_(lower_for(spec, cluster_)),
+    : Scenario(spec, Resolved{cluster_name_of(spec), resolve_cluster(spec, cluster_name_of(spec))}) {}
+
+Scenario::Scenario(const ScenarioSpec& spec, Resolved&& resolved)
+    : cluster_name_(std::move(resolved.name)), cluster_(std::move(resolved.file.cluster)),
+      fabric_(fabric_for(spec, cluster_)),
+      schedule_(schedules::lower(spec.job, lowering_target(cluster_, spec.gpu_memory_bytes, spec.check_memory))),
       placement_(spec.placement),
-      gpu_of_rank_(topology::place(fabric_, {schedule_.layout.tp, schedule_.layout.dp, schedule_.layout.pp},
+      gpu_of_rank_(topology::place(*fabric_, {schedule_.layout.tp, schedule_.layout.dp, schedule_.layout.pp},
                                    spec.placement, spec.seed)),
       options_(spec.sim) {
   options_.seed = spec.seed;
-  options_.network = load_cluster_network(cluster_name_);
+  options_.network = resolved.file.network;
   options_.calibration = nullptr;
   options_.faults = nullptr;
   if (!spec.calibration_file.empty()) {
@@ -123,7 +117,7 @@ Scenario::Scenario(const ScenarioSpec& spec)
   }
   if (!spec.faults_file.empty()) {
     faults_ = load_fault_plan(spec.faults_file);
-    check_fault_plan(faults_, faults::FabricTargets(fabric_), spec.faults_file);
+    check_fault_plan(faults_, faults::FabricTargets(*fabric_), spec.faults_file);
     options_.faults = &faults_;
   }
 }
@@ -140,7 +134,7 @@ void Scenario::check_fits() const {
 
 sim::SimReport Scenario::simulate() const {
   check_fits();
-  return sim::simulate(schedule_, fabric_, gpu_of_rank_, options_);
+  return sim::simulate(schedule_, *fabric_, gpu_of_rank_, options_);
 }
 
 } // namespace twinscale::config

@@ -1,9 +1,10 @@
-// One scenario step: the setup every command, bench and experiment shares between "a job
-// and a cluster" and "a simulator run" — load the cluster, build its fabric for the job's
-// GPUs, lower the job against the cluster's GPU memory, place the ranks, read the
-// calibration table and the fault plan (checked against the fabric) and fill the
-// simulator's options. The enum names users type (placement, simulator mode, all-reduce
-// algorithm) are parsed here and nowhere else.
+// One scenario step: the setup every command, bench, sweep point and experiment shares
+// between "a job and a cluster" and "a simulator run" — read the cluster file once (its
+// [network] table included), build its fabric for the job's GPUs, lower the job against
+// the cluster's tightest GPU memory ([gpu] and every [[gpu_groups]] model), place the
+// ranks, read the calibration table and the fault plan (checked against the fabric) and
+// fill the simulator's options. The command-line names of the simulator mode and the
+// all-reduce algorithm are parsed here.
 //
 //   config::ScenarioSpec spec;
 //   spec.job = config::load_job_preset("tiny-megascale");
@@ -13,11 +14,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "config/cluster_file.hpp"
 #include "faults/fault_plan.hpp"
 #include "schedules/calibration.hpp"
 #include "schedules/job.hpp"
@@ -39,12 +42,25 @@ const std::vector<std::string>& sim_mode_names(); // flow, analytic
 sim::CollectiveAlgorithm parse_all_reduce_algorithm(std::string_view text, std::string_view what);
 const std::vector<std::string>& all_reduce_algorithm_names(); // ring, tree
 
+/// What the lowering of `job` checks memory against on `cluster`: `gpu_memory_bytes` when
+/// given (throws ConfigError unless > 0), else the tightest of the cluster's GPU models
+/// (config::tightest_gpu_memory); no limit when no model gives a size.
+schedules::LoweringTarget lowering_target(const topology::ClusterSpec& cluster,
+                                          std::optional<double> gpu_memory_bytes = std::nullopt,
+                                          bool check_memory = true);
+
 /// What a scenario is made of. Plain values: a command fills it from its options.
 struct ScenarioSpec {
-  schedules::JobSpec job;                 // overrides (--gpus, --global-batch) applied
-  std::string job_source;                 // "preset NAME" or the file, for messages
-  std::string cluster;                    // preset name or file; empty: the job's cluster
+  schedules::JobSpec job; // overrides (--gpus, --global-batch) applied
+  std::string job_source; // "preset NAME" or the file, for messages
+  std::string cluster;    // preset name or file; empty: the job's cluster
+  /// The cluster already read (a sweep reads each file once and varies it per point);
+  /// null: `cluster` (or the job's) is read. Its `gpus` is set to the job's either way.
+  std::shared_ptr<const ClusterFile> cluster_file;
+  /// The fabric of exactly that cluster for the job's GPUs (a sweep's cache); null: built.
+  std::shared_ptr<const topology::Fabric> fabric;
   std::optional<double> gpu_memory_bytes; // memory check; default: the cluster's GPU
+  bool check_memory = true;               // false: memory is estimated, not enforced
   topology::PlacementPolicy placement = topology::PlacementPolicy::Linear;
   uint64_t seed = 1;            // ECMP hashing and random placement
   sim::SimOptions sim;          // mode, algorithm, channels, aggregation…; its
@@ -65,7 +81,7 @@ public:
 
   const std::string& cluster_name() const { return cluster_name_; }
   const topology::ClusterSpec& cluster() const { return cluster_; }
-  const topology::Fabric& fabric() const { return fabric_; }
+  const topology::Fabric& fabric() const { return *fabric_; }
   const schedules::Schedule& schedule() const { return schedule_; }
   const std::vector<int64_t>& gpu_of_rank() const { return gpu_of_rank_; }
   topology::PlacementPolicy placement() const { return placement_; }
@@ -90,9 +106,15 @@ public:
   sim::SimReport simulate() const;
 
 private:
+  struct Resolved { // the cluster's name and file, read once
+    std::string name;
+    ClusterFile file;
+  };
+  Scenario(const ScenarioSpec& spec, Resolved&& resolved);
+
   std::string cluster_name_;
   topology::ClusterSpec cluster_;
-  topology::Fabric fabric_;
+  std::shared_ptr<const topology::Fabric> fabric_;
   schedules::Schedule schedule_;
   topology::PlacementPolicy placement_;
   std::vector<int64_t> gpu_of_rank_;

@@ -9,11 +9,13 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include <toml++/toml.h>
 
+#include "common/enum_names.hpp"
 #include "config/error.hpp"
 
 namespace twinscale::config {
@@ -36,6 +38,16 @@ public:
   std::vector<double> get_double_array(std::string_view key,
                                        std::optional<std::vector<double>> fallback = std::nullopt);
 
+  /// A string key that must name one of the enum's values (its table, common/enum_names.hpp).
+  template <class E, size_t N>
+  E get_enum(std::string_view key, const EnumNames<E, N>& names,
+             std::optional<std::type_identity_t<E>> fallback = std::nullopt) {
+    std::optional<std::string> fb;
+    if (fallback) fb = std::string(enum_name(names, *fallback));
+    const std::string got = get_string(key, fb);
+    if (const auto value = enum_from_name(names, got)) return *value;
+    fail(key, "is \"" + got + "\"; valid values: " + enum_names_list(names));
+  }
   /// A string key that must be one of `choices`; returns the matching value.
   template <class E>
   E get_enum(std::string_view key, std::initializer_list<std::pair<std::string_view, E>> choices,

@@ -33,7 +33,7 @@ void check_uneven_stages(const JobSpec& job, const std::string& who) {
               " virtual pipeline stages (at least one layer each)");
 }
 
-/// Context parallelism and ZB-H1 (issue #16).
+/// Context parallelism and ZB-H1.
 void check_cp_and_zero_bubble(const JobSpec& job, const std::string& who) {
   const ModelSpec& m = job.model;
   const ParallelSpec& p = job.parallel;
@@ -67,7 +67,7 @@ void check_cp_and_zero_bubble(const JobSpec& job, const std::string& who) {
   }
 }
 
-/// Mixture of experts and expert parallelism (issue #16).
+/// Mixture of experts and expert parallelism.
 void check_moe(const JobSpec& job, const std::string& who) {
   const ModelSpec& m = job.model;
   const ParallelSpec& p = job.parallel;

@@ -5,33 +5,56 @@
 #include <cstdint>
 #include <string>
 
+#include "common/enum_names.hpp"
+
 namespace twinscale::schedules {
 
 enum class BlockKind : uint8_t { Serial, Parallel };   // M1
 enum class AttentionKind : uint8_t { Dense, Sliding }; // M2
+// The names of each enum's values as job files, schedule JSON and study axes spell them.
+inline constexpr EnumNames<BlockKind, 2> kBlockKindNames{
+    {{"serial", BlockKind::Serial}, {"parallel", BlockKind::Parallel}}};
+inline constexpr EnumNames<AttentionKind, 2> kAttentionKindNames{
+    {{"dense", AttentionKind::Dense}, {"sliding", AttentionKind::Sliding}}};
 /// M5. ZeroBubbleH1: Qi et al., ICLR'24 "Zero Bubble Pipeline Parallelism", the
 /// handcrafted ZB-H1 order (1F1B with each backward split into B, the input gradient,
 /// and W, the weight gradient; W passes deferred into the cool-down; pipeline.cpp).
 enum class PipelineKind : uint8_t { OneFOneB, Interleaved, ZeroBubbleH1 };
+inline constexpr EnumNames<PipelineKind, 3> kPipelineKindNames{{{"1f1b", PipelineKind::OneFOneB},
+                                                                {"interleaved", PipelineKind::Interleaved},
+                                                                {"zb-h1", PipelineKind::ZeroBubbleH1}}};
 enum class OptimizerKind : uint8_t { Adam, Lamb }; // M3
+inline constexpr EnumNames<OptimizerKind, 2> kOptimizerKindNames{
+    {{"adam", OptimizerKind::Adam}, {"lamb", OptimizerKind::Lamb}}};
 enum class MlpKind : uint8_t { Gelu, SwiGlu };
+inline constexpr EnumNames<MlpKind, 2> kMlpKindNames{{{"gelu", MlpKind::Gelu}, {"swiglu", MlpKind::SwiGlu}}};
 enum class NormKind : uint8_t { LayerNorm, RmsNorm };
+inline constexpr EnumNames<NormKind, 2> kNormKindNames{
+    {{"layernorm", NormKind::LayerNorm}, {"rmsnorm", NormKind::RmsNorm}}};
 /// How tokens are spread over experts (mixture of experts): evenly, or with expert
 /// popularities drawn per (iteration, micro-batch, layer) from a seeded distribution.
 enum class RoutingKind : uint8_t { Balanced, Dirichlet, Zipf };
+inline constexpr EnumNames<RoutingKind, 3> kRoutingKindNames{
+    {{"balanced", RoutingKind::Balanced}, {"dirichlet", RoutingKind::Dirichlet}, {"zipf", RoutingKind::Zipf}}};
 /// How a MoE layer's dispatch and combine all-to-alls are run. Flat: one all-to-all over
 /// the EP group. Hierarchical: Tutel's 2DH (arXiv 2206.03382) / DeepSpeed-MoE's
 /// hierarchical all-to-all (arXiv 2201.05596): an all-to-all inside each NVLink
 /// domain that groups the tokens by the destination's local index, then one among the
 /// ranks of the same local index across domains (one rail); the combine mirrors it.
 enum class EpAllToAll : uint8_t { Flat, Hierarchical };
+inline constexpr EnumNames<EpAllToAll, 2> kEpAllToAllNames{
+    {{"flat", EpAllToAll::Flat}, {"hierarchical", EpAllToAll::Hierarchical}}};
 /// Datatype of the transformer layers' GEMMs. Fp8: Transformer Engine's delayed scaling
 /// (per-tensor scales from an amax history; cast/transpose kernels; amax all-reduce).
 enum class GemmPrecision : uint8_t { Bf16, Fp8 };
+inline constexpr EnumNames<GemmPrecision, 2> kGemmPrecisionNames{
+    {{"bf16", GemmPrecision::Bf16}, {"fp8", GemmPrecision::Fp8}}};
 /// Ranks over which FP8 amaxes are all-reduced (Megatron-LM's get_amax_reduction_group):
 /// the tensor- and data-parallel ranks of a pipeline stage (default), or TP only
 /// (--tp-only-amax-red).
 enum class Fp8AmaxReduction : uint8_t { TpDp, Tp };
+inline constexpr EnumNames<Fp8AmaxReduction, 2> kFp8AmaxReductionNames{
+    {{"tp-dp", Fp8AmaxReduction::TpDp}, {"tp", Fp8AmaxReduction::Tp}}};
 
 struct ModelSpec {
   std::string name;
@@ -102,7 +125,7 @@ struct ParallelSpec {
   bool sequence_parallel = false;
   bool pp_scatter_gather = false; // SC'21: each pipeline send carries 1/tp of the activation,
                                   // all-gathered over the TP group on arrival (no SP)
-  int64_t zero_stage = 0;         // 0, 1 or 2 (M4 uses 2)
+  int64_t zero_stage = 0;         // 0 to 3 (MegaScale's DP overlap uses 2)
   int64_t micro_batch = 1;        // sequences per micro-batch
   int64_t global_batch = 1;       // sequences per iteration
   /// Micro-batches per pipeline per iteration: global_batch / (dp · micro_batch).

@@ -32,7 +32,7 @@ struct CommModel {
   /// true: one 2-rank communicator per pipeline peer pair and direction (a directed
   /// channel: the sender only sends on it, the receiver only receives), so sends and
   /// receives of a pair never queue behind each other. false: one communicator per
-  /// pipeline group carries every send and receive (the CUDA device before issue #18).
+  /// pipeline group carries every send and receive (as the CUDA device once did).
   bool directed_p2p = true;
   /// true: the data-parallel collectives of each priority class (Op::priority) have
   /// their own communicator, so a high-priority one is not queued behind a low one.

@@ -20,16 +20,6 @@ namespace twinscale::schedules {
 namespace {
 using nlohmann::json;
 
-std::string_view block_name(BlockKind k) { return k == BlockKind::Serial ? "serial" : "parallel"; }
-std::string_view attention_name(AttentionKind k) { return k == AttentionKind::Dense ? "dense" : "sliding"; }
-std::string_view pipeline_name(PipelineKind k) {
-  return k == PipelineKind::OneFOneB ? "1f1b" : k == PipelineKind::Interleaved ? "interleaved" : "zb-h1";
-}
-std::string_view optimizer_name(OptimizerKind k) { return k == OptimizerKind::Adam ? "adam" : "lamb"; }
-std::string_view routing_name(RoutingKind k) {
-  return k == RoutingKind::Balanced ? "balanced" : k == RoutingKind::Dirichlet ? "dirichlet" : "zipf";
-}
-
 json job_fields_json(const JobSpec& j) {
   const auto& m = j.model;
   const auto& p = j.parallel;
@@ -44,13 +34,13 @@ json job_fields_json(const JobSpec& j) {
         {"seq_len", m.seq_len},
         {"vocab", m.vocab},
         {"ffn_hidden", m.ffn_hidden},
-        {"block", block_name(m.block)},
-        {"attention", attention_name(m.attention)},
+        {"block", enum_name(kBlockKindNames, m.block)},
+        {"attention", enum_name(kAttentionKindNames, m.attention)},
         {"window", m.window},
         {"kv_heads", m.kv_heads},
-        {"mlp", m.mlp == MlpKind::SwiGlu ? "swiglu" : "gelu"},
+        {"mlp", enum_name(kMlpKindNames, m.mlp)},
         {"untied_embeddings", m.untied_embeddings},
-        {"norm", m.norm == NormKind::RmsNorm ? "rmsnorm" : "layernorm"},
+        {"norm", enum_name(kNormKindNames, m.norm)},
         {"experts", m.experts},
         {"top_k", m.top_k},
         {"moe_ffn_hidden", m.moe_ffn_hidden},
@@ -58,7 +48,7 @@ json job_fields_json(const JobSpec& j) {
         {"shared_experts", m.shared_experts},
         {"moe_every", m.moe_every},
         {"first_dense_layers", m.first_dense_layers},
-        {"routing", routing_name(m.routing)},
+        {"routing", enum_name(kRoutingKindNames, m.routing)},
         {"routing_alpha", m.routing_alpha},
         {"routing_exponent", m.routing_exponent},
         {"routing_seed", m.routing_seed}}},
@@ -76,9 +66,9 @@ json job_fields_json(const JobSpec& j) {
         {"micro_batch", p.micro_batch},
         {"global_batch", p.global_batch}}},
       {"schedule",
-       {{"pipeline", pipeline_name(o.pipeline)},
+       {{"pipeline", enum_name(kPipelineKindNames, o.pipeline)},
         {"iterations", o.iterations},
-        {"optimizer", optimizer_name(o.optimizer)},
+        {"optimizer", enum_name(kOptimizerKindNames, o.optimizer)},
         {"recompute", o.recompute},
         {"selective_recompute", o.selective_recompute},
         {"grad_reduce_dtype", o.grad_reduce_fp32 ? "fp32" : "bf16"},
@@ -96,10 +86,10 @@ json job_fields_json(const JobSpec& j) {
 
 json job_json(const JobSpec& j) {
   json out = job_fields_json(j);
-  // issue #16: written only when used, so that files of jobs without them are unchanged
+  // written only when used, so that files of jobs without them are unchanged
   if (j.parallel.cp > 1) out["parallel"]["cp"] = j.parallel.cp;
   if (j.parallel.ep_a2a == EpAllToAll::Hierarchical) {
-    out["parallel"]["ep_a2a"] = "hierarchical";
+    out["parallel"]["ep_a2a"] = enum_name(kEpAllToAllNames, j.parallel.ep_a2a);
     out["parallel"]["ep_node"] = j.parallel.ep_node;
     if (j.parallel.max_nodes_per_token > 0) out["parallel"]["max_nodes_per_token"] = j.parallel.max_nodes_per_token;
   }
@@ -115,9 +105,10 @@ json job_json(const JobSpec& j) {
   if (!j.software.empty()) out["software"] = j.software;
   if (j.options.dp_bucket_params > 0) out["schedule"]["dp_bucket_params"] = j.options.dp_bucket_params;
   if (j.options.recompute_every > 1) out["schedule"]["recompute_every"] = j.options.recompute_every;
-  if (j.options.fp8()) // issue #16; written only when not the default, so BF16 schedules are unchanged
+  if (j.options.fp8()) // written only when not the default, so BF16 schedules are unchanged
     out["schedule"]["precision"] = {
-        {"gemm", "fp8"}, {"fp8_amax_reduction", j.options.fp8_amax_reduction == Fp8AmaxReduction::Tp ? "tp" : "tp-dp"}};
+        {"gemm", enum_name(kGemmPrecisionNames, j.options.gemm_precision)},
+        {"fp8_amax_reduction", enum_name(kFp8AmaxReductionNames, j.options.fp8_amax_reduction)}};
   return out;
 }
 
@@ -191,6 +182,12 @@ public:
     return *v;
   }
 
+  template <class E, size_t N>
+  E get_choice(const json& obj, const char* key, const std::string& where, const EnumNames<E, N>& names) const {
+    const auto text = get<std::string>(obj, key, where);
+    if (const auto value = enum_from_name(names, text)) return *value;
+    fail(where + "." + key, "unknown value \"" + text + "\"; valid: " + enum_names_list(names));
+  }
   template <class E>
   E get_choice(const json& obj, const char* key, const std::string& where,
                std::initializer_list<std::pair<std::string_view, E>> choices) const {
@@ -216,23 +213,18 @@ public:
     out.model.seq_len = get<int64_t>(m, "seq_len", mw);
     out.model.vocab = get<int64_t>(m, "vocab", mw);
     out.model.ffn_hidden = get<int64_t>(m, "ffn_hidden", mw);
-    out.model.block =
-        get_choice<BlockKind>(m, "block", mw, {{"serial", BlockKind::Serial}, {"parallel", BlockKind::Parallel}});
-    out.model.attention = get_choice<AttentionKind>(
-        m, "attention", mw, {{"dense", AttentionKind::Dense}, {"sliding", AttentionKind::Sliding}});
+    out.model.block = get_choice(m, "block", mw, kBlockKindNames);
+    out.model.attention = get_choice(m, "attention", mw, kAttentionKindNames);
     out.model.window = get<int64_t>(m, "window", mw);
-    // Added with issue #9; absent in older files means the defaults.
+    // Added later; absent in older files means the defaults.
     if (m.contains("kv_heads")) out.model.kv_heads = get<int64_t>(m, "kv_heads", mw);
-    if (m.contains("mlp"))
-      out.model.mlp = get_choice<MlpKind>(m, "mlp", mw, {{"gelu", MlpKind::Gelu}, {"swiglu", MlpKind::SwiGlu}});
+    if (m.contains("mlp")) out.model.mlp = get_choice(m, "mlp", mw, kMlpKindNames);
     if (m.contains("untied_embeddings")) out.model.untied_embeddings = get<bool>(m, "untied_embeddings", mw);
-    if (m.contains("rotary")) out.model.rotary = get<bool>(m, "rotary", mw); // issue #16
+    if (m.contains("rotary")) out.model.rotary = get<bool>(m, "rotary", mw);
     if (m.contains("dropout")) out.model.dropout = get<double>(m, "dropout", mw);
-    // Added with issue #16; absent in older files means the defaults (dense, LayerNorm).
+    // Added later; absent in older files means the defaults (dense, LayerNorm).
     auto& md = out.model;
-    if (m.contains("norm"))
-      md.norm =
-          get_choice<NormKind>(m, "norm", mw, {{"layernorm", NormKind::LayerNorm}, {"rmsnorm", NormKind::RmsNorm}});
+    if (m.contains("norm")) md.norm = get_choice(m, "norm", mw, kNormKindNames);
     if (m.contains("experts")) md.experts = get<int64_t>(m, "experts", mw);
     if (m.contains("top_k")) md.top_k = get<int64_t>(m, "top_k", mw);
     if (m.contains("moe_ffn_hidden")) md.moe_ffn_hidden = get<int64_t>(m, "moe_ffn_hidden", mw);
@@ -240,10 +232,7 @@ public:
     if (m.contains("shared_experts")) md.shared_experts = get<int64_t>(m, "shared_experts", mw);
     if (m.contains("moe_every")) md.moe_every = get<int64_t>(m, "moe_every", mw);
     if (m.contains("first_dense_layers")) md.first_dense_layers = get<int64_t>(m, "first_dense_layers", mw);
-    if (m.contains("routing"))
-      md.routing = get_choice<RoutingKind>(
-          m, "routing", mw,
-          {{"balanced", RoutingKind::Balanced}, {"dirichlet", RoutingKind::Dirichlet}, {"zipf", RoutingKind::Zipf}});
+    if (m.contains("routing")) md.routing = get_choice(m, "routing", mw, kRoutingKindNames);
     if (m.contains("routing_alpha")) md.routing_alpha = get<double>(m, "routing_alpha", mw);
     if (m.contains("routing_exponent")) md.routing_exponent = get<double>(m, "routing_exponent", mw);
     if (m.contains("routing_seed")) md.routing_seed = get<int64_t>(m, "routing_seed", mw);
@@ -254,17 +243,16 @@ public:
     par.pp = get<int64_t>(p, "pp", pw);
     par.vpp = get<int64_t>(p, "vpp", pw);
     par.dp = get<int64_t>(p, "dp", pw);
-    if (p.contains("ep")) par.ep = get<int64_t>(p, "ep", pw); // issue #16
-    if (p.contains("cp")) par.cp = get<int64_t>(p, "cp", pw); // issue #16
-    if (p.contains("ep_a2a"))                                 // issue #16; absent means the flat all-to-all
-      par.ep_a2a = get_choice<EpAllToAll>(p, "ep_a2a", pw,
-                                          {{"flat", EpAllToAll::Flat}, {"hierarchical", EpAllToAll::Hierarchical}});
+    if (p.contains("ep")) par.ep = get<int64_t>(p, "ep", pw);
+    if (p.contains("cp")) par.cp = get<int64_t>(p, "cp", pw);
+    if (p.contains("ep_a2a")) // absent means the flat all-to-all
+      par.ep_a2a = get_choice(p, "ep_a2a", pw, kEpAllToAllNames);
     if (p.contains("ep_node")) par.ep_node = get<int64_t>(p, "ep_node", pw);
     if (p.contains("max_nodes_per_token")) par.max_nodes_per_token = get<int64_t>(p, "max_nodes_per_token", pw);
     if (p.contains("first_stage_layers")) par.first_stage_layers = get<int64_t>(p, "first_stage_layers", pw);
     if (p.contains("last_stage_layers")) par.last_stage_layers = get<int64_t>(p, "last_stage_layers", pw);
     par.sequence_parallel = get<bool>(p, "sequence_parallel", pw);
-    // Added with issue #9; absent in older files means off.
+    // Added later; absent in older files means off.
     par.pp_scatter_gather = p.contains("pp_scatter_gather") && get<bool>(p, "pp_scatter_gather", pw);
     par.zero_stage = get<int64_t>(p, "zero_stage", pw);
     par.micro_batch = get<int64_t>(p, "micro_batch", pw);
@@ -272,24 +260,20 @@ public:
     const json& s = at(j, "schedule", w);
     const std::string sw = w + ".schedule";
     auto& o = out.options;
-    o.pipeline = get_choice<PipelineKind>(s, "pipeline", sw,
-                                          {{"1f1b", PipelineKind::OneFOneB},
-                                           {"interleaved", PipelineKind::Interleaved},
-                                           {"zb-h1", PipelineKind::ZeroBubbleH1}});
+    o.pipeline = get_choice(s, "pipeline", sw, kPipelineKindNames);
     o.iterations = get<int64_t>(s, "iterations", sw);
-    o.optimizer =
-        get_choice<OptimizerKind>(s, "optimizer", sw, {{"adam", OptimizerKind::Adam}, {"lamb", OptimizerKind::Lamb}});
+    o.optimizer = get_choice(s, "optimizer", sw, kOptimizerKindNames);
     o.recompute = get<bool>(s, "recompute", sw);
-    // Added with issue #9; absent in older files means off.
+    // Added later; absent in older files means off.
     o.selective_recompute = s.contains("selective_recompute") && get<bool>(s, "selective_recompute", sw);
     o.grad_reduce_fp32 = s.contains("grad_reduce_dtype") &&
                          get_choice<bool>(s, "grad_reduce_dtype", sw, {{"bf16", false}, {"fp32", true}});
     o.async_data_loading = get<bool>(s, "async_data_loading", sw);
-    // Added with issue #9; absent in older files means on (the default).
+    // Added later; absent in older files means on (the default).
     o.grad_accumulation_fusion =
         !s.contains("grad_accumulation_fusion") || get<bool>(s, "grad_accumulation_fusion", sw);
     o.tp_async_allreduce = !s.contains("tp_async_allreduce") || get<bool>(s, "tp_async_allreduce", sw);
-    if (s.contains("fsdp_prefetch")) o.fsdp_prefetch = get<int64_t>(s, "fsdp_prefetch", sw); // issue #16
+    if (s.contains("fsdp_prefetch")) o.fsdp_prefetch = get<int64_t>(s, "fsdp_prefetch", sw);
     if (s.contains("dp_bucket_params")) o.dp_bucket_params = get<int64_t>(s, "dp_bucket_params", sw);
     if (s.contains("recompute_every")) o.recompute_every = get<int64_t>(s, "recompute_every", sw);
     if (j.contains("software")) out.software = get<std::string>(j, "software", w);
@@ -307,13 +291,10 @@ public:
     if (s.contains("fsdp_copy_out")) o.fsdp_copy_out = get<bool>(s, "fsdp_copy_out", sw);
     if (s.contains("host_seconds_per_module"))
       o.host_seconds_per_module = get<double>(s, "host_seconds_per_module", sw);
-    if (s.contains("precision")) { // issue #16; absent means BF16 GEMMs
+    if (s.contains("precision")) { // absent means BF16 GEMMs
       const json& pr = at(s, "precision", sw);
-      o.gemm_precision = get_choice<GemmPrecision>(pr, "gemm", sw + ".precision",
-                                                   {{"bf16", GemmPrecision::Bf16}, {"fp8", GemmPrecision::Fp8}});
-      o.fp8_amax_reduction =
-          get_choice<Fp8AmaxReduction>(pr, "fp8_amax_reduction", sw + ".precision",
-                                       {{"tp-dp", Fp8AmaxReduction::TpDp}, {"tp", Fp8AmaxReduction::Tp}});
+      o.gemm_precision = get_choice(pr, "gemm", sw + ".precision", kGemmPrecisionNames);
+      o.fp8_amax_reduction = get_choice(pr, "fp8_amax_reduction", sw + ".precision", kFp8AmaxReductionNames);
     }
     return out;
   }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU smoke check (issue #18), one command on a one-server machine with 1–8 GPUs:
+# The GPU smoke check, one command on a one-server machine with 1–8 GPUs:
 #   scripts/gpu-check.sh [--no-build] [--build-dir DIR] [--out DIR] [--timeout S] [--cpu-dry-run]
 # 1. builds with the CUDA device (unless --no-build);
 # 2. runs every GPU test case (label gpu: test_gpu, one process per case; exit 77 is
@@ -10,7 +10,7 @@
 #    on one GPU): 8-rank 8x1x1, 1x1x8, 2x1x4, 2x2x2, 1x8x1 and tiny-* on an 8-GPU
 #    server; smaller layouts on smaller machines; the rest SKIPPED;
 # 5. a kill-one-rank run (≥ 2 GPUs) that must end in the hang report naming the rank;
-# 6. FP8 (issue #16): on a GPU with FP8 (compute capability ≥ 8.9, nvidia-smi's
+# 6. FP8: on a GPU with FP8 (compute capability ≥ 8.9, nvidia-smi's
 #    compute_cap) a one-GPU FP8 job runs and is probed (cuBLASLt FP8 GEMMs, casts, scale
 #    updates), and tiny-fp8 runs on 8 GPUs; below 8.9 the FP8 job must be refused with a
 #    message naming the requirement;

@@ -13,13 +13,7 @@ namespace twinscale::sim {
 
 using schedules::OpKind;
 
-std::string_view to_string(CollectiveAlgorithm a) {
-  switch (a) {
-  case CollectiveAlgorithm::Ring: return "ring";
-  case CollectiveAlgorithm::Tree: return "tree";
-  }
-  TWINSCALE_ASSERT(false, "unknown CollectiveAlgorithm");
-}
+std::string_view to_string(CollectiveAlgorithm a) { return enum_name(kCollectiveAlgorithmNames, a); }
 
 double CollectivePlan::bytes_sent_per_member(int64_t group_size) const {
   double total = 0;

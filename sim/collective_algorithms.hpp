@@ -37,14 +37,17 @@
 #include <string_view>
 #include <vector>
 
+#include "common/enum_names.hpp"
 #include "schedules/op.hpp"
 #include "sim/nccl_model.hpp"
 
 namespace twinscale::sim {
 
 enum class CollectiveAlgorithm : uint8_t { Ring, Tree };
+inline constexpr EnumNames<CollectiveAlgorithm, 2> kCollectiveAlgorithmNames{
+    {{"ring", CollectiveAlgorithm::Ring}, {"tree", CollectiveAlgorithm::Tree}}};
 
-std::string_view to_string(CollectiveAlgorithm);
+std::string_view to_string(CollectiveAlgorithm); // its name in kCollectiveAlgorithmNames
 
 /// One member-to-member transfer (indices in the group's member list) on one channel.
 struct PhaseTransfer {

@@ -53,8 +53,8 @@ schedules::ResourceEstimate check_simulation_fits(const schedules::JobSpec& job,
            schedules::format_bytes(estimate_simulation(job, SimMode::Analytic, true).memory_bytes) + "), ";
   }
   how += "or fewer GPUs (--gpus)";
-  schedules::require_fits("simulating job '" + job.name + "' in " + (mode == SimMode::Flow ? "flow" : "analytic") +
-                              " mode on " + std::to_string(ranks) + " GPUs",
+  schedules::require_fits("simulating job '" + job.name + "' in " + std::string(to_string(mode)) + " mode on " +
+                              std::to_string(ranks) + " GPUs",
                           e, how);
   return e;
 }

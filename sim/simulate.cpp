@@ -20,13 +20,7 @@
 
 namespace twinscale::sim {
 
-std::string_view to_string(SimMode m) {
-  switch (m) {
-  case SimMode::Flow: return "flow";
-  case SimMode::Analytic: return "analytic";
-  }
-  TWINSCALE_ASSERT(false, "unknown SimMode");
-}
+std::string_view to_string(SimMode m) { return enum_name(kSimModeNames, m); }
 
 namespace {
 

@@ -41,6 +41,7 @@
 #include <string>
 #include <vector>
 
+#include "common/enum_names.hpp"
 #include "schedules/schedule.hpp"
 #include "schedules/trace.hpp"
 #include "sim/collective_algorithms.hpp"
@@ -60,7 +61,8 @@ struct CalibrationTable;
 namespace twinscale::sim {
 
 enum class SimMode : uint8_t { Flow, Analytic };
-std::string_view to_string(SimMode);
+inline constexpr EnumNames<SimMode, 2> kSimModeNames{{{"flow", SimMode::Flow}, {"analytic", SimMode::Analytic}}};
+std::string_view to_string(SimMode); // its name in kSimModeNames
 
 struct SimOptions {
   SimMode mode = SimMode::Flow;

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <stdexcept>
+#include <memory>
 
 #include <nlohmann/json.hpp>
 
@@ -20,36 +20,12 @@
 #include "schedules/memory.hpp"
 #include "schedules/schedule.hpp"
 #include "sim/simulate.hpp"
+#include "study/error.hpp"
 #include "topology/fabric.hpp"
-#include "topology/placement.hpp"
 
 namespace twinscale::study {
 
 namespace {
-
-// ---- Run setup -------------------------------------------------------------------------
-// The one place `sweep` turns an effective job + cluster + placement + seed into a
-// simulated iteration, exactly as `twinscale simulate` does with default options
-// (cli/simulate_command.cpp, cli/simulated_iteration.cpp). When config/scenario lands,
-// rewire these two functions onto it.
-
-schedules::Schedule lower_job(const schedules::JobSpec& job, double gpu_memory_bytes, bool check_memory) {
-  schedules::LoweringTarget target;
-  target.gpu_memory_bytes = gpu_memory_bytes;
-  target.check_memory = check_memory;
-  return schedules::lower(job, target);
-}
-
-sim::SimReport simulate_schedule(const schedules::Schedule& schedule, const topology::Fabric& fabric,
-                                 const std::string& placement, uint64_t seed, bool flow) {
-  const topology::PlacementPolicy policy = config::parse_placement(placement, "placement");
-  const auto gpus = topology::place(fabric, {schedule.layout.tp, schedule.layout.dp, schedule.layout.pp}, policy, seed);
-  sim::SimOptions o;
-  o.mode = flow ? sim::SimMode::Flow : sim::SimMode::Analytic;
-  o.seed = seed;
-  return sim::simulate(schedule, fabric, gpus, o);
-}
-// ------------------------------------------------------------------------------------------
 
 const std::string* str(const Point& p, const char* axis) {
   const Value* v = p.find(axis);
@@ -101,14 +77,14 @@ std::string effective_job(const StudySpec& spec, const Point& p, schedules::JobS
   if (auto v = num(p, "tp")) par.tp = *v;
   if (auto v = num(p, "pp")) par.pp = *v;
   if (auto v = num(p, "vpp")) par.vpp = *v;
+  if (auto v = num(p, "cp")) par.cp = *v;
+  if (auto v = num(p, "ep")) par.ep = *v;
   if (auto v = num(p, "micro_batch")) par.micro_batch = *v;
   if (auto v = num(p, "zero_stage")) par.zero_stage = *v;
   if (auto v = flag(p, "sequence_parallel")) par.sequence_parallel = *v;
   auto& opt = job.options;
-  if (const std::string* pl = str(p, "pipeline"))
-    opt.pipeline = *pl == "interleaved" ? schedules::PipelineKind::Interleaved
-                   : *pl == "zb-h1"     ? schedules::PipelineKind::ZeroBubbleH1
-                                        : schedules::PipelineKind::OneFOneB;
+  if (const std::string* pl = str(p, "pipeline")) // a name of the table (checked by the study file)
+    opt.pipeline = enum_from_name(schedules::kPipelineKindNames, *pl).value();
   else if (par.vpp > 1) // check_job: interleaved exactly when vpp > 1
     opt.pipeline = schedules::PipelineKind::Interleaved;
   else if (opt.pipeline == schedules::PipelineKind::Interleaved) // ZB-H1 (vpp 1) is kept
@@ -132,6 +108,30 @@ std::string effective_job(const StudySpec& spec, const Point& p, schedules::JobS
   return {};
 }
 
+/// The effective job's layout a point stores.
+void store_layout(const schedules::ParallelSpec& par, PointResult& r) {
+  r.gpus = par.gpus();
+  r.tp = par.tp;
+  r.pp = par.pp;
+  r.vpp = par.vpp;
+  r.dp = par.dp;
+  r.micro_batch = par.micro_batch;
+  r.global_batch = par.global_batch;
+}
+
+/// The simulated iteration's figures a point stores.
+void store_iteration(const sim::SimReport& s, PointResult& r) {
+  r.iteration_time_s = s.iteration_time_s;
+  r.tokens_per_s = s.tokens_per_s;
+  r.tflops_per_gpu = s.tflops_per_gpu;
+  r.mfu = s.mfu;
+  r.compute_s = s.breakdown.compute_s;
+  r.exposed_tp_s = s.breakdown.exposed_tp_s;
+  r.exposed_pp_s = s.breakdown.exposed_pp_s;
+  r.exposed_dp_s = s.breakdown.exposed_dp_s;
+  r.bubble_s = s.breakdown.bubble_s;
+}
+
 struct CampaignInputs {
   faults::FaultModel model;
   config::RecoveryFile recovery;
@@ -152,7 +152,7 @@ PointStatus point_status_from(std::string_view s) {
   if (s == "ok") return PointStatus::Ok;
   if (s == "infeasible") return PointStatus::Infeasible;
   if (s == "failed") return PointStatus::Failed;
-  throw std::invalid_argument("unknown point status '" + std::string(s) + "'");
+  throw StoreError("a stored point status is '" + std::string(s) + "'; valid: ok, infeasible, failed");
 }
 
 std::string to_json(const PointResult& r) {
@@ -222,8 +222,9 @@ Evaluator::Evaluator(const StudySpec& spec) : spec_(spec) {
     }
   };
   auto cluster = [&](const std::string& name, const std::string& key) {
+    if (clusters_.count(name)) return;
     try {
-      config::load_cluster(name);
+      clusters_[name] = std::make_shared<const config::ClusterFile>(config::load_cluster_file(name));
     } catch (const config::ConfigError& e) {
       throw config::ConfigError(spec.file + ": key '" + key + "': " + e.what());
     }
@@ -264,8 +265,9 @@ std::shared_ptr<const topology::Fabric> Evaluator::fabric_for(const std::string&
                                                               const topology::ClusterSpec& cs, std::string& why_not) {
   // A few recent fabrics are kept: points of one study mostly share their cluster.
   char key[256];
-  std::snprintf(key, sizeof key, "%s|%.17g|%.17g|%lld|%lld", cluster.c_str(), cs.fabric.oversubscription[0],
-                cs.server.nic_bw_bytes_per_s, static_cast<long long>(cs.server.rails), static_cast<long long>(cs.gpus));
+  std::snprintf(key, sizeof key, "%s|%.17g|%.17g|%lld|%lld|%lld", cluster.c_str(), cs.fabric.oversubscription[0],
+                cs.server.nic_bw_bytes_per_s, static_cast<long long>(cs.server.nics),
+                static_cast<long long>(cs.server.rails), static_cast<long long>(cs.gpus));
   if (auto it = fabrics_.find(key); it != fabrics_.end()) return it->second;
   std::shared_ptr<const topology::Fabric> fabric;
   try {
@@ -294,72 +296,78 @@ PointResult Evaluator::run(const Point& point, bool flow) {
   schedules::JobSpec job;
   const std::string why = effective_job(spec_, point, job);
   const auto& par = job.parallel;
-  r.gpus = par.gpus();
-  r.tp = par.tp;
-  r.pp = par.pp;
-  r.vpp = par.vpp;
-  r.dp = par.dp;
-  r.micro_batch = par.micro_batch;
-  r.global_batch = par.global_batch;
+  store_layout(par, r);
   if (!why.empty()) return infeasible(why);
 
-  // The cluster: preset or file, then the cluster-variant axes; built for the job's GPUs.
+  // The cluster: preset or file (each read once), then the cluster-variant axes.
   std::string cluster = job.cluster;
   if (!spec_.cluster.empty()) cluster = spec_.cluster;
   if (const std::string* c = str(point, "cluster")) cluster = *c;
-  topology::ClusterSpec cs;
-  try {
-    cs = config::load_cluster(cluster);
-  } catch (const config::ConfigError& e) {
-    throw config::ConfigError(spec_.file + ": cluster of point " + std::to_string(point.id) + ": " + e.what());
-  }
+  auto variant = std::make_shared<config::ClusterFile>(*cluster_file(cluster, point.id));
+  topology::ClusterSpec& cs = variant->cluster;
   if (auto v = real(point, "oversubscription")) cs.fabric.oversubscription.at(0) = *v;
   if (auto v = real(point, "nic_gbit_per_s")) cs.server.nic_bw_bytes_per_s = *v * 1e9 / 8;
+  if (auto v = num(point, "nics")) {
+    cs.server.nics = *v;
+    cs.server.rails = std::min(cs.server.rails, *v);
+  }
   if (auto v = num(point, "rails")) cs.server.rails = *v;
   cs.gpus = par.gpus();
-  r.gpu_memory_bytes = cs.gpu.memory_bytes > 0 ? cs.gpu.memory_bytes : 80e9;
+  // The memory limit `simulate` lowers against: the tightest of [gpu] and [[gpu_groups]].
+  const schedules::LoweringTarget target = config::lowering_target(cs, std::nullopt, spec_.memory_fits);
+  r.gpu_memory_bytes = target.gpu_memory_bytes;
 
   for (int64_t s = 0; s < par.pp; ++s)
     r.memory_bytes = std::max(r.memory_bytes, schedules::estimate_memory(job, s).total_bytes());
   if (spec_.memory_fits && r.memory_bytes > r.gpu_memory_bytes)
-    return infeasible("needs " + gb(r.memory_bytes) + " per GPU > " + gb(r.gpu_memory_bytes) + " of " + cs.gpu.model);
+    return infeasible("needs " + gb(r.memory_bytes) + " per GPU > " + gb(r.gpu_memory_bytes) + " of " +
+                      (target.gpu_memory_holder.empty() ? cs.gpu.model : target.gpu_memory_holder));
   if (spec_.evaluation == Evaluation::Memory) return r;
-
-  std::shared_ptr<const topology::Fabric> fabric;
-  if (spec_.evaluation == Evaluation::Simulate || spec_.evaluation == Evaluation::Campaign) {
-    std::string why_not;
-    fabric = fabric_for(cluster, cs, why_not);
-    if (!fabric) return infeasible(why_not);
+  if (spec_.evaluation == Evaluation::Lower) {
+    try {
+      for (const auto& prog : schedules::lower(job, target).programs) r.ops += static_cast<int64_t>(prog.ops.size());
+    } catch (const schedules::JobError& e) {
+      return infeasible(e.what());
+    }
+    return r;
   }
 
-  schedules::Schedule schedule;
+  std::string why_not;
+  const auto fabric = fabric_for(cluster, cs, why_not);
+  if (!fabric) return infeasible(why_not);
+  // The setup `twinscale simulate` runs with its default options (config::Scenario).
+  config::ScenarioSpec setup;
+  setup.job = job;
+  setup.cluster = cluster;
+  setup.cluster_file = variant;
+  setup.fabric = fabric;
+  setup.check_memory = spec_.memory_fits;
+  setup.placement =
+      config::parse_placement(str(point, "placement") ? *str(point, "placement") : spec_.placement, "placement");
+  setup.seed = num(point, "seed") ? static_cast<uint64_t>(*num(point, "seed")) : spec_.seed;
+  setup.sim.mode = flow ? sim::SimMode::Flow : sim::SimMode::Analytic;
+  std::unique_ptr<const config::Scenario> scenario;
   try {
-    schedule = lower_job(job, r.gpu_memory_bytes, spec_.memory_fits);
-  } catch (const schedules::JobError& e) {
+    scenario = std::make_unique<const config::Scenario>(setup);
+  } catch (const schedules::JobError& e) { // the lowering: e.g. a stage that does not fit
     return infeasible(e.what());
+  } catch (const config::ConfigError& e) { // e.g. FP8 GEMMs on a GPU without FP8
+    return infeasible(e.what());
+  } catch (const topology::TopologyError& e) { // placement on this fabric
+    r.status = PointStatus::Failed;
+    r.reason = e.what();
+    return r;
   }
-  for (const auto& prog : schedule.programs) r.ops += static_cast<int64_t>(prog.ops.size());
-  if (spec_.evaluation == Evaluation::Lower) return r;
-
-  const std::string placement = str(point, "placement") ? *str(point, "placement") : spec_.placement;
-  const uint64_t seed = num(point, "seed") ? static_cast<uint64_t>(*num(point, "seed")) : spec_.seed;
+  for (const auto& prog : scenario->schedule().programs) r.ops += static_cast<int64_t>(prog.ops.size());
   r.mode = flow ? "flow" : "analytic";
   try {
-    const sim::SimReport s = simulate_schedule(schedule, *fabric, placement, seed, flow);
+    const sim::SimReport s = scenario->simulate();
     if (!s.completed) {
       r.status = PointStatus::Failed;
       r.reason = "did not complete: " + s.failure;
       return r;
     }
-    r.iteration_time_s = s.iteration_time_s;
-    r.tokens_per_s = s.tokens_per_s;
-    r.tflops_per_gpu = s.tflops_per_gpu;
-    r.mfu = s.mfu;
-    r.compute_s = s.breakdown.compute_s;
-    r.exposed_tp_s = s.breakdown.exposed_tp_s;
-    r.exposed_pp_s = s.breakdown.exposed_pp_s;
-    r.exposed_dp_s = s.breakdown.exposed_dp_s;
-    r.bubble_s = s.breakdown.bubble_s;
+    store_iteration(s, r);
     if (spec_.evaluation == Evaluation::Campaign) run_campaign(point, job, cs.server.gpus, r);
   } catch (const schedules::ScheduleError& e) {
     r.status = PointStatus::Failed;
@@ -367,11 +375,17 @@ PointResult Evaluator::run(const Point& point, bool flow) {
   } catch (const sim::SimError& e) {
     r.status = PointStatus::Failed;
     r.reason = e.what();
-  } catch (const topology::TopologyError& e) { // placement on this fabric
-    r.status = PointStatus::Failed;
-    r.reason = e.what();
   }
   return r;
+}
+
+std::shared_ptr<const config::ClusterFile> Evaluator::cluster_file(const std::string& name, int64_t point_id) {
+  if (auto it = clusters_.find(name); it != clusters_.end()) return it->second;
+  try { // the job's own cluster (not named by the study, so not read up front)
+    return clusters_[name] = std::make_shared<const config::ClusterFile>(config::load_cluster_file(name));
+  } catch (const config::ConfigError& e) {
+    throw config::ConfigError(spec_.file + ": cluster of point " + std::to_string(point_id) + ": " + e.what());
+  }
 }
 
 void Evaluator::run_campaign(const Point& point, const schedules::JobSpec& job, int64_t gpus_per_node,

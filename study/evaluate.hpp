@@ -1,5 +1,7 @@
 // One point of a study: apply its axis values to the base job and cluster, check
-// divisibility (schedules::check_job) and memory, then lower, or simulate one iteration.
+// divisibility (schedules::check_job) and memory, then lower, or simulate one iteration
+// on the setup `twinscale simulate` builds (config::Scenario: the cluster's [network]
+// congestion control and [[gpu_groups]] memory limits included).
 // A point that cannot run is a result ("infeasible" or "failed" with the reason), not an
 // error: only a bad study (an unreadable base job or cluster) throws.
 #pragma once
@@ -19,12 +21,15 @@ struct ClusterSpec;
 namespace twinscale::schedules {
 struct JobSpec;
 }
+namespace twinscale::config {
+struct ClusterFile;
+}
 
 namespace twinscale::study {
 
 enum class PointStatus : uint8_t { Ok, Infeasible, Failed };
 std::string_view to_string(PointStatus);
-PointStatus point_status_from(std::string_view); // throws std::invalid_argument
+PointStatus point_status_from(std::string_view); // throws StoreError (study/error.hpp)
 
 /// What one point gave. Doubles are exact (no rounding) so that a store filled in any
 /// order, by any number of processes, holds the same bytes.
@@ -68,10 +73,13 @@ private:
   /// The fabric of a cluster variant (cached), or nullptr with the reason it cannot be built.
   std::shared_ptr<const topology::Fabric> fabric_for(const std::string& cluster, const topology::ClusterSpec& cs,
                                                      std::string& why_not);
+  /// The cluster preset or file `name`, read once per study.
+  std::shared_ptr<const config::ClusterFile> cluster_file(const std::string& name, int64_t point_id);
   void run_campaign(const Point& point, const schedules::JobSpec& job, int64_t gpus_per_node, PointResult& r) const;
   const StudySpec spec_;
   std::shared_ptr<const void> campaign_inputs_; // fault model + recovery policy (campaign studies)
-  std::map<std::string, std::shared_ptr<const topology::Fabric>> fabrics_; // a few recent fabrics
+  std::map<std::string, std::shared_ptr<const config::ClusterFile>> clusters_; // each file read once
+  std::map<std::string, std::shared_ptr<const topology::Fabric>> fabrics_;     // a few recent fabrics
   std::vector<std::string> fabric_order_;
 };
 

@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "common/error.hpp"
+#include "study/error.hpp"
 #include "study/evaluate.hpp"
 #include "study/points.hpp"
 #include "study/study_spec.hpp"
@@ -32,12 +32,6 @@
 struct sqlite3;
 
 namespace twinscale::study {
-
-/// A store that cannot be opened, read or written (path, SQLite's message).
-class StoreError : public Error {
-public:
-  explicit StoreError(const std::string& what) : Error(what) {}
-};
 
 /// The twinscale version written into every row.
 std::string twinscale_version();

@@ -26,12 +26,15 @@
 //   gpus = [12288]                integers ≥ 1: total GPUs (dp re-derived)
 //   global_batch = [6144]         integers ≥ 1
 //   tp, pp, vpp = [8]             integers ≥ 1: tensor, pipeline, virtual-pipeline sizes;
-//                                 dp = gpus / (tp·pp) (gpus: the axis, [base] or the job's)
+//                                 dp = gpus / (tp·pp·cp) (gpus: the axis, [base] or the job's)
+//   cp = [1, 2]                   integers ≥ 1: context-parallel size (ranks per sequence)
+//   ep = [1, 8]                   integers ≥ 1: expert-parallel size (mixture-of-experts jobs)
 //   micro_batch = [1, 2]          integers ≥ 1
-//   zero_stage = [0, 1, 2]        integers in [0, 2]
+//   zero_stage = [0, 1, 2, 3]     integers in [0, 3] (3: parameters sharded too)
 //   sequence_parallel = [true]    booleans
-//   pipeline = ["interleaved"]    "1f1b" | "interleaved"; without this axis a point with
-//                                 vpp > 1 is interleaved and one with vpp = 1 is 1f1b
+//   pipeline = ["interleaved"]    "1f1b" | "interleaved" | "zb-h1" (schedules::kPipelineKindNames);
+//                                 without this axis a point with vpp > 1 is interleaved
+//                                 and one with vpp = 1 keeps the job's 1f1b or zb-h1
 //   overlap_dp, overlap_pp, overlap_tp = [true, false]   booleans (M4, M5, M6)
 //   tp_chunks = [1, 4]            integers in [1, 64] (M6)
 //   recompute = [false, true]     booleans: full activation recomputation
@@ -41,6 +44,8 @@
 //   oversubscription = [1, 2]     numbers > 0: down:up ratio of the ToR tier (cluster variant;
 //                                 a ratio the switch radix cannot split makes the point infeasible)
 //   nic_gbit_per_s = [200, 400]   numbers > 0: NIC speed per direction (cluster variant)
+//   nics = [8, 4]                 integers ≥ 1: NICs per server (cluster variant; the rails
+//                                 become min(rails, nics))
 //   rails = [8, 4, 1]             integers ≥ 1: rails per server (cluster variant, ≤ NICs)
 //   fault_rate_scale = [0.5, 1, 2] numbers > 0: every fault category's rate × this (campaign)
 //   checkpoint_interval_s = [1800, 3600]  numbers > 0: work between checkpoints (campaign;
@@ -77,6 +82,8 @@
 
 #include "config/presets.hpp"
 #include "config/toml_reader.hpp"
+#include "schedules/job.hpp"
+#include "topology/placement.hpp"
 
 namespace twinscale::study {
 
@@ -101,20 +108,23 @@ const std::vector<AxisDef>& axis_defs() {
       {"tp", Kind::Int, 1, 4096, {}},
       {"pp", Kind::Int, 1, 4096, {}},
       {"vpp", Kind::Int, 1, 4096, {}},
+      {"cp", Kind::Int, 1, 4096, {}},
+      {"ep", Kind::Int, 1, 4096, {}},
       {"micro_batch", Kind::Int, 1, INT64_MAX, {}},
-      {"zero_stage", Kind::Int, 0, 2, {}},
+      {"zero_stage", Kind::Int, 0, 3, {}},
       {"sequence_parallel", Kind::Bool, 0, 0, {}},
-      {"pipeline", Kind::String, 0, 0, {"1f1b", "interleaved"}},
+      {"pipeline", Kind::String, 0, 0, enum_names_vector(schedules::kPipelineKindNames)},
       {"overlap_dp", Kind::Bool, 0, 0, {}},
       {"overlap_pp", Kind::Bool, 0, 0, {}},
       {"overlap_tp", Kind::Bool, 0, 0, {}},
       {"tp_chunks", Kind::Int, 1, 64, {}},
       {"recompute", Kind::Bool, 0, 0, {}},
       {"flash_attention", Kind::Bool, 0, 0, {}},
-      {"placement", Kind::String, 0, 0, {"linear", "tor-aware", "random"}},
+      {"placement", Kind::String, 0, 0, enum_names_vector(topology::kPlacementPolicyNames)},
       {"seed", Kind::Int, 0, INT64_MAX, {}},
       {"oversubscription", Kind::Number, 1, 0, {}},
       {"nic_gbit_per_s", Kind::Number, 1, 0, {}},
+      {"nics", Kind::Int, 1, 1024, {}},
       {"rails", Kind::Int, 1, 1024, {}},
       {"fault_rate_scale", Kind::Number, 1, 0, {}},
       {"checkpoint_interval_s", Kind::Number, 1, 0, {}},
@@ -241,9 +251,8 @@ StudySpec parse_study(std::string_view text, const std::string& file) {
   s.cluster = cluster.empty() ? cluster : resolve(cluster, "clusters", dir);
   s.gpus = b.get_int("gpus", 0, 0);
   s.global_batch = b.get_int("global_batch", 0, 0);
-  s.placement = b.get_string("placement", std::string("linear"));
-  if (s.placement != "linear" && s.placement != "tor-aware" && s.placement != "random")
-    b.fail("placement", "is \"" + s.placement + "\"; valid values: linear, tor-aware, random");
+  s.placement = enum_name(topology::kPlacementPolicyNames,
+                          b.get_enum("placement", topology::kPlacementPolicyNames, topology::PlacementPolicy::Linear));
   s.seed = static_cast<uint64_t>(b.get_int("seed", 1, 0));
   b.finish();
 

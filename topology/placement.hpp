@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "common/enum_names.hpp"
 #include "topology/fabric.hpp"
 
 namespace twinscale::topology {
@@ -23,6 +24,10 @@ enum class PlacementPolicy : uint8_t {
   TorAware, // the groups that talk most (DP rings, PP neighbours) under the same ToR (M10)
   Random,   // a fragmented cluster: servers shuffled with `seed`
 };
+/// The placement names of job files, study files and the command line.
+inline constexpr EnumNames<PlacementPolicy, 3> kPlacementPolicyNames{{{"linear", PlacementPolicy::Linear},
+                                                                      {"tor-aware", PlacementPolicy::TorAware},
+                                                                      {"random", PlacementPolicy::Random}}};
 
 /// gpu_of_rank[r] for every rank of `shape`. Throws TopologyError if the job needs
 /// more GPUs than the fabric has or TP does not fit a server.

@@ -4,7 +4,7 @@
 // "tp", "dp", "dp@p<k>" (one per data-parallel priority class), "pp", "embedding",
 // "world" for collectives, and one 2-rank communicator per pipeline peer pair and
 // direction ("send:pp:<B>" on A is "recv:pp:<A>" on B) for p2p, so that sends and
-// receives never queue behind each other (issue #18; schedules/nccl_order.hpp proves
+// receives never queue behind each other (schedules/nccl_order.hpp proves
 // the resulting order deadlock-free for a valid schedule).
 //
 // World: ncclCommInitRankScalable (NCCL ≥ 2.23, else ncclCommInitRankConfig) as a

@@ -1,4 +1,4 @@
-// The probe's kernel replay as a run executes it (issue #10): the rank's compute ops,
+// The probe's kernel replay as a run executes it: the rank's compute ops,
 // communication left out, run by the real executor on a real CPU device — one worker
 // thread per compute stream, the executor's thread issuing each op once ready and
 // idling between completions, the device's warm start and start barrier — so every

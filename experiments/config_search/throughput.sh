@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Sweep throughput (issue #17): the 1,000-point analytic study random-1000.toml at 12,288
+# Sweep throughput: the 1,000-point analytic study random-1000.toml at 12,288
 # GPUs, run three ways back to back into fresh stores: one process, `mpirun -np N` (rank 0
 # computes too) and N `--shard i/N` processes side by side (no MPI: what the machine gives
 # N independent processes). Prints wall time, points/s and speed-up over one process, and

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The severity grid at full scale (issue #14): stragglers among 12,288 simulated GPUs,
+"""The severity grid at full scale: stragglers among 12,288 simulated GPUs,
 precision and recall per slowdown, over many seeds, in one simulated step per seed.
 
 Design (why a few runs carry 20 seeds): a *seed* is one independent draw of bad GPUs: a

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Ground truth for slow links and jitter (issue #14): the simulator injects them from a
+"""Ground truth for slow links and jitter: the simulator injects them from a
 fault plan (`simulate --faults PLAN`, analytic mode, every rank executed), `twinscale
 diagnose` reads the result, and we count what was found.
 

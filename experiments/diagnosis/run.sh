@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Ground truth for `twinscale diagnose` (issue #14): stragglers injected into simulated
+# Ground truth for `twinscale diagnose`: stragglers injected into simulated
 # runs (analytic, every rank executed), diagnosed, and counted: precision, recall, steps.
 # Usage: experiments/diagnosis/run.sh [OUTDIR]     (~45 min on the shared 2-core machine)
 # Writes OUTDIR/gpu-1536.{csv,png} (slow GPUs, 1,536 GPUs, 20 seeds) and

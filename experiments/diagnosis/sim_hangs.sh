@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Hangs in the simulator, ground truth (issue #14): CASES seeded cases of JOB on GPUS
+# Hangs in the simulator, ground truth: CASES seeded cases of JOB on GPUS
 # GPUs (analytic mode, every rank executed); in each, a random rank R stops issuing ops at
 # a random time T within the iteration (`simulate --hang-rank R --hang-at-s T --run-dir`),
 # and `twinscale diagnose RUN_DIR` must name R first. Each case is diagnosed twice:

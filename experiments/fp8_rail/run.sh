@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue #16: FP8 GEMMs and a rail-only fabric on Llama 3.
+# FP8 GEMMs and a rail-only fabric on Llama 3.
 #  1. llama3-70b (2,048 GPUs) and llama3-405b (16,384 GPUs) on h100-400g, analytic mode,
 #     BF16 vs FP8 GEMMs (the preset plus [precision] gemm = "fp8"): iteration time, MFU
 #     (against the BF16 peak, as Meta and Megatron report it) and the FP8 speed-up.

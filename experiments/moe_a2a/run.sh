@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue #16: the MoE all-to-all variants that keep traffic inside the NVLink domain.
+# The MoE all-to-all variants that keep traffic inside the NVLink domain.
 # For mixtral-8x7b (512 GPUs, EP 8 inside each 8-GPU server) and deepseek-v3-style
 # (2,048 GPUs, EP 64 over 8 servers) on h100-400g, each preset as it is (flat all-to-all)
 # and with [parallel] ep_a2a = "hierarchical", ep_node = 8 (Tutel 2DH / DeepSpeed-MoE),

@@ -1,4 +1,4 @@
-// `twinscale diagnose` of real CPU runs (issue #14, M18/M19 on real ranks): a rank whose
+// `twinscale diagnose` of real CPU runs (M18/M19 on real ranks): a rank whose
 // compute ops are delayed (--delay-rank) is named the straggler from the run directory,
 // and a stopped rank (SIGSTOP) is named the hang everyone waits on.
 #include <chrono>

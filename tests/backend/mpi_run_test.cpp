@@ -264,7 +264,7 @@ TEST_CASE("mpi run: a slow but healthy rank (stopped and resumed, each pause und
 }
 
 TEST_CASE("mpi run: tiny-1f1b on 8 oversubscribed ranks with a short timeout is not a hang") {
-  // Issue #12: a receive posted early aged while its rank computed and was reported as
+  // A receive posted early aged while its rank computed and was reported as
   // hung at --timeout 0.5. Progress is now a completed op, not an op's age.
   if (!backend::test::have_mpirun()) TWINSCALE_SKIP("mpirun not found");
   // With --run-dir, a rank whose peers are slow (this machine is oversubscribed and

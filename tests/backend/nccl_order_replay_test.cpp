@@ -1,4 +1,4 @@
-// Issue #18 defect 1, caught without a GPU: the executor's real issue order (recorded by
+// A deadlock of the CUDA device, caught without a GPU: the executor's real issue order (recorded by
 // the fake device) replayed under NCCL's ordering rules. With every send and receive of
 // a pipeline group on one communicator (the CUDA device before the fix) pp ≥ 2
 // deadlocks; with one directed communicator per peer pair and direction (the fix, the

@@ -1,4 +1,4 @@
-// FP8 GEMMs need FP8 tensor cores (issue #16): a FP8 job on a cluster whose GPU has none
+// FP8 GEMMs need FP8 tensor cores: a FP8 job on a cluster whose GPU has none
 // is refused naming the GPU and the catalogue's GPUs that have them.
 #include <catch2/catch.hpp>
 

@@ -1,4 +1,4 @@
-// Job files, issue #16 keys: norm, mixture of experts, routing, parallel.ep; the new
+// Job files, the newer keys: norm, mixture of experts, routing, parallel.ep; the new
 // presets describe their published models.
 #include <catch2/catch.hpp>
 
@@ -90,7 +90,7 @@ TEST_CASE("bad MoE keys are refused naming the file, the key and what is valid",
   has(error_of(with("experts = 8\ncapacity_factor = 0.5")), "capacity_factor", "0 (dropless)");
 }
 
-TEST_CASE("issue #16 presets carry their published configurations", "[config][moe]") {
+TEST_CASE("newer presets carry their published configurations", "[config][moe]") {
   const auto l8 = config::load_job_preset("llama3-8b");
   CHECK(l8.model.layers == 32);
   CHECK(l8.model.hidden == 4096);

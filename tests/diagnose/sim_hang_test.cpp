@@ -1,4 +1,4 @@
-// Simulated hangs as ground truth (issue #14): `simulate --hang-rank R --run-dir DIR`
+// Simulated hangs as ground truth: `simulate --hang-rank R --run-dir DIR`
 // writes the real backend's per-rank state files, and `twinscale diagnose DIR` names R
 // first (exit 4) with the op its peers are stuck in; bad hang options exit 1.
 #include <filesystem>

@@ -19,6 +19,7 @@
 #include "backend/trace_check.hpp"
 #include "config/job_file.hpp"
 #include "gpu_helpers.hpp"
+#include "tests/skip.hpp"
 
 using namespace twinscale;
 using schedules::GroupKind;
@@ -106,13 +107,6 @@ std::unique_ptr<backend::Device> one_rank_device(const schedules::Schedule& s) {
   return backend::make_cuda_device(s, 0, alone, steady_s(), 60, phases);
 }
 
-void require_gpus(int n, const std::string& what) {
-  const int have = backend::cuda_device_count();
-  if (have < n)
-    backend::test::skip(what + " needs " + std::to_string(n) + " GPUs; this machine has " + std::to_string(have));
-  if (!backend::test::have_mpirun()) backend::test::skip(what + " needs mpirun");
-}
-
 /// `twinscale run` on `ranks` GPUs; checks the run completed in an order the
 /// schedule's semantics allow (the trace of every rank).
 void run_cli(int ranks, const std::string& args, const schedules::Schedule& s) {
@@ -185,7 +179,7 @@ TEST_CASE("cuda device: checkpoint stage 1 goes through device memory and comes 
 }
 
 TEST_CASE("cuda device: 2 ranks run pipeline p2p on directed communicators (synthetic 1x2x1)") {
-  require_gpus(2, "a 2-stage pipeline");
+  if (const auto why = backend::test::missing_for("a 2-stage pipeline", 2, true); !why.empty()) TWINSCALE_SKIP(why);
   backend::SyntheticOptions so;
   so.micro_batches = 8;
   so.hidden = so.tokens = 1024;
@@ -194,7 +188,7 @@ TEST_CASE("cuda device: 2 ranks run pipeline p2p on directed communicators (synt
 }
 
 TEST_CASE("cuda device: 2 ranks run tensor- and data-parallel collectives (synthetic 2x1x1 and 1x1x2)") {
-  require_gpus(2, "tp 2 / dp 2");
+  if (const auto why = backend::test::missing_for("tp 2 / dp 2", 2, true); !why.empty()) TWINSCALE_SKIP(why);
   backend::SyntheticOptions so;
   so.micro_batches = 4;
   so.hidden = so.tokens = 1024;
@@ -205,7 +199,7 @@ TEST_CASE("cuda device: 2 ranks run tensor- and data-parallel collectives (synth
 }
 
 TEST_CASE("cuda device: the tiny presets on 8 GPUs (all-gather and reduce-scatter and interleaved pipeline)") {
-  require_gpus(8, "the tiny presets");
+  if (const auto why = backend::test::missing_for("the tiny presets", 8, true); !why.empty()) TWINSCALE_SKIP(why);
   for (const char* preset : {"tiny-1f1b", "tiny-interleaved", "tiny-megascale"}) {
     INFO(preset);
     run_cli(8, std::string("--preset ") + preset,

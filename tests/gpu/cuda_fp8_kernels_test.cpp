@@ -13,7 +13,7 @@
 
 #include "backend/cuda/fp8_gemm.hpp"
 #include "backend/cuda/fp8_kernels.hpp"
-#include "gpu_helpers.hpp"
+#include "tests/skip.hpp"
 
 using namespace twinscale::backend;
 using namespace twinscale::backend::cuda;
@@ -155,7 +155,7 @@ TEST_CASE("cuda fp8 kernels: the probe's transfer patterns count every element t
 }
 
 TEST_CASE("cuda fp8 gemm: E4M3 forward and E5M2 backward on cuBLASLt, scaled, padded shapes") {
-  if (compute_capability() < 89) test::skip("FP8 GEMMs need compute capability 8.9");
+  if (compute_capability() < 89) TWINSCALE_SKIP("FP8 GEMMs need compute capability 8.9");
   Fp8Gemms gemms;
   for (auto [m, n, k] : {std::array<int64_t, 3>{64, 64, 64}, std::array<int64_t, 3>{50, 30, 20}}) {
     const auto [mp, np, kp] = padded_fp8_dims(m, n, k);

@@ -21,6 +21,7 @@
 #include "gpu_helpers.hpp"
 #include "schedules/calibration.hpp"
 #include "schedules/schedule.hpp"
+#include "tests/skip.hpp"
 
 using namespace twinscale;
 using schedules::Op;
@@ -91,13 +92,12 @@ void probe_on(int dp, bool fp8) {
 TEST_CASE("cuda probe: a tiny job on one GPU, every compute op measured by CUDA events") { probe_on(1, false); }
 
 TEST_CASE("cuda probe: two GPUs, bf16 NCCL sweeps checked element by element") {
-  if (backend::cuda_device_count() < 2) backend::test::skip("needs 2 GPUs");
-  if (!backend::test::have_mpirun()) backend::test::skip("needs mpirun");
+  if (const auto why = backend::test::missing_for("two-GPU probing", 2, true); !why.empty()) TWINSCALE_SKIP(why);
   probe_on(2, false);
 }
 
 TEST_CASE("cuda probe: an FP8 job measures its FP8 GEMMs and casts (compute capability 8.9 or newer)") {
-  if (compute_capability() < 89) backend::test::skip("FP8 needs compute capability 8.9");
+  if (compute_capability() < 89) TWINSCALE_SKIP("FP8 needs compute capability 8.9");
   probe_on(1, true);
 }
 

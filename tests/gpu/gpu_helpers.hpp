@@ -1,17 +1,21 @@
-// Helpers of the GPU tests: skipping (exit 77: ctest's SKIP_RETURN_CODE for label gpu).
+// Helpers of the GPU tests: what a test case needs that this machine may lack. A case
+// that cannot run calls TWINSCALE_SKIP (tests/skip.hpp) with the reason and returns; the
+// cases after it still run.
 #pragma once
 
-#include <cstdio>
-#include <cstdlib>
 #include <string>
+
+#include "backend/cuda/cuda_device.hpp"
+#include "tests/backend/mpi_helpers.hpp"
 
 namespace twinscale::backend::test {
 
-/// Ends the test process as SKIPPED: ctest runs one test case per process.
-[[noreturn]] inline void skip(const std::string& why) {
-  std::printf("SKIPPED: %s\n", why.c_str());
-  std::fflush(stdout);
-  std::_Exit(77);
+/// Why `what` cannot run here (fewer than `gpus` GPUs, or no mpirun when `mpirun`), or "".
+inline std::string missing_for(const std::string& what, int gpus, bool mpirun) {
+  const int have = cuda_device_count();
+  if (have < gpus) return what + " needs " + std::to_string(gpus) + " GPUs; this machine has " + std::to_string(have);
+  if (mpirun && !have_mpirun()) return what + " needs mpirun";
+  return {};
 }
 
 } // namespace twinscale::backend::test

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue #10: the execution rules are written once, in schedules/execution_rules.* (see
+# The execution rules are written once, in schedules/execution_rules.* (see
 # docs/execution.md). This test greps the C++/CUDA sources for the private copies the
 # executors used to keep, and checks that each executor uses the rules module.
 #   tests/rules/single_statement.sh [SOURCE_DIR]

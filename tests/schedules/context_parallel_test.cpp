@@ -1,4 +1,4 @@
-// Context parallelism (ring attention) and the ZB-H1 pipeline (issue #16): layout and
+// Context parallelism (ring attention) and the ZB-H1 pipeline: layout and
 // groups, the ring's sends and receives, FLOPs and memory against the same job without
 // them, the validator, the job file keys and the errors for what is not modelled.
 #include <catch2/catch.hpp>

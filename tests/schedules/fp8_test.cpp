@@ -1,4 +1,4 @@
-// FP8 GEMMs with Transformer Engine's delayed scaling (issue #16): which GEMMs run in FP8,
+// FP8 GEMMs with Transformer Engine's delayed scaling: which GEMMs run in FP8,
 // the casts and their sizes, FP8 all-gathers with sequence parallelism, the amax
 // all-reduces per micro-batch and chunk, the FP8 weight copies in the memory estimate,
 // and the job-file keys.

@@ -1,4 +1,4 @@
-// ZeRO-3 / FSDP and uneven pipeline stages (issue #16): per-layer gathers and
+// ZeRO-3 / FSDP and uneven pipeline stages: per-layer gathers and
 // reduce-scatters, sharded memory, stage layer ranges, the Llama 3 405B layout.
 #include <catch2/catch.hpp>
 

@@ -1,4 +1,4 @@
-// Mixture of experts with expert parallelism, and RMSNorm (issue #16): groups, routing
+// Mixture of experts with expert parallelism, and RMSNorm: groups, routing
 // imbalance, lowered ops, parameters and the errors of bad MoE jobs.
 #include <catch2/catch.hpp>
 

@@ -1,4 +1,4 @@
-// Rail-only fabrics (issue #16; Wang et al., "How to Build Low-cost Networks for Large
+// Rail-only fabrics (Wang et al., "How to Build Low-cost Networks for Large
 // Language Models"): every rail is its own Clos, no switch connects two rails, and
 // traffic between servers on different rails crosses NVLink to the GPU of the
 // destination's rail first.

@@ -109,7 +109,7 @@ TEST_CASE("a slowed GPU lengthens its compute, a crashed server stops the job", 
 
 TEST_CASE("fault plans with timed events are refused in the analytic mode", "[sim][faults]") {
   RingJob job;
-  faults::FaultPlan plan; // (link-degraded and jitter run in both modes: test_rank_faults.cpp)
+  faults::FaultPlan plan; // (link-degraded and jitter run in both modes: rank_faults_test.cpp)
   plan.events.push_back(event(faults::PlanEventKind::LinkFlap, job.nic_link(), 5e-3, 15e-3));
   SimOptions o = exact_options(SimMode::Analytic);
   o.faults = &plan;

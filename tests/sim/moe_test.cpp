@@ -1,4 +1,4 @@
-// Issue #16 in the simulator: the expert-parallel all-to-alls and ZeRO-3's per-layer
+// In the simulator: the expert-parallel all-to-alls and ZeRO-3's per-layer
 // collectives run in both modes, the aggregated (symmetric) run agrees with the full one,
 // routing imbalance costs time, ZeRO-3's prefetch hides gathers.
 #include <catch2/catch.hpp>

@@ -1,4 +1,4 @@
-// Mixed GPU models in one cluster ([[gpu_groups]] of a cluster file, #11): each rank
+// Mixed GPU models in one cluster ([[gpu_groups]] of a cluster file): each rank
 // computes on its own server's GPU model, exactly. With the communication slowdown of
 // compute off, a rank's forward and backward compute seconds do not depend on when its
 // ops run, so every rank of a mixed cluster must show the compute seconds it shows in a

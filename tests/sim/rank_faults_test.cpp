@@ -1,4 +1,4 @@
-// Fault-plan kinds that hit single ranks or groups (issue #14's ground truth), in both
+// Fault-plan kinds that hit single ranks or groups (the diagnosis's ground truth), in both
 // modes with every rank executed: a degraded link slows exactly the collectives whose
 // route crosses it; jitter adds seeded pauses to one rank's compute.
 #include <catch2/catch.hpp>

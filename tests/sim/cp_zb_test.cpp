@@ -1,4 +1,4 @@
-// Context parallelism and ZB-H1 in the simulator (issue #16): tiny-cp and tiny-zb run in
+// Context parallelism and ZB-H1 in the simulator: tiny-cp and tiny-zb run in
 // both modes, the aggregated run agrees with every rank executed, analytic agrees with
 // flow where nothing contends, the ring's exchange hides behind the blocks' attention,
 // and ZB-H1 shortens the pipeline's bubble against 1F1B.

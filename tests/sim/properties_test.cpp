@@ -50,7 +50,7 @@ double run(const Lowered& l, SimMode mode) {
   SimOptions o;
   o.mode = mode;
   // Chunking a tiny model's GEMMs (M6) really costs whole waves of SMs (wave
-  // quantisation, tested in test_device_model); the properties here concern scheduling.
+  // quantisation, tested in device_model_test); the properties here concern scheduling.
   o.device.wave_quantisation = false;
   return simulate(l.schedule, *l.fabric, l.gpus, o).iteration_time_s;
 }

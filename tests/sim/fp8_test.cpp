@@ -1,4 +1,4 @@
-// FP8 GEMMs in the simulator (issue #16): the device model runs an FP8 GEMM at the GPU's
+// FP8 GEMMs in the simulator: the device model runs an FP8 GEMM at the GPU's
 // FP8 tensor rate, refuses one on a GPU without FP8, and tiny-fp8 simulates in both modes
 // with the aggregated run agreeing with every rank executed.
 #include <catch2/catch.hpp>
