@@ -5,6 +5,7 @@
 //   twinscale schedule export (JOB | --preset NAME) [...] --out FILE
 //   twinscale schedule export (JOB | --preset NAME) [...] --format chakra --out PREFIX
 //   twinscale schedule import-chakra PREFIX --out FILE [JOB | --preset NAME] [--gpu-memory-gb G]
+//                                   [--calibration-out CAL]  (the nodes' measured durations)
 //   twinscale schedule validate FILE [--gpu-memory-gb G] [--json]
 //   twinscale schedule memory (JOB | --preset NAME) [--gpus N] [--global-batch B] [--json]
 //     per-rank memory (worst stage) of every tp/pp/ZeRO/recompute choice at that GPU count
@@ -283,9 +284,9 @@ int import_chakra_files(const ScheduleArgs& a) {
   if (!violations.empty()) {
     std::string text;
     for (size_t i = 0; i < violations.size() && i < 10; ++i) text += "\n  " + s::describe(violations[i]);
-    throw formats::ChakraError(a.file + ": the ET set does not make a schedule that can run (" +
-                               std::to_string(violations.size()) +
-                               " violation(s); op = node position in the rank's file):" + text);
+    throw formats::ChakraError(
+        a.file + ": the ET set does not make a schedule that can run (" + std::to_string(violations.size()) +
+        " violation(s); op = position of the node in the rank's file, skipped nodes not counted):" + text);
   }
   std::ostringstream os;
   s::write_schedule_json(sch, os);

@@ -158,11 +158,17 @@ std::optional<double> nccl_bytes(s::OpKind kind, const json& args, const std::st
   return (gathered ? *out : *in) * *size;
 }
 
+/// `obj[key]` when it is a string, else "" (a Kineto event's "ph" or "cat").
+std::string text_of(const json& obj, const char* key) {
+  const auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 /// "ProfilerStep#N" GPU annotations of a file: their start times, sorted.
 std::vector<double> step_starts(const json& events) {
   std::vector<double> out;
   for (const auto& e : events) {
-    if (!e.is_object() || e.value("ph", "") != "X" || e.value("cat", "") != "gpu_user_annotation") continue;
+    if (!e.is_object() || text_of(e, "ph") != "X" || text_of(e, "cat") != "gpu_user_annotation") continue;
     const auto name = e.find("name");
     const auto ts = e.find("ts");
     if (name == e.end() || !name->is_string() || name->get<std::string>().rfind("ProfilerStep#", 0) != 0) continue;
@@ -269,8 +275,8 @@ FileRead read_file(const std::string& path) {
   std::optional<std::pair<int64_t, size_t>> device; // (pid, event) of the first kernel
   for (size_t i = 0; i < events.size(); ++i) {
     const json& e = events[i];
-    if (!e.is_object() || e.value("ph", "") != "X" || !e.contains("cat") || !e["cat"].is_string()) continue;
-    const std::string cat = e["cat"].get<std::string>();
+    if (!e.is_object() || text_of(e, "ph") != "X") continue;
+    const std::string cat = text_of(e, "cat");
     if (cat == "gpu_memcpy" || cat == "gpu_memset" || cat == "Memcpy" || cat == "Memset") {
       ++f.copies;
       continue;

@@ -13,11 +13,15 @@
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <nlohmann/json.hpp>
 
+#include "config/cluster_file.hpp"
 #include "config/job_file.hpp"
 #include "formats/chakra.hpp"
 #include "formats/et_def.pb.h"
 #include "schedules/validate.hpp"
+#include "sim/simulate.hpp"
 #include "tests/cli_runner.hpp"
+#include "topology/fabric.hpp"
+#include "topology/placement.hpp"
 
 using namespace twinscale;
 namespace s = twinscale::schedules;
@@ -126,6 +130,17 @@ std::string pytorch_et(int64_t r, const Groups& g) {
   return et_bytes(nodes);
 }
 
+/// The analytic simulation's iteration time of `sch`, with `calibration` if given.
+double iteration_s(const s::Schedule& sch, const s::CalibrationTable* calibration) {
+  const topology::Fabric fabric(config::load_cluster(sch.job.cluster));
+  const auto gpus =
+      topology::place(fabric, {sch.layout.tp, sch.layout.dp, sch.layout.pp}, topology::PlacementPolicy::Linear, 1);
+  sim::SimOptions o;
+  o.mode = sim::SimMode::Analytic;
+  o.calibration = calibration;
+  return sim::simulate(sch, fabric, gpus, o).iteration_time_s;
+}
+
 s::Schedule tiny_base() {
   s::LoweringTarget t;
   t.check_memory = false;
@@ -181,6 +196,9 @@ TEST_CASE("A PyTorch-style Chakra ET imports: METADATA, MEM and host nodes skipp
   CHECK(t.comms[0].bytes == 1 << 20);
   CHECK(t.comms[0].seconds == Approx(30e-6)); // median: rank 3's slower one does not move it
   CHECK(t.comms[1].seconds == Approx(50e-6));
+  // simulated with the measured durations: GEMM, then TP, then DP all-reduce, one after another
+  CHECK(iteration_s(sch, &t) == Approx(120e-6 + 30e-6 + 50e-6).epsilon(0.02));
+  CHECK(iteration_s(sch, nullptr) != Approx(iteration_s(sch, &t)).epsilon(0.02));
 }
 
 TEST_CASE("PyTorch-style Chakra ETs that cannot be mapped are refused naming the node and field", "[formats][chakra]") {
