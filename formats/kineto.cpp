@@ -44,7 +44,10 @@ s::OpKind compute_kind(const std::string& name) {
   if (has(n, "flash") || has(n, "fmha") || has(n, "attention") || has(n, "sdpa")) return s::OpKind::Attention;
   if (has(n, "gemm") || has(n, "xmma") || has(n, "cutlass") || has(n, "nvjet") || has(n, "cublas") || has(n, "wgmma"))
     return s::OpKind::Gemm;
-  if (has(n, "adam") || has(n, "lamb")) return s::OpKind::OptimizerStep;
+  // LAMB, not the "lambda" of every templated kernel's name
+  for (size_t at = n.find("lamb"); at != std::string::npos; at = n.find("lamb", at + 1))
+    if (n.compare(at, 6, "lambda") != 0) return s::OpKind::OptimizerStep;
+  if (has(n, "adam")) return s::OpKind::OptimizerStep;
   return s::OpKind::Elementwise;
 }
 
