@@ -223,6 +223,21 @@ s::GroupKind pg_group(const NodeWhere& w, const ProcessGroups& pgs, const s::Lay
   return *g;
 }
 
+/// The global rank a send or receive node talks to: comm_dst / comm_src, else (Chakra's
+/// PyTorch converter writes neither) the other member of its two-rank process group.
+int64_t p2p_peer(const NodeWhere& w, const ProcessGroups& pgs, int64_t rank, bool send) {
+  const char* field = send ? "comm_dst" : "comm_src";
+  if (find_attr(w.node.attr(), field) || find_attr(w.node.attr(), "pg_name") == nullptr) return w.integer(field);
+  const std::string pg = w.text("pg_name");
+  const auto it = pgs.find(pg);
+  const std::vector<int64_t>* ranks = it == pgs.end() ? nullptr : &it->second.ranks;
+  if (ranks == nullptr || ranks->size() != 2 || std::find(ranks->begin(), ranks->end(), rank) == ranks->end())
+    w.fail(std::string("missing attr \"") + field + "\", and pg_name \"" + pg + "\" is not a process group of rank " +
+           std::to_string(rank) +
+           " and one peer (listed by a METADATA node \"process_group:init\") that would name the peer");
+  return (*ranks)[0] == rank ? (*ranks)[1] : (*ranks)[0];
+}
+
 /// A node of another tool: mapped from Chakra's own fields (formats/chakra.hpp).
 s::Op chakra_op(const NodeWhere& w, const s::Layout& layout, int64_t rank, const ProcessGroups& pgs,
                 ChakraImportReport& report) {
@@ -256,7 +271,7 @@ s::Op chakra_op(const NodeWhere& w, const s::Layout& layout, int64_t rank, const
     op.kind = send ? s::OpKind::Send : s::OpKind::Recv;
     op.stream = send ? s::Stream::PpSend : s::Stream::PpRecv;
     op.group = s::GroupKind::Pp;
-    const int64_t peer = w.integer(send ? "comm_dst" : "comm_src");
+    const int64_t peer = p2p_peer(w, pgs, rank, send);
     const auto members = layout.group_members(s::GroupKind::Pp, rank);
     const auto it = std::find(members.begin(), members.end(), peer);
     if (it == members.end())

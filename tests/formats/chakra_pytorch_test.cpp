@@ -66,26 +66,29 @@ pb::Node node(uint64_t id, const std::string& name, pb::NodeType type, uint64_t 
 /// default group, then one per TP group, then one per DP group; the name of rank r's.
 struct Groups {
   std::string text; // the METADATA node's inputs.values, as Chakra's converter keeps it
-  std::vector<std::string> tp_of, dp_of;
+  std::vector<std::string> tp_of, dp_of, pp_of;
 };
 Groups process_groups(const s::Layout& L) {
   Groups g;
   g.tp_of.resize(static_cast<size_t>(L.world()));
   g.dp_of.resize(static_cast<size_t>(L.world()));
+  g.pp_of.resize(static_cast<size_t>(L.world()));
   nlohmann::json list = nlohmann::json::array();
   list.push_back(
       {{"pg_name", "0"}, {"pg_desc", "default_pg"}, {"pg_size", L.world()}, {"ranks", nlohmann::json::array()}});
-  for (const s::GroupKind k : {s::GroupKind::Tp, s::GroupKind::Dp}) {
+  for (const s::GroupKind k : {s::GroupKind::Tp, s::GroupKind::Dp, s::GroupKind::Pp}) {
     std::map<std::vector<int64_t>, std::string> names;
     for (int64_t r = 0; r < L.world(); ++r) {
       const auto members = L.group_members(k, r);
       auto [it, fresh] = names.emplace(members, std::to_string(list.size()));
       if (fresh)
         list.push_back({{"pg_name", it->second},
-                        {"pg_desc", k == s::GroupKind::Tp ? "TENSOR_MODEL_PARALLEL_GROUP" : "DATA_PARALLEL_GROUP"},
+                        {"pg_desc", std::string(s::to_string(k)) + "_group"},
                         {"pg_size", members.size()},
                         {"ranks", members}});
-      (k == s::GroupKind::Tp ? g.tp_of : g.dp_of)[static_cast<size_t>(r)] = it->second;
+      (k == s::GroupKind::Tp   ? g.tp_of
+       : k == s::GroupKind::Dp ? g.dp_of
+                               : g.pp_of)[static_cast<size_t>(r)] = it->second;
     }
   }
   g.text = "['" + list.dump() + "']"; // a Python list holding the JSON text
@@ -93,8 +96,10 @@ Groups process_groups(const s::Layout& L) {
 }
 
 /// Rank r's ET: process-group METADATA, a host operator launching a GEMM kernel, a
-/// memory load, then a TP and a DP all-reduce (numeric pg_names), all with durations.
-std::string pytorch_et(int64_t r, const Groups& g) {
+/// memory load, a TP and a DP all-reduce (numeric pg_names), then stage 0 sends to stage
+/// 1 on their two-rank group (no comm_dst/comm_src, as Chakra's converter writes it); all
+/// with durations but the receive.
+std::string pytorch_et(int64_t r, const s::Layout& L, const Groups& g) {
   std::vector<pb::Node> nodes;
   auto meta = node(2, "## process_group:init ##", pb::METADATA_NODE, 0);
   meta.mutable_inputs()->set_values(g.text);
@@ -127,6 +132,11 @@ std::string pytorch_et(int64_t r, const Groups& g) {
   attr(dp, "comm_size")->set_int64_val(4 << 20);
   attr(dp, "pg_name")->set_string_val(g.dp_of[static_cast<size_t>(r)]);
   nodes.push_back(dp);
+  const bool first = L.coord(r).pp == 0;
+  auto p2p = node(12, "ncclDevKernel_SendRecv", first ? pb::COMM_SEND_NODE : pb::COMM_RECV_NODE, first ? 10 : 0, {11});
+  attr(p2p, "comm_size")->set_int64_val(8 << 20);
+  attr(p2p, "pg_name")->set_string_val(g.pp_of[static_cast<size_t>(r)]);
+  nodes.push_back(p2p);
   return et_bytes(nodes);
 }
 
@@ -156,7 +166,7 @@ std::vector<std::string> paths_of(size_t n) {
 std::vector<std::string> pytorch_set(const s::Layout& L) {
   const Groups g = process_groups(L);
   std::vector<std::string> files;
-  for (int64_t r = 0; r < L.world(); ++r) files.push_back(pytorch_et(r, g));
+  for (int64_t r = 0; r < L.world(); ++r) files.push_back(pytorch_et(r, L, g));
   return files;
 }
 
@@ -174,7 +184,9 @@ TEST_CASE("A PyTorch-style Chakra ET imports: METADATA, MEM and host nodes skipp
   CHECK(report.memory_bytes == 8.0 * (1 << 20));
   CHECK(report.host_nodes == 8);
   const s::Program& p = sch.program(0);
-  REQUIRE(p.ops.size() == 3);
+  REQUIRE(p.ops.size() == 4);
+  CHECK(p.ops[3].kind == s::OpKind::Send);
+  CHECK(p.ops[3].peer == 1); // the other member of its pipeline pair
   CHECK(p.ops[0].kind == s::OpKind::Gemm);
   CHECK(p.ops[0].flops == 4e9);
   CHECK(p.ops[1].group == s::GroupKind::Tp);
@@ -182,9 +194,9 @@ TEST_CASE("A PyTorch-style Chakra ET imports: METADATA, MEM and host nodes skipp
   CHECK(p.ops[2].bytes == 4 << 20);
   // the TP all-reduce read the skipped memory node: it depends on the GEMM before it
   CHECK(std::vector<uint32_t>(p.deps_of(1).begin(), p.deps_of(1).end()) == std::vector<uint32_t>{0});
-  CHECK(report.process_groups.size() == 8); // 4 TP and 4 DP groups named "1" … "8"
+  CHECK(report.process_groups.size() == 8); // 4 TP and 4 DP groups named "1" … "8" (pipeline pairs: peers)
   CHECK(report.process_groups.at("1") == "tp");
-  REQUIRE(report.durations.size() == 24);
+  REQUIRE(report.durations.size() == 28); // 3 a rank, and the sends
   CHECK(report.durations[0].seconds == Approx(120e-6));
 
   const s::CalibrationTable t = formats::calibration_of_durations(sch, report, "test");
@@ -192,12 +204,14 @@ TEST_CASE("A PyTorch-style Chakra ET imports: METADATA, MEM and host nodes skipp
   REQUIRE(t.kernels.size() == 1);
   CHECK(t.kernels[0].seconds == Approx(120e-6));
   CHECK(t.kernels[0].samples == 8);
-  REQUIRE(t.comms.size() == 2); // TP 1 MiB and DP 4 MiB all-reduces, both of 2 ranks
+  REQUIRE(t.comms.size() == 3); // TP 1 MiB and DP 4 MiB all-reduces, both of 2 ranks, and the send
   CHECK(t.comms[0].bytes == 1 << 20);
   CHECK(t.comms[0].seconds == Approx(30e-6)); // median: rank 3's slower one does not move it
   CHECK(t.comms[1].seconds == Approx(50e-6));
-  // simulated with the measured durations: GEMM, then TP, then DP all-reduce, one after another
-  CHECK(iteration_s(sch, &t) == Approx(120e-6 + 30e-6 + 50e-6).epsilon(0.02));
+  CHECK(t.comms[2].kind == s::OpKind::Send);
+  CHECK(t.comms[2].seconds == Approx(10e-6));
+  // simulated with the measured durations: GEMM, TP, DP all-reduce, send, one after another
+  CHECK(iteration_s(sch, &t) == Approx(120e-6 + 30e-6 + 50e-6 + 10e-6).epsilon(0.02));
   CHECK(iteration_s(sch, nullptr) != Approx(iteration_s(sch, &t)).epsilon(0.02));
 }
 
@@ -237,6 +251,17 @@ TEST_CASE("PyTorch-style Chakra ETs that cannot be mapped are refused naming the
   attr(load, "tensor_size")->set_string_val("1 MiB");
   CHECK_THAT(error_with_rank0({load}),
              Catch::Contains("pt.0.et: node id 7 (mem.load): attr \"tensor_size\" must hold an integer"));
+  auto send = node(12, "send", pb::COMM_SEND_NODE, 3);
+  attr(send, "comm_size")->set_int64_val(8);
+  attr(send, "pg_name")->set_string_val(g.tp_of[0]); // rank 0's TP pair: not its pipeline group
+  CHECK_THAT(error_with_rank0({meta, send}),
+             Catch::Contains("pt.0.et: node id 12 (send): comm_dst 1 is not in rank 0's pipeline group"));
+  auto lone = node(12, "send", pb::COMM_SEND_NODE, 3);
+  attr(lone, "comm_size")->set_int64_val(8);
+  attr(lone, "pg_name")->set_string_val("0"); // the default group: 8 ranks
+  CHECK_THAT(error_with_rank0({meta, lone}),
+             Catch::Contains("pt.0.et: node id 12 (send): missing attr \"comm_dst\", and pg_name \"0\" is not a "
+                             "process group of rank 0 and one peer"));
   auto after = node(8, "gemm", pb::COMP_NODE, 3, {99});
   CHECK_THAT(error_with_rank0({meta, after}),
              Catch::Contains("pt.0.et: node id 8 (gemm): ctrl_deps names node id 99, which is not earlier"));
