@@ -235,6 +235,12 @@ TEST_CASE("kineto: diagnose names the straggler of an 8-rank PyTorch profiler ru
   d = test::run_cli_split("diagnose" + files + " --json", dir);
   REQUIRE(d.code == 4);
   CHECK(json::parse(d.out)["findings"][0]["ranks"] == json::array({5}));
+  // the report of the same run: one page naming the straggler
+  d = test::run_cli_split("report " + (dir / "run8").string() + " -o " + (dir / "r.html").string(), dir);
+  INFO(d.err);
+  CHECK(d.code == 0);
+  CHECK(d.says("1 finding(s)"));
+  CHECK(fs::file_size(dir / "r.html") > 0);
   // a healthy run: nothing found
   write_dp_run(dir / "ok", 4, -1, 1.0);
   d = test::run_cli_split("diagnose " + (dir / "ok").string(), dir);
