@@ -15,6 +15,7 @@
 #include "cli/checked_options.hpp"
 #include "cli/commands.hpp"
 #include "cli/job_args.hpp"
+#include "formats/kineto.hpp"
 #include "schedules/binary_trace.hpp"
 #include "schedules/error.hpp"
 #include "schedules/schedule_json.hpp"
@@ -175,8 +176,13 @@ struct CompareArgs {
   bool json = false;
 };
 
-std::vector<schedules::TraceRecord> read_trace_file(const std::string& path) {
-  return schedules::read_chrome_trace_file(path);
+/// A trace compare and calibrate read: twinscale's, or PyTorch profiler (Kineto) traces
+/// (a file, or a directory of one file per rank); its notes go to stderr.
+formats::AnyTrace read_trace_file(const std::string& path, const char* command) {
+  formats::AnyTrace t = formats::read_any_trace({path});
+  if (t.source.empty()) t.source = backend::trace_source(path);
+  for (const std::string& n : t.notes) std::fprintf(stderr, "twinscale %s: %s: %s\n", command, path.c_str(), n.c_str());
+  return t;
 }
 
 std::string pct(double x) {
@@ -186,10 +192,14 @@ std::string pct(double x) {
 }
 
 int compare_command(const CompareArgs& args) {
-  const auto a = read_trace_file(args.a);
-  const auto b = read_trace_file(args.b);
-  const backend::TraceComparison c = backend::compare_traces(a, args.a, b, args.b);
-  const std::string sa = backend::trace_source(args.a), sb = backend::trace_source(args.b);
+  formats::AnyTrace ta = read_trace_file(args.a, "compare");
+  formats::AnyTrace tb = read_trace_file(args.b, "compare");
+  // A Kineto trace against a twinscale trace: its kernels mapped onto the other's ops.
+  if (ta.kineto && !tb.kineto) ta.records = formats::align_kineto(ta.records, args.a, tb.records, args.b);
+  if (tb.kineto && !ta.kineto) tb.records = formats::align_kineto(tb.records, args.b, ta.records, args.a);
+  const backend::TraceComparison c = backend::compare_traces(ta.records, args.a, tb.records, args.b);
+  const std::string& sa = ta.source;
+  const std::string& sb = tb.source;
   if (args.json) {
     nlohmann::json j;
     j["a"] = {{"path", args.a}, {"source", sa}, {"span_s", c.a_span_s}};
@@ -250,13 +260,19 @@ struct CalibrateArgs {
 
 int calibrate_command(const CalibrateArgs& a) {
   const schedules::Schedule schedule = load_schedule(a.job, a.synthetic, a.synthetic_options);
-  const auto records = read_trace_file(a.trace);
-  std::string source = backend::trace_source(a.trace);
+  formats::AnyTrace t = read_trace_file(a.trace, "calibrate");
+  std::string source = t.source;
+  std::string device = a.device_name.empty() ? (t.device.empty() ? source : t.device) : a.device_name;
+  if (t.kineto) { // a GPU run profiled by PyTorch: its kernels mapped onto the schedule's ops
+    t.records = formats::align_kineto(t.records, a.trace, formats::schedule_records(schedule), "the schedule");
+    source = "cuda";
+  }
   if (source != "cpu" && source != "cuda")
     throw backend::BackendError("calibrate: trace " + a.trace + " has source \"" + source +
-                                "\"; calibration is measured on real runs (source cpu or cuda)");
-  const schedules::CalibrationTable table = backend::calibrate_from_trace(
-      records, a.trace, schedule, source, a.device_name.empty() ? source : a.device_name, a.shape_divisor);
+                                "\"; calibration is measured on real runs (source cpu or cuda, or a PyTorch "
+                                "profiler trace)");
+  const schedules::CalibrationTable table =
+      backend::calibrate_from_trace(t.records, a.trace, schedule, source, device, a.shape_divisor);
   std::ostringstream text;
   schedules::write_calibration(table, text);
   write_file_atomically(a.out, text.str());
@@ -309,14 +325,21 @@ void add_backend_commands(CLI::App& app, Action& action) {
   auto cmp = std::make_shared<CompareArgs>();
   CLI::App* compare =
       app.add_subcommand("compare", "compare two traces of one schedule op by op (error per op kind and rank)");
-  compare->add_option("a", cmp->a, "trace A (the reference, e.g. the real run)")->required();
+  compare
+      ->add_option(
+          "a", cmp->a,
+          "trace A (the reference, e.g. the real run; PyTorch profiler traces: a file or a directory of one per rank)")
+      ->required();
   compare->add_option("b", cmp->b, "trace B (e.g. the simulation)")->required();
   compare->add_flag("--json", cmp->json, "JSON instead of the table");
   compare->callback([&action, cmp] { action = [cmp] { return compare_command(*cmp); }; });
 
   auto cal = std::make_shared<CalibrateArgs>();
   CLI::App* calibrate = app.add_subcommand("calibrate", "a real trace → the calibration table the simulator reads");
-  calibrate->add_option("trace", cal->trace, "trace of a real run (twinscale run --trace)")->required();
+  calibrate
+      ->add_option("trace", cal->trace,
+                   "trace of a real run (twinscale run --trace), or PyTorch profiler traces of one")
+      ->required();
   cal->job.add_to(*calibrate);
   calibrate->add_option("--synthetic", cal->synthetic, "the trace is of the self-test schedule TPxPPxDP");
   add_integer_option(*calibrate, "--synthetic-micro-batches", cal->synthetic_options.micro_batches, 1,

@@ -1,7 +1,9 @@
 // `twinscale diagnose RUN`: stragglers, slow hosts, slow links, hangs and late launchers
-// of a run. RUN is a Chrome or binary (.tstrace) trace, a per-rank CSV (simulate --per-rank-csv) or the
-// directory `twinscale run --run-dir` left (its trace.json and rank-<r>.json states).
+// of a run. RUN is a Chrome or binary (.tstrace) trace, a per-rank CSV (simulate --per-rank-csv), the
+// directory `twinscale run --run-dir` left (its trace.json and rank-<r>.json states), or PyTorch
+// profiler (Kineto) traces, one file per rank (formats/kineto.hpp), as files or their directory.
 // Exit status: 0 nothing found, 4 findings, 1 unreadable input.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -18,6 +20,7 @@
 #include "diagnose/diagnosis.hpp"
 #include "diagnose/error.hpp"
 #include "diagnose/html_report.hpp"
+#include "formats/kineto.hpp"
 #include "schedules/binary_trace.hpp"
 #include "schedules/trace.hpp"
 
@@ -81,13 +84,35 @@ void read_campaign(const std::string& path, diagnose::ReportOptions& o) {
   }
 }
 
+/// A run traced by PyTorch's profiler, one Kineto file per rank.
+diagnose::RunData read_kineto_run(const std::vector<std::string>& files, const std::string& source,
+                                  const DiagnoseInputOptions& o) {
+  formats::KinetoTrace k = formats::read_kineto_traces(files);
+  diagnose::RunData data = diagnose::from_trace(k.records, source, o.gpus_per_host);
+  for (std::string& n : k.notes) data.notes.push_back(std::move(n));
+  if (o.layout) data.layout = o.layout;
+  if (!o.links.empty()) data.links = diagnose::read_link_csv(slurp(o.links), o.links);
+  return data;
+}
+
 } // namespace
+
+diagnose::RunData read_runs(const std::vector<std::string>& paths, const DiagnoseInputOptions& o) {
+  const auto kineto_file = [](const std::string& p) { return fs::is_regular_file(p) && formats::is_kineto_trace(p); };
+  if (paths.size() > 1 && std::all_of(paths.begin(), paths.end(), kineto_file))
+    return read_kineto_run(paths, paths.front() + " (and " + std::to_string(paths.size() - 1) + " more ranks)", o);
+  diagnose::RunData data = read_run(paths.front(), o);
+  for (size_t i = 1; i < paths.size(); ++i) diagnose::append_steps(data, read_run(paths[i], o));
+  return data;
+}
 
 diagnose::RunData read_run(const std::string& path, const DiagnoseInputOptions& o) {
   if (fs::is_directory(path)) {
     const int64_t world = o.world > 0 ? o.world : world_of_run_dir(path);
     const std::string trace = (fs::path(path) / "trace.json").string();
     const std::string binary = (fs::path(path) / "trace.tstrace").string();
+    if (!fs::exists(binary) && !fs::exists(trace) && world == 0)
+      if (const auto files = formats::kineto_files_in(path); !files.empty()) return read_kineto_run(files, path, o);
     diagnose::RunData data;
     if (fs::exists(binary)) {
       data = diagnose::from_binary_trace(schedules::BinaryTraceReader(binary), o.gpus_per_host, o.layout);
@@ -121,6 +146,8 @@ diagnose::RunData read_run(const std::string& path, const DiagnoseInputOptions& 
     data = diagnose::from_binary_trace(schedules::BinaryTraceReader(path), o.gpus_per_host, o.layout);
   else if (first.rfind("rank,", 0) == 0)
     data = diagnose::read_per_rank_csv(slurp(path), path, o.gpus_per_host);
+  else if (formats::is_kineto_trace(path))
+    return read_kineto_run({path}, path, o);
   else
     data = diagnose::from_trace(schedules::read_chrome_trace_file(path), path, o.gpus_per_host);
   if (o.layout) data.layout = o.layout;
@@ -155,7 +182,10 @@ void add_diagnose_command(CLI::App& app, Action& action) {
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("diagnose", "stragglers, slow hosts and links, hangs, late launchers of a run "
                                                  "(exit 0: nothing found, 4: findings)");
-  cmd->add_option("run", args->runs, "a trace, a per-rank CSV or a run directory; several: successive steps of one job")
+  cmd->add_option(
+         "run", args->runs,
+         "a trace, a per-rank CSV, a run directory or PyTorch profiler traces (one file per rank, or their directory); "
+         "several: successive steps of one job, or the ranks of one run for Kineto traces")
       ->required();
   add_diagnose_input_options(*cmd, args->input);
   cmd->add_option("--min-excess", args->options.min_excess, "straggler: fraction above its peers' median")
@@ -171,8 +201,7 @@ void add_diagnose_command(CLI::App& app, Action& action) {
   add_integer_option(*cmd, "--rows", args->max_rows, 1, 1 << 30, "1..2^30", "findings shown in the table (default 40)");
   cmd->callback([args, &action] {
     action = [args] {
-      diagnose::RunData data = read_run(args->runs.front(), args->input);
-      for (size_t i = 1; i < args->runs.size(); ++i) diagnose::append_steps(data, read_run(args->runs[i], args->input));
+      diagnose::RunData data = read_runs(args->runs, args->input);
       const diagnose::Diagnosis d = diagnose::diagnose_run(data, args->options);
       std::cout << (args->json ? diagnose::to_json(d) : diagnose::format_table(d, static_cast<size_t>(args->max_rows)));
       return d.findings.empty() ? 0 : 4;
@@ -192,7 +221,10 @@ void add_report_command(CLI::App& app, Action& action) {
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("report", "one self-contained HTML page of a run: breakdown, rank × phase "
                                                "heat-map, TP × PP × DP grid, timeline, diagnosis");
-  cmd->add_option("run", args->runs, "a trace, a per-rank CSV or a run directory; several: successive steps of one job")
+  cmd->add_option(
+         "run", args->runs,
+         "a trace, a per-rank CSV, a run directory or PyTorch profiler traces (one file per rank, or their directory); "
+         "several: successive steps of one job, or the ranks of one run for Kineto traces")
       ->required();
   add_diagnose_input_options(*cmd, args->input);
   cmd->add_option("-o,--out", args->out, "the HTML file to write")->required();
@@ -203,8 +235,7 @@ void add_report_command(CLI::App& app, Action& action) {
   cmd->add_option("--campaign", args->campaign, "a campaign's result (twinscale campaign --json) for time by state");
   cmd->callback([args, &action] {
     action = [args] {
-      diagnose::RunData data = read_run(args->runs.front(), args->input);
-      for (size_t i = 1; i < args->runs.size(); ++i) diagnose::append_steps(data, read_run(args->runs[i], args->input));
+      diagnose::RunData data = read_runs(args->runs, args->input);
       const diagnose::Diagnosis d = diagnose::diagnose_run(data);
       diagnose::ReportOptions o;
       o.title = args->title;

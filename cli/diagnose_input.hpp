@@ -1,10 +1,12 @@
-// Reading what a run left, for `diagnose` and `report`: a Chrome trace, a per-rank CSV or
-// a run directory (trace.json and the rank-<r>.json states of backend/hang_report.hpp).
+// Reading what a run left, for `diagnose` and `report`: a Chrome trace, a per-rank CSV,
+// a run directory (trace.json and the rank-<r>.json states of backend/hang_report.hpp),
+// or PyTorch profiler (Kineto) traces: one file per rank, given as files or a directory.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -21,6 +23,10 @@ struct DiagnoseInputOptions {
 
 /// Throws diagnose::DiagnoseError (or the trace reader's error) naming the path.
 diagnose::RunData read_run(const std::string& path, const DiagnoseInputOptions& options);
+
+/// The run of `paths`: several Kineto files are the ranks of one run; any other paths are
+/// successive steps of one job (read_run of each, appended).
+diagnose::RunData read_runs(const std::vector<std::string>& paths, const DiagnoseInputOptions& options);
 
 void add_diagnose_input_options(CLI::App& cmd, DiagnoseInputOptions& options);
 

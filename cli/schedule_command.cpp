@@ -5,6 +5,7 @@
 //   twinscale schedule export (JOB | --preset NAME) [...] --out FILE
 //   twinscale schedule export (JOB | --preset NAME) [...] --format chakra --out PREFIX
 //   twinscale schedule import-chakra PREFIX --out FILE [JOB | --preset NAME] [--gpu-memory-gb G]
+//                                   [--calibration-out CAL]  (the nodes' measured durations)
 //   twinscale schedule validate FILE [--gpu-memory-gb G] [--json]
 //   twinscale schedule memory (JOB | --preset NAME) [--gpus N] [--global-batch B] [--json]
 //     per-rank memory (worst stage) of every tp/pp/ZeRO/recompute choice at that GPU count
@@ -166,6 +167,7 @@ struct ScheduleArgs {
   std::string file;
   std::string format = "json";           // export: json | chakra
   std::string import_job, import_preset; // import-chakra: the job of a foreign ET set
+  std::string calibration_out;           // import-chakra: the nodes' durations as a calibration table
   std::optional<double> gpu_memory_gb;   // validate FILE only (show/export: in JobArgs)
 };
 
@@ -267,22 +269,43 @@ int import_chakra_files(const ScheduleArgs& a) {
     target.check_memory = false; // only the layout, names and memory estimate are taken from it
     base = s::lower(job, target);
   }
-  const s::Schedule sch = formats::import_chakra(paths, read, base);
+  formats::ChakraImportReport report;
+  const s::Schedule sch = formats::import_chakra(paths, read, base, &report);
+  if (report.metadata_nodes + report.memory_nodes + report.host_nodes > 0)
+    std::cerr << "twinscale: skipped " << report.metadata_nodes << " METADATA node(s), " << report.memory_nodes
+              << " MEM_LOAD/MEM_STORE node(s) (" << num(report.memory_bytes / 1e6, "%.1f")
+              << " MB: twinscale's memory is the job's estimate, not per-op transfers) and " << report.host_nodes
+              << " host (is_cpu_op) node(s); dependencies pass through skipped nodes\n";
+  for (const auto& [pg, group] : report.process_groups)
+    std::cerr << "twinscale: process group \"" << pg << "\" is the " << group << " group\n";
   s::ValidateOptions opt;
   opt.check_memory = false; // the ET says nothing of memory; the job's estimate is kept as it is
   const auto violations = s::validate(sch, opt);
   if (!violations.empty()) {
     std::string text;
     for (size_t i = 0; i < violations.size() && i < 10; ++i) text += "\n  " + s::describe(violations[i]);
-    throw formats::ChakraError(a.file + ": the ET set does not make a schedule that can run (" +
-                               std::to_string(violations.size()) +
-                               " violation(s); op = node position in the rank's file):" + text);
+    throw formats::ChakraError(
+        a.file + ": the ET set does not make a schedule that can run (" + std::to_string(violations.size()) +
+        " violation(s); op = position of the node in the rank's file, skipped nodes not counted):" + text);
   }
   std::ostringstream os;
   s::write_schedule_json(sch, os);
   write_file_atomically(a.out, os.str());
   std::cerr << "twinscale: wrote " << a.out << " (" << sch.world() << " ranks, " << sch.programs.size()
             << " programs, valid)\n";
+  if (!a.calibration_out.empty()) {
+    if (report.durations.empty())
+      throw formats::ChakraError(a.file + ": --calibration-out: no node of the set has a duration_micros");
+    std::ostringstream cal;
+    s::write_calibration(formats::calibration_of_durations(sch, report, "chakra " + a.file), cal);
+    write_file_atomically(a.calibration_out, cal.str());
+    std::cerr << "twinscale: wrote " << a.calibration_out << " (the durations of " << report.durations.size()
+              << " op(s): simulate --calibration " << a.calibration_out << ")\n";
+  } else if (!report.durations.empty()) {
+    std::cerr << "twinscale: " << report.durations.size()
+              << " op(s) carry a measured duration_micros; --calibration-out FILE keeps them as a calibration "
+                 "table\n";
+  }
   return 0;
 }
 } // namespace
@@ -329,6 +352,8 @@ void add_schedule_command(CLI::App& app, Action& action) {
   import_cmd->add_option("--job", args->import_job,
                          "job file (TOML) the ranks follow, for an ET set not written by twinscale");
   import_cmd->add_option("--preset", args->import_preset, "job preset, instead of --job");
+  import_cmd->add_option("--calibration-out", args->calibration_out,
+                         "write the nodes' measured durations (duration_micros) as a calibration table here");
   import_cmd->callback([args, &action] { action = [args] { return import_chakra_files(*args); }; });
   CLI::App* memory_cmd = cmd->add_subcommand("memory", "per-rank memory of every parallel choice of a job");
   args->job.add_to(*memory_cmd);

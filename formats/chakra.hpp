@@ -17,18 +17,25 @@
 //
 // Import: nodes without "ts.*" attrs (an ET from another tool) map by their Chakra fields:
 // COMP_NODE → a compute op of num_ops FLOPs and tensor_size bytes; COMM_COLL_NODE →
-// the collective of comm_type on group pg_name (default "world"); COMM_SEND/RECV_NODE →
-// a pipeline Send/Recv to/from global rank comm_dst/comm_src. Nodes run in file order
-// (dependencies must point to nodes earlier in the file). Without a "ts.schedule_header"
-// the caller supplies the job (its layout must have as many ranks as there are files).
+// the collective of comm_type on group pg_name (a twinscale group name, or a PyTorch
+// process group that a METADATA node "process_group:init" defines; default "world");
+// COMM_SEND/RECV_NODE → a pipeline Send/Recv to/from global rank comm_dst/comm_src.
+// METADATA, MEM_LOAD/MEM_STORE and host (is_cpu_op) nodes are skipped, counted in the
+// report; a dependency on a skipped node becomes a dependency on what it depended on.
+// duration_micros is kept in the report (see calibration_of_durations). Nodes run in file
+// order (dependencies must point to nodes earlier in the file). Without a
+// "ts.schedule_header" the caller supplies the job (its layout must have as many ranks as
+// there are files).
 #pragma once
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "common/error.hpp"
+#include "schedules/calibration.hpp"
 #include "schedules/schedule.hpp"
 
 namespace twinscale::formats {
@@ -65,16 +72,42 @@ std::vector<std::string> export_chakra(const schedules::Schedule& schedule);
 /// `<prefix>.<rank>.et` for rank = 0, 1, … (the files of a set).
 std::string chakra_file_name(const std::string& prefix, int64_t rank);
 
+/// What an import skipped and what it measured (PyTorch execution traces converted by
+/// Chakra's tools carry host operators, metadata and memory nodes, and durations).
+struct ChakraImportReport {
+  int64_t metadata_nodes = 0; // METADATA_NODE: skipped (process-group definitions are read from them)
+  int64_t memory_nodes = 0;   // MEM_LOAD_NODE / MEM_STORE_NODE: skipped
+  double memory_bytes = 0;    // their tensor_size, summed
+  int64_t host_nodes = 0;     // COMP_NODEs with is_cpu_op = true: skipped
+  /// Ops whose node carries duration_micros > 0: rank, op index, seconds.
+  struct Timed {
+    int64_t rank = 0;
+    uint32_t op = 0;
+    double seconds = 0;
+  };
+  std::vector<Timed> durations;
+  /// Process groups named by PyTorch (pg_name "0", "3" …) and the twinscale group each
+  /// was found to be, from the ranks a METADATA node "process_group:init" gives it.
+  std::map<std::string, std::string> process_groups;
+};
+
+/// The calibration table of an import's measured durations (ChakraImportReport::durations):
+/// compute ops as kernel entries (kernel, dtype, shape, op name: the median over the nodes
+/// of one name and shape), collectives and sends as communication entries (kind, group
+/// size, bytes). Source "chakra", device `device`.
+schedules::CalibrationTable calibration_of_durations(const schedules::Schedule& schedule,
+                                                     const ChakraImportReport& report, const std::string& device);
+
 /// The schedule of a set of ET files, given their paths in rank order and their bytes.
 /// `base` supplies job, layout, memory estimate and model FLOPs when the files carry no
 /// "ts.schedule_header" (it is ignored when they do). The result is deduplicated (ranks
 /// with equal programs share one) but not validated: run schedules::validate on it.
 schedules::Schedule import_chakra(const std::vector<std::string>& paths, const std::vector<std::string>& bytes,
-                                  const std::optional<schedules::Schedule>& base);
+                                  const std::optional<schedules::Schedule>& base, ChakraImportReport* report = nullptr);
 /// The same, reading file r's bytes with read(r) when it gets there: one file in memory
 /// at a time.
 schedules::Schedule import_chakra(const std::vector<std::string>& paths, const std::function<std::string(size_t)>& read,
-                                  const std::optional<schedules::Schedule>& base);
+                                  const std::optional<schedules::Schedule>& base, ChakraImportReport* report = nullptr);
 
 /// The files of the set `prefix` (`<prefix>.0.et`, `<prefix>.1.et`, … up to the first
 /// missing rank), read whole; ChakraError when there is none.

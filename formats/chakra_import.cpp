@@ -1,6 +1,8 @@
 // Chakra ET files → schedule (formats/chakra.hpp).
+#include <algorithm>
 #include <filesystem>
 #include <map>
+#include <regex>
 #include <sstream>
 #include <unordered_map>
 
@@ -146,18 +148,99 @@ s::Op twinscale_op(const NodeWhere& w) {
   return op;
 }
 
-s::GroupKind pg_group(const NodeWhere& w) {
+/// PyTorch's process groups as a METADATA node "process_group:init" of a converted
+/// execution trace lists them: pg_name → member ranks (empty when not listed) and size.
+struct ProcessGroup {
+  std::vector<int64_t> ranks;
+  int64_t size = 0;
+};
+using ProcessGroups = std::map<std::string, ProcessGroup>;
+
+/// The process groups a METADATA node defines: every {"pg_name": …, "ranks": […] or
+/// "[…]", "pg_size": …} object in its inputs' values or string attrs (PyTorch writes the
+/// list as JSON; Chakra's converter keeps it as text).
+void read_process_groups(const pb::Node& n, ProcessGroups& out) {
+  std::string text = n.inputs().values();
+  for (const auto& a : n.attr())
+    if (a.value_case() == pb::AttributeProto::kStringVal) text += "\n" + a.string_val();
+  text.erase(std::remove(text.begin(), text.end(), '\\'), text.end());
+  static const std::regex object(R"re(\{[^{}]*"pg_name"[^{}]*\})re");
+  static const std::regex name(R"re("pg_name"\s*:\s*"([^"]*)")re");
+  static const std::regex ranks(R"re("ranks"\s*:\s*"?\[([0-9,\s]*)\])re");
+  static const std::regex size(R"re("pg_size"\s*:\s*([0-9]+))re");
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), object); it != std::sregex_iterator(); ++it) {
+    const std::string o = it->str();
+    std::smatch m;
+    if (!std::regex_search(o, m, name)) continue;
+    ProcessGroup g;
+    const std::string pg = m[1];
+    if (std::regex_search(o, m, ranks)) {
+      std::istringstream list(std::regex_replace(m[1].str(), std::regex(","), " "));
+      for (int64_t r = 0; list >> r;) g.ranks.push_back(r);
+    }
+    if (std::regex_search(o, m, size) && m[1].length() < 10) g.size = std::stoll(m[1]);
+    out[pg] = std::move(g);
+  }
+}
+
+/// The twinscale group of `rank` whose members are `g`'s (all ranks when g lists none and
+/// has the world's size); nullopt when no group of the layout has them.
+std::optional<s::GroupKind> group_of(const ProcessGroup& g, const s::Layout& layout, int64_t rank) {
+  if (g.ranks.empty()) {
+    if (g.size == layout.world()) return s::GroupKind::World;
+    return std::nullopt;
+  }
+  std::vector<int64_t> want = g.ranks;
+  std::sort(want.begin(), want.end());
+  for (const s::GroupKind k : {s::GroupKind::Tp, s::GroupKind::Pp, s::GroupKind::Dp, s::GroupKind::Cp, s::GroupKind::Ep,
+                               s::GroupKind::ExpertDp, s::GroupKind::World}) {
+    auto members = layout.group_members(k, rank);
+    std::sort(members.begin(), members.end());
+    if (members == want) return k;
+  }
+  return std::nullopt;
+}
+
+s::GroupKind pg_group(const NodeWhere& w, const ProcessGroups& pgs, const s::Layout& layout, int64_t rank,
+                      ChakraImportReport& report) {
   if (find_attr(w.node.attr(), "pg_name") == nullptr) return s::GroupKind::World;
   const std::string pg = w.text("pg_name");
-  const auto g = s::group_kind_from_string(pg);
-  if (!g)
+  if (const auto g = s::group_kind_from_string(pg)) return *g;
+  const auto it = pgs.find(pg);
+  if (it == pgs.end())
     w.fail("pg_name \"" + pg +
-           "\" is not a twinscale group (valid: tp, dp, pp, embedding, ep, cp, edp, ep_node, ep_rail, world)");
+           "\" is not a twinscale group (valid: tp, dp, pp, embedding, ep, cp, edp, ep_node, ep_rail, world), and "
+           "no METADATA node \"process_group:init\" of the file defines a process group of that name");
+  const auto g = group_of(it->second, layout, rank);
+  if (!g) {
+    std::string list;
+    for (const int64_t r : it->second.ranks) list += (list.empty() ? "" : ", ") + std::to_string(r);
+    w.fail("pg_name \"" + pg + "\" (ranks [" + list + "], size " + std::to_string(it->second.size) +
+           ") is no group of rank " + std::to_string(rank) + " in the layout (tp " + std::to_string(layout.tp) +
+           ", dp " + std::to_string(layout.dp) + ", pp " + std::to_string(layout.pp) + ")");
+  }
+  report.process_groups[pg] = std::string(s::to_string(*g));
   return *g;
 }
 
+/// The global rank a send or receive node talks to: comm_dst / comm_src, else (Chakra's
+/// PyTorch converter writes neither) the other member of its two-rank process group.
+int64_t p2p_peer(const NodeWhere& w, const ProcessGroups& pgs, int64_t rank, bool send) {
+  const char* field = send ? "comm_dst" : "comm_src";
+  if (find_attr(w.node.attr(), field) || find_attr(w.node.attr(), "pg_name") == nullptr) return w.integer(field);
+  const std::string pg = w.text("pg_name");
+  const auto it = pgs.find(pg);
+  const std::vector<int64_t>* ranks = it == pgs.end() ? nullptr : &it->second.ranks;
+  if (ranks == nullptr || ranks->size() != 2 || std::find(ranks->begin(), ranks->end(), rank) == ranks->end())
+    w.fail(std::string("missing attr \"") + field + "\", and pg_name \"" + pg + "\" is not a process group of rank " +
+           std::to_string(rank) +
+           " and one peer (listed by a METADATA node \"process_group:init\") that would name the peer");
+  return (*ranks)[0] == rank ? (*ranks)[1] : (*ranks)[0];
+}
+
 /// A node of another tool: mapped from Chakra's own fields (formats/chakra.hpp).
-s::Op chakra_op(const NodeWhere& w, const s::Layout& layout, int64_t rank) {
+s::Op chakra_op(const NodeWhere& w, const s::Layout& layout, int64_t rank, const ProcessGroups& pgs,
+                ChakraImportReport& report) {
   s::Op op;
   switch (w.node.type()) {
   case pb::COMP_NODE:
@@ -176,7 +259,7 @@ s::Op chakra_op(const NodeWhere& w, const s::Layout& layout, int64_t rank) {
              " has no twinscale collective (valid: ALL_REDUCE 0, ALL_GATHER 2, BROADCAST 5, ALL_TO_ALL 6, "
              "REDUCE_SCATTER 7)");
     op.kind = *kind;
-    op.group = pg_group(w);
+    op.group = pg_group(w, pgs, layout, rank, report);
     op.stream = op.group == s::GroupKind::Tp ? s::Stream::TpComm : s::Stream::DpComm;
     op.bytes = static_cast<double>(w.integer("comm_size"));
     if (op.bytes < 0) w.fail("comm_size must be ≥ 0");
@@ -188,7 +271,7 @@ s::Op chakra_op(const NodeWhere& w, const s::Layout& layout, int64_t rank) {
     op.kind = send ? s::OpKind::Send : s::OpKind::Recv;
     op.stream = send ? s::Stream::PpSend : s::Stream::PpRecv;
     op.group = s::GroupKind::Pp;
-    const int64_t peer = w.integer(send ? "comm_dst" : "comm_src");
+    const int64_t peer = p2p_peer(w, pgs, rank, send);
     const auto members = layout.group_members(s::GroupKind::Pp, rank);
     const auto it = std::find(members.begin(), members.end(), peer);
     if (it == members.end())
@@ -201,7 +284,8 @@ s::Op chakra_op(const NodeWhere& w, const s::Layout& layout, int64_t rank) {
   }
   default:
     w.fail("node type " + pb::NodeType_Name(w.node.type()) +
-           " has no twinscale op (valid: COMP_NODE, COMM_COLL_NODE, COMM_SEND_NODE, COMM_RECV_NODE)");
+           " has no twinscale op (valid: COMP_NODE, COMM_COLL_NODE, COMM_SEND_NODE, COMM_RECV_NODE; METADATA_NODE, "
+           "MEM_LOAD_NODE and MEM_STORE_NODE are skipped)");
   }
 }
 
@@ -221,38 +305,77 @@ private:
   std::unordered_map<std::string, uint32_t> index_;
 };
 
-s::Program program_of(const std::string& path, const EtFile& f, const s::Layout& layout, int64_t rank, Names& names) {
+/// Whether a node is skipped (counted in `report`): METADATA, MEM_LOAD/MEM_STORE and host
+/// operators (is_cpu_op) of another tool's ET. twinscale's programs are the GPU's ops:
+/// memory is an estimate, not per-op transfers; host operators only launch them.
+bool skipped(const NodeWhere& w, ChakraImportReport& report) {
+  const pb::Node& n = w.node;
+  if (find_attr(n.attr(), kKind)) return false;
+  switch (n.type()) {
+  case pb::METADATA_NODE: ++report.metadata_nodes; return true;
+  case pb::MEM_LOAD_NODE:
+  case pb::MEM_STORE_NODE:
+    ++report.memory_nodes;
+    if (find_attr(n.attr(), "tensor_size")) report.memory_bytes += static_cast<double>(w.integer("tensor_size"));
+    return true;
+  case pb::COMP_NODE: {
+    const auto* cpu = find_attr(n.attr(), "is_cpu_op");
+    if (cpu == nullptr) return false;
+    if (cpu->value_case() != pb::AttributeProto::kBoolVal) w.fail("attr \"is_cpu_op\" must be a bool");
+    if (cpu->bool_val()) ++report.host_nodes;
+    return cpu->bool_val();
+  }
+  default: return false;
+  }
+}
+
+s::Program program_of(const std::string& path, const EtFile& f, const s::Layout& layout, int64_t rank, Names& names,
+                      ChakraImportReport& report) {
+  ProcessGroups pgs;
+  for (const pb::Node& n : f.nodes)
+    if (n.type() == pb::METADATA_NODE) read_process_groups(n, pgs);
   s::Program prog;
-  std::unordered_map<uint64_t, uint32_t> position;
+  // node id → the op positions it stands for: its own, or for a skipped node what it
+  // depended on (so that a dependency passes through it)
+  std::unordered_map<uint64_t, std::vector<uint32_t>> position;
   std::array<int64_t, s::kStreamCount> last;
   last.fill(-1);
   for (size_t i = 0; i < f.nodes.size(); ++i) {
     const pb::Node& n = f.nodes[i];
     const NodeWhere w{path, n};
-    if (!position.emplace(n.id(), static_cast<uint32_t>(i)).second) w.fail("node id appears twice in the file");
-    s::Op op = find_attr(n.attr(), kKind) ? twinscale_op(w) : chakra_op(w, layout, rank);
+    if (position.count(n.id())) w.fail("node id appears twice in the file");
+    std::vector<uint32_t> deps;
+    auto add_deps = [&](uint64_t d, const char* field) {
+      const auto it = position.find(d);
+      if (it == position.end())
+        w.fail(std::string(field) + " names node id " + std::to_string(d) +
+               (d == n.id() ? ", itself"
+                            : ", which is not earlier in this file (nodes must come after what they "
+                              "depend on)"));
+      for (const uint32_t p : it->second)
+        if (std::find(deps.begin(), deps.end(), p) == deps.end()) deps.push_back(p);
+    };
+    for (uint64_t d : n.data_deps()) add_deps(d, "data_deps");
+    const size_t data_count = deps.size();
+    for (uint64_t d : n.ctrl_deps()) add_deps(d, "ctrl_deps");
+    if (skipped(w, report)) {
+      position.emplace(n.id(), std::move(deps));
+      continue;
+    }
+    const auto self = static_cast<uint32_t>(prog.ops.size());
+    s::Op op = find_attr(n.attr(), kKind) ? twinscale_op(w) : chakra_op(w, layout, rank, pgs, report);
     op.name = names.intern(n.name());
     op.dep_begin = static_cast<uint32_t>(prog.deps.size());
-    auto dep_position = [&](uint64_t d, const char* field) {
-      const auto it = position.find(d);
-      if (it == position.end() || it->second == i)
-        w.fail(std::string(field) + " names node id " + std::to_string(d) +
-               (it == position.end() ? ", which is not earlier in this file (nodes must come after what they depend on)"
-                                     : ", itself"));
-      return it->second;
-    };
-    for (uint64_t d : n.data_deps()) prog.deps.push_back(dep_position(d, "data_deps"));
     // ctrl_deps: the previous op on the same stream is implied by the stream order
     const int64_t prev = last[static_cast<size_t>(op.stream)];
-    for (uint64_t d : n.ctrl_deps()) {
-      const uint32_t p = dep_position(d, "ctrl_deps");
-      bool have = static_cast<int64_t>(p) == prev;
-      for (size_t k = op.dep_begin; k < prog.deps.size(); ++k) have = have || prog.deps[k] == p;
-      if (!have) prog.deps.push_back(p);
-    }
+    for (size_t k = 0; k < deps.size(); ++k)
+      if (k < data_count || static_cast<int64_t>(deps[k]) != prev) prog.deps.push_back(deps[k]);
     op.dep_count = static_cast<uint32_t>(prog.deps.size() - op.dep_begin);
-    last[static_cast<size_t>(op.stream)] = static_cast<int64_t>(i);
+    last[static_cast<size_t>(op.stream)] = static_cast<int64_t>(self);
+    if (n.duration_micros() > 0)
+      report.durations.push_back({rank, self, static_cast<double>(n.duration_micros()) * 1e-6});
     prog.ops.push_back(op);
+    position.emplace(n.id(), std::vector<uint32_t>{self});
   }
   return prog;
 }
@@ -308,15 +431,17 @@ std::vector<std::string> chakra_set_paths(const std::string& prefix) {
 }
 
 s::Schedule import_chakra(const std::vector<std::string>& paths, const std::vector<std::string>& bytes,
-                          const std::optional<s::Schedule>& base) {
+                          const std::optional<s::Schedule>& base, ChakraImportReport* report) {
   TWINSCALE_ASSERT(paths.size() == bytes.size(), "one path per file");
   return import_chakra(
-      paths, [&bytes](size_t r) { return bytes[r]; }, base);
+      paths, [&bytes](size_t r) { return bytes[r]; }, base, report);
 }
 
 s::Schedule import_chakra(const std::vector<std::string>& paths, const std::function<std::string(size_t)>& read,
-                          const std::optional<s::Schedule>& base) {
+                          const std::optional<s::Schedule>& base, ChakraImportReport* report) {
   TWINSCALE_ASSERT(!paths.empty(), "at least one file");
+  ChakraImportReport local;
+  ChakraImportReport& out = report != nullptr ? *report : local;
   EtFile f = parse(paths[0], read(0));
   s::Schedule sch = header_of(paths[0], f, base);
   const int64_t world = static_cast<int64_t>(paths.size());
@@ -337,7 +462,7 @@ s::Schedule import_chakra(const std::vector<std::string>& paths, const std::func
           throw ChakraError(path + ": GlobalMetadata " + key + " is " + (v ? std::to_string(*v) : "not an integer") +
                             "; expected " + std::to_string(want) + " (files of different sets mixed?)");
       }
-    s::Program prog = program_of(path, f, sch.layout, r, names);
+    s::Program prog = program_of(path, f, sch.layout, r, names, out);
     const auto [it, fresh] = shared.emplace(program_key(prog), static_cast<uint32_t>(sch.programs.size()));
     if (fresh) sch.programs.push_back(std::move(prog));
     sch.program_of_rank.push_back(it->second);

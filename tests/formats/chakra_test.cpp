@@ -267,8 +267,8 @@ TEST_CASE("Bad Chakra ET files are refused naming the file and node", "[formats]
   attr_i64(send, "comm_size", 8);
   CHECK_THAT(import_error(with_rank0(et_file(meta, {send})), base),
              Catch::Contains("bad.0.et: node id 9 (s): comm_dst 1 is not in rank 0's pipeline group"));
-  CHECK_THAT(import_error(with_rank0(et_file(meta, {node(3, "m", pb::MEM_LOAD_NODE)})), base),
-             Catch::Contains("bad.0.et: node id 3 (m): node type MEM_LOAD_NODE has no twinscale op"));
+  CHECK_THAT(import_error(with_rank0(et_file(meta, {node(3, "m", pb::INVALID_NODE)})), base),
+             Catch::Contains("bad.0.et: node id 3 (m): node type INVALID_NODE has no twinscale op"));
   auto bad_pg = node(4, "ar", pb::COMM_COLL_NODE);
   attr_i64(bad_pg, "comm_type", pb::ALL_REDUCE);
   attr_i64(bad_pg, "comm_size", 8);
