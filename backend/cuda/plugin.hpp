@@ -20,11 +20,12 @@ namespace twinscale::backend::cuda {
 
 /// Bumped whenever PluginApi or a type it passes changes.
 inline constexpr int kPluginAbi = 1;
-/// The plugin's one exported symbol: `extern "C" const PluginApi* twinscale_cuda_plugin()`.
+/// The plugin's one exported symbol: `extern "C" const void* twinscale_cuda_plugin()`, the
+/// address of its PluginApi (common/plugin.hpp opens it).
 inline constexpr const char* kPluginEntry = "twinscale_cuda_plugin";
 
 struct PluginApi {
-  int abi = kPluginAbi;
+  int abi = kPluginAbi; // first: common/plugin.hpp reads it
   int (*device_count)() = nullptr;
   std::unique_ptr<Device> (*make_device)(const schedules::Schedule& schedule, int64_t rank,
                                          const BroadcastFromRoot& broadcast, double epoch_steady_s, double timeout_s,
