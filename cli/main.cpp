@@ -3,6 +3,11 @@
 // names the file, key, rank or op and what would be valid; 2 usage; 3 internal error — a
 // broken invariant (std::logic_error, TWINSCALE_ASSERT) or any exception no layer typed.
 // An MPI job whose rank failed (backend::MpiJobError) is ended on every rank here.
+#include <malloc.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
 #include <exception>
 #include <iostream>
 
@@ -15,7 +20,34 @@
 #include "common/error.hpp"
 #include "sim/version.hpp"
 
+namespace {
+
+/// The allocator's policy for this process. A simulation builds and frees tens of MB of
+/// op records and per-rank tables in vectors that grow by doubling; by default glibc
+/// serves each large one with a fresh mmap (every page of it faulted in anew) and gives
+/// memory back as soon as it is freed. Here the heap serves them (below 256 MiB), keeps
+/// freed memory for the next (trimmed only past 512 MiB free), grows in 128 MiB steps, and
+/// its first step is backed by transparent huge pages where the kernel allows them on
+/// request: an analytic run then takes about a tenth of the page faults. Only where
+/// memory is touched is it resident; no figure a command prints depends on this.
+void tune_allocator() {
+  constexpr size_t kMiB = size_t{1} << 20;
+  constexpr size_t kHugePage = 2 * kMiB;
+  mallopt(M_MMAP_THRESHOLD, static_cast<int>(256 * kMiB));
+  mallopt(M_TRIM_THRESHOLD, static_cast<int>(512 * kMiB));
+  mallopt(M_TOP_PAD, static_cast<int>(128 * kMiB));
+  const auto begin = reinterpret_cast<uintptr_t>(sbrk(0));
+  void* volatile probe = malloc(kMiB); // grows the heap by its first step; kept for reuse when freed
+  free(probe);
+  const auto end = reinterpret_cast<uintptr_t>(sbrk(0));
+  const uintptr_t first = (begin + kHugePage - 1) & ~(kHugePage - 1), last = end & ~(kHugePage - 1);
+  if (last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE); // advice only
+}
+
+} // namespace
+
 int main(int argc, char** argv) {
+  tune_allocator();
   CLI::App app{"twinscale — a digital twin of LLM-training clusters (MegaScale, NSDI'24)"};
   app.require_subcommand(1);
   app.set_version_flag("--version", [] {

@@ -10,7 +10,7 @@
 #include <stdexcept>
 
 #include "sim/detail/executor.hpp"
-#include "sim/detail/flow_engine.hpp"
+#include "sim/detail/flow_plugin.hpp"
 #include "sim/detail/forked_run.hpp"
 #include "sim/detail/network_paths.hpp"
 #include "sim/device_model.hpp"
@@ -150,7 +150,8 @@ MultiJobReport run_jobs(const std::vector<JobOnFabric>& jobs, const topology::Fa
     slot_gpu.insert(slot_gpu.end(), g.begin(), g.end());
   }
   mux.slot_begin.push_back(static_cast<int32_t>(slot_gpu.size()));
-  detail::FlowEngine engine(mux, paths, slot_gpu, options);
+  const std::unique_ptr<detail::TimeEngine> flow = detail::make_flow_engine(mux, paths, slot_gpu, options);
+  detail::TimeEngine& engine = *flow;
   std::vector<std::unique_ptr<JobView>> views;
   for (size_t j = 0; j < jobs.size(); ++j) {
     views.push_back(std::make_unique<JobView>(engine, paths, mux.slot_begin[j], static_cast<uint32_t>(j),

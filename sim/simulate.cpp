@@ -13,7 +13,7 @@
 #include "sim/detail/analytic_engine.hpp"
 #include "sim/detail/degradation_windows.hpp"
 #include "sim/detail/executor.hpp"
-#include "sim/detail/flow_engine.hpp"
+#include "sim/detail/flow_plugin.hpp"
 #include "sim/detail/forked_run.hpp"
 #include "sim/detail/network_paths.hpp"
 #include "sim/detail/report_codec.hpp"
@@ -156,7 +156,7 @@ SimReport run_in_process(const schedules::Schedule& schedule, const topology::Fa
   if (options.mode == SimMode::Analytic)
     backend = std::make_unique<detail::AnalyticEngine>(ex, ex.slot_ranks().size(), params.nccl_compute_slowdown);
   else
-    backend = std::make_unique<detail::FlowEngine>(ex, paths, ex.gpu_of_slot(), options);
+    backend = detail::make_flow_engine(ex, paths, ex.gpu_of_slot(), options);
   std::optional<schedules::BinaryTraceWriter> trace_out;
   if (!options.binary_trace.empty()) {
     trace_out.emplace(options.binary_trace, schedule, "sim");

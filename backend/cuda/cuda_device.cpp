@@ -1,6 +1,7 @@
 // The CUDA device (see cuda_device.hpp): streams, buffers, per-op events and launches.
 // Communicators live in nccl_comms.{hpp,cpp}.
 #include "backend/cuda/cuda_device.hpp"
+#include "backend/cuda/plugin.hpp"
 
 #include <algorithm>
 #include <array>
@@ -19,8 +20,8 @@
 #include "backend/cuda/kernels.hpp"
 #include "backend/cuda/nccl_comms.hpp"
 #include "backend/error.hpp"
-#include "backend/executor.hpp"
 #include "schedules/error.hpp"
+#include "schedules/nccl_order.hpp"
 
 namespace twinscale::backend {
 
@@ -263,7 +264,7 @@ private:
       if (!op.is_communication()) {
         key = "stream:" + std::string(to_string(op.stream));
       } else {
-        channel_[i] = op_channel(s, rank, op);
+        channel_[i] = schedules::communicator_of(s, rank, op, schedules::kDeviceCommModel);
         key = "comm:" + channel_[i];
         prio = greatest;
         if (op.is_collective() && op.group == GroupKind::Dp && dp_classes.size() > 0) {
@@ -283,7 +284,7 @@ private:
     for (const Op& op : program_->ops) {
       if (!op.is_communication()) continue;
       const CommCounts c = comm_counts(op, s.layout.group_size(op.group));
-      CommBuffers& b = comm_buffers_[op_channel(s, rank, op)];
+      CommBuffers& b = comm_buffers_[schedules::communicator_of(s, rank, op, schedules::kDeviceCommModel)];
       b.send_bytes = std::max(b.send_bytes, round_up(c.element * static_cast<double>(c.send)));
       b.recv_bytes = std::max(b.recv_bytes, round_up(c.element * static_cast<double>(c.recv)));
     }
@@ -380,22 +381,17 @@ private:
 
 } // namespace
 
-std::string cuda_build_versions() {
-  return "CUDA " + std::to_string(CUDART_VERSION / 1000) + "." + std::to_string(CUDART_VERSION % 1000 / 10) +
-         ", NCCL " + std::to_string(NCCL_MAJOR) + "." + std::to_string(NCCL_MINOR) + "." + std::to_string(NCCL_PATCH);
-}
-
-int cuda_device_count() {
+int cuda::device_count() {
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess) return 0;
   return n;
 }
 
-std::unique_ptr<Device> make_cuda_device(const schedules::Schedule& schedule, int64_t rank,
-                                         const BroadcastFromRoot& broadcast, double epoch_steady_s, double timeout_s,
-                                         std::vector<InitPhase>& phases) {
+std::unique_ptr<Device> cuda::make_device(const schedules::Schedule& schedule, int64_t rank,
+                                          const BroadcastFromRoot& broadcast, double epoch_steady_s, double timeout_s,
+                                          std::vector<InitPhase>& phases) {
   cuda::check_nccl_version();
-  const int gpus = cuda_device_count();
+  const int gpus = cuda::device_count();
   if (gpus == 0) throw BackendError("--device cuda: no CUDA device is visible to rank " + std::to_string(rank));
   double t = steady_s();
   check(cudaSetDevice(cuda::local_gpu(rank, gpus)), "cudaSetDevice");

@@ -1,5 +1,6 @@
 // The CUDA device's side of the probe (cuda_probe.hpp).
 #include "backend/cuda/cuda_probe.hpp"
+#include "backend/cuda/plugin.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -298,13 +299,13 @@ ProbeDevice::Transfer CudaProbeDevice::transfer(OpKind kind, int64_t n, double b
 
 } // namespace
 
-std::unique_ptr<ProbeDevice> make_cuda_probe_device(const schedules::Schedule& schedule, const ProbeOptions& options,
-                                                    int rank, int world) {
+std::unique_ptr<ProbeDevice> cuda::make_probe_device(const schedules::Schedule& schedule, const ProbeOptions& options,
+                                                     int rank, int world) {
   if (options.shape_divisor != 1)
     throw BackendError("probe --device cuda: --shape-divisor " + std::to_string(options.shape_divisor) +
                        " is the CPU device's; the CUDA device runs the scheduled shapes (leave it at 1)");
   cuda::check_nccl_version();
-  const int gpus = cuda_device_count();
+  const int gpus = cuda::device_count();
   if (gpus == 0)
     throw BackendError("probe --device cuda: no CUDA device is visible to rank " + std::to_string(rank) +
                        " (valid here: --device cpu)");
