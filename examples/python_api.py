@@ -27,10 +27,11 @@ print(f"schedule: {s['ranks']} ranks, {s['programs']} programs, {s['micro_batche
 for mode in ("analytic", "flow"):
     r = twinscale.simulate(preset="tiny-megascale", mode=mode)
     b = r["breakdown"]
-    print(f"{mode:8s} iteration {r['iteration_time_s'] * 1e3:.3f} ms, MFU {100 * r['mfu']:.2f} %, "
-          f"bubble {b['bubble_s'] * 1e3:.3f} ms, exposed DP {b['exposed_dp_s'] * 1e3:.3f} ms")
+    print(f"{mode:8s} iteration {r['iteration_time_s'] * 1e3:.3f} ms, MFU {100 * r['mfu']:.2f} %; whole run "
+          f"{r['makespan_s'] * 1e3:.3f} ms: bubble {b['bubble_s'] * 1e3:.3f} ms, exposed DP {b['exposed_dp_s'] * 1e3:.3f} ms")
 for stage in r["per_stage"]:  # a Table: r["per_stage"].to_pandas() with pandas
-    print(f"  stage {stage['stage']}: compute {stage['compute_s'] * 1e3:.3f} ms")
+    print(f"  stage {stage['stage']} (whole run): compute {stage['compute_s'] * 1e3:.3f} ms, "
+          f"bubble {stage['bubble_s'] * 1e3:.3f} ms")
 
 # %% A GPU at half speed: every rank executed at its own speed, then diagnosed.
 with tempfile.TemporaryDirectory() as tmp:
