@@ -157,8 +157,10 @@ Captured run_cli(const std::vector<std::string>& args) {
       try {
         app.parse(argc, argv.data());
         cli::require_finite_numbers(app);
-      } catch (const CLI::ParseError&) {
-        throw;
+      } catch (const CLI::ParseError& e) {
+        if (e.get_exit_code() != 0) throw;
+        c.rc = app.exit(e); // --help: the help text on (captured) stdout, exit 0, nothing run
+        action = nullptr;
       } catch (const Error&) {
         throw;
       } catch (const std::exception& e) { // an option's value checked while parsing

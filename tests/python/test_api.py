@@ -166,6 +166,9 @@ def test_cli_runs_any_sub_command(cli):
     assert got.returncode == 0
     assert json.loads(got.stdout) == cli.json("topology", "show", "--preset", "tiny-2tier")
     assert "tiny-megascale" in twinscale.presets("jobs")
+    help_text = twinscale.cli("simulate", help=True)
+    assert help_text.returncode == 0 and "--every-rank" in help_text.stdout
+    assert help_text.stdout == cli.run("simulate", "--help").stdout.replace(cli.path, "twinscale")
     with pytest.raises(twinscale.UsageError, match="unknown sub-command"):
         twinscale.cli("no-such-command")
 
