@@ -22,7 +22,6 @@ a Table.
 """
 
 import csv
-import io
 import json
 import logging
 import os
