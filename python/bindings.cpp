@@ -116,16 +116,26 @@ std::mutex& run_mutex() {
   return m;
 }
 
-/// Points `stream` at `buffer` until destroyed.
+/// Points `stream` at `buffer` until destroyed, then restores its buffer, its format
+/// (flags, precision, fill) and a good state: in one process, a command must not leave a
+/// std::fixed or a failed stream behind for the next (the executable runs one per process).
 class Redirect {
 public:
-  Redirect(std::ostream& stream, std::streambuf* buffer) : stream_(stream), old_(stream.rdbuf(buffer)) {}
-  ~Redirect() { stream_.rdbuf(old_); }
+  Redirect(std::ostream& stream, std::streambuf* buffer)
+      : stream_(stream), format_(nullptr), old_(stream.rdbuf(buffer)) {
+    format_.copyfmt(stream);
+  }
+  ~Redirect() {
+    stream_.copyfmt(format_);
+    stream_.rdbuf(old_);
+    stream_.clear();
+  }
   Redirect(const Redirect&) = delete;
   Redirect& operator=(const Redirect&) = delete;
 
 private:
   std::ostream& stream_;
+  std::ios format_;
   std::streambuf* old_;
 };
 
