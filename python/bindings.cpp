@@ -195,11 +195,7 @@ py::tuple run(const std::vector<std::string>& args) {
     py::gil_scoped_release unlocked;
     c = run_cli(args);
   }
-  if (c.error) {
-    Raised r = classify(c.error);
-    if (r.kind == "UsageError" && !c.err.empty() && r.message.empty()) r.message = c.err;
-    raise_python(r);
-  }
+  if (c.error) raise_python(classify(c.error));
   return py::make_tuple(c.rc, as_bytes(c.out), as_bytes(c.err));
 }
 
