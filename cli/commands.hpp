@@ -26,5 +26,8 @@ void add_diagnose_command(CLI::App& app, Action& action);   // stragglers, links
 void add_report_command(CLI::App& app, Action& action);     // the HTML report of a run
 void add_jobs_command(CLI::App& app, Action& action);       // simulate-jobs: several jobs, one fabric
 void add_trace_command(CLI::App& app, Action& action);      // trace convert, trace info (.tstrace)
+/// Every sub-command above, in the order `twinscale --help` lists them (main() and the
+/// Python module both register the command set through this).
+void add_all_commands(CLI::App& app, Action& action);
 
 } // namespace twinscale::cli

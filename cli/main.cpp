@@ -56,18 +56,7 @@ int main(int argc, char** argv) {
            twinscale::backend::cuda_build_versions();
   });
   twinscale::cli::Action action;
-  twinscale::cli::add_schedule_command(app, action);
-  twinscale::cli::add_topology_command(app, action);
-  twinscale::cli::add_fault_commands(app, action);
-  twinscale::cli::add_simulate_command(app, action);
-  twinscale::cli::add_collective_command(app, action);
-  twinscale::cli::add_backend_commands(app, action);
-  twinscale::cli::add_probe_command(app, action);
-  twinscale::cli::add_sweep_command(app, action);
-  twinscale::cli::add_diagnose_command(app, action);
-  twinscale::cli::add_report_command(app, action);
-  twinscale::cli::add_jobs_command(app, action);
-  twinscale::cli::add_trace_command(app, action);
+  twinscale::cli::add_all_commands(app, action);
   if (const std::string bad = twinscale::cli::unknown_subcommand(app, argc, argv); !bad.empty()) {
     std::cerr << "twinscale: " << bad << "\n";
     return 2;

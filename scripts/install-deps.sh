@@ -18,6 +18,8 @@ pkgs=(
   clang libclang-rt-14-dev # libFuzzer harnesses of the readers (fuzz/, scripts/fuzz.sh): the compiler and its fuzzer/sanitizer runtimes
   libsqlite3-dev        # results store of `twinscale sweep` (study/)
   libprotobuf-dev protobuf-compiler # MLCommons Chakra execution traces (formats/): the messages and protoc
+  pybind11-dev python3-dev # the Python module (python/: import twinscale)
+  python3-pytest        # tests of the Python API (ctest python_api)
   chromium              # headless check of `twinscale report` pages (ctest report_chromium; skipped without it)
 )
 missing=()
