@@ -18,6 +18,7 @@
 #include "backend/detail/probe_util.hpp"
 #include "backend/error.hpp"
 #include "backend/probe_device.hpp"
+#include "common/progress.hpp"
 #include "schedules/error.hpp"
 #include "schedules/memory.hpp"
 
@@ -82,8 +83,10 @@ public:
     const size_t reps = static_cast<size_t>(o_.repetitions);
     std::vector<double> samples(all.size() * reps, -1);
     const schedules::Program& program = s_.program(rank_);
+    Progress progress("probe kernel replays", rank_ == 0 ? o_.warmup + o_.repetitions : 0, "replays");
     for (int r = -o_.warmup; r < o_.repetitions; ++r) {
       const std::vector<double> times = dev_.replay(program);
+      progress.update(r + o_.warmup + 1);
       if (r < 0) continue;
       std::vector<std::vector<double>> occurrences(all.size());
       for (size_t i = 0; i < program.ops.size(); ++i)
@@ -186,6 +189,10 @@ public:
     // sweep point 0.4 ms.
     std::vector<size_t> order(points.size());
     for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+    // rank 0 reports for all: every rank goes through the same rounds
+    Progress progress("probe transfers",
+                      rank_ == 0 ? static_cast<int64_t>(points.size()) * (o_.warmup + o_.repetitions) : 0, "transfers");
+    int64_t timed = 0;
     for (int r = 0; r < o_.warmup + o_.repetitions; ++r) {
       std::mt19937 shuffle(static_cast<uint32_t>(r) + 1);
       for (size_t k = order.size(); k > 1; --k) std::swap(order[k - 1], order[shuffle() % k]);
@@ -227,6 +234,7 @@ public:
           pt.times.push_back(latest[3] >= 0 ? latest[3] : host);
           pt.late.push_back(late);
         }
+        progress.update(++timed);
       }
     }
     std::vector<int64_t> wrong(points.size(), 0);

@@ -120,7 +120,12 @@ int run_collective_command(const CollectiveArgs& a) {
   std::cerr << "twinscale collective: " << a.op << " over " << a.gpus << " GPUs (" << per_server << " per server, "
             << servers << " servers) on " << spec.name << ", " << a.mode << " mode, " << sizes.size() << " sizes\n";
   std::vector<sim::CollectiveRunResult> rows;
-  for (double s : sizes) rows.push_back(sim::run_collective(fabric, kind, gpus, s, o));
+  Progress progress("collective sizes", static_cast<int64_t>(sizes.size()), "sizes");
+  for (double s : sizes) {
+    rows.push_back(sim::run_collective(fabric, kind, gpus, s, o));
+    progress.update(static_cast<int64_t>(rows.size()));
+  }
+  progress.finish();
 
   const char* type = "float";
   const char* redop = reduces(kind) ? "sum" : "none";
@@ -195,6 +200,7 @@ void add_collective_command(CLI::App& app, Action& action) {
   cmd->add_option("--channels", args->channels, "NCCL channels asked for")->check(CLI::Range(1, 64));
   cmd->add_option("--seed", args->seed, "ECMP hash seed");
   cmd->add_flag("--json", args->json, "JSON output");
+  add_quiet_flag(*cmd);
   cmd->callback([args, &action]() { action = [args]() { return run_collective_command(*args); }; });
 }
 

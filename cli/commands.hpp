@@ -7,12 +7,22 @@
 
 #include <CLI/CLI.hpp>
 
+#include "common/progress.hpp"
+
 namespace twinscale::cli {
 
 using Action = std::function<int()>;
 /// Exit status of a simulation whose job did not complete (a hang, a failure under a fault
 /// plan): its records are written, but it has no iteration time, throughput or MFU.
 inline constexpr int kExitIncomplete = 5;
+
+/// --quiet on a command that can run long: no progress reports on stderr (by default a
+/// bar on a terminal, else a line every 10 s; common/progress.hpp).
+inline void add_quiet_flag(CLI::App& command) {
+  command.add_flag_callback(
+      "--quiet", [] { progress_settings().quiet = true; },
+      "no progress reports on stderr (otherwise a bar on a terminal, a line every 10 s in a log)");
+}
 
 void add_schedule_command(CLI::App& app, Action& action);
 void add_topology_command(CLI::App& app, Action& action);

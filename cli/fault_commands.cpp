@@ -194,7 +194,7 @@ std::string iteration_line(const Setup& s) {
 
 int run_campaign_command(const FaultOptions& o) {
   Setup s = resolve(o);
-  Progress progress("campaign seeds", s.campaign.spec.seeds); // stderr, terminals only
+  Progress progress("campaign seeds", s.campaign.spec.seeds, "seeds"); // stderr unless --quiet
   if (progress.shown()) s.campaign.on_seed_done = [&progress](int64_t done, int64_t) { progress.update(done); };
   const faults::CampaignSummary sum = faults::run_campaign(s.campaign);
   nlohmann::json j = setup_json(s, o);
@@ -226,7 +226,7 @@ int run_tune_command(const FaultOptions& o) {
   const double lo = o.min_s.value_or(std::max(floor_s, daly / 8));
   const double hi = o.max_s.value_or(std::max(lo * 2, daly * 8));
   if (o.points < 2) throw config::ConfigError("--points must be ≥ 2");
-  Progress progress("checkpoint intervals", o.points); // stderr, terminals only
+  Progress progress("checkpoint intervals", o.points, "intervals"); // stderr unless --quiet
   if (progress.shown()) s.campaign.on_seed_done = [&progress](int64_t done, int64_t) { progress.update(done); };
   const auto result = faults::tune_checkpoint(s.campaign, faults::geometric_intervals(lo, hi, o.points));
   nlohmann::json j = setup_json(s, o);
@@ -251,6 +251,7 @@ void add_fault_commands(CLI::App& app, Action& action) {
   auto campaign_opts = std::make_shared<FaultOptions>();
   CLI::App* campaign = app.add_subcommand("campaign", "weeks of training under faults: ETTR, lost work, time by state");
   add_common(campaign, *campaign_opts);
+  add_quiet_flag(*campaign);
   campaign->add_option("--checkpoint-interval", campaign_opts->interval_s,
                        "seconds of training between checkpoints (default: the recovery file's)");
   campaign->callback([&action, campaign_opts] {
@@ -261,6 +262,7 @@ void add_fault_commands(CLI::App& app, Action& action) {
   auto tune_opts = std::make_shared<FaultOptions>();
   CLI::App* tune = app.add_subcommand("tune-checkpoint", "sweep the checkpoint interval; compare with Young and Daly");
   add_common(tune, *tune_opts);
+  add_quiet_flag(*tune);
   tune->add_option("--min", tune_opts->min_s, "shortest interval, s (default max(checkpoint time, Daly/8))");
   tune->add_option("--max", tune_opts->max_s, "longest interval, s (default 8 × Daly)");
   tune->add_option("--points", tune_opts->points, "intervals in the sweep (geometric)")->capture_default_str();

@@ -79,6 +79,7 @@ void add_probe_command(CLI::App& app, Action& action) {
   cmd->add_flag("!--no-other-splits", args->options.other_splits,
                 "measure only the job's own transfers and the sweeps, not also the exact transfers of its "
                 "other pipeline/data-parallel splits");
+  add_quiet_flag(*cmd);
   cmd->callback([&action, args] {
     args->job.check_usage();
     action = [args] { return probe_command(*args); };
