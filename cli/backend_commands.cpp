@@ -78,6 +78,7 @@ schedules::Schedule load_schedule(const JobArgs& job_args, const std::string& sy
   }
   schedules::LoweringTarget target;
   target.check_memory = false; // the backend runs synthetic tensors (at scaled shapes on CPUs)
+  job_args.refuse_cluster_edits("the real run takes its machine as it is");
   return schedules::lower(job_args.load(), target);
 }
 

@@ -36,5 +36,6 @@ void add_diagnose_command(CLI::App& app, Action& action);   // stragglers, links
 void add_report_command(CLI::App& app, Action& action);     // the HTML report of a run
 void add_jobs_command(CLI::App& app, Action& action);       // simulate-jobs: several jobs, one fabric
 void add_trace_command(CLI::App& app, Action& action);      // trace convert, trace info (.tstrace)
+void add_preset_command(CLI::App& app, Action& action);     // preset list, preset show NAME (as TOML)
 
 } // namespace twinscale::cli

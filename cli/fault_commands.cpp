@@ -105,7 +105,7 @@ Setup resolve(const FaultOptions& o) {
   Setup s;
   s.job = o.job.load();
   int64_t gpus_per_node = 8;
-  if (!s.job.cluster.empty()) gpus_per_node = config::load_cluster(s.job.cluster).server.gpus;
+  if (!s.job.cluster.empty()) gpus_per_node = config::load_cluster(s.job.cluster, o.job.cluster_edits()).server.gpus;
   s.model = config::resolve_fault_model(o.faults);
   s.recovery = config::resolve_recovery(o.recovery);
   if (o.interval_s) s.recovery.checkpoint.interval_s = *o.interval_s;
@@ -117,7 +117,8 @@ Setup resolve(const FaultOptions& o) {
   if (o.iteration_time_s) {
     iteration_time_s = *o.iteration_time_s;
   } else {
-    s.simulated = detail::simulate_iteration(s.job, o.cluster, o.sim_mode, o.placement, o.sim_seed);
+    s.simulated =
+        detail::simulate_iteration(s.job, o.cluster, o.sim_mode, o.placement, o.sim_seed, o.job.cluster_edits());
     iteration_time_s = s.simulated->iteration_time_s;
     std::cerr << "twinscale: iteration time " << s.simulated->iteration_time_s << " s simulated (" << s.simulated->mode
               << " mode, " << s.simulated->cluster << ", " << s.simulated->placement << " placement, wall "

@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
   twinscale::cli::add_report_command(app, action);
   twinscale::cli::add_jobs_command(app, action);
   twinscale::cli::add_trace_command(app, action);
+  twinscale::cli::add_preset_command(app, action);
   if (const std::string bad = twinscale::cli::unknown_subcommand(app, argc, argv); !bad.empty()) {
     std::cerr << "twinscale: " << bad << "\n";
     return 2;

@@ -28,6 +28,7 @@ int probe_command(const ProbeArgs& a) {
     throw backend::BackendError("--device \"" + a.options.device + "\": valid values are cpu and cuda");
   schedules::LoweringTarget target;
   target.check_memory = false; // synthetic tensors at scaled shapes, as `run`
+  a.job.refuse_cluster_edits("the probe measures the machine it runs on");
   const schedules::Schedule schedule = schedules::lower(a.job.load(), target);
   const backend::ProbeResult r = backend::probe(schedule, a.options);
   if (r.rank == 0) {

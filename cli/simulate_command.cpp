@@ -217,6 +217,7 @@ int run_simulate(const SimulateArgs& a) {
   spec.job = a.job.load();
   spec.job_source = a.job.source();
   spec.cluster = a.cluster;
+  spec.cluster_edits = a.job.cluster_edits();
   spec.gpu_memory_bytes = a.job.gpu_memory_override();
   spec.placement = config::parse_placement(a.placement, "--placement");
   spec.seed = a.seed;

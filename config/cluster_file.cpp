@@ -220,9 +220,10 @@ std::pair<toml::table, std::string> cluster_table(std::string_view name_or_path)
 
 } // namespace
 
-topology::NetworkCcSpec load_cluster_network(std::string_view name_or_path) {
+topology::NetworkCcSpec load_cluster_network(std::string_view name_or_path, const std::vector<KeyOverride>& edits) {
   auto [tbl, file] = cluster_table(name_or_path);
-  TableReader r(tbl, file);
+  apply_key_overrides(tbl, edits, "--set");
+  TableReader r(tbl, file + overrides_note(edits, "--set"));
   return parse_network(r);
 }
 
@@ -252,14 +253,16 @@ GpuMemoryLimit tightest_gpu_memory(const topology::ClusterSpec& cluster) {
   return out;
 }
 
-topology::ClusterSpec load_cluster(std::string_view name_or_path) {
+topology::ClusterSpec load_cluster(std::string_view name_or_path, const std::vector<KeyOverride>& edits) {
   const std::string arg(name_or_path);
+  const std::string note = overrides_note(edits, "--set");
   const bool looks_like_path = arg.find('/') != std::string::npos || arg.ends_with(".toml");
   if (!looks_like_path) {
     for (const auto& n : preset_names("clusters"))
       if (n == arg) {
-        const toml::table tbl = parse_toml(preset_text("clusters", arg), "preset " + arg);
-        TableReader r(tbl, "preset " + arg);
+        toml::table tbl = parse_toml(preset_text("clusters", arg), "preset " + arg);
+        apply_key_overrides(tbl, edits, "--set");
+        TableReader r(tbl, "preset " + arg + note);
         return parse_cluster(r, arg);
       }
     if (!std::filesystem::exists(arg)) {
@@ -268,8 +271,9 @@ topology::ClusterSpec load_cluster(std::string_view name_or_path) {
       throw ConfigError("cluster '" + arg + "' is neither a preset nor a file; presets: " + valid);
     }
   }
-  const toml::table tbl = parse_toml_file(arg);
-  TableReader r(tbl, arg);
+  toml::table tbl = parse_toml_file(arg);
+  apply_key_overrides(tbl, edits, "--set");
+  TableReader r(tbl, arg + note);
   return parse_cluster(r, std::filesystem::path(arg).stem().string());
 }
 

@@ -52,7 +52,7 @@ topology::ClusterSpec resolve_cluster(const ScenarioSpec& spec, std::string& nam
     const std::string who = spec.job_source.empty() ? "job '" + spec.job.name + "'" : spec.job_source;
     throw ConfigError(who + ": no cluster (give --cluster NAME|FILE or `cluster` in the job)");
   }
-  topology::ClusterSpec cluster = load_cluster(name);
+  topology::ClusterSpec cluster = load_cluster(name, spec.cluster_edits);
   cluster.gpus = spec.job.parallel.gpus();
   if (spec.job.options.fp8() && !(cluster.gpu.fp8_peak_flops > 0)) {
     std::string valid;
@@ -114,7 +114,7 @@ Scenario::Scenario(const ScenarioSpec& spec)
                                    spec.placement, spec.seed)),
       options_(spec.sim) {
   options_.seed = spec.seed;
-  options_.network = load_cluster_network(cluster_name_);
+  options_.network = load_cluster_network(cluster_name_, spec.cluster_edits);
   options_.calibration = nullptr;
   options_.faults = nullptr;
   if (!spec.calibration_file.empty()) {

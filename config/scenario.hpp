@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "config/key_overrides.hpp"
 #include "faults/fault_plan.hpp"
 #include "schedules/calibration.hpp"
 #include "schedules/job.hpp"
@@ -44,6 +45,7 @@ struct ScenarioSpec {
   schedules::JobSpec job;                 // overrides (--gpus, --global-batch) applied
   std::string job_source;                 // "preset NAME" or the file, for messages
   std::string cluster;                    // preset name or file; empty: the job's cluster
+  std::vector<KeyOverride> cluster_edits; // --set cluster.KEY=VALUE, made to the cluster's TOML
   std::optional<double> gpu_memory_bytes; // memory check; default: the cluster's GPU
   topology::PlacementPolicy placement = topology::PlacementPolicy::Linear;
   uint64_t seed = 1;            // ECMP hashing and random placement
