@@ -281,16 +281,18 @@ void add_backend_commands(CLI::App& app, Action& action) {
   add_integer_option(*run, "--synthetic-hidden", args->synthetic_options.hidden, 1, kMaxSyntheticHidden,
                      kSyntheticHiddenWhy, "hidden size (and tokens) of the self-test schedule");
   run->add_option("--device", args->device, "cpu (MPI + Eigen) or cuda (NCCL + cuBLAS)")->capture_default_str();
-  run->add_option("--timeout", args->timeout_s, "seconds without progress before a rank stops and reports (M19)")
+  run->add_option("--timeout", args->timeout_s,
+                  "seconds without progress (an op completed) before a rank stops and reports a hang")
       ->capture_default_str();
   run->add_option("--rendezvous", args->rendezvous, "mpi or redis://HOST:PORT")->capture_default_str();
-  run->add_option("--group-init", args->group_init, "local (M9) or global (baseline split + barrier per group)")
+  run->add_option(
+         "--group-init", args->group_init,
+         "local (each group created by its own members) or global (a split over the world and a barrier per group)")
       ->capture_default_str();
   run->add_option("--run-dir", args->run_dir, "directory for per-rank state files and report.json");
   run->add_option("--shape-divisor", args->shape_divisor, "CPU device: divide every shape and message by this")
       ->capture_default_str();
-  run->add_option("--checkpoint-dir", args->checkpoint.dir,
-                  "M16 checkpoint directory (step-N/shard-*.bin, manifest.json)");
+  run->add_option("--checkpoint-dir", args->checkpoint.dir, "checkpoint directory (step-N/shard-*.bin, manifest.json)");
   add_integer_option(*run, "--checkpoint-step", args->checkpoint.step, 0, int64_t{1} << 53, "a training step number",
                      "write checkpoint step N: blocking snapshot, then persisted in the background during the run");
   run->add_flag("--restore", args->checkpoint.restore, "restore the latest complete checkpoint before the run");

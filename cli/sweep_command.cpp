@@ -19,6 +19,8 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
 #include "backend/rendezvous.hpp"
 #include "backend/work_queue.hpp"
 #include "cli/commands.hpp"
@@ -48,7 +50,32 @@ struct ShowArgs {
   int64_t top = 10;
   std::string csv;
   std::string plot_dir;
+  bool json = false;
 };
+
+/// The store as JSON: its study, every row (axis values, result, flow re-simulation), the
+/// best `top` ids by MFU and the Pareto front's ids.
+std::string store_json(const study::StoreInfo& info, const std::vector<study::StoredPoint>& rows, int64_t top) {
+  nlohmann::json j;
+  j["study"] = info.name;
+  j["study_file"] = info.study_file;
+  j["fingerprint"] = info.fingerprint;
+  j["version"] = info.version;
+  j["points"] = info.points;
+  j["axes"] = info.axes;
+  j["rows"] = nlohmann::json::array();
+  for (const auto& p : rows) {
+    nlohmann::json row{{"inputs", nlohmann::json::parse(p.inputs)},
+                       {"result", nlohmann::json::parse(study::to_json(p.result))},
+                       {"version", p.version}};
+    if (p.flow) row["flow"] = nlohmann::json::parse(study::to_json(*p.flow));
+    j["rows"].push_back(row);
+  }
+  j["best_ids"] = study::best_ids(rows, top);
+  j["pareto_ids"] = nlohmann::json::array();
+  for (const auto* p : study::pareto_front(rows)) j["pareto_ids"].push_back(p->result.id);
+  return j.dump(2) + "\n";
+}
 
 double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
@@ -287,7 +314,10 @@ int run_show(const ShowArgs& a) {
   const study::Store store(a.db);
   const auto info = store.info();
   const auto rows = store.rows();
-  std::cout << study::summary_table(info, rows, a.top);
+  if (a.json)
+    std::cout << store_json(info, rows, a.top);
+  else
+    std::cout << study::summary_table(info, rows, a.top);
   if (!a.csv.empty()) write_file_atomically(a.csv, study::rows_csv(info, rows));
   if (!a.plot_dir.empty()) {
     std::filesystem::create_directories(a.plot_dir);
@@ -311,7 +341,8 @@ void add_sweep_command(CLI::App& app, Action& action) {
   auto show = std::make_shared<ShowArgs>();
   CLI::App* cmd = app.add_subcommand(
       "sweep", "Run a parameter study (STUDY.toml) into a SQLite results store; resumable, MPI or --shard I/N");
-  cmd->add_option("study", args->study, "study file (TOML; keys documented in study/study_file.cpp)");
+  cmd->add_option("study", args->study,
+                  "study file (TOML: a [base] point, the [axes] to sweep and what to [evaluate])");
   cmd->add_option("--db", args->db, "results store (SQLite; default: STUDY's stem + .db in the current directory)");
   cmd->add_option("--shard", args->shard, "compute only points with id % N == I (Slurm job arrays; no MPI)");
   cmd->add_option("--progress", args->progress,
@@ -325,7 +356,8 @@ void add_sweep_command(CLI::App& app, Action& action) {
       cmd->add_subcommand("show", "Print the best points and the Pareto front of a results store; CSV, plots");
   sh->add_option("db", show->db, "results store written by `twinscale sweep`")->required();
   sh->add_option("--top", show->top, "best points to print")->check(CLI::Range(int64_t{0}, int64_t{1000000}));
-  sh->add_option("--csv", show->csv, "write every row as CSV");
+  sh->add_option("--csv", show->csv, "write every row as CSV (the axes as given in columns axis_<name>)");
+  sh->add_flag("--json", show->json, "every row, the best ids and the Pareto front as JSON instead of the table");
   sh->add_option("--plot", show->plot_dir, "write DIR/sweep.csv and PNG plots (python3-matplotlib)");
   sh->callback([show, &action]() { action = [show]() { return run_show(*show); }; });
   cmd->callback([cmd, sh, args, &action]() {
