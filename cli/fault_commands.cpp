@@ -208,6 +208,7 @@ int run_campaign_command(const FaultOptions& o) {
     write_file_atomically((dir / "campaign_causes.csv").string(), detail::causes_csv(sum, s.campaign));
     plot(dir, {"--states", (dir / "campaign_states.csv").string()});
   }
+  std::cerr << detail::degenerate_regime_warnings(sum.ettr.mean, sum.restart_total_s, sum.interrupt_mtbf_s);
   if (o.json)
     std::cout << j.dump(2) << "\n";
   else
@@ -239,6 +240,9 @@ int run_tune_command(const FaultOptions& o) {
     write_file_atomically((dir / "tune_checkpoint.csv").string(), detail::sweep_csv(result));
     plot(dir, {"--sweep", (dir / "tune_checkpoint.csv").string()});
   }
+  const double restart_s =
+      s.campaign.recovery.restart_s + faults::comm_init_s(s.campaign.recovery.comm_init, s.campaign.shape);
+  std::cerr << detail::degenerate_regime_warnings(result.points[result.best].ettr.mean, restart_s, mtbf);
   if (o.json)
     std::cout << j.dump(2) << "\n";
   else
@@ -251,6 +255,11 @@ int run_tune_command(const FaultOptions& o) {
 void add_fault_commands(CLI::App& app, Action& action) {
   auto campaign_opts = std::make_shared<FaultOptions>();
   CLI::App* campaign = app.add_subcommand("campaign", "weeks of training under faults: ETTR, lost work, time by state");
+  campaign->footer(
+      "Figures: ETTR = training time / wall time (95% CI over seeds); lost work = training redone after each "
+      "interruption (back to the last persisted checkpoint); checkpoints lost = checkpoints whose background persist "
+      "an interruption cut short, so the restart fell back to an older one; recovery time = from a fault until "
+      "training resumes. A warning on stderr marks a degenerate regime (ETTR near 0, a restart longer than the MTBF).");
   add_common(campaign, *campaign_opts);
   add_quiet_flag(*campaign);
   campaign->add_option("--checkpoint-interval", campaign_opts->interval_s,
@@ -262,6 +271,10 @@ void add_fault_commands(CLI::App& app, Action& action) {
 
   auto tune_opts = std::make_shared<FaultOptions>();
   CLI::App* tune = app.add_subcommand("tune-checkpoint", "sweep the checkpoint interval; compare with Young and Daly");
+  tune->footer("Columns: interval_s = seconds of training between checkpoints; ETTR ± 95% over seeds; Daly-model = "
+               "ETTR predicted by Daly's first-order model; * = not significantly worse than the best (paired over "
+               "seeds). Young and Daly are 'consistent' when their interval lies in the simulated optimum's bracket, "
+               "'not comparable' when ETTR is near 0 at every interval (see the warning on stderr).");
   add_common(tune, *tune_opts);
   add_quiet_flag(*tune);
   tune->add_option("--min", tune_opts->min_s, "shortest interval, s (default max(checkpoint time, Daly/8))");
