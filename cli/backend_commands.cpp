@@ -247,6 +247,7 @@ struct CalibrateArgs {
   JobArgs job;
   backend::SyntheticOptions synthetic_options;
   int64_t shape_divisor = 1;
+  bool json = false;
 };
 
 int calibrate_command(const CalibrateArgs& a) {
@@ -263,6 +264,16 @@ int calibrate_command(const CalibrateArgs& a) {
   write_file_atomically(a.out, text.str());
   std::fprintf(stderr, "twinscale calibrate: %zu kernel entries, %zu communication entries written to %s\n",
                table.kernels.size(), table.comms.size(), a.out.c_str());
+  if (a.json) { // what was written, and the table itself
+    nlohmann::json j;
+    j["out"] = a.out;
+    j["trace"] = a.trace;
+    j["source"] = source;
+    j["kernel_entries"] = table.kernels.size();
+    j["comm_entries"] = table.comms.size();
+    j["table"] = nlohmann::json::parse(text.str());
+    std::cout << j.dump(2) << "\n";
+  }
   return 0;
 }
 
@@ -331,6 +342,7 @@ void add_backend_commands(CLI::App& app, Action& action) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   calibrate->add_option("--device-name", cal->device_name, "device description stored in the table");
+  calibrate->add_flag("--json", cal->json, "also print what was written, and the table, as JSON on stdout");
   calibrate->callback([&action, cal] {
     if (cal->synthetic.empty()) cal->job.check_usage();
     action = [cal] { return calibrate_command(*cal); };

@@ -68,6 +68,17 @@ TEST_CASE("probe: measures the schedule's ops and sweeps, and covers another spl
   // the hand-off are reported; the cluster's compute slowdown under communication is the
   // measured one: no SMs taken, a share h with h / (1 - h) = the measured slowdown.
   CHECK(r.output.find("# overlap") != std::string::npos);
+  // --json: the sweeps' rows as labelled objects
+  const auto js =
+      shell("sh -c '" + mpirun(2) + " " TWINSCALE_CLI " probe " + dir + "/a.toml --repetitions 1 --warmup 0 " +
+                "--max-sweep-bytes 1024 --no-other-splits --json --out " + dir + "/cal2.json 2>/dev/null'",
+            120); // stdout only: the JSON
+  INFO(js.output);
+  REQUIRE(js.status == 0);
+  const auto pj = nlohmann::json::parse(js.output);
+  CHECK(pj.at("world") == 2);
+  REQUIRE(!pj.at("sweep").empty());
+  CHECK(pj.at("sweep").at(0).contains("busbw_gb_per_s"));
   CHECK(r.output.find("compute slowdown") != std::string::npos);
   CHECK(r.output.find("# hand-off") != std::string::npos);
   CHECK(cluster.gpu.kernels.nccl_sms_per_channel == 0);
