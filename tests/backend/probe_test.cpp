@@ -50,6 +50,10 @@ TEST_CASE("probe: measures the schedule's ops and sweeps, and covers another spl
   CHECK(r.output.find("#wrong") != std::string::npos);
   CHECK(r.output.find(" send ") != std::string::npos);
   CHECK(r.output.find(" all_reduce ") != std::string::npos);
+  // nccl-tests' columns and a footer per block
+  CHECK(r.output.find("size        count     type  redop   root       time    algbw    busbw #wrong") !=
+        std::string::npos);
+  CHECK(r.output.find("# Avg bus bandwidth    : ") != std::string::npos);
   const schedules::CalibrationTable t = schedules::read_calibration_file(dir + "/cal.json");
   CHECK(t.source == "cpu");
   const schedules::Schedule a = schedules::lower(config::load_job(dir + "/a.toml"));
