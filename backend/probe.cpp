@@ -18,6 +18,7 @@
 #include "backend/detail/probe_util.hpp"
 #include "backend/error.hpp"
 #include "backend/probe_device.hpp"
+#include "common/progress.hpp"
 #include "schedules/error.hpp"
 #include "schedules/memory.hpp"
 
@@ -82,8 +83,10 @@ public:
     const size_t reps = static_cast<size_t>(o_.repetitions);
     std::vector<double> samples(all.size() * reps, -1);
     const schedules::Program& program = s_.program(rank_);
+    Progress progress("probe kernel replays", rank_ == 0 ? o_.warmup + o_.repetitions : 0, "replays");
     for (int r = -o_.warmup; r < o_.repetitions; ++r) {
       const std::vector<double> times = dev_.replay(program);
+      progress.update(r + o_.warmup + 1);
       if (r < 0) continue;
       std::vector<std::vector<double>> occurrences(all.size());
       for (size_t i = 0; i < program.ops.size(); ++i)
@@ -186,6 +189,10 @@ public:
     // sweep point 0.4 ms.
     std::vector<size_t> order(points.size());
     for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+    // rank 0 reports for all: every rank goes through the same rounds
+    Progress progress("probe transfers",
+                      rank_ == 0 ? static_cast<int64_t>(points.size()) * (o_.warmup + o_.repetitions) : 0, "transfers");
+    int64_t timed = 0;
     for (int r = 0; r < o_.warmup + o_.repetitions; ++r) {
       std::mt19937 shuffle(static_cast<uint32_t>(r) + 1);
       for (size_t k = order.size(); k > 1; --k) std::swap(order[k - 1], order[shuffle() % k]);
@@ -227,6 +234,7 @@ public:
           pt.times.push_back(latest[3] >= 0 ? latest[3] : host);
           pt.late.push_back(late);
         }
+        progress.update(++timed);
       }
     }
     std::vector<int64_t> wrong(points.size(), 0);
@@ -437,18 +445,45 @@ void finalize_probe() {
 }
 
 std::string sweep_table(const std::vector<SweepRow>& rows) {
+  // nccl-tests' layout, one block per collective and group size (the rows come grouped):
+  // size count type redop root | time algbw busbw #wrong, out-of-place only (the probe
+  // times no in-place run), each block closed by its average bus bandwidth.
   std::string out;
   char buf[256];
-  std::snprintf(buf, sizeof buf, "#%13s %12s %6s %-15s %6s %12s %10s %10s %8s\n", "size(B)", "count", "type", "kind",
-                "group", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong");
-  out += buf;
-  for (const SweepRow& r : rows) {
-    std::snprintf(buf, sizeof buf, " %13.0f %12lld %6s %-15s %6lld %12.2f %10.4f %10.4f %8lld\n", r.bytes,
-                  static_cast<long long>(r.count), r.type.c_str(), std::string(schedules::to_string(r.kind)).c_str(),
-                  static_cast<long long>(r.group_size), r.seconds * 1e6, r.algbw_bytes_per_s / 1e9,
+  double sum_busbw = 0;
+  int64_t in_block = 0;
+  auto close_block = [&] {
+    if (in_block == 0) return;
+    std::snprintf(buf, sizeof buf, "# Avg bus bandwidth    : %g \n", sum_busbw / static_cast<double>(in_block));
+    out += buf;
+    sum_busbw = 0;
+    in_block = 0;
+  };
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const SweepRow& r = rows[i];
+    const std::string kind(schedules::to_string(r.kind));
+    if (i == 0 || r.kind != rows[i - 1].kind || r.group_size != rows[i - 1].group_size) {
+      close_block();
+      std::snprintf(buf, sizeof buf, "#\n# %s over %lld ranks (out-of-place; no in-place run is timed)\n", kind.c_str(),
+                    static_cast<long long>(r.group_size));
+      out += buf;
+      std::snprintf(buf, sizeof buf, "#%14s %12s %8s %6s %6s %10s %8s %8s %6s\n", "size", "count", "type", "redop",
+                    "root", "time", "algbw", "busbw", "#wrong");
+      out += buf;
+      std::snprintf(buf, sizeof buf, "#%14s %12s %8s %6s %6s %10s %8s %8s %6s\n", "(B)", "(elements)", "", "", "",
+                    "(us)", "(GB/s)", "(GB/s)", "");
+      out += buf;
+    }
+    const bool reduces = r.kind == schedules::OpKind::AllReduce || r.kind == schedules::OpKind::ReduceScatter;
+    std::snprintf(buf, sizeof buf, "%15.0f %12lld %8s %6s %6d %10.2f %8.4f %8.4f %6lld\n", r.bytes,
+                  static_cast<long long>(r.count), r.type.c_str(), reduces ? "sum" : "none",
+                  r.kind == schedules::OpKind::Broadcast ? 0 : -1, r.seconds * 1e6, r.algbw_bytes_per_s / 1e9,
                   r.busbw_bytes_per_s / 1e9, static_cast<long long>(r.wrong));
     out += buf;
+    sum_busbw += r.busbw_bytes_per_s / 1e9;
+    ++in_block;
   }
+  close_block();
   return out;
 }
 

@@ -97,8 +97,9 @@ class ProbeDevice;
 ProbeResult probe(const schedules::Schedule& schedule, const ProbeOptions& options, ProbeDevice& device);
 void finalize_probe();
 
-/// The nccl-tests-style table of `rows` (size, count, type, kind, group, time, algbw,
-/// busbw, #wrong).
+/// nccl-tests' table of `rows`: a block per collective and group size (rows come
+/// grouped), columns size count type redop root time algbw busbw #wrong (out-of-place),
+/// each block closed by "# Avg bus bandwidth".
 std::string sweep_table(const std::vector<SweepRow>& rows);
 
 } // namespace twinscale::backend

@@ -17,6 +17,7 @@ void add_all_commands(CLI::App& app, Action& action) {
   add_report_command(app, action);
   add_jobs_command(app, action);
   add_trace_command(app, action);
+  add_preset_command(app, action);
 }
 
 } // namespace twinscale::cli

@@ -79,6 +79,7 @@ schedules::Schedule load_schedule(const JobArgs& job_args, const std::string& sy
   }
   schedules::LoweringTarget target;
   target.check_memory = false; // the backend runs synthetic tensors (at scaled shapes on CPUs)
+  job_args.refuse_cluster_edits("the real run takes its machine as it is");
   return schedules::lower(job_args.load(), target);
 }
 
@@ -256,6 +257,7 @@ struct CalibrateArgs {
   JobArgs job;
   backend::SyntheticOptions synthetic_options;
   int64_t shape_divisor = 1;
+  bool json = false;
 };
 
 int calibrate_command(const CalibrateArgs& a) {
@@ -278,6 +280,16 @@ int calibrate_command(const CalibrateArgs& a) {
   write_file_atomically(a.out, text.str());
   std::fprintf(stderr, "twinscale calibrate: %zu kernel entries, %zu communication entries written to %s\n",
                table.kernels.size(), table.comms.size(), a.out.c_str());
+  if (a.json) { // what was written, and the table itself
+    nlohmann::json j;
+    j["out"] = a.out;
+    j["trace"] = a.trace;
+    j["source"] = source;
+    j["kernel_entries"] = table.kernels.size();
+    j["comm_entries"] = table.comms.size();
+    j["table"] = nlohmann::json::parse(text.str());
+    std::cout << j.dump(2) << "\n";
+  }
   return 0;
 }
 
@@ -296,16 +308,18 @@ void add_backend_commands(CLI::App& app, Action& action) {
   add_integer_option(*run, "--synthetic-hidden", args->synthetic_options.hidden, 1, kMaxSyntheticHidden,
                      kSyntheticHiddenWhy, "hidden size (and tokens) of the self-test schedule");
   run->add_option("--device", args->device, "cpu (MPI + Eigen) or cuda (NCCL + cuBLAS)")->capture_default_str();
-  run->add_option("--timeout", args->timeout_s, "seconds without progress before a rank stops and reports (M19)")
+  run->add_option("--timeout", args->timeout_s,
+                  "seconds without progress (an op completed) before a rank stops and reports a hang")
       ->capture_default_str();
   run->add_option("--rendezvous", args->rendezvous, "mpi or redis://HOST:PORT")->capture_default_str();
-  run->add_option("--group-init", args->group_init, "local (M9) or global (baseline split + barrier per group)")
+  run->add_option(
+         "--group-init", args->group_init,
+         "local (each group created by its own members) or global (a split over the world and a barrier per group)")
       ->capture_default_str();
   run->add_option("--run-dir", args->run_dir, "directory for per-rank state files and report.json");
   run->add_option("--shape-divisor", args->shape_divisor, "CPU device: divide every shape and message by this")
       ->capture_default_str();
-  run->add_option("--checkpoint-dir", args->checkpoint.dir,
-                  "M16 checkpoint directory (step-N/shard-*.bin, manifest.json)");
+  run->add_option("--checkpoint-dir", args->checkpoint.dir, "checkpoint directory (step-N/shard-*.bin, manifest.json)");
   add_integer_option(*run, "--checkpoint-step", args->checkpoint.step, 0, int64_t{1} << 53, "a training step number",
                      "write checkpoint step N: blocking snapshot, then persisted in the background during the run");
   run->add_flag("--restore", args->checkpoint.restore, "restore the latest complete checkpoint before the run");
@@ -351,6 +365,7 @@ void add_backend_commands(CLI::App& app, Action& action) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   calibrate->add_option("--device-name", cal->device_name, "device description stored in the table");
+  calibrate->add_flag("--json", cal->json, "also print what was written, and the table, as JSON on stdout");
   calibrate->callback([&action, cal] {
     if (cal->synthetic.empty()) cal->job.check_usage();
     action = [cal] { return calibrate_command(*cal); };

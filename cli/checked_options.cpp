@@ -64,36 +64,58 @@ std::array<int64_t, 3> parse_shape_option(const std::string& name, const std::st
   return out;
 }
 
+namespace {
+
+/// `help` with " (default VALUE)" appended, unless it already states a default.
+std::string with_default(const std::string& help, const std::string& value) {
+  if (help.find("(default") != std::string::npos) return help;
+  return help + " (default " + value + ")";
+}
+
+} // namespace
+
 CLI::Option* add_integer_option(CLI::App& app, const std::string& name, int64_t& dest, int64_t min, int64_t max,
                                 const std::string& range, const std::string& help) {
-  return app.add_option_function<std::string>(
-      name,
-      [&dest, name, min, max, range](const std::string& t) { dest = parse_integer_option(name, t, min, max, range); },
-      help + " (default " + std::to_string(dest) + ")");
+  return app
+      .add_option_function<std::string>(
+          name,
+          [&dest, name, min, max, range](const std::string& t) {
+            dest = parse_integer_option(name, t, min, max, range);
+          },
+          with_default(help, std::to_string(dest)))
+      ->type_name("INT");
 }
 
 CLI::Option* add_integer_option(CLI::App& app, const std::string& name, std::optional<int64_t>& dest, int64_t min,
                                 int64_t max, const std::string& range, const std::string& help) {
-  return app.add_option_function<std::string>(
-      name,
-      [&dest, name, min, max, range](const std::string& t) { dest = parse_integer_option(name, t, min, max, range); },
-      help);
+  return app
+      .add_option_function<std::string>(
+          name,
+          [&dest, name, min, max, range](const std::string& t) {
+            dest = parse_integer_option(name, t, min, max, range);
+          },
+          help)
+      ->type_name("INT");
 }
 
 CLI::Option* add_integer_option(CLI::App& app, const std::string& name, int& dest, int64_t min, int64_t max,
                                 const std::string& range, const std::string& help) {
-  return app.add_option_function<std::string>(
-      name,
-      [&dest, name, min, max, range](const std::string& t) {
-        dest = static_cast<int>(parse_integer_option(name, t, min, max, range));
-      },
-      help + " (default " + std::to_string(dest) + ")");
+  return app
+      .add_option_function<std::string>(
+          name,
+          [&dest, name, min, max, range](const std::string& t) {
+            dest = static_cast<int>(parse_integer_option(name, t, min, max, range));
+          },
+          with_default(help, std::to_string(dest)))
+      ->type_name("INT");
 }
 
 CLI::Option* add_seed_option(CLI::App& app, const std::string& name, uint64_t& dest, const std::string& help) {
-  return app.add_option_function<std::string>(
-      name, [&dest, name](const std::string& t) { dest = parse_seed_option(name, t); },
-      help + " (default " + std::to_string(dest) + ")");
+  return app
+      .add_option_function<std::string>(
+          name, [&dest, name](const std::string& t) { dest = parse_seed_option(name, t); },
+          with_default(help, std::to_string(dest)))
+      ->type_name("UINT");
 }
 
 std::string unknown_subcommand(CLI::App& app, int argc, const char* const* argv) {

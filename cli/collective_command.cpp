@@ -3,6 +3,8 @@
 // a simulated table and a measured one can be diffed line by line. The collective runs
 // through the same executor, plans and protocol choice as a training iteration
 // (sim/collective_run.hpp).
+#include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -14,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/job_args.hpp"
 #include "config/cluster_file.hpp"
 #include "config/error.hpp"
 #include "sim/collective_run.hpp"
@@ -37,7 +40,22 @@ struct CollectiveArgs {
   int channels = 2;
   uint64_t seed = 1;
   bool json = false;
+  std::string json_file;          // -J: the JSON to a file as well
+  std::string datatype = "float"; // -d: the element type (labels and counts)
+  std::string redop = "sum";      // -o: the reduction (a label: the time does not depend on it)
+  int root = 0;                   // -r: broadcast's root
+  int iters = 20, warmup = 5;     // -n, -w: accepted as nccl-tests', one simulated time for all
+  int check = 1;                  // -c: accepted; nothing is moved to check
+  std::vector<std::string> set;   // --set KEY=VALUE of the cluster's TOML
 };
+
+/// Bytes of an nccl-tests datatype (-d).
+double datatype_bytes(const std::string& type) {
+  if (type == "int8" || type == "uint8" || type == "fp8_e4m3" || type == "fp8_e5m2") return 1;
+  if (type == "half" || type == "bfloat16") return 2;
+  if (type == "double" || type == "int64" || type == "uint64") return 8;
+  return 4; // float, int32, uint32
+}
 
 /// "8", "64K", "128M", "8G" (powers of 1024, as nccl-tests reads -b/-e) → bytes.
 double parse_size(const std::string& flag, const std::string& text) {
@@ -79,6 +97,117 @@ schedules::OpKind op_kind(const std::string& op) {
 
 bool reduces(schedules::OpKind k) { return k == schedules::OpKind::AllReduce || k == schedules::OpKind::ReduceScatter; }
 
+/// What the table's label columns say: the element type and its size, the reduction and
+/// the root, as nccl-tests prints them (-1: a collective without a root).
+struct Labels {
+  std::string type, redop;
+  double element_bytes = 4;
+  int root = -1;
+};
+
+Labels labels_of(const CollectiveArgs& a, schedules::OpKind kind) {
+  Labels l;
+  l.type = a.datatype;
+  l.element_bytes = datatype_bytes(a.datatype);
+  l.redop = reduces(kind) ? a.redop : "none";
+  l.root = kind == schedules::OpKind::Broadcast ? a.root : -1;
+  return l;
+}
+
+/// "8" when every row used 8 channels, else "2-8"; with the asked minimum when it differs.
+std::string channels_text(const std::vector<sim::CollectiveRunResult>& rows, int asked) {
+  int64_t lo = INT64_MAX, hi = 0;
+  for (const auto& r : rows) {
+    lo = std::min(lo, r.channels);
+    hi = std::max(hi, r.channels);
+  }
+  if (rows.empty()) return std::to_string(asked) + " asked";
+  std::string used = lo == hi ? std::to_string(lo) : std::to_string(lo) + "-" + std::to_string(hi);
+  if (lo == asked && hi == asked) return used;
+  return used + " (--channels " + std::to_string(asked) +
+         " is the least asked; rings use a multiple of the NICs a server's GPUs use)";
+}
+
+/// The nccl-tests table: size count type redop root, then time algbw busbw #wrong for the
+/// out-of-place and the in-place run (the simulator moves the same bytes either way, so
+/// both show the one simulated time), then the protocol and channels the tuner chose;
+/// the footer's average bus bandwidth is over every row and both runs, as nccl-tests'.
+std::string nccl_table(const std::vector<sim::CollectiveRunResult>& rows, const Labels& l) {
+  std::string out;
+  char buf[320];
+  // the group labels centred over their four columns (36 characters each, after 51)
+  std::snprintf(buf, sizeof buf, "#%50s %12s%-12s%12s %10s%-14s%12s\n", "", "", "out-of-place", "", "", "in-place", "");
+  out += buf;
+  std::snprintf(buf, sizeof buf, "#%14s %12s %8s %6s %6s %10s %8s %8s %6s %10s %8s %8s %6s %7s %8s\n", "size", "count",
+                "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong",
+                "proto", "channels");
+  out += buf;
+  std::snprintf(buf, sizeof buf, "#%14s %12s %8s %6s %6s %10s %8s %8s %6s %10s %8s %8s %6s %7s %8s\n", "(B)",
+                "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "", "", "");
+  out += buf;
+  double sum_busbw = 0;
+  for (const auto& r : rows) {
+    std::snprintf(buf, sizeof buf, "%15.0f %12lld %8s %6s %6d", r.bytes,
+                  static_cast<long long>(r.bytes / l.element_bytes), l.type.c_str(), l.redop.c_str(), l.root);
+    out += buf;
+    for (int place = 0; place < 2; ++place) {
+      std::snprintf(buf, sizeof buf, " %10.2f %8.2f %8.2f %6s", r.time_s * 1e6, r.algbw_bytes_per_s / 1e9,
+                    r.busbw_bytes_per_s / 1e9, "N/A");
+      out += buf;
+    }
+    std::snprintf(buf, sizeof buf, " %7s %8lld\n", std::string(sim::to_string(r.protocol)).c_str(),
+                  static_cast<long long>(r.channels));
+    out += buf;
+    sum_busbw += r.busbw_bytes_per_s / 1e9;
+  }
+  out += "# Out of bounds values : N/A (simulated)\n";
+  std::snprintf(buf, sizeof buf, "# Avg bus bandwidth    : %g \n#\n",
+                rows.empty() ? 0.0 : sum_busbw / static_cast<double>(rows.size()));
+  out += buf;
+  return out;
+}
+
+nlohmann::json collective_json(const CollectiveArgs& a, const std::string& cluster, int64_t per_server, int64_t servers,
+                               const Labels& l, const std::vector<sim::CollectiveRunResult>& rows) {
+  nlohmann::json j;
+  j["op"] = a.op;
+  j["cluster"] = cluster;
+  j["gpus"] = a.gpus;
+  j["gpus_per_server"] = per_server;
+  j["servers"] = servers;
+  j["mode"] = a.mode;
+  j["algorithm"] = a.algorithm;
+  j["seed"] = a.seed;
+  j["channels_asked"] = a.channels;
+  j["datatype"] = l.type;
+  j["redop"] = l.redop;
+  j["root"] = l.root;
+  j["iters"] = a.iters;
+  j["warmup_iters"] = a.warmup;
+  nlohmann::json out = nlohmann::json::array();
+  double sum_busbw = 0;
+  for (const auto& r : rows) {
+    out.push_back({{"size_bytes", r.bytes},
+                   {"count", static_cast<int64_t>(r.bytes / l.element_bytes)},
+                   {"type", l.type},
+                   {"redop", l.redop},
+                   {"root", l.root},
+                   {"time_us", r.time_s * 1e6},
+                   {"algbw_gb_per_s", r.algbw_bytes_per_s / 1e9},
+                   {"busbw_gb_per_s", r.busbw_bytes_per_s / 1e9},
+                   {"in_place_time_us", r.time_s * 1e6},
+                   {"wrong", nullptr},
+                   {"protocol", std::string(sim::to_string(r.protocol))},
+                   {"algorithm", std::string(sim::to_string(r.algorithm))},
+                   {"channels", r.channels},
+                   {"flows", r.flows}});
+    sum_busbw += r.busbw_bytes_per_s / 1e9;
+  }
+  j["rows"] = out;
+  j["avg_busbw_gb_per_s"] = rows.empty() ? 0.0 : sum_busbw / static_cast<double>(rows.size());
+  return j;
+}
+
 int run_collective_command(const CollectiveArgs& a) {
   const double lo = parse_size("--min-bytes", a.min_bytes);
   const double hi = parse_size("--max-bytes", a.max_bytes);
@@ -87,7 +216,13 @@ int run_collective_command(const CollectiveArgs& a) {
                               " (valid: max ≥ min)");
   if (!(a.factor > 1))
     throw config::ConfigError("--factor " + std::to_string(a.factor) + " (valid: > 1, the ratio of successive sizes)");
-  topology::ClusterSpec spec = config::load_cluster(a.cluster);
+  std::vector<config::KeyOverride> edits;
+  for (const std::string& text : a.set) {
+    config::KeyOverride o = config::parse_key_override(text);
+    if (o.path.size() > 1 && o.path.front() == "cluster") o.path.erase(o.path.begin()); // as the job commands write it
+    edits.push_back(std::move(o));
+  }
+  topology::ClusterSpec spec = config::load_cluster(a.cluster, edits);
   const int64_t server_gpus = spec.server.gpus;
   const int64_t per_server = a.gpus_per_server > 0 ? a.gpus_per_server : std::min(a.gpus, server_gpus);
   std::vector<int64_t> gpus;
@@ -120,55 +255,29 @@ int run_collective_command(const CollectiveArgs& a) {
   std::cerr << "twinscale collective: " << a.op << " over " << a.gpus << " GPUs (" << per_server << " per server, "
             << servers << " servers) on " << spec.name << ", " << a.mode << " mode, " << sizes.size() << " sizes\n";
   std::vector<sim::CollectiveRunResult> rows;
-  for (double s : sizes) rows.push_back(sim::run_collective(fabric, kind, gpus, s, o));
+  Progress progress("collective sizes", static_cast<int64_t>(sizes.size()), "sizes");
+  for (double s : sizes) {
+    rows.push_back(sim::run_collective(fabric, kind, gpus, s, o));
+    progress.update(static_cast<int64_t>(rows.size()));
+  }
+  progress.finish();
 
-  const char* type = "float";
-  const char* redop = reduces(kind) ? "sum" : "none";
+  const Labels labels = labels_of(a, kind);
+  const nlohmann::json j = collective_json(a, spec.name, per_server, servers, labels, rows);
+  if (!a.json_file.empty()) write_file_atomically(a.json_file, j.dump(2) + "\n");
   if (a.json) {
-    nlohmann::json j;
-    j["op"] = a.op;
-    j["cluster"] = spec.name;
-    j["gpus"] = a.gpus;
-    j["gpus_per_server"] = per_server;
-    j["servers"] = servers;
-    j["mode"] = a.mode;
-    j["algorithm"] = a.algorithm;
-    j["seed"] = a.seed;
-    nlohmann::json out = nlohmann::json::array();
-    for (const auto& r : rows)
-      out.push_back({{"size_bytes", r.bytes},
-                     {"count", static_cast<int64_t>(r.bytes / 4)},
-                     {"type", type},
-                     {"redop", redop},
-                     {"time_us", r.time_s * 1e6},
-                     {"algbw_gb_per_s", r.algbw_bytes_per_s / 1e9},
-                     {"busbw_gb_per_s", r.busbw_bytes_per_s / 1e9},
-                     {"protocol", std::string(sim::to_string(r.protocol))},
-                     {"algorithm", std::string(sim::to_string(r.algorithm))},
-                     {"channels", r.channels},
-                     {"flows", r.flows}});
-    j["rows"] = out;
     std::cout << j.dump(2) << "\n";
     return 0;
   }
   std::ostringstream o2;
   o2 << "# twinscale collective: " << a.op << ", " << a.gpus << " GPUs (" << per_server << " per server, " << servers
-     << " servers) on " << spec.name << ", " << a.mode << " mode, " << a.algorithm << ", channels asked " << a.channels
-     << ", protocol " << a.protocol << ", seed " << a.seed << "\n";
-  char buf[256];
-  std::snprintf(buf, sizeof buf, "#%14s %12s %8s %6s %12s %9s %9s %7s %8s\n", "size", "count", "type", "redop", "time",
-                "algbw", "busbw", "proto", "channels");
-  o2 << buf;
-  std::snprintf(buf, sizeof buf, "#%14s %12s %8s %6s %12s %9s %9s %7s %8s\n", "(B)", "(elements)", "", "", "(us)",
-                "(GB/s)", "(GB/s)", "", "");
-  o2 << buf;
-  for (const auto& r : rows) {
-    std::snprintf(buf, sizeof buf, "%15.0f %12lld %8s %6s %12.2f %9.2f %9.2f %7s %8lld\n", r.bytes,
-                  static_cast<long long>(r.bytes / 4), type, redop, r.time_s * 1e6, r.algbw_bytes_per_s / 1e9,
-                  r.busbw_bytes_per_s / 1e9, std::string(sim::to_string(r.protocol)).c_str(),
-                  static_cast<long long>(r.channels));
-    o2 << buf;
-  }
+     << " servers) on " << spec.name << ", " << a.mode << " mode, " << a.algorithm << ", protocol " << a.protocol
+     << ", channels " << channels_text(rows, a.channels) << ", seed " << a.seed << "\n";
+  o2 << "# minBytes " << static_cast<long long>(lo) << " maxBytes " << static_cast<long long>(hi)
+     << " step: " << a.factor << "(factor) warmup iters: " << a.warmup << " iters: " << a.iters
+     << " validation: " << a.check
+     << " (simulated: every iteration takes the same time, no data is moved, so #wrong is N/A)\n#\n";
+  o2 << nccl_table(rows, labels);
   std::cout << o2.str();
   return 0;
 }
@@ -194,7 +303,33 @@ void add_collective_command(CLI::App& app, Action& action) {
       ->check(CLI::IsMember({"auto", "LL", "LL128", "Simple"}));
   cmd->add_option("--channels", args->channels, "NCCL channels asked for")->check(CLI::Range(1, 64));
   cmd->add_option("--seed", args->seed, "ECMP hash seed");
-  cmd->add_flag("--json", args->json, "JSON output");
+  cmd->add_option("--set", args->set,
+                  "KEY=VALUE: change a key of the cluster's TOML before it is checked (repeatable), e.g. "
+                  "--set server.nics=4")
+      ->allow_extra_args(false)
+      ->type_name("KEY=VALUE");
+  cmd->add_flag("--json", args->json, "JSON output on stdout instead of the table");
+  cmd->add_option("-J,--json-file", args->json_file, "write the JSON to FILE as well (the table stays on stdout)");
+  cmd->add_option("-d,--datatype", args->datatype, "element type, as nccl-tests names it (counts and labels)")
+      ->check(CLI::IsMember({"int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "float", "double",
+                             "bfloat16", "fp8_e4m3", "fp8_e5m2"}))
+      ->capture_default_str();
+  cmd->add_option("-o,--redop", args->redop, "reduction of all-reduce and reduce-scatter (a label: same time)")
+      ->check(CLI::IsMember({"sum", "prod", "min", "max", "avg"}))
+      ->capture_default_str();
+  cmd->add_option("-r,--root", args->root, "broadcast's root rank")
+      ->check(CLI::Range(0, 1 << 20))
+      ->capture_default_str();
+  cmd->add_option("-n,--iters", args->iters, "timed iterations (nccl-tests'; the simulated time is the same for all)")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
+  cmd->add_option("-w,--warmup-iters", args->warmup, "warm-up iterations (nccl-tests'; nothing to warm up here)")
+      ->check(CLI::Range(0, 1000000))
+      ->capture_default_str();
+  cmd->add_option("-c,--check", args->check, "check results (nccl-tests'; #wrong is N/A: no data is moved)")
+      ->check(CLI::Range(0, 1000000))
+      ->capture_default_str();
+  add_quiet_flag(*cmd);
   cmd->callback([args, &action]() { action = [args]() { return run_collective_command(*args); }; });
 }
 

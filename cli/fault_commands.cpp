@@ -105,7 +105,7 @@ Setup resolve(const FaultOptions& o) {
   Setup s;
   s.job = o.job.load();
   int64_t gpus_per_node = 8;
-  if (!s.job.cluster.empty()) gpus_per_node = config::load_cluster(s.job.cluster).server.gpus;
+  if (!s.job.cluster.empty()) gpus_per_node = config::load_cluster(s.job.cluster, o.job.cluster_edits()).server.gpus;
   s.model = config::resolve_fault_model(o.faults);
   s.recovery = config::resolve_recovery(o.recovery);
   if (o.interval_s) s.recovery.checkpoint.interval_s = *o.interval_s;
@@ -117,7 +117,8 @@ Setup resolve(const FaultOptions& o) {
   if (o.iteration_time_s) {
     iteration_time_s = *o.iteration_time_s;
   } else {
-    s.simulated = detail::simulate_iteration(s.job, o.cluster, o.sim_mode, o.placement, o.sim_seed);
+    s.simulated =
+        detail::simulate_iteration(s.job, o.cluster, o.sim_mode, o.placement, o.sim_seed, o.job.cluster_edits());
     iteration_time_s = s.simulated->iteration_time_s;
     std::cerr << "twinscale: iteration time " << s.simulated->iteration_time_s << " s simulated (" << s.simulated->mode
               << " mode, " << s.simulated->cluster << ", " << s.simulated->placement << " placement, wall "
@@ -194,7 +195,7 @@ std::string iteration_line(const Setup& s) {
 
 int run_campaign_command(const FaultOptions& o) {
   Setup s = resolve(o);
-  Progress progress("campaign seeds", s.campaign.spec.seeds); // stderr, terminals only
+  Progress progress("campaign seeds", s.campaign.spec.seeds, "seeds"); // stderr unless --quiet
   if (progress.shown()) s.campaign.on_seed_done = [&progress](int64_t done, int64_t) { progress.update(done); };
   const faults::CampaignSummary sum = faults::run_campaign(s.campaign);
   nlohmann::json j = setup_json(s, o);
@@ -207,6 +208,7 @@ int run_campaign_command(const FaultOptions& o) {
     write_file_atomically((dir / "campaign_causes.csv").string(), detail::causes_csv(sum, s.campaign));
     plot(dir, {"--states", (dir / "campaign_states.csv").string()});
   }
+  std::cerr << detail::degenerate_regime_warnings(sum.ettr.mean, sum.restart_total_s, sum.interrupt_mtbf_s);
   if (o.json)
     std::cout << j.dump(2) << "\n";
   else
@@ -226,7 +228,7 @@ int run_tune_command(const FaultOptions& o) {
   const double lo = o.min_s.value_or(std::max(floor_s, daly / 8));
   const double hi = o.max_s.value_or(std::max(lo * 2, daly * 8));
   if (o.points < 2) throw config::ConfigError("--points must be ≥ 2");
-  Progress progress("checkpoint intervals", o.points); // stderr, terminals only
+  Progress progress("checkpoint intervals", o.points, "intervals"); // stderr unless --quiet
   if (progress.shown()) s.campaign.on_seed_done = [&progress](int64_t done, int64_t) { progress.update(done); };
   const auto result = faults::tune_checkpoint(s.campaign, faults::geometric_intervals(lo, hi, o.points));
   nlohmann::json j = setup_json(s, o);
@@ -238,6 +240,9 @@ int run_tune_command(const FaultOptions& o) {
     write_file_atomically((dir / "tune_checkpoint.csv").string(), detail::sweep_csv(result));
     plot(dir, {"--sweep", (dir / "tune_checkpoint.csv").string()});
   }
+  const double restart_s =
+      s.campaign.recovery.restart_s + faults::comm_init_s(s.campaign.recovery.comm_init, s.campaign.shape);
+  std::cerr << detail::degenerate_regime_warnings(result.points[result.best].ettr.mean, restart_s, mtbf);
   if (o.json)
     std::cout << j.dump(2) << "\n";
   else
@@ -250,7 +255,13 @@ int run_tune_command(const FaultOptions& o) {
 void add_fault_commands(CLI::App& app, Action& action) {
   auto campaign_opts = std::make_shared<FaultOptions>();
   CLI::App* campaign = app.add_subcommand("campaign", "weeks of training under faults: ETTR, lost work, time by state");
+  campaign->footer(
+      "Figures: ETTR = training time / wall time (95% CI over seeds); lost work = training redone after each "
+      "interruption (back to the last persisted checkpoint); checkpoints lost = checkpoints whose background persist "
+      "an interruption cut short, so the restart fell back to an older one; recovery time = from a fault until "
+      "training resumes. A warning on stderr marks a degenerate regime (ETTR near 0, a restart longer than the MTBF).");
   add_common(campaign, *campaign_opts);
+  add_quiet_flag(*campaign);
   campaign->add_option("--checkpoint-interval", campaign_opts->interval_s,
                        "seconds of training between checkpoints (default: the recovery file's)");
   campaign->callback([&action, campaign_opts] {
@@ -260,7 +271,12 @@ void add_fault_commands(CLI::App& app, Action& action) {
 
   auto tune_opts = std::make_shared<FaultOptions>();
   CLI::App* tune = app.add_subcommand("tune-checkpoint", "sweep the checkpoint interval; compare with Young and Daly");
+  tune->footer("Columns: interval_s = seconds of training between checkpoints; ETTR ± 95% over seeds; Daly-model = "
+               "ETTR predicted by Daly's first-order model; * = not significantly worse than the best (paired over "
+               "seeds). Young and Daly are 'consistent' when their interval lies in the simulated optimum's bracket, "
+               "'not comparable' when ETTR is near 0 at every interval (see the warning on stderr).");
   add_common(tune, *tune_opts);
+  add_quiet_flag(*tune);
   tune->add_option("--min", tune_opts->min_s, "shortest interval, s (default max(checkpoint time, Daly/8))");
   tune->add_option("--max", tune_opts->max_s, "longest interval, s (default 8 × Daly)");
   tune->add_option("--points", tune_opts->points, "intervals in the sweep (geometric)")->capture_default_str();

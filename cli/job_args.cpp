@@ -27,6 +27,12 @@ void JobArgs::add_to(CLI::App& command) {
   add_integer_option(command, "--global-batch", global_batch_, 1, schedules::kMaxGlobalBatch,
                      "sequences per iteration: at most 2^24", "global batch in sequences");
   command.add_option("--gpu-memory-gb", gpu_memory_gb_, "GPU memory for the memory check (default: the job's cluster)");
+  command
+      .add_option("--set", set_,
+                  "KEY=VALUE: change a key of the job's TOML before it is checked, as if the file said it "
+                  "(repeatable), e.g. --set parallel.tp=4 --set schedule.pipeline=interleaved")
+      ->allow_extra_args(false)
+      ->type_name("KEY=VALUE");
 }
 
 void JobArgs::check_usage() const {
@@ -35,14 +41,38 @@ void JobArgs::check_usage() const {
 }
 
 schedules::JobSpec JobArgs::load() const {
-  schedules::JobSpec job = preset_.empty() ? config::load_job(file_) : config::load_job_preset(preset_);
-  config::apply_overrides(job, gpus_, global_batch_);
-  return job;
+  config::JobEdits edits;
+  for (const std::string& s : set_) {
+    config::KeyOverride o = config::parse_key_override(s);
+    if (!(o.path.size() > 1 && o.path.front() == "cluster")) edits.set.push_back(std::move(o));
+  }
+  edits.gpus = gpus_;
+  edits.global_batch = global_batch_;
+  return preset_.empty() ? config::load_job(file_, edits) : config::load_job_preset(preset_, edits);
+}
+
+std::vector<config::KeyOverride> JobArgs::cluster_edits() const {
+  std::vector<config::KeyOverride> out;
+  for (const std::string& s : set_) {
+    config::KeyOverride o = config::parse_key_override(s);
+    if (o.path.size() > 1 && o.path.front() == "cluster") {
+      o.path.erase(o.path.begin());
+      out.push_back(std::move(o));
+    }
+  }
+  return out;
+}
+
+void JobArgs::refuse_cluster_edits(const std::string& why) const {
+  const auto edits = cluster_edits();
+  if (!edits.empty())
+    throw config::ConfigError("--set " + edits.front().text + ": this command does not read the cluster (" + why +
+                              "), so a cluster key would have no effect");
 }
 
 schedules::LoweringTarget JobArgs::target_for(const schedules::JobSpec& job) const {
   schedules::LoweringTarget t;
-  t.gpu_memory_bytes = gpu_memory_bytes(job.cluster, gpu_memory_gb_);
+  t.gpu_memory_bytes = gpu_memory_bytes(job.cluster, gpu_memory_gb_, cluster_edits());
   return t;
 }
 
@@ -51,14 +81,15 @@ std::optional<double> JobArgs::gpu_memory_override() const {
   return *gpu_memory_gb_ * 1e9;
 }
 
-double gpu_memory_bytes(const std::string& cluster, std::optional<double> override_gb) {
+double gpu_memory_bytes(const std::string& cluster, std::optional<double> override_gb,
+                        const std::vector<config::KeyOverride>& cluster_edits) {
   if (override_gb) {
     if (!(*override_gb > 0)) throw config::ConfigError("--gpu-memory-gb must be > 0");
     return *override_gb * 1e9;
   }
   topology::ClusterSpec spec;
   try {
-    spec = config::load_cluster(cluster);
+    spec = config::load_cluster(cluster, cluster_edits);
   } catch (const config::ConfigError& e) {
     throw config::ConfigError(std::string(e.what()) + " (the job's cluster '" + cluster +
                               "' gives the GPU memory; or pass --gpu-memory-gb)");

@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "config/key_overrides.hpp"
 #include "schedules/job.hpp"
 #include "schedules/schedule.hpp"
 
@@ -16,14 +17,21 @@ namespace twinscale::cli {
 
 class JobArgs {
 public:
-  /// Adds the positional JOB and --preset, --gpus, --global-batch, --gpu-memory-gb to
-  /// `command`.
+  /// Adds the positional JOB and --preset, --gpus, --global-batch, --gpu-memory-gb and
+  /// --set KEY=VALUE (repeatable) to `command`.
   void add_to(CLI::App& command);
   /// Throws CLI::ValidationError (usage, exit 2) unless exactly one of JOB / --preset is
   /// given. Call from the sub-command's callback (it runs inside CLI::App::parse).
   void check_usage() const;
-  /// Loads the job and applies the overrides (ConfigError / JobError on bad input).
+  /// Loads the job with the overrides made to its TOML before it is read, so that they are
+  /// checked as the file's own keys (ConfigError / JobError on bad input, naming them).
   schedules::JobSpec load() const;
+  /// The `--set cluster.KEY=VALUE` overrides, KEY relative to the cluster's document (the
+  /// job's `cluster` is a name, so a key under it can only mean the cluster's file).
+  std::vector<config::KeyOverride> cluster_edits() const;
+  /// For commands that never read the cluster (run, probe): a ConfigError naming the first
+  /// --set cluster.KEY=VALUE, which would have no effect, and `why`.
+  void refuse_cluster_edits(const std::string& why) const;
   /// "preset NAME" or the file path, for messages.
   std::string source() const;
   /// What lowering checks memory against: --gpu-memory-gb if given, else the memory of
@@ -38,11 +46,13 @@ private:
   std::optional<int64_t> gpus_;
   std::optional<int64_t> global_batch_;
   std::optional<double> gpu_memory_gb_;
+  std::vector<std::string> set_;
 };
 
 /// GPU memory of `cluster` (a cluster preset name or file) in bytes, or `override_gb`
 /// (GB) when given. Throws ConfigError naming the cluster and suggesting --gpu-memory-gb.
-double gpu_memory_bytes(const std::string& cluster, std::optional<double> override_gb);
+double gpu_memory_bytes(const std::string& cluster, std::optional<double> override_gb,
+                        const std::vector<config::KeyOverride>& cluster_edits = {});
 
 /// Writes `text` to `path` atomically (a temporary next to it, then rename).
 /// Throws twinscale::Error naming the path on failure.

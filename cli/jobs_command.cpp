@@ -54,9 +54,15 @@ int run_jobs(const JobsArgs& a) {
   options.seed = study.seed;
   options.network = cluster_file.network;
 
+  Progress progress("simulate-jobs runs", static_cast<int64_t>(jobs.size()) + 1, "runs"); // together, then each alone
   const sim::MultiJobReport together = sim::simulate_jobs(jobs, fabric, options);
+  progress.update(1);
   std::vector<sim::JobOutcome> alone;
-  for (const auto& j : jobs) alone.push_back(sim::simulate_jobs({j}, fabric, options).jobs.at(0));
+  for (const auto& j : jobs) {
+    alone.push_back(sim::simulate_jobs({j}, fabric, options).jobs.at(0));
+    progress.update(static_cast<int64_t>(alone.size()) + 1);
+  }
+  progress.finish();
 
   const size_t top = std::min(static_cast<size_t>(std::max(a.top, 0)), together.shared_links.size());
   if (a.json) {
@@ -118,6 +124,7 @@ void add_jobs_command(CLI::App& app, Action& action) {
   cmd->add_option("study", args->study, "study file (TOML: cluster and [[job]] tables)")->required();
   cmd->add_option("--top", args->top, "shared links to list (default 10)");
   cmd->add_flag("--json", args->json, "JSON instead of the table");
+  add_quiet_flag(*cmd);
   cmd->callback([args, &action]() { action = [args]() { return run_jobs(*args); }; });
 }
 

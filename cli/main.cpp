@@ -15,9 +15,11 @@
 
 #include "backend/cuda/cuda_device.hpp"
 #include "backend/error.hpp"
+#include "backend/rendezvous.hpp"
 #include "cli/checked_options.hpp"
 #include "cli/commands.hpp"
 #include "common/error.hpp"
+#include "common/progress.hpp"
 #include "sim/version.hpp"
 
 namespace {
@@ -60,6 +62,10 @@ int main(int argc, char** argv) {
   if (const std::string bad = twinscale::cli::unknown_subcommand(app, argc, argv); !bad.empty()) {
     std::cerr << "twinscale: " << bad << "\n";
     return 2;
+  }
+  try { // an MPI run (run, probe, sweep): progress from rank 0 only
+    if (twinscale::backend::detect_launch_env().rank > 0) twinscale::progress_settings().quiet = true;
+  } catch (const std::exception&) { // a malformed launcher variable: reported where the command reads it
   }
   try {
     app.parse(argc, argv);

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "backend/error.hpp"
 #include "backend/probe.hpp"
 #include "cli/checked_options.hpp"
@@ -21,13 +23,41 @@ struct ProbeArgs {
   JobArgs job;
   std::string out, cluster_out;
   backend::ProbeOptions options;
+  bool json = false;
 };
+
+/// What the probe measured, as JSON (rank 0's view): the sweeps' rows with their labels,
+/// the point-to-point figures, and the files written.
+nlohmann::json probe_json(const ProbeArgs& a, const backend::ProbeResult& r) {
+  nlohmann::json j;
+  j["world"] = r.world;
+  j["out"] = a.out;
+  if (!a.cluster_out.empty()) j["cluster_out"] = a.cluster_out;
+  j["kernel_entries"] = r.table.kernels.size();
+  j["comm_entries"] = r.table.comms.size();
+  j["p2p_latency_s"] = r.p2p_latency_s;
+  j["p2p_bandwidth_bytes_per_s"] = r.p2p_bandwidth_bytes_per_s;
+  if (a.options.device == "cpu") j["hand_off_s"] = r.hand_off_s;
+  j["sweep"] = nlohmann::json::array();
+  for (const backend::SweepRow& s : r.sweep)
+    j["sweep"].push_back({{"kind", std::string(schedules::to_string(s.kind))},
+                          {"group", s.group_size},
+                          {"size_bytes", s.bytes},
+                          {"count", s.count},
+                          {"type", s.type},
+                          {"time_us", s.seconds * 1e6},
+                          {"algbw_gb_per_s", s.algbw_bytes_per_s / 1e9},
+                          {"busbw_gb_per_s", s.busbw_bytes_per_s / 1e9},
+                          {"wrong", s.wrong}});
+  return j;
+}
 
 int probe_command(const ProbeArgs& a) {
   if (a.options.device != "cpu" && a.options.device != "cuda")
     throw backend::BackendError("--device \"" + a.options.device + "\": valid values are cpu and cuda");
   schedules::LoweringTarget target;
   target.check_memory = false; // synthetic tensors at scaled shapes, as `run`
+  a.job.refuse_cluster_edits("the probe measures the machine it runs on");
   const schedules::Schedule schedule = schedules::lower(a.job.load(), target);
   const backend::ProbeResult r = backend::probe(schedule, a.options);
   if (r.rank == 0) {
@@ -35,6 +65,11 @@ int probe_command(const ProbeArgs& a) {
     schedules::write_calibration(r.table, text);
     write_file_atomically(a.out, text.str());
     if (!a.cluster_out.empty()) write_file_atomically(a.cluster_out, r.cluster_toml);
+    if (a.json) {
+      std::printf("%s\n", probe_json(a, r).dump(2).c_str());
+      backend::finalize_probe();
+      return 0;
+    }
     std::fputs(backend::sweep_table(r.sweep).c_str(), stdout);
     if (a.options.device == "cpu") { // the CPU device's executor and MPI progress (backend/probe_overlap.hpp)
       std::fputs(backend::overlap_report(r.overlap).c_str(), stdout);
@@ -79,6 +114,9 @@ void add_probe_command(CLI::App& app, Action& action) {
   cmd->add_flag("!--no-other-splits", args->options.other_splits,
                 "measure only the job's own transfers and the sweeps, not also the exact transfers of its "
                 "other pipeline/data-parallel splits");
+  cmd->add_flag("--json", args->json,
+                "JSON on stdout (the sweeps' rows, point-to-point figures) instead of the tables");
+  add_quiet_flag(*cmd);
   cmd->callback([&action, args] {
     args->job.check_usage();
     action = [args] { return probe_command(*args); };

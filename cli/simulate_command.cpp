@@ -217,6 +217,7 @@ int run_simulate(const SimulateArgs& a) {
   spec.job = a.job.load();
   spec.job_source = a.job.source();
   spec.cluster = a.cluster;
+  spec.cluster_edits = a.job.cluster_edits();
   spec.gpu_memory_bytes = a.job.gpu_memory_override();
   spec.placement = config::parse_placement(a.placement, "--placement");
   spec.seed = a.seed;
@@ -234,7 +235,7 @@ int run_simulate(const SimulateArgs& a) {
   if (!a.link_csv.empty() && spec.sim.mode != sim::SimMode::Flow)
     throw config::ConfigError("--link-csv: link utilisation comes from the flow engine; add --mode flow");
   spec.sim.link_loads = !a.link_csv.empty();
-  spec.sim.show_progress = true; // ops done and ETA on stderr, terminals only (common/progress.hpp)
+  spec.sim.show_progress = true; // ops done and ETA on stderr unless --quiet (common/progress.hpp)
   config::Scenario scenario(spec);
   std::vector<double> speeds;
   if (!a.gpu_speed_dist.empty())
@@ -355,6 +356,7 @@ void add_simulate_command(CLI::App& app, Action& action) {
   cmd->add_option("--run-dir", args->run_dir,
                   "with --hang-rank: write per-rank state files rank-<r>.json there (read by twinscale diagnose)");
   cmd->add_flag("--json", args->json, "JSON output");
+  add_quiet_flag(*cmd);
   cmd->callback([args, &action]() {
     args->job.check_usage();
     action = [args]() { return run_simulate(*args); };

@@ -6,13 +6,16 @@
 namespace twinscale::cli::detail {
 
 SimulatedIteration simulate_iteration(const schedules::JobSpec& job, const std::string& cluster,
-                                      const std::string& mode, const std::string& placement, uint64_t seed) {
+                                      const std::string& mode, const std::string& placement, uint64_t seed,
+                                      const std::vector<config::KeyOverride>& cluster_edits) {
   if (cluster.empty() && job.cluster.empty())
     throw config::ConfigError(
         "job '" + job.name + "' has no cluster: give --cluster NAME|FILE, or --iteration-time S to skip the simulator");
   config::ScenarioSpec spec;
   spec.job = job;
   spec.cluster = cluster;
+  spec.cluster_edits = cluster_edits;
+  spec.sim.show_progress = true;
   spec.sim.mode = config::parse_sim_mode(mode, "--sim-mode");
   spec.placement = config::parse_placement(placement, "--placement");
   spec.seed = seed;

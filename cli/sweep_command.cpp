@@ -19,6 +19,8 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
 #include "backend/rendezvous.hpp"
 #include "backend/work_queue.hpp"
 #include "cli/commands.hpp"
@@ -48,7 +50,32 @@ struct ShowArgs {
   int64_t top = 10;
   std::string csv;
   std::string plot_dir;
+  bool json = false;
 };
+
+/// The store as JSON: its study, every row (axis values, result, flow re-simulation), the
+/// best `top` ids by MFU and the Pareto front's ids.
+std::string store_json(const study::StoreInfo& info, const std::vector<study::StoredPoint>& rows, int64_t top) {
+  nlohmann::json j;
+  j["study"] = info.name;
+  j["study_file"] = info.study_file;
+  j["fingerprint"] = info.fingerprint;
+  j["version"] = info.version;
+  j["points"] = info.points;
+  j["axes"] = info.axes;
+  j["rows"] = nlohmann::json::array();
+  for (const auto& p : rows) {
+    nlohmann::json row{{"inputs", nlohmann::json::parse(p.inputs)},
+                       {"result", nlohmann::json::parse(study::to_json(p.result))},
+                       {"version", p.version}};
+    if (p.flow) row["flow"] = nlohmann::json::parse(study::to_json(*p.flow));
+    j["rows"].push_back(row);
+  }
+  j["best_ids"] = study::best_ids(rows, top);
+  j["pareto_ids"] = nlohmann::json::array();
+  for (const auto* p : study::pareto_front(rows)) j["pareto_ids"].push_back(p->result.id);
+  return j.dump(2) + "\n";
+}
 
 double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
@@ -59,24 +86,13 @@ double cpu_s() {
   return u.ru_utime.tv_sec + u.ru_stime.tv_sec + 1e-6 * (u.ru_utime.tv_usec + u.ru_stime.tv_usec);
 }
 
-std::string duration_text(double s) {
-  char buf[32];
-  if (s < 90)
-    std::snprintf(buf, sizeof buf, "%.0f s", s);
-  else if (s < 5400)
-    std::snprintf(buf, sizeof buf, "%dm%02ds", static_cast<int>(s) / 60, static_cast<int>(s) % 60);
-  else
-    std::snprintf(buf, sizeof buf, "%dh%02dm", static_cast<int>(s) / 3600, (static_cast<int>(s) / 60) % 60);
-  return buf;
-}
-
-/// done/total, rate, ETA and the best point so far, on one rewritten stderr line.
-class Progress {
+/// Points computed of those to compute, with the points left out and the best point so
+/// far as the note of the common progress report (common/progress.hpp).
+class SweepProgress {
 public:
-  Progress(std::string phase, int64_t total, int64_t done_before, bool show)
-      : phase_(std::move(phase)), total_(total), done_(done_before), show_(show), start_(now_s()) {}
+  SweepProgress(const std::string& phase, int64_t total, int64_t done_before)
+      : bar_(phase, total - done_before, "points"), start_(now_s()) {}
   void add(const study::PointResult& r) {
-    ++done_;
     ++here_;
     if (r.status != study::PointStatus::Ok)
       ++left_out_;
@@ -84,45 +100,36 @@ public:
       best_mfu_ = r.mfu;
       best_id_ = r.id;
     }
-    const double t = now_s();
-    if (show_ && (t - last_ >= 0.25 || done_ == total_)) {
-      last_ = t;
-      print(t);
+    if (left_out_ > 0 || best_id_ >= 0) {
+      char buf[128];
+      std::snprintf(buf, sizeof buf, ", %lld left out", static_cast<long long>(left_out_));
+      std::string note = buf;
+      if (best_id_ >= 0) {
+        std::snprintf(buf, sizeof buf, ", best MFU %.2f %% (point %lld)", 100 * best_mfu_,
+                      static_cast<long long>(best_id_));
+        note += buf;
+      }
+      bar_.set_note(note);
     }
+    bar_.update(here_);
   }
-  void end() {
-    if (show_ && here_ > 0) std::cerr << "\n";
-  }
+  void end() { bar_.finish(); }
   double elapsed() const { return now_s() - start_; }
   int64_t computed() const { return here_; }
 
 private:
-  void print(double t) const {
-    const double rate = here_ / std::max(1e-9, t - start_);
-    const double eta = rate > 0 ? (total_ - done_) / rate : 0;
-    char buf[256];
-    std::snprintf(buf, sizeof buf, "\r%s %lld/%lld (%lld left out), %.2f points/s, ETA %s", phase_.c_str(),
-                  static_cast<long long>(done_), static_cast<long long>(total_), static_cast<long long>(left_out_),
-                  rate, duration_text(eta).c_str());
-    std::string line = buf;
-    if (best_id_ >= 0) {
-      std::snprintf(buf, sizeof buf, ", best MFU %.2f %% (point %lld)", 100 * best_mfu_,
-                    static_cast<long long>(best_id_));
-      line += buf;
-    }
-    std::cerr << line << "\033[K" << std::flush;
-  }
-  std::string phase_;
-  int64_t total_, done_, here_ = 0, left_out_ = 0;
-  bool show_;
-  double start_, last_ = 0, best_mfu_ = -1;
+  Progress bar_;
+  double start_;
+  int64_t here_ = 0, left_out_ = 0;
+  double best_mfu_ = -1;
   int64_t best_id_ = -1;
 };
 
-bool show_progress(const std::string& mode) {
-  if (mode == "always") return true;
-  if (mode == "never") return false;
-  return ::isatty(STDERR_FILENO) == 1;
+/// --progress: never silences the reports, always draws the terminal's bar even into a
+/// file; auto (the default) draws it on a terminal and writes a line every 10 s otherwise.
+void apply_progress_mode(const std::string& mode) {
+  if (mode == "never") progress_settings().quiet = true;
+  if (mode == "always") progress_settings().terminal = 1;
 }
 
 /// "I/N" with 0 ≤ I < N.
@@ -169,7 +176,6 @@ int run_local(const SweepArgs& a, const study::StudySpec& spec, const std::vecto
   const std::string db = a.db.empty() ? default_db(a.study) : a.db;
   study::Evaluator evaluator(spec); // checks every job and cluster the study names
   study::Store store(db, spec, points);
-  const bool show = show_progress(a.progress);
 
   const auto done = store.done();
   std::vector<int64_t> todo;
@@ -180,7 +186,7 @@ int run_local(const SweepArgs& a, const study::StudySpec& spec, const std::vecto
       if (!done.count(p.id)) todo.push_back(p.id);
     }
   const std::string label = shards > 1 ? "sweep shard " + a.shard : std::string("sweep");
-  Progress progress(label, mine, mine - static_cast<int64_t>(todo.size()), show);
+  SweepProgress progress(label, mine, mine - static_cast<int64_t>(todo.size()));
   for (int64_t id : todo) {
     const study::PointResult r = evaluator.evaluate(points[static_cast<size_t>(id)]);
     store.put(points[static_cast<size_t>(id)], r);
@@ -206,7 +212,7 @@ int run_local(const SweepArgs& a, const study::StudySpec& spec, const std::vecto
       std::vector<int64_t> order;
       for (size_t k = 0; k < todo_flow.size(); ++k)
         order.push_back(todo_flow[(k + static_cast<size_t>(shard)) % todo_flow.size()]);
-      Progress fp(label + " flow", static_cast<int64_t>(order.size()), 0, show);
+      SweepProgress fp(label + " flow", static_cast<int64_t>(order.size()), 0);
       for (int64_t id : order) {
         if (store.flow_done().count(id)) continue;
         const study::PointResult r = evaluator.evaluate_flow(points[static_cast<size_t>(id)]);
@@ -245,7 +251,7 @@ int run_mpi(const SweepArgs& a, const study::StudySpec& spec, const std::vector<
   // One point computing and one waiting: rank 0's service thread answers within a nap,
   // and a larger backlog only lengthens the tail (rank 0 idle while a worker finishes).
   qo.prefetch = 2;
-  const bool show = mpi.rank() == 0 && show_progress(a.progress);
+  if (mpi.rank() != 0) progress_settings().quiet = true;
 
   std::vector<int64_t> todo;
   int64_t total = static_cast<int64_t>(points.size());
@@ -254,8 +260,8 @@ int run_mpi(const SweepArgs& a, const study::StudySpec& spec, const std::vector<
     for (const auto& p : points)
       if (!done.count(p.id)) todo.push_back(p.id);
   }
-  Progress progress("sweep (" + std::to_string(mpi.size()) + " ranks)", total,
-                    total - static_cast<int64_t>(todo.size()), show);
+  SweepProgress progress("sweep (" + std::to_string(mpi.size()) + " ranks)", total,
+                         total - static_cast<int64_t>(todo.size()));
   const auto stats = backend::run_work_queue(
       todo, [&](int64_t id) { return study::to_json(evaluator.evaluate(points[static_cast<size_t>(id)])); },
       [&](int64_t id, const std::string& text) {
@@ -277,7 +283,7 @@ int run_mpi(const SweepArgs& a, const study::StudySpec& spec, const std::vector<
   if (spec.flow_best > 0) {
     std::vector<int64_t> todo_flow;
     if (mpi.rank() == 0) todo_flow = flow_todo(*store, spec, points.size());
-    Progress fp("sweep flow", static_cast<int64_t>(todo_flow.size()), 0, show);
+    SweepProgress fp("sweep flow", static_cast<int64_t>(todo_flow.size()), 0);
     backend::run_work_queue(
         todo_flow, [&](int64_t id) { return study::to_json(evaluator.evaluate_flow(points[static_cast<size_t>(id)])); },
         [&](int64_t, const std::string& text) {
@@ -296,6 +302,7 @@ int run_mpi(const SweepArgs& a, const study::StudySpec& spec, const std::vector<
 }
 
 int run_sweep(const SweepArgs& a) {
+  apply_progress_mode(a.progress);
   const study::StudySpec spec = study::load_study(a.study);
   const std::vector<study::Point> points = study::generate_points(spec);
   const backend::LaunchEnv env = backend::detect_launch_env();
@@ -307,7 +314,10 @@ int run_show(const ShowArgs& a) {
   const study::Store store(a.db);
   const auto info = store.info();
   const auto rows = store.rows();
-  std::cout << study::summary_table(info, rows, a.top);
+  if (a.json)
+    std::cout << store_json(info, rows, a.top);
+  else
+    std::cout << study::summary_table(info, rows, a.top);
   if (!a.csv.empty()) write_file_atomically(a.csv, study::rows_csv(info, rows));
   if (!a.plot_dir.empty()) {
     std::filesystem::create_directories(a.plot_dir);
@@ -331,18 +341,23 @@ void add_sweep_command(CLI::App& app, Action& action) {
   auto show = std::make_shared<ShowArgs>();
   CLI::App* cmd = app.add_subcommand(
       "sweep", "Run a parameter study (STUDY.toml) into a SQLite results store; resumable, MPI or --shard I/N");
-  cmd->add_option("study", args->study, "study file (TOML; keys documented in study/study_file.cpp)");
+  cmd->add_option("study", args->study,
+                  "study file (TOML: a [base] point, the [axes] to sweep and what to [evaluate])");
   cmd->add_option("--db", args->db, "results store (SQLite; default: STUDY's stem + .db in the current directory)");
   cmd->add_option("--shard", args->shard, "compute only points with id % N == I (Slurm job arrays; no MPI)");
-  cmd->add_option("--progress", args->progress, "progress line on stderr: auto (when a terminal), always, never")
+  cmd->add_option("--progress", args->progress,
+                  "progress on stderr: auto (a bar on a terminal, a line every 10 s otherwise), always (the bar "
+                  "even into a file), never (as --quiet)")
       ->check(CLI::IsMember({"auto", "always", "never"}));
+  add_quiet_flag(*cmd);
   cmd->add_option("--top", args->top, "best points to print at the end")
       ->check(CLI::Range(int64_t{0}, int64_t{1000000}));
   CLI::App* sh =
       cmd->add_subcommand("show", "Print the best points and the Pareto front of a results store; CSV, plots");
   sh->add_option("db", show->db, "results store written by `twinscale sweep`")->required();
   sh->add_option("--top", show->top, "best points to print")->check(CLI::Range(int64_t{0}, int64_t{1000000}));
-  sh->add_option("--csv", show->csv, "write every row as CSV");
+  sh->add_option("--csv", show->csv, "write every row as CSV (the axes as given in columns axis_<name>)");
+  sh->add_flag("--json", show->json, "every row, the best ids and the Pareto front as JSON instead of the table");
   sh->add_option("--plot", show->plot_dir, "write DIR/sweep.csv and PNG plots (python3-matplotlib)");
   sh->callback([show, &action]() { action = [show]() { return run_show(*show); }; });
   cmd->callback([cmd, sh, args, &action]() {

@@ -301,7 +301,7 @@ void add_topology_command(CLI::App& app, Action& action) {
     action = [args] { return run_show(*args); };
   });
 
-  CLI::App* ecmp = topo->add_subcommand("ecmp", "per-flow ECMP collisions of a job's traffic (M11)");
+  CLI::App* ecmp = topo->add_subcommand("ecmp", "per-flow ECMP collisions of a job's traffic");
   add_cluster_options(ecmp, *args);
   ecmp->add_option("--job", args->job, "job shape TPxDPxPP, e.g. 8x16x8")->required();
   ecmp->add_option("--placement", args->placement, "linear | tor-aware | random")

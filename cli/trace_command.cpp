@@ -6,6 +6,8 @@
 #include <iostream>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/commands.hpp"
 #include "cli/job_args.hpp"
 #include "config/error.hpp"
@@ -56,13 +58,35 @@ int convert(const ConvertArgs& a) {
   return 0;
 }
 
-int info(const std::string& in) {
+struct InfoArgs {
+  std::string in;
+  bool json = false;
+};
+
+int info(const InfoArgs& a) {
+  const std::string& in = a.in;
   const schedules::BinaryTraceReader r(in);
   const schedules::Layout& L = r.layout();
   uint64_t ops = 0;
   for (const auto& p : r.programs()) ops += p.ops.size();
   int64_t traced = 0;
   for (int64_t rank = 0; rank < r.world(); ++rank) traced += r.event_count(rank) > 0 ? 1 : 0;
+  if (a.json) {
+    nlohmann::json j;
+    j["file"] = in;
+    j["source"] = r.source();
+    j["version"] = schedules::kBinaryTraceVersion;
+    j["event_schema"] = schedules::kBinaryTraceSchema;
+    j["bytes"] = r.file_bytes();
+    j["ranks"] = r.world();
+    j["layout"] = {{"tp", L.tp}, {"pp", L.pp}, {"dp", L.dp}};
+    j["ranks_with_events"] = traced;
+    j["programs"] = r.programs().size();
+    j["ops"] = ops;
+    j["events"] = r.events();
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
   std::printf("file        %s\nsource      %s\nversion     %u (event schema %u)\nbytes       %llu\n"
               "ranks       %lld (TPxPPxDP %lldx%lldx%lld), %lld with events\nprograms    %zu (%llu ops)\n"
               "events      %llu (%.2f bytes an event)\n",
@@ -86,9 +110,10 @@ void add_trace_command(CLI::App& app, Action& action) {
   c->add_option("out", conv->out, "the Chrome trace to write (.json)")->required();
   c->add_option("--ranks", conv->ranks, "ranks to convert, e.g. 0-7,100 (default: every rank, if it fits)");
   c->callback([conv, &action] { action = [conv] { return convert(*conv); }; });
-  auto in = std::make_shared<std::string>();
+  auto in = std::make_shared<InfoArgs>();
   CLI::App* i = cmd->add_subcommand("info", "what a .tstrace holds: ranks, layout, programs, events, bytes");
-  i->add_option("in", *in, "the binary trace")->required();
+  i->add_option("in", in->in, "the binary trace")->required();
+  i->add_flag("--json", in->json, "JSON instead of the text");
   i->callback([in, &action] { action = [in] { return info(*in); }; });
 }
 

@@ -227,21 +227,25 @@ GpuMemoryLimit tightest_gpu_memory(const topology::ClusterSpec& cluster) {
   return out;
 }
 
-topology::ClusterSpec load_cluster(std::string_view name_or_path) { return load_cluster_file(name_or_path).cluster; }
-
-topology::NetworkCcSpec load_cluster_network(std::string_view name_or_path) {
-  return load_cluster_file(name_or_path).network;
+topology::ClusterSpec load_cluster(std::string_view name_or_path, const std::vector<KeyOverride>& edits) {
+  return load_cluster_file(name_or_path, edits).cluster;
 }
 
-ClusterFile load_cluster_file(std::string_view name_or_path) {
+topology::NetworkCcSpec load_cluster_network(std::string_view name_or_path, const std::vector<KeyOverride>& edits) {
+  return load_cluster_file(name_or_path, edits).network;
+}
+
+ClusterFile load_cluster_file(std::string_view name_or_path, const std::vector<KeyOverride>& edits) {
   ClusterFile out;
   const std::string arg(name_or_path);
+  const std::string note = overrides_note(edits, "--set");
   const bool looks_like_path = arg.find('/') != std::string::npos || arg.ends_with(".toml");
   if (!looks_like_path) {
     for (const auto& n : preset_names("clusters"))
       if (n == arg) {
-        const toml::table tbl = parse_toml(preset_text("clusters", arg), "preset " + arg);
-        TableReader r(tbl, "preset " + arg);
+        toml::table tbl = parse_toml(preset_text("clusters", arg), "preset " + arg);
+        apply_key_overrides(tbl, edits, "--set");
+        TableReader r(tbl, "preset " + arg + note);
         out.cluster = parse_cluster(r, arg, &out.network);
         return out;
       }
@@ -251,8 +255,9 @@ ClusterFile load_cluster_file(std::string_view name_or_path) {
       throw ConfigError("cluster '" + arg + "' is neither a preset nor a file; presets: " + valid);
     }
   }
-  const toml::table tbl = parse_toml_file(arg);
-  TableReader r(tbl, arg);
+  toml::table tbl = parse_toml_file(arg);
+  apply_key_overrides(tbl, edits, "--set");
+  TableReader r(tbl, arg + note);
   out.cluster = parse_cluster(r, std::filesystem::path(arg).stem().string(), &out.network);
   return out;
 }

@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 
+#include "config/key_overrides.hpp"
 #include "config/toml_reader.hpp"
 #include "topology/cluster.hpp"
 #include "topology/congestion_spec.hpp"
@@ -19,12 +20,14 @@ struct ClusterFile {
 };
 
 /// A preset name (see preset_names("clusters")) or a path to a TOML file. Throws
-/// ConfigError naming the file and key for bad input.
-ClusterFile load_cluster_file(std::string_view name_or_path);
-/// load_cluster_file(name_or_path).cluster
-topology::ClusterSpec load_cluster(std::string_view name_or_path);
-/// load_cluster_file(name_or_path).network
-topology::NetworkCcSpec load_cluster_network(std::string_view name_or_path);
+/// ConfigError naming the file and key for bad input. `edits` (the command line's
+/// `--set cluster.KEY=VALUE`, keys relative to the cluster document) are made to the TOML
+/// before it is read, so they are checked as the file's own keys.
+ClusterFile load_cluster_file(std::string_view name_or_path, const std::vector<KeyOverride>& edits = {});
+/// load_cluster_file(name_or_path, edits).cluster
+topology::ClusterSpec load_cluster(std::string_view name_or_path, const std::vector<KeyOverride>& edits = {});
+/// load_cluster_file(name_or_path, edits).network
+topology::NetworkCcSpec load_cluster_network(std::string_view name_or_path, const std::vector<KeyOverride>& edits = {});
 
 /// Parses one cluster table (the whole file, or a [cluster] table of another file);
 /// calls finish() on it, so unknown keys are rejected. `default_name` is used when the

@@ -133,6 +133,7 @@
 //   dp = false                      boolean: M4 prefetch/early reduce-scatter/priorities
 //   pp = false                      boolean: M5 decoupled asynchronous send/recv
 //   tp = false                      boolean: M6 TP communication chunked against GEMMs
+//                                   (needs tp_chunks ≥ 2: refused with 1, where it does nothing)
 //   tp_chunks = 1                   integer in [1, 64]: chunks of an overlapped GEMM
 //   [schedule.operators]            M7
 //   flash_attention = false         boolean: FlashAttention-2 instead of unfused attention
@@ -273,8 +274,33 @@ void apply_software(const std::string& ref, const std::string& job_file, const s
 }
 } // namespace
 
-s::JobSpec parse_job(std::string_view text, const std::string& file, const std::string* document_path) {
-  const toml::table root = parse_toml(text, file);
+std::string JobEdits::note() const {
+  std::vector<std::string> parts;
+  if (gpus) parts.push_back("--gpus " + std::to_string(*gpus));
+  if (global_batch) parts.push_back("--global-batch " + std::to_string(*global_batch));
+  for (const KeyOverride& o : set) parts.push_back("--set " + o.text);
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? " (with " : ", ") + p;
+  return out.empty() ? out : out + ")";
+}
+
+void JobEdits::apply(toml::table& doc) const {
+  apply_key_overrides(doc, set);
+  if (gpus) {
+    doc.insert_or_assign("gpus", *gpus);
+    if (toml::table* par = doc["parallel"].as_table()) par->erase("dp"); // re-derived from gpus
+  }
+  if (global_batch) {
+    if (!doc["parallel"].is_table()) doc.insert_or_assign("parallel", toml::table{});
+    doc["parallel"].as_table()->insert_or_assign("global_batch", *global_batch);
+  }
+}
+
+s::JobSpec parse_job(std::string_view text, const std::string& file_name, const std::string* document_path,
+                     const JobEdits& edits) {
+  const std::string file = file_name + edits.note();
+  toml::table root = parse_toml(text, file_name);
+  edits.apply(root);
   TableReader top(root, file);
   s::JobSpec job;
   job.name = top.get_string("name");
@@ -372,6 +398,12 @@ s::JobSpec parse_job(std::string_view text, const std::string& file, const std::
     sc.fail("recompute_every", "is set but recompute is not \"full\"; set recompute = \"full\" or remove it");
   read_stack_schedule(sc, opt);
   sc.finish();
+  // TP overlap splits each GEMM and its collective into tp_chunks pieces: with one piece
+  // there is nothing to overlap, and the key would silently do nothing.
+  if (opt.overlap.tp && opt.overlap.tp_chunks <= 1)
+    sc.fail("overlap.tp", "is true but schedule.overlap.tp_chunks is " + std::to_string(opt.overlap.tp_chunks) +
+                              ": TP overlap chunks each GEMM against its collective, so it needs tp_chunks ≥ 2; "
+                              "set schedule.overlap.tp_chunks (the megascale stack uses 4) or tp = false");
   {
     TableReader pr = top.table("precision");
     opt.gemm_precision = pr.get_enum("gemm", s::kGemmPrecisionNames, s::GemmPrecision::Bf16);
@@ -390,13 +422,15 @@ s::JobSpec parse_job(std::string_view text, const std::string& file, const std::
   return job;
 }
 
-s::JobSpec load_job(const std::string& path) {
-  s::JobSpec job = parse_job(read_config_file(path, "job file"), path, &path);
+s::JobSpec load_job(const std::string& path, const JobEdits& edits) {
+  s::JobSpec job = parse_job(read_config_file(path, "job file"), path, &path, edits);
   job.cluster = resolve_document_reference(path, job.cluster, "cluster", "clusters");
   return job;
 }
 
-s::JobSpec load_job_preset(const std::string& name) { return parse_job(preset_text("jobs", name), "preset " + name); }
+s::JobSpec load_job_preset(const std::string& name, const JobEdits& edits) {
+  return parse_job(preset_text("jobs", name), "preset " + name, nullptr, edits);
+}
 
 void apply_overrides(s::JobSpec& job, std::optional<int64_t> gpus, std::optional<int64_t> global_batch) {
   if (gpus) {

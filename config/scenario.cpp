@@ -34,7 +34,7 @@ ClusterFile resolve_cluster(const ScenarioSpec& spec, const std::string& name) {
     const std::string who = spec.job_source.empty() ? "job '" + spec.job.name + "'" : spec.job_source;
     throw ConfigError(who + ": no cluster (give --cluster NAME|FILE or `cluster` in the job)");
   }
-  ClusterFile file = spec.cluster_file ? *spec.cluster_file : load_cluster_file(name);
+  ClusterFile file = spec.cluster_file ? *spec.cluster_file : load_cluster_file(name, spec.cluster_edits);
   topology::ClusterSpec& cluster = file.cluster;
   cluster.gpus = spec.job.parallel.gpus();
   if (spec.job.options.fp8() && !(cluster.gpu.fp8_peak_flops > 0)) {

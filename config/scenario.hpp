@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "config/cluster_file.hpp"
+#include "config/key_overrides.hpp"
 #include "faults/fault_plan.hpp"
 #include "schedules/calibration.hpp"
 #include "schedules/job.hpp"
@@ -59,6 +60,7 @@ struct ScenarioSpec {
   std::shared_ptr<const ClusterFile> cluster_file;
   /// The fabric of exactly that cluster for the job's GPUs (a sweep's cache); null: built.
   std::shared_ptr<const topology::Fabric> fabric;
+  std::vector<KeyOverride> cluster_edits; // --set cluster.KEY=VALUE, made to the cluster's TOML
   std::optional<double> gpu_memory_bytes; // memory check; default: the cluster's GPU
   bool check_memory = true;               // false: memory is estimated, not enforced
   topology::PlacementPolicy placement = topology::PlacementPolicy::Linear;

@@ -178,9 +178,16 @@ void TableReader::finish() const {
   for (auto&& [k, v] : *table_) {
     if (read_.count(k.str())) continue;
     std::set<std::string> valid(known_.begin(), known_.end());
-    std::string list;
-    for (auto& s : valid) list += (list.empty() ? "" : ", ") + s;
-    throw ConfigError(file_ + ": unknown key '" + full_key(k.str()) + "'" +
+    std::string list, near;
+    size_t nearest = 3; // a hint only within 2 edits
+    for (auto& s : valid) {
+      list += (list.empty() ? "" : ", ") + s;
+      if (const size_t d = edit_distance(s, k.str()); d < nearest) {
+        nearest = d;
+        near = "; did you mean '" + full_key(s) + "'?";
+      }
+    }
+    throw ConfigError(file_ + ": unknown key '" + full_key(k.str()) + "'" + near +
                       (list.empty() ? std::string(" (this table takes no keys)") : "; valid keys here: " + list));
   }
 }

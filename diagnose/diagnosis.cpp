@@ -137,7 +137,7 @@ std::string format_table(const Diagnosis& d, size_t max_rows) {
 std::string to_json(const Diagnosis& d) {
   nlohmann::json j;
   j["format"] = "twinscale-diagnosis";
-  j["format_version"] = 1;
+  j["format_version"] = 2; // 2: rank_scores are objects with named fields (1: arrays)
   j["source"] = d.source;
   j["ranks"] = d.ranks;
   j["steps"] = d.steps;
@@ -155,8 +155,11 @@ std::string to_json(const Diagnosis& d) {
     if (!d.findings[i].link.empty()) j["findings"][i]["link"] = d.findings[i].link;
   j["rank_scores"] = nlohmann::json::array();
   for (const RankScore& s : d.scores)
-    j["rank_scores"].push_back({s.rank, s.peer_group, s.excess, s.z, s.late_launches});
-  j["rank_scores_columns"] = {"rank", "peer_group", "excess", "z", "late_launches"};
+    j["rank_scores"].push_back({{"rank", s.rank},
+                                {"peer_group", s.peer_group},
+                                {"excess", s.excess},
+                                {"z", s.z},
+                                {"late_launches", s.late_launches}});
   return j.dump(1) + "\n";
 }
 

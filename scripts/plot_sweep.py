@@ -37,7 +37,7 @@ def main():
         header = reader.fieldnames
         rows = list(reader)
     ok = [r for r in rows if r["status"] == "ok"]
-    # The axes are the columns between id and status, in the store's order.
+    # The axes are the columns between id and status (axis_<name>), in the store's order.
     axes = header[1:header.index("status")]
     if not ok:
         print("plot_sweep.py: no feasible point to plot", file=sys.stderr)
@@ -81,7 +81,7 @@ def main():
                     axp.plot([i], [max(ys)], "r_", markersize=18, mew=2)
             axp.set_xticks(range(len(values)))
             axp.set_xticklabels(values, rotation=30, fontsize=8)
-            axp.set_title(name, fontsize=9)
+            axp.set_title(name.removeprefix("axis_"), fontsize=9)
             axp.set_ylabel("MFU (%)", fontsize=8)
             axp.grid(alpha=0.3)
         for k in range(len(axes), nrows * cols):

@@ -103,8 +103,9 @@ struct SimOptions {
   /// or after it); the run goes on until no event is left. −1: no hang.
   int64_t hang_rank = -1;
   double hang_at_s = 0;
-  /// Progress with an ETA (ops done of all ops) on stderr while the run goes, when
-  /// stderr is a terminal (common/progress.hpp); silent otherwise.
+  /// Progress with an ETA (ops done of all ops) on stderr while the run goes: a bar on a
+  /// terminal, a line every 10 s otherwise, nothing when progress_settings().quiet
+  /// (common/progress.hpp).
   bool show_progress = false;
   /// Flow mode: count per link direction the bytes flows carried and the time it carried
   /// any (SimReport::link_loads). Costs one route per flow; off by default.

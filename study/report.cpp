@@ -132,7 +132,7 @@ std::string summary_table(const StoreInfo& info, const std::vector<StoredPoint>&
 std::string rows_csv(const StoreInfo& info, const std::vector<StoredPoint>& rows) {
   std::ostringstream o;
   o << "id";
-  for (const auto& a : info.axes) o << "," << a;
+  for (const auto& a : info.axes) o << ",axis_" << a; // the axis as given; the resolved values follow
   o << ",status,reason,gpus,tp,pp,vpp,dp,micro_batch,global_batch,memory_gb,gpu_memory_gb,ops,mode,"
        "iteration_time_s,tokens_per_s,tflops_per_gpu,mfu,compute_s,exposed_tp_s,exposed_pp_s,exposed_dp_s,bubble_s,"
        "flow_status,flow_iteration_time_s,flow_mfu,flow_exposed_dp_s,ettr,ettr_ci95,interruptions,lost_work_h,"

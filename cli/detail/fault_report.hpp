@@ -148,6 +148,27 @@ inline std::string causes_csv(const faults::CampaignSummary& s, const faults::Ca
   return out;
 }
 
+/// Below this ETTR the job spends almost all its time recovering: a degenerate regime.
+inline constexpr double kDegenerateEttr = 0.05;
+
+/// Warnings, one a line, for a regime where the figures mean little: ETTR near 0, or a
+/// restart (process restart and communicator init) longer than the interruption MTBF.
+inline std::string degenerate_regime_warnings(double ettr, double restart_s, double mtbf_s) {
+  std::string o;
+  if (restart_s >= mtbf_s)
+    o += "twinscale: warning: a restart takes " + fmt("%.0f", restart_s) +
+         " s (restart + communicator init), longer "
+         "than the interruption MTBF of " +
+         fmt("%.0f", mtbf_s) +
+         " s at this size: most restarts are interrupted "
+         "before training resumes; try a faster recovery policy (e.g. --recovery megascale) or fewer GPUs\n";
+  if (ettr < kDegenerateEttr)
+    o += "twinscale: warning: ETTR " + fmt("%.4f", ettr) +
+         " is near 0: the job spends almost all its time "
+         "recovering, so the checkpoint interval hardly matters and the Young/Daly formulas do not apply\n";
+  return o;
+}
+
 inline std::string campaign_table(const std::string& job, const faults::CampaignSummary& s, const faults::Campaign& c) {
   const int64_t gpus = c.shape.tp * c.shape.dp * c.shape.pp;
   std::string o;
@@ -235,7 +256,13 @@ inline std::string tuner_table(const std::string& job, const faults::TunerResult
        ", " + fmt("%.0f", r.band_hi_s) + "] s (* = not significantly worse than the best, paired over seeds);\n" +
        "  at this grid's resolution the optimum lies in (" + fmt("%.0f", r.bracket_lo_s) + ", " +
        fmt("%.0f", r.bracket_hi_s) + ") s\n";
-  auto verdict = [&](double v) { return r.consistent(v) ? " (consistent)" : " (outside)"; };
+  // With ETTR near 0 at every interval the grid has no optimum to compare a formula with.
+  const bool degenerate = r.points[r.best].ettr.mean < kDegenerateEttr;
+  auto verdict = [&](double v) {
+    return degenerate        ? " (not comparable: ETTR near 0 at every interval)"
+           : r.consistent(v) ? " (consistent)"
+                             : " (outside)";
+  };
   o += "  Young √(2δM) = " + fmt("%.0f", r.young_s) + " s" + verdict(r.young_s) +
        "; Daly (higher order) = " + fmt("%.0f", r.daly_s) + " s" + verdict(r.daly_s) + "\n";
   return o;

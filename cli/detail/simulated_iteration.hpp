@@ -6,7 +6,9 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
+#include "config/key_overrides.hpp"
 #include "schedules/job.hpp"
 
 namespace twinscale::cli::detail {
@@ -24,7 +26,10 @@ struct SimulatedIteration {
 /// `cluster` empty: the job's cluster. `mode`: "analytic" or "flow"; `placement`:
 /// "linear", "tor-aware" or "random". Throws config::ConfigError for a job without a
 /// cluster or a job that does not complete (the simulator runs without faults here).
+/// `cluster_edits`: --set cluster.KEY=VALUE, made to the cluster's TOML. Progress of the
+/// simulated ops on stderr (common/progress.hpp).
 SimulatedIteration simulate_iteration(const schedules::JobSpec& job, const std::string& cluster,
-                                      const std::string& mode, const std::string& placement, uint64_t seed);
+                                      const std::string& mode, const std::string& placement, uint64_t seed,
+                                      const std::vector<config::KeyOverride>& cluster_edits = {});
 
 } // namespace twinscale::cli::detail

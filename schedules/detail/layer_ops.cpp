@@ -247,6 +247,14 @@ void LayerEmitter::qkv_forward(double act_bytes) {
   gemm("attn.v", m, kv_width() / d_.t, d_.h);
 }
 
+void LayerEmitter::column_linear_backward(const std::string& name, int64_t width, uint32_t gathered_input,
+                                          double act_bytes) {
+  const auto rs = gemm_then_collective(name + ".dgrad", d_.tokens, d_.h, width / d_.t, reduce_kind(), act_bytes);
+  unless_async(rs);
+  wgrad(name + ".wgrad", width / d_.t, d_.h, d_.tokens, {gathered_input});
+  b_.wait_before_next_compute(rs);
+}
+
 void LayerEmitter::split_linear_input(const std::string& name, double act_bytes) {
   const int64_t m = d_.tokens;
   if (d_.t > 1 && d_.sp) { // one all-gather of the shared input feeds every projection
@@ -406,8 +414,6 @@ void LayerEmitter::layer_backward() {
   if (!parallel_block_) {
     // MLP branch (last in forward, first in backward)
     dropout("mlp.dropout", true);
-    uint32_t ag = kNoOp;
-    std::vector<uint32_t> rs;
     if (moe_layer()) {
       moe_backward();
     } else {
@@ -417,11 +423,7 @@ void LayerEmitter::layer_backward() {
       if (split_linears() && d_.swiglu) {
         split_linear_backward({{"mlp.w1", d_.f}, {"mlp.w3", d_.f}}, "mlp.fc1", act_bytes);
       } else {
-        ag = gather_input("mlp.fc1.wgrad.ag");
-        rs = gemm_then_collective("mlp.fc1.dgrad", m, h, d_.fc1 / t, reduce_kind(), act_bytes);
-        unless_async(rs);
-        wgrad("mlp.fc1.wgrad", d_.fc1 / t, h, m, {ag});
-        b_.wait_before_next_compute(rs);
+        column_linear_backward("mlp.fc1", d_.fc1, gather_input("mlp.fc1.wgrad.ag"), act_bytes);
       }
     }
     layernorm("mlp.ln", true);
@@ -435,11 +437,7 @@ void LayerEmitter::layer_backward() {
     if (split_linears()) {
       split_linear_backward({{"attn.q", h}, {"attn.k", kv_width()}, {"attn.v", kv_width()}}, "attn.qkv", act_bytes);
     } else {
-      ag = gather_input("attn.qkv.wgrad.ag");
-      rs = gemm_then_collective("attn.qkv.dgrad", m, h, d_.qkv / t, reduce_kind(), act_bytes);
-      unless_async(rs);
-      wgrad("attn.qkv.wgrad", d_.qkv / t, h, m, {ag});
-      b_.wait_before_next_compute(rs);
+      column_linear_backward("attn.qkv", d_.qkv, gather_input("attn.qkv.wgrad.ag"), act_bytes);
     }
     layernorm("attn.ln", true);
     residual("attn.residual.bwd", 2);

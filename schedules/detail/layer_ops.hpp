@@ -89,6 +89,9 @@ private:
   void qkv_forward(double act_bytes);
   /// FC1 (forward), or SwiGLU's separate w1/w3 GEMMs.
   void fc1_forward(double act_bytes);
+  /// A column-parallel GEMM's backward (QKV, FC1): the data gradient with its TP reduction,
+  /// the weight gradient on the re-gathered input (`gathered_input`, sequence parallelism).
+  void column_linear_backward(const std::string& name, int64_t width, uint32_t gathered_input, double act_bytes);
   /// The shared input of separate projections: its FP8 cast and, with sequence
   /// parallelism, one TP all-gather.
   void split_linear_input(const std::string& name, double act_bytes);

@@ -445,6 +445,10 @@ void SimExecutor::complete_op(int32_t slot, uint32_t op_index, bool failed) {
 
 void SimExecutor::finish(double horizon_s) {
   for (Slot& sl : slots_) sl.account.finish(horizon_s);
+  if (progress_) {
+    progress_->update(ops_done_); // the final count (updates come every 4096 ops)
+    progress_->finish();
+  }
 }
 
 void SimExecutor::check_finished() const {

@@ -230,7 +230,7 @@ SimExecutor::SimExecutor(const schedules::Schedule& schedule, const std::vector<
     slot_gpu_.push_back(gpu);
   }
   plan_jitter();
-  if (options_.show_progress) progress_ = std::make_unique<Progress>("simulated ops", ops_total_);
+  if (options_.show_progress) progress_ = std::make_unique<Progress>("simulated ops", ops_total_, "ops");
   // Group of each slot per kind: its first member, how many members are executed and
   // a dense index for its state.
   std::array<std::unordered_map<int64_t, uint32_t>, kGroupKinds> id_of_first;

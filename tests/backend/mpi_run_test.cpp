@@ -95,10 +95,14 @@ void run_and_check(const schedules::Schedule& s, int ranks, const std::string& a
     const auto j = nlohmann::json::parse(cmp.output);
     CHECK(j.at("matched").get<size_t>() == ops);
     for (const auto& k : j.at("kinds")) CHECK(k.at("max_abs_rel_error").get<double>() == 0.0);
-    const auto cal =
-        shell(TWINSCALE_CLI " calibrate " + dir + "/trace.json " + args + " --out " + dir + "/cal.json", 60);
+    const auto cal = shell("sh -c '" TWINSCALE_CLI " calibrate " + dir + "/trace.json " + args + " --out " + dir +
+                               "/cal.json --json 2>/dev/null'",
+                           60); // stdout only: the JSON
     INFO(cal.output);
     REQUIRE(cal.status == 0);
+    const auto cj = nlohmann::json::parse(cal.output); // --json: the summary and the table
+    CHECK(cj.at("kernel_entries").get<size_t>() > 0);
+    CHECK(cj.at("table").is_object());
     const schedules::CalibrationTable t = schedules::read_calibration_file(dir + "/cal.json");
     CHECK(t.source == "cpu");
     CHECK(!t.kernels.empty());

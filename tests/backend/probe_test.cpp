@@ -50,6 +50,10 @@ TEST_CASE("probe: measures the schedule's ops and sweeps, and covers another spl
   CHECK(r.output.find("#wrong") != std::string::npos);
   CHECK(r.output.find(" send ") != std::string::npos);
   CHECK(r.output.find(" all_reduce ") != std::string::npos);
+  // nccl-tests' columns and a footer per block
+  CHECK(r.output.find("size        count     type  redop   root       time    algbw    busbw #wrong") !=
+        std::string::npos);
+  CHECK(r.output.find("# Avg bus bandwidth    : ") != std::string::npos);
   const schedules::CalibrationTable t = schedules::read_calibration_file(dir + "/cal.json");
   CHECK(t.source == "cpu");
   const schedules::Schedule a = schedules::lower(config::load_job(dir + "/a.toml"));
@@ -68,6 +72,17 @@ TEST_CASE("probe: measures the schedule's ops and sweeps, and covers another spl
   // the hand-off are reported; the cluster's compute slowdown under communication is the
   // measured one: no SMs taken, a share h with h / (1 - h) = the measured slowdown.
   CHECK(r.output.find("# overlap") != std::string::npos);
+  // --json: the sweeps' rows as labelled objects
+  const auto js =
+      shell("sh -c '" + mpirun(2) + " " TWINSCALE_CLI " probe " + dir + "/a.toml --repetitions 1 --warmup 0 " +
+                "--max-sweep-bytes 1024 --no-other-splits --json --out " + dir + "/cal2.json 2>/dev/null'",
+            120); // stdout only: the JSON
+  INFO(js.output);
+  REQUIRE(js.status == 0);
+  const auto pj = nlohmann::json::parse(js.output);
+  CHECK(pj.at("world") == 2);
+  REQUIRE(!pj.at("sweep").empty());
+  CHECK(pj.at("sweep").at(0).contains("busbw_gb_per_s"));
   CHECK(r.output.find("compute slowdown") != std::string::npos);
   CHECK(r.output.find("# hand-off") != std::string::npos);
   CHECK(cluster.gpu.kernels.nccl_sms_per_channel == 0);

@@ -69,10 +69,10 @@ TEST_CASE("binary trace cli: diagnose, convert and report agree with the Chrome 
   REQUIRE(jb["rank_scores"].size() == jj["rank_scores"].size());
   for (size_t i = 0; i < jb["rank_scores"].size(); ++i) {
     const auto &a = jb["rank_scores"][i], &b = jj["rank_scores"][i];
-    CHECK(a[0] == b[0]);
-    CHECK(a[1] == b[1]);
-    CHECK(a[2].get<double>() == Approx(b[2].get<double>()).margin(1e-6));
-    CHECK(a[4] == b[4]);
+    CHECK(a.at("rank") == b.at("rank"));
+    CHECK(a.at("peer_group") == b.at("peer_group"));
+    CHECK(a.at("excess").get<double>() == Approx(b.at("excess").get<double>()).margin(1e-6));
+    CHECK(a.at("late_launches") == b.at("late_launches"));
   }
 
   // trace convert: the Chrome trace written directly, event for event (ns rounding)

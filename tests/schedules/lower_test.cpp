@@ -11,18 +11,15 @@
 #include "schedules/stage_layers.hpp"
 #include "schedules/validate.hpp"
 #include "tests/schedules/check_valid.hpp"
+#include "tests/schedules/op_counts.hpp"
 
 using namespace twinscale;
 using namespace twinscale::schedules;
 using twinscale::schedules::test::check_valid;
 
+using twinscale::schedules::test::count_names;
+
 namespace {
-std::map<std::string, int> count_names(const Schedule& s, const Program& p, Phase phase) {
-  std::map<std::string, int> out;
-  for (const Op& op : p.ops)
-    if (op.labels.phase == phase) ++out[s.names[op.name]];
-  return out;
-}
 int count_kind(const Program& p, OpKind k) {
   int n = 0;
   for (const Op& op : p.ops) n += op.kind == k;

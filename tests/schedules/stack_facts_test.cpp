@@ -12,18 +12,14 @@
 #include "schedules/schedule.hpp"
 #include "schedules/schedule_json.hpp"
 #include "tests/schedules/check_valid.hpp"
+#include "tests/schedules/op_counts.hpp"
 
 using namespace twinscale;
 using namespace twinscale::schedules;
 using twinscale::schedules::test::check_valid;
 
 namespace {
-std::map<std::string, int> names_in(const Schedule& s, const Program& p, Phase phase) {
-  std::map<std::string, int> out;
-  for (const Op& op : p.ops)
-    if (op.labels.phase == phase) ++out[s.names[op.name]];
-  return out;
-}
+const auto names_in = twinscale::schedules::test::count_names;
 double flops_of(const Schedule& s, const Program& p, OpKind kind) {
   double f = 0;
   for (const Op& op : p.ops)

@@ -1,5 +1,8 @@
 // The results store and one point's evaluation.
 #include <filesystem>
+#include <set>
+#include <sstream>
+#include <string>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -130,7 +133,11 @@ TEST_CASE("report: ranking, Pareto front and CSV", "[study]") {
   study::StoreInfo info;
   info.axes = {"tp"};
   const std::string csv = study::rows_csv(info, rows);
-  CHECK_THAT(csv, Contains("id,tp,status,reason,"));
+  CHECK_THAT(csv, Contains("id,axis_tp,status,reason,"));
+  std::set<std::string> names; // every column name once
+  std::stringstream header(csv.substr(0, csv.find('\n')));
+  for (std::string name; std::getline(header, name, ',');) CHECK(names.insert(name).second);
+  CHECK(names.count("tp") == 1);
   CHECK_THAT(csv, Contains("\n1,2,ok,,"));
 }
 

@@ -234,7 +234,10 @@ TEST_CASE("sweep: bad study input and a changed study are clear errors, show pri
   std::ifstream csv(dir + "/t.csv");
   std::string header;
   std::getline(csv, header);
-  CHECK_THAT(header, Contains("id,tp,pp,vpp,micro_batch,status,reason"));
+  CHECK_THAT(
+      header,
+      Contains(
+          "id,axis_tp,axis_pp,axis_vpp,axis_micro_batch,status,reason")); // axes as given, then the resolved values
   r = test::run_cli("sweep show " + dir + "/missing.db", test::Capture::StdoutAndStderr);
   CHECK(r.rc == 1);
   CHECK_THAT(r.out, Contains("missing.db"));
