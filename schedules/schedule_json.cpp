@@ -98,6 +98,7 @@ json job_json(const JobSpec& j) {
   json out = job_fields_json(j);
   // issue #16: written only when used, so that files of jobs without them are unchanged
   if (j.parallel.cp > 1) out["parallel"]["cp"] = j.parallel.cp;
+  if (j.parallel.etp > 0) out["parallel"]["etp"] = j.parallel.etp; // folded experts only
   if (j.parallel.ep_a2a == EpAllToAll::Hierarchical) {
     out["parallel"]["ep_a2a"] = "hierarchical";
     out["parallel"]["ep_node"] = j.parallel.ep_node;
@@ -252,6 +253,7 @@ public:
       par.ep_a2a = get_choice<EpAllToAll>(p, "ep_a2a", pw,
                                           {{"flat", EpAllToAll::Flat}, {"hierarchical", EpAllToAll::Hierarchical}});
     if (p.contains("ep_node")) par.ep_node = get<int64_t>(p, "ep_node", pw);
+    if (p.contains("etp")) par.etp = get<int64_t>(p, "etp", pw); // absent: unfolded experts
     if (p.contains("max_nodes_per_token")) par.max_nodes_per_token = get<int64_t>(p, "max_nodes_per_token", pw);
     if (p.contains("first_stage_layers")) par.first_stage_layers = get<int64_t>(p, "first_stage_layers", pw);
     if (p.contains("last_stage_layers")) par.last_stage_layers = get<int64_t>(p, "last_stage_layers", pw);
@@ -412,6 +414,7 @@ Schedule read_schedule_json(std::istream& in, const std::string& path) {
   s.layout.ep = par.ep; // the expert-parallel blocks follow from the job
   s.layout.cp = par.cp; // and the context-parallel ones (layout.dp counts dp·cp)
   s.layout.ep_node = par.ep_domain();
+  s.layout.etp = par.etp;
   if (par.tp != s.layout.tp || par.dp_cp() != s.layout.dp || par.pp != s.layout.pp)
     r.fail("$.layout", "tp " + std::to_string(s.layout.tp) + ", dp " + std::to_string(s.layout.dp) + ", pp " +
                            std::to_string(s.layout.pp) + " disagrees with $.job.parallel (tp " +
