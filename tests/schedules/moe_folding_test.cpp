@@ -139,3 +139,20 @@ TEST_CASE("qwen3-235b-a22b: TP 2 PP 8 EP 32 folds expert parallelism over a stag
     CHECK(mem.total_bytes() < 80e9); // fits an H100
   }
 }
+
+TEST_CASE("parallel.etp in a job file: absent is unfolded, 1 folds, below 1 is refused naming the key",
+          "[schedules][moe][folding]") {
+  const std::string folded(config::preset_text("jobs", "tiny-moe-folded"));
+  CHECK(config::parse_job(folded, "folded.toml").parallel.etp == 1);
+  const auto at = folded.find("etp = 1");
+  REQUIRE(at != std::string::npos);
+  std::string zero = folded;
+  zero.replace(at, 7, "etp = 0");
+  CHECK_THROWS_WITH(config::parse_job(zero, "zero.toml"), Catch::Contains("parallel.etp"));
+  std::string absent = folded;
+  absent.replace(at, 7, "");
+  CHECK_THROWS_WITH(config::parse_job(absent, "absent.toml"),
+                    Catch::Contains("parallel.ep = 4 must divide parallel.dp = 2") &&
+                        Catch::Contains("set parallel.etp = 1"));
+  CHECK(config::load_job_preset("tiny-moe").parallel.etp == 0);
+}
