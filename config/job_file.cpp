@@ -337,6 +337,7 @@ s::JobSpec parse_job(std::string_view text, const std::string& file_name, const 
   par.pp = p.get_int("pp", 1, 1);
   par.vpp = p.get_int("vpp", 1, 1);
   par.ep = p.get_int("ep", 1, 1);
+  if (p.has("etp")) par.etp = p.get_int("etp", std::nullopt, 1); // absent: unfolded experts
   par.cp = p.get_int("cp", 1, 1, 1024);
   par.ep_a2a = p.get_enum("ep_a2a", s::kEpAllToAllNames, s::EpAllToAll::Flat);
   if (par.ep_a2a == s::EpAllToAll::Hierarchical) {

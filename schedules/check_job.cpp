@@ -67,13 +67,33 @@ void check_cp_and_zero_bubble(const JobSpec& job, const std::string& who) {
   }
 }
 
+/// Expert parallelism's size against the ranks it is carved from: a block of dp ranks
+/// (unfolded), or, folded, etp·ep dividing a pipeline stage's tp·cp·dp ranks.
+void check_expert_folding(const ParallelSpec& p, const std::string& who) {
+  if (p.etp == 0) {
+    require(p.ep >= 1 && p.ep <= p.dp && p.dp % p.ep == 0,
+            who + "parallel.ep = " + str(p.ep) + " must divide parallel.dp = " + str(p.dp) +
+                " (experts are sharded over blocks of ep DP ranks); to fold expert parallelism over "
+                "tp·cp·dp instead, set parallel.etp = 1 (MoE parallel folding)");
+    return;
+  }
+  require(p.etp == 1, who + "parallel.etp = " + str(p.etp) +
+                          ": experts split over an expert-tensor-parallel group are not modelled; valid: 1 "
+                          "(folded, experts whole on each rank) or absent (unfolded)");
+  const int64_t stage = p.tp * p.cp * p.dp;
+  require(p.ep >= 1 && stage % (p.ep * p.etp) == 0,
+          who + "parallel.ep · parallel.etp = " + str(p.ep) + " · " + str(p.etp) +
+              " must divide parallel.tp · parallel.cp · parallel.dp = " + str(p.tp) + " · " + str(p.cp) + " · " +
+              str(p.dp) + " = " + str(stage) + " (the ranks of one pipeline stage that MoE folding re-splits)");
+  require(p.zero_stage <= 2, who + "parallel.etp with parallel.zero_stage = 3 is not modelled (the fully sharded "
+                                   "experts' gathers follow the unfolded layout); use zero_stage 0 to 2");
+}
+
 /// Mixture of experts and expert parallelism.
 void check_moe(const JobSpec& job, const std::string& who) {
   const ModelSpec& m = job.model;
   const ParallelSpec& p = job.parallel;
-  require(p.ep >= 1 && p.ep <= p.dp && p.dp % p.ep == 0, who + "parallel.ep = " + str(p.ep) +
-                                                             " must divide parallel.dp = " + str(p.dp) +
-                                                             " (experts are sharded over blocks of ep DP ranks)");
+  check_expert_folding(p, who);
   require(m.experts >= 0 && m.experts <= 4096,
           who + "model.experts = " + str(m.experts) + "; valid: 0 (dense) to 4096 (DeepSeek-V3 has 256)");
   if (p.ep_a2a == EpAllToAll::Hierarchical) {
@@ -92,6 +112,7 @@ void check_moe(const JobSpec& job, const std::string& who) {
   }
   if (m.experts == 0) {
     require(p.ep == 1, who + "parallel.ep = " + str(p.ep) + " > 1 needs model.experts > 0");
+    require(p.etp == 0, who + "parallel.etp = " + str(p.etp) + " needs model.experts > 0");
     require(p.ep_a2a == EpAllToAll::Flat,
             who + "parallel.ep_a2a = \"hierarchical\" needs model.experts > 0 (a dense model has no all-to-all)");
     return;

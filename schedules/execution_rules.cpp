@@ -48,6 +48,8 @@ int64_t group_member(const Layout& L, GroupKind kind, int64_t rank, int64_t i) {
     throw ScheduleError("rank " + std::to_string(rank) + ": member " + std::to_string(i) + " outside its " +
                         std::string(to_string(kind)) + " group of " + std::to_string(size) + " (valid: 0.." +
                         std::to_string(size - 1) + ")");
+  if (L.folded_experts() && (is_expert_parallel(kind) || kind == GroupKind::ExpertDp))
+    return L.folded_member(kind, rank, i);
   const RankCoord c = L.coord(rank);
   switch (kind) {
   case GroupKind::Tp: return L.rank({i, c.dp, c.pp});

@@ -113,6 +113,13 @@ struct ParallelSpec {
   /// EP ranks per NVLink domain as the layout groups them: ep_node when hierarchical, else
   /// ep (one domain: the second phase would be empty).
   int64_t ep_domain() const { return ep_a2a == EpAllToAll::Hierarchical ? ep_node : ep; }
+  // MoE parallel folding (Megatron-Core's expert_tensor_parallel_size, arXiv 2504.14960):
+  // 0 = unfolded (ep divides dp, experts whole on each TP rank); n ≥ 1 = the MoE layers
+  // re-split each stage's tp·cp·dp ranks as etp × ep × expert-dp (layout.hpp). Only n = 1
+  // (experts not split over TP) is modelled.
+  int64_t etp = 0;
+  /// Ranks holding the same experts (the expert gradients' reduction group).
+  int64_t expert_dp() const { return etp > 0 ? tp * dp * cp / (etp * ep) : tp * (dp / ep); }
   // Context parallel (Megatron-Core / Transformer Engine cp_comm_type = "p2p", ring
   // attention): each sequence is split over cp ranks (2·cp chunks, rank i holding chunks i
   // and 2·cp−1−i so that causal work is balanced); attention exchanges K/V blocks around

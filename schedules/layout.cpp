@@ -4,7 +4,54 @@
 
 namespace twinscale::schedules {
 
+namespace {
+
+/// Expert groups of the folded layout (layout.hpp): a stage's ranks as etp × ep × edp.
+struct Folded {
+  int64_t base;  // first rank of the pipeline stage
+  int64_t local; // rank inside the stage
+  int64_t etp, ep, edp;
+  int64_t ep_node;
+
+  Folded(const Layout& L, int64_t rank)
+      : base(rank / (L.tp * L.dp) * (L.tp * L.dp)), local(rank % (L.tp * L.dp)), etp(L.etp), ep(L.ep),
+        edp(L.tp * L.dp / (L.etp * L.ep)), ep_node(L.ep_node) {}
+  int64_t t() const { return local % etp; }
+  int64_t e() const { return local / etp % ep; }
+  int64_t d() const { return local / (etp * ep); }
+  int64_t at(int64_t t_, int64_t e_, int64_t d_) const { return base + t_ + etp * (e_ + ep * d_); }
+
+  int64_t size(GroupKind kind) const {
+    if (kind == GroupKind::Ep) return ep;
+    if (kind == GroupKind::ExpertDp) return edp;
+    if (kind == GroupKind::EpNode) return ep_node;
+    return ep / ep_node; // EpRail
+  }
+  int64_t index(GroupKind kind) const {
+    if (kind == GroupKind::Ep) return e();
+    if (kind == GroupKind::ExpertDp) return d();
+    if (kind == GroupKind::EpNode) return e() % ep_node;
+    return e() / ep_node; // EpRail
+  }
+  /// Member i of this rank's group of `kind`.
+  int64_t member(GroupKind kind, int64_t i) const {
+    if (kind == GroupKind::Ep) return at(t(), i, d());
+    if (kind == GroupKind::ExpertDp) return at(t(), e(), i);
+    if (kind == GroupKind::EpNode) return at(t(), e() / ep_node * ep_node + i, d());
+    return at(t(), e() % ep_node + i * ep_node, d()); // EpRail
+  }
+};
+
+bool expert_kind(GroupKind kind) { return is_expert_parallel(kind) || kind == GroupKind::ExpertDp; }
+
+} // namespace
+
+int64_t Layout::folded_member(GroupKind kind, int64_t rank, int64_t i) const {
+  return Folded(*this, rank).member(kind, i);
+}
+
 int64_t Layout::group_size(GroupKind kind) const {
+  if (folded_experts() && expert_kind(kind)) return Folded(*this, 0).size(kind);
   switch (kind) {
   case GroupKind::Tp: return tp;
   case GroupKind::Dp: return dp;
@@ -21,6 +68,7 @@ int64_t Layout::group_size(GroupKind kind) const {
 }
 
 int64_t Layout::group_rank(GroupKind kind, int64_t rank) const {
+  if (folded_experts() && expert_kind(kind)) return Folded(*this, rank).index(kind);
   const RankCoord c = coord(rank);
   switch (kind) {
   case GroupKind::Tp: return c.tp;
@@ -40,6 +88,11 @@ int64_t Layout::group_rank(GroupKind kind, int64_t rank) const {
 std::vector<int64_t> Layout::group_members(GroupKind kind, int64_t rank) const {
   const RankCoord c = coord(rank);
   std::vector<int64_t> out;
+  if (folded_experts() && expert_kind(kind)) {
+    const Folded f(*this, rank);
+    for (int64_t i = 0; i < f.size(kind); ++i) out.push_back(f.member(kind, i));
+    return out;
+  }
   switch (kind) {
   case GroupKind::Tp:
     for (int64_t i = 0; i < tp; ++i) out.push_back(this->rank({i, c.dp, c.pp}));

@@ -30,8 +30,8 @@ Schedule lower(const JobSpec& job, const LoweringTarget& target) {
   Schedule out;
   out.job = job;
   const int64_t CP = job.parallel.cp;
-  out.layout =
-      Layout{job.parallel.tp, job.parallel.dp_cp(), job.parallel.pp, job.parallel.ep, CP, job.parallel.ep_domain()};
+  out.layout = Layout{job.parallel.tp,          job.parallel.dp_cp(), job.parallel.pp, job.parallel.ep, CP,
+                      job.parallel.ep_domain(), job.parallel.etp};
   const int64_t P = job.parallel.pp;
 
   for (int64_t p = 0; p < P; ++p) {

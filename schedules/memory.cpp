@@ -149,10 +149,10 @@ MemoryEstimate estimate_memory(const JobSpec& job, int64_t pp_rank) {
   const auto& m = job.model;
   MemoryEstimate mem;
   const double n = stage_parameters(job, pp_rank);
-  double experts = 0; // routed experts: sharded over their own holders (tp·dp/ep ranks)
+  double experts = 0; // routed experts: sharded over their own holders (the expert-DP group)
   for (int64_t c = 0; c < p.vpp; ++c) experts += chunk_expert_parameters(job, pp_rank, c);
   const double dp = static_cast<double>(p.dp_cp()); // the distributed optimizer shards over dp·cp
-  const double edp = static_cast<double>(p.tp * (p.dp / p.ep));
+  const double edp = static_cast<double>(p.expert_dp());
   const double sharded = (n - experts) / dp + experts / edp;
   mem.parameters_bytes = 2 * n;
   // main gradients in the reduction's type: Megatron's fp32 main_grad buffer with fp32

@@ -88,6 +88,7 @@ json job_json(const JobSpec& j) {
   json out = job_fields_json(j);
   // written only when used, so that files of jobs without them are unchanged
   if (j.parallel.cp > 1) out["parallel"]["cp"] = j.parallel.cp;
+  if (j.parallel.etp > 0) out["parallel"]["etp"] = j.parallel.etp; // folded experts only
   if (j.parallel.ep_a2a == EpAllToAll::Hierarchical) {
     out["parallel"]["ep_a2a"] = enum_name(kEpAllToAllNames, j.parallel.ep_a2a);
     out["parallel"]["ep_node"] = j.parallel.ep_node;
@@ -248,6 +249,7 @@ public:
     if (p.contains("ep_a2a")) // absent means the flat all-to-all
       par.ep_a2a = get_choice(p, "ep_a2a", pw, kEpAllToAllNames);
     if (p.contains("ep_node")) par.ep_node = get<int64_t>(p, "ep_node", pw);
+    if (p.contains("etp")) par.etp = get<int64_t>(p, "etp", pw); // absent: unfolded experts
     if (p.contains("max_nodes_per_token")) par.max_nodes_per_token = get<int64_t>(p, "max_nodes_per_token", pw);
     if (p.contains("first_stage_layers")) par.first_stage_layers = get<int64_t>(p, "first_stage_layers", pw);
     if (p.contains("last_stage_layers")) par.last_stage_layers = get<int64_t>(p, "last_stage_layers", pw);
@@ -406,6 +408,7 @@ Schedule read_schedule_json(std::istream& in, const std::string& path) {
   s.layout.ep = par.ep; // the expert-parallel blocks follow from the job
   s.layout.cp = par.cp; // and the context-parallel ones (layout.dp counts dp·cp)
   s.layout.ep_node = par.ep_domain();
+  s.layout.etp = par.etp;
   if (par.tp != s.layout.tp || par.dp_cp() != s.layout.dp || par.pp != s.layout.pp)
     r.fail("$.layout", "tp " + std::to_string(s.layout.tp) + ", dp " + std::to_string(s.layout.dp) + ", pp " +
                            std::to_string(s.layout.pp) + " disagrees with $.job.parallel (tp " +

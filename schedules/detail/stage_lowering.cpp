@@ -170,8 +170,7 @@ void StageLowering::emit_grad_reduce(int64_t chunk) {
   if (zero3 && params == 0) return;
   reduce_gradients(GroupKind::Dp, params, {b_.last_compute(), embedding_ar_});
   // routed experts: reduced over the ranks holding the same experts (all tp, dp/ep blocks)
-  if (experts > 0 && par.tp * (par.dp / par.ep) > 1)
-    reduce_gradients(GroupKind::ExpertDp, experts, {b_.last_compute()});
+  if (experts > 0 && par.expert_dp() > 1) reduce_gradients(GroupKind::ExpertDp, experts, {b_.last_compute()});
 }
 
 void StageLowering::reduce_gradients(GroupKind group, double params, const std::vector<uint32_t>& deps) {
@@ -206,7 +205,7 @@ uint32_t StageLowering::gather_parameters(int64_t chunk, std::vector<uint32_t> d
   const double bytes = (zero3 ? chunk_other_parameters(chunk) : chunk_parameters(job_, pp_rank_, chunk) - experts) * 2;
   expert_param_ready_[chunk] = kNoOp;
   if (zero3 && bytes == 0) return kNoOp;
-  if (experts > 0 && par.tp * (par.dp / par.ep) > 1)
+  if (experts > 0 && par.expert_dp() > 1)
     expert_param_ready_[chunk] = b_.collective(OpKind::AllGather, GroupKind::ExpertDp, Stream::DpComm, "edp.param.ag",
                                                experts * 2, deps, priority);
   return b_.collective(OpKind::AllGather, GroupKind::Dp, Stream::DpComm, "dp.param.ag", bytes, deps, priority);
@@ -358,7 +357,7 @@ void StageLowering::emit_iteration_end() {
     double experts = 0;
     for (int64_t c = 0; c < V_; ++c) experts += chunk_expert_parameters(job_, pp_rank_, c);
     elements = (stage_parameters(job_, pp_rank_) - experts) / static_cast<double>(par.dp_cp()) +
-               experts / static_cast<double>(par.tp * (par.dp / par.ep));
+               experts / static_cast<double>(par.expert_dp());
   }
   emit_grad_norm_and_loss(elements);
   const std::array<int64_t, 4> shape{static_cast<int64_t>(elements), 0, 0, 0};

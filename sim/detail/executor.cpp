@@ -228,7 +228,8 @@ std::vector<std::vector<int64_t>> SimExecutor::image_groups(GroupKind kind, cons
     return out;
   }
   const auto& L = schedule_.layout;
-  if (kind == GroupKind::EpNode || kind == GroupKind::EpRail) {
+  const bool folded = L.folded_experts() && (kind == GroupKind::Ep || kind == GroupKind::ExpertDp);
+  if (kind == GroupKind::EpNode || kind == GroupKind::EpRail || folded) {
     out.push_back(members); // the executed group first, then every other of its kind at this pp
     const auto c0 = L.coord(members[0]);
     for (int64_t d = 0; d < L.dp; ++d)

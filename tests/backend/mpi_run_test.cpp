@@ -129,6 +129,17 @@ TEST_CASE("mpi run: the tiny presets run on 8 CPU ranks in a valid order") {
   }
 }
 
+// MoE parallel folding: ep 4 over a stage's tp 2 × dp 2 ranks, the all-to-all across TP
+// ranks; the simulator's trace of the same schedule passes the same checker.
+TEST_CASE("mpi run: tiny-moe-folded runs on 8 CPU ranks in a valid order") {
+  if (!backend::test::have_mpirun()) TWINSCALE_SKIP("mpirun not found");
+  schedules::LoweringTarget target;
+  target.check_memory = false;
+  const schedules::Schedule s = schedules::lower(config::load_job_preset("tiny-moe-folded"), target);
+  REQUIRE(s.layout.folded_experts());
+  run_and_check(s, 8, "--preset tiny-moe-folded", "tiny-moe-folded", false, true);
+}
+
 TEST_CASE("mpi run: 16 CPU ranks (tp2 pp2 dp4) run the synthetic schedule in a valid order") {
   if (!backend::test::have_mpirun()) TWINSCALE_SKIP("mpirun not found");
   backend::SyntheticOptions so;

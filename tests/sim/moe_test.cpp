@@ -37,7 +37,7 @@ Run simulate_job(const schedules::JobSpec& job, SimMode mode, bool aggregate) {
 
 TEST_CASE("tiny-moe, tiny-fsdp and tiny-moe-hier simulate in both modes, aggregated agrees with every rank executed",
           "[sim][moe]") {
-  for (const char* preset : {"tiny-moe", "tiny-fsdp", "tiny-moe-hier", "tiny-moe-node-limited"}) {
+  for (const char* preset : {"tiny-moe", "tiny-fsdp", "tiny-moe-hier", "tiny-moe-node-limited", "tiny-moe-folded"}) {
     const auto job = config::load_job_preset(preset);
     for (SimMode mode : {SimMode::Analytic, SimMode::Flow}) {
       const Run a = simulate_job(job, mode, true);
