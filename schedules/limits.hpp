@@ -31,6 +31,10 @@ inline constexpr int64_t kMaxGlobalBatch = int64_t{1} << 24;
 /// Tokens of one micro-batch (micro_batch·seq_len): 2^31, the largest GEMM dimension
 /// cuBLAS takes as a 32-bit int.
 inline constexpr int64_t kMaxMicroBatchTokens = int64_t{1} << 31;
+/// One dimension of a kernel shape: 2^31, the largest a cuBLAS or Eigen kernel takes as a
+/// 32-bit int; it also keeps every product of two dimensions (a GEMM operand m·k, an
+/// attention score matrix s·s) below 2^62, so no buffer size derived from a shape wraps.
+inline constexpr int64_t kMaxShapeDim = int64_t{1} << 31;
 /// Ops of one rank's program: op indices are uint32 in the IR, the trace and the executor.
 inline constexpr int64_t kMaxOpsPerProgram = int64_t{1} << 31;
 

@@ -319,8 +319,9 @@ public:
     const json& shape = at(j, "shape", w);
     if (!shape.is_array() || shape.size() != 4) fail(w + ".shape", "expected an array of 4 integers");
     for (size_t i = 0; i < 4; ++i) {
-      if (!shape[i].is_number_integer() || shape[i].get<int64_t>() < 0)
-        fail(w + ".shape[" + std::to_string(i) + "]", "expected an integer ≥ 0");
+      if (!shape[i].is_number_integer() || shape[i].get<int64_t>() < 0 || shape[i].get<int64_t>() > kMaxShapeDim)
+        fail(w + ".shape[" + std::to_string(i) + "]",
+             "expected an integer in [0, 2^31] (the largest kernel dimension an executor takes)");
       o.shape[i] = shape[i].get<int64_t>();
     }
     o.labels.iteration = get<int32_t>(j, "iteration", w);
