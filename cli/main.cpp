@@ -1,7 +1,9 @@
 // twinscale: one job description, lowered once, simulated or run for real.
 // Exit codes (common/error.hpp): 0 ok; 1 invalid input — a twinscale::Error, whose message
 // names the file, key, rank or op and what would be valid; 2 usage; 3 internal error — a
-// broken invariant (std::logic_error, TWINSCALE_ASSERT) or any exception no layer typed.
+// broken invariant (std::logic_error, TWINSCALE_ASSERT) or any exception no layer typed;
+// 128 + signal — interrupted by SIGINT (130), SIGTERM (143) or SIGHUP (129), children
+// stopped and temporary files removed (schedules/interrupt.hpp).
 #include <exception>
 #include <iostream>
 
@@ -9,9 +11,11 @@
 #include "cli/checked_options.hpp"
 #include "cli/commands.hpp"
 #include "common/error.hpp"
+#include "schedules/interrupt.hpp"
 #include "sim/version.hpp"
 
 int main(int argc, char** argv) {
+  twinscale::schedules::install_interrupt_handlers(); // SIGINT/SIGTERM/SIGHUP: clean up, exit 128 + signal
   CLI::App app{"twinscale — a digital twin of LLM-training clusters (MegaScale, NSDI'24)"};
   app.require_subcommand(1);
   app.set_version_flag("--version", [] {
@@ -48,6 +52,9 @@ int main(int argc, char** argv) {
   }
   try {
     return action ? action() : 0;
+  } catch (const twinscale::schedules::InterruptedError& e) {
+    std::cerr << "twinscale: " << e.what() << "\n";
+    return 128 + e.signal();
   } catch (const twinscale::Error& e) {
     std::cerr << "twinscale: error: " << e.what() << "\n";
     return 1;
