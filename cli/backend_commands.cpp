@@ -18,6 +18,7 @@
 #include "schedules/binary_trace.hpp"
 #include "schedules/calibration.hpp"
 #include "schedules/error.hpp"
+#include "schedules/output_file.hpp"
 #include "schedules/schedule_json.hpp"
 #include "schedules/trace.hpp"
 #include "schedules/validate.hpp"
@@ -103,6 +104,7 @@ void refuse_oversized_buffers(const schedules::Schedule& schedule, const backend
 }
 
 int run_command(const RunArgs& a) {
+  schedules::check_distinct_files({{"JOB", a.job.file()}, {"--schedule", a.schedule}}, {{"--trace", a.trace}});
   backend::RunOptions o;
   if (a.device == "cpu")
     o.device = backend::DeviceKind::Cpu;
@@ -272,6 +274,7 @@ struct CalibrateArgs {
 };
 
 int calibrate_command(const CalibrateArgs& a) {
+  schedules::check_distinct_files({{"TRACE", a.trace}, {"JOB", a.job.file()}}, {{"--out", a.out}});
   const schedules::Schedule schedule = load_schedule(a.job, a.synthetic, a.synthetic_options);
   const auto records = read_trace_file(a.trace);
   std::string source = backend::trace_source(a.trace);

@@ -19,6 +19,7 @@
 #include "diagnose/error.hpp"
 #include "diagnose/html_report.hpp"
 #include "schedules/binary_trace.hpp"
+#include "schedules/output_file.hpp"
 #include "schedules/trace.hpp"
 
 namespace twinscale::cli {
@@ -203,6 +204,9 @@ void add_report_command(CLI::App& app, Action& action) {
   cmd->add_option("--campaign", args->campaign, "a campaign's result (twinscale campaign --json) for time by state");
   cmd->callback([args, &action] {
     action = [args] {
+      std::vector<schedules::NamedPath> inputs{{"--campaign", args->campaign}, {"--links", args->input.links}};
+      for (const auto& r : args->runs) inputs.push_back({"RUN", r});
+      schedules::check_distinct_files(inputs, {{"--out", args->out}});
       diagnose::RunData data = read_run(args->runs.front(), args->input);
       for (size_t i = 1; i < args->runs.size(); ++i) diagnose::append_steps(data, read_run(args->runs[i], args->input));
       const diagnose::Diagnosis d = diagnose::diagnose_run(data);

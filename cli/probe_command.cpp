@@ -11,6 +11,7 @@
 #include "cli/commands.hpp"
 #include "cli/job_args.hpp"
 #include "schedules/calibration.hpp"
+#include "schedules/output_file.hpp"
 #include "schedules/schedule.hpp"
 
 namespace twinscale::cli {
@@ -26,6 +27,7 @@ struct ProbeArgs {
 int probe_command(const ProbeArgs& a) {
   if (a.options.device != "cpu" && a.options.device != "cuda")
     throw backend::BackendError("--device \"" + a.options.device + "\": valid values are cpu and cuda");
+  schedules::check_distinct_files({{"JOB", a.job.file()}}, {{"--out", a.out}, {"--cluster-out", a.cluster_out}});
   schedules::LoweringTarget target;
   target.check_memory = false; // synthetic tensors at scaled shapes, as `run`
   const schedules::Schedule schedule = schedules::lower(a.job.load(), target);

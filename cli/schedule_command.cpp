@@ -29,6 +29,7 @@
 #include "schedules/error.hpp"
 #include "schedules/input_file.hpp"
 #include "schedules/memory_choices.hpp"
+#include "schedules/output_file.hpp"
 #include "schedules/schedule.hpp"
 #include "schedules/schedule_json.hpp"
 #include "schedules/validate.hpp"
@@ -250,6 +251,9 @@ int export_chakra_files(const s::Schedule& sch, const std::string& prefix) {
 /// written as a schedule JSON file.
 int import_chakra_files(const ScheduleArgs& a) {
   const auto paths = formats::chakra_set_paths(a.file);
+  std::vector<s::NamedPath> inputs{{"--job", a.import_job}};
+  for (const auto& p : paths) inputs.push_back({"PREFIX", p});
+  s::check_distinct_files(inputs, {{"--out", a.out}});
   auto read = [&paths](size_t r) {
     try {
       return s::read_input_file(paths[r], "Chakra ET file", s::InputKind::Json);

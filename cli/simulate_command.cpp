@@ -22,6 +22,7 @@
 #include "config/scenario.hpp"
 #include "schedules/binary_trace.hpp"
 #include "schedules/calibration_coverage.hpp"
+#include "schedules/output_file.hpp"
 #include "schedules/schedule.hpp"
 #include "schedules/trace.hpp"
 #include "sim/estimate.hpp"
@@ -213,6 +214,15 @@ std::string report_table(const sim::SimReport& r, const schedules::Schedule& s, 
 }
 
 int run_simulate(const SimulateArgs& a) {
+  schedules::check_distinct_files({{"JOB", a.job.file()},
+                                   {"--cluster", a.cluster},
+                                   {"--gpu-speed-file", a.gpu_speed_file},
+                                   {"--faults", a.faults_file},
+                                   {"--calibration", a.calibration_file}},
+                                  {{"--trace", a.trace_file},
+                                   {"--per-rank-csv", a.per_rank_csv},
+                                   {"--link-csv", a.link_csv},
+                                   {"--run-dir", a.run_dir}});
   config::ScenarioSpec spec;
   spec.job = a.job.load();
   spec.job_source = a.job.source();

@@ -70,6 +70,9 @@ void install_interrupt_handlers() {
   for (int s : kSignals) sigaddset(&sa.sa_mask, s); // one handler at a time
   sa.sa_flags = 0;                                  // no SA_RESTART: a waiting read returns EINTR
   for (int s : kSignals) ::sigaction(s, &sa, nullptr);
+  // past a file-size limit (RLIMIT_FSIZE) a write fails with EFBIG, which the output
+  // policy reports and cleans up, instead of the process dying with a partial temp file
+  ::signal(SIGXFSZ, SIG_IGN);
 }
 
 int interrupt_signal() { return g_signal; }

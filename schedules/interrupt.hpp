@@ -27,7 +27,8 @@ private:
   int signal_;
 };
 
-/// Installs the handlers for SIGINT, SIGTERM and SIGHUP (idempotent).
+/// Installs the handlers for SIGINT, SIGTERM and SIGHUP (idempotent), and ignores SIGXFSZ
+/// so that a write past a file-size limit fails (EFBIG) and is reported like a full disk.
 void install_interrupt_handlers();
 /// The signal received so far, 0 if none.
 int interrupt_signal();
