@@ -272,6 +272,8 @@ int import_chakra_files(const ScheduleArgs& a) {
     base = s::lower(job, target);
   }
   const s::Schedule sch = formats::import_chakra(paths, read, base);
+  // the header names a cluster like any document: a preset or a file next to the ET set
+  config::resolve_document_reference(a.file, sch.job.cluster, "job.cluster (GlobalMetadata header)", "clusters");
   s::ValidateOptions opt;
   opt.check_memory = false; // the ET says nothing of memory; the job's estimate is kept as it is
   const auto violations = s::validate(sch, opt);
