@@ -18,6 +18,7 @@
 #include "schedules/binary_trace.hpp"
 #include "schedules/calibration.hpp"
 #include "schedules/error.hpp"
+#include "schedules/input_file.hpp"
 #include "schedules/output_file.hpp"
 #include "schedules/schedule_json.hpp"
 #include "schedules/trace.hpp"
@@ -138,6 +139,17 @@ int run_command(const RunArgs& a) {
   const schedules::Schedule schedule = load_schedule(a.job, a.synthetic, a.synthetic_options, a.schedule);
   if (o.device == backend::DeviceKind::Cpu)
     refuse_oversized_buffers(schedule, o.cpu, a.schedule.empty() ? "the schedule" : a.schedule);
+  if (a.checkpoint.step >= 0 || a.checkpoint.restore) {
+    // each rank holds its shard twice (device state and the stage-1 snapshot); on one
+    // machine all of them together must fit the memory available, or it ends in bad_alloc
+    const double need = 2 * a.checkpoint.state_bytes * static_cast<double>(schedule.world());
+    const double avail = schedules::available_memory_bytes();
+    if (need > avail)
+      throw backend::BackendError("--checkpoint-bytes " + std::to_string(a.checkpoint.state_bytes / 1e9) + " GB: " +
+                                  std::to_string(schedule.world()) + " ranks each holding the shard twice need " +
+                                  std::to_string(need / 1e9) + " GB, more than the " + std::to_string(avail / 1e9) +
+                                  " GB of memory available (MemAvailable); use fewer bytes");
+  }
   if (a.delay_rank >= schedule.world())
     throw backend::BackendError("--delay-rank " + std::to_string(a.delay_rank) + ": the schedule has ranks 0.." +
                                 std::to_string(schedule.world() - 1));

@@ -19,6 +19,7 @@
 #include "diagnose/error.hpp"
 #include "diagnose/html_report.hpp"
 #include "schedules/binary_trace.hpp"
+#include "schedules/input_file.hpp"
 #include "schedules/output_file.hpp"
 #include "schedules/trace.hpp"
 
@@ -28,12 +29,14 @@ namespace fs = std::filesystem;
 
 namespace {
 
+/// A CSV input (per-rank times, link loads): a regular file of bounded size, so /dev/zero
+/// or a FIFO is refused instead of read forever.
 std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw diagnose::DiagnoseError(path + ": cannot open");
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+  try {
+    return schedules::read_input_file(path, "CSV file", schedules::InputKind::Csv);
+  } catch (const schedules::InputFileError& e) {
+    throw diagnose::DiagnoseError(e.what());
+  }
 }
 
 /// World size of a run directory: the highest rank-<r>.json or rank-<r>.started + 1.

@@ -71,7 +71,7 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -189,12 +189,12 @@ Axis read_axis(const AxisDef& d, const toml::node& node, const std::string& file
     }
     }
   }
+  std::map<Value, size_t> first; // distinct values, in n log n (a pairwise check of 10^5 values took 10 s)
   for (size_t i = 0; i < a.values.size(); ++i)
-    for (size_t j = 0; j < i; ++j)
-      if (a.values[i] == a.values[j])
-        fail(file, key + "[" + std::to_string(i) + "]",
-             "repeats the value " + to_text(a.values[i]) + " of [" + std::to_string(j) +
-                 "]; axis values must be distinct");
+    if (const auto [at, fresh] = first.emplace(a.values[i], i); !fresh)
+      fail(file, key + "[" + std::to_string(i) + "]",
+           "repeats the value " + to_text(a.values[i]) + " of [" + std::to_string(at->second) +
+               "]; axis values must be distinct");
   return a;
 }
 
@@ -308,11 +308,7 @@ StudySpec parse_study(std::string_view text, const std::string& file) {
 }
 
 StudySpec load_study(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw config::ConfigError(path + ": cannot open study file");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parse_study(ss.str(), path);
+  return parse_study(config::read_config_file(path, "study file"), path); // a regular file of ≤ 4 MiB
 }
 
 } // namespace twinscale::study
