@@ -103,6 +103,11 @@ diagnose::RunData read_run(const std::string& path, const DiagnoseInputOptions& 
       data.notes.push_back(
           "no trace.json in the run directory: only hangs are analysed (run with --trace DIR/trace.json)");
     }
+    if (o.world > 0 && !data.ranks.empty() && o.world != static_cast<int64_t>(data.ranks.size()))
+      throw diagnose::DiagnoseError("--world " + std::to_string(o.world) + ": the run's trace in " + path + " holds " +
+                                    std::to_string(data.ranks.size()) +
+                                    " ranks; --world must match the run (it names the world of a run directory "
+                                    "without a trace)");
     if (world == 0 && data.ranks.empty())
       throw diagnose::DiagnoseError(path + ": a run directory needs trace.json or rank-<r>.json state files "
                                            "(twinscale run --run-dir DIR --trace DIR/trace.json)");
