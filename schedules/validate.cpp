@@ -158,11 +158,14 @@ public:
                     (d == i ? " (itself)" : " which comes later: a forward dependency, so a cycle is possible"));
             ok = false;
           }
-        if (!std::all_of(op.shape.begin(), op.shape.end(), [](int64_t d) { return d >= 0 && d <= kMaxShapeDim; })) {
+        const bool matrix = op.kind == OpKind::Gemm || op.kind == OpKind::Attention;
+        if (!std::all_of(op.shape.begin(), op.shape.end(),
+                         [matrix](int64_t d) { return d >= 0 && d <= max_shape_dim(matrix); })) {
           add(ViolationKind::Structure, rank, idx,
               "shape {" + std::to_string(op.shape[0]) + ", " + std::to_string(op.shape[1]) + ", " +
-                  std::to_string(op.shape[2]) + ", " + std::to_string(op.shape[3]) +
-                  "} has a dimension outside [0, 2^31], the largest kernel dimension an executor takes");
+                  std::to_string(op.shape[2]) + ", " + std::to_string(op.shape[3]) + "} has a dimension outside [0, " +
+                  (matrix ? "2^31], the largest GEMM or attention dimension" : "2^40], the longest vector") +
+                  " an executor takes");
           ok = false;
         }
         if (!(std::isfinite(op.bytes) && op.bytes >= 0 && std::isfinite(op.flops) && op.flops >= 0)) {
