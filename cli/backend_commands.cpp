@@ -17,7 +17,10 @@
 #include "cli/job_args.hpp"
 #include "formats/kineto.hpp"
 #include "schedules/binary_trace.hpp"
+#include "schedules/calibration.hpp"
 #include "schedules/error.hpp"
+#include "schedules/input_file.hpp"
+#include "schedules/output_file.hpp"
 #include "schedules/schedule_json.hpp"
 #include "schedules/trace.hpp"
 #include "schedules/validate.hpp"
@@ -83,7 +86,28 @@ schedules::Schedule load_schedule(const JobArgs& job_args, const std::string& sy
   return schedules::lower(job_args.load(), target);
 }
 
+/// The CPU device holds each op's buffer in host memory, at most `max_buffer_bytes` each:
+/// a schedule with a larger one (a GEMM operand, a message) is refused before any rank
+/// starts, naming the op and the option that scales it down.
+void refuse_oversized_buffers(const schedules::Schedule& schedule, const backend::CpuDeviceOptions& cpu,
+                              const std::string& source) {
+  for (int64_t r = 0; r < schedule.world(); ++r) {
+    if (r > 0 && schedule.program_of_rank[r] == schedule.program_of_rank[r - 1]) continue;
+    const schedules::Program& prog = schedule.program(r);
+    for (size_t i = 0; i < prog.ops.size(); ++i) {
+      const double bytes = schedules::largest_buffer_bytes(prog.ops[i], cpu.shape_divisor, 4);
+      if (bytes > cpu.max_buffer_bytes)
+        throw backend::BackendError(source + ": rank " + std::to_string(r) + " op " + std::to_string(i) + " (" +
+                                    schedule.names[prog.ops[i].name] + ") needs a buffer of " +
+                                    std::to_string(bytes / 1e6) + " MB on the CPU device, above its limit of " +
+                                    std::to_string(cpu.max_buffer_bytes / 1e6) +
+                                    " MB; pass a larger --shape-divisor to scale the schedule down");
+    }
+  }
+}
+
 int run_command(const RunArgs& a) {
+  schedules::check_distinct_files({{"JOB", a.job.file()}, {"--schedule", a.schedule}}, {{"--trace", a.trace}});
   backend::RunOptions o;
   if (a.device == "cpu")
     o.device = backend::DeviceKind::Cpu;
@@ -115,6 +139,19 @@ int run_command(const RunArgs& a) {
     throw backend::BackendError("--checkpoint-step and --restore need --checkpoint-dir DIR");
 
   const schedules::Schedule schedule = load_schedule(a.job, a.synthetic, a.synthetic_options, a.schedule);
+  if (o.device == backend::DeviceKind::Cpu)
+    refuse_oversized_buffers(schedule, o.cpu, a.schedule.empty() ? "the schedule" : a.schedule);
+  if (a.checkpoint.step >= 0 || a.checkpoint.restore) {
+    // each rank holds its shard twice (device state and the stage-1 snapshot); on one
+    // machine all of them together must fit the memory available, or it ends in bad_alloc
+    const double need = 2 * a.checkpoint.state_bytes * static_cast<double>(schedule.world());
+    const double avail = schedules::available_memory_bytes();
+    if (need > avail)
+      throw backend::BackendError("--checkpoint-bytes " + std::to_string(a.checkpoint.state_bytes / 1e9) + " GB: " +
+                                  std::to_string(schedule.world()) + " ranks each holding the shard twice need " +
+                                  std::to_string(need / 1e9) + " GB, more than the " + std::to_string(avail / 1e9) +
+                                  " GB of memory available (MemAvailable); use fewer bytes");
+  }
   if (a.delay_rank >= schedule.world())
     throw backend::BackendError("--delay-rank " + std::to_string(a.delay_rank) + ": the schedule has ranks 0.." +
                                 std::to_string(schedule.world() - 1));
@@ -261,6 +298,7 @@ struct CalibrateArgs {
 };
 
 int calibrate_command(const CalibrateArgs& a) {
+  schedules::check_distinct_files({{"TRACE", a.trace}, {"JOB", a.job.file()}}, {{"--out", a.out}});
   const schedules::Schedule schedule = load_schedule(a.job, a.synthetic, a.synthetic_options);
   formats::AnyTrace t = read_trace_file(a.trace, "calibrate");
   std::string source = t.source;

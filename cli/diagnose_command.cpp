@@ -22,6 +22,8 @@
 #include "diagnose/html_report.hpp"
 #include "formats/kineto.hpp"
 #include "schedules/binary_trace.hpp"
+#include "schedules/input_file.hpp"
+#include "schedules/output_file.hpp"
 #include "schedules/trace.hpp"
 
 namespace twinscale::cli {
@@ -30,12 +32,14 @@ namespace fs = std::filesystem;
 
 namespace {
 
+/// A CSV input (per-rank times, link loads): a regular file of bounded size, so /dev/zero
+/// or a FIFO is refused instead of read forever.
 std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw diagnose::DiagnoseError(path + ": cannot open");
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+  try {
+    return schedules::read_input_file(path, "CSV file", schedules::InputKind::Csv);
+  } catch (const schedules::InputFileError& e) {
+    throw diagnose::DiagnoseError(e.what());
+  }
 }
 
 /// World size of a run directory: the highest rank-<r>.json or rank-<r>.started + 1.
@@ -124,6 +128,11 @@ diagnose::RunData read_run(const std::string& path, const DiagnoseInputOptions& 
       data.notes.push_back(
           "no trace.json in the run directory: only hangs are analysed (run with --trace DIR/trace.json)");
     }
+    if (o.world > 0 && !data.ranks.empty() && o.world != static_cast<int64_t>(data.ranks.size()))
+      throw diagnose::DiagnoseError("--world " + std::to_string(o.world) + ": the run's trace in " + path + " holds " +
+                                    std::to_string(data.ranks.size()) +
+                                    " ranks; --world must match the run (it names the world of a run directory "
+                                    "without a trace)");
     if (world == 0 && data.ranks.empty())
       throw diagnose::DiagnoseError(path + ": a run directory needs trace.json or rank-<r>.json state files "
                                            "(twinscale run --run-dir DIR --trace DIR/trace.json)");
@@ -235,6 +244,9 @@ void add_report_command(CLI::App& app, Action& action) {
   cmd->add_option("--campaign", args->campaign, "a campaign's result (twinscale campaign --json) for time by state");
   cmd->callback([args, &action] {
     action = [args] {
+      std::vector<schedules::NamedPath> inputs{{"--campaign", args->campaign}, {"--links", args->input.links}};
+      for (const auto& r : args->runs) inputs.push_back({"RUN", r});
+      schedules::check_distinct_files(inputs, {{"--out", args->out}});
       diagnose::RunData data = read_runs(args->runs, args->input);
       const diagnose::Diagnosis d = diagnose::diagnose_run(data);
       diagnose::ReportOptions o;

@@ -43,6 +43,7 @@
 #include "config/recovery_file.hpp"
 #include "config/scenario.hpp"
 #include "faults/checkpoint_tuner.hpp"
+#include "schedules/output_file.hpp"
 
 namespace twinscale::cli {
 
@@ -145,7 +146,11 @@ void plot(const std::filesystem::path& dir, std::vector<std::string> args) {
     return;
   }
   args.insert(args.end(), {"--out", dir.string()});
-  if (detail::run_python(script, args) != 0)
+  const int rc = detail::run_python(script, args);
+  if (rc == detail::kPlotWriteFailed)
+    throw schedules::OutputFileError(dir.string() +
+                                     ": cannot write the plots (the cause is above); the CSVs are there");
+  if (rc != 0)
     std::cerr << "twinscale: plotting failed (python3 with matplotlib needed); the CSVs are in " << dir << "\n";
 }
 

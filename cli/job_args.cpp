@@ -14,6 +14,7 @@
 #include "config/job_file.hpp"
 #include "config/presets.hpp"
 #include "schedules/limits.hpp"
+#include "schedules/output_file.hpp"
 
 namespace twinscale::cli {
 
@@ -103,21 +104,7 @@ double gpu_memory_bytes(const std::string& cluster, std::optional<double> overri
 std::string JobArgs::source() const { return preset_.empty() ? file_ : "preset " + preset_; }
 
 void write_file_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw twinscale::Error(path + ": cannot write (cannot create " + tmp + ")");
-    out << text;
-    out.flush();
-    if (!out) {
-      std::remove(tmp.c_str());
-      throw twinscale::Error(path + ": write failed");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw twinscale::Error(path + ": cannot rename " + tmp + " into place");
-  }
+  schedules::write_output_file(path, text);
 }
 
 /// "0-7,64,100-103" → sorted ranks; usage errors name the bad piece.

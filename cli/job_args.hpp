@@ -34,6 +34,8 @@ public:
   void refuse_cluster_edits(const std::string& why) const;
   /// "preset NAME" or the file path, for messages.
   std::string source() const;
+  /// The job file given (empty with --preset), for checks that an output is not an input.
+  const std::string& file() const { return file_; }
   /// What lowering checks memory against: --gpu-memory-gb if given, else the memory of
   /// one GPU of the job's cluster (config::load_cluster; ConfigError if it cannot be read).
   schedules::LoweringTarget target_for(const schedules::JobSpec& job) const;
@@ -54,11 +56,12 @@ private:
 double gpu_memory_bytes(const std::string& cluster, std::optional<double> override_gb,
                         const std::vector<config::KeyOverride>& cluster_edits = {});
 
-/// Writes `text` to `path` atomically (a temporary next to it, then rename).
-/// Throws twinscale::Error naming the path on failure.
 /// "0-7,64,100-103" → sorted ranks below `world`; config::ConfigError naming the bad piece.
 std::vector<int64_t> parse_ranks(const std::string& text, int64_t world);
 
+/// Writes `text` to `path` under the one output policy (schedules/output_file.hpp:
+/// atomic for regular files, in place for devices and FIFOs, "disk full" named).
+/// Throws twinscale::Error naming the path on failure.
 void write_file_atomically(const std::string& path, const std::string& text);
 
 } // namespace twinscale::cli

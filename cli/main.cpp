@@ -1,8 +1,10 @@
 // twinscale: one job description, lowered once, simulated or run for real.
 // Exit codes (common/error.hpp): 0 ok; 1 invalid input — a twinscale::Error, whose message
 // names the file, key, rank or op and what would be valid; 2 usage; 3 internal error — a
-// broken invariant (std::logic_error, TWINSCALE_ASSERT) or any exception no layer typed.
-// An MPI job whose rank failed (backend::MpiJobError) is ended on every rank here.
+// broken invariant (std::logic_error, TWINSCALE_ASSERT) or any exception no layer typed;
+// 128 + signal — interrupted by SIGINT (130), SIGTERM (143) or SIGHUP (129), children
+// stopped and temporary files removed (schedules/interrupt.hpp). An MPI job whose rank
+// failed (backend::MpiJobError) is ended on every rank here.
 #include <malloc.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -20,6 +22,7 @@
 #include "cli/commands.hpp"
 #include "common/error.hpp"
 #include "common/progress.hpp"
+#include "schedules/interrupt.hpp"
 #include "sim/version.hpp"
 
 namespace {
@@ -50,6 +53,7 @@ void tune_allocator() {
 
 int main(int argc, char** argv) {
   tune_allocator();
+  twinscale::schedules::install_interrupt_handlers(); // SIGINT/SIGTERM/SIGHUP: clean up, exit 128 + signal
   CLI::App app{"twinscale — a digital twin of LLM-training clusters (MegaScale, NSDI'24)"};
   app.require_subcommand(1);
   app.set_version_flag("--version", [] {
@@ -79,6 +83,9 @@ int main(int argc, char** argv) {
   }
   try {
     return action ? action() : 0;
+  } catch (const twinscale::schedules::InterruptedError& e) {
+    std::cerr << "twinscale: " << e.what() << "\n";
+    return 128 + e.signal();
   } catch (const twinscale::backend::MpiJobError& e) { // the other ranks wait for this one: end them all
     std::cerr << "twinscale: error: " << e.what() << "\n";
     std::cerr.flush();

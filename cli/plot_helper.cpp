@@ -5,6 +5,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <optional>
+
+#include "schedules/interrupt.hpp"
 
 extern char** environ;
 
@@ -33,14 +36,29 @@ int run_python(const std::filesystem::path& script, const std::vector<std::strin
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, STDOUT_FILENO); // its stdout → our stderr
+  posix_spawnattr_t attr; // the helper starts with no signal blocked (we block them around the spawn)
+  posix_spawnattr_init(&attr);
+  sigset_t none;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
   pid_t pid = 0;
-  const int rc = debian ? posix_spawn(&pid, cargv[0], &actions, nullptr, cargv.data(), environ)
-                        : posix_spawnp(&pid, cargv[0], &actions, nullptr, cargv.data(), environ);
+  std::optional<schedules::ChildRegistration> registered; // signals reach the helper too
+  int rc = 0;
+  {
+    const schedules::SignalBlock block; // no signal between the spawn and the registration
+    rc = debian ? posix_spawn(&pid, cargv[0], &actions, &attr, cargv.data(), environ)
+                : posix_spawnp(&pid, cargv[0], &actions, &attr, cargv.data(), environ);
+    if (rc == 0) registered.emplace(pid);
+  }
   posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
   if (rc != 0) return -1;
   int status = 0;
   while (waitpid(pid, &status, 0) < 0)
     if (errno != EINTR) return -1;
+  registered.reset();
+  schedules::throw_if_interrupted();
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 

@@ -13,6 +13,7 @@
 #include "cli/commands.hpp"
 #include "cli/job_args.hpp"
 #include "schedules/calibration.hpp"
+#include "schedules/output_file.hpp"
 #include "schedules/schedule.hpp"
 
 namespace twinscale::cli {
@@ -55,6 +56,7 @@ nlohmann::json probe_json(const ProbeArgs& a, const backend::ProbeResult& r) {
 int probe_command(const ProbeArgs& a) {
   if (a.options.device != "cpu" && a.options.device != "cuda")
     throw backend::BackendError("--device \"" + a.options.device + "\": valid values are cpu and cuda");
+  schedules::check_distinct_files({{"JOB", a.job.file()}}, {{"--out", a.out}, {"--cluster-out", a.cluster_out}});
   schedules::LoweringTarget target;
   target.check_memory = false; // synthetic tensors at scaled shapes, as `run`
   a.job.refuse_cluster_edits("the probe measures the machine it runs on");

@@ -30,6 +30,7 @@
 #include "schedules/error.hpp"
 #include "schedules/input_file.hpp"
 #include "schedules/memory_choices.hpp"
+#include "schedules/output_file.hpp"
 #include "schedules/schedule.hpp"
 #include "schedules/schedule_json.hpp"
 #include "schedules/validate.hpp"
@@ -252,6 +253,9 @@ int export_chakra_files(const s::Schedule& sch, const std::string& prefix) {
 /// written as a schedule JSON file.
 int import_chakra_files(const ScheduleArgs& a) {
   const auto paths = formats::chakra_set_paths(a.file);
+  std::vector<s::NamedPath> inputs{{"--job", a.import_job}};
+  for (const auto& p : paths) inputs.push_back({"PREFIX", p});
+  s::check_distinct_files(inputs, {{"--out", a.out}});
   auto read = [&paths](size_t r) {
     try {
       return s::read_input_file(paths[r], "Chakra ET file", s::InputKind::Json);
@@ -278,6 +282,8 @@ int import_chakra_files(const ScheduleArgs& a) {
               << " host (is_cpu_op) node(s); dependencies pass through skipped nodes\n";
   for (const auto& [pg, group] : report.process_groups)
     std::cerr << "twinscale: process group \"" << pg << "\" is the " << group << " group\n";
+  // the header names a cluster like any document: a preset or a file next to the ET set
+  config::resolve_document_reference(a.file, sch.job.cluster, "job.cluster (GlobalMetadata header)", "clusters");
   s::ValidateOptions opt;
   opt.check_memory = false; // the ET says nothing of memory; the job's estimate is kept as it is
   const auto violations = s::validate(sch, opt);

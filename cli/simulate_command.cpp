@@ -1,6 +1,7 @@
 // `twinscale simulate`: lower a job, place it on the cluster's fabric and run it on the
 // SimGrid model (flow mode) or the analytical model; print iteration time, tokens/s,
 // TFLOP/s per GPU, MFU and where the time goes (aggregate and per pipeline stage).
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -17,11 +18,13 @@
 #include "cli/checked_options.hpp"
 #include "cli/commands.hpp"
 #include "cli/job_args.hpp"
+#include "config/cluster_file.hpp"
 #include "config/error.hpp"
 #include "config/gpu_speeds.hpp"
 #include "config/scenario.hpp"
 #include "schedules/binary_trace.hpp"
 #include "schedules/calibration_coverage.hpp"
+#include "schedules/output_file.hpp"
 #include "schedules/schedule.hpp"
 #include "schedules/trace.hpp"
 #include "sim/estimate.hpp"
@@ -90,6 +93,39 @@ std::string fixed(double v, int digits) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", digits, v);
   return buf;
+}
+
+/// A cluster file describes a design (servers, NICs, rails, switches) and a size; the
+/// fabric is built for the job's GPUs. When the job needs more GPUs than the file
+/// describes, say so: the run is on a larger machine of the same design, not on the file's.
+void explain_fabric_size(const std::string& cluster_name, int64_t job_gpus) {
+  const int64_t described = config::load_cluster(cluster_name).gpus;
+  if (described > 0 && job_gpus > described)
+    std::cerr << "twinscale simulate: note: cluster '" << cluster_name << "' describes " << described
+              << " GPUs; the job needs " << job_gpus << ", so the fabric is built for " << job_gpus
+              << " GPUs of the same server, NIC and switch design (a larger machine than the file's)\n";
+}
+
+/// A completed iteration must respect the hardware: a finite, positive time and an MFU of
+/// at most 100 % of the GPUs' peak. An answer past that comes from an input that makes
+/// the hardware faster than it is (speed factors > 1, a calibration table of impossibly
+/// fast kernels) or a device parameter out of range (peak_flops = 1e-300): refused,
+/// naming the inputs of this run that can cause it, before any output is written.
+void check_physics(const sim::SimReport& r, const SimulateArgs& a, const std::string& cluster_name) {
+  if (!r.completed) return;
+  const bool finite_time = std::isfinite(r.iteration_time_s) && r.iteration_time_s > 0;
+  if (finite_time && std::isfinite(r.mfu) && r.mfu <= 1.0) return;
+  std::string suspects = "the cluster '" + cluster_name + "' (its GPUs' peak_flops and memory bandwidth)";
+  if (!a.gpu_speed_file.empty()) suspects += ", --gpu-speed-file " + a.gpu_speed_file + " (factors above 1)";
+  if (!a.gpu_speed_dist.empty()) suspects += ", --gpu-speed-dist " + a.gpu_speed_dist;
+  if (a.slow_host_fraction > 0) suspects += ", --slow-host-factor";
+  if (!a.calibration_file.empty()) suspects += ", --calibration " + a.calibration_file + " (kernel times)";
+  const std::string what = !finite_time ? "an iteration time of " + std::to_string(r.iteration_time_s) + " s"
+                                        : "an MFU of " + fixed(100.0 * r.mfu, 1) + " %, above the GPUs' peak";
+  throw config::ConfigError("simulate: the result breaks physics: " + what +
+                            "; an input makes the hardware faster than it is or holds a value out of range — "
+                            "check " +
+                            suspects);
 }
 
 nlohmann::json breakdown_json(const sim::Breakdown& b) {
@@ -213,6 +249,15 @@ std::string report_table(const sim::SimReport& r, const schedules::Schedule& s, 
 }
 
 int run_simulate(const SimulateArgs& a) {
+  schedules::check_distinct_files({{"JOB", a.job.file()},
+                                   {"--cluster", a.cluster},
+                                   {"--gpu-speed-file", a.gpu_speed_file},
+                                   {"--faults", a.faults_file},
+                                   {"--calibration", a.calibration_file}},
+                                  {{"--trace", a.trace_file},
+                                   {"--per-rank-csv", a.per_rank_csv},
+                                   {"--link-csv", a.link_csv},
+                                   {"--run-dir", a.run_dir}});
   config::ScenarioSpec spec;
   spec.job = a.job.load();
   spec.job_source = a.job.source();
@@ -271,9 +316,11 @@ int run_simulate(const SimulateArgs& a) {
   scenario.check_fits();
   std::cerr << "twinscale simulate: " << schedule.world() << " ranks, " << schedule.programs.size()
             << " programs, fabric " << scenario.fabric().links().size() << " links; " << a.mode << " mode\n";
+  explain_fabric_size(cluster_name, schedule.world());
   const sim::SimReport r = scenario.simulate();
   std::cerr << "twinscale simulate: " << r.executed_ranks << " ranks executed, " << r.ops_executed << " ops, "
             << r.flows << " flows, wall " << fixed(r.wall_s, 3) << " s\n";
+  check_physics(r, a, cluster_name);
 
   if (!a.trace_file.empty() && !streamed) {
     if (schedules::is_binary_trace_path(a.trace_file)) {

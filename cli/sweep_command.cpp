@@ -27,6 +27,7 @@
 #include "cli/detail/plot_helper.hpp"
 #include "cli/job_args.hpp"
 #include "config/error.hpp"
+#include "schedules/output_file.hpp"
 #include "study/evaluate.hpp"
 #include "study/points.hpp"
 #include "study/report.hpp"
@@ -311,6 +312,10 @@ int run_sweep(const SweepArgs& a) {
 }
 
 int run_show(const ShowArgs& a) {
+  schedules::check_distinct_files(
+      {{"DB", a.db}},
+      {{"--csv", a.csv},
+       {"--plot", a.plot_dir.empty() ? "" : (std::filesystem::path(a.plot_dir) / "sweep.csv").string()}});
   const study::Store store(a.db);
   const auto info = store.info();
   const auto rows = store.rows();
@@ -328,8 +333,11 @@ int run_show(const ShowArgs& a) {
       std::cerr << "twinscale: scripts/plot_sweep.py not found; the CSV is " << csv << "\n";
       return 0;
     }
-    if (detail::run_python(script, {csv.string(), "--out", a.plot_dir}) != 0)
-      std::cerr << "twinscale: plotting failed (python3 with matplotlib needed); the CSV is " << csv << "\n";
+    const int rc = detail::run_python(script, {csv.string(), "--out", a.plot_dir});
+    if (rc == detail::kPlotWriteFailed)
+      throw schedules::OutputFileError(a.plot_dir + ": cannot write the plots (the cause is above); the CSV is " +
+                                       csv.string());
+    if (rc != 0) std::cerr << "twinscale: plotting failed (python3 with matplotlib needed); the CSV is " << csv << "\n";
   }
   return 0;
 }

@@ -15,6 +15,7 @@
 #include "config/error.hpp"
 #include "config/scenario.hpp"
 #include "schedules/limits.hpp"
+#include "schedules/output_file.hpp"
 #include "topology/analysis.hpp"
 #include "topology/ecmp_analysis.hpp"
 #include "topology/placement.hpp"
@@ -179,19 +180,7 @@ void print_table(const topology::Fabric& f, const topology::FabricAnalysis& a, s
 
 /// Writes `text` to `path` atomically (temporary file in the same folder, then rename).
 void write_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw config::ConfigError("--dot: cannot write '" + tmp + "'");
-    out << text;
-    if (!out.flush()) throw config::ConfigError("--dot: writing '" + tmp + "' failed");
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    throw config::ConfigError("--dot: cannot rename onto '" + path + "'");
-  }
+  schedules::write_output_file(path, text, "--dot graph");
 }
 
 std::string dot_text(const topology::Fabric& f) {

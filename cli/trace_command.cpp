@@ -12,6 +12,7 @@
 #include "cli/job_args.hpp"
 #include "config/error.hpp"
 #include "schedules/binary_trace.hpp"
+#include "schedules/output_file.hpp"
 #include "schedules/schedule.hpp"
 #include "schedules/trace.hpp"
 
@@ -24,6 +25,7 @@ struct ConvertArgs {
 };
 
 int convert(const ConvertArgs& a) {
+  schedules::check_distinct_files({{"IN", a.in}}, {{"OUT", a.out}});
   if (schedules::is_binary_trace_path(a.out))
     throw config::ConfigError("trace convert: " + a.out + " is a .tstrace; the output is a Chrome trace (.json)");
   const schedules::BinaryTraceReader reader(a.in);

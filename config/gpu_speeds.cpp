@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "config/error.hpp"
+#include "schedules/input_file.hpp"
 
 namespace twinscale::config {
 
@@ -141,11 +142,13 @@ std::vector<double> parse_gpu_speeds(const std::string& text, const std::string&
 
 std::vector<double> read_gpu_speed_file(const std::string& path, const topology::Fabric& fabric,
                                         const std::vector<int64_t>& gpu_of_rank) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError(path + ": cannot open the GPU speed file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_gpu_speeds(ss.str(), path, fabric, gpu_of_rank);
+  std::string text;
+  try { // a regular file of bounded size: /dev/zero, a FIFO or a directory is refused, not read
+    text = schedules::read_input_file(path, "GPU speed file", schedules::InputKind::Csv);
+  } catch (const schedules::InputFileError& e) {
+    throw ConfigError(e.what());
+  }
+  return parse_gpu_speeds(text, path, fabric, gpu_of_rank);
 }
 
 } // namespace twinscale::config

@@ -192,7 +192,127 @@ void TableReader::finish() const {
   }
 }
 
+namespace {
+
+/// The deepest table/array nesting `text` can build, found without recursion: table
+/// headers and dotted keys add one level per segment, inline tables and arrays one per
+/// bracket. Counted conservatively (a float's '.' counts as a segment too) so that no
+/// document toml++ builds is deeper than the figure; `line` is where the deepest starts.
+struct TomlNesting {
+  size_t depth = 0;
+  size_t line = 1;
+};
+
+TomlNesting toml_nesting(std::string_view text) {
+  struct Frame {
+    char kind;    // '[' array value or '{' inline table
+    size_t depth; // depth of the array's elements / the inline table's own level
+  };
+  std::vector<Frame> frames;
+  TomlNesting worst;
+  size_t header_depth = 0, value_depth = 0, dots = 0, line = 1;
+  bool line_start = true, in_header = false;
+  auto base = [&] { return frames.empty() ? header_depth : frames.back().depth; };
+  auto note = [&](size_t d) {
+    if (d > worst.depth) worst = {d, line};
+  };
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '"' || c == '\'') { // a string: skip to its end (multi-line when tripled)
+      const bool triple = text.substr(i, 3) == std::string(3, c);
+      const size_t open = triple ? 3 : 1;
+      size_t j = i + open;
+      while (j < text.size()) {
+        if (c == '"' && text[j] == '\\') {
+          j += 2;
+          continue;
+        }
+        if (text[j] == '\n') {
+          ++line;
+          if (!triple) break;
+        }
+        if (text[j] == c && (!triple || text.substr(j, 3) == std::string(3, c))) break;
+        ++j;
+      }
+      i = j + (triple ? 2 : 0);
+      line_start = false;
+      continue;
+    }
+    if (c == '#') { // a comment: to the end of the line
+      while (i + 1 < text.size() && text[i + 1] != '\n') ++i;
+      continue;
+    }
+    if (c == '\n') {
+      ++line;
+      if (frames.empty()) {
+        dots = 0;
+        line_start = true;
+        in_header = false;
+      }
+      continue;
+    }
+    if (c == ' ' || c == '\t' || c == '\r') continue;
+    const bool first = line_start;
+    line_start = false;
+    switch (c) {
+    case '.':
+      ++dots;
+      note(base() + dots + 1);
+      break;
+    case '=':
+      value_depth = base() + dots + 1;
+      note(value_depth);
+      dots = 0;
+      break;
+    case '[':
+      if (frames.empty() && (first || in_header)) { // a table header [a.b] or [[a.b]]
+        in_header = true;
+        header_depth = 0;
+        dots = 0;
+        break;
+      }
+      frames.push_back({'[', value_depth + 1});
+      value_depth = frames.back().depth;
+      note(value_depth);
+      dots = 0;
+      break;
+    case '{':
+      frames.push_back({'{', value_depth});
+      dots = 0;
+      break;
+    case ']':
+      if (frames.empty()) {
+        if (in_header && header_depth == 0) header_depth = dots + 1;
+        note(header_depth + 1);
+        dots = 0;
+        break;
+      }
+      [[fallthrough]];
+    case '}':
+      if (!frames.empty()) frames.pop_back();
+      if (!frames.empty() && frames.back().kind == '[') value_depth = frames.back().depth;
+      dots = 0;
+      break;
+    case ',':
+      dots = 0;
+      if (!frames.empty() && frames.back().kind == '[') value_depth = frames.back().depth;
+      break;
+    default: break;
+    }
+  }
+  return worst;
+}
+
+} // namespace
+
 toml::table parse_toml(std::string_view text, const std::string& file) {
+  if (text.size() > schedules::kMaxTomlBytes)
+    throw ConfigError(file + ": TOML document of " + std::to_string(text.size()) + " bytes is larger than the " +
+                      std::to_string(schedules::kMaxTomlBytes) + "-byte limit for hand-written TOML files");
+  if (const TomlNesting n = toml_nesting(text); n.depth > kMaxTomlNesting)
+    throw ConfigError(file + ":" + std::to_string(n.line) + ": TOML nesting of " + std::to_string(n.depth) +
+                      " levels (table headers, dotted keys, inline tables and arrays) is deeper than the limit of " +
+                      std::to_string(kMaxTomlNesting) + "; a configuration needs a handful");
   try {
     return toml::parse(text, file);
   } catch (const toml::parse_error& e) {

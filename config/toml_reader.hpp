@@ -89,7 +89,14 @@ private:
   static const toml::table empty_;
 };
 
+/// Deepest nesting a TOML document may have (segments of table headers and dotted keys,
+/// inline tables and arrays together). toml++ builds and frees tables recursively, so a
+/// 50,000-segment dotted key would overflow the stack; the configurations here use < 10.
+inline constexpr size_t kMaxTomlNesting = 64;
+
 /// Parses TOML text; a syntax error becomes a ConfigError naming file, line and column.
+/// Text larger than schedules::kMaxTomlBytes or nested deeper than kMaxTomlNesting is
+/// refused before parsing (a ConfigError naming the file, the line and the limit).
 toml::table parse_toml(std::string_view text, const std::string& file);
 /// Reads and parses a file; a missing file is a ConfigError.
 toml::table parse_toml_file(const std::string& path);

@@ -2,6 +2,7 @@
 #include "schedules/binary_trace.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -162,6 +163,11 @@ BinaryTraceWriter::BinaryTraceWriter(const std::string& path, const Schedule& sc
                                      size_t stage_events)
     : path_(path), tmp_(path + ".tmp." + std::to_string(::getpid())), source_(source), schedule_(schedule),
       stage_events_(std::clamp<size_t>(stage_events, 1, size_t{1} << 31)) {
+  struct stat st {};
+  if (::stat(path_.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    throw ScheduleError(path_ + ": a binary trace is written to a regular file (it is renamed into place and seeks "
+                                "back to its header), not a directory, device or FIFO");
+  temp_registration_ = std::make_unique<TempFileRegistration>(tmp_);
   file_ = std::fopen(tmp_.c_str(), "wb");
   if (file_ == nullptr)
     throw ScheduleError(path_ + ": cannot write (cannot create " + tmp_ + ": " + std::strerror(errno) + ")");
@@ -184,8 +190,15 @@ void BinaryTraceWriter::fail(const std::string& why) {
   throw ScheduleError(path_ + ": " + why);
 }
 
+namespace {
+std::string write_cause(int err) {
+  return err == ENOSPC || err == EDQUOT || err == EFBIG ? std::string("disk full (") + std::strerror(err) + ")"
+                                                        : std::strerror(err);
+}
+} // namespace
+
 void BinaryTraceWriter::write(const void* data, size_t bytes) {
-  if (std::fwrite(data, 1, bytes, file_) != bytes) fail(std::string("write failed: ") + std::strerror(errno));
+  if (std::fwrite(data, 1, bytes, file_) != bytes) fail("write failed: " + write_cause(errno));
   offset_ += bytes;
 }
 
@@ -302,11 +315,11 @@ void BinaryTraceWriter::finish() {
   h.events = events_;
   write(meta.data(), meta.size());
   if (std::fseek(file_, 0, SEEK_SET) != 0) fail("cannot seek to the header");
-  if (std::fwrite(&h, 1, sizeof h, file_) != sizeof h) fail(std::string("write failed: ") + std::strerror(errno));
+  if (std::fwrite(&h, 1, sizeof h, file_) != sizeof h) fail("write failed: " + write_cause(errno));
   const bool ok = std::fflush(file_) == 0 && std::ferror(file_) == 0;
   const bool closed = std::fclose(file_) == 0;
   file_ = nullptr;
-  if (!ok || !closed) fail(std::string("write failed: ") + std::strerror(errno));
+  if (!ok || !closed) fail("write failed: " + write_cause(errno));
   if (std::rename(tmp_.c_str(), path_.c_str()) != 0) fail("cannot rename " + tmp_ + " into place");
   finished_ = true;
 }

@@ -9,9 +9,11 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "schedules/interrupt.hpp"
 #include "schedules/layout.hpp"
 #include "schedules/op.hpp"
 #include "schedules/schedule.hpp"
@@ -88,6 +90,7 @@ private:
   std::vector<Staged> staged_, sorted_;
   std::vector<uint32_t> rank_next_; // drain's counting sort: each rank's next place in sorted_
   bool finished_ = false;
+  std::unique_ptr<TempFileRegistration> temp_registration_; // removed if a signal ends the process
 };
 
 /// Writes a whole in-memory trace (the backend's, or the simulator's chosen ranks).

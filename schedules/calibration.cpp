@@ -148,6 +148,18 @@ double executed_bytes(double bytes, int64_t divisor) {
   return std::max(4.0, std::ceil(bytes / static_cast<double>(divisor)));
 }
 
+double largest_buffer_bytes(const Op& op, int64_t divisor, double element_bytes) {
+  if (op.is_communication()) return executed_bytes(op.bytes, divisor);
+  const std::array<int64_t, 4> s = executed_shape(op, divisor);
+  auto d = [&](size_t i) { return static_cast<double>(std::max<int64_t>(s[i], 1)); };
+  double elements = d(0);
+  if (op.kind == OpKind::Gemm)
+    elements = std::max({d(0) * d(2), d(2) * d(1), d(0) * d(1)});
+  else if (op.kind == OpKind::Attention)
+    elements = std::max(d(1) * d(1), d(1) * d(2));
+  return elements * element_bytes;
+}
+
 namespace {
 
 /// The work of a kernel shape: the product of its positive dimensions (m·n·k of a GEMM,

@@ -123,6 +123,11 @@ struct CalibrationTable {
 std::array<int64_t, 4> executed_shape(const Op& op, int64_t divisor);
 /// The bytes it moves for a message of `bytes`: bytes / divisor rounded up, at least 4.
 double executed_bytes(double bytes, int64_t divisor);
+/// The largest single buffer an executor allocates for `op` at `divisor`, in bytes, with
+/// `element_bytes` per element: a GEMM's largest operand (m·k, k·n or m·n), an attention's
+/// score matrix or Q/K/V (s·s, s·d), an elementwise kernel's or optimizer's vector, a
+/// message's payload. Computed in double: no product of input sizes can wrap.
+double largest_buffer_bytes(const Op& op, int64_t divisor, double element_bytes);
 
 /// nccl-tests' bus-bandwidth factor (hardware.md): all-reduce 2(n−1)/n; all-gather,
 /// reduce-scatter, all-to-all (n−1)/n; broadcast, send/recv 1.

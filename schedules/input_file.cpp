@@ -56,12 +56,16 @@ std::string read_input_file(const std::string& path, const std::string& what, In
   if (!S_ISREG(st.st_mode))
     throw InputFileError(path + ": not a regular file; a " + what +
                          " must be a plain file (not a directory, device, FIFO or socket)");
-  const uint64_t limit = kind == InputKind::Toml ? kMaxTomlBytes : kMaxJsonBytes;
+  const uint64_t limit = kind == InputKind::Toml  ? kMaxTomlBytes
+                         : kind == InputKind::Csv ? kMaxCsvBytes
+                                                  : kMaxJsonBytes;
   const auto size = static_cast<uint64_t>(st.st_size);
   if (size > limit)
     throw InputFileError(path + ": " + what + " of " + mib(static_cast<double>(size)) + " is larger than the " +
                          mib(static_cast<double>(limit)) + " limit for " +
-                         (kind == InputKind::Toml ? "hand-written TOML files" : "JSON documents"));
+                         (kind == InputKind::Toml  ? "hand-written TOML files"
+                          : kind == InputKind::Csv ? "CSV tables"
+                                                   : "JSON documents"));
   if (kind == InputKind::Json) {
     const double dom = kJsonDomBytesPerTextByte * static_cast<double>(size);
     const double avail = available_memory_bytes();

@@ -17,6 +17,9 @@ inline constexpr uint64_t kMaxTomlBytes = uint64_t{4} << 20;
 /// Machine-written JSON (schedules, traces, calibration tables): 1 GiB. A 12,288-GPU
 /// GPT-175B schedule is about 60 MiB.
 inline constexpr uint64_t kMaxJsonBytes = uint64_t{1} << 30;
+/// Tables written by a run and read back (per-rank and link-load CSVs, GPU speed files):
+/// 256 MiB. The link CSV of a 12,288-GPU flow run is about 5 MiB.
+inline constexpr uint64_t kMaxCsvBytes = uint64_t{256} << 20;
 /// nlohmann-json's DOM takes up to about this many bytes of memory per byte of JSON text
 /// for the documents here (small objects of short numbers); used to refuse a document
 /// whose DOM would not fit the available memory.
@@ -28,10 +31,10 @@ public:
   explicit InputFileError(const std::string& what) : Error(what) {}
 };
 
-enum class InputKind : uint8_t { Toml, Json };
+enum class InputKind : uint8_t { Toml, Json, Csv };
 
 /// The whole of `path`, a `what` ("job file", "schedule"): must exist, be a regular file
-/// and hold at most kMaxTomlBytes / kMaxJsonBytes; a JSON document must also leave its DOM
+/// and hold at most kMaxTomlBytes / kMaxJsonBytes / kMaxCsvBytes; a JSON document must also leave its DOM
 /// room in available_memory_bytes(). Throws InputFileError saying which rule failed.
 std::string read_input_file(const std::string& path, const std::string& what, InputKind kind);
 

@@ -31,6 +31,18 @@ inline constexpr int64_t kMaxGlobalBatch = int64_t{1} << 24;
 /// Tokens of one micro-batch (micro_batch·seq_len): 2^31, the largest GEMM dimension
 /// cuBLAS takes as a 32-bit int.
 inline constexpr int64_t kMaxMicroBatchTokens = int64_t{1} << 31;
+/// One dimension of a GEMM's or an attention's shape: 2^31, the largest a cuBLAS or Eigen
+/// kernel takes as a 32-bit int; it also keeps every product of two dimensions (a GEMM
+/// operand m·k, an attention score matrix s·s) below 2^62, so no buffer size derived from
+/// a shape wraps.
+inline constexpr int64_t kMaxShapeDim = int64_t{1} << 31;
+/// The length of any other kernel's vector (an elementwise pass or an optimizer step over
+/// a rank's parameters, 2.7·10^9 for GPT-175B at tp 8, pp 8): 2^40, the bound on
+/// parameters; executors never multiply two of these dimensions.
+inline constexpr int64_t kMaxVectorElements = int64_t{1} << 40;
+/// The bound on each dimension of a kernel shape of `matrix_kernel` (GEMM, attention) or
+/// other kind.
+inline constexpr int64_t max_shape_dim(bool matrix_kernel) { return matrix_kernel ? kMaxShapeDim : kMaxVectorElements; }
 /// Ops of one rank's program: op indices are uint32 in the IR, the trace and the executor.
 inline constexpr int64_t kMaxOpsPerProgram = int64_t{1} << 31;
 

@@ -314,9 +314,13 @@ public:
     o.bytes = get<double>(j, "bytes", w);
     const json& shape = at(j, "shape", w);
     if (!shape.is_array() || shape.size() != 4) fail(w + ".shape", "expected an array of 4 integers");
+    const bool matrix = o.kind == OpKind::Gemm || o.kind == OpKind::Attention;
     for (size_t i = 0; i < 4; ++i) {
-      if (!shape[i].is_number_integer() || shape[i].get<int64_t>() < 0)
-        fail(w + ".shape[" + std::to_string(i) + "]", "expected an integer ≥ 0");
+      if (!shape[i].is_number_integer() || shape[i].get<int64_t>() < 0 ||
+          shape[i].get<int64_t>() > max_shape_dim(matrix))
+        fail(w + ".shape[" + std::to_string(i) + "]",
+             matrix ? "expected an integer in [0, 2^31] (the largest GEMM or attention dimension an executor takes)"
+                    : "expected an integer in [0, 2^40] (the longest vector a kernel of this kind takes)");
       o.shape[i] = shape[i].get<int64_t>();
     }
     o.labels.iteration = get<int32_t>(j, "iteration", w);

@@ -9,13 +9,17 @@
 // than an eight-rank one.
 #include "schedules/validate.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 #include <sstream>
 #include <tuple>
 
+#include "schedules/calibration.hpp"
 #include "schedules/detail/abstract_execution.hpp"
 #include "schedules/execution_rules.hpp"
+#include "schedules/limits.hpp"
 #include "schedules/nccl_order.hpp"
 
 namespace twinscale::schedules {
@@ -61,6 +65,14 @@ bool is_pp_symmetric(const Schedule& s) {
 }
 
 namespace {
+
+double dtype_bytes(DType d) {
+  switch (d) {
+  case DType::FP8: return 1;
+  case DType::BF16: return 2;
+  default: return 4;
+  }
+}
 
 std::string mib(double bytes) {
   std::ostringstream os;
@@ -146,6 +158,20 @@ public:
                     (d == i ? " (itself)" : " which comes later: a forward dependency, so a cycle is possible"));
             ok = false;
           }
+        const bool matrix = op.kind == OpKind::Gemm || op.kind == OpKind::Attention;
+        if (!std::all_of(op.shape.begin(), op.shape.end(),
+                         [matrix](int64_t d) { return d >= 0 && d <= max_shape_dim(matrix); })) {
+          add(ViolationKind::Structure, rank, idx,
+              "shape {" + std::to_string(op.shape[0]) + ", " + std::to_string(op.shape[1]) + ", " +
+                  std::to_string(op.shape[2]) + ", " + std::to_string(op.shape[3]) + "} has a dimension outside [0, " +
+                  (matrix ? "2^31], the largest GEMM or attention dimension" : "2^40], the longest vector") +
+                  " an executor takes");
+          ok = false;
+        }
+        if (!(std::isfinite(op.bytes) && op.bytes >= 0 && std::isfinite(op.flops) && op.flops >= 0)) {
+          add(ViolationKind::Structure, rank, idx, "bytes and flops must be finite and ≥ 0");
+          ok = false;
+        }
         if (static_cast<int>(op.stream) >= kStreamCount) {
           add(ViolationKind::Structure, rank, idx, "unknown stream");
           ok = false;
@@ -196,6 +222,20 @@ public:
         add(ViolationKind::Memory, s_.layout.rank({0, 0, static_cast<int64_t>(p)}), -1,
             "pipeline stage " + std::to_string(p) + " needs " + mib(total) + " per GPU, more than the " +
                 mib(o_.gpu_memory_bytes) + " it has");
+    }
+    // one op's own buffer (a GEMM operand, a message) must fit the GPU by itself
+    for (size_t p = 0; p < s_.programs.size() && !full(); ++p) {
+      const int64_t rank = first_rank_of_program(p);
+      if (rank < 0) continue;
+      const Program& prog = s_.programs[p];
+      for (size_t i = 0; i < prog.ops.size() && !full(); ++i) {
+        const Op& op = prog.ops[i];
+        const double bytes = largest_buffer_bytes(op, 1, dtype_bytes(op.dtype));
+        if (bytes > o_.gpu_memory_bytes)
+          add(ViolationKind::Memory, rank, static_cast<int64_t>(i),
+              std::string(op.is_communication() ? "a message of " : "a kernel buffer of ") + mib(bytes) +
+                  ", more than the " + mib(o_.gpu_memory_bytes) + " of GPU memory");
+      }
     }
   }
 

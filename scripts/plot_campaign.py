@@ -5,12 +5,32 @@
   plot_campaign.py --sweep tune_checkpoint.csv --out DIR    -> DIR/ettr_vs_interval.png
 
 The CSVs are written by the CLI (columns documented in cli/detail/fault_report.hpp).
-Exits 3 with a message if matplotlib is not installed (the CSVs stay usable).
+Exits 3 with a message if matplotlib is not installed (the CSVs stay usable), 4 if a
+PNG cannot be written (no partial PNG or temporary file is left).
 """
 import argparse
 import csv
+import errno
 import os
 import sys
+
+
+def save(fig, target, **kwargs):
+    """Writes the PNG under a temporary name, then renames it into place. On a failure (a
+    full disk, a quota) neither a partial PNG nor the temporary file is left; exits 4
+    naming the file and the cause."""
+    tmp = target + ".tmp.png"
+    try:
+        fig.savefig(tmp, **kwargs)
+        os.replace(tmp, target)
+    except OSError as e:
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
+        why = "disk full" if e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG) else e.strerror
+        print(f"cannot write {target}: {why}", file=sys.stderr)
+        sys.exit(4)
 
 
 def read_csv(path):
@@ -31,8 +51,7 @@ def plot_states(plt, path, out_dir):
     ax.invert_yaxis()
     fig.tight_layout()
     target = os.path.join(out_dir, "campaign_states.png")
-    fig.savefig(target + ".tmp.png", dpi=120)
-    os.replace(target + ".tmp.png", target)
+    save(fig, target, dpi=120)
     print(f"wrote {target}", file=sys.stderr)
 
 
@@ -60,8 +79,7 @@ def plot_sweep(plt, path, out_dir):
     ax.set_title("ETTR vs checkpoint interval")
     fig.tight_layout()
     target = os.path.join(out_dir, "ettr_vs_interval.png")
-    fig.savefig(target + ".tmp.png", dpi=120)
-    os.replace(target + ".tmp.png", target)
+    save(fig, target, dpi=120)
     print(f"wrote {target}", file=sys.stderr)
 
 

@@ -7,10 +7,12 @@ writes (columns documented in study/report.hpp):
                                          -> DIR/sweep_axes.png    (MFU by value of each axis:
                                             every feasible point, the best per value marked)
 
-Exits 3 with a message if matplotlib is not installed (the CSV stays usable).
+Exits 3 with a message if matplotlib is not installed (the CSV stays usable), 4 if a PNG
+cannot be written (no partial PNG or temporary file is left).
 """
 import argparse
 import csv
+import errno
 import os
 import sys
 
@@ -18,6 +20,24 @@ FIXED = {"id", "status", "reason", "gpus", "tp", "pp", "vpp", "dp", "micro_batch
          "gpu_memory_gb", "ops", "mode", "iteration_time_s", "tokens_per_s", "tflops_per_gpu", "mfu", "compute_s",
          "exposed_tp_s", "exposed_pp_s", "exposed_dp_s", "bubble_s", "flow_status", "flow_iteration_time_s",
          "flow_mfu", "flow_exposed_dp_s", "twinscale_version"}
+
+
+def save(fig, target, **kwargs):
+    """Writes the PNG under a temporary name, then renames it into place. On a failure (a
+    full disk, a quota) neither a partial PNG nor the temporary file is left; exits 4
+    naming the file and the cause."""
+    tmp = target + ".tmp.png"
+    try:
+        fig.savefig(tmp, **kwargs)
+        os.replace(tmp, target)
+    except OSError as e:
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
+        why = "disk full" if e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG) else e.strerror
+        print(f"cannot write {target}: {why}", file=sys.stderr)
+        sys.exit(4)
 
 
 def main():
@@ -62,7 +82,7 @@ def main():
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(os.path.join(a.out, "sweep_pareto.png"), dpi=120, metadata={"Software": None})
+    save(fig, os.path.join(a.out, "sweep_pareto.png"), dpi=120, metadata={"Software": None})
 
     if axes:
         cols = min(3, len(axes))
@@ -87,7 +107,7 @@ def main():
         for k in range(len(axes), nrows * cols):
             axs[k // cols][k % cols].axis("off")
         fig.tight_layout()
-        fig.savefig(os.path.join(a.out, "sweep_axes.png"), dpi=110, metadata={"Software": None})
+        save(fig, os.path.join(a.out, "sweep_axes.png"), dpi=110, metadata={"Software": None})
 
 
 if __name__ == "__main__":

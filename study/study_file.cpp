@@ -76,7 +76,7 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -138,20 +138,18 @@ std::string join(const std::vector<std::string>& v) {
   return s;
 }
 
-/// A job or cluster reference: a preset name stays as is, a path resolves against `dir`.
-std::string resolve(const std::string& ref, const std::string& kind, const std::filesystem::path& dir) {
-  for (const auto& n : config::preset_names(kind))
-    if (n == ref) return ref;
-  std::filesystem::path p(ref);
-  if (p.is_relative() && !dir.empty()) p = dir / p;
-  return p.lexically_normal().string();
+/// A job, cluster, fault or recovery reference under the path rule of every document that
+/// names another (config::resolve_document_reference): a preset name stays as is, a file
+/// must lie in the study file's folder (no "../", no absolute path elsewhere, no device).
+std::string resolve(const std::string& file, const std::string& key, const std::string& ref, const std::string& kind) {
+  return config::resolve_document_reference(file, ref, key, kind);
 }
 
 [[noreturn]] void fail(const std::string& file, const std::string& key, const std::string& why) {
   throw config::ConfigError(file + ": key '" + key + "' " + why);
 }
 
-Axis read_axis(const AxisDef& d, const toml::node& node, const std::string& file, const std::filesystem::path& dir) {
+Axis read_axis(const AxisDef& d, const toml::node& node, const std::string& file) {
   const std::string key = std::string("axes.") + d.name;
   const toml::array* arr = node.as_array();
   if (!arr) fail(file, key, "must be an array of values, e.g. " + key.substr(5) + " = [...]");
@@ -194,19 +192,19 @@ Axis read_axis(const AxisDef& d, const toml::node& node, const std::string& file
       if (!d.choices.empty() && std::find(d.choices.begin(), d.choices.end(), *v) == d.choices.end())
         fail(file, at, "is \"" + *v + "\"; valid values: " + join(d.choices));
       std::string s = *v;
-      if (a.name == "job") s = resolve(s, "jobs", dir);
-      if (a.name == "cluster") s = resolve(s, "clusters", dir);
+      if (a.name == "job") s = resolve(file, at, s, "jobs");
+      if (a.name == "cluster") s = resolve(file, at, s, "clusters");
       a.values.emplace_back(s);
       break;
     }
     }
   }
+  std::map<Value, size_t> first; // distinct values, in n log n (a pairwise check of 10^5 values took 10 s)
   for (size_t i = 0; i < a.values.size(); ++i)
-    for (size_t j = 0; j < i; ++j)
-      if (a.values[i] == a.values[j])
-        fail(file, key + "[" + std::to_string(i) + "]",
-             "repeats the value " + to_text(a.values[i]) + " of [" + std::to_string(j) +
-                 "]; axis values must be distinct");
+    if (const auto [at, fresh] = first.emplace(a.values[i], i); !fresh)
+      fail(file, key + "[" + std::to_string(i) + "]",
+           "repeats the value " + to_text(a.values[i]) + " of [" + std::to_string(at->second) +
+               "]; axis values must be distinct");
   return a;
 }
 
@@ -238,7 +236,6 @@ const std::vector<std::string>& axis_names() {
 
 StudySpec parse_study(std::string_view text, const std::string& file) {
   const toml::table root = config::parse_toml(text, file);
-  const std::filesystem::path dir = std::filesystem::path(file).parent_path();
   config::TableReader top(root, file);
   StudySpec s;
   s.file = file;
@@ -246,9 +243,8 @@ StudySpec parse_study(std::string_view text, const std::string& file) {
   if (s.name.empty()) top.fail("name", "is empty; give the study a name");
 
   config::TableReader b = top.table("base", true);
-  s.job = resolve(b.get_string("job"), "jobs", dir);
-  const std::string cluster = b.get_string("cluster", std::string());
-  s.cluster = cluster.empty() ? cluster : resolve(cluster, "clusters", dir);
+  s.job = resolve(file, "base.job", b.get_string("job"), "jobs");
+  s.cluster = resolve(file, "base.cluster", b.get_string("cluster", std::string()), "clusters");
   s.gpus = b.get_int("gpus", 0, 0);
   s.global_batch = b.get_int("global_batch", 0, 0);
   s.placement = enum_name(topology::kPlacementPolicyNames,
@@ -280,7 +276,7 @@ StudySpec parse_study(std::string_view text, const std::string& file) {
                                 "'; valid axes: " + join(axis_names()));
   }
   for (const auto& d : axis_defs())
-    if (const toml::node* n = axes->get(d.name)) s.axes.push_back(read_axis(d, *n, file, dir));
+    if (const toml::node* n = axes->get(d.name)) s.axes.push_back(read_axis(d, *n, file));
   if (s.axes.empty())
     throw config::ConfigError(file + ": key 'axes' has no axis; vary at least one of: " + join(axis_names()));
 
@@ -304,8 +300,8 @@ StudySpec parse_study(std::string_view text, const std::string& file) {
   e.finish();
 
   config::TableReader c = top.table("campaign");
-  s.faults = resolve(c.get_string("faults", s.faults), "faults", dir);
-  s.recovery = resolve(c.get_string("recovery", s.recovery), "recovery", dir);
+  s.faults = resolve(file, "campaign.faults", c.get_string("faults", s.faults), "faults");
+  s.recovery = resolve(file, "campaign.recovery", c.get_string("recovery", s.recovery), "recovery");
   s.days = c.get_double("days", 28.0, 1e-6, 36500);
   s.seeds = c.get_int("seeds", 4, 1, 1000);
   s.campaign_seed = static_cast<uint64_t>(c.get_int("seed", 1, 0));
@@ -321,11 +317,7 @@ StudySpec parse_study(std::string_view text, const std::string& file) {
 }
 
 StudySpec load_study(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw config::ConfigError(path + ": cannot open study file");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parse_study(ss.str(), path);
+  return parse_study(config::read_config_file(path, "study file"), path); // a regular file of ≤ 4 MiB
 }
 
 } // namespace twinscale::study

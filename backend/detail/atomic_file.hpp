@@ -1,5 +1,6 @@
-// Atomic file writes: a temp file next to the target, fsync, rename, fsync of the
-// directory. Readers see the old file or the complete new one, never a prefix.
+// Atomic file writes under the one output policy (schedules/output_file.hpp): a temp
+// file next to the target, fsync, rename, fsync of the directory. Readers see the old
+// file or the complete new one, never a prefix.
 #pragma once
 
 #include <string>

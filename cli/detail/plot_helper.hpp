@@ -10,6 +10,10 @@
 
 namespace twinscale::cli::detail {
 
+/// The exit status of a plotting script that could not write a PNG (a full disk): it has
+/// removed its temporary file and named the cause; the command fails with it.
+inline constexpr int kPlotWriteFailed = 4;
+
 /// scripts/NAME in the tree above the executable, else in the source tree it was
 /// configured from; empty when absent.
 std::filesystem::path find_script(const std::string& name);

@@ -1,5 +1,6 @@
 #include "sim/detail/forked_run.hpp"
 
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -7,9 +8,11 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <stdexcept>
 
 #include "schedules/error.hpp"
+#include "schedules/interrupt.hpp"
 #include "sim/error.hpp"
 #include "topology/fabric.hpp"
 
@@ -27,8 +30,17 @@ void write_all(int fd, const std::string& data) {
   }
 }
 
-[[noreturn]] void child(int fd, const std::function<std::string()>& body) {
-  for (int sig : {SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL, SIGTERM, SIGINT}) std::signal(sig, SIG_DFL);
+[[noreturn]] void child(int fd, const std::function<std::string()>& body, pid_t parent) {
+  for (int sig : {SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL}) std::signal(sig, SIG_DFL);
+  // SIGINT/SIGTERM/SIGHUP (forwarded by the parent, or from the terminal) remove this
+  // process's temporary files and end it quietly; the parent reports the interruption.
+  schedules::reset_interrupts_in_child();
+  ::prctl(PR_SET_PDEATHSIG, SIGTERM); // the parent killed outright (SIGKILL): end too, no orphan
+  if (::getppid() != parent) ::_exit(128 + SIGTERM);
+  sigset_t interrupts; // blocked by the parent around fork()
+  sigemptyset(&interrupts);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&interrupts, sig);
+  ::pthread_sigmask(SIG_UNBLOCK, &interrupts, nullptr);
   char tag = 'R';
   std::string payload;
   try {
@@ -62,15 +74,22 @@ std::string run_forked(const std::function<std::string()>& body, const std::stri
   if (::pipe(fds) != 0) throw SimError(what + ": cannot create a pipe for the SimGrid process");
   std::fflush(stdout);
   std::fflush(stderr);
-  const pid_t pid = ::fork();
+  const pid_t parent = ::getpid();
+  std::optional<schedules::ChildRegistration> registered; // signals reach the child while it runs
+  pid_t pid = -1;
+  {
+    const schedules::SignalBlock block; // no signal between fork() and the registration
+    pid = ::fork();
+    if (pid == 0) {
+      ::close(fds[0]);
+      child(fds[1], body, parent); // unblocks the signals once it is set up
+    }
+    if (pid > 0) registered.emplace(pid);
+  }
   if (pid < 0) {
     ::close(fds[0]);
     ::close(fds[1]);
     throw SimError(what + ": cannot fork the SimGrid process");
-  }
-  if (pid == 0) {
-    ::close(fds[0]);
-    child(fds[1], body);
   }
   ::close(fds[1]);
   std::string data;
@@ -84,6 +103,8 @@ std::string run_forked(const std::function<std::string()>& body, const std::stri
   ::close(fds[0]);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+  registered.reset();
+  schedules::throw_if_interrupted(); // the child was stopped: report that, not its missing result
   if (data.empty()) {
     const std::string why = WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status))
                                                 : "exit status " + std::to_string(WEXITSTATUS(status));

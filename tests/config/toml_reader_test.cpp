@@ -28,3 +28,29 @@ TEST_CASE("range and type errors name the key and the valid range", "[config][ba
   CHECK_THROWS_WITH(r.get_int("tp", std::nullopt, 1), Catch::Contains("key 'tp' is 0; must be in [1, "));
   CHECK_THROWS_WITH(r.get_string("name"), Catch::Contains("key 'name' must be a string, got an integer"));
 }
+
+TEST_CASE("a 50,000-segment dotted table header or key is refused before parsing, naming the limit",
+          "[config][bad-input]") {
+  std::string deep = "a";
+  for (int i = 0; i < 50000; ++i) deep += ".a";
+  CHECK_THROWS_WITH(config::parse_toml("[" + deep + "]\nx = 1\n", "deep.toml"),
+                    Catch::Contains("deep.toml:1: TOML nesting of") && Catch::Contains("limit of 64"));
+  CHECK_THROWS_WITH(config::parse_toml("[t]\n" + deep + " = 1\n", "key.toml"),
+                    Catch::Contains("key.toml:2: TOML nesting of"));
+  CHECK_THROWS_WITH(config::parse_toml("x = {" + deep + " = 1}\n", "inline.toml"),
+                    Catch::Contains("inline.toml:1: TOML nesting"));
+  std::string arrays(5000, '[');
+  CHECK_THROWS_WITH(config::parse_toml("x = " + arrays + "\n", "arr.toml"),
+                    Catch::Contains("arr.toml:1: TOML nesting"));
+}
+
+TEST_CASE("nesting below the limit parses, and dots inside strings and numbers do not count", "[config]") {
+  std::string key = "a";
+  for (int i = 0; i < 40; ++i) key += ".b";
+  const std::string dotted_string = "\"" + std::string(500, '.') + "\"";
+  const toml::table t = config::parse_toml("[" + key + "]\nx = " + dotted_string + "\ny = 1.5\n[c]\n\"q.q\" = 'a.b'\n" +
+                                               "z = \"\"\"\n" + std::string(200, '.') + "\n\"\"\"\n",
+                                           "ok.toml");
+  CHECK(t.contains("a"));
+  CHECK(t["c"]["q.q"].value_or(std::string()) == "a.b");
+}

@@ -368,3 +368,21 @@ TEST_CASE("Imported Chakra ET sets run on 8 CPU ranks (twinscale run --schedule)
   }
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("import-chakra refuses a header naming a cluster outside the ET set's folder", "[formats][chakra][cli]") {
+  const auto dir = test::scratch_dir("chakra-path");
+  s::Schedule sch = s::lower(config::load_job_preset("tiny-1f1b"));
+  for (const std::string& cluster : {std::string("../../../etc/passwd"), std::string("/etc/shadow")}) {
+    sch.job.cluster = cluster;
+    const auto files = formats::export_chakra(sch);
+    for (size_t i = 0; i < files.size(); ++i)
+      test::write_text(formats::chakra_file_name((dir / "evil").string(), static_cast<int64_t>(i)), files[i]);
+    const auto r = test::run_cli_split(
+        "schedule import-chakra " + (dir / "evil").string() + " --out " + (dir / "evil.json").string(), dir);
+    INFO(r.err);
+    CHECK(r.code == 1);
+    CHECK(r.says("job.cluster (GlobalMetadata header)"));
+    CHECK(r.says("points outside the document's folder"));
+    CHECK_FALSE(std::filesystem::exists(dir / "evil.json"));
+  }
+}

@@ -1,0 +1,186 @@
+#include "schedules/output_file.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include "schedules/interrupt.hpp"
+
+namespace twinscale::schedules {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string cause(int err) {
+  if (err == ENOSPC || err == EDQUOT || err == EFBIG) return std::string("disk full (") + std::strerror(err) + ")";
+  return std::strerror(err);
+}
+
+std::string mib(double bytes) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.1f MiB", bytes / 1048576.0);
+  return buf;
+}
+
+} // namespace
+
+OutputFile::OutputFile(std::string path, std::string what, double size_hint)
+    : path_(std::move(path)), what_(std::move(what)), target_(path_) {
+  if (path_.empty()) throw OutputFileError("an empty path was given for the " + what_);
+  struct stat st {};
+  if (::stat(path_.c_str(), &st) == 0) {
+    if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) { // a device or a pipe: written in place
+      fd_ = ::open(path_.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+      if (fd_ < 0 && errno == ENXIO)
+        throw OutputFileError(path_ + ": cannot write " + what_ + ": a FIFO with no reader");
+      if (fd_ < 0) fail("open", errno);
+      ::fcntl(fd_, F_SETFL, 0);
+      in_place_ = true;
+      return;
+    }
+    if (!S_ISREG(st.st_mode))
+      throw OutputFileError(path_ + ": cannot write " + what_ + ": " +
+                            (S_ISDIR(st.st_mode) ? "a directory" : "not a regular file, a character device or a FIFO") +
+                            " is in the way; name a file");
+    std::error_code ec;
+    const fs::path real = fs::canonical(path_, ec); // through a symbolic link: replace its target
+    if (!ec) target_ = real.string();
+  }
+  const fs::path dir = fs::path(target_).parent_path();
+  if (size_hint > 0) {
+    struct statvfs vfs {};
+    if (::statvfs(dir.empty() ? "." : dir.c_str(), &vfs) == 0) {
+      const double free = static_cast<double>(vfs.f_bavail) * static_cast<double>(vfs.f_frsize);
+      if (size_hint > free)
+        throw OutputFileError(path_ + ": cannot write " + what_ + ": disk full (" + mib(size_hint) + " needed, " +
+                              mib(free) + " free)");
+    }
+  }
+  tmp_ = target_ + ".tmp." + std::to_string(::getpid());
+  registration_ = std::make_unique<TempFileRegistration>(tmp_);
+  fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) {
+    const int err = errno;
+    registration_.reset();
+    throw OutputFileError(path_ + ": cannot write " + what_ + ": cannot create " + tmp_ + " (" + cause(err) + ")");
+  }
+}
+
+OutputFile::~OutputFile() { discard(); }
+
+void OutputFile::discard() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  if (!tmp_.empty()) ::unlink(tmp_.c_str());
+  tmp_.clear();
+  registration_.reset();
+}
+
+void OutputFile::fail(const std::string& step, int err) {
+  discard();
+  throw OutputFileError(path_ + ": cannot write " + what_ + " (" + step + "): " + cause(err));
+}
+
+void OutputFile::write(std::string_view data) {
+  if (fd_ < 0) throw OutputFileError(path_ + ": " + what_ + " written after it was closed");
+  size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t n = ::write(fd_, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) fail("write", errno);
+    if (n == 0) fail("write", ENOSPC);
+    done += static_cast<size_t>(n);
+  }
+}
+
+void OutputFile::commit() {
+  if (fd_ < 0) throw OutputFileError(path_ + ": " + what_ + " committed twice");
+  if (in_place_) {
+    const int rc = ::close(fd_);
+    fd_ = -1;
+    if (rc != 0) fail("close", errno);
+    return;
+  }
+  if (::fsync(fd_) != 0 && errno != EINVAL) fail("fsync", errno);
+  const int rc = ::close(fd_);
+  fd_ = -1;
+  if (rc != 0) fail("close", errno);
+  if (::rename(tmp_.c_str(), target_.c_str()) != 0) fail("rename into place", errno);
+  tmp_.clear();
+  registration_.reset();
+  const fs::path dir = fs::path(target_).parent_path();
+  const int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+}
+
+void write_output_file(const std::string& path, std::string_view content, const std::string& what) {
+  OutputFile out(path, what, static_cast<double>(content.size()));
+  out.write(content);
+  out.commit();
+}
+
+namespace {
+
+struct Identity {
+  bool exists = false;
+  bool device = false;
+  dev_t dev = 0;
+  ino_t ino = 0;
+  std::string canonical;
+};
+
+Identity identify(const std::string& path) {
+  Identity id;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) {
+    id.exists = true;
+    id.device = S_ISCHR(st.st_mode);
+    id.dev = st.st_dev;
+    id.ino = st.st_ino;
+  }
+  std::error_code ec;
+  id.canonical = fs::weakly_canonical(fs::absolute(path, ec), ec).string();
+  return id;
+}
+
+bool same(const Identity& a, const Identity& b) {
+  if (a.device || b.device) return false;
+  if (a.exists && b.exists) return a.dev == b.dev && a.ino == b.ino;
+  return a.canonical == b.canonical;
+}
+
+} // namespace
+
+void check_distinct_files(const std::vector<NamedPath>& inputs, const std::vector<NamedPath>& outputs) {
+  std::vector<std::pair<const NamedPath*, Identity>> in, out;
+  for (const auto& p : inputs) {
+    if (p.path.empty()) continue;
+    Identity id = identify(p.path);
+    if (id.exists) in.emplace_back(&p, std::move(id)); // an input that is no file (a preset name) cannot be lost
+  }
+  for (const auto& p : outputs) {
+    if (p.path.empty()) continue;
+    const Identity id = identify(p.path);
+    for (const auto& [other, oid] : in)
+      if (same(id, oid))
+        throw OutputFileError(p.name + " " + p.path + ": the same file as the input " + other->name + " " +
+                              other->path + "; writing it would destroy the input; choose another output name");
+    for (const auto& [other, oid] : out)
+      if (same(id, oid))
+        throw OutputFileError(p.name + " " + p.path + ": the same file as " + other->name + " " + other->path +
+                              "; one output would replace the other; give each output its own name");
+    out.emplace_back(&p, id);
+  }
+}
+
+} // namespace twinscale::schedules

@@ -1,0 +1,81 @@
+// Answers that break physics or the run are refused, naming the inputs that cause them: an MFU
+// above 100 % (every GPU made 8× faster by a speed file) and an infinite iteration time
+// (a cluster whose GPU has peak_flops = 1e-300), both of which exited 0 with the figure, and a
+// diagnose --world larger than the run (findings for ranks that never existed).
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include "tests/cli_runner.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using twinscale::test::CliOutput;
+using twinscale::test::write_text;
+
+fs::path scratch() { return twinscale::test::scratch_dir("physics"); }
+
+CliOutput run(const std::string& args) { return twinscale::test::run_cli_split(args, scratch()); }
+
+} // namespace
+
+TEST_CASE("physics: an MFU above 100 % is refused naming the GPU speed file", "[cli][physics]") {
+  const fs::path speeds = scratch() / "fast.csv";
+  std::string text;
+  for (int s = 0; s < 128; ++s) text += "server," + std::to_string(s) + ",8\n"; // llama3-8b: 128 servers
+  write_text(speeds, text);
+  const CliOutput r = run("simulate --preset llama3-8b --mode analytic --gpu-speed-file " + speeds.string());
+  CHECK(r.code == 1);
+  CHECK(r.says("the result breaks physics: an MFU of"));
+  CHECK(r.says("above the GPUs' peak"));
+  CHECK(r.says("--gpu-speed-file " + speeds.string()));
+  CHECK(r.out.empty());
+}
+
+TEST_CASE("physics: an infinite iteration time is refused naming the cluster", "[cli][physics]") {
+  std::ifstream in(std::string(TWINSCALE_SOURCE_DIR) + "/presets/clusters/tiny-2tier.toml");
+  std::string cluster((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string model = "model = \"A100-SXM-80GB\"\n";
+  const auto at = cluster.find(model);
+  REQUIRE(at != std::string::npos);
+  cluster.insert(at + model.size(), "peak_flops = 1e-300\n");
+  const fs::path file = scratch() / "slow.toml";
+  write_text(file, cluster);
+  const CliOutput r = run("simulate --preset tiny-1f1b --mode analytic --cluster " + file.string());
+  CHECK(r.code == 1);
+  CHECK(r.says("the result breaks physics: an iteration time of inf s"));
+  CHECK(r.says("the cluster '"));
+}
+
+TEST_CASE("physics: diagnose --world must match the run's trace", "[cli][physics]") {
+  const fs::path dir = scratch() / "hung";
+  fs::remove_all(dir);
+  run("simulate --preset tiny-1f1b --mode analytic --every-rank --hang-rank 3 --run-dir " + dir.string() + " --trace " +
+      (dir / "trace.json").string());
+  REQUIRE(fs::exists(dir / "trace.json"));
+  CliOutput r = run("diagnose " + dir.string() + " --world 1048576");
+  CHECK(r.code == 1);
+  CHECK(r.says("--world 1048576: the run's trace in " + dir.string() + " holds 8 ranks"));
+  r = run("diagnose " + dir.string() + " --world 8");
+  CHECK(r.code == 4); // the hang's findings, as without --world
+  CHECK(r.out.find("diagnosis of " + dir.string() + ": 8 ranks") != std::string::npos);
+}
+
+TEST_CASE("physics: a job larger than its cluster file is explained", "[cli][physics]") {
+  std::ifstream in(std::string(TWINSCALE_SOURCE_DIR) + "/presets/clusters/tiny-2tier.toml");
+  std::string cluster((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto at = cluster.find("gpus = 32\n");
+  REQUIRE(at != std::string::npos);
+  cluster.replace(at, 10, "gpus = 8\n");
+  const fs::path file = scratch() / "eight.toml";
+  write_text(file, cluster);
+  const CliOutput r =
+      run("simulate --preset tiny-1f1b --mode analytic --gpus 64 --global-batch 64 --cluster " + file.string());
+  CHECK(r.code == 0);
+  CHECK(r.says("note: cluster '" + file.string() + "' describes 8 GPUs; the job needs 64"));
+}
