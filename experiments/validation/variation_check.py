@@ -3,7 +3,7 @@
 --speed-variation scales the one executed pipeline by the job's slowest GPU factor
 (sim/speed_variation.hpp); --every-rank --gpu-speed-dist normal:SIGMA executes every rank
 at its own drawn speed. The two use different random streams, so they are compared as
-means over seeds: the shortcut must stay within 2 % of the full execution (issue #9).
+means over seeds: the shortcut must stay within 2 % of the full execution.
 
 Usage: python3 experiments/validation/variation_check.py OUTDIR [--rows 18.4B,39.1B] [--seeds 8]
 Needs OUTDIR/jobs/<row>.toml from study.py (run.sh writes them). Writes
