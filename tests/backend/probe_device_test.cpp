@@ -168,10 +168,12 @@ TEST_CASE("probe child: a collective's time depends on which member arrives last
         continue;
       }
       ++collectives;
-      // Either arrival order alone would give ~0 or ~3 ms; the entry is their average.
+      // Either arrival order alone would give ~0 or ~3 ms; the entry is their average
+      // (~1.5 ms). The upper bound leaves room for a second test process on a 2-core CI
+      // machine (seen at 2.4-2.6 ms) while staying below the 3 ms of one order alone.
       CHECK(c.samples % 2 == 0);
       CHECK(c.seconds > 0.9e-3);
-      CHECK(c.seconds < 2.4e-3);
+      CHECK(c.seconds < 2.85e-3);
     }
     CHECK(collectives > 0);
   }

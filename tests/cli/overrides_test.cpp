@@ -11,7 +11,7 @@ using twinscale::test::run_cli_split;
 using twinscale::test::scratch_dir;
 using twinscale::test::write_text;
 
-TEST_CASE("--gpus on a job file is applied before the file's own divisibility checks", "[cli][overrides]") {
+TEST_CASE("overrides: --gpus on a job file is applied before the file's own divisibility checks", "[cli][overrides]") {
   const auto dir = scratch_dir("overrides-gpus");
   // llama3-8b with tp = 1: at the file's 1,024 GPUs dp = 1024 does not divide the 512
   // sequences of a batch, at 64 GPUs (dp = 64) it does
@@ -35,7 +35,7 @@ TEST_CASE("--gpus on a job file is applied before the file's own divisibility ch
   CHECK(odd.says("(with --gpus 48)")); // the error names the override
 }
 
-TEST_CASE("--set changes a job key as the file would, values read as TOML", "[cli][overrides]") {
+TEST_CASE("overrides: --set changes a job key as the file would, values read as TOML", "[cli][overrides]") {
   const auto dir = scratch_dir("overrides-set");
   auto r = run_cli_split("schedule show --preset tiny-1f1b --json --set parallel.tp=4", dir);
   REQUIRE(r.code == 0);
@@ -50,7 +50,7 @@ TEST_CASE("--set changes a job key as the file would, values read as TOML", "[cl
   CHECK(r.code == 0);
 }
 
-TEST_CASE("--set errors name the override and the key, with a did-you-mean", "[cli][overrides]") {
+TEST_CASE("overrides: --set errors name the override and the key, with a did-you-mean", "[cli][overrides]") {
   const auto dir = scratch_dir("overrides-errors");
   auto r = run_cli_split("schedule show --preset tiny-1f1b --set parallel.tpp=4", dir);
   CHECK(r.code == 1);
@@ -71,7 +71,7 @@ TEST_CASE("--set errors name the override and the key, with a did-you-mean", "[c
   CHECK(r.says("did you mean 'server.nic"));
 }
 
-TEST_CASE("--set cluster keys reach the simulated cluster", "[cli][overrides]") {
+TEST_CASE("overrides: --set cluster keys reach the simulated cluster", "[cli][overrides]") {
   const auto dir = scratch_dir("overrides-cluster");
   const auto base = run_cli_split("simulate --preset tiny-1f1b --mode analytic --json", dir);
   const auto fast =

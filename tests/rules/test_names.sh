@@ -10,4 +10,12 @@ if [ -n "$bad" ]; then
   echo "$bad" >&2
   exit 1
 fi
-echo "test names: none holds ';'"
+# A name that starts with '-' reaches the test executable as an option ("Unrecognised
+# token"), so ctest reports a failure that says nothing about the test.
+dash=$(grep -rnE 'TEST_CASE\("-' "$root/tests" --include='*.cpp' || true)
+if [ -n "$dash" ]; then
+  echo "test names starting with '-' (read as an option by the test executable):" >&2
+  echo "$dash" >&2
+  exit 1
+fi
+echo "test names: none holds ';' or starts with '-'"

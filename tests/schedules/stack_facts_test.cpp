@@ -138,7 +138,7 @@ TEST_CASE("stack facts: FSDP2 copies each gathered layer out on the compute stre
   CHECK(copies == gathers);
 }
 
-TEST_CASE("stack facts: the loss runs in fp32 passes; overlapped GEMM chunks carry their count; the host time "
+TEST_CASE("stack facts: the loss runs in fp32 passes, overlapped GEMM chunks carry their count, the host time "
           "per module survives the schedule's JSON",
           "[schedules][stack]") {
   JobSpec job = config::load_job_preset("tiny-megascale");
