@@ -10,27 +10,11 @@ PNG cannot be written (no partial PNG or temporary file is left).
 """
 import argparse
 import csv
-import errno
 import os
 import sys
 
+from plot_output import save  # the scripts' folder is on sys.path when run as a script
 
-def save(fig, target, **kwargs):
-    """Writes the PNG under a temporary name, then renames it into place. On a failure (a
-    full disk, a quota) neither a partial PNG nor the temporary file is left; exits 4
-    naming the file and the cause."""
-    tmp = target + ".tmp.png"
-    try:
-        fig.savefig(tmp, **kwargs)
-        os.replace(tmp, target)
-    except OSError as e:
-        try:
-            os.remove(tmp)
-        except OSError:
-            pass
-        why = "disk full" if e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG) else e.strerror
-        print(f"cannot write {target}: {why}", file=sys.stderr)
-        sys.exit(4)
 
 
 def read_csv(path):

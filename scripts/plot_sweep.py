@@ -12,32 +12,16 @@ cannot be written (no partial PNG or temporary file is left).
 """
 import argparse
 import csv
-import errno
 import os
 import sys
+
+from plot_output import save  # the scripts' folder is on sys.path when run as a script
 
 FIXED = {"id", "status", "reason", "gpus", "tp", "pp", "vpp", "dp", "micro_batch", "global_batch", "memory_gb",
          "gpu_memory_gb", "ops", "mode", "iteration_time_s", "tokens_per_s", "tflops_per_gpu", "mfu", "compute_s",
          "exposed_tp_s", "exposed_pp_s", "exposed_dp_s", "bubble_s", "flow_status", "flow_iteration_time_s",
          "flow_mfu", "flow_exposed_dp_s", "twinscale_version"}
 
-
-def save(fig, target, **kwargs):
-    """Writes the PNG under a temporary name, then renames it into place. On a failure (a
-    full disk, a quota) neither a partial PNG nor the temporary file is left; exits 4
-    naming the file and the cause."""
-    tmp = target + ".tmp.png"
-    try:
-        fig.savefig(tmp, **kwargs)
-        os.replace(tmp, target)
-    except OSError as e:
-        try:
-            os.remove(tmp)
-        except OSError:
-            pass
-        why = "disk full" if e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG) else e.strerror
-        print(f"cannot write {target}: {why}", file=sys.stderr)
-        sys.exit(4)
 
 
 def main():
