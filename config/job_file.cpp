@@ -121,6 +121,8 @@
 //                                   ends during the chunk's last backward (PyTorch DDP's
 //                                   bucket_cap_mb, Megatron-Core's bucket_size; 1 = one bucket per
 //                                   layer, NeMo's distributed Adam); 0: one reduction per chunk
+//   host_seconds_per_fp8_module = 0 number in [0, 0.01]: the same with precision.gemm = "fp8"
+//                                   (0: host_seconds_per_module)
 //   host_seconds_per_module = 0     number in [0, 0.01]: host time of one framework module
 //                                   call (a GEMM layer's forward or backward, an attention's
 //                                   forward or backward: Python, dispatch, FP8 bookkeeping);
@@ -215,6 +217,8 @@ void read_stack_schedule(TableReader& sc, s::ScheduleOptions& opt) {
   opt.fsdp_prefetch = sc.get_int("fsdp_prefetch", opt.fsdp_prefetch, 0, 8);
   opt.fsdp_copy_out = sc.get_bool("fsdp_copy_out", opt.fsdp_copy_out);
   opt.host_seconds_per_module = sc.get_double("host_seconds_per_module", opt.host_seconds_per_module, 0.0, 1e-2);
+  opt.host_seconds_per_fp8_module =
+      sc.get_double("host_seconds_per_fp8_module", opt.host_seconds_per_fp8_module, 0.0, 1e-2);
   opt.dp_bucket_params = sc.get_int("dp_bucket_params", opt.dp_bucket_params, 0, s::kMaxDpBucketParams);
   {
     TableReader o = sc.table("overlap");

@@ -238,6 +238,9 @@ void check_job(const JobSpec& job) {
           who + "schedule.operators.fused_qkv = false (separate wq/wk/wv and w1/w3 GEMMs, torchtitan's Llama) "
                 "is modelled with a serial block and a pipeline other than zb-h1 (MegaScale's parallel block and "
                 "ZB-H1's deferred weight gradients use the fused projections)");
+  require(o.host_seconds_per_fp8_module >= 0 && o.host_seconds_per_fp8_module <= 1e-2,
+          who + "schedule.host_seconds_per_fp8_module = " + std::to_string(o.host_seconds_per_fp8_module) +
+              "; valid: 0 to 0.01 s (a framework's host time per module call with FP8 GEMMs)");
   require(o.host_seconds_per_module >= 0 && o.host_seconds_per_module <= 1e-2,
           who + "schedule.host_seconds_per_module = " + std::to_string(o.host_seconds_per_module) +
               "; valid: 0 to 0.01 s (a framework's host time per module call)");

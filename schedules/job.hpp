@@ -192,6 +192,13 @@ struct ScheduleOptions {
   // layer takes less GPU time than its module calls take on the host, the GPU waits (the
   // CPU-bound regime of small models on fast GPUs). 0 = the host is never the bottleneck.
   double host_seconds_per_module = 0;
+  // The same with FP8 GEMMs (Transformer Engine's casts and amax/scale bookkeeping take
+  // more host time per call); 0 = host_seconds_per_module.
+  double host_seconds_per_fp8_module = 0;
+  /// The host time of one module call in effect for this job's precision.
+  double host_seconds_per_call() const {
+    return fp8() && host_seconds_per_fp8_module > 0 ? host_seconds_per_fp8_module : host_seconds_per_module;
+  }
   int64_t fsdp_prefetch = 1; // ZeRO-3: layers whose all-gather runs ahead of the one computing
   // ZeRO-3 with per-parameter sharding (PyTorch FSDP2): each all-gather's flat output is
   // copied out into the parameters' own tensors on the compute stream (split_with_sizes_copy

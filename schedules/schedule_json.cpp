@@ -102,6 +102,8 @@ json job_json(const JobSpec& j) {
   if (j.options.fsdp_copy_out) out["schedule"]["fsdp_copy_out"] = true;
   if (j.options.host_seconds_per_module > 0)
     out["schedule"]["host_seconds_per_module"] = j.options.host_seconds_per_module;
+  if (j.options.host_seconds_per_fp8_module > 0)
+    out["schedule"]["host_seconds_per_fp8_module"] = j.options.host_seconds_per_fp8_module;
   // written only when used, so that files of jobs without them are unchanged
   if (!j.software.empty()) out["software"] = j.software;
   if (j.options.dp_bucket_params > 0) out["schedule"]["dp_bucket_params"] = j.options.dp_bucket_params;
@@ -293,6 +295,8 @@ public:
     if (s.contains("fsdp_copy_out")) o.fsdp_copy_out = get<bool>(s, "fsdp_copy_out", sw);
     if (s.contains("host_seconds_per_module"))
       o.host_seconds_per_module = get<double>(s, "host_seconds_per_module", sw);
+    if (s.contains("host_seconds_per_fp8_module"))
+      o.host_seconds_per_fp8_module = get<double>(s, "host_seconds_per_fp8_module", sw);
     if (s.contains("precision")) { // absent means BF16 GEMMs
       const json& pr = at(s, "precision", sw);
       o.gemm_precision = get_choice(pr, "gemm", sw + ".precision", kGemmPrecisionNames);

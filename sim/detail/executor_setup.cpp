@@ -40,7 +40,7 @@ std::vector<uint16_t> priority_ranks(const schedules::Program& p, size_t program
 
 /// The hot records of a program: what its rules index says of each op (position on its
 /// stream, channel number), its dependencies and its device time.
-/// The host's issue time of each op of `program` (schedule.host_seconds_per_module): a
+/// The host's issue time of each op of `program` (the job's host time per call): a
 /// module call is a GEMM's forward or data-gradient pass (Transformer Engine and PyTorch
 /// run the weight gradient inside the same backward call; the chunks of an overlapped GEMM
 /// are one call) or an attention core's pass (each context-parallel ring step is one); the
@@ -174,10 +174,10 @@ SimExecutor::SimExecutor(const schedules::Schedule& schedule, const std::vector<
   for (size_t p = 0; p < schedule_.programs.size(); ++p)
     for (const DeviceModel* m : models_) hot_.push_back(hot_ops(rules_.program(p), p, *m));
   for (size_t p = 0; p < schedule_.programs.size(); ++p) dep_at_.push_back(dependency_positions(rules_.program(p), p));
-  if (schedule_.job.options.host_seconds_per_module > 0)
+  if (schedule_.job.options.host_seconds_per_call() > 0)
     for (const auto& program : schedule_.programs)
       host_issue_s_.push_back(
-          host_issue_times(program, schedule_.names, schedule_.job.options.host_seconds_per_module));
+          host_issue_times(program, schedule_.names, schedule_.job.options.host_seconds_per_call()));
   check_matching(rules_);
 
   shortcuts_ = options_.aggregate;

@@ -47,6 +47,21 @@ TEST_CASE("host model: GEMMs shorter than the host's time per call wait for the 
   }
 }
 
+TEST_CASE("host model: FP8 jobs take the host time per FP8 module call, BF16 jobs the other", "[sim][device]") {
+  const topology::ClusterSpec cluster = tiny_cluster();
+  const topology::Fabric fabric(cluster);
+  const SimOptions o = exact_options(SimMode::Analytic);
+  schedules::Schedule s = gemm_chain(10, 1e-4, cluster.gpu.hbm_bw_bytes_per_s);
+  s.job.options.host_seconds_per_fp8_module = 3e-4; // BF16 GEMMs: not this one
+  CHECK(simulate(s, fabric, {0}, o).iteration_time_s == Approx(1e-3).epsilon(1e-6));
+  s.job.options.gemm_precision = schedules::GemmPrecision::Fp8;
+  CHECK(s.job.options.host_seconds_per_call() == 3e-4);
+  CHECK(simulate(s, fabric, {0}, o).iteration_time_s == Approx(10 * 3e-4 + 1e-4).epsilon(1e-6));
+  s.job.options.host_seconds_per_fp8_module = 0; // falls back to the BF16 figure
+  s.job.options.host_seconds_per_module = 2e-4;
+  CHECK(simulate(s, fabric, {0}, o).iteration_time_s == Approx(10 * 2e-4 + 1e-4).epsilon(1e-6));
+}
+
 TEST_CASE("device model: a chunk of an overlapped GEMM runs at the efficiency of the whole GEMM", "[sim][device]") {
   const topology::ClusterSpec cluster = tiny_cluster();
   DeviceModelParams p;
