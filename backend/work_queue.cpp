@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <exception>
@@ -347,6 +348,11 @@ WorkQueueStats run_worker(const std::function<std::string(int64_t)>& compute) {
 }
 
 } // namespace
+
+void end_mpi_job(int code) {
+  MPI_Abort(MPI_COMM_WORLD, code);
+  std::abort(); // MPI_Abort does not return; its declaration does not say so
+}
 
 MpiSession::MpiSession() {
   int initialised = 0;

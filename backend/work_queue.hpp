@@ -25,6 +25,10 @@
 
 namespace twinscale::backend {
 
+/// Ends every rank of the MPI job with `code` (MPI_Abort on the world). Only a program's
+/// main calls it, once an MpiJobError reached it; the library itself never ends the job.
+[[noreturn]] void end_mpi_job(int code);
+
 /// MPI for the duration of a scope: initialises MPI if it is not yet (asking for
 /// MPI_THREAD_SERIALIZED, for rank 0's service thread) and finalises it at scope exit if
 /// it initialised it, unless an MpiJobError was thrown (main then ends the job).

@@ -13,11 +13,10 @@
 #include <exception>
 #include <iostream>
 
-#include <mpi.h>
-
 #include "backend/cuda/cuda_device.hpp"
 #include "backend/error.hpp"
 #include "backend/rendezvous.hpp"
+#include "backend/work_queue.hpp"
 #include "cli/checked_options.hpp"
 #include "cli/commands.hpp"
 #include "common/error.hpp"
@@ -89,8 +88,7 @@ int main(int argc, char** argv) {
   } catch (const twinscale::backend::MpiJobError& e) { // the other ranks wait for this one: end them all
     std::cerr << "twinscale: error: " << e.what() << "\n";
     std::cerr.flush();
-    MPI_Abort(MPI_COMM_WORLD, 1);
-    return 1; // not reached
+    twinscale::backend::end_mpi_job(1);
   } catch (const twinscale::Error& e) {
     std::cerr << "twinscale: error: " << e.what() << "\n";
     return 1;
