@@ -241,7 +241,7 @@ void LayerEmitter::qkv_forward(double act_bytes) {
     collective_then_gemm(OpKind::AllGather, act_bytes, "attn.qkv", m, d_.qkv / d_.t, d_.h);
     return;
   }
-  split_linear_input("attn.qkv", act_bytes);
+  split_linear_input("attn.qkv", d_.qkv, act_bytes);
   gemm("attn.q", m, d_.h / d_.t, d_.h);
   gemm("attn.k", m, kv_width() / d_.t, d_.h);
   gemm("attn.v", m, kv_width() / d_.t, d_.h);
@@ -255,16 +255,16 @@ void LayerEmitter::column_linear_backward(const std::string& name, int64_t width
   b_.wait_before_next_compute(rs);
 }
 
-void LayerEmitter::split_linear_input(const std::string& name, double act_bytes) {
+void LayerEmitter::split_linear_input(const std::string& name, int64_t width, double act_bytes) {
   const int64_t m = d_.tokens;
   if (d_.t > 1 && d_.sp) { // one all-gather of the shared input feeds every projection
-    fp8_input(name, m / d_.t, d_.h, d_.qkv, 1, true);
+    fp8_input(name, m / d_.t, d_.h, width / d_.t, 1, true);
     const uint32_t input = b_.last_compute();
     b_.wait_before_next_compute(
         tp_collective(OpKind::AllGather, name + ".ag", act_bytes * gather_scale(name), {input}));
     return;
   }
-  fp8_input(name, m, d_.h, d_.qkv, 1, false); // one input, cast once
+  fp8_input(name, m, d_.h, width / d_.t, 1, false); // one input, cast once
 }
 
 void LayerEmitter::fc1_forward(double act_bytes) {
@@ -273,7 +273,7 @@ void LayerEmitter::fc1_forward(double act_bytes) {
     collective_then_gemm(OpKind::AllGather, act_bytes, "mlp.fc1", m, d_.fc1 / d_.t, d_.h);
     return;
   }
-  split_linear_input("mlp.fc1", act_bytes);
+  split_linear_input("mlp.fc1", d_.fc1, act_bytes);
   gemm("mlp.w1", m, d_.f / d_.t, d_.h);
   gemm("mlp.w3", m, d_.f / d_.t, d_.h);
 }

@@ -92,9 +92,10 @@ private:
   /// A column-parallel GEMM's backward (QKV, FC1): the data gradient with its TP reduction,
   /// the weight gradient on the re-gathered input (`gathered_input`, sequence parallelism).
   void column_linear_backward(const std::string& name, int64_t width, uint32_t gathered_input, double act_bytes);
-  /// The shared input of separate projections: its FP8 cast and, with sequence
-  /// parallelism, one TP all-gather.
-  void split_linear_input(const std::string& name, double act_bytes);
+  /// The shared input of separate projections of `width` outputs in all: its FP8 cast
+  /// (and the weights' on the first micro-batch) and, with sequence parallelism, one TP
+  /// all-gather.
+  void split_linear_input(const std::string& name, int64_t width, double act_bytes);
   /// Separate projections' backward (fused_qkv = false): each `parts` GEMM's data gradient
   /// (full widths, split by tp here; autograd adds them: parts − 1 add kernels), the summed
   /// input gradient's TP reduction, and each weight gradient.

@@ -113,6 +113,25 @@ TEST_CASE("stack facts: eager SwiGLU and separate projections keep the FLOPs of 
     if (n.rfind("mlp.silu", 0) == 0 || n.rfind("mlp.mul", 0) == 0) eager_bytes += op.bytes;
   }
   CHECK(eager_bytes > fused_bytes);
+  // FP8: the shared input and the projections' weights are cast as the fused GEMM's are
+  job.options.gemm_precision = GemmPrecision::Fp8;
+  const Schedule split8 = lower(job);
+  check_valid(split8);
+  job.options.operators.fused_qkv = true;
+  const Schedule fused8 = lower(job);
+  const auto cast_bytes = [](const Schedule& sch, const std::string& name) {
+    double b = 0;
+    for (const Op& op : sch.programs[0].ops)
+      if (sch.names[op.name] == name) b += op.bytes;
+    return b;
+  };
+  for (const char* n :
+       {"attn.qkv.weight.fp8_cast", "mlp.fc1.weight.fp8_cast", "attn.qkv.fp8_cast", "mlp.fc1.fp8_cast"}) {
+    INFO(n);
+    CHECK(cast_bytes(fused8, n) > 0);
+    CHECK(cast_bytes(split8, n) == Approx(cast_bytes(fused8, n)));
+  }
+  job.options.operators.fused_qkv = false;
   job.model.block = BlockKind::Parallel;
   CHECK_THROWS_WITH(lower(job), Catch::Contains("fused_qkv"));
 }
