@@ -32,7 +32,7 @@ std::vector<uint32_t> StageLowering::fsdp_gather_layer(int64_t layer, int32_t pr
   if (par.dp_cp() > 1)
     out.push_back(b_.collective(OpKind::AllGather, GroupKind::Dp, Stream::DpComm, "fsdp.param.ag", dense * 2,
                                 {b_.last_compute()}, priority));
-  if (experts > 0 && par.tp * (par.dp / par.ep) > 1)
+  if (experts > 0 && par.expert_dp() > 1)
     out.push_back(b_.collective(OpKind::AllGather, GroupKind::ExpertDp, Stream::DpComm, "fsdp.expert.param.ag",
                                 experts * 2, {b_.last_compute()}, priority));
   b_.labels = saved;
@@ -50,7 +50,7 @@ void StageLowering::fsdp_reduce_layer(int64_t layer) {
   if (par.dp_cp() > 1)
     grad_reduced_.push_back(b_.collective(OpKind::ReduceScatter, GroupKind::Dp, Stream::DpComm, "fsdp.grad.rs",
                                           dense * width, {b_.last_compute()}, priority, dtype));
-  if (experts > 0 && par.tp * (par.dp / par.ep) > 1)
+  if (experts > 0 && par.expert_dp() > 1)
     grad_reduced_.push_back(b_.collective(OpKind::ReduceScatter, GroupKind::ExpertDp, Stream::DpComm,
                                           "fsdp.expert.grad.rs", experts * width, {b_.last_compute()}, priority,
                                           dtype));
@@ -62,11 +62,11 @@ void StageLowering::fsdp_copy_out(int64_t layer) {
   // done): the gathered flat buffer is copied into each parameter's own tensor —
   // split_with_sizes_copy reads and writes every gathered byte.
   if (!job_.options.fsdp_copy_out || job_.parallel.dp_cp() <= 1) return;
-  const double bytes = layer_parameter_count(job_, layer) * 2; // the bf16 parameters
-  const auto elements = static_cast<int64_t>(bytes / 2);
+  const double params = layer_parameter_count(job_, layer);
   const OpLabels saved = b_.labels;
   b_.labels.layer = static_cast<int32_t>(layer);
-  b_.compute(OpKind::Elementwise, Kernel::Copy, "fsdp.param.copy_out", 0, 2 * bytes, {elements, 0, 0, 0});
+  b_.compute(OpKind::Elementwise, Kernel::Copy, "fsdp.param.copy_out", 0, 2 * 2 * params, // read + write bf16
+             {static_cast<int64_t>(params), 0, 0, 0});
   b_.labels = saved;
 }
 

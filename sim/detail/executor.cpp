@@ -113,7 +113,7 @@ void SimExecutor::issue(int32_t slot, uint32_t op_index) {
     // before the op starts; the op's own time stays the device model's (a calibrated
     // kernel's measured time), so the traces and the compute account start it after the
     // gap (the activity account counts the gap as compute). The host issues the rank's
-    // ops in program order (schedule.host_seconds_per_module per module call): a ready op
+    // ops in program order (the job's host time per module call, by precision): a ready op
     // that the host has not reached yet waits for it (the CPU-bound regime).
     double gap = has_issue_gap_ ? sl.issue_gap : 0.0;
     if (sl.host_issue != nullptr) gap = std::max(gap, sl.host_issue[op_index] - now);

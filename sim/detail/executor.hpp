@@ -267,7 +267,7 @@ private:
   /// Jitter pauses of a fault plan: (slot << 32 | op) → seconds added to that compute op.
   std::unordered_map<uint64_t, double> jitter_s_;
   bool has_issue_gap_ = false; // some GPU model has an op_issue_gap_s (the probed CPU host's hand-off)
-  // The host's issue time of each op, by program (empty without host_seconds_per_module):
+  // The host's issue time of each op, by program (empty when the job has no host time per call):
   // the module calls up to and including it times the job's host time per call.
   std::vector<std::vector<double>> host_issue_s_;
   std::unique_ptr<Progress> progress_; // SimOptions::show_progress: ops done of all ops

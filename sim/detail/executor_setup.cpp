@@ -38,8 +38,6 @@ std::vector<uint16_t> priority_ranks(const schedules::Program& p, size_t program
   return out;
 }
 
-/// The hot records of a program: what its rules index says of each op (position on its
-/// stream, channel number), its dependencies and its device time.
 /// The host's issue time of each op of `program` (the job's host time per call): a
 /// module call is a GEMM's forward or data-gradient pass (Transformer Engine and PyTorch
 /// run the weight gradient inside the same backward call; the chunks of an overlapped GEMM
@@ -52,8 +50,7 @@ std::vector<double> host_issue_times(const schedules::Program& program, const st
   for (size_t i = 0; i < program.ops.size(); ++i) {
     const schedules::Op& op = program.ops[i];
     const std::string_view name = op.name < names.size() ? std::string_view(names[op.name]) : std::string_view();
-    const bool wgrad = name.size() >= 6 && name.substr(name.size() - 6) == ".wgrad";
-    if (op.kernel == schedules::Kernel::Gemm && !wgrad)
+    if (op.kernel == schedules::Kernel::Gemm && !name.ends_with(".wgrad"))
       calls += op.shape[3] > 1 ? 1.0 / static_cast<double>(op.shape[3]) : 1.0;
     else if (op.kind == schedules::OpKind::Attention)
       calls += 1;
@@ -62,6 +59,8 @@ std::vector<double> host_issue_times(const schedules::Program& program, const st
   return out;
 }
 
+/// The hot records of a program: what its rules index says of each op (position on its
+/// stream, channel number), its dependencies and its device time.
 std::vector<HotOp> hot_ops(const schedules::ProgramIndex& ix, size_t program_id, const DeviceModel& device) {
   const schedules::Program& p = ix.program();
   std::vector<HotOp> hot(p.ops.size());
