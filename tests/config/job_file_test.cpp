@@ -276,3 +276,19 @@ TEST_CASE("recompute_every needs full recomputation", "[config]") {
   expect_error<config::ConfigError>(std::string(kTiny) + "\n[schedule]\nrecompute_every = 2\n",
                                     "schedule.recompute_every", "full");
 }
+
+TEST_CASE("stack and model facts: out-of-range or mistyped values name the key and what is valid",
+          "[config][software]") {
+  expect_error<config::ConfigError>(replace(kTiny, "vocab = 1024", "vocab = 1024\ndropout = 1.5"), "model.dropout",
+                                    "[0, 0.999]");
+  expect_error<config::ConfigError>(std::string(kTiny) + "\n[schedule]\nhost_seconds_per_fp8_module = -1\n",
+                                    "schedule.host_seconds_per_fp8_module", "[0, 0.01]");
+  expect_error<config::ConfigError>(std::string(kTiny) + "\n[schedule]\nhost_seconds_per_module = 1\n",
+                                    "schedule.host_seconds_per_module", "[0, 0.01]");
+  expect_error<config::ConfigError>(std::string(kTiny) + "\n[schedule]\nfsdp_copy_out = \"yes\"\n",
+                                    "schedule.fsdp_copy_out", "true or false");
+  expect_error<config::ConfigError>(std::string(kTiny) + "\n[schedule.operators]\nfused_rope = 3\n",
+                                    "schedule.operators.fused_rope", "true or false");
+  expect_error<config::ConfigError>(std::string(kTiny) + "\n[schedule.operators]\nfused_qkv = 0\n",
+                                    "schedule.operators.fused_qkv", "true or false");
+}
