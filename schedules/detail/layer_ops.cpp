@@ -139,26 +139,42 @@ void LayerEmitter::layernorm(const std::string& name, bool backward) {
 }
 
 void LayerEmitter::rmsnorm(const std::string& name, bool backward) {
-  // RMSNorm (Zhang & Sennrich 2019): y = x/√(mean x² + ε)·g — no mean, no bias. Unfused:
-  // a sum-of-squares pass and a normalise + scale pass; backward: the gain gradient and
-  // Σ(dy·g·x) pass, then dx.
+  // RMSNorm (Zhang & Sennrich 2019): y = x/√(mean x² + ε)·g — no mean, no bias. Fused: one
+  // kernel each way. Unfused, the form every eager PyTorch model writes (torchtitan's
+  // models/llama/model.py RMSNorm, Hugging Face's LlamaRMSNorm): the activation is cast to
+  // fp32, normalised there and cast back, y = (x.float() · rsqrt(x.float().pow(2).mean(-1)
+  // + ε)).type_as(x) · g, each operator its own kernel over the whole activation; autograd
+  // replays the chain backward in fp32.
   const double e = static_cast<double>(d_.tokens_local) * static_cast<double>(d_.h);
   const std::array<int64_t, 4> shape{d_.tokens_local * d_.h, 0, 0, 0};
+  const auto pass = [&](const char* suffix, double flops_per_element, double bytes_per_element) {
+    b_.compute(OpKind::Elementwise, Kernel::RmsNorm, name + suffix, flops_per_element * e, bytes_per_element * e,
+               shape);
+  };
   if (!backward) {
     if (fused_ln_) {
-      b_.compute(OpKind::Elementwise, Kernel::RmsNorm, name, 5 * e, 2 * e * kBf16, shape);
-    } else {
-      b_.compute(OpKind::Elementwise, Kernel::RmsNorm, name + ".sumsq", 2 * e, e * kBf16, shape);
-      b_.compute(OpKind::Elementwise, Kernel::RmsNorm, name + ".norm", 3 * e, 2 * e * kBf16, shape);
+      pass("", 5, 2 * kBf16);
+      return;
     }
+    pass(".float", 0, 2 + 4);   // x.float(): read bf16, write fp32
+    pass(".pow", 1, 4 + 4);     // x²
+    pass(".mean", 1, 4);        // mean over the hidden dimension (a row per token)
+    pass(".mul", 1, 4 + 4);     // x · rsqrt(mean + ε) (the per-token rsqrt is negligible)
+    pass(".type_as", 0, 4 + 2); // back to bf16
+    pass(".gain", 1, 2 + 2);    // · g
     return;
   }
   if (fused_ln_) {
-    b_.compute(OpKind::Elementwise, Kernel::RmsNorm, name + ".bwd", 8 * e, 3 * e * kBf16, shape);
-  } else {
-    b_.compute(OpKind::Elementwise, Kernel::RmsNorm, name + ".bwd.sums", 4 * e, 3 * e * kBf16, shape);
-    b_.compute(OpKind::Elementwise, Kernel::RmsNorm, name + ".bwd.dx", 4 * e, 3 * e * kBf16, shape);
+    pass(".bwd", 8, 3 * kBf16);
+    return;
   }
+  pass(".bwd.gain", 2, 2 + 2 + 2 + 2 + 2); // dy·g, and dg = Σ_tokens dy·y (a product, then its sum)
+  pass(".bwd.type_as", 0, 2 + 4);          // the gradient back to fp32
+  pass(".bwd.mul", 1, 4 + 4);              // d(x·r) → dx·r
+  pass(".bwd.rsum", 2, 4 + 4 + 4 + 4);     // dr = Σ_hidden dx·x (a product, then its sum)
+  pass(".bwd.pow", 2, 4 + 4);              // through mean and x²: 2x·dr/h
+  pass(".bwd.add", 1, 4 + 4 + 4);          // the two paths to x summed
+  pass(".bwd.float", 0, 4 + 2);            // the gradient cast back to bf16
 }
 
 void LayerEmitter::gelu(bool backward) { activation("mlp", d_.tokens * (d_.f / d_.t), backward); }

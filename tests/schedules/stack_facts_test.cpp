@@ -84,6 +84,37 @@ TEST_CASE("stack facts: rotary embeddings, fused (one kernel per tensor) or eage
   CHECK(names_in(none, none.programs[0], Phase::Forward).count("attn.rope.q") == 0);
 }
 
+TEST_CASE("stack facts: unfused RMSNorm is the eager fp32 chain (36 bytes per element forward, 66 backward)",
+          "[schedules][stack]") {
+  JobSpec job = llama_like();
+  job.options.operators.fused_layernorm = true;
+  const Schedule fused = lower(job);
+  job.options.operators.fused_layernorm = false;
+  const Schedule eager = lower(job);
+  check_valid(eager);
+  const Program& p = eager.programs[0];
+  const int layers_passes = names_in(eager, p, Phase::Forward).at("attn.core");
+  double elements = 0; // the local activation (tokens on this rank × hidden): the norm ops' shape
+  for (const Op& op : p.ops)
+    if (eager.names[op.name] == "attn.ln.pow") elements = static_cast<double>(op.shape[0]);
+  REQUIRE(elements > 0);
+  double fwd = 0, bwd = 0;
+  int fwd_kernels = 0, bwd_kernels = 0;
+  for (const Op& op : p.ops) {
+    if (op.kernel != Kernel::RmsNorm || eager.names[op.name].rfind("attn.ln", 0) != 0) continue;
+    const bool backward = op.labels.phase == Phase::Backward;
+    (backward ? bwd : fwd) += op.bytes;
+    ++(backward ? bwd_kernels : fwd_kernels);
+  }
+  REQUIRE(fwd_kernels == 6 * layers_passes);
+  REQUIRE(bwd_kernels > 0);
+  CHECK(fwd / (elements * layers_passes) == Approx(36));
+  CHECK(bwd / (elements * bwd_kernels / 7.0) == Approx(66));
+  // the fused form: one kernel each way, 4 bytes per element forward
+  for (const Op& op : fused.programs[0].ops)
+    if (fused.names[op.name] == "attn.ln") CHECK(op.bytes == Approx(4 * elements));
+}
+
 TEST_CASE("stack facts: eager SwiGLU and separate projections keep the FLOPs of the fused forms",
           "[schedules][stack]") {
   JobSpec job = llama_like();
