@@ -100,9 +100,12 @@
 //                                   into the cool-down; vpp = 1, dense MLPs)
 //   iterations = 1                  integer ≥ 1: iterations lowered back to back
 //   optimizer = "adam"              "adam" | "lamb" (M3)
-//   recompute = false               boolean (true = "full") or "none" | "selective" | "full":
-//                                   activation recomputation in backward; selective
-//                                   recomputes only the attention core (Korthikanti 2022)
+//   recompute = false               boolean (true = "full") or "none" | "selective" | "full"
+//                                   | "selective-op": activation recomputation in backward;
+//                                   selective recomputes only the attention core (Korthikanti
+//                                   2022); selective-op is torchtitan's per-op policy (keeps
+//                                   the attention output and every other matmul's, re-runs
+//                                   the rest; tp = 1, cp = 1, BF16 GEMMs, dense MLPs)
 //   grad_reduce_dtype = "bf16"      "bf16" | "fp32": datatype of the DP gradient reduction
 //                                   (Megatron-LM reduces fp32 main gradients: twice the bytes)
 //   async_data_loading = false      boolean: M8, next batch loaded while gradients sync
@@ -392,14 +395,16 @@ s::JobSpec parse_job(std::string_view text, const std::string& file_name, const 
   opt.iterations = sc.get_int("iterations", 1, 1, 1000);
   opt.optimizer = sc.get_enum("optimizer", s::kOptimizerKindNames, s::OptimizerKind::Adam);
   if (sc.holds_string("recompute")) {
-    const auto r = sc.get_enum<int>("recompute", {{"none", 0}, {"selective", 1}, {"full", 2}});
-    opt.recompute = r == 2;
+    const auto r =
+        sc.get_enum<int>("recompute", {{"none", 0}, {"selective", 1}, {"full", 2}, {"selective-op", 3}});
+    opt.recompute = r == 2 || r == 3;
+    opt.recompute_saves_alternate_matmuls = r == 3;
     opt.selective_recompute = r == 1;
   } else {
     opt.recompute = sc.get_bool("recompute", false);
   }
   opt.recompute_every = sc.get_int("recompute_every", 1, 1, s::kMaxLayers);
-  if (sc.has("recompute_every") && !opt.recompute)
+  if (sc.has("recompute_every") && (!opt.recompute || opt.recompute_saves_alternate_matmuls))
     sc.fail("recompute_every", "is set but recompute is not \"full\"; set recompute = \"full\" or remove it");
   read_stack_schedule(sc, opt);
   sc.finish();

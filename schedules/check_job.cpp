@@ -226,6 +226,12 @@ void check_job(const JobSpec& job) {
   require(o.iterations >= 1, who + "schedule.iterations must be ≥ 1");
   require(o.recompute_every >= 1 && o.recompute_every <= kMaxLayers,
           who + "schedule.recompute_every = " + str(o.recompute_every) + "; valid: 1 to " + str(kMaxLayers));
+  require(!o.recompute_saves_alternate_matmuls ||
+              (o.recompute && o.recompute_every == 1 && p.tp == 1 && p.cp == 1 && !o.fp8() && m.experts == 0 &&
+               m.block == BlockKind::Serial && o.pipeline != PipelineKind::ZeroBubbleH1),
+          who + "schedule.recompute = \"selective-op\" (torchtitan's per-op checkpointing) is modelled for every "
+                "layer with tp = 1, cp = 1, BF16 GEMMs, dense MLPs, a serial block and a pipeline other than zb-h1 "
+                "(the runs it describes); use recompute = \"full\" or \"selective\" otherwise");
   require(o.dp_bucket_params >= 0 && o.dp_bucket_params <= kMaxDpBucketParams,
           who + "schedule.dp_bucket_params = " + str(o.dp_bucket_params) + "; valid: 0 (one reduction per chunk) to " +
               str(kMaxDpBucketParams));

@@ -170,6 +170,11 @@ struct ScheduleOptions {
   bool recompute = false;           // full activation recomputation in backward
   int64_t recompute_every = 1;      // full recomputation of every n-th layer only (layer % n == 0:
                                     // torchtitan's selective "layer" AC, ac_freq = n)
+  // With recompute: torchtitan's per-op selective checkpointing (selective_ac_option =
+  // "op", parallelisms/parallelize_llama.py): the recomputation keeps what the forward
+  // saved — the attention kernel's output and the 1st, 3rd, 5th … matmul's of each layer —
+  // and re-runs every other op (norms, activations, RoPE, the 2nd, 4th … matmul).
+  bool recompute_saves_alternate_matmuls = false;
   bool selective_recompute = false; // only the attention core (QKᵀ, softmax, dropout, ·V) is
                                     // recomputed in backward (Korthikanti et al. 2022, §4)
   bool grad_reduce_fp32 = false;    // DP gradients reduced in fp32 (Megatron's default with

@@ -1,6 +1,7 @@
 #include "schedules/memory.hpp"
 
 #include <algorithm>
+#include <vector>
 
 #include "schedules/pipeline.hpp"
 #include "schedules/stage_layers.hpp"
@@ -245,9 +246,20 @@ MemoryEstimate estimate_memory(const JobSpec& job, int64_t pp_rank) {
     // the recomputed layers (every one, or every n-th: at most ⌈layers / n⌉ of a chunk)
     // keep only their input, the others everything; a recomputed layer's own
     // activations exist once, during its backward
+    double kept = layer_input;
+    if (job.options.recompute_saves_alternate_matmuls) {
+      // torchtitan's per-op policy also keeps the attention output (and its softmax
+      // statistics, fp32 per head and token) and the 1st, 3rd … matmul's output (tp = 1)
+      const double kv = static_cast<double>(m.kv()) * (h / a);
+      const std::vector<double> widths = job.options.operators.fused_qkv
+                                             ? std::vector<double>{qkv, h, fc1, h}
+                                             : std::vector<double>{h, kv, kv, h, f, f, h};
+      kept += 2 * s * b * h + 4 * s * b * a;
+      for (size_t i = 0; i < widths.size(); i += 2) kept += 2 * s * b * widths[i];
+    }
     const int64_t every = job.options.recompute_every;
     const double recomputed = static_cast<double>((chunk_most + every - 1) / every);
-    mem.activations_bytes = static_cast<double>(most) * recomputed * layer_input +
+    mem.activations_bytes = static_cast<double>(most) * recomputed * kept +
                             static_cast<double>(most) * (layers_per_chunk - recomputed) * per_layer + per_layer +
                             pending;
   } else

@@ -108,6 +108,7 @@ json job_json(const JobSpec& j) {
   if (!j.software.empty()) out["software"] = j.software;
   if (j.options.dp_bucket_params > 0) out["schedule"]["dp_bucket_params"] = j.options.dp_bucket_params;
   if (j.options.recompute_every > 1) out["schedule"]["recompute_every"] = j.options.recompute_every;
+  if (j.options.recompute_saves_alternate_matmuls) out["schedule"]["recompute_saves_alternate_matmuls"] = true;
   if (j.options.fp8()) // written only when not the default, so BF16 schedules are unchanged
     out["schedule"]["precision"] = {
         {"gemm", enum_name(kGemmPrecisionNames, j.options.gemm_precision)},
@@ -280,6 +281,8 @@ public:
     if (s.contains("fsdp_prefetch")) o.fsdp_prefetch = get<int64_t>(s, "fsdp_prefetch", sw);
     if (s.contains("dp_bucket_params")) o.dp_bucket_params = get<int64_t>(s, "dp_bucket_params", sw);
     if (s.contains("recompute_every")) o.recompute_every = get<int64_t>(s, "recompute_every", sw);
+    o.recompute_saves_alternate_matmuls =
+        s.contains("recompute_saves_alternate_matmuls") && get<bool>(s, "recompute_saves_alternate_matmuls", sw);
     if (j.contains("software")) out.software = get<std::string>(j, "software", w);
     const json& ov = at(s, "overlap", sw);
     o.overlap.dp = get<bool>(ov, "dp", sw + ".overlap");

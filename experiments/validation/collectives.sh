@@ -3,9 +3,6 @@
 # DGX A100 servers), simulated with `twinscale collective` in both modes.
 #   - 8 × A100 in one server, all-reduce busbw at 8 GiB vs 220–232 GB/s (midpoint 226);
 #   - 4 and 8 DGX A100 servers (8 × HDR 200G each), all-reduce busbw at 8 GiB vs ≈ 192 GB/s;
-#   - 4 AWS p4d instances (4 × 100 Gb/s EFA each), all-reduce busbw at 1 GiB vs 29.6 GB/s
-#     (NVIDIA/nccl#527): the measurement the EFA-p4d NIC figure comes from, so this row
-#     checks that the catalogue entry reproduces it, not the model's predictive power;
 #   - small messages: busbw at 1 MiB as a fraction of the 8 GiB figure (published: "a
 #     fraction", no number, so no error is computed for that row).
 # Usage: experiments/validation/collectives.sh OUTDIR
@@ -17,7 +14,6 @@ root="$(cd "$here/../.." && pwd)"
 out="${1:?usage: collectives.sh OUTDIR}"
 cli="${TWINSCALE:-$root/build/cli/twinscale}"
 mkdir -p "$out/raw"
-export TORCHTITAN_CLUSTER="$here/torchtitan-a100.toml"
 exec /usr/bin/python3 - "$cli" "$out" <<'PY'
 import csv, json, os, subprocess, sys
 
@@ -26,8 +22,8 @@ FIELDS = ["source", "row", "gpus", "predicted", "published", "unit", "error_pct"
 GIB = "8G"
 
 
-def busbw(name, gpus, size, mode, cluster="dgx-a100-superpod"):
-    args = [cli, "collective", "--cluster", cluster, "--op", "all-reduce", "--gpus", str(gpus),
+def busbw(name, gpus, size, mode):
+    args = [cli, "collective", "--cluster", "dgx-a100-superpod", "--op", "all-reduce", "--gpus", str(gpus),
             "-b", size, "-e", size, "--mode", mode, "--json"]
     text = subprocess.run(args, check=True, capture_output=True, text=True).stdout
     with open(os.path.join(out, "raw", f"collective-{name}-{size}-{mode}.json"), "w") as f:
@@ -45,10 +41,6 @@ for mode in ("analytic", "flow"):
         rows.append({"source": "nccl-tests", "row": row, "gpus": gpus, "predicted": round(pred, 2),
                      "published": published, "unit": "GB/s busbw",
                      "error_pct": round(100 * (pred - published) / published, 2), "mode": mode})
-    pred = busbw("nccl-tests-4p4d", 32, "1G", mode, cluster=os.environ["TORCHTITAN_CLUSTER"])
-    rows.append({"source": "nccl-tests", "row": "4 AWS p4d 4x100G EFA all-reduce busbw (1 GiB; source of the NIC figure)",
-                 "gpus": 32, "predicted": round(pred, 2), "published": 29.6, "unit": "GB/s busbw",
-                 "error_pct": round(100 * (pred - 29.6) / 29.6, 2), "mode": mode})
     small = busbw("nccl-tests-4server", 32, "1M", mode)
     large = busbw("nccl-tests-4server", 32, GIB, mode)
     rows.append({"source": "nccl-tests", "row": "4 DGX A100 all-reduce busbw 1 MiB / 8 GiB (published: a fraction)",

@@ -27,8 +27,16 @@ LayerEmitter::LayerEmitter(ProgramBuilder& builder, const JobSpec& job)
 
 OpKind LayerEmitter::reduce_kind() const { return d_.sp ? OpKind::ReduceScatter : OpKind::AllReduce; }
 
+bool LayerEmitter::saved_by_op_policy(bool matmul) const {
+  if (b_.labels.phase != Phase::Recompute || !job_.options.recompute_saves_alternate_matmuls) return false;
+  // torchtitan counts the matmuls of each checkpointed forward from 1 and saves the odd ones
+  return !matmul || forward_matmuls_ % 2 == 1;
+}
+
 uint32_t LayerEmitter::gemm(const std::string& name, int64_t m, int64_t n, int64_t k,
                             std::initializer_list<uint32_t> deps, int64_t chunks) {
+  ++forward_matmuls_;
+  if (saved_by_op_policy(true)) return b_.last_compute();
   const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   const double bytes = gemm_input_bytes(name) * (static_cast<double>(m) * k + static_cast<double>(k) * n) +
                        kBf16 * static_cast<double>(m) * n; // the output is BF16 in both precisions
@@ -339,6 +347,7 @@ void LayerEmitter::attention_core(bool backward) {
       static_cast<double>(d_.b * heads_local) * static_cast<double>(d_.s) * static_cast<double>(keys) * kBf16;
   const std::array<int64_t, 4> shape{d_.b * heads_local, d_.s, head_dim, d_.window};
   const Kernel kernel = flash_ ? Kernel::FlashAttention2 : Kernel::AttentionUnfused;
+  if (!backward && saved_by_op_policy(false)) return; // the attention output was saved
   if (!backward) {
     // Flash: read Q, K, V, write O. Unfused (Megatron's baddbmm, fused scale-mask-softmax,
     // dropout, bmm): the score GEMM writes the s×keys scores (1), softmax reads and writes
@@ -372,6 +381,7 @@ void LayerEmitter::attention_backward() {
 }
 
 void LayerEmitter::layer_forward() {
+  forward_matmuls_ = 0;
   const int64_t m = d_.tokens;
   const int64_t h = d_.h;
   const int64_t t = d_.t;

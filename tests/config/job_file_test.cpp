@@ -181,6 +181,17 @@ TEST_CASE("SC'21 software options and selective recomputation", "[config]") {
   CHECK(on.options.recompute);
   expect_error<config::ConfigError>(std::string(kTiny) + "\n[schedule]\nrecompute = \"some\"\n", "schedule.recompute",
                                     "none, selective, full");
+  // torchtitan's per-op policy: full recomputation that keeps the attention output and every
+  // other matmul's; one layer in every n is not its form, and TP is not modelled for it
+  const std::string tp1 = replace(replace(kTiny, "tp = 2", "tp = 1"), "dp = 2", "dp = 4");
+  const auto op = config::parse_job(tp1 + "\n[schedule]\nrecompute = \"selective-op\"\n", "job.toml");
+  CHECK(op.options.recompute);
+  CHECK(op.options.recompute_saves_alternate_matmuls);
+  CHECK_FALSE(op.options.selective_recompute);
+  expect_error<config::ConfigError>(tp1 + "\n[schedule]\nrecompute = \"selective-op\"\nrecompute_every = 2\n",
+                                    "schedule.recompute_every", "full");
+  expect_error<twinscale::Error>(std::string(kTiny) + "\n[schedule]\nrecompute = \"selective-op\"\n", "selective-op",
+                                 "tp = 1");
 }
 
 TEST_CASE("model keys: kv_heads, mlp, untied_embeddings", "[config]") {

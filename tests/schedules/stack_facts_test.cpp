@@ -9,6 +9,7 @@
 #include <string>
 
 #include "config/job_file.hpp"
+#include "schedules/memory.hpp"
 #include "schedules/schedule.hpp"
 #include "schedules/schedule_json.hpp"
 #include "tests/schedules/check_valid.hpp"
@@ -113,6 +114,47 @@ TEST_CASE("stack facts: unfused RMSNorm is the eager fp32 chain (36 bytes per el
   // the fused form: one kernel each way, 4 bytes per element forward
   for (const Op& op : fused.programs[0].ops)
     if (fused.names[op.name] == "attn.ln") CHECK(op.bytes == Approx(4 * elements));
+}
+
+TEST_CASE("stack facts: torchtitan's per-op checkpointing re-runs every other matmul and no attention kernel",
+          "[schedules][stack]") {
+  JobSpec job = llama_like();
+  job.parallel.tp = 1;
+  job.parallel.sequence_parallel = false;
+  job.parallel.dp *= 2;
+  job.options.operators.fused_qkv = false;
+  job.options.operators.fused_gelu = false;
+  job.options.recompute = true;
+  const Schedule full = lower(job);
+  job.options.recompute_saves_alternate_matmuls = true;
+  const Schedule op = lower(job);
+  check_valid(op);
+  const auto recomputed = names_in(op, op.programs[0], Phase::Recompute);
+  const auto full_recomputed = names_in(full, full.programs[0], Phase::Recompute);
+  const int layers_passes = names_in(op, op.programs[0], Phase::Forward).at("attn.core");
+  REQUIRE(full_recomputed.at("attn.q") == layers_passes);
+  // torchtitan's order: wq wk wv wo w1 w3 w2; the 2nd, 4th and 6th are recomputed
+  for (const char* n : {"attn.k", "attn.proj", "mlp.w3"}) CHECK(recomputed.at(n) == layers_passes);
+  for (const char* n : {"attn.q", "attn.v", "mlp.w1", "mlp.fc2", "attn.core"}) CHECK(recomputed.count(n) == 0);
+  // everything that is not a matmul or the attention kernel runs again
+  for (const auto& [name, count] : full_recomputed)
+    if (name.rfind("attn.ln", 0) == 0 || name.rfind("mlp.ln", 0) == 0 || name.rfind("attn.rope", 0) == 0 ||
+        name.rfind("mlp.silu", 0) == 0)
+      CHECK(recomputed.at(name) == count);
+  // memory: between full recomputation (the layer input only) and none
+  const double op_bytes = estimate_memory(job, 0).activations_bytes;
+  job.options.recompute_saves_alternate_matmuls = false;
+  const double full_bytes = estimate_memory(job, 0).activations_bytes;
+  job.options.recompute = false;
+  const double none_bytes = estimate_memory(job, 0).activations_bytes;
+  CHECK(full_bytes < op_bytes);
+  CHECK(op_bytes < none_bytes);
+  // the JSON carries it
+  job.options.recompute = true;
+  job.options.recompute_saves_alternate_matmuls = true;
+  std::stringstream js;
+  write_schedule_json(lower(job), js);
+  CHECK(read_schedule_json(js, "op.json").job.options.recompute_saves_alternate_matmuls);
 }
 
 TEST_CASE("stack facts: eager SwiGLU and separate projections keep the FLOPs of the fused forms",
