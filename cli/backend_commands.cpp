@@ -10,7 +10,6 @@
 
 #include "backend/error.hpp"
 #include "backend/runner.hpp"
-#include "backend/synthetic.hpp"
 #include "backend/trace_compare.hpp"
 #include "cli/checked_options.hpp"
 #include "cli/commands.hpp"
@@ -22,6 +21,7 @@
 #include "schedules/input_file.hpp"
 #include "schedules/output_file.hpp"
 #include "schedules/schedule_json.hpp"
+#include "schedules/synthetic.hpp"
 #include "schedules/trace.hpp"
 #include "schedules/validate.hpp"
 
@@ -34,7 +34,7 @@ struct RunArgs {
   std::string synthetic; // or "TPxPPxDP"
   std::string schedule;  // or a schedule JSON file (schedule export, schedule import-chakra)
   std::string trace;
-  backend::SyntheticOptions synthetic_options;
+  schedules::SyntheticOptions synthetic_options;
   std::string device = "cpu";
   double timeout_s = 60;
   std::string rendezvous = "mpi";
@@ -63,7 +63,7 @@ schedules::Layout parse_layout(const std::string& text) {
   return l;
 }
 
-schedules::Schedule load_schedule(const JobArgs& job_args, const std::string& synthetic, backend::SyntheticOptions so,
+schedules::Schedule load_schedule(const JobArgs& job_args, const std::string& synthetic, schedules::SyntheticOptions so,
                                   const std::string& schedule_file = "") {
   if (!schedule_file.empty()) { // e.g. a Chakra ET set imported by `schedule import-chakra`
     schedules::Schedule sch = schedules::read_schedule_file(schedule_file);
@@ -78,7 +78,7 @@ schedules::Schedule load_schedule(const JobArgs& job_args, const std::string& sy
   }
   if (!synthetic.empty()) {
     so.tokens = so.hidden;
-    return backend::synthetic_schedule(parse_layout(synthetic), so);
+    return schedules::synthetic_schedule(parse_layout(synthetic), so);
   }
   schedules::LoweringTarget target;
   target.check_memory = false; // the backend runs synthetic tensors (at scaled shapes on CPUs)
@@ -292,7 +292,7 @@ int compare_command(const CompareArgs& args) {
 struct CalibrateArgs {
   std::string trace, out, device_name, synthetic;
   JobArgs job;
-  backend::SyntheticOptions synthetic_options;
+  schedules::SyntheticOptions synthetic_options;
   int64_t shape_divisor = 1;
   bool json = false;
 };

@@ -8,8 +8,8 @@
 #include <catch2/catch.hpp>
 
 #include "backend/executor.hpp"
-#include "backend/synthetic.hpp"
 #include "fake_device.hpp"
+#include "schedules/synthetic.hpp"
 
 using namespace twinscale;
 using backend::test::FakeDevice;
@@ -23,7 +23,7 @@ backend::ExecutorOptions opts(double timeout_s, double idle_s) {
   return o;
 }
 
-schedules::Schedule tiny() { return backend::synthetic_schedule(schedules::Layout{2, 2, 2}, {3, 16, 8, 2}); }
+schedules::Schedule tiny() { return schedules::synthetic_schedule(schedules::Layout{2, 2, 2}, {3, 16, 8, 2}); }
 
 } // namespace
 

@@ -16,11 +16,11 @@
 
 #include "backend/checkpoint.hpp"
 #include "backend/hang_report.hpp"
-#include "backend/synthetic.hpp"
 #include "backend/trace_check.hpp"
 #include "config/job_file.hpp"
 #include "mpi_helpers.hpp"
 #include "schedules/calibration.hpp"
+#include "schedules/synthetic.hpp"
 #include "schedules/trace.hpp"
 
 using namespace twinscale;
@@ -39,10 +39,10 @@ TEST_CASE("mpi run: 8 CPU ranks run the synthetic schedule in a valid order") {
                        120);
   INFO(r.output);
   REQUIRE(r.status == 0);
-  backend::SyntheticOptions so;
+  schedules::SyntheticOptions so;
   so.micro_batches = 3;
   so.hidden = so.tokens = 64;
-  const schedules::Schedule s = backend::synthetic_schedule(schedules::Layout{2, 2, 2}, so);
+  const schedules::Schedule s = schedules::synthetic_schedule(schedules::Layout{2, 2, 2}, so);
   const backend::HangReport report = backend::analyse_run_dir(dir, 8);
   REQUIRE(report.all_completed());
   std::vector<schedules::TraceEvent> events;
@@ -142,10 +142,10 @@ TEST_CASE("mpi run: tiny-moe-folded runs on 8 CPU ranks in a valid order") {
 
 TEST_CASE("mpi run: 16 CPU ranks (tp2 pp2 dp4) run the synthetic schedule in a valid order") {
   if (!backend::test::have_mpirun()) TWINSCALE_SKIP("mpirun not found");
-  backend::SyntheticOptions so;
+  schedules::SyntheticOptions so;
   so.micro_batches = 2;
   so.hidden = so.tokens = 32;
-  run_and_check(backend::synthetic_schedule(schedules::Layout{2, 4, 2}, so), 16,
+  run_and_check(schedules::synthetic_schedule(schedules::Layout{2, 4, 2}, so), 16,
                 "--synthetic 2x2x4 --synthetic-micro-batches 2 --synthetic-hidden 32", "run16");
 }
 

@@ -4,9 +4,9 @@
 
 #include <catch2/catch.hpp>
 
-#include "backend/synthetic.hpp"
 #include "backend/trace_compare.hpp"
 #include "schedules/error.hpp"
+#include "schedules/synthetic.hpp"
 #include "schedules/trace.hpp"
 
 using namespace twinscale;
@@ -38,7 +38,7 @@ std::vector<schedules::TraceRecord> records(const schedules::Schedule& s, double
 } // namespace
 
 TEST_CASE("compare: per-kind and per-rank errors of B against A") {
-  const auto s = backend::synthetic_schedule(schedules::Layout{2, 1, 2}, {2, 16, 8, 1});
+  const auto s = schedules::synthetic_schedule(schedules::Layout{2, 1, 2}, {2, 16, 8, 1});
   const auto a = records(s, 1.0);
   auto b = records(s, 1.1);
   b.pop_back();
@@ -62,7 +62,7 @@ TEST_CASE("compare: per-kind and per-rank errors of B against A") {
 }
 
 TEST_CASE("calibrate: medians per kernel shape and bandwidth per collective") {
-  const auto s = backend::synthetic_schedule(schedules::Layout{2, 1, 2}, {2, 16, 8, 1});
+  const auto s = schedules::synthetic_schedule(schedules::Layout{2, 1, 2}, {2, 16, 8, 1});
   const auto t = backend::calibrate_from_trace(records(s, 1.0), "t.json", s, "cuda", "test gpu", 1);
   // Entries are keyed by the schedule's op name as well (calibration version 2).
   const schedules::KernelTiming* g = nullptr;
@@ -91,7 +91,7 @@ TEST_CASE("compare: a collective is timed as its instance, last end - last start
   // semantics here) every member starts each collective at once. In A rank 0 reaches every
   // collective 5 ms early and waits for rank 1 inside it (a real run's skew): its ops
   // last 5 ms longer, the transfers once both had started are B's.
-  const auto s = backend::synthetic_schedule(schedules::Layout{1, 2, 1}, {2, 16, 8, 1});
+  const auto s = schedules::synthetic_schedule(schedules::Layout{1, 2, 1}, {2, 16, 8, 1});
   auto trace_of = [&](bool skewed) {
     schedules::Trace t;
     t.source = "test";
