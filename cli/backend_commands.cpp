@@ -10,10 +10,10 @@
 
 #include "backend/error.hpp"
 #include "backend/runner.hpp"
-#include "backend/trace_compare.hpp"
 #include "cli/checked_options.hpp"
 #include "cli/commands.hpp"
 #include "cli/job_args.hpp"
+#include "diagnose/trace_compare.hpp"
 #include "formats/kineto.hpp"
 #include "schedules/binary_trace.hpp"
 #include "schedules/calibration.hpp"
@@ -218,7 +218,7 @@ struct CompareArgs {
 /// (a file, or a directory of one file per rank); its notes go to stderr.
 formats::AnyTrace read_trace_file(const std::string& path, const char* command) {
   formats::AnyTrace t = formats::read_any_trace({path});
-  if (t.source.empty()) t.source = backend::trace_source(path);
+  if (t.source.empty()) t.source = diagnose::trace_source(path);
   for (const std::string& n : t.notes) std::fprintf(stderr, "twinscale %s: %s: %s\n", command, path.c_str(), n.c_str());
   return t;
 }
@@ -235,7 +235,7 @@ int compare_command(const CompareArgs& args) {
   // A Kineto trace against a twinscale trace: its kernels mapped onto the other's ops.
   if (ta.kineto && !tb.kineto) ta.records = formats::align_kineto(ta.records, args.a, tb.records, args.b);
   if (tb.kineto && !ta.kineto) tb.records = formats::align_kineto(tb.records, args.b, ta.records, args.a);
-  const backend::TraceComparison c = backend::compare_traces(ta.records, args.a, tb.records, args.b);
+  const diagnose::TraceComparison c = diagnose::compare_traces(ta.records, args.a, tb.records, args.b);
   const std::string& sa = ta.source;
   const std::string& sb = tb.source;
   if (args.json) {
@@ -312,7 +312,7 @@ int calibrate_command(const CalibrateArgs& a) {
                                 "\"; calibration is measured on real runs (source cpu or cuda, or a PyTorch "
                                 "profiler trace)");
   const schedules::CalibrationTable table =
-      backend::calibrate_from_trace(t.records, a.trace, schedule, source, device, a.shape_divisor);
+      diagnose::calibrate_from_trace(t.records, a.trace, schedule, source, device, a.shape_divisor);
   std::ostringstream text;
   schedules::write_calibration(table, text);
   write_file_atomically(a.out, text.str());
