@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "backend/executor.hpp"
-#include "backend/hang_report.hpp"
 #include "backend/runner.hpp"
 #include "bench/measure.hpp"
+#include "diagnose/hang_report.hpp"
 #include "schedules/synthetic.hpp"
 
 using namespace twinscale;
@@ -130,7 +130,7 @@ void init_times(const std::string& cli, const std::vector<int>& ranks) {
       std::map<std::string, double> worst; // slowest rank per phase
       double total = 0;
       try {
-        const auto report = backend::analyse_run_dir(dir.string(), n);
+        const auto report = diagnose::analyse_run_dir(dir.string(), n);
         if (!report.all_completed()) throw std::runtime_error("run did not complete");
         for (const auto& st : report.states) {
           double rank_total = 0;

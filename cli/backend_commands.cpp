@@ -13,6 +13,7 @@
 #include "cli/checked_options.hpp"
 #include "cli/commands.hpp"
 #include "cli/job_args.hpp"
+#include "diagnose/hang_report.hpp"
 #include "diagnose/trace_compare.hpp"
 #include "formats/kineto.hpp"
 #include "schedules/binary_trace.hpp"
@@ -125,6 +126,7 @@ int run_command(const RunArgs& a) {
   else
     throw backend::BackendError("--group-init \"" + a.group_init + "\": valid values are local and global");
   o.run_dir = a.run_dir;
+  o.report_hang = diagnose::report_run_dir;
   o.cpu.shape_divisor = a.shape_divisor;
   o.cpu.verify = !a.no_verify;
   o.cpu.delay_rank = a.delay_rank;

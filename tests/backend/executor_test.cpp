@@ -90,7 +90,7 @@ TEST_CASE("executor: a collective that never completes times out and says what i
   REQUIRE(r.status == backend::RunStatus::TimedOut);
   CHECK(dev.aborted);
   REQUIRE(r.waiting.size() == 1);
-  const backend::PendingOp& w = r.waiting[0];
+  const records::WaitingOp& w = r.waiting[0];
   CHECK(w.op_index == second_tp);
   CHECK(w.channel == "tp");
   CHECK(w.sequence == 1);

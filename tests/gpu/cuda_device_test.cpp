@@ -14,9 +14,9 @@
 #include "../backend/mpi_helpers.hpp"
 #include "backend/cuda/cuda_device.hpp"
 #include "backend/executor.hpp"
-#include "backend/hang_report.hpp"
 #include "backend/trace_check.hpp"
 #include "config/job_file.hpp"
+#include "diagnose/hang_report.hpp"
 #include "gpu_helpers.hpp"
 #include "schedules/synthetic.hpp"
 #include "tests/skip.hpp"
@@ -116,7 +116,7 @@ void run_cli(int ranks, const std::string& args, const schedules::Schedule& s) {
                                       300);
   INFO(r.output);
   REQUIRE(r.status == 0);
-  const auto report = backend::analyse_run_dir(dir, ranks);
+  const auto report = diagnose::analyse_run_dir(dir, ranks);
   REQUIRE(report.all_completed());
   std::vector<schedules::TraceEvent> events;
   for (const auto& st : report.states) events.insert(events.end(), st.events.begin(), st.events.end());
