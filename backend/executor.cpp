@@ -15,16 +15,6 @@ using schedules::Op;
 using schedules::OpKind;
 using schedules::Schedule;
 
-std::string_view to_string(RunStatus s) {
-  switch (s) {
-  case RunStatus::Completed: return "completed";
-  case RunStatus::TimedOut: return "timed_out";
-  case RunStatus::OpFailed: return "op_failed";
-  case RunStatus::Aborted: return "aborted";
-  }
-  TWINSCALE_ASSERT(false, "unknown RunStatus");
-}
-
 std::string op_channel(const Schedule& schedule, int64_t rank, const Op& op) {
   return schedules::communicator_of(schedule, rank, op, schedules::kDeviceCommModel);
 }
@@ -229,7 +219,7 @@ private:
     for (uint32_t i = 0; i < n_; ++i) {
       if (state_[i] != State::Issued) continue;
       const Op& op = program_.ops[i];
-      PendingOp p;
+      records::WaitingOp p;
       p.op_index = i;
       p.name = op.name < schedule_.names.size() ? schedule_.names[op.name] : "";
       p.kind = op.kind;

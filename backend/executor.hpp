@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backend/device.hpp"
+#include "records/rank_state.hpp"
 #include "schedules/schedule.hpp"
 #include "schedules/trace.hpp"
 
@@ -48,25 +49,10 @@ struct ExecutorOptions {
   std::function<double(int64_t rank)> peer_progress;
 };
 
-/// Aborted: stopped because another rank timed out or failed (its abort flag).
-enum class RunStatus : uint8_t { Completed, TimedOut, OpFailed, Aborted };
-std::string_view to_string(RunStatus);
-
-/// An op this rank issued and that has not completed: what it waits for (M19).
-struct PendingOp {
-  uint32_t op_index = 0;
-  std::string name;
-  schedules::OpKind kind = schedules::OpKind::Gemm;
-  schedules::GroupKind group = schedules::GroupKind::World;
-  schedules::Stream stream = schedules::Stream::Compute;
-  /// Ordered channel of the op: a group kind for collectives ("tp", "dp", …), or
-  /// "send:<group>:<peer global rank>" / "recv:<group>:<peer global rank>" for p2p.
-  /// (schedules::communicator_of with the devices' model: one per directed p2p pair.)
-  std::string channel;
-  int64_t sequence = 0;       // index of the op among this rank's ops on `channel`
-  std::vector<int64_t> peers; // global ranks it needs (group members, or the peer)
-  double waiting_s = 0;       // since it was issued
-};
+/// How a rank stopped (records/rank_state.hpp; Aborted: because another rank timed out
+/// or failed, seen through its abort flag).
+using RunStatus = records::RunStatus;
+using records::to_string;
 
 struct RankResult {
   int64_t rank = 0;
@@ -74,13 +60,13 @@ struct RankResult {
   uint32_t ops_total = 0;
   uint32_t ops_completed = 0;
   double elapsed_s = 0;
-  std::vector<PendingOp> waiting;            // issued, not completed (empty if Completed)
+  std::vector<records::WaitingOp> waiting;   // issued, not completed (empty if Completed)
   std::vector<uint32_t> failed_ops;          // ops the device reported as failed
   std::map<std::string, int64_t> issued;     // channel → ops issued on it
   std::vector<schedules::TraceEvent> events; // completed ops, and failed/pending ones
 };
 
-/// Channel of op `op` of `rank` (see PendingOp::channel); empty for compute ops.
+/// Channel of op `op` of `rank` (see records::WaitingOp::channel); empty for compute ops.
 std::string op_channel(const schedules::Schedule& schedule, int64_t rank, const schedules::Op& op);
 /// Global ranks an op of `rank` needs: its group's members (collectives) or its peer.
 std::vector<int64_t> op_peers(const schedules::Schedule& schedule, int64_t rank, const schedules::Op& op);

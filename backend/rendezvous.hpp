@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "records/rank_state.hpp"
+
 namespace twinscale::backend {
 
 /// Rank and world size as announced by the launcher's environment.
@@ -37,9 +39,6 @@ struct RendezvousSpec {
 RendezvousSpec parse_rendezvous(const std::string& text);
 
 /// One timed phase of start-up (rendezvous, world, tp, dp, pp, embedding, epoch).
-struct InitPhase {
-  std::string name;
-  double seconds = 0;
-};
+using InitPhase = records::InitPhase;
 
 } // namespace twinscale::backend

@@ -21,7 +21,7 @@
 #include "backend/detail/mpi_groups.hpp"
 #include "backend/detail/redis_store.hpp"
 #include "backend/error.hpp"
-#include "backend/hang_report.hpp"
+#include "records/run_dir.hpp"
 
 namespace twinscale::backend {
 
@@ -313,7 +313,7 @@ void record_rank_outcome(const RunOptions& options, int rank, const RunOutcome& 
       detail::write_file_atomically((std::filesystem::path(options.run_dir) / "abort").string(),
                                     "{\"rank\": " + std::to_string(rank) + ", \"status\": \"" +
                                         std::string(to_string(out.result.status)) + "\"}\n");
-    RankState st;
+    records::RankState st;
     st.rank = rank;
     st.pid = ::getpid();
     st.host = host_name();
@@ -325,10 +325,10 @@ void record_rank_outcome(const RunOptions& options, int rank, const RunOutcome& 
     st.issued = out.result.issued;
     st.events = out.result.events;
     st.init_phases = out.init_phases;
-    write_rank_state(options.run_dir, st);
+    records::write_rank_state(options.run_dir, st);
   }
   if (completed) return;
-  for (const PendingOp& p : out.result.waiting) {
+  for (const records::WaitingOp& p : out.result.waiting) {
     std::string peers;
     for (int64_t q : p.peers) peers += (peers.empty() ? "" : ",") + std::to_string(q);
     std::fprintf(stderr, "twinscale run: rank %d waits for op %u %s (%s on %s #%lld) for %.3f s; peers [%s]\n", rank,
@@ -402,13 +402,13 @@ void gather_trace(const RunOptions& options, int rank, int size, const Device& d
   out.trace = std::move(trace);
 }
 
-/// M19: gives the other ranks time to write their states, then names who everyone waits
-/// on in report.json; the lowest rank that logged keeps the summary to print.
+/// M19: gives the other ranks time to write their states, then hands the run directory
+/// to options.report_hang (who everyone waits on, report.json); the rank it names keeps
+/// the summary to print.
 void report_hang(const RunOptions& options, int rank, int size, RunOutcome& out) {
+  if (!options.report_hang) return;
   std::this_thread::sleep_for(std::chrono::duration<double>(options.settle_s));
-  const HangReport report = analyse_run_dir(options.run_dir, size);
-  write_hang_report(report, (std::filesystem::path(options.run_dir) / "report.json").string());
-  if (!report.states.empty() && report.states.front().rank == rank) out.report_summary = report.summary();
+  out.report_summary = options.report_hang(options.run_dir, size, rank);
 }
 
 } // namespace

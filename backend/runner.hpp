@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,8 +30,13 @@ struct RunOptions {
   /// Directory for rank-<r>.json state files and report.json (M19); empty: none.
   std::string run_dir;
   /// After stopping on a timeout, how long a rank waits for the other ranks' state
-  /// files before it writes report.json.
+  /// files before it calls report_hang.
   double settle_s = 1.0;
+  /// When the run did not complete and run_dir is set: called on every rank, settle_s
+  /// after it stopped, with (run_dir, world, rank); analyses the state files (writing
+  /// run_dir/report.json) and returns the summary this rank prints, or "". The analysis is
+  /// not the executor's: the caller passes it (diagnose::report_run_dir); empty: none.
+  std::function<std::string(const std::string& run_dir, int64_t world, int64_t rank)> report_hang;
   CheckpointOptions checkpoint; // M16: restore before the run, persist during it
 };
 

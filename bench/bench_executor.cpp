@@ -19,10 +19,10 @@
 #include <vector>
 
 #include "backend/executor.hpp"
-#include "backend/hang_report.hpp"
 #include "backend/runner.hpp"
-#include "backend/synthetic.hpp"
 #include "bench/measure.hpp"
+#include "diagnose/hang_report.hpp"
+#include "schedules/synthetic.hpp"
 
 using namespace twinscale;
 namespace fs = std::filesystem;
@@ -53,10 +53,10 @@ private:
 };
 
 void executor_overhead() {
-  backend::SyntheticOptions so;
+  schedules::SyntheticOptions so;
   so.micro_batches = 2000;
   so.gemms_per_stage = 4;
-  const auto s = backend::synthetic_schedule(schedules::Layout{2, 2, 2}, so);
+  const auto s = schedules::synthetic_schedule(schedules::Layout{2, 2, 2}, so);
   const size_t ops = s.program(0).ops.size();
   for (bool on_device : {false, true}) {
     InstantDevice dev(on_device);
@@ -75,10 +75,10 @@ void cpu_device_overhead() {
   // A 1-rank run in this process (MPI singleton): every op has 1-element shapes.
   ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
   ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
-  backend::SyntheticOptions so;
+  schedules::SyntheticOptions so;
   so.micro_batches = 500;
   so.hidden = so.tokens = 1;
-  const auto s = backend::synthetic_schedule(schedules::Layout{1, 1, 1}, so);
+  const auto s = schedules::synthetic_schedule(schedules::Layout{1, 1, 1}, so);
   backend::RunOptions o;
   o.executor.timeout_s = 60;
   const backend::RunOutcome out = backend::run_schedule(s, o);
@@ -130,7 +130,7 @@ void init_times(const std::string& cli, const std::vector<int>& ranks) {
       std::map<std::string, double> worst; // slowest rank per phase
       double total = 0;
       try {
-        const auto report = backend::analyse_run_dir(dir.string(), n);
+        const auto report = diagnose::analyse_run_dir(dir.string(), n);
         if (!report.all_completed()) throw std::runtime_error("run did not complete");
         for (const auto& st : report.states) {
           double rank_total = 0;

@@ -10,11 +10,11 @@
 
 #include "backend/error.hpp"
 #include "backend/runner.hpp"
-#include "backend/synthetic.hpp"
-#include "backend/trace_compare.hpp"
 #include "cli/checked_options.hpp"
 #include "cli/commands.hpp"
 #include "cli/job_args.hpp"
+#include "diagnose/hang_report.hpp"
+#include "diagnose/trace_compare.hpp"
 #include "formats/kineto.hpp"
 #include "schedules/binary_trace.hpp"
 #include "schedules/calibration.hpp"
@@ -22,6 +22,7 @@
 #include "schedules/input_file.hpp"
 #include "schedules/output_file.hpp"
 #include "schedules/schedule_json.hpp"
+#include "schedules/synthetic.hpp"
 #include "schedules/trace.hpp"
 #include "schedules/validate.hpp"
 
@@ -34,7 +35,7 @@ struct RunArgs {
   std::string synthetic; // or "TPxPPxDP"
   std::string schedule;  // or a schedule JSON file (schedule export, schedule import-chakra)
   std::string trace;
-  backend::SyntheticOptions synthetic_options;
+  schedules::SyntheticOptions synthetic_options;
   std::string device = "cpu";
   double timeout_s = 60;
   std::string rendezvous = "mpi";
@@ -63,7 +64,7 @@ schedules::Layout parse_layout(const std::string& text) {
   return l;
 }
 
-schedules::Schedule load_schedule(const JobArgs& job_args, const std::string& synthetic, backend::SyntheticOptions so,
+schedules::Schedule load_schedule(const JobArgs& job_args, const std::string& synthetic, schedules::SyntheticOptions so,
                                   const std::string& schedule_file = "") {
   if (!schedule_file.empty()) { // e.g. a Chakra ET set imported by `schedule import-chakra`
     schedules::Schedule sch = schedules::read_schedule_file(schedule_file);
@@ -78,7 +79,7 @@ schedules::Schedule load_schedule(const JobArgs& job_args, const std::string& sy
   }
   if (!synthetic.empty()) {
     so.tokens = so.hidden;
-    return backend::synthetic_schedule(parse_layout(synthetic), so);
+    return schedules::synthetic_schedule(parse_layout(synthetic), so);
   }
   schedules::LoweringTarget target;
   target.check_memory = false; // the backend runs synthetic tensors (at scaled shapes on CPUs)
@@ -125,6 +126,7 @@ int run_command(const RunArgs& a) {
   else
     throw backend::BackendError("--group-init \"" + a.group_init + "\": valid values are local and global");
   o.run_dir = a.run_dir;
+  o.report_hang = diagnose::report_run_dir;
   o.cpu.shape_divisor = a.shape_divisor;
   o.cpu.verify = !a.no_verify;
   o.cpu.delay_rank = a.delay_rank;
@@ -218,7 +220,7 @@ struct CompareArgs {
 /// (a file, or a directory of one file per rank); its notes go to stderr.
 formats::AnyTrace read_trace_file(const std::string& path, const char* command) {
   formats::AnyTrace t = formats::read_any_trace({path});
-  if (t.source.empty()) t.source = backend::trace_source(path);
+  if (t.source.empty()) t.source = diagnose::trace_source(path);
   for (const std::string& n : t.notes) std::fprintf(stderr, "twinscale %s: %s: %s\n", command, path.c_str(), n.c_str());
   return t;
 }
@@ -235,7 +237,7 @@ int compare_command(const CompareArgs& args) {
   // A Kineto trace against a twinscale trace: its kernels mapped onto the other's ops.
   if (ta.kineto && !tb.kineto) ta.records = formats::align_kineto(ta.records, args.a, tb.records, args.b);
   if (tb.kineto && !ta.kineto) tb.records = formats::align_kineto(tb.records, args.b, ta.records, args.a);
-  const backend::TraceComparison c = backend::compare_traces(ta.records, args.a, tb.records, args.b);
+  const diagnose::TraceComparison c = diagnose::compare_traces(ta.records, args.a, tb.records, args.b);
   const std::string& sa = ta.source;
   const std::string& sb = tb.source;
   if (args.json) {
@@ -292,7 +294,7 @@ int compare_command(const CompareArgs& args) {
 struct CalibrateArgs {
   std::string trace, out, device_name, synthetic;
   JobArgs job;
-  backend::SyntheticOptions synthetic_options;
+  schedules::SyntheticOptions synthetic_options;
   int64_t shape_divisor = 1;
   bool json = false;
 };
@@ -312,7 +314,7 @@ int calibrate_command(const CalibrateArgs& a) {
                                 "\"; calibration is measured on real runs (source cpu or cuda, or a PyTorch "
                                 "profiler trace)");
   const schedules::CalibrationTable table =
-      backend::calibrate_from_trace(t.records, a.trace, schedule, source, device, a.shape_divisor);
+      diagnose::calibrate_from_trace(t.records, a.trace, schedule, source, device, a.shape_divisor);
   std::ostringstream text;
   schedules::write_calibration(table, text);
   write_file_atomically(a.out, text.str());

@@ -12,13 +12,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "backend/hang_report.hpp"
 #include "cli/checked_options.hpp"
 #include "cli/commands.hpp"
 #include "cli/diagnose_input.hpp"
 #include "cli/job_args.hpp"
 #include "diagnose/diagnosis.hpp"
 #include "diagnose/error.hpp"
+#include "diagnose/hang_report.hpp"
 #include "diagnose/html_report.hpp"
 #include "formats/kineto.hpp"
 #include "schedules/binary_trace.hpp"
@@ -52,26 +52,6 @@ int64_t world_of_run_dir(const std::string& dir) {
     if (std::regex_match(f, m, name)) world = std::max<int64_t>(world, std::stoll(m[1].str()) + 1);
   }
   return world;
-}
-
-void read_hang_evidence(const std::string& dir, int64_t world, diagnose::RunData& data) {
-  const backend::HangReport r = backend::analyse_run_dir(dir, world);
-  diagnose::HangEvidence& h = data.hang;
-  h.present = true;
-  h.world = world;
-  h.silent = r.silent;
-  std::vector<std::string> hosts(static_cast<size_t>(world));
-  for (const backend::RankState& s : r.states) {
-    hosts[static_cast<size_t>(s.rank)] = s.host;
-    if (s.status != backend::RunStatus::Completed) h.incomplete.push_back(s.rank);
-  }
-  for (const backend::Wait& w : r.waits)
-    h.waits.push_back(diagnose::WaitState{w.rank, w.op.op_index, w.op.name,
-                                          std::string(schedules::to_string(w.op.kind)), w.op.channel, w.op.sequence,
-                                          w.op.waiting_s, w.not_arrived});
-  if (data.ranks.empty())
-    for (int64_t rank = 0; rank < world; ++rank) data.ranks.push_back(diagnose::RankSeries{rank, rank, -1, {}});
-  diagnose::set_hosts(data, hosts);
 }
 
 /// Time by state and ETTR of `twinscale campaign --json` (or the campaign.json of --out).
@@ -136,7 +116,7 @@ diagnose::RunData read_run(const std::string& path, const DiagnoseInputOptions& 
     if (world == 0 && data.ranks.empty())
       throw diagnose::DiagnoseError(path + ": a run directory needs trace.json or rank-<r>.json state files "
                                            "(twinscale run --run-dir DIR --trace DIR/trace.json)");
-    if (world > 0) read_hang_evidence(path, std::max<int64_t>(world, data.ranks.size()), data);
+    if (world > 0) diagnose::add_hang_evidence(path, std::max<int64_t>(world, data.ranks.size()), data);
     if (o.layout) data.layout = o.layout;
     if (!o.links.empty()) data.links = diagnose::read_link_csv(slurp(o.links), o.links);
     return data;

@@ -1,5 +1,5 @@
 // Reading what a run left, for `diagnose` and `report`: a Chrome trace, a per-rank CSV,
-// a run directory (trace.json and the rank-<r>.json states of backend/hang_report.hpp),
+// a run directory (trace.json and the rank-<r>.json states of records/run_dir.hpp),
 // or PyTorch profiler (Kineto) traces: one file per rank, given as files or a directory.
 #pragma once
 

@@ -14,7 +14,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "backend/hang_report.hpp"
 #include "cli/checked_options.hpp"
 #include "cli/commands.hpp"
 #include "cli/job_args.hpp"
@@ -22,6 +21,7 @@
 #include "config/error.hpp"
 #include "config/gpu_speeds.hpp"
 #include "config/scenario.hpp"
+#include "records/run_dir.hpp"
 #include "schedules/binary_trace.hpp"
 #include "schedules/calibration_coverage.hpp"
 #include "schedules/output_file.hpp"
@@ -65,27 +65,14 @@ struct SimulateArgs {
   bool json = false;
 };
 
-/// The per-rank state files of a hung simulated run, in the real backend's format
-/// (backend/hang_report.hpp), so `twinscale diagnose DIR` reads both alike. Ranks still
-/// waiting in an op would time out (timed_out); the hung rank and ranks that stopped
-/// without a pending op are aborted; the rest completed.
+/// The per-rank state files of a hung simulated run, the records a real run leaves
+/// (records/run_dir.hpp), so `twinscale diagnose DIR` reads both alike; each rank's host
+/// is its server.
 void write_sim_run_dir(const std::string& dir, const sim::SimReport& r, const config::Scenario& scenario) {
-  for (const sim::RankHangState& h : r.hang_states) {
-    backend::RankState st;
-    st.rank = h.rank;
+  for (records::RankState st : r.hang_states) {
     st.host = "server-" +
-              std::to_string(scenario.fabric().server_of_gpu(scenario.gpu_of_rank()[static_cast<size_t>(h.rank)]));
-    const bool done = h.ops_completed == h.ops_total;
-    st.status = done ? backend::RunStatus::Completed
-                     : (h.waiting.empty() || h.hung ? backend::RunStatus::Aborted : backend::RunStatus::TimedOut);
-    st.ops_completed = h.ops_completed;
-    st.ops_total = h.ops_total;
-    st.elapsed_s = h.elapsed_s;
-    st.issued = h.issued;
-    for (const sim::WaitingOp& w : h.waiting)
-      st.waiting.push_back(backend::PendingOp{w.op_index, w.name, w.kind, w.group, w.stream, w.channel, w.sequence,
-                                              w.peers, w.waiting_s});
-    backend::write_rank_state(dir, st);
+              std::to_string(scenario.fabric().server_of_gpu(scenario.gpu_of_rank()[static_cast<size_t>(st.rank)]));
+    records::write_rank_state(dir, st);
   }
 }
 

@@ -38,8 +38,8 @@ void find_hangs(const RunData& d, Diagnosis& out) {
   if (!h.present || (h.silent.empty() && h.incomplete.empty())) return;
   // Who is waited on, by whom, in which op.
   std::map<int64_t, std::set<int64_t>> waited_by;
-  std::map<int64_t, std::vector<const WaitState*>> waits_on;
-  for (const WaitState& w : h.waits)
+  std::map<int64_t, std::vector<const Wait*>> waits_on;
+  for (const Wait& w : h.waits)
     for (int64_t q : w.not_arrived) {
       waited_by[q].insert(w.rank);
       waits_on[q].push_back(&w);
@@ -67,8 +67,9 @@ void find_hangs(const RunData& d, Diagnosis& out) {
     det << (silent.count(r) ? "logged nothing (stopped, hung or dead)" : "logged a state, but peers wait for it");
     if (!by.empty()) {
       std::map<std::string, int64_t> ops; // what the others are stuck in
-      for (const WaitState* w : waits_on[r])
-        ++ops[w->op_name + " (" + w->kind + " on " + w->channel + " #" + std::to_string(w->sequence) + ")"];
+      for (const Wait* w : waits_on[r])
+        ++ops[w->op.name + " (" + std::string(schedules::to_string(w->op.kind)) + " on " + w->op.channel + " #" +
+              std::to_string(w->op.sequence) + ")"];
       det << "; " << by.size() << " rank(s) wait on it [" << join({by.begin(), by.end()}) << "] in ";
       bool first = true;
       for (const auto& [op, n] : ops) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "diagnose/comm_summary.hpp"
+#include "diagnose/hang_report.hpp"
 #include "schedules/binary_trace.hpp"
 #include "schedules/layout.hpp"
 #include "schedules/trace.hpp"
@@ -40,25 +41,13 @@ struct CommEvent {
   bool failed = false;
 };
 
-/// An op a rank was stuck in when the run stopped, and the peers that never arrived.
-struct WaitState {
-  int64_t rank = 0;
-  uint32_t op_index = 0;
-  std::string op_name;
-  std::string kind;
-  std::string channel;
-  int64_t sequence = 0;
-  double waiting_s = 0;
-  std::vector<int64_t> not_arrived;
-};
-
 /// The M19 evidence of a run directory: who logged a state, who waits for whom.
 struct HangEvidence {
   bool present = false; // a run directory with state files was read
   int64_t world = 0;
   std::vector<int64_t> silent;     // ranks without a state file (dead, or stopped)
   std::vector<int64_t> incomplete; // ranks that logged but did not complete
-  std::vector<WaitState> waits;
+  std::vector<Wait> waits;         // ops ranks were stuck in, and the peers that never arrived
 };
 
 /// One link direction's load in a flow-mode run (sim/link_csv.hpp's CSV).

@@ -179,7 +179,7 @@ SimReport run_in_process(const schedules::Schedule& schedule, const topology::Fa
   if (options.hang_rank >= 0) {
     r.hang_states = ex.hang_states(ex.last_end_s());
     int64_t waiting = 0;
-    for (const RankHangState& h : r.hang_states) waiting += h.waiting.empty() ? 0 : 1;
+    for (const records::RankState& h : r.hang_states) waiting += h.waiting.empty() ? 0 : 1;
     if (!ex.all_ops_done()) {
       r.completed = false;
       r.failure = "rank " + std::to_string(options.hang_rank) + " hung at " + std::to_string(options.hang_at_s) +

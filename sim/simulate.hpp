@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "common/enum_names.hpp"
+#include "records/rank_state.hpp"
 #include "schedules/schedule.hpp"
 #include "schedules/trace.hpp"
 #include "sim/collective_algorithms.hpp"
@@ -152,31 +153,6 @@ struct OpIncident {
   double stalled_s = 0;
 };
 
-/// An op a rank issued and that never completed in a hung run: what it waits for, in
-/// the terms of the real backend's state files (backend/executor.hpp PendingOp).
-struct WaitingOp {
-  uint32_t op_index = 0;
-  std::string name;
-  schedules::OpKind kind = schedules::OpKind::Gemm;
-  schedules::GroupKind group = schedules::GroupKind::World;
-  schedules::Stream stream = schedules::Stream::Compute;
-  std::string channel;        // schedules::communicator_of (device model)
-  int64_t sequence = 0;       // index of the op among the rank's ops on `channel`
-  std::vector<int64_t> peers; // group members (collectives) or the peer (p2p)
-  double waiting_s = 0;       // from its issue to the end of the run
-};
-
-/// One rank's state at the end of a run with SimOptions::hang_rank.
-struct RankHangState {
-  int64_t rank = 0;
-  bool hung = false; // the injected rank
-  uint32_t ops_completed = 0;
-  uint32_t ops_total = 0;
-  double elapsed_s = 0;
-  std::vector<WaitingOp> waiting;
-  std::map<std::string, int64_t> issued; // channel → ops issued on it
-};
-
 struct SimReport {
   SimMode mode = SimMode::Flow;
   bool completed = true; // false when a fault failed the job
@@ -191,9 +167,13 @@ struct SimReport {
   std::vector<RankTimes> per_rank;           // every rank (symmetric runs: from its representative)
   std::vector<Breakdown> per_rank_breakdown; // every rank, same rule
   std::vector<OpIncident> incidents;
-  schedules::Trace trace;                 // when SimOptions::record_trace
-  std::vector<RankHangState> hang_states; // every rank, by rank, when SimOptions::hang_rank ≥ 0
-  std::vector<LinkLoad> link_loads;       // SimOptions::link_loads: directions that carried bytes, by link
+  schedules::Trace trace; // when SimOptions::record_trace
+  /// Every rank's end state, by rank, when SimOptions::hang_rank ≥ 0, in the records a
+  /// real run leaves (records/rank_state.hpp): ranks still waiting in an op are timed_out
+  /// (they would time out), the hung rank and ranks stopped without a pending op aborted,
+  /// the rest completed; pid 0, no host, no events.
+  std::vector<records::RankState> hang_states;
+  std::vector<LinkLoad> link_loads; // SimOptions::link_loads: directions that carried bytes, by link
   // Statistics of the run.
   bool aggregated = false; // symmetry used (one pipeline executed)
   int64_t executed_ranks = 0;

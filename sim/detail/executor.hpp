@@ -107,7 +107,7 @@ public:
   void check_finished() const;
   /// After a run with SimOptions::hang_rank: every rank's issued-but-unfinished ops
   /// and per-channel issue counts at `end_s` (hang_state.cpp).
-  std::vector<RankHangState> hang_states(double end_s) const;
+  std::vector<records::RankState> hang_states(double end_s) const;
   /// After the run: closes every rank's breakdown at `horizon_s` (the makespan).
   void finish(double horizon_s);
 

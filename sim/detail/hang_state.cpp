@@ -1,8 +1,8 @@
 // The end state of a run with a hung rank (SimOptions::hang_rank): what every rank issued
-// on each channel and which of its ops never completed, in the terms the real backend's
-// state files use (channels of schedules::communicator_of, per-channel sequences of the
-// execution rules: schedules/execution_rules.hpp), so the
-// same hang analysis reads simulated and real runs.
+// on each channel and which of its ops never completed, as the records every executor
+// leaves (records/rank_state.hpp: channels of schedules::communicator_of, per-channel
+// sequences of the execution rules, schedules/execution_rules.hpp), so the same hang
+// analysis reads simulated and real runs.
 #include <algorithm>
 #include <map>
 
@@ -11,15 +11,14 @@
 
 namespace twinscale::sim::detail {
 
-std::vector<RankHangState> SimExecutor::hang_states(double end_s) const {
+std::vector<records::RankState> SimExecutor::hang_states(double end_s) const {
   const auto& L = schedule_.layout;
-  std::vector<RankHangState> out;
+  std::vector<records::RankState> out;
   out.reserve(slots_.size());
   for (size_t s = 0; s < slots_.size(); ++s) {
     const Slot& sl = slots_[s];
-    RankHangState st;
+    records::RankState st;
     st.rank = sl.rank;
-    st.hung = static_cast<int32_t>(s) == hang_slot_;
     st.ops_total = static_cast<uint32_t>(sl.program->ops.size());
     st.elapsed_s = end_s;
     for (uint32_t i = 0; i < sl.program->ops.size(); ++i) {
@@ -33,7 +32,7 @@ std::vector<RankHangState> SimExecutor::hang_states(double end_s) const {
       const int64_t seq = channel.empty() ? 0 : sl.index->sequence(i);
       if (!channel.empty() && (done || running)) ++st.issued[channel];
       if (!running) continue;
-      WaitingOp w;
+      records::WaitingOp w;
       w.op_index = i;
       w.name = op_name(static_cast<int32_t>(s), i);
       w.kind = op.kind;
@@ -48,6 +47,10 @@ std::vector<RankHangState> SimExecutor::hang_states(double end_s) const {
       w.waiting_s = end_s - sl.stream_start[h.stream];
       st.waiting.push_back(std::move(w));
     }
+    const bool hung = static_cast<int32_t>(s) == hang_slot_;
+    st.status = st.ops_completed == st.ops_total
+                    ? records::RunStatus::Completed
+                    : (st.waiting.empty() || hung ? records::RunStatus::Aborted : records::RunStatus::TimedOut);
     out.push_back(std::move(st));
   }
   return out;

@@ -8,8 +8,8 @@
 #include <catch2/catch.hpp>
 
 #include "backend/executor.hpp"
-#include "backend/synthetic.hpp"
 #include "fake_device.hpp"
+#include "schedules/synthetic.hpp"
 
 using namespace twinscale;
 using backend::test::FakeDevice;
@@ -23,7 +23,7 @@ backend::ExecutorOptions opts(double timeout_s, double idle_s) {
   return o;
 }
 
-schedules::Schedule tiny() { return backend::synthetic_schedule(schedules::Layout{2, 2, 2}, {3, 16, 8, 2}); }
+schedules::Schedule tiny() { return schedules::synthetic_schedule(schedules::Layout{2, 2, 2}, {3, 16, 8, 2}); }
 
 } // namespace
 
@@ -90,7 +90,7 @@ TEST_CASE("executor: a collective that never completes times out and says what i
   REQUIRE(r.status == backend::RunStatus::TimedOut);
   CHECK(dev.aborted);
   REQUIRE(r.waiting.size() == 1);
-  const backend::PendingOp& w = r.waiting[0];
+  const records::WaitingOp& w = r.waiting[0];
   CHECK(w.op_index == second_tp);
   CHECK(w.channel == "tp");
   CHECK(w.sequence == 1);

@@ -15,12 +15,12 @@
 #include "tests/skip.hpp"
 
 #include "backend/checkpoint.hpp"
-#include "backend/hang_report.hpp"
-#include "backend/synthetic.hpp"
 #include "backend/trace_check.hpp"
 #include "config/job_file.hpp"
+#include "diagnose/hang_report.hpp"
 #include "mpi_helpers.hpp"
 #include "schedules/calibration.hpp"
+#include "schedules/synthetic.hpp"
 #include "schedules/trace.hpp"
 
 using namespace twinscale;
@@ -39,11 +39,11 @@ TEST_CASE("mpi run: 8 CPU ranks run the synthetic schedule in a valid order") {
                        120);
   INFO(r.output);
   REQUIRE(r.status == 0);
-  backend::SyntheticOptions so;
+  schedules::SyntheticOptions so;
   so.micro_batches = 3;
   so.hidden = so.tokens = 64;
-  const schedules::Schedule s = backend::synthetic_schedule(schedules::Layout{2, 2, 2}, so);
-  const backend::HangReport report = backend::analyse_run_dir(dir, 8);
+  const schedules::Schedule s = schedules::synthetic_schedule(schedules::Layout{2, 2, 2}, so);
+  const diagnose::HangReport report = diagnose::analyse_run_dir(dir, 8);
   REQUIRE(report.all_completed());
   std::vector<schedules::TraceEvent> events;
   for (const auto& st : report.states) events.insert(events.end(), st.events.begin(), st.events.end());
@@ -67,7 +67,7 @@ void run_and_check(const schedules::Schedule& s, int ranks, const std::string& a
   INFO(r.output);
   REQUIRE(r.status == 0);
   CHECK(fs::exists(dir + "/trace.json"));
-  const backend::HangReport report = backend::analyse_run_dir(dir, ranks);
+  const diagnose::HangReport report = diagnose::analyse_run_dir(dir, ranks);
   REQUIRE(report.all_completed());
   std::vector<schedules::TraceEvent> events;
   for (const auto& st : report.states) events.insert(events.end(), st.events.begin(), st.events.end());
@@ -142,10 +142,10 @@ TEST_CASE("mpi run: tiny-moe-folded runs on 8 CPU ranks in a valid order") {
 
 TEST_CASE("mpi run: 16 CPU ranks (tp2 pp2 dp4) run the synthetic schedule in a valid order") {
   if (!backend::test::have_mpirun()) TWINSCALE_SKIP("mpirun not found");
-  backend::SyntheticOptions so;
+  schedules::SyntheticOptions so;
   so.micro_batches = 2;
   so.hidden = so.tokens = 32;
-  run_and_check(backend::synthetic_schedule(schedules::Layout{2, 4, 2}, so), 16,
+  run_and_check(schedules::synthetic_schedule(schedules::Layout{2, 4, 2}, so), 16,
                 "--synthetic 2x2x4 --synthetic-micro-batches 2 --synthetic-hidden 32", "run16");
 }
 
@@ -188,7 +188,7 @@ TEST_CASE("mpi run: kill -9 of one rank, the others stop within the timeout and 
   const auto r = backend::test::finish(job);
   INFO(r.output);
   REQUIRE(fs::exists(dir + "/report.json"));
-  const backend::HangReport report = backend::analyse_run_dir(dir, 8);
+  const diagnose::HangReport report = diagnose::analyse_run_dir(dir, 8);
   CHECK(report.silent == std::vector<int64_t>{3});
   REQUIRE(!report.suspects.empty());
   CHECK(report.suspects[0].rank == 3);
@@ -199,8 +199,8 @@ TEST_CASE("mpi run: kill -9 of one rank, the others stop within the timeout and 
   for (const auto& st : report.states) {
     INFO("rank " << st.rank);
     // The first ranks to give up time out; they raise the abort flag and the rest stop.
-    CHECK((st.status == backend::RunStatus::TimedOut || st.status == backend::RunStatus::Aborted));
-    timed_out += st.status == backend::RunStatus::TimedOut;
+    CHECK((st.status == records::RunStatus::TimedOut || st.status == records::RunStatus::Aborted));
+    timed_out += st.status == records::RunStatus::TimedOut;
     CHECK(!st.waiting.empty());
     // Stopped within the timeout of the kill (plus scheduling slack on an oversubscribed
     // machine): a rank may go on with work that does not need the dead rank, but the
@@ -234,13 +234,13 @@ TEST_CASE("mpi run: SIGSTOP of one rank, the others report it within the timeout
   const auto r = backend::test::finish(job);
   INFO(r.output);
   REQUIRE(reported == 7);
-  const backend::HangReport report = backend::analyse_run_dir(dir, 8);
+  const diagnose::HangReport report = diagnose::analyse_run_dir(dir, 8);
   REQUIRE(!report.suspects.empty());
   CHECK(report.suspects[0].rank == 5);
   for (const auto& st : report.states) {
     if (st.rank == 5) continue;
     INFO("rank " << st.rank);
-    CHECK((st.status == backend::RunStatus::TimedOut || st.status == backend::RunStatus::Aborted));
+    CHECK((st.status == records::RunStatus::TimedOut || st.status == records::RunStatus::Aborted));
     const auto written = fs::last_write_time(dir + "/rank-" + std::to_string(st.rank) + ".json");
     CHECK(std::chrono::duration<double>(written - stopped_at).count() < timeout_s + 4.0);
   }
@@ -272,7 +272,7 @@ TEST_CASE("mpi run: a slow but healthy rank (stopped and resumed, each pause und
   const auto r = backend::test::finish(job);
   INFO(r.output << "pauses: " << pauses);
   CHECK(pauses >= 2); // it really was slowed down
-  const backend::HangReport report = backend::analyse_run_dir(dir, 8);
+  const diagnose::HangReport report = diagnose::analyse_run_dir(dir, 8);
   CHECK(report.all_completed());
   CHECK(!fs::exists(dir + "/abort"));
   fs::remove_all(dir);

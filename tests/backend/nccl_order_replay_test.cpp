@@ -6,10 +6,10 @@
 #include <catch2/catch.hpp>
 
 #include "backend/executor.hpp"
-#include "backend/synthetic.hpp"
 #include "config/job_file.hpp"
 #include "fake_device.hpp"
 #include "schedules/nccl_order.hpp"
+#include "schedules/synthetic.hpp"
 #include "schedules/validate.hpp"
 
 using namespace twinscale;
@@ -50,9 +50,9 @@ void check_replay(const schedules::Schedule& s) {
 } // namespace
 
 TEST_CASE("nccl order replay: synthetic 1x2x1 deadlocks on one shared pp communicator, not on directed ones") {
-  backend::SyntheticOptions o;
+  schedules::SyntheticOptions o;
   o.micro_batches = 4;
-  check_replay(backend::synthetic_schedule(schedules::Layout{1, 1, 2}, o));
+  check_replay(schedules::synthetic_schedule(schedules::Layout{1, 1, 2}, o));
 }
 
 TEST_CASE(
@@ -64,7 +64,7 @@ TEST_CASE(
 }
 
 TEST_CASE("nccl order replay: the fake device holds a communicator's later op until the earlier one completes") {
-  const auto s = backend::synthetic_schedule(schedules::Layout{1, 1, 2}, {});
+  const auto s = schedules::synthetic_schedule(schedules::Layout{1, 1, 2}, {});
   const auto& prog = s.program(1);
   // Two receives of stage 1 from stage 0 on one directed channel: hold back the first.
   std::vector<uint32_t> recvs;

@@ -10,7 +10,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "backend/hang_report.hpp"
+#include "diagnose/hang_report.hpp"
 #include "mpi_helpers.hpp"
 #include "tests/skip.hpp"
 
@@ -72,7 +72,7 @@ TEST_CASE("redis rendezvous: 8 CPU ranks meet through a Redis store") {
   INFO(r.output);
   REQUIRE(r.status == 0);
   CHECK_THAT(r.output, Catch::Contains("init redis_rendezvous"));
-  CHECK(backend::analyse_run_dir(dir + "/run", 8).all_completed());
+  CHECK(diagnose::analyse_run_dir(dir + "/run", 8).all_completed());
   // An unreachable store is an error that names it.
   const auto bad =
       backend::test::shell(backend::test::mpirun(2) +

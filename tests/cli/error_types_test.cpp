@@ -16,6 +16,7 @@
 #include "sim/error.hpp"
 #include "study/error.hpp"
 #include "topology/fabric.hpp"
+#include "work_queue/error.hpp"
 
 using namespace twinscale;
 
@@ -29,12 +30,12 @@ constexpr bool all_typed() {
 } // namespace
 
 TEST_CASE("every layer's error type derives from twinscale::Error", "[cli][errors]") {
-  static_assert(
-      all_typed<schedules::JobError, schedules::ScheduleError, schedules::InputFileError, topology::TopologyError,
-                faults::FaultError, sim::SimError, config::ConfigError, backend::BackendError, backend::MpiJobError,
-                formats::ChakraError, study::StoreError, diagnose::DiagnoseError>());
-  // an MPI job's failure is a backend error: main ends every rank for it, then exits 1
-  const backend::MpiJobError e("rank 1: computing an item: boom (the MPI job must end)");
+  static_assert(all_typed<schedules::JobError, schedules::ScheduleError, schedules::InputFileError,
+                          topology::TopologyError, faults::FaultError, sim::SimError, config::ConfigError,
+                          backend::BackendError, work_queue::WorkQueueError, work_queue::MpiJobError,
+                          formats::ChakraError, study::StoreError, diagnose::DiagnoseError>());
+  // an MPI job's failure is a work-queue error: main ends every rank for it, then exits 1
+  const work_queue::MpiJobError e("rank 1: computing an item: boom (the MPI job must end)");
   const Error& base = e;
   CHECK(std::string(base.what()) == "rank 1: computing an item: boom (the MPI job must end)");
 }

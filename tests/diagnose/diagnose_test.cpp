@@ -167,14 +167,23 @@ TEST_CASE("diagnose: a hang names the silent rank everyone waits on, and the op 
   data.hang.world = 4;
   data.hang.silent = {2};
   data.hang.incomplete = {0, 1, 3};
-  for (int r : {0, 1, 3})
-    data.hang.waits.push_back(diagnose::WaitState{r, 7, "grads.allreduce", "all_reduce", "dp", 3, 2.5, {2}});
+  records::WaitingOp op;
+  op.op_index = 7;
+  op.name = "grads.allreduce";
+  op.kind = schedules::OpKind::AllReduce;
+  op.group = schedules::GroupKind::Dp;
+  op.channel = "dp";
+  op.sequence = 3;
+  op.peers = {0, 1, 2, 3};
+  op.waiting_s = 2.5;
+  for (int r : {0, 1, 3}) data.hang.waits.push_back(diagnose::Wait{r, op, {2}});
   const auto d = diagnose::diagnose_run(data);
   REQUIRE(!d.findings.empty());
   CHECK(d.findings[0].kind == FindingKind::Hang);
   CHECK(d.findings[0].ranks == std::vector<int64_t>{2});
   CHECK(d.findings[0].score == 3);
-  CHECK_THAT(d.findings[0].detail, Catch::Contains("grads.allreduce") && Catch::Contains("[0,1,3]"));
+  CHECK_THAT(d.findings[0].detail,
+             Catch::Contains("grads.allreduce (all_reduce on dp #3) ×3") && Catch::Contains("[0,1,3]"));
   CHECK_THAT(diagnose::to_json(d), Catch::Contains("\"hang\""));
   CHECK_THAT(diagnose::format_table(d), Catch::Contains("hang"));
 }

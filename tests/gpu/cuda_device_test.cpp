@@ -14,11 +14,11 @@
 #include "../backend/mpi_helpers.hpp"
 #include "backend/cuda/cuda_device.hpp"
 #include "backend/executor.hpp"
-#include "backend/hang_report.hpp"
-#include "backend/synthetic.hpp"
 #include "backend/trace_check.hpp"
 #include "config/job_file.hpp"
+#include "diagnose/hang_report.hpp"
 #include "gpu_helpers.hpp"
+#include "schedules/synthetic.hpp"
 #include "tests/skip.hpp"
 
 using namespace twinscale;
@@ -116,7 +116,7 @@ void run_cli(int ranks, const std::string& args, const schedules::Schedule& s) {
                                       300);
   INFO(r.output);
   REQUIRE(r.status == 0);
-  const auto report = backend::analyse_run_dir(dir, ranks);
+  const auto report = diagnose::analyse_run_dir(dir, ranks);
   REQUIRE(report.all_completed());
   std::vector<schedules::TraceEvent> events;
   for (const auto& st : report.states) events.insert(events.end(), st.events.begin(), st.events.end());
@@ -150,10 +150,10 @@ TEST_CASE("cuda device: one rank runs every op kind and times each by its own ev
 }
 
 TEST_CASE("cuda device: a run aborted mid-way leaves a process that can start another") {
-  backend::SyntheticOptions so;
+  schedules::SyntheticOptions so;
   so.micro_batches = 64;
   so.hidden = so.tokens = 8192;
-  const auto big = backend::synthetic_schedule(schedules::Layout{1, 1, 1}, so);
+  const auto big = schedules::synthetic_schedule(schedules::Layout{1, 1, 1}, so);
   {
     auto dev = one_rank_device(big);
     backend::ExecutorOptions o;
@@ -164,14 +164,14 @@ TEST_CASE("cuda device: a run aborted mid-way leaves a process that can start an
     CHECK(r.status == backend::RunStatus::Aborted);
     CHECK(r.ops_completed < r.ops_total);
   } // the device goes with its communicators aborted once, never finalised
-  const auto small = backend::synthetic_schedule(schedules::Layout{1, 1, 1}, {});
+  const auto small = schedules::synthetic_schedule(schedules::Layout{1, 1, 1}, {});
   auto dev = one_rank_device(small);
   const backend::RankResult r = backend::Executor(small, 0, *dev, {}).run();
   CHECK(r.status == backend::RunStatus::Completed);
 }
 
 TEST_CASE("cuda device: checkpoint stage 1 goes through device memory and comes back intact") {
-  const auto s = backend::synthetic_schedule(schedules::Layout{1, 1, 1}, {});
+  const auto s = schedules::synthetic_schedule(schedules::Layout{1, 1, 1}, {});
   auto dev = one_rank_device(s);
   std::vector<uint8_t> state(3 * 1024 * 1024 + 1);
   for (size_t i = 0; i < state.size(); ++i) state[i] = static_cast<uint8_t>(i * 2654435761u >> 13);
@@ -180,22 +180,22 @@ TEST_CASE("cuda device: checkpoint stage 1 goes through device memory and comes 
 
 TEST_CASE("cuda device: 2 ranks run pipeline p2p on directed communicators (synthetic 1x2x1)") {
   if (const auto why = backend::test::missing_for("a 2-stage pipeline", 2, true); !why.empty()) TWINSCALE_SKIP(why);
-  backend::SyntheticOptions so;
+  schedules::SyntheticOptions so;
   so.micro_batches = 8;
   so.hidden = so.tokens = 1024;
   run_cli(2, "--synthetic 1x2x1 --synthetic-micro-batches 8 --synthetic-hidden 1024",
-          backend::synthetic_schedule(schedules::Layout{1, 1, 2}, so));
+          schedules::synthetic_schedule(schedules::Layout{1, 1, 2}, so));
 }
 
 TEST_CASE("cuda device: 2 ranks run tensor- and data-parallel collectives (synthetic 2x1x1 and 1x1x2)") {
   if (const auto why = backend::test::missing_for("tp 2 / dp 2", 2, true); !why.empty()) TWINSCALE_SKIP(why);
-  backend::SyntheticOptions so;
+  schedules::SyntheticOptions so;
   so.micro_batches = 4;
   so.hidden = so.tokens = 1024;
   run_cli(2, "--synthetic 2x1x1 --synthetic-micro-batches 4 --synthetic-hidden 1024",
-          backend::synthetic_schedule(schedules::Layout{2, 1, 1}, so));
+          schedules::synthetic_schedule(schedules::Layout{2, 1, 1}, so));
   run_cli(2, "--synthetic 1x1x2 --synthetic-micro-batches 4 --synthetic-hidden 1024",
-          backend::synthetic_schedule(schedules::Layout{1, 2, 1}, so));
+          schedules::synthetic_schedule(schedules::Layout{1, 2, 1}, so));
 }
 
 TEST_CASE("cuda device: the tiny presets on 8 GPUs (all-gather and reduce-scatter and interleaved pipeline)") {

@@ -8,7 +8,7 @@
 
 #include "schedules/schedule.hpp"
 
-namespace twinscale::backend {
+namespace twinscale::schedules {
 
 struct SyntheticOptions {
   int64_t micro_batches = 2;
@@ -17,6 +17,6 @@ struct SyntheticOptions {
   int64_t gemms_per_stage = 1; // GEMM + TP all-reduce pairs per micro-batch and direction
 };
 
-schedules::Schedule synthetic_schedule(const schedules::Layout& layout, const SyntheticOptions& options = {});
+Schedule synthetic_schedule(const Layout& layout, const SyntheticOptions& options = {});
 
-} // namespace twinscale::backend
+} // namespace twinscale::schedules

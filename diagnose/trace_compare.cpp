@@ -1,4 +1,4 @@
-#include "backend/trace_compare.hpp"
+#include "diagnose/trace_compare.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -8,10 +8,9 @@
 #include <regex>
 #include <unordered_map>
 
-#include "backend/detail/cpu_kernels.hpp"
 #include "schedules/error.hpp"
 
-namespace twinscale::backend {
+namespace twinscale::diagnose {
 
 using schedules::TraceRecord;
 
@@ -185,10 +184,10 @@ schedules::CalibrationTable calibrate_from_trace(const std::vector<TraceRecord>&
                                      std::to_string(r.op_index) + " is \"" + r.name + "\" in the trace but \"" + name +
                                      "\" in the schedule: the trace is of another schedule");
     if (!op.is_communication()) {
-      const auto shape = cpu ? detail::scaled_shape(op, shape_divisor) : op.shape;
+      const auto shape = cpu ? schedules::executed_shape(op, shape_divisor) : op.shape;
       builder.add_kernel_sample(op.kernel, cpu ? schedules::DType::FP32 : op.dtype, shape, r.duration_s, name);
     } else if (op.kind != schedules::OpKind::Recv) { // a link is counted once, at its send
-      const double bytes = cpu ? detail::scaled_bytes(op, shape_divisor) : op.bytes;
+      const double bytes = cpu ? schedules::executed_bytes(op.bytes, shape_divisor) : op.bytes;
       const int64_t group = op.kind == schedules::OpKind::Send ? 2 : schedule.layout.group_size(op.group);
       builder.add_comm_sample(op.kind, group, bytes, op_time(r, last));
     }
@@ -198,4 +197,4 @@ schedules::CalibrationTable calibrate_from_trace(const std::vector<TraceRecord>&
   return table;
 }
 
-} // namespace twinscale::backend
+} // namespace twinscale::diagnose

@@ -4,9 +4,9 @@
 
 #include <catch2/catch.hpp>
 
-#include "backend/synthetic.hpp"
-#include "backend/trace_compare.hpp"
+#include "diagnose/trace_compare.hpp"
 #include "schedules/error.hpp"
+#include "schedules/synthetic.hpp"
 #include "schedules/trace.hpp"
 
 using namespace twinscale;
@@ -38,11 +38,11 @@ std::vector<schedules::TraceRecord> records(const schedules::Schedule& s, double
 } // namespace
 
 TEST_CASE("compare: per-kind and per-rank errors of B against A") {
-  const auto s = backend::synthetic_schedule(schedules::Layout{2, 1, 2}, {2, 16, 8, 1});
+  const auto s = schedules::synthetic_schedule(schedules::Layout{2, 1, 2}, {2, 16, 8, 1});
   const auto a = records(s, 1.0);
   auto b = records(s, 1.1);
   b.pop_back();
-  const backend::TraceComparison c = backend::compare_traces(a, "a.json", b, "b.json");
+  const diagnose::TraceComparison c = diagnose::compare_traces(a, "a.json", b, "b.json");
   CHECK(c.matched == static_cast<int64_t>(a.size()) - 1);
   CHECK(c.only_a == 1);
   CHECK(c.only_b == 0);
@@ -56,14 +56,14 @@ TEST_CASE("compare: per-kind and per-rank errors of B against A") {
   CHECK(c.ranks[0].rel_error == Approx(0.1));
   b = records(s, 1.0);
   b[3].name = "something.else";
-  CHECK_THROWS_WITH(backend::compare_traces(a, "a.json", b, "b.json"), Catch::Contains("rank 0 op 3") &&
-                                                                           Catch::Contains("b.json") &&
-                                                                           Catch::Contains("not of the same schedule"));
+  CHECK_THROWS_WITH(diagnose::compare_traces(a, "a.json", b, "b.json"),
+                    Catch::Contains("rank 0 op 3") && Catch::Contains("b.json") &&
+                        Catch::Contains("not of the same schedule"));
 }
 
 TEST_CASE("calibrate: medians per kernel shape and bandwidth per collective") {
-  const auto s = backend::synthetic_schedule(schedules::Layout{2, 1, 2}, {2, 16, 8, 1});
-  const auto t = backend::calibrate_from_trace(records(s, 1.0), "t.json", s, "cuda", "test gpu", 1);
+  const auto s = schedules::synthetic_schedule(schedules::Layout{2, 1, 2}, {2, 16, 8, 1});
+  const auto t = diagnose::calibrate_from_trace(records(s, 1.0), "t.json", s, "cuda", "test gpu", 1);
   // Entries are keyed by the schedule's op name as well (calibration version 2).
   const schedules::KernelTiming* g = nullptr;
   for (const auto& k : t.kernels)
@@ -78,11 +78,11 @@ TEST_CASE("calibrate: medians per kernel shape and bandwidth per collective") {
   CHECK(ar->busbw_bytes_per_s == Approx(256.0 / 2e-3));             // 2(n−1)/n = 1 at n = 2
   CHECK(t.find_comm(schedules::OpKind::Send, 2, 256.0) != nullptr); // p2p links, group size 2
   // CPU traces: executed shapes (divided) in fp32.
-  const auto c = backend::calibrate_from_trace(records(s, 1.0), "t.json", s, "cpu", "cpu", 4);
+  const auto c = diagnose::calibrate_from_trace(records(s, 1.0), "t.json", s, "cpu", "cpu", 4);
   CHECK(c.find_kernel(schedules::Kernel::Gemm, schedules::DType::FP32, {2, 4, 4, 0}, g->op) != nullptr);
   auto bad = records(s, 1.0);
   bad[0].op_index = 9999;
-  CHECK_THROWS_WITH(backend::calibrate_from_trace(bad, "t.json", s, "cuda", "x", 1),
+  CHECK_THROWS_WITH(diagnose::calibrate_from_trace(bad, "t.json", s, "cuda", "x", 1),
                     Catch::Contains("t.json") && Catch::Contains("not in the schedule"));
 }
 
@@ -91,7 +91,7 @@ TEST_CASE("compare: a collective is timed as its instance, last end - last start
   // semantics here) every member starts each collective at once. In A rank 0 reaches every
   // collective 5 ms early and waits for rank 1 inside it (a real run's skew): its ops
   // last 5 ms longer, the transfers once both had started are B's.
-  const auto s = backend::synthetic_schedule(schedules::Layout{1, 2, 1}, {2, 16, 8, 1});
+  const auto s = schedules::synthetic_schedule(schedules::Layout{1, 2, 1}, {2, 16, 8, 1});
   auto trace_of = [&](bool skewed) {
     schedules::Trace t;
     t.source = "test";
@@ -114,7 +114,7 @@ TEST_CASE("compare: a collective is timed as its instance, last end - last start
     return schedules::read_chrome_trace(in, skewed ? "a.json" : "b.json");
   };
   const auto a = trace_of(true), b = trace_of(false);
-  const backend::TraceComparison c = backend::compare_traces(a, "a.json", b, "b.json");
+  const diagnose::TraceComparison c = diagnose::compare_traces(a, "a.json", b, "b.json");
   bool collectives = false;
   for (const auto& k : c.kinds) {
     INFO(k.kind);
@@ -133,7 +133,7 @@ TEST_CASE("compare: a collective is timed as its instance, last end - last start
   }
   CHECK(collectives);
   // Calibrated from the skewed trace, a collective's entry is its transfer, not rank 0's wait.
-  const auto table = backend::calibrate_from_trace(a, "a.json", s, "cuda", "test gpu", 1);
+  const auto table = diagnose::calibrate_from_trace(a, "a.json", s, "cuda", "test gpu", 1);
   REQUIRE(!table.comms.empty());
   for (const auto& e : table.comms) {
     schedules::Op op;
@@ -143,7 +143,7 @@ TEST_CASE("compare: a collective is timed as its instance, last end - last start
   // Records without instances (traces written before them): each op's own duration.
   auto a_old = a;
   for (auto& r : a_old) r.instance.clear();
-  for (const auto& k : backend::compare_traces(a_old, "old.json", b, "b.json").kinds) {
+  for (const auto& k : diagnose::compare_traces(a_old, "old.json", b, "b.json").kinds) {
     INFO(k.kind);
     CHECK_FALSE(k.waits_excluded);
     CHECK(k.median_abs_rel_error == Approx(k.op_median_abs_rel_error));

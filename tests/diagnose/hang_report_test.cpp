@@ -1,22 +1,23 @@
 // M19 analysis of per-rank state files: who waits for whom, and the rank that everyone
-// waits on and that logged nothing.
+// waits on and that logged nothing; the state files themselves (records/run_dir.hpp).
 #include <filesystem>
 #include <fstream>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 
-#include "backend/error.hpp"
-#include "backend/hang_report.hpp"
+#include "diagnose/error.hpp"
+#include "diagnose/hang_report.hpp"
+#include "records/run_dir.hpp"
 
 using namespace twinscale;
 namespace fs = std::filesystem;
 
 namespace {
 
-backend::PendingOp pending(uint32_t op, schedules::OpKind kind, schedules::GroupKind group, std::string channel,
+records::WaitingOp pending(uint32_t op, schedules::OpKind kind, schedules::GroupKind group, std::string channel,
                            int64_t seq, std::vector<int64_t> peers) {
-  backend::PendingOp p;
+  records::WaitingOp p;
   p.op_index = op;
   p.name = "x";
   p.kind = kind;
@@ -43,23 +44,23 @@ TEST_CASE("hang report: the silent rank everyone waits on is the suspect") {
   const std::string dir = fresh_dir("hang");
   // 4 ranks; rank 3 died. Rank 1 waits for its recv from 3; rank 0 waits for the TP
   // all-reduce #2 that rank 1 never reached; rank 2 waits for the DP all-reduce with 3.
-  backend::RankState s0, s1, s2;
+  records::RankState s0, s1, s2;
   s0.rank = 0;
-  s0.status = backend::RunStatus::TimedOut;
+  s0.status = records::RunStatus::TimedOut;
   s0.issued = {{"tp", 3}};
   s0.waiting = {pending(7, OpKind::AllReduce, GroupKind::Tp, "tp", 2, {0, 1})};
   s0.events = {{0, 0, 0.0, 1.0, false}, {0, 7, 1.0, 4.0, true}};
   s1.rank = 1;
-  s1.status = backend::RunStatus::TimedOut;
+  s1.status = records::RunStatus::TimedOut;
   s1.issued = {{"tp", 2}, {"recv:pp:3", 1}};
   s1.waiting = {pending(5, OpKind::Recv, GroupKind::Pp, "recv:pp:3", 0, {3})};
   s2.rank = 2;
-  s2.status = backend::RunStatus::TimedOut;
+  s2.status = records::RunStatus::TimedOut;
   s2.issued = {{"dp", 1}, {"send:pp:1", 0}};
   s2.waiting = {pending(9, OpKind::AllReduce, GroupKind::Dp, "dp", 0, {2, 3})};
-  for (auto* s : {&s0, &s1, &s2}) backend::write_rank_state(dir, *s);
+  for (auto* s : {&s0, &s1, &s2}) records::write_rank_state(dir, *s);
 
-  const backend::HangReport r = backend::analyse_run_dir(dir, 4);
+  const diagnose::HangReport r = diagnose::analyse_run_dir(dir, 4);
   CHECK_FALSE(r.all_completed());
   CHECK(r.silent == std::vector<int64_t>{3});
   REQUIRE(r.suspects.size() == 2);
@@ -73,10 +74,10 @@ TEST_CASE("hang report: the silent rank everyone waits on is the suspect") {
   CHECK(r.waits[1].not_arrived == std::vector<int64_t>{3});
   CHECK(r.waits[2].not_arrived == std::vector<int64_t>{3});
   CHECK_THAT(r.summary(), Catch::Contains("suspect rank 3: logged nothing"));
-  backend::write_hang_report(r, dir + "/report.json");
+  diagnose::write_hang_report(r, dir + "/report.json");
   CHECK(fs::exists(dir + "/report.json"));
 
-  const backend::RankState back = backend::read_rank_state(dir + "/rank-0.json");
+  const records::RankState back = records::read_rank_state(dir + "/rank-0.json");
   CHECK(back.events.size() == 2);
   CHECK(back.events[1].failed);
   CHECK(back.waiting[0].channel == "tp");
@@ -87,15 +88,15 @@ TEST_CASE("hang report: a p2p peer has arrived when it issued the matching send"
   using schedules::GroupKind;
   using schedules::OpKind;
   const std::string dir = fresh_dir("p2p");
-  backend::RankState a, b;
+  records::RankState a, b;
   a.rank = 0;
-  a.status = backend::RunStatus::TimedOut;
+  a.status = records::RunStatus::TimedOut;
   a.waiting = {pending(1, OpKind::Recv, GroupKind::Pp, "recv:pp:1", 1, {1})};
   b.rank = 1;
-  b.status = backend::RunStatus::TimedOut;
+  b.status = records::RunStatus::TimedOut;
   b.issued = {{"send:pp:0", 2}};
-  for (auto* s : {&a, &b}) backend::write_rank_state(dir, *s);
-  const backend::HangReport r = backend::analyse_run_dir(dir, 2);
+  for (auto* s : {&a, &b}) records::write_rank_state(dir, *s);
+  const diagnose::HangReport r = diagnose::analyse_run_dir(dir, 2);
   REQUIRE(r.waits.size() == 1);
   CHECK(r.waits[0].not_arrived.empty());
   CHECK(r.suspects.empty());
@@ -105,7 +106,7 @@ TEST_CASE("hang report: a p2p peer has arrived when it issued the matching send"
 TEST_CASE("hang report: malformed state files and missing directories are named") {
   const std::string dir = fresh_dir("bad");
   { std::ofstream(dir + "/rank-0.json") << "{\"rank\": 0}"; }
-  CHECK_THROWS_WITH(backend::analyse_run_dir(dir, 1), Catch::Contains("rank-0.json"));
-  CHECK_THROWS_AS(backend::analyse_run_dir(dir + "/nope", 1), backend::BackendError);
+  CHECK_THROWS_WITH(diagnose::analyse_run_dir(dir, 1), Catch::Contains("rank-0.json"));
+  CHECK_THROWS_AS(diagnose::analyse_run_dir(dir + "/nope", 1), diagnose::DiagnoseError);
   fs::remove_all(dir);
 }

@@ -1,23 +1,15 @@
-#include "backend/synthetic.hpp"
+#include "schedules/synthetic.hpp"
 
 #include <initializer_list>
 #include <string>
 
-namespace twinscale::backend {
-
-using schedules::GroupKind;
-using schedules::Kernel;
-using schedules::Op;
-using schedules::OpKind;
-using schedules::Phase;
-using schedules::Program;
-using schedules::Stream;
+namespace twinscale::schedules {
 
 namespace {
 
 struct ProgramBuilder {
   Program program;
-  schedules::Schedule& schedule;
+  Schedule& schedule;
 
   uint32_t name_id(const std::string& name) {
     for (uint32_t i = 0; i < schedule.names.size(); ++i)
@@ -64,8 +56,8 @@ Op comm(OpKind kind, GroupKind group, Stream stream, double bytes, int32_t peer,
 
 } // namespace
 
-schedules::Schedule synthetic_schedule(const schedules::Layout& layout, const SyntheticOptions& o) {
-  schedules::Schedule s;
+Schedule synthetic_schedule(const Layout& layout, const SyntheticOptions& o) {
+  Schedule s;
   s.layout = layout;
   s.job.name = "synthetic";
   s.job.parallel.tp = layout.tp;
@@ -154,4 +146,4 @@ schedules::Schedule synthetic_schedule(const schedules::Layout& layout, const Sy
   return s;
 }
 
-} // namespace twinscale::backend
+} // namespace twinscale::schedules

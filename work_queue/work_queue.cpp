@@ -1,4 +1,4 @@
-#include "backend/work_queue.hpp"
+#include "work_queue/work_queue.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -14,9 +14,9 @@
 
 #include <mpi.h>
 
-#include "backend/error.hpp"
+#include "work_queue/error.hpp"
 
-namespace twinscale::backend {
+namespace twinscale::work_queue {
 
 namespace {
 
@@ -117,7 +117,7 @@ WorkQueueStats run_root(const std::vector<int64_t>& items, int size, const std::
                         const std::function<void(int64_t, const std::string&)>& consume, const WorkQueueOptions& o) {
   WorkQueueStats stats;
   for (int64_t i : items)
-    if (i < 0) die("work queue", BackendError("item " + std::to_string(i) + " is negative (items must be ≥ 0)"));
+    if (i < 0) die("work queue", WorkQueueError("item " + std::to_string(i) + " is negative (items must be ≥ 0)"));
   size_t next = 0;
   Outbox outbox;
   std::vector<int> outstanding(static_cast<size_t>(size), 0);
@@ -361,7 +361,7 @@ MpiSession::MpiSession() {
     // SERIALIZED: rank 0's work queue makes its MPI calls from a service thread
     int provided = MPI_THREAD_SINGLE;
     if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
-      throw BackendError("MPI_Init_thread failed");
+      throw WorkQueueError("MPI_Init_thread failed");
     owns_ = true;
   }
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
@@ -406,7 +406,7 @@ WorkQueueStats run_work_queue(const std::vector<int64_t>& items, const std::func
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   if (rank == 0) {
     for (int64_t i : items)
-      if (i < 0) die("work queue", BackendError("item " + std::to_string(i) + " is negative (items must be ≥ 0)"));
+      if (i < 0) die("work queue", WorkQueueError("item " + std::to_string(i) + " is negative (items must be ≥ 0)"));
     if (size > 1 && threads_allowed())
       return ThreadedRoot(items, size, consume, options).run(compute, options.root_computes);
     return run_root(items, size, compute, consume, options);
@@ -414,4 +414,4 @@ WorkQueueStats run_work_queue(const std::vector<int64_t>& items, const std::func
   return run_worker(compute);
 }
 
-} // namespace twinscale::backend
+} // namespace twinscale::work_queue

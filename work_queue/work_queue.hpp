@@ -3,8 +3,8 @@
 // results (opaque strings) come back to rank 0, which consumes them in arrival order.
 // Knows nothing of what an item is; `twinscale sweep` uses it for study points.
 //
-//   backend::MpiSession mpi;                  // MPI_Init unless already initialised
-//   backend::run_work_queue(items, compute, consume, options);  // collective
+//   work_queue::MpiSession mpi;               // MPI_Init unless already initialised
+//   work_queue::run_work_queue(items, compute, consume, options);  // collective
 //
 // Rank 0 also computes unless options.root_computes is false. When MPI grants
 // MPI_THREAD_SERIALIZED (MpiSession asks for it), rank 0 computes on the calling thread
@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-namespace twinscale::backend {
+namespace twinscale::work_queue {
 
 /// Ends every rank of the MPI job with `code` (MPI_Abort on the world). Only a program's
 /// main calls it, once an MpiJobError reached it; the library itself never ends the job.
@@ -64,10 +64,10 @@ struct WorkQueueStats {
 /// compute(item) runs on whichever rank gets the item; consume(item, result) runs on
 /// rank 0 for every item, in arrival order, on one thread (not necessarily the caller's).
 /// An exception thrown by compute or consume on any rank is rethrown on that rank's calling
-/// thread as MpiJobError (backend/error.hpp), naming the rank: the job must end on every
+/// thread as MpiJobError (work_queue/error.hpp), naming the rank: the job must end on every
 /// rank (the others would wait forever), which main does with MPI_Abort.
 WorkQueueStats run_work_queue(const std::vector<int64_t>& items, const std::function<std::string(int64_t)>& compute,
                               const std::function<void(int64_t, const std::string&)>& consume,
                               const WorkQueueOptions& options = {});
 
-} // namespace twinscale::backend
+} // namespace twinscale::work_queue

@@ -10,7 +10,7 @@
 #include "schedules/schedule.hpp"
 #include "schedules/trace.hpp"
 
-namespace twinscale::backend {
+namespace twinscale::diagnose {
 
 /// Error of B against A for one op kind: times of ops present (and not failed) in both
 /// traces, aligned by (rank, op index); rel = (B − A) / A. An op's time is its duration,
@@ -70,4 +70,4 @@ schedules::CalibrationTable calibrate_from_trace(const std::vector<schedules::Tr
                                                  const std::string& source, const std::string& device,
                                                  int64_t shape_divisor);
 
-} // namespace twinscale::backend
+} // namespace twinscale::diagnose
