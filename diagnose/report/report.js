@@ -82,6 +82,15 @@
     add(s, 'p', 'Charts: hover for values; where a chart can be zoomed, use the wheel, drag to pan, double-click to reset.', 'hint');
   }
 
+  // Ranks the diagnosis names as stragglers (marked on the heat-map and the grid).
+  function flaggedRanks() {
+    var out = [];
+    D.findings.forEach(function (f) {
+      if (f.kind === 'straggler') f.ranks.forEach(function (r) { out.push({ rank: r, excess: f.excess }); });
+    });
+    return out;
+  }
+
   function rowLabel(by, k) { return (by === 'stage' ? 'stage ' : 'peer group ') + k; }
 
   function breakdown() {
@@ -115,6 +124,10 @@
       return { r0: c[0] - o, r1: c[1] + 1 - o, first: c[0], last: c[1], phase: D.phases[c[2]], x: c[3], s: c[4], worst: c[5] };
     });
     var stages = (H.stages || []).map(function (s) { return { stage: s[0], r0: s[1] - o, r1: s[2] + 1 - o }; });
+    var flagged = flaggedRanks().map(function (f) {
+      var first = Math.floor(f.rank / H.per) * H.per;
+      return { rank: f.rank, excess: f.excess, r0: first - o, r1: Math.min(D.ranks, first + H.per) - o };
+    });
     var n = D.ranks, h = Math.max(120, Math.min(520, cells.length / Math.max(1, D.phases.length) * 4));
     var marks = [{ type: 'rect', from: { data: 'cells' }, clip: true, encode: { enter: {
       x: { scale: 'x', field: 'phase' }, width: { scale: 'x', band: 1 },
@@ -130,24 +143,35 @@
         text: { signal: "'stage ' + datum.stage" }, fontSize: { value: 10 }, fill: { value: '#333' },
         opacity: { signal: "scale('y', datum.r1) < 0 || scale('y', datum.r0) > height ? 0 : 1" } } } });
     }
+    // Stragglers: their row outlined across the phases, named on the right.
+    marks.push({ type: 'rect', from: { data: 'flagged' }, clip: true, encode: { update: {
+      x: { value: 0 }, x2: { signal: 'width' }, y: { scale: 'y', field: 'r0' }, y2: { scale: 'y', field: 'r1' },
+      fill: { value: null }, stroke: { value: '#000' }, strokeWidth: { value: 2 },
+      tooltip: { signal: "{'straggler': 'rank ' + datum.rank, 'own time vs peers': format(datum.excess, '+.1%')}" } } } });
+    marks.push({ type: 'text', from: { data: 'flagged' }, encode: { update: {
+      x: { signal: 'width + ' + (stages.length > 1 ? 50 : 4) }, y: { signal: "(scale('y', datum.r0) + scale('y', datum.r1)) / 2" },
+      baseline: { value: 'middle' }, fontSize: { value: 10 }, fontWeight: { value: 'bold' }, fill: { value: '#b2182b' },
+      text: { signal: "'◀ rank ' + datum.rank + ' ' + format(datum.excess, '+.1%')" },
+      opacity: { signal: "scale('y', datum.r1) < 0 || scale('y', datum.r0) > height ? 0 : 1" } } } });
     draw(el('heatmap'), {
       width: Math.max(240, 130 * D.phases.length), height: h,
       title: { text: 'Each phase\'s time against the median of the rank\'s peers',
                subtitle: H.per > 1 ? 'rows of ' + H.per + ' consecutive ranks, each showing its worst rank (' + grouped(n) + ' ranks)' : 'one row per rank' },
       signals: zoomSignals('y', 'y', -o, n - o),
-      data: [{ name: 'cells', values: cells }, { name: 'stages', values: stages }],
+      data: [{ name: 'cells', values: cells }, { name: 'stages', values: stages }, { name: 'flagged', values: flagged }],
       scales: [
         { name: 'x', type: 'band', domain: D.phases, range: 'width', padding: 0.04 },
-        { name: 'y', type: 'linear', domain: { signal: 'ydom' }, range: 'height', zero: false, nice: false },
+        { name: 'y', type: 'linear', domain: { signal: 'ydom' }, range: 'height', reverse: true, zero: false, nice: false },
         Object.assign({ name: 'slow' }, SLOW)],
       axes: [{ orient: 'top', scale: 'x', title: 'phase' },
              { orient: 'left', scale: 'y', title: 'rank' + (H.per > 1 ? ' (' + H.per + ' per row)' : ''), format: 'd', tickMinStep: 1 }],
-      legends: [{ fill: 'slow', type: 'gradient', title: 'vs peers\' median', format: '+.0%', orient: 'right', offset: stages.length > 1 ? 52 : 10,
+      legends: [{ fill: 'slow', type: 'gradient', title: 'vs peers\' median', format: '+.0%', orient: 'right', offset: (stages.length > 1 ? 46 : 0) + (flagged.length ? 140 : 10),
                   values: [-0.1, -0.05, 0, 0.05, 0.1], gradientLength: Math.min(200, h) }],
       marks: marks
     });
     add(el('heatmap'), 'p', 'Red: slower than the peers (ranks that run the same program), white: at their median, blue: faster; ' +
-        'colours saturate at ±10 %.' + (D.layout ? ' Lines mark pipeline stages.' : ''), 'note');
+        'colours saturate at ±10 %.' + (D.layout ? ' Lines mark pipeline stages.' : '') +
+        (flagged.length ? ' Outlined and named: the stragglers of the diagnosis.' : ''), 'note');
   }
 
   function grid() {
@@ -160,7 +184,16 @@
     var rows = {}; cells.forEach(function (c) { rows[c.row] = 1; });
     var nrows = Object.keys(rows).length, ncols = 0;
     cells.forEach(function (c) { ncols = Math.max(ncols, c.last + 1); });
-    var gh = Math.max(40, Math.min(420, nrows * 26));
+    var gh = Math.max(40, Math.min(420, nrows * 26)), marked = {};
+    flaggedRanks().forEach(function (f) {
+      if (byLayout) {
+        var dp = Math.floor(f.rank / L.tp) % L.dp, pp = Math.floor(f.rank / (L.tp * L.dp));
+        marked[pp + ':' + Math.floor(dp / G.dp_per_column)] = true;
+      } else marked['r' + f.rank] = true;
+    });
+    cells.forEach(function (c, i) {
+      c.flagged = byLayout ? !!marked[G.cells[i][0] + ':' + Math.floor(c.first / G.dp_per_column)] : !!marked['r' + c.worst];
+    });
     var tip = byLayout
       ? "{'stage': datum.row, 'DP': datum.last > datum.first ? datum.first + '–' + datum.last : datum.first, 'TP': '0–" + (L.tp - 1) +
         "', 'worst rank': datum.worst, 'worst own time vs peers': format(datum.x, '+.1%'), 'mean': format(datum.mean, '+.1%')}"
@@ -169,10 +202,10 @@
       add(g, 'p', 'Layout unknown (a per-rank CSV has tp/pp/dp columns; for this input give --layout TPxPPxDP): ' +
           'ranks are shown by peer group (ranks running the same program, i.e. one pipeline stage) instead.', 'note');
     draw(g, {
-      width: Math.max(300, Math.min(1000, ncols * 14)), height: gh,
+      width: Math.max(300, Math.min(860, ncols * 14)), height: gh,
       title: { text: byLayout ? 'Pipeline stage × DP replica, each cell the slowest of its TP ranks' : 'Peer group × member',
                subtitle: byLayout ? 'TP ' + L.tp + ' × PP ' + L.pp + ' × DP ' + L.dp + (G.dp_per_column > 1 ? '; columns of ' + G.dp_per_column + ' DP replicas' : '') +
-               '; own time (compute) against the peers\' median' : 'own time (compute) against the peers\' median' },
+               '; own time (compute) against the peers\' median; outlined: holds a straggler' : 'own time (compute) against the peers\' median' },
       signals: zoomSignals('x', 'x', -o, ncols - o),
       data: [{ name: 'cells', values: cells }],
       scales: [
@@ -187,7 +220,7 @@
                              gradientLength: Math.min(200, gh) }],
       marks: [{ type: 'rect', from: { data: 'cells' }, clip: true, encode: {
         enter: { y: { scale: 'y', field: 'row' }, height: { scale: 'y', band: 1 }, fill: { scale: 'slow', field: 'x' },
-                 stroke: { signal: "datum.x > 0.03 ? '#000' : '#ccc'" }, strokeWidth: { signal: "datum.x > 0.03 ? 1.5 : 0.5" },
+                 stroke: { signal: "datum.flagged ? '#000' : '#ccc'" }, strokeWidth: { signal: "datum.flagged ? 2 : 0.5" },
                  tooltip: { signal: tip } },
         update: { x: { scale: 'x', field: 'c0' }, x2: { scale: 'x', field: 'c1' } } } }]
     });
@@ -201,7 +234,8 @@
     a.target = '_blank';
     p.appendChild(document.createTextNode(T.binary
       ? ' and open a Chrome trace of chosen ranks, written by "twinscale trace convert ' + T.source + ' ranks.json --ranks 0-7".'
-      : T.has_trace ? ' and open ' + T.source + ' ("Open trace file").'
+      : T.has_trace && /\.json(\.gz)?$/.test(T.source) ? ' and open ' + T.source + ' ("Open trace file").'
+      : T.has_trace ? ' and open the run\'s Chrome trace (the file of run --trace, or of simulate --trace).'
                     : ' and open a trace written by simulate --trace t.json (or run --trace).'));
   }
 
@@ -224,7 +258,7 @@
     var streamsUsed = T.streams.filter(function (s) { return ev.some(function (e) { return e.stream === s; }); });
     var span = (t1 - t0) * k;
     draw(t, {
-      width: 960, height: Math.max(60, 16 * order.length),
+      width: 860, height: Math.max(60, 16 * order.length),
       title: { text: 'Ops of ranks ' + T.ranks.join(', ') + ', one lane per stream',
                subtitle: grouped(T.events.length) + ' ops' + (T.events_total > T.events.length ? ' (the earliest of ' + grouped(T.events_total) + ')' : '') +
                '; time from the first op shown' },
