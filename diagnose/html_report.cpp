@@ -195,13 +195,36 @@ json timeline(const RunData& d, const Diagnosis& diag, const ReportOptions& o) {
           {"has_trace", !d.records.empty() || !d.binary_trace.empty()}};
 }
 
+/// The links a finding names: its link, and the links of the run its sentence names as
+/// crossed by the same flows (a degraded link and the one before it look alike).
+std::vector<std::string> named_links(const Finding& f, const RunData& d) {
+  std::vector<std::string> out;
+  if (f.link.empty()) return out;
+  out.push_back(f.link);
+  std::set<std::string> seen{f.link};
+  for (const LinkUse& u : d.links) {
+    if (seen.count(u.name)) continue;
+    for (size_t at = f.detail.find(u.name); at != std::string::npos; at = f.detail.find(u.name, at + 1)) {
+      const size_t end = at + u.name.size();
+      const bool starts = at == 0 || f.detail[at - 1] == ' ' || f.detail[at - 1] == '(';
+      const bool ends = end == f.detail.size() || std::string(" ,:;)").find(f.detail[end]) != std::string::npos;
+      if (starts && ends) {
+        out.push_back(u.name);
+        seen.insert(u.name);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
 /// Per link kind (tier): counts, mean and largest busy share, and the named link
 /// directions: the busiest and every one the diagnosis flags,
 /// [name, direction, busy fraction, rate fraction, bytes, flagged].
 json link_tiers(const RunData& d, const Diagnosis& diag, const ReportOptions& o) {
   std::set<std::string> flagged;
   for (const Finding& f : diag.findings)
-    if (!f.link.empty()) flagged.insert(f.link);
+    for (const std::string& name : named_links(f, d)) flagged.insert(name);
   std::vector<std::string> order;
   std::map<std::string, std::vector<const LinkUse*>> by_kind;
   for (const LinkUse& u : d.links) {
@@ -333,8 +356,14 @@ std::string report_summary(const RunData& d, const Diagnosis& diag) {
                     by[FindingKind::SlowHost].front()->host + (by[FindingKind::SlowHost].size() > 1 ? ", …)" : ")"));
   if (by.count(FindingKind::SlowLink)) {
     const auto& v = by[FindingKind::SlowLink];
-    const std::string name = v.front()->link.empty() ? "" : " (" + v.front()->link + (v.size() > 1 ? ", …)" : ")");
-    parts.push_back(plural(static_cast<int64_t>(v.size()), "slow link") + name);
+    const std::vector<std::string> names = named_links(*v.front(), d);
+    std::string what;
+    if (names.size() == 2)
+      what = " (" + names[0] + " or " + names[1] + ": the same flows cross both";
+    else if (!names.empty())
+      what = " (" + names[0];
+    if (!what.empty()) what += v.size() > 1 ? ", …)" : ")";
+    parts.push_back(plural(static_cast<int64_t>(v.size()), "slow link") + what);
   }
   if (by.count(FindingKind::Jitter))
     parts.push_back(plural(static_cast<int64_t>(by[FindingKind::Jitter].size()), "jittery link"));

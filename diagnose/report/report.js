@@ -2,7 +2,7 @@
 // #run-data, aggregated by twinscale before it was written). Each chart has axes with
 // units, a legend, tooltips (hover: the browser shows them) and, where a dimension can be
 // long (ranks, DP replicas, time), zoom with the wheel, pan by dragging, double-click to
-// reset. Once every view has run, <body data-rendered="ok">; each chart's element gets
+// reset. Once every view has run, the body's data-rendered attribute is ok; each chart's element gets
 // data-axes / data-legends counted in Vega's scene graph (the page's tests read them).
 (function () {
   'use strict';
@@ -91,6 +91,13 @@
     return out;
   }
 
+  // The cell furthest from its peers' median, as a signed percentage.
+  function largest(cells) {
+    var x = 0;
+    cells.forEach(function (c) { if (Math.abs(c.x) > Math.abs(x)) x = c.x; });
+    return (x >= 0 ? '+' : '') + (100 * x).toFixed(1) + ' %';
+  }
+
   function rowLabel(by, k) { return (by === 'stage' ? 'stage ' : 'peer group ') + k; }
 
   function breakdown() {
@@ -156,7 +163,8 @@
     draw(el('heatmap'), {
       width: Math.max(240, 130 * D.phases.length), height: h,
       title: { text: 'Each phase\'s time against the median of the rank\'s peers',
-               subtitle: H.per > 1 ? 'rows of ' + H.per + ' consecutive ranks, each showing its worst rank (' + grouped(n) + ' ranks)' : 'one row per rank' },
+               subtitle: (H.per > 1 ? 'rows of ' + H.per + ' consecutive ranks, each showing its worst rank (' + grouped(n) + ' ranks)' : 'one row per rank') +
+               '; largest deviation ' + largest(cells) },
       signals: zoomSignals('y', 'y', -o, n - o),
       data: [{ name: 'cells', values: cells }, { name: 'stages', values: stages }, { name: 'flagged', values: flagged }],
       scales: [
@@ -204,8 +212,9 @@
     draw(g, {
       width: Math.max(300, Math.min(860, ncols * 14)), height: gh,
       title: { text: byLayout ? 'Pipeline stage × DP replica, each cell the slowest of its TP ranks' : 'Peer group × member',
-               subtitle: byLayout ? 'TP ' + L.tp + ' × PP ' + L.pp + ' × DP ' + L.dp + (G.dp_per_column > 1 ? '; columns of ' + G.dp_per_column + ' DP replicas' : '') +
-               '; own time (compute) against the peers\' median; outlined: holds a straggler' : 'own time (compute) against the peers\' median' },
+               subtitle: (byLayout ? 'TP ' + L.tp + ' × PP ' + L.pp + ' × DP ' + L.dp + (G.dp_per_column > 1 ? '; columns of ' + G.dp_per_column + ' DP replicas' : '') +
+               '; own time (compute) against the peers\' median; outlined: holds a straggler' : 'own time (compute) against the peers\' median') +
+               '; largest deviation ' + largest(cells) },
       signals: zoomSignals('x', 'x', -o, ncols - o),
       data: [{ name: 'cells', values: cells }],
       scales: [
@@ -220,7 +229,7 @@
                              gradientLength: Math.min(200, gh) }],
       marks: [{ type: 'rect', from: { data: 'cells' }, clip: true, encode: {
         enter: { y: { scale: 'y', field: 'row' }, height: { scale: 'y', band: 1 }, fill: { scale: 'slow', field: 'x' },
-                 stroke: { signal: "datum.flagged ? '#000' : '#ccc'" }, strokeWidth: { signal: "datum.flagged ? 2 : 0.5" },
+                 stroke: { signal: "datum.flagged ? '#000' : " + (ncols > 48 ? 'null' : "'#ccc'") }, strokeWidth: { signal: "datum.flagged ? 2 : 0.5" },
                  tooltip: { signal: tip } },
         update: { x: { scale: 'x', field: 'c0' }, x2: { scale: 'x', field: 'c1' } } } }]
     });
@@ -346,6 +355,9 @@
     var shown = rows.filter(function (r) { return r.h > 0; }), none = rows.filter(function (r) { return !(r.h > 0); });
     var lo = Math.min.apply(null, shown.map(function (r) { return r.h; }));
     var hi = Math.max.apply(null, shown.map(function (r) { return r.h; }));
+    // Ticks at round durations (0.1 s … 1,000 d, in hours) around the data.
+    var round = [0.1, 1, 10, 60, 600, 3600, 36000, 86400, 864000, 8640000, 86400000].map(function (x) { return x / 3600; });
+    var ticks = round.filter(function (t, i) { return (round[i + 1] || Infinity) > lo && (i === 0 || round[i - 1] < hi); });
     draw(cp, {
       width: 620, height: Math.max(40, 24 * shown.length),
       title: { text: 'Mean time per run by state' + (C.ettr >= 0 ? ': ETTR ' + C.ettr.toFixed(4) : ''),
@@ -354,10 +366,10 @@
       data: [{ name: 's', values: shown }],
       scales: [
         { name: 'y', type: 'band', domain: shown.map(function (r) { return r.state; }), range: 'height', padding: 0.15 },
-        { name: 'x', type: 'log', domain: [Math.pow(10, Math.floor(Math.log10(lo))), hi * 1.5], range: 'width', nice: true },
+        { name: 'x', type: 'log', domain: [ticks[0], Math.max(hi * 1.5, ticks[ticks.length - 1])], range: 'width', nice: false },
         { name: 'c', type: 'ordinal', domain: CATEGORIES, range: CATEGORY_COLOURS }],
-      axes: [{ orient: 'bottom', scale: 'x', title: 'time per run (log scale)', grid: true, tickCount: 8, encode: { labels: { update: { text: {
-               signal: "datum.value < 1 / 60 ? format(datum.value * 3600, '~g') + ' s' : datum.value < 1 ? format(datum.value * 60, '~g') + ' min' : format(datum.value, '~g') + ' h'" } } } } },
+      axes: [{ orient: 'bottom', scale: 'x', title: 'time per run (log scale)', grid: true, values: ticks, encode: { labels: { update: { text: {
+               signal: "datum.value < 1 / 60 ? format(datum.value * 3600, '~g') + ' s' : datum.value < 1 ? format(datum.value * 60, '~g') + ' min' : datum.value < 24 ? format(datum.value, '~g') + ' h' : format(datum.value / 24, '~g') + ' d'" } } } } },
              { orient: 'left', scale: 'y', title: 'state' }],
       legends: [{ fill: 'c', title: 'meaning', orient: 'right', values: CATEGORIES.filter(function (c) {
         return shown.some(function (r) { return r.cat === c; }); }) }],

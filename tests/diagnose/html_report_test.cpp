@@ -125,3 +125,30 @@ TEST_CASE("html report: the page embeds its charting library, and without one th
   CHECK_THAT(html, !Catch::Contains("<script src") && !Catch::Contains("<link "));
   CHECK(html == diagnose::html_report(data, d)); // deterministic
 }
+
+TEST_CASE("html report: a slow link is named with the link its flows share, and both are flagged on the chart") {
+  auto data = diagnose::read_per_rank_csv(csv(2, 1, 2, [](int) { return 1.0; }), "r.csv", 8);
+  for (const char* name : {"server1.gpu0-server1.nic0#0", "server1.nic0-tor0.r0#0", "server0.nic0-tor0.r0#0"}) {
+    diagnose::LinkUse u;
+    u.name = name;
+    u.direction = "up";
+    u.kind = std::string(name).find("gpu") != std::string::npos ? "pcie" : "nic-tor";
+    u.busy_fraction = 0.05;
+    data.links.push_back(u);
+  }
+  diagnose::Diagnosis d;
+  diagnose::Finding f;
+  f.kind = diagnose::FindingKind::SlowLink;
+  f.link = "server1.gpu0-server1.nic0#0";
+  f.detail = "link server1.gpu0-server1.nic0#0 (pcie): slow; the same flows cross server1.nic0-tor0.r0#0, equally slow";
+  d.findings.push_back(f);
+  CHECK_THAT(diagnose::report_summary(data, d),
+             Catch::EndsWith("found 1 slow link (server1.gpu0-server1.nic0#0 or server1.nic0-tor0.r0#0: the same "
+                             "flows cross both)."));
+  const auto j = page_data(diagnose::html_report(data, d));
+  std::vector<std::string> flagged;
+  for (const auto& tier : j["links"])
+    for (const auto& l : tier["links"])
+      if (l[5] == true) flagged.push_back(l[0]);
+  CHECK(flagged == std::vector<std::string>{"server1.gpu0-server1.nic0#0", "server1.nic0-tor0.r0#0"});
+}

@@ -58,7 +58,7 @@ for page in trace flow; do
   run_chromium "file://$work/$page.html" --enable-logging=stderr --v=0 --dump-dom \
     > "$work/$page.dom.html" 2> "$work/$page.console.log" || fail "$page: chromium --dump-dom failed"
   if grep -E 'CONSOLE|Uncaught' "$work/$page.console.log"; then fail "$page: console messages (above)"; fi
-  grep -q 'data-rendered="ok"' "$work/$page.dom.html" || fail "$page: the report's scripts did not finish"
+  grep -q '<body[^>]*data-rendered="ok"' "$work/$page.dom.html" || fail "$page: the report's scripts did not finish"
   run_chromium "file://$work/$page.html" --screenshot="$work/$page.png" --window-size=1280,2600 \
     > /dev/null 2>&1 || fail "$page: full-page screenshot failed"
 done
