@@ -301,7 +301,7 @@
       });
       var hi = Math.max(1e-6, tier.max_busy);
       draw(lk, {
-        width: 560, height: Math.max(40, 18 * rows.length),
+        width: 560, height: Math.max(40, 18 * rows.length), padding: { left: 6, right: 6, top: 10, bottom: 6 },
         title: { text: tier.kind + ': ' + grouped(tier.count) + ' link directions (link name, direction)',
                  subtitle: 'busy ' + pct(tier.mean_busy) + ' of the run on average, at most ' + pct(tier.max_busy) +
                  (rows.length < tier.count ? '; the ' + rows.length + ' shown: the busiest and any flagged' : '') },
@@ -309,15 +309,23 @@
         scales: [
           { name: 'y', type: 'band', domain: { data: 'l', field: 'link', sort: false }, range: 'height', padding: 0.15 },
           { name: 'x', type: 'linear', domain: [0, hi], range: 'width', nice: true },
-          { name: 'c', type: 'ordinal', domain: ['normal', 'flagged slow by the diagnosis'], range: ['#4e79a7', '#c62828'] }],
-        axes: [{ orient: 'bottom', scale: 'x', title: 'busy share of the run (%)', format: '~%', grid: true },
+          { name: 'c', type: 'ordinal', domain: ['normal', 'flagged slow by the diagnosis'], range: ['#4e79a7', '#c62828'] },
+          { name: 'xr', type: 'linear', domain: [0, 1], range: 'width' },
+          { name: 'mk', type: 'ordinal', domain: ['rate while busy (top axis)'], range: ['#222'] }],
+        axes: [{ orient: 'bottom', scale: 'x', title: 'busy share of the run (%, bars)', format: '~%', grid: true },
+               { orient: 'top', scale: 'xr', title: 'rate while busy (% of capacity, ◆)', format: '~%', tickCount: 5 },
                { orient: 'left', scale: 'y', labelFontSize: 10, labelLimit: 300 }],
-        legends: [{ fill: 'c', title: 'link', orient: 'right', labelLimit: 260 }],
+        legends: [{ fill: 'c', title: 'link', orient: 'right', labelLimit: 260 },
+                  { fill: 'mk', symbolType: 'diamond', orient: 'right', labelLimit: 260 }],
         marks: [{ type: 'rect', from: { data: 'l' }, encode: { enter: {
           y: { scale: 'y', field: 'link' }, height: { scale: 'y', band: 1 }, x: { scale: 'x', value: 0 }, x2: { scale: 'x', field: 'busy' },
           fill: { scale: 'c', field: 'state' },
           tooltip: { signal: "{'link': datum.link, 'busy': format(datum.busy, '.2%'), 'rate while busy': format(datum.rate, '.0%') + ' of capacity', " +
-                     "'bytes': format(datum.bytes, '.3~s') + 'B', 'state': datum.state}" } } } }]
+                     "'bytes': format(datum.bytes, '.3~s') + 'B', 'state': datum.state}" } } } },
+                { type: 'symbol', from: { data: 'l' }, encode: { enter: {
+                  y: { scale: 'y', field: 'link', band: 0.5 }, x: { scale: 'xr', field: 'rate' }, shape: { value: 'diamond' },
+                  size: { value: 50 }, fill: { value: '#222' },
+                  tooltip: { signal: "{'link': datum.link, 'rate while busy': format(datum.rate, '.0%') + ' of capacity'}" } } } }]
       });
     });
   }
