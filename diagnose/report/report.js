@@ -242,7 +242,7 @@
     a.href = 'https://ui.perfetto.dev';
     a.target = '_blank';
     p.appendChild(document.createTextNode(T.binary
-      ? ' and open a Chrome trace of chosen ranks, written by "twinscale trace convert ' + T.source + ' ranks.json --ranks 0-7".'
+      ? ' and open a Chrome trace of chosen ranks, written by "twinscale trace convert ' + T.source + ' ranks.json --ranks ' + T.ranks.join(',') + '".'
       : T.has_trace && /\.json(\.gz)?$/.test(T.source) ? ' and open ' + T.source + ' ("Open trace file").'
       : T.has_trace ? ' and open the run\'s Chrome trace (the file of run --trace, or of simulate --trace).'
                     : ' and open a trace written by simulate --trace t.json (or run --trace).'));
@@ -437,6 +437,8 @@
       document.body.setAttribute('data-rendered', 'error');
     } else {
       document.body.setAttribute('data-rendered', 'ok');
+      // Milliseconds from navigation to the last chart drawn (the page's responsiveness).
+      if (window.performance) document.body.setAttribute('data-render-ms', Math.round(performance.now()));
     }
   }
   Promise.all(pending).then(function () { finish(); }, function (e) { finish([String(e && e.stack ? e.stack : e)]); });
