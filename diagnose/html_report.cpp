@@ -405,13 +405,17 @@ std::optional<schedules::Layout> infer_layout(const std::vector<schedules::Trace
   return L;
 }
 
-std::string html_report(const RunData& given, const Diagnosis& diag, const ReportOptions& o) {
-  const std::string library = o.chart_library ? *o.chart_library : report_assets::kChartLibrary;
-  if (library.empty())
+void require_chart_library(const ReportOptions& o) {
+  if (o.chart_library ? o.chart_library->empty() : !report_assets::kChartLibraryFound)
     throw DiagnoseError("report: this twinscale was built without the Vega charting library the HTML report "
                         "embeds (Debian package libjs-vega, /usr/share/javascript/vega): install it "
                         "(scripts/install-deps.sh) and rebuild, or pass -DTWINSCALE_VEGA_DIR=DIR to cmake; "
                         "`twinscale diagnose --json` gives the same findings without charts");
+}
+
+std::string html_report(const RunData& given, const Diagnosis& diag, const ReportOptions& o) {
+  require_chart_library(o);
+  const std::string library = o.chart_library ? *o.chart_library : report_assets::kChartLibrary;
   Lay lay = usable(given.layout, given);
   std::string inferred;
   if (!lay && !given.records.empty())

@@ -48,6 +48,10 @@ std::string report_summary(const RunData& data, const Diagnosis& diagnosis);
 /// Empty when the records do not determine it.
 std::optional<schedules::Layout> infer_layout(const std::vector<schedules::TraceRecord>& records, int64_t world);
 
+/// Throws the DiagnoseError html_report would when no charting library is available
+/// (commands call it before reading a large run).
+void require_chart_library(const ReportOptions& options = {});
+
 /// The HTML text (deterministic: same inputs, same bytes). Element ids: summary,
 /// breakdown, heatmap, grid, timeline, links, campaign, findings; each chart's element
 /// gets data-axes and data-legends (counted in Vega's scene graph) once drawn; the page
