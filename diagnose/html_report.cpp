@@ -333,6 +333,20 @@ std::string script_safe(std::string text) {
   return text;
 }
 
+/// "; per rank and step: 1.62 s forward, 3.08 s backward" (empty without ranks).
+std::string mean_phases(const RunData& d) {
+  if (d.ranks.empty() || d.phases.empty()) return "";
+  std::string out = "; per rank and step: ";
+  for (size_t p = 0; p < d.phases.size(); ++p) {
+    double sum = 0;
+    for (const RankSeries& r : d.ranks) sum += mean_phase_s(r, p);
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.3g s ", sum / static_cast<double>(d.ranks.size()));
+    out += (p == 0 ? "" : ", ") + std::string(buf) + d.phases[p];
+  }
+  return out;
+}
+
 } // namespace
 
 std::string report_summary(const RunData& d, const Diagnosis& diag) {
@@ -340,7 +354,8 @@ std::string report_summary(const RunData& d, const Diagnosis& diag) {
   for (const Finding& f : diag.findings) by[f.kind].push_back(&f);
   std::string s = plural(static_cast<int64_t>(d.ranks.size()), "rank") + ", " + plural(d.steps(), "step") + ": ";
   if (by.count(FindingKind::Hang)) return s + "the run hung — " + by[FindingKind::Hang].front()->detail;
-  if (diag.findings.empty()) return s + "nothing abnormal found (no straggler, slow host, slow link or late launcher).";
+  if (diag.findings.empty())
+    return s + "nothing abnormal found (no straggler, slow host, slow link or late launcher)" + mean_phases(d) + ".";
   std::vector<std::string> parts;
   if (by.count(FindingKind::Straggler)) {
     const auto& v = by[FindingKind::Straggler];
