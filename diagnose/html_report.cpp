@@ -18,13 +18,16 @@ namespace {
 
 using nlohmann::json;
 
-/// Rounds to 6 significant digits so the page's bytes do not depend on float printing
-/// (and a 12,288-rank page stays small).
-double r6(double x) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", x);
+/// Rounds to `digits` significant digits so the page's bytes do not depend on float
+/// printing (and a 12,288-rank page stays small): 6 for values drawn as colours and
+/// bars, 9 for the timeline's start times (microsecond ops seconds into a step).
+double rounded(double x, int digits) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.*g", digits, x);
   return std::strtod(buf, nullptr);
 }
+double r6(double x) { return rounded(x, 6); }
+double r9(double x) { return rounded(x, 9); }
 
 std::string percent(double fraction) {
   char buf[32];
@@ -43,7 +46,6 @@ std::string grouped(int64_t n) { // 12288 -> "12,288"
 
 std::string plural(int64_t n, const std::string& word) { return grouped(n) + " " + word + (n == 1 ? "" : "s"); }
 
-/// Where a rank sits in the layout, in words ("stage 3, DP 17, TP 2").
 using Lay = std::optional<schedules::Layout>;
 
 /// The layout when it covers every rank of the run.
@@ -51,6 +53,7 @@ Lay usable(const Lay& layout, const RunData& d) {
   return layout && layout->world() == static_cast<int64_t>(d.ranks.size()) ? layout : std::nullopt;
 }
 
+/// Where a rank sits in the layout, in words ("stage 3, DP 17, TP 2").
 std::string position(const Lay& lay, int64_t rank) {
   if (!lay) return "";
   const schedules::RankCoord c = lay->coord(rank);
@@ -107,9 +110,9 @@ json heat_cells(const RunData& d, const Diagnosis& diag, int64_t per) {
       double worst = 0, sum_s = 0;
       int64_t worst_rank = r0;
       for (int64_t r = r0; r <= r1; ++r) {
-        const auto& pe =
-            static_cast<size_t>(r) < diag.scores.size() ? diag.scores[r].phase_excess : std::vector<double>{};
-        const double x = p < pe.size() ? pe[p] : 0.0;
+        const size_t i = static_cast<size_t>(r);
+        const double x =
+            i < diag.scores.size() && p < diag.scores[i].phase_excess.size() ? diag.scores[i].phase_excess[p] : 0.0;
         if (std::abs(x) > std::abs(worst)) worst = x, worst_rank = r;
         sum_s += mean_phase_s(d.ranks[r], p);
       }
@@ -155,11 +158,24 @@ json grid(const RunData& d, const Lay& lay, const Diagnosis& diag, const ReportO
   }
   std::map<int64_t, std::vector<int64_t>> groups;
   for (const RankSeries& r : d.ranks) groups[r.peer_group].push_back(r.rank);
+  size_t widest = 1; // members of the largest group
+  for (const auto& [group, members] : groups) widest = std::max(widest, members.size());
+  const size_t columns = static_cast<size_t>(std::max<int64_t>(1, o.max_grid_columns));
+  const size_t per = (widest + columns - 1) / columns;
   g["by"] = "peer_group";
+  g["dp_per_column"] = per;
   for (const auto& [group, members] : groups)
-    for (size_t i = 0; i < members.size(); ++i)
-      g["cells"].push_back({group, i, i, r6(excess_of(diag, static_cast<size_t>(members[i]))), members[i],
-                            r6(excess_of(diag, static_cast<size_t>(members[i])))});
+    for (size_t i0 = 0; i0 < members.size(); i0 += per) {
+      const size_t i1 = std::min(members.size(), i0 + per) - 1;
+      double worst = 0, sum = 0;
+      int64_t worst_rank = members[i0];
+      for (size_t i = i0; i <= i1; ++i) {
+        const double x = excess_of(diag, static_cast<size_t>(members[i]));
+        if (x > worst) worst = x, worst_rank = members[i];
+        sum += x;
+      }
+      g["cells"].push_back({group, i0, i1, r6(worst), worst_rank, r6(sum / static_cast<double>(i1 - i0 + 1))});
+    }
   return g;
 }
 
@@ -181,7 +197,7 @@ json timeline(const RunData& d, const Diagnosis& diag, const ReportOptions& o) {
   for (const schedules::TraceRecord* r : chosen) {
     const auto [it, fresh] = name_index.try_emplace(r->name, static_cast<int64_t>(names.size()));
     if (fresh) names.push_back(r->name);
-    events.push_back({r->rank, static_cast<int>(r->stream), r6(r->start_s), r6(r->duration_s), it->second});
+    events.push_back({r->rank, static_cast<int>(r->stream), r9(r->start_s), r6(r->duration_s), it->second});
   }
   json streams = json::array();
   for (int s = 0; s < schedules::kStreamCount; ++s) streams.push_back(to_string(static_cast<schedules::Stream>(s)));

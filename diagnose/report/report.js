@@ -205,7 +205,8 @@
     var tip = byLayout
       ? "{'stage': datum.row, 'DP': datum.last > datum.first ? datum.first + '–' + datum.last : datum.first, 'TP': '0–" + (L.tp - 1) +
         "', 'worst rank': datum.worst, 'worst own time vs peers': format(datum.x, '+.1%'), 'mean': format(datum.mean, '+.1%')}"
-      : "{'peer group': datum.row, 'member': datum.first, 'rank': datum.worst, 'own time vs peers': format(datum.x, '+.1%')}";
+      : "{'peer group': datum.row, 'members': datum.last > datum.first ? datum.first + '–' + datum.last : datum.first, " +
+        "'worst rank': datum.worst, 'own time vs peers': format(datum.x, '+.1%')}";
     if (!byLayout)
       add(g, 'p', 'Layout unknown (a per-rank CSV has tp/pp/dp columns; for this input give --layout TPxPPxDP): ' +
           'ranks are shown by peer group (ranks running the same program, i.e. one pipeline stage) instead.', 'note');

@@ -86,6 +86,14 @@ TEST_CASE("html report: a 12,288-rank run is binned before drawing and the page 
   CHECK(j["grid"]["by"] == "layout");
   CHECK(j["grid"]["cells"].size() == 8 * 192);
   CHECK(html.size() < 1500000);
+  // without a layout (a Kineto trace): peer groups as rows, their members binned alike
+  auto no_layout = data;
+  no_layout.layout.reset();
+  const auto k = page_data(diagnose::html_report(no_layout, d));
+  CHECK(k["grid"]["by"] == "peer_group");
+  CHECK(k["grid"]["dp_per_column"] == 8);
+  CHECK(k["grid"]["cells"].size() == 8 * 192);
+  CHECK(k["heat"]["per"] == 48);
 }
 
 TEST_CASE("html report: the layout of a trace is read from its collective groups") {
