@@ -349,6 +349,18 @@ std::string script_safe(std::string text) {
   return text;
 }
 
+/// Seconds in words with 3 digits: "1.62 s", "652 µs", "0 s".
+std::string duration(double s) {
+  char buf[48];
+  if (s == 0 || std::abs(s) >= 1)
+    std::snprintf(buf, sizeof buf, "%.3g s", s);
+  else if (std::abs(s) >= 1e-3)
+    std::snprintf(buf, sizeof buf, "%.3g ms", s * 1e3);
+  else
+    std::snprintf(buf, sizeof buf, "%.3g µs", s * 1e6);
+  return buf;
+}
+
 /// "; per rank and step: 1.62 s forward, 3.08 s backward" (empty without ranks).
 std::string mean_phases(const RunData& d) {
   if (d.ranks.empty() || d.phases.empty()) return "";
@@ -356,9 +368,7 @@ std::string mean_phases(const RunData& d) {
   for (size_t p = 0; p < d.phases.size(); ++p) {
     double sum = 0;
     for (const RankSeries& r : d.ranks) sum += mean_phase_s(r, p);
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.3g s ", sum / static_cast<double>(d.ranks.size()));
-    out += (p == 0 ? "" : ", ") + std::string(buf) + d.phases[p];
+    out += (p == 0 ? "" : ", ") + duration(sum / static_cast<double>(d.ranks.size())) + " " + d.phases[p];
   }
   return out;
 }

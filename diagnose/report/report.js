@@ -101,27 +101,31 @@
   function rowLabel(by, k) { return (by === 'stage' ? 'stage ' : 'peer group ') + k; }
 
   function breakdown() {
-    var B = D.breakdown, rows = B.rows.map(function (r) {
-      return { row: rowLabel(B.by, r[0]), phase: D.phases[r[1]], order: r[1], s: r[2] };
+    var B = D.breakdown, top = {};
+    B.rows.forEach(function (r) { top[r[0]] = (top[r[0]] || 0) + r[2]; });
+    var most = Math.max.apply(null, Object.keys(top).map(function (k) { return top[k]; }).concat([0]));
+    var u = most >= 1 ? { k: 1, name: 's' } : most >= 1e-3 ? { k: 1e3, name: 'ms' } : { k: 1e6, name: 'µs' };
+    var rows = B.rows.map(function (r) {
+      return { row: rowLabel(B.by, r[0]), phase: D.phases[r[1]], order: r[1], s: r[2] * u.k };
     });
     var n = {}; rows.forEach(function (r) { n[r.row] = 1; });
     var count = Object.keys(n).length;
     draw(el('breakdown'), {
       width: 760, height: Math.max(60, Math.min(420, 22 * count)),
-      title: { text: 'Mean seconds per step of each phase, by ' + (B.by === 'stage' ? 'pipeline stage' : 'peer group (ranks running the same program)'),
+      title: { text: 'Mean time per step of each phase, by ' + (B.by === 'stage' ? 'pipeline stage' : 'peer group (ranks running the same program)'),
                subtitle: 'averaged over the ' + (B.by === 'stage' ? 'stage' : 'group') + '\'s ranks and the run\'s steps' },
       data: [{ name: 't', values: rows, transform: [{ type: 'stack', groupby: ['row'], sort: { field: 'order' }, field: 's' }] }],
       scales: [
         { name: 'y', type: 'band', domain: { data: 't', field: 'row', sort: false }, range: 'height', padding: 0.15 },
         { name: 'x', type: 'linear', domain: { data: 't', field: 'y1' }, range: 'width', nice: true, zero: true },
         { name: 'c', type: 'ordinal', domain: D.phases, range: { scheme: 'tableau10' } }],
-      axes: [{ orient: 'bottom', scale: 'x', title: 'seconds per step (s)', grid: true },
+      axes: [{ orient: 'bottom', scale: 'x', title: 'time per step (' + u.name + ')', grid: true },
              { orient: 'left', scale: 'y', title: count < 5 ? (B.by === 'stage' ? 'stage' : 'group') : B.by === 'stage' ? 'pipeline stage' : 'peer group' }],
       legends: [{ fill: 'c', title: 'phase', orient: 'right' }],
       marks: [{ type: 'rect', from: { data: 't' }, encode: { enter: {
         y: { scale: 'y', field: 'row' }, height: { scale: 'y', band: 1 },
         x: { scale: 'x', field: 'y0' }, x2: { scale: 'x', field: 'y1' }, fill: { scale: 'c', field: 'phase' },
-        tooltip: { signal: "{'row': datum.row, 'phase': datum.phase, 'seconds per step': format(datum.s, '.4~s') + ' s'}" } } } }]
+        tooltip: { signal: "{'row': datum.row, 'phase': datum.phase, 'per step': format(datum.s, '.4~r') + ' " + u.name + "'}" } } } }]
     });
   }
 

@@ -64,7 +64,7 @@ TEST_CASE("html report: the summary names the worst straggler and where it sits 
   const auto healthy = diagnose::read_per_rank_csv(csv(2, 2, 16, [](int) { return 1.0; }), "u.csv", 8);
   CHECK_THAT(diagnose::report_summary(healthy, diagnose::diagnose_run(healthy)),
              Catch::EndsWith("nothing abnormal found (no straggler, slow host, slow link or late launcher); per "
-                             "rank and step: 1 s forward, 2 s backward, 0.11 s comm_wait."));
+                             "rank and step: 1 s forward, 2 s backward, 110 ms comm_wait."));
 }
 
 TEST_CASE("html report: a 12,288-rank run is binned before drawing and the page stays small") {
