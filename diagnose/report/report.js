@@ -18,6 +18,11 @@
     return e;
   }
   function pct(x) { return (100 * x).toFixed(1) + ' %'; }
+  // Seconds with 4 digits in s, ms or µs.
+  function shortTime(x) {
+    var f = function (v) { return Number(v.toPrecision(4)).toString(); };
+    return x === 0 ? '0 s' : Math.abs(x) >= 1 ? f(x) + ' s' : Math.abs(x) >= 1e-3 ? f(x * 1e3) + ' ms' : f(x * 1e6) + ' µs';
+  }
   function grouped(n) { return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ','); }
 
   // Slowness against peers: blue faster, white at the median, red slower (±10 % and beyond).
@@ -132,7 +137,7 @@
   function heatmap() {
     // One rank a row: rows span rank ± 0.5 so that the axis ticks sit on them.
     var H = D.heat, o = H.per > 1 ? 0 : 0.5, cells = H.cells.map(function (c) {
-      return { r0: c[0] - o, r1: c[1] + 1 - o, first: c[0], last: c[1], phase: D.phases[c[2]], x: c[3], s: c[4], worst: c[5] };
+      return { r0: c[0] - o, r1: c[1] + 1 - o, first: c[0], last: c[1], phase: D.phases[c[2]], x: c[3], s: shortTime(c[4]), worst: c[5] };
     });
     var stages = (H.stages || []).map(function (s) { return { stage: s[0], r0: s[1] - o, r1: s[2] + 1 - o }; });
     var flagged = flaggedRanks().map(function (f) {
@@ -144,7 +149,7 @@
       x: { scale: 'x', field: 'phase' }, width: { scale: 'x', band: 1 },
       y: { scale: 'y', field: 'r0' }, y2: { scale: 'y', field: 'r1' }, fill: { scale: 'slow', field: 'x' },
       tooltip: { signal: "{'ranks': datum.last > datum.first ? datum.first + '–' + datum.last : datum.first, 'phase': datum.phase, " +
-        "'worst vs peers': format(datum.x, '+.1%'), 'worst rank': datum.worst, 'mean time': format(datum.s, '.4~s') + ' s per step'}" } },
+        "'worst vs peers': format(datum.x, '+.1%'), 'worst rank': datum.worst, 'mean time per step': datum.s}" } },
       update: { y: { scale: 'y', field: 'r0' }, y2: { scale: 'y', field: 'r1' } } } }];
     if (stages.length > 1) {
       marks.push({ type: 'rule', from: { data: 'stages' }, clip: true, encode: { update: {
@@ -266,7 +271,8 @@
     var lanes = {}, ev = T.events.map(function (e) {
       var lane = 'rank ' + e[0] + ' · ' + T.streams[e[1]];
       lanes[lane] = e[0] * 16 + e[1];
-      return { lane: lane, stream: T.streams[e[1]], rank: e[0], t0: (e[2] - t0) * k, t1: (e[2] + e[3] - t0) * k, name: T.names[e[4]], d: e[3] };
+      return { lane: lane, stream: T.streams[e[1]], rank: e[0], t0: (e[2] - t0) * k, t1: (e[2] + e[3] - t0) * k, name: T.names[e[4]],
+               d: shortTime(e[3]) };
     });
     var order = Object.keys(lanes).sort(function (a, b) { return lanes[a] - lanes[b]; });
     var streamsUsed = T.streams.filter(function (s) { return ev.some(function (e) { return e.stream === s; }); });
@@ -288,7 +294,7 @@
       marks: [{ type: 'rect', from: { data: 'ev' }, clip: true, encode: {
         enter: { y: { scale: 'y', field: 'lane' }, height: { scale: 'y', band: 1 }, fill: { scale: 'c', field: 'stream' },
                  tooltip: { signal: "{'op': datum.name, 'rank': datum.rank, 'stream': datum.stream, 'start': format(datum.t0, '.4~f') + ' " + unit +
-                   "', 'duration': format(datum.d * 1000, '.4~f') + ' ms'}" } },
+                   "', 'duration': datum.d}" } },
         update: { x: { scale: 'x', field: 't0' }, x2: { signal: "max(scale('x', datum.t1), scale('x', datum.t0) + 1)" } } } }]
     }, ev.length > 6000 ? 'canvas' : 'svg');
     perfettoNote(t, T);
@@ -446,5 +452,23 @@
       if (window.performance) document.body.setAttribute('data-render-ms', Math.round(performance.now()));
     }
   }
-  Promise.all(pending).then(function () { finish(); }, function (e) { finish([String(e && e.stack ? e.stack : e)]); });
+  // "report.html#probe=tooltip": once drawn, the pointer is moved over the first mark of
+  // each chart and the tooltip Vega gives it is copied into the section's data-tooltip
+  // (the tests read it; a person hovering sees the same text).
+  function probeTooltips() {
+    if (!/probe=tooltip/.test(location.hash || '')) return;
+    Array.prototype.forEach.call(document.querySelectorAll('section.chart'), function (sec) {
+      var mark = sec.querySelector('.role-mark path, .role-mark rect');
+      if (!mark) return;
+      var box = mark.getBoundingClientRect(), x = box.left + box.width / 2, y = box.top + box.height / 2;
+      ['pointerover', 'pointermove', 'mouseover', 'mousemove'].forEach(function (type) {
+        mark.dispatchEvent(new MouseEvent(type, { bubbles: true, clientX: x, clientY: y }));
+      });
+      var tipped = sec.querySelector('[title]');
+      sec.setAttribute('data-tooltip', tipped ? tipped.getAttribute('title').replace(/\n/g, '; ') : '');
+    });
+  }
+
+  Promise.all(pending).then(function () { finish(); probeTooltips(); },
+                            function (e) { finish([String(e && e.stack ? e.stack : e)]); });
 })();
