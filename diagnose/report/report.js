@@ -7,7 +7,7 @@
 (function () {
   'use strict';
   var D = JSON.parse(document.getElementById('run-data').textContent);
-  var pending = [];
+  var pending = [], views = {};
 
   function el(id) { return document.getElementById(id); }
   function add(parent, tag, text, cls) {
@@ -41,6 +41,7 @@
     spec.config = { axis: { labelFontSize: 11, titleFontSize: 12 }, legend: { labelFontSize: 11, titleFontSize: 12 },
                     title: { fontSize: 13, subtitleFontSize: 11, anchor: 'start', subtitleColor: '#555' } };
     var view = new vega.View(vega.parse(spec), { renderer: renderer || 'svg', container: box, hover: true });
+    views[parent.id] = view;
     pending.push(view.runAsync().then(function () {
       var roles = {};
       countRoles(view.scenegraph().root, roles);
@@ -456,7 +457,7 @@
   // each chart and the tooltip Vega gives it is copied into the section's data-tooltip
   // (the tests read it; a person hovering sees the same text).
   function probeTooltips() {
-    if (!/probe=tooltip/.test(location.hash || '')) return;
+    if (!/probe=[a-z+]*tooltip/.test(location.hash || '')) return;
     Array.prototype.forEach.call(document.querySelectorAll('section.chart'), function (sec) {
       var mark = sec.querySelector('.role-mark path, .role-mark rect');
       if (!mark) return;
@@ -469,6 +470,24 @@
     });
   }
 
-  Promise.all(pending).then(function () { finish(); probeTooltips(); },
+  // "report.html#probe=zoom" (or probe=tooltip+zoom): one wheel step over the middle of each zoomable chart; the
+  // section's data-zoom gets the axis domain before and after (the tests compare them).
+  function probeZoom() {
+    if (!/probe=[a-z+]*zoom/.test(location.hash || '')) return;
+    [['heatmap', 'ydom'], ['grid', 'xdom'], ['timeline', 'xdom']].forEach(function (z) {
+      var view = views[z[0]], sec = el(z[0]), target = sec && sec.querySelector('.role-mark path, .role-mark rect, canvas');
+      if (!view || !target) return;
+      var before = view.signal(z[1]).slice(), box = target.getBoundingClientRect();
+      target.dispatchEvent(new WheelEvent('wheel', { bubbles: true, cancelable: true, deltaY: -300, deltaMode: 0,
+        clientX: box.left + box.width / 2, clientY: box.top + box.height / 2 }));
+      view.runAsync().then(function () {
+        var after = view.signal(z[1]);
+        sec.setAttribute('data-zoom', before.map(function (v) { return +v.toFixed(3); }).join(',') + ' -> ' +
+                         after.map(function (v) { return +v.toFixed(3); }).join(','));
+      });
+    });
+  }
+
+  Promise.all(pending).then(function () { finish(); probeTooltips(); probeZoom(); },
                             function (e) { finish([String(e && e.stack ? e.stack : e)]); });
 })();

@@ -4,8 +4,9 @@
 #  2. the per-rank CSV of a flow run with a degraded link, and its link loads.
 # Each page loads with no console error and its scripts finish (body data-rendered="ok");
 # in the DOM after the scripts ran, every chart section holds Vega's SVG axes and a
-# legend (and says so in data-axes / data-legends) and gives a tooltip on its first mark
-# (report.html#probe=tooltip); each section, shown alone
+# legend (and says so in data-axes / data-legends) and gives a tooltip on its first mark,
+# the rank, DP and time axes zoom with the wheel (report.html#probe=tooltip+zoom); each
+# section, shown alone
 # (report.html#only=ID), is screenshotted and must not be blank. The screenshots stay in
 # WORKDIR (CI artefacts). Exit 77 (skipped) where chromium is not installed
 # (scripts/install-deps.sh installs it) or the build has no charting library.
@@ -83,13 +84,23 @@ for sid in sys.argv[2:]:
     bad |= not ok
 sys.exit(bad)
 PY
-# Tooltips: the pointer moved over each chart's first mark (report.html#probe=tooltip).
-run_chromium "file://$work/trace.html#probe=tooltip" --dump-dom > "$work/trace.tooltips.html" 2> /dev/null ||
-  fail "chromium --dump-dom (tooltips) failed"
+# Tooltips: the pointer moved over each chart's first mark; zoom: one wheel step over the
+# rank, DP and time axes (report.html#probe=tooltip+zoom).
+run_chromium "file://$work/trace.html#probe=tooltip+zoom" --dump-dom > "$work/trace.probed.html" 2> /dev/null ||
+  fail "chromium --dump-dom (probes) failed"
 for id in breakdown heatmap grid timeline links campaign; do
-  tip=$(grep -o "<section id=\"$id\"[^>]*>" "$work/trace.tooltips.html" | grep -o 'data-tooltip="[^"]*"' || true)
+  tip=$(grep -o "<section id=\"$id\"[^>]*>" "$work/trace.probed.html" | grep -o 'data-tooltip="[^"]*"' || true)
   echo "#$id tooltip: ${tip:-none}"
   [ -n "$tip" ] && [ "$tip" != 'data-tooltip=""' ] || fail "#$id: no tooltip on its first mark"
+done
+for id in heatmap grid timeline; do
+  zoom=$(grep -o "<section id=\"$id\"[^>]*>" "$work/trace.probed.html" | grep -o 'data-zoom="[^"]*"' || true)
+  echo "#$id zoom: ${zoom:-none}"
+  before=${zoom#data-zoom=\"}
+  before=${before%% -*}
+  after=${zoom##*&gt; }
+  after=${after%\"}
+  [ -n "$zoom" ] && [ "$before" != "$after" ] || fail "#$id: the wheel did not zoom"
 done
 grep -q 'straggler' "$work/trace.dom.html" || fail "the findings table does not name the straggler"
 grep -q 'ETTR' "$work/trace.dom.html" || fail "the campaign section is empty"
