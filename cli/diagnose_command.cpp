@@ -208,8 +208,9 @@ void add_report_command(CLI::App& app, Action& action) {
     std::string campaign;
   };
   auto args = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand("report", "one self-contained HTML page of a run: breakdown, rank × phase "
-                                               "heat-map, TP × PP × DP grid, timeline, diagnosis");
+  CLI::App* cmd = app.add_subcommand("report", "one self-contained HTML page of a run, charts drawn by the embedded "
+                                               "Vega (opens offline): a summary, time by phase, rank × phase heat-map, "
+                                               "TP × PP × DP grid, timeline, link utilisation, campaign, diagnosis");
   cmd->add_option(
          "run", args->runs,
          "a trace, a per-rank CSV, a run directory or PyTorch profiler traces (one file per rank, or their directory); "
@@ -224,6 +225,7 @@ void add_report_command(CLI::App& app, Action& action) {
   cmd->add_option("--campaign", args->campaign, "a campaign's result (twinscale campaign --json) for time by state");
   cmd->callback([args, &action] {
     action = [args] {
+      diagnose::require_chart_library(); // before reading a run that may be large
       std::vector<schedules::NamedPath> inputs{{"--campaign", args->campaign}, {"--links", args->input.links}};
       for (const auto& r : args->runs) inputs.push_back({"RUN", r});
       schedules::check_distinct_files(inputs, {{"--out", args->out}});

@@ -1,6 +1,7 @@
 #include "diagnose/html_report.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -8,17 +9,67 @@
 
 #include <nlohmann/json.hpp>
 
+#include "diagnose/error.hpp"
+#include "diagnose/report/assets.hpp"
+
 namespace twinscale::diagnose {
 
 namespace {
 
 using nlohmann::json;
 
-/// Rounds to 9 significant digits so the page's bytes do not depend on float printing.
-double r9(double x) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.9g", x);
+/// Rounds to `digits` significant digits so the page's bytes do not depend on float
+/// printing (and a 12,288-rank page stays small): 6 for values drawn as colours and
+/// bars, 9 for the timeline's start times (microsecond ops seconds into a step).
+double rounded(double x, int digits) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.*g", digits, x);
   return std::strtod(buf, nullptr);
+}
+double r6(double x) { return rounded(x, 6); }
+double r9(double x) { return rounded(x, 9); }
+
+std::string percent(double fraction) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f %%", 100 * fraction);
+  return buf;
+}
+
+std::string grouped(int64_t n) { // 12288 -> "12,288"
+  std::string s = std::to_string(n), o;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i > 0 && (s.size() - i) % 3 == 0 && s[i - 1] != '-') o += ',';
+    o += s[i];
+  }
+  return o;
+}
+
+std::string plural(int64_t n, const std::string& word) { return grouped(n) + " " + word + (n == 1 ? "" : "s"); }
+
+using Lay = std::optional<schedules::Layout>;
+
+/// The layout when it covers every rank of the run.
+Lay usable(const Lay& layout, const RunData& d) {
+  return layout && layout->world() == static_cast<int64_t>(d.ranks.size()) ? layout : std::nullopt;
+}
+
+/// Where a rank sits in the layout, in words ("stage 3, DP 17, TP 2").
+std::string position(const Lay& lay, int64_t rank) {
+  if (!lay) return "";
+  const schedules::RankCoord c = lay->coord(rank);
+  return "stage " + std::to_string(c.pp) + ", DP " + std::to_string(c.dp) + ", TP " + std::to_string(c.tp);
+}
+
+/// Mean seconds of `phase` per step of rank `r`.
+double mean_phase_s(const RankSeries& r, size_t phase) {
+  if (r.step_phase_s.empty()) return 0;
+  double sum = 0;
+  for (const auto& step : r.step_phase_s) sum += step[phase];
+  return sum / static_cast<double>(r.step_phase_s.size());
+}
+
+double excess_of(const Diagnosis& diag, size_t rank) {
+  return rank < diag.scores.size() ? diag.scores[rank].excess : 0.0;
 }
 
 std::vector<int64_t> pick_timeline_ranks(const RunData& d, const Diagnosis& diag, const ReportOptions& o) {
@@ -36,247 +87,249 @@ std::vector<int64_t> pick_timeline_ranks(const RunData& d, const Diagnosis& diag
   return v;
 }
 
-json payload(const RunData& d, const Diagnosis& diag, const ReportOptions& o) {
-  json j;
-  j["title"] = o.title;
-  j["source"] = d.source;
-  j["ranks"] = d.ranks.size();
-  j["steps"] = d.steps();
-  j["phases"] = d.phases;
-  j["own_time"] = d.own_time;
-  j["layout"] = d.layout ? json{{"tp", d.layout->tp}, {"pp", d.layout->pp}, {"dp", d.layout->dp}} : json();
-  json phase_s = json::array(), excess = json::array(), host = json::array();
-  for (const RankSeries& r : d.ranks) {
-    json row = json::array();
-    for (size_t p = 0; p < d.phases.size(); ++p) {
-      double sum = 0;
-      for (const auto& step : r.step_phase_s) sum += step[p];
-      row.push_back(r9(r.step_phase_s.empty() ? 0 : sum / static_cast<double>(r.step_phase_s.size())));
+/// Ranks per heat-map row: at least ranks / max_rows, and a divisor of the stage size
+/// when there is one nearby, so that no row mixes two pipeline stages.
+int64_t rank_bin(const RunData& d, const Lay& lay, int64_t max_rows) {
+  const int64_t n = static_cast<int64_t>(d.ranks.size());
+  const int64_t least = std::max<int64_t>(1, (n + max_rows - 1) / std::max<int64_t>(1, max_rows));
+  if (lay) {
+    const int64_t stage = lay->tp * lay->dp;
+    for (int64_t per = least; per <= std::min(stage, 2 * least); ++per)
+      if (stage % per == 0) return per;
+  }
+  return least;
+}
+
+/// Rank × phase cells: [first rank, last rank, phase, worst excess, mean seconds, worst rank].
+json heat_cells(const RunData& d, const Diagnosis& diag, int64_t per) {
+  json cells = json::array();
+  const int64_t n = static_cast<int64_t>(d.ranks.size());
+  for (size_t p = 0; p < d.phases.size(); ++p)
+    for (int64_t r0 = 0; r0 < n; r0 += per) {
+      const int64_t r1 = std::min(n, r0 + per) - 1;
+      double worst = 0, sum_s = 0;
+      int64_t worst_rank = r0;
+      for (int64_t r = r0; r <= r1; ++r) {
+        const size_t i = static_cast<size_t>(r);
+        const double x =
+            i < diag.scores.size() && p < diag.scores[i].phase_excess.size() ? diag.scores[i].phase_excess[p] : 0.0;
+        if (std::abs(x) > std::abs(worst)) worst = x, worst_rank = r;
+        sum_s += mean_phase_s(d.ranks[r], p);
+      }
+      cells.push_back({r0, r1, p, r6(worst), r6(sum_s / static_cast<double>(r1 - r0 + 1)), worst_rank});
     }
-    phase_s.push_back(std::move(row));
-    host.push_back(r.host);
+  return cells;
+}
+
+/// Pipeline stages (rank ranges) of a known layout: [stage, first rank, last rank].
+json stage_ranges(const Lay& lay) {
+  json s = json::array();
+  if (!lay) return s;
+  const int64_t size = lay->tp * lay->dp;
+  for (int64_t p = 0; p < lay->pp; ++p) s.push_back({p, p * size, (p + 1) * size - 1});
+  return s;
+}
+
+/// The TP × PP × DP grid: per stage and DP bin (over its TP ranks), the worst own-time
+/// excess: [stage, first DP, last DP, worst excess, worst rank, mean excess]. Without a
+/// layout: peer groups (ranks running the same program) as rows, members as columns.
+json grid(const RunData& d, const Lay& lay, const Diagnosis& diag, const ReportOptions& o) {
+  json g = {{"cells", json::array()}};
+  if (lay) {
+    const schedules::Layout& L = *lay;
+    const int64_t per = std::max<int64_t>(1, (L.dp + o.max_grid_columns - 1) / o.max_grid_columns);
+    g["by"] = "layout";
+    g["dp_per_column"] = per;
+    for (int64_t pp = 0; pp < L.pp; ++pp)
+      for (int64_t dp0 = 0; dp0 < L.dp; dp0 += per) {
+        const int64_t dp1 = std::min(L.dp, dp0 + per) - 1;
+        double worst = 0, sum = 0;
+        int64_t worst_rank = L.rank({0, dp0, pp}), count = 0;
+        for (int64_t dp = dp0; dp <= dp1; ++dp)
+          for (int64_t tp = 0; tp < L.tp; ++tp) {
+            const int64_t r = L.rank({tp, dp, pp});
+            const double x = excess_of(diag, static_cast<size_t>(r));
+            if (x > worst) worst = x, worst_rank = r;
+            sum += x, ++count;
+          }
+        g["cells"].push_back({pp, dp0, dp1, r6(worst), worst_rank, r6(sum / static_cast<double>(count))});
+      }
+    return g;
   }
-  json phase_excess = json::array();
-  for (const RankScore& s : diag.scores) {
-    excess.push_back(r9(s.excess));
-    json row = json::array();
-    for (double x : s.phase_excess) row.push_back(r9(x));
-    phase_excess.push_back(std::move(row));
-  }
-  j["phase_excess"] = std::move(phase_excess);
-  j["phase_s"] = std::move(phase_s);
-  j["excess"] = std::move(excess);
-  j["host"] = std::move(host);
-  j["hosts"] = d.hosts;
-  j["notes"] = diag.notes;
-  j["findings"] = json::array();
-  for (const Finding& f : diag.findings)
-    j["findings"].push_back({{"kind", std::string(to_string(f.kind))},
-                             {"ranks", f.ranks},
-                             {"host", f.host},
-                             {"excess", r9(f.excess)},
-                             {"score", r9(f.score)},
-                             {"detail", f.detail}});
-  // Timeline: every op of the chosen ranks (traces).
+  std::map<int64_t, std::vector<int64_t>> groups;
+  for (const RankSeries& r : d.ranks) groups[r.peer_group].push_back(r.rank);
+  size_t widest = 1; // members of the largest group
+  for (const auto& [group, members] : groups) widest = std::max(widest, members.size());
+  const size_t columns = static_cast<size_t>(std::max<int64_t>(1, o.max_grid_columns));
+  const size_t per = (widest + columns - 1) / columns;
+  g["by"] = "peer_group";
+  g["dp_per_column"] = per;
+  for (const auto& [group, members] : groups)
+    for (size_t i0 = 0; i0 < members.size(); i0 += per) {
+      const size_t i1 = std::min(members.size(), i0 + per) - 1;
+      double worst = 0, sum = 0;
+      int64_t worst_rank = members[i0];
+      for (size_t i = i0; i <= i1; ++i) {
+        const double x = excess_of(diag, static_cast<size_t>(members[i]));
+        if (x > worst) worst = x, worst_rank = members[i];
+        sum += x;
+      }
+      g["cells"].push_back({group, i0, i1, r6(worst), worst_rank, r6(sum / static_cast<double>(i1 - i0 + 1))});
+    }
+  return g;
+}
+
+json timeline(const RunData& d, const Diagnosis& diag, const ReportOptions& o) {
   const std::vector<int64_t> lanes = pick_timeline_ranks(d, diag, o);
   const std::set<int64_t> lane_set(lanes.begin(), lanes.end());
-  std::map<std::string, int64_t> name_index;
-  json names = json::array(), events = json::array();
   // A binary trace's events are not held: the chosen ranks' blocks are read back.
   const std::vector<schedules::TraceRecord> lane_records =
       d.records.empty() && !d.binary_trace.empty() ? schedules::BinaryTraceReader(d.binary_trace).records(lanes)
                                                    : std::vector<schedules::TraceRecord>{};
-  for (const schedules::TraceRecord& r : d.records.empty() ? lane_records : d.records) {
-    if (!lane_set.count(r.rank)) continue;
-    const auto [it, fresh] = name_index.try_emplace(r.name, static_cast<int64_t>(names.size()));
-    if (fresh) names.push_back(r.name);
-    events.push_back({r.rank, static_cast<int>(r.stream), r9(r.start_s), r9(r.duration_s), it->second});
+  std::vector<const schedules::TraceRecord*> chosen;
+  for (const schedules::TraceRecord& r : d.records.empty() ? lane_records : d.records)
+    if (lane_set.count(r.rank)) chosen.push_back(&r);
+  std::stable_sort(chosen.begin(), chosen.end(), [](const auto* a, const auto* b) { return a->start_s < b->start_s; });
+  const size_t total = chosen.size();
+  if (chosen.size() > o.max_timeline_events) chosen.resize(o.max_timeline_events);
+  std::map<std::string, int64_t> name_index;
+  json names = json::array(), events = json::array();
+  for (const schedules::TraceRecord* r : chosen) {
+    const auto [it, fresh] = name_index.try_emplace(r->name, static_cast<int64_t>(names.size()));
+    if (fresh) names.push_back(r->name);
+    events.push_back({r->rank, static_cast<int>(r->stream), r9(r->start_s), r6(r->duration_s), it->second});
   }
-  json states = json::array();
-  for (const auto& [name, seconds] : o.campaign_time_by_state_s) states.push_back({name, r9(seconds)});
-  j["campaign"] = {{"source", o.campaign_source}, {"ettr", r9(o.campaign_ettr)}, {"states", std::move(states)}};
-  j["timeline"] = {{"ranks", lanes}, {"names", std::move(names)}, {"events", std::move(events)}};
-  json links = json::array(); // [name, direction, kind, busy fraction, rate fraction]
-  for (const LinkUse& u : d.links)
-    links.push_back({u.name, u.direction, u.kind, r9(u.busy_fraction), r9(u.rate_fraction)});
-  j["links"] = std::move(links);
-  json slow = json::array();
-  for (const Finding& f : diag.findings)
-    if (!f.link.empty()) slow.push_back(f.link);
-  j["slow_links"] = std::move(slow);
-  return j;
+  json streams = json::array();
+  for (int s = 0; s < schedules::kStreamCount; ++s) streams.push_back(to_string(static_cast<schedules::Stream>(s)));
+  return {{"ranks", lanes},
+          {"names", std::move(names)},
+          {"events", std::move(events)},
+          {"streams", streams},
+          {"events_total", total},
+          {"binary", !d.binary_trace.empty()},
+          {"source", d.source},
+          {"has_trace", !d.records.empty() || !d.binary_trace.empty()}};
 }
 
-const char* kStyle = R"(
-body{font:14px system-ui,sans-serif;margin:1.5em;color:#222;background:#fff}
-h1{font-size:1.4em}h2{font-size:1.1em;margin-top:1.6em;border-bottom:1px solid #ddd}
-table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:2px 6px;font-size:12px;text-align:left}
-.note{color:#666;font-size:12px}canvas{border:1px solid #ccc;image-rendering:pixelated}
-#errors{color:#b00;white-space:pre}.legend{font-size:11px;color:#444}
-)";
-
-const char* kScript = R"JS(
-(function () {
-  'use strict';
-  function el(id) { return document.getElementById(id); }
-  function add(parent, tag, text) { var e = document.createElement(tag); if (text !== undefined) e.textContent = text; parent.appendChild(e); return e; }
-  function pct(x) { return (100 * x).toFixed(1) + ' %'; }
-  // Slowness colour: white at 0, red at +10 % and beyond, blue when faster.
-  function slowColour(x) {
-    var t = Math.max(-1, Math.min(1, x / 0.10));
-    if (t >= 0) { var g = Math.round(255 * (1 - t)); return 'rgb(255,' + g + ',' + g + ')'; }
-    var v = Math.round(255 * (1 + t)); return 'rgb(' + v + ',' + v + ',255)';
+/// The links a finding names: its link, and the links of the run its sentence names as
+/// crossed by the same flows (a degraded link and the one before it look alike).
+std::vector<std::string> named_links(const Finding& f, const RunData& d) {
+  std::vector<std::string> out;
+  if (f.link.empty()) return out;
+  out.push_back(f.link);
+  std::set<std::string> seen{f.link};
+  for (const LinkUse& u : d.links) {
+    if (seen.count(u.name)) continue;
+    for (size_t at = f.detail.find(u.name); at != std::string::npos; at = f.detail.find(u.name, at + 1)) {
+      const size_t end = at + u.name.size();
+      const bool starts = at == 0 || f.detail[at - 1] == ' ' || f.detail[at - 1] == '(';
+      const bool ends = end == f.detail.size() || std::string(" ,:;)").find(f.detail[end]) != std::string::npos;
+      if (starts && ends) {
+        out.push_back(u.name);
+        seen.insert(u.name);
+        break;
+      }
+    }
   }
-  try {
-    var D = JSON.parse(el('run-data').textContent);
-    var s = el('summary');
-    add(s, 'p', D.source + ': ' + D.ranks + ' ranks, ' + D.steps + ' step(s), ' + D.findings.length + ' finding(s)' +
-        (D.layout ? ', TP ' + D.layout.tp + ' × PP ' + D.layout.pp + ' × DP ' + D.layout.dp : ''));
-    D.notes.forEach(function (n) { add(s, 'p', 'note: ' + n).className = 'note'; });
+  return out;
+}
 
-    // Breakdown: mean seconds per phase over ranks (per step).
-    var b = el('breakdown'), mean = D.phases.map(function () { return 0; });
-    D.phase_s.forEach(function (row) { row.forEach(function (v, p) { mean[p] += v / Math.max(1, D.ranks); }); });
-    var total = mean.reduce(function (a, v) { return a + v; }, 0) || 1;
-    var ns = 'http://www.w3.org/2000/svg', svg = document.createElementNS(ns, 'svg');
-    svg.setAttribute('width', 640); svg.setAttribute('height', 24 * mean.length + 8);
-    var colours = ['#4e79a7', '#f28e2b', '#76b7b2', '#e15759', '#59a14f', '#edc948'];
-    mean.forEach(function (v, p) {
-      var r = document.createElementNS(ns, 'rect');
-      r.setAttribute('x', 120); r.setAttribute('y', 4 + 24 * p); r.setAttribute('height', 18);
-      r.setAttribute('width', Math.max(1, 400 * v / total)); r.setAttribute('fill', colours[p % colours.length]);
-      svg.appendChild(r);
-      var t = document.createElementNS(ns, 'text');
-      t.setAttribute('x', 0); t.setAttribute('y', 18 + 24 * p); t.textContent = D.phases[p];
-      svg.appendChild(t);
-      var u = document.createElementNS(ns, 'text');
-      u.setAttribute('x', 126 + 400 * v / total); u.setAttribute('y', 18 + 24 * p);
-      u.textContent = v.toFixed(4) + ' s (' + pct(v / total) + ')';
-      svg.appendChild(u);
+/// Per link kind (tier): counts, mean and largest busy share, and the named link
+/// directions: the busiest and every one the diagnosis flags,
+/// [name, direction, busy fraction, rate fraction, bytes, flagged].
+json link_tiers(const RunData& d, const Diagnosis& diag, const ReportOptions& o) {
+  std::set<std::string> flagged;
+  for (const Finding& f : diag.findings)
+    for (const std::string& name : named_links(f, d)) flagged.insert(name);
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<const LinkUse*>> by_kind;
+  for (const LinkUse& u : d.links) {
+    if (!by_kind.count(u.kind)) order.push_back(u.kind);
+    by_kind[u.kind].push_back(&u);
+  }
+  json tiers = json::array();
+  for (const std::string& kind : order) {
+    std::vector<const LinkUse*> us = by_kind[kind];
+    double sum = 0;
+    for (const LinkUse* u : us) sum += u->busy_fraction;
+    std::stable_sort(us.begin(), us.end(), [&](const LinkUse* a, const LinkUse* b) {
+      const bool fa = flagged.count(a->name) > 0, fb = flagged.count(b->name) > 0;
+      return fa != fb ? fa : a->busy_fraction > b->busy_fraction;
     });
-    b.appendChild(svg);
-
-    // Heat-map: rank (rows, binned to ≤ 512) × phase, coloured by the phase's time
-    // relative to the median of the rank's peers (same program), worst rank of each bin.
-    var h = el('heatmap'), rows = Math.min(512, D.ranks), per = Math.ceil(D.ranks / Math.max(1, rows));
-    var nrows = Math.max(1, Math.ceil(D.ranks / per)), px = Math.max(1, Math.floor(256 / nrows));
-    var cw = 60, c = add(h, 'canvas'); c.width = cw * D.phases.length; c.height = nrows * px;
-    var g = c.getContext('2d');
-    for (var r0 = 0, row = 0; r0 < D.ranks; r0 += per, ++row)
-      for (var p = 0; p < D.phases.length; ++p) {
-        var worst = 0;
-        for (var r = r0; r < Math.min(D.ranks, r0 + per); ++r) {
-          var x = (D.phase_excess[r] || [])[p] || 0;
-          if (Math.abs(x) > Math.abs(worst)) worst = x;
-        }
-        g.fillStyle = slowColour(worst); g.fillRect(cw * p, row * px, cw, px);
-      }
-    add(h, 'p', 'columns: ' + D.phases.join(', ') + '; rows: ranks ' + (per > 1 ? '(' + per + ' per row, worst shown)' : '0..' + (D.ranks - 1)) +
-        '; colour: the phase against the median of the rank\'s peers (white = median, red = ≥ 10 % slower, blue = faster)').className = 'legend';
-
-    // TP × PP × DP grid: one cell per rank, rows = pipeline stages, columns = DP × TP.
-    var gr = el('grid');
-    if (D.layout) {
-      var L = D.layout, cols = L.dp * L.tp, cell = Math.max(1, Math.min(12, Math.floor(1200 / cols)));
-      var gc = add(gr, 'canvas'); gc.width = cols * cell; gc.height = L.pp * Math.max(cell, 16);
-      var gg = gc.getContext('2d');
-      for (var rank = 0; rank < D.ranks; ++rank) {
-        var tp = rank % L.tp, dp = Math.floor(rank / L.tp) % L.dp, pp = Math.floor(rank / (L.tp * L.dp));
-        gg.fillStyle = slowColour(D.excess[rank] || 0);
-        gg.fillRect((dp * L.tp + tp) * cell, pp * Math.max(cell, 16), cell, Math.max(cell, 16));
-      }
-      add(gr, 'p', 'rows: pipeline stage 0..' + (L.pp - 1) + '; columns: DP rank × TP rank; colour: own time vs peers').className = 'legend';
-    } else {
-      add(gr, 'p', 'layout unknown (give --layout TPxPPxDP)').className = 'note';
+    json named = json::array();
+    for (size_t i = 0; i < us.size(); ++i) {
+      const bool flag = flagged.count(us[i]->name) > 0;
+      if (i >= o.links_per_tier && !flag) break;
+      named.push_back(
+          {us[i]->name, us[i]->direction, r6(us[i]->busy_fraction), r6(us[i]->rate_fraction), r6(us[i]->bytes), flag});
     }
-
-    // Timeline of chosen ranks: one lane per rank and stream.
-    var tl = el('timeline'), T = D.timeline;
-    if (T.events.length) {
-      var t0 = Infinity, t1 = -Infinity;
-      T.events.forEach(function (e) { t0 = Math.min(t0, e[2]); t1 = Math.max(t1, e[2] + e[3]); });
-      var lane = 10, W = 1100, streams = 6, tc = add(tl, 'canvas');
-      tc.width = W + 80; tc.height = T.ranks.length * streams * lane + 4;
-      var tg = tc.getContext('2d'), idx = {};
-      T.ranks.forEach(function (r, i) { idx[r] = i; tg.fillStyle = '#000'; tg.font = '10px sans-serif';
-        tg.fillText('rank ' + r, 2, i * streams * lane + 10); });
-      T.events.forEach(function (e) {
-        var y = (idx[e[0]] * streams + e[1]) * lane, x = 80 + W * (e[2] - t0) / Math.max(1e-12, t1 - t0);
-        tg.fillStyle = colours[e[1] % colours.length];
-        tg.fillRect(x, y + 1, Math.max(1, W * e[3] / Math.max(1e-12, t1 - t0)), lane - 2);
-      });
-      add(tl, 'p', 'ranks ' + T.ranks.join(', ') + '; lanes per rank: compute, tp, dp, pp send, pp recv, data; ' +
-          (t1 - t0).toFixed(4) + ' s').className = 'legend';
-    } else {
-      add(tl, 'p', 'no per-op events (a per-rank CSV has none; give a trace)').className = 'note';
-    }
-
-    // Fabric link utilisation (flow mode, --links): per link kind, one cell per link
-    // direction, coloured by the share of the run it was busy; slow links outlined.
-    var lk = el('links'), L = D.links;
-    if (L.length) {
-      lk.textContent = '';
-      var kinds = {}, order = [], slowSet = {};
-      D.slow_links.forEach(function (n) { slowSet[n] = true; });
-      L.forEach(function (u) { if (!kinds[u[2]]) { kinds[u[2]] = []; order.push(u[2]); } kinds[u[2]].push(u); });
-      order.forEach(function (k) {
-        var us = kinds[k], per = 128, cell = 7, lc = add(lk, 'canvas');
-        lc.width = per * cell; lc.height = Math.ceil(us.length / per) * cell;
-        var lg = lc.getContext('2d'), sum = 0, hi = 0;
-        us.forEach(function (u, i) {
-          var v = Math.max(0, Math.min(1, u[3])), x = (i % per) * cell, y = Math.floor(i / per) * cell;
-          sum += v; hi = Math.max(hi, v);
-          lg.fillStyle = 'rgb(255,' + Math.round(255 * (1 - v)) + ',' + Math.round(255 * (1 - v)) + ')';
-          lg.fillRect(x, y, cell - 1, cell - 1);
-          if (slowSet[u[0]]) { lg.strokeStyle = '#00f'; lg.strokeRect(x + 0.5, y + 0.5, cell - 2, cell - 2); }
-        });
-        add(lk, 'p', k + ': ' + us.length + ' link directions, busy ' + pct(sum / us.length) + ' of the run on ' +
-            'average, at most ' + pct(hi) + ' (white idle, red always busy; blue: a slow link)').className = 'legend';
-      });
-    }
-
-    // Campaign: mean time by state, as shares of the wall time.
-    var cp = el('campaign'), C = D.campaign;
-    if (C.states.length) {
-      var wall = C.states.reduce(function (a, st) { return a + st[1]; }, 0) || 1;
-      var cs = document.createElementNS(ns, 'svg');
-      cs.setAttribute('width', 700); cs.setAttribute('height', 22 * C.states.length + 8);
-      C.states.forEach(function (st, i) {
-        var r = document.createElementNS(ns, 'rect');
-        r.setAttribute('x', 170); r.setAttribute('y', 4 + 22 * i); r.setAttribute('height', 16);
-        r.setAttribute('width', Math.max(1, 380 * st[1] / wall)); r.setAttribute('fill', colours[i % colours.length]);
-        cs.appendChild(r);
-        var t = document.createElementNS(ns, 'text');
-        t.setAttribute('x', 0); t.setAttribute('y', 17 + 22 * i); t.textContent = st[0]; cs.appendChild(t);
-        var u = document.createElementNS(ns, 'text');
-        u.setAttribute('x', 176 + 380 * st[1] / wall); u.setAttribute('y', 17 + 22 * i);
-        u.textContent = (st[1] / 86400).toFixed(2) + ' d (' + pct(st[1] / wall) + ')'; cs.appendChild(u);
-      });
-      add(cp, 'p', C.source + (C.ettr >= 0 ? ': ETTR ' + C.ettr.toFixed(4) : ''));
-      cp.appendChild(cs);
-    } else {
-      add(cp, 'p', 'no campaign given (report --campaign FILE, from twinscale campaign --json)').className = 'note';
-    }
-
-    // Findings.
-    var f = el('findings');
-    if (!D.findings.length) add(f, 'p', 'nothing found');
-    else {
-      var tb = add(f, 'table'), hr = add(tb, 'tr');
-      ['kind', 'ranks', 'host', 'excess', 'score', 'detail'].forEach(function (k) { add(hr, 'th', k); });
-      D.findings.forEach(function (x) {
-        var tr = add(tb, 'tr');
-        add(tr, 'td', x.kind); add(tr, 'td', x.ranks.slice(0, 16).join(',') + (x.ranks.length > 16 ? ',…' : ''));
-        add(tr, 'td', x.host || '-'); add(tr, 'td', pct(x.excess)); add(tr, 'td', x.score.toFixed(2)); add(tr, 'td', x.detail);
-      });
-    }
-    document.body.setAttribute('data-rendered', 'ok');
-  } catch (e) {
-    el('errors').textContent = 'report error: ' + (e && e.stack ? e.stack : e);
-    document.body.setAttribute('data-rendered', 'error');
+    double hi = 0;
+    for (const LinkUse* u : us) hi = std::max(hi, u->busy_fraction);
+    tiers.push_back({{"kind", kind},
+                     {"count", us.size()},
+                     {"mean_busy", r6(sum / static_cast<double>(us.size()))},
+                     {"max_busy", r6(hi)},
+                     {"links", std::move(named)}});
   }
-})();
-)JS";
+  return tiers;
+}
+
+/// Mean seconds per step of each phase, per pipeline stage (or peer group), averaged
+/// over the stage's ranks: [row label, phase, seconds].
+json breakdown(const RunData& d, const Lay& lay) {
+  const bool by_stage = lay.has_value();
+  std::map<int64_t, std::pair<std::vector<double>, int64_t>> rows;
+  for (const RankSeries& r : d.ranks) {
+    const int64_t key = by_stage ? lay->coord(r.rank).pp : r.peer_group;
+    auto& [sum, count] = rows[key];
+    sum.resize(d.phases.size(), 0.0);
+    for (size_t p = 0; p < d.phases.size(); ++p) sum[p] += mean_phase_s(r, p);
+    ++count;
+  }
+  json out = {{"by", by_stage ? "stage" : "peer_group"}, {"rows", json::array()}};
+  for (const auto& [key, row] : rows)
+    for (size_t p = 0; p < d.phases.size(); ++p)
+      out["rows"].push_back({key, p, r6(row.first[p] / static_cast<double>(row.second))});
+  return out;
+}
+
+json payload(const RunData& d, const Lay& lay, const Diagnosis& diag, const ReportOptions& o) {
+  json j;
+  j["title"] = o.title;
+  j["source"] = d.source;
+  j["summary"] = report_summary(d, diag);
+  j["ranks"] = d.ranks.size();
+  j["steps"] = d.steps();
+  j["phases"] = d.phases;
+  j["own_time"] = d.own_time;
+  j["layout"] = lay ? json{{"tp", lay->tp}, {"pp", lay->pp}, {"dp", lay->dp}} : json();
+  j["hosts"] = d.hosts.size();
+  j["notes"] = diag.notes;
+  for (const std::string& n : d.notes)
+    if (std::find(diag.notes.begin(), diag.notes.end(), n) == diag.notes.end()) j["notes"].push_back(n);
+  j["breakdown"] = breakdown(d, lay);
+  const int64_t per = rank_bin(d, lay, o.max_heatmap_rows);
+  j["heat"] = {{"per", per}, {"cells", heat_cells(d, diag, per)}, {"stages", stage_ranges(lay)}};
+  j["grid"] = grid(d, lay, diag, o);
+  j["timeline"] = timeline(d, diag, o);
+  j["links"] = link_tiers(d, diag, o);
+  json states = json::array();
+  for (const auto& [name, seconds] : o.campaign_time_by_state_s) states.push_back({name, r6(seconds)});
+  j["campaign"] = {{"source", o.campaign_source}, {"ettr", r6(o.campaign_ettr)}, {"states", std::move(states)}};
+  j["findings"] = json::array();
+  for (const Finding& f : diag.findings) {
+    const std::string where = f.ranks.size() == 1 ? position(lay, f.ranks.front()) : "";
+    j["findings"].push_back({{"kind", std::string(to_string(f.kind))},
+                             {"ranks", f.ranks},
+                             {"where", where},
+                             {"host", f.host},
+                             {"link", f.link},
+                             {"excess", r6(f.excess)},
+                             {"score", r6(f.score)},
+                             {"detail", f.detail}});
+  }
+  return j;
+}
 
 std::string escape_html(const std::string& s) {
   std::string o;
@@ -290,26 +343,142 @@ std::string escape_html(const std::string& s) {
   return o;
 }
 
+/// JSON text safe inside <script>: "</" would end the element; JSON allows "<\/".
+std::string script_safe(std::string text) {
+  for (size_t at = text.find("</"); at != std::string::npos; at = text.find("</", at + 3)) text.replace(at, 2, "<\\/");
+  return text;
+}
+
+/// Seconds in words with 3 digits: "1.62 s", "652 µs", "0 s".
+std::string duration(double s) {
+  char buf[48];
+  if (s == 0 || std::abs(s) >= 1)
+    std::snprintf(buf, sizeof buf, "%.3g s", s);
+  else if (std::abs(s) >= 1e-3)
+    std::snprintf(buf, sizeof buf, "%.3g ms", s * 1e3);
+  else
+    std::snprintf(buf, sizeof buf, "%.3g µs", s * 1e6);
+  return buf;
+}
+
+/// "; per rank and step: 1.62 s forward, 3.08 s backward" (empty without ranks).
+std::string mean_phases(const RunData& d) {
+  if (d.ranks.empty() || d.phases.empty()) return "";
+  std::string out = "; per rank and step: ";
+  for (size_t p = 0; p < d.phases.size(); ++p) {
+    double sum = 0;
+    for (const RankSeries& r : d.ranks) sum += mean_phase_s(r, p);
+    out += (p == 0 ? "" : ", ") + duration(sum / static_cast<double>(d.ranks.size())) + " " + d.phases[p];
+  }
+  return out;
+}
+
 } // namespace
 
-std::string html_report(const RunData& d, const Diagnosis& diag, const ReportOptions& o) {
-  std::string data = payload(d, diag, o).dump();
-  // Inside <script>, "</" would end the element: JSON allows "<\/".
-  for (size_t at = data.find("</"); at != std::string::npos; at = data.find("</", at + 3)) data.replace(at, 2, "<\\/");
+std::string report_summary(const RunData& d, const Diagnosis& diag) {
+  std::map<FindingKind, std::vector<const Finding*>> by;
+  for (const Finding& f : diag.findings) by[f.kind].push_back(&f);
+  std::string s = plural(static_cast<int64_t>(d.ranks.size()), "rank") + ", " + plural(d.steps(), "step") + ": ";
+  if (by.count(FindingKind::Hang)) return s + "the run hung — " + by[FindingKind::Hang].front()->detail;
+  if (diag.findings.empty())
+    return s + "nothing abnormal found (no straggler, slow host, slow link or late launcher)" + mean_phases(d) + ".";
+  std::vector<std::string> parts;
+  if (by.count(FindingKind::Straggler)) {
+    const auto& v = by[FindingKind::Straggler];
+    const Finding* worst =
+        *std::max_element(v.begin(), v.end(), [](auto* a, auto* b) { return a->excess < b->excess; });
+    const int64_t r = worst->ranks.empty() ? -1 : worst->ranks.front();
+    const std::string where = r >= 0 ? position(usable(d.layout, d), r) : "";
+    parts.push_back(plural(static_cast<int64_t>(v.size()), "straggler") + " (the worst, rank " + std::to_string(r) +
+                    (where.empty() ? "" : " at " + where) + ", " + percent(worst->excess) + " slower than its peers)");
+  }
+  if (by.count(FindingKind::SlowHost))
+    parts.push_back(plural(static_cast<int64_t>(by[FindingKind::SlowHost].size()), "slow host") + " (" +
+                    by[FindingKind::SlowHost].front()->host + (by[FindingKind::SlowHost].size() > 1 ? ", …)" : ")"));
+  if (by.count(FindingKind::SlowLink)) {
+    const auto& v = by[FindingKind::SlowLink];
+    const std::vector<std::string> names = named_links(*v.front(), d);
+    std::string what;
+    if (names.size() == 2)
+      what = " (" + names[0] + " or " + names[1] + ": the same flows cross both";
+    else if (!names.empty())
+      what = " (" + names[0];
+    if (!what.empty()) what += v.size() > 1 ? ", …)" : ")";
+    parts.push_back(plural(static_cast<int64_t>(v.size()), "slow link") + what);
+  }
+  if (by.count(FindingKind::Jitter))
+    parts.push_back(plural(static_cast<int64_t>(by[FindingKind::Jitter].size()), "jittery link"));
+  if (by.count(FindingKind::LateLauncher))
+    parts.push_back(plural(static_cast<int64_t>(by[FindingKind::LateLauncher].size()), "late launcher"));
+  s += "found ";
+  for (size_t i = 0; i < parts.size(); ++i) s += (i == 0 ? "" : i + 1 == parts.size() ? " and " : ", ") + parts[i];
+  return s + ".";
+}
+
+std::optional<schedules::Layout> infer_layout(const std::vector<schedules::TraceRecord>& records, int64_t world) {
+  std::map<std::string, std::set<int64_t>> tp_groups, dp_groups;
+  int64_t stride = 0;
+  for (const schedules::TraceRecord& r : records) {
+    const std::string& in = r.instance;
+    const size_t hash = in.find('#');
+    if (in.empty() || hash == std::string::npos) continue;
+    const std::string group = in.substr(0, hash);
+    if (group.rfind("tp@", 0) == 0 || group.rfind("tp/", 0) == 0)
+      tp_groups[group].insert(r.rank);
+    else if (group.rfind("dp@", 0) == 0 || group.rfind("dp/", 0) == 0)
+      dp_groups[group].insert(r.rank);
+    else if (group.rfind("pp:", 0) == 0) {
+      const size_t gt = group.find('>');
+      if (gt == std::string::npos) continue;
+      const int64_t a = std::atoll(group.c_str() + 3), b = std::atoll(group.c_str() + gt + 1);
+      stride = std::max(stride, std::abs(b - a)); // neighbours; the wrap of a ring is not used
+    }
+  }
+  int64_t tp = 1, dp = 0;
+  for (const auto& [g, members] : tp_groups) tp = std::max<int64_t>(tp, static_cast<int64_t>(members.size()));
+  for (const auto& [g, members] : dp_groups) dp = std::max<int64_t>(dp, static_cast<int64_t>(members.size()));
+  if (world <= 0) return std::nullopt;
+  if (stride > 0 && stride % tp == 0) dp = stride / tp;
+  if (dp == 0) dp = world / tp; // no pipeline and no DP collectives: one stage
+  if (tp * dp <= 0 || world % (tp * dp) != 0) return std::nullopt;
+  schedules::Layout L;
+  L.tp = tp, L.dp = dp, L.pp = world / (tp * dp);
+  return L;
+}
+
+void require_chart_library(const ReportOptions& o) {
+  if (o.chart_library ? o.chart_library->empty() : !report_assets::kChartLibraryFound)
+    throw DiagnoseError("report: this twinscale was built without the Vega charting library the HTML report "
+                        "embeds (Debian package libjs-vega, /usr/share/javascript/vega): install it "
+                        "(scripts/install-deps.sh) and rebuild, or pass -DTWINSCALE_VEGA_DIR=DIR to cmake; "
+                        "`twinscale diagnose --json` gives the same findings without charts");
+}
+
+std::string html_report(const RunData& given, const Diagnosis& diag, const ReportOptions& o) {
+  require_chart_library(o);
+  const std::string library = o.chart_library ? *o.chart_library : report_assets::kChartLibrary;
+  Lay lay = usable(given.layout, given);
+  std::string inferred;
+  if (!lay && !given.records.empty())
+    if ((lay = usable(infer_layout(given.records, static_cast<int64_t>(given.ranks.size())), given)))
+      inferred =
+          "TP " + std::to_string(lay->tp) + " × PP " + std::to_string(lay->pp) + " × DP " + std::to_string(lay->dp);
+  json j = payload(given, lay, diag, o);
+  j["layout_inferred"] = inferred;
   std::string h;
   h += "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>" + escape_html(o.title) +
-       "</title>\n<style>" + kStyle + "</style></head>\n<body>\n<h1>" + escape_html(o.title) + "</h1>\n";
+       "</title>\n<style>" + report_assets::kCss + "</style></head>\n<body>\n<h1>" + escape_html(o.title) + "</h1>\n";
   h += "<div id=\"errors\"></div>\n<section id=\"summary\"></section>\n";
-  h += "<h2>Time by phase (mean per rank and step)</h2><section id=\"breakdown\"></section>\n";
-  h += "<h2>Rank × phase</h2><section id=\"heatmap\"></section>\n";
-  h += "<h2>TP × PP × DP grid</h2><section id=\"grid\"></section>\n";
-  h += "<h2>Timeline</h2><section id=\"timeline\"></section>\n";
-  h += "<h2>Fabric link utilisation</h2><section id=\"links\"><p class=\"note\">no link loads given (report "
-       "--links FILE, from a flow-mode simulate --link-csv)</p></section>\n";
-  h += "<h2>Campaign: time by state</h2><section id=\"campaign\"></section>\n";
+  h += "<h2>Time by phase and stage</h2><section id=\"breakdown\" class=\"chart\"></section>\n";
+  h += "<h2>Rank × phase</h2><section id=\"heatmap\" class=\"chart\"></section>\n";
+  h += "<h2>TP × PP × DP grid</h2><section id=\"grid\" class=\"chart\"></section>\n";
+  h += "<h2>Timeline</h2><section id=\"timeline\" class=\"chart\"></section>\n";
+  h += "<h2>Fabric link utilisation by tier</h2><section id=\"links\" class=\"chart\"></section>\n";
+  h += "<h2>Campaign: time by state</h2><section id=\"campaign\" class=\"chart\"></section>\n";
   h += "<h2>Diagnosis</h2><section id=\"findings\"></section>\n";
-  h += "<script type=\"application/json\" id=\"run-data\">" + data + "</script>\n";
-  h += std::string("<script>") + kScript + "</script>\n</body></html>\n";
+  h += "<script type=\"application/json\" id=\"run-data\">" + script_safe(j.dump()) + "</script>\n";
+  h += "<script>\n" + library + "</script>\n";
+  h += std::string("<script>\n") + report_assets::kScript + "</script>\n</body></html>\n";
   return h;
 }
 

@@ -21,6 +21,9 @@ pkgs=(
   pybind11-dev python3-dev # the Python module (python/: import twinscale)
   python3-pytest        # tests of the Python API (ctest python_api)
   chromium              # headless check of `twinscale report` pages (ctest report_chromium; skipped without it)
+  libjs-vega            # the charts of `twinscale report`, embedded into each page at build time (diagnose/report/):
+                        # Vega 5 draws axes, legends, tooltips and zoom from a declarative spec; Debian's
+                        # other choice, libjs-d3, is 3.5 (2016) and would leave all of that to hand-written code
 )
 missing=()
 for p in "${pkgs[@]}"; do
