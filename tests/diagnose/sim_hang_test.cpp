@@ -48,6 +48,11 @@ TEST_CASE("sim hang: the rank that stops issuing ops is the first hang diagnose 
   CHECK(j["findings"][0]["kind"] == "hang");
   CHECK(j["findings"][0]["ranks"] == nlohmann::json::array({13}));
   CHECK_THAT(j["findings"][0]["detail"].get<std::string>(), Catch::Contains("wait on it") && Catch::Contains(" on "));
+  // one hang, one finding: every waiting rank is listed under it, none reported as a hang of its own
+  int64_t hangs = 0;
+  for (const auto& f : j["findings"]) hangs += f["kind"] == "hang" ? 1 : 0;
+  CHECK(hangs == 1);
+  CHECK(static_cast<int64_t>(j["findings"][0]["blocked_ranks"].size()) == s["hang"]["waiting_ranks"].get<int64_t>());
 
   // The same run with the hung rank silent (a stopped process writes nothing).
   fs::remove(run / "rank-13.json");
