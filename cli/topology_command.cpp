@@ -11,6 +11,7 @@
 
 #include "cli/checked_options.hpp"
 #include "cli/commands.hpp"
+#include "cli/job_args.hpp"
 #include "config/cluster_file.hpp"
 #include "config/error.hpp"
 #include "config/scenario.hpp"
@@ -38,6 +39,7 @@ struct TopologyArgs {
   std::string placement = "linear";
   std::string traffic = "dp-ring";
   uint64_t seed = 0;
+  std::vector<std::string> set; // --set KEY=VALUE of the cluster's TOML
 };
 
 /// Usage check, run while parsing (so a violation exits 2).
@@ -47,7 +49,8 @@ void check_cluster_choice(const TopologyArgs& a) {
 }
 
 topology::ClusterSpec load(const TopologyArgs& a) {
-  topology::ClusterSpec spec = config::load_cluster(a.preset.empty() ? a.cluster : a.preset);
+  topology::ClusterSpec spec =
+      config::load_cluster(a.preset.empty() ? a.cluster : a.preset, cluster_key_overrides(a.set));
   if (a.gpus > 0) spec.gpus = a.gpus;
   return spec;
 }
@@ -273,6 +276,7 @@ void add_cluster_options(CLI::App* cmd, TopologyArgs& args) {
   cmd->add_option("--preset", args.preset, "cluster preset name");
   add_integer_option(*cmd, "--gpus", args.gpus, 1, schedules::kMaxRanks, "2^20", "build the fabric for this many GPUs");
   cmd->add_flag("--json", args.json, "machine-readable output");
+  add_cluster_set_option(*cmd, args.set);
 }
 
 } // namespace
