@@ -1,9 +1,12 @@
 // `twinscale run`: one rank of a real run (under mpirun or srun), CPU or CUDA device.
 // `twinscale compare`: two traces of one schedule, op by op.
 // `twinscale calibrate`: a real trace → the calibration table the simulator reads.
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -229,6 +232,57 @@ std::string pct(double x) {
   return buf;
 }
 
+std::set<int64_t> ranks_of(const std::vector<schedules::TraceRecord>& t) {
+  std::set<int64_t> out;
+  for (const auto& r : t) out.insert(r.rank);
+  return out;
+}
+
+bool names_instances(const std::vector<schedules::TraceRecord>& t) {
+  return std::any_of(t.begin(), t.end(), [](const schedules::TraceRecord& r) { return !r.instance.empty(); });
+}
+
+/// What makes a comparison meaningless or partial, said instead of leaving the errors to
+/// speak: nothing in common (a refusal), ranks one trace lacks, collectives one trace does
+/// not name as instances, a CPU run against a simulation of its cluster's GPUs.
+std::vector<std::string> comparison_notes(const formats::AnyTrace& ta, const std::string& a,
+                                          const formats::AnyTrace& tb, const std::string& b,
+                                          const backend::TraceComparison& c) {
+  const std::set<int64_t> ra = ranks_of(ta.records), rb = ranks_of(tb.records);
+  if (c.matched == 0)
+    throw schedules::ScheduleError("compare: no op of " + a + " (" + std::to_string(ra.size()) + " rank(s)) is in " +
+                                   b + " (" + std::to_string(rb.size()) +
+                                   " rank(s)) at the same rank and op index: the traces are not of one schedule, or "
+                                   "share no rank; nothing to compare");
+  std::vector<std::string> notes;
+  const auto missing = [&](const std::set<int64_t>& x, const std::string& x_path, const std::set<int64_t>& y,
+                           const std::string& y_path) {
+    int64_t n = 0;
+    for (int64_t r : x) n += y.count(r) ? 0 : 1;
+    if (n > 0)
+      notes.push_back(y_path + " lacks " + std::to_string(n) + " of the " + std::to_string(x.size()) + " ranks of " +
+                      x_path +
+                      ": only shared ranks are compared (a simulation traces only the ranks it executed; `simulate "
+                      "--no-aggregate` executes and traces every rank)");
+  };
+  missing(ra, a, rb, b);
+  missing(rb, b, ra, a);
+  const bool ia = names_instances(ta.records), ib = names_instances(tb.records);
+  if (ia != ib)
+    notes.push_back((ia ? b : a) + " names no collective instances: collectives are compared by each op's own "
+                                   "duration, waits for late peers included, so their errors mix the schedule's waits "
+                                   "with the transfers");
+  const double span = c.a_span_s > 0 ? (c.b_span_s - c.a_span_s) / c.a_span_s : 0;
+  const bool cpu_vs_sim = (ta.source == "cpu" && tb.source == "sim") || (ta.source == "sim" && tb.source == "cpu");
+  if (cpu_vs_sim && std::abs(span) > 0.5)
+    notes.push_back("the spans differ by " + pct(span) +
+                    ": a CPU run (shapes scaled down, fp32, ranks sharing cores) is comparable with a simulation "
+                    "only when that simulation used this machine's measurements (`calibrate` of the run, or `probe "
+                    "--out cal.json --cluster-out host.toml`, then `simulate --calibration cal.json [--cluster "
+                    "host.toml]`); a simulation of the job's own cluster predicts GPUs, not this run");
+  return notes;
+}
+
 int compare_command(const CompareArgs& args) {
   formats::AnyTrace ta = read_trace_file(args.a, "compare");
   formats::AnyTrace tb = read_trace_file(args.b, "compare");
@@ -236,10 +290,13 @@ int compare_command(const CompareArgs& args) {
   if (ta.kineto && !tb.kineto) ta.records = formats::align_kineto(ta.records, args.a, tb.records, args.b);
   if (tb.kineto && !ta.kineto) tb.records = formats::align_kineto(tb.records, args.b, ta.records, args.a);
   const backend::TraceComparison c = backend::compare_traces(ta.records, args.a, tb.records, args.b);
+  const std::vector<std::string> notes = comparison_notes(ta, args.a, tb, args.b, c);
+  for (const std::string& n : notes) std::fprintf(stderr, "twinscale compare: note: %s\n", n.c_str());
   const std::string& sa = ta.source;
   const std::string& sb = tb.source;
   if (args.json) {
     nlohmann::json j;
+    j["notes"] = notes;
     j["a"] = {{"path", args.a}, {"source", sa}, {"span_s", c.a_span_s}};
     j["b"] = {{"path", args.b}, {"source", sb}, {"span_s", c.b_span_s}};
     j["matched"] = c.matched;
