@@ -12,12 +12,14 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/error.hpp"
+#include "backend/rendezvous.hpp"
 #include "backend/runner.hpp"
 #include "backend/synthetic.hpp"
 #include "backend/trace_compare.hpp"
 #include "cli/checked_options.hpp"
 #include "cli/commands.hpp"
 #include "cli/job_args.hpp"
+#include "cli/layout_notation.hpp"
 #include "formats/kineto.hpp"
 #include "schedules/binary_trace.hpp"
 #include "schedules/calibration.hpp"
@@ -34,7 +36,7 @@ namespace {
 
 struct RunArgs {
   JobArgs job;           // JOB | --preset NAME (with --gpus, --global-batch)
-  std::string synthetic; // or "TPxPPxDP"
+  std::string synthetic; // or "TPxDPxPP"
   std::string schedule;  // or a schedule JSON file (schedule export, schedule import-chakra)
   std::string trace;
   backend::SyntheticOptions synthetic_options;
@@ -58,12 +60,7 @@ constexpr int64_t kMaxSyntheticHidden = 65536;
 constexpr const char* kSyntheticHiddenWhy = "2^16: GEMMs are hidden × hidden";
 
 schedules::Layout parse_layout(const std::string& text) {
-  const auto v = parse_shape_option("--synthetic", text, "2x2x2 (TPxPPxDP)");
-  schedules::Layout l;
-  l.tp = v[0];
-  l.pp = v[1];
-  l.dp = v[2];
-  return l;
+  return parse_layout_option("--synthetic", text, false).layout();
 }
 
 schedules::Schedule load_schedule(const JobArgs& job_args, const std::string& synthetic, backend::SyntheticOptions so,
@@ -159,6 +156,8 @@ int run_command(const RunArgs& a) {
     throw backend::BackendError("--delay-rank " + std::to_string(a.delay_rank) + ": the schedule has ranks 0.." +
                                 std::to_string(schedule.world() - 1));
 
+  // the layout beside the ranks' state files, so that `diagnose DIR` needs no --layout
+  if (!a.run_dir.empty() && backend::detect_launch_env().rank == 0) write_run_layout(a.run_dir, schedule.layout);
   const backend::RunOutcome out = backend::run_schedule(schedule, o);
   if (out.rank == 0) {
     std::fprintf(stderr, "twinscale run: rank 0 of %lld (%s): %s, %u/%u ops in %.3f s\n",
@@ -395,7 +394,8 @@ void add_backend_commands(CLI::App& app, Action& action) {
   CLI::App* run = app.add_subcommand("run", "run a schedule for real: one process per rank, under mpirun or srun");
   args->job.add_to(*run);
   run->add_option("--trace", args->trace, "write the Chrome trace of the run here (rank 0)");
-  run->add_option("--synthetic", args->synthetic, "the executor's self-test schedule for a TPxPPxDP layout");
+  run->add_option("--synthetic", args->synthetic,
+                  "the executor's self-test schedule for a layout TPxDPxPP (Megatron's order) or tp2xdp2xpp2");
   run->add_option("--schedule", args->schedule,
                   "a schedule file to run (JSON: schedule export, schedule import-chakra), instead of a job");
   add_integer_option(*run, "--synthetic-micro-batches", args->synthetic_options.micro_batches, 1,
@@ -450,7 +450,8 @@ void add_backend_commands(CLI::App& app, Action& action) {
                    "trace of a real run (twinscale run --trace), or PyTorch profiler traces of one")
       ->required();
   cal->job.add_to(*calibrate);
-  calibrate->add_option("--synthetic", cal->synthetic, "the trace is of the self-test schedule TPxPPxDP");
+  calibrate->add_option("--synthetic", cal->synthetic,
+                        "the trace is of the self-test schedule of this layout, TPxDPxPP or tp2xdp2xpp2");
   add_integer_option(*calibrate, "--synthetic-micro-batches", cal->synthetic_options.micro_batches, 1,
                      kMaxSyntheticMicroBatches, kSyntheticMicroBatchesWhy, "as given to run");
   add_integer_option(*calibrate, "--synthetic-hidden", cal->synthetic_options.hidden, 1, kMaxSyntheticHidden,
