@@ -1,20 +1,25 @@
 // `twinscale run`: one rank of a real run (under mpirun or srun), CPU or CUDA device.
 // `twinscale compare`: two traces of one schedule, op by op.
 // `twinscale calibrate`: a real trace → the calibration table the simulator reads.
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "backend/error.hpp"
+#include "backend/rendezvous.hpp"
 #include "backend/runner.hpp"
 #include "cli/checked_options.hpp"
 #include "cli/commands.hpp"
 #include "cli/job_args.hpp"
 #include "diagnose/hang_report.hpp"
 #include "diagnose/trace_compare.hpp"
+#include "cli/layout_notation.hpp"
 #include "formats/kineto.hpp"
 #include "schedules/binary_trace.hpp"
 #include "schedules/calibration.hpp"
@@ -32,7 +37,7 @@ namespace {
 
 struct RunArgs {
   JobArgs job;           // JOB | --preset NAME (with --gpus, --global-batch)
-  std::string synthetic; // or "TPxPPxDP"
+  std::string synthetic; // or "TPxDPxPP"
   std::string schedule;  // or a schedule JSON file (schedule export, schedule import-chakra)
   std::string trace;
   schedules::SyntheticOptions synthetic_options;
@@ -56,12 +61,7 @@ constexpr int64_t kMaxSyntheticHidden = 65536;
 constexpr const char* kSyntheticHiddenWhy = "2^16: GEMMs are hidden × hidden";
 
 schedules::Layout parse_layout(const std::string& text) {
-  const auto v = parse_shape_option("--synthetic", text, "2x2x2 (TPxPPxDP)");
-  schedules::Layout l;
-  l.tp = v[0];
-  l.pp = v[1];
-  l.dp = v[2];
-  return l;
+  return parse_layout_option("--synthetic", text, false).layout();
 }
 
 schedules::Schedule load_schedule(const JobArgs& job_args, const std::string& synthetic, schedules::SyntheticOptions so,
@@ -158,6 +158,8 @@ int run_command(const RunArgs& a) {
     throw backend::BackendError("--delay-rank " + std::to_string(a.delay_rank) + ": the schedule has ranks 0.." +
                                 std::to_string(schedule.world() - 1));
 
+  // the layout beside the ranks' state files, so that `diagnose DIR` needs no --layout
+  if (!a.run_dir.empty() && backend::detect_launch_env().rank == 0) write_run_layout(a.run_dir, schedule.layout);
   const backend::RunOutcome out = backend::run_schedule(schedule, o);
   if (out.rank == 0) {
     std::fprintf(stderr, "twinscale run: rank 0 of %lld (%s): %s, %u/%u ops in %.3f s\n",
@@ -231,6 +233,57 @@ std::string pct(double x) {
   return buf;
 }
 
+std::set<int64_t> ranks_of(const std::vector<schedules::TraceRecord>& t) {
+  std::set<int64_t> out;
+  for (const auto& r : t) out.insert(r.rank);
+  return out;
+}
+
+bool names_instances(const std::vector<schedules::TraceRecord>& t) {
+  return std::any_of(t.begin(), t.end(), [](const schedules::TraceRecord& r) { return !r.instance.empty(); });
+}
+
+/// What makes a comparison meaningless or partial, said instead of leaving the errors to
+/// speak: nothing in common (a refusal), ranks one trace lacks, collectives one trace does
+/// not name as instances, a CPU run against a simulation of its cluster's GPUs.
+std::vector<std::string> comparison_notes(const formats::AnyTrace& ta, const std::string& a,
+                                          const formats::AnyTrace& tb, const std::string& b,
+                                          const diagnose::TraceComparison& c) {
+  const std::set<int64_t> ra = ranks_of(ta.records), rb = ranks_of(tb.records);
+  if (c.matched == 0)
+    throw schedules::ScheduleError("compare: no op of " + a + " (" + std::to_string(ra.size()) + " rank(s)) is in " +
+                                   b + " (" + std::to_string(rb.size()) +
+                                   " rank(s)) at the same rank and op index: the traces are not of one schedule, or "
+                                   "share no rank; nothing to compare");
+  std::vector<std::string> notes;
+  const auto missing = [&](const std::set<int64_t>& x, const std::string& x_path, const std::set<int64_t>& y,
+                           const std::string& y_path) {
+    int64_t n = 0;
+    for (int64_t r : x) n += y.count(r) ? 0 : 1;
+    if (n > 0)
+      notes.push_back(y_path + " lacks " + std::to_string(n) + " of the " + std::to_string(x.size()) + " ranks of " +
+                      x_path +
+                      ": only shared ranks are compared (a simulation traces only the ranks it executed; `simulate "
+                      "--no-aggregate` executes and traces every rank)");
+  };
+  missing(ra, a, rb, b);
+  missing(rb, b, ra, a);
+  const bool ia = names_instances(ta.records), ib = names_instances(tb.records);
+  if (ia != ib)
+    notes.push_back((ia ? b : a) + " names no collective instances: collectives are compared by each op's own "
+                                   "duration, waits for late peers included, so their errors mix the schedule's waits "
+                                   "with the transfers");
+  const double span = c.a_span_s > 0 ? (c.b_span_s - c.a_span_s) / c.a_span_s : 0;
+  const bool cpu_vs_sim = (ta.source == "cpu" && tb.source == "sim") || (ta.source == "sim" && tb.source == "cpu");
+  if (cpu_vs_sim && std::abs(span) > 0.5)
+    notes.push_back("the spans differ by " + pct(span) +
+                    ": a CPU run (shapes scaled down, fp32, ranks sharing cores) is comparable with a simulation "
+                    "only when that simulation used this machine's measurements (`calibrate` of the run, or `probe "
+                    "--out cal.json --cluster-out host.toml`, then `simulate --calibration cal.json [--cluster "
+                    "host.toml]`); a simulation of the job's own cluster predicts GPUs, not this run");
+  return notes;
+}
+
 int compare_command(const CompareArgs& args) {
   formats::AnyTrace ta = read_trace_file(args.a, "compare");
   formats::AnyTrace tb = read_trace_file(args.b, "compare");
@@ -238,10 +291,13 @@ int compare_command(const CompareArgs& args) {
   if (ta.kineto && !tb.kineto) ta.records = formats::align_kineto(ta.records, args.a, tb.records, args.b);
   if (tb.kineto && !ta.kineto) tb.records = formats::align_kineto(tb.records, args.b, ta.records, args.a);
   const diagnose::TraceComparison c = diagnose::compare_traces(ta.records, args.a, tb.records, args.b);
+  const std::vector<std::string> notes = comparison_notes(ta, args.a, tb, args.b, c);
+  for (const std::string& n : notes) std::fprintf(stderr, "twinscale compare: note: %s\n", n.c_str());
   const std::string& sa = ta.source;
   const std::string& sb = tb.source;
   if (args.json) {
     nlohmann::json j;
+    j["notes"] = notes;
     j["a"] = {{"path", args.a}, {"source", sa}, {"span_s", c.a_span_s}};
     j["b"] = {{"path", args.b}, {"source", sb}, {"span_s", c.b_span_s}};
     j["matched"] = c.matched;
@@ -340,7 +396,8 @@ void add_backend_commands(CLI::App& app, Action& action) {
   CLI::App* run = app.add_subcommand("run", "run a schedule for real: one process per rank, under mpirun or srun");
   args->job.add_to(*run);
   run->add_option("--trace", args->trace, "write the Chrome trace of the run here (rank 0)");
-  run->add_option("--synthetic", args->synthetic, "the executor's self-test schedule for a TPxPPxDP layout");
+  run->add_option("--synthetic", args->synthetic,
+                  "the executor's self-test schedule for a layout TPxDPxPP (Megatron's order) or tp2xdp2xpp2");
   run->add_option("--schedule", args->schedule,
                   "a schedule file to run (JSON: schedule export, schedule import-chakra), instead of a job");
   add_integer_option(*run, "--synthetic-micro-batches", args->synthetic_options.micro_batches, 1,
@@ -395,7 +452,8 @@ void add_backend_commands(CLI::App& app, Action& action) {
                    "trace of a real run (twinscale run --trace), or PyTorch profiler traces of one")
       ->required();
   cal->job.add_to(*calibrate);
-  calibrate->add_option("--synthetic", cal->synthetic, "the trace is of the self-test schedule TPxPPxDP");
+  calibrate->add_option("--synthetic", cal->synthetic,
+                        "the trace is of the self-test schedule of this layout, TPxDPxPP or tp2xdp2xpp2");
   add_integer_option(*calibrate, "--synthetic-micro-batches", cal->synthetic_options.micro_batches, 1,
                      kMaxSyntheticMicroBatches, kSyntheticMicroBatchesWhy, "as given to run");
   add_integer_option(*calibrate, "--synthetic-hidden", cal->synthetic_options.hidden, 1, kMaxSyntheticHidden,

@@ -216,13 +216,7 @@ int run_collective_command(const CollectiveArgs& a) {
                               " (valid: max ≥ min)");
   if (!(a.factor > 1))
     throw config::ConfigError("--factor " + std::to_string(a.factor) + " (valid: > 1, the ratio of successive sizes)");
-  std::vector<config::KeyOverride> edits;
-  for (const std::string& text : a.set) {
-    config::KeyOverride o = config::parse_key_override(text);
-    if (o.path.size() > 1 && o.path.front() == "cluster") o.path.erase(o.path.begin()); // as the job commands write it
-    edits.push_back(std::move(o));
-  }
-  topology::ClusterSpec spec = config::load_cluster(a.cluster, edits);
+  topology::ClusterSpec spec = config::load_cluster(a.cluster, cluster_key_overrides(a.set));
   const int64_t server_gpus = spec.server.gpus;
   const int64_t per_server = a.gpus_per_server > 0 ? a.gpus_per_server : std::min(a.gpus, server_gpus);
   std::vector<int64_t> gpus;
@@ -303,11 +297,7 @@ void add_collective_command(CLI::App& app, Action& action) {
       ->check(CLI::IsMember({"auto", "LL", "LL128", "Simple"}));
   cmd->add_option("--channels", args->channels, "NCCL channels asked for")->check(CLI::Range(1, 64));
   cmd->add_option("--seed", args->seed, "ECMP hash seed");
-  cmd->add_option("--set", args->set,
-                  "KEY=VALUE: change a key of the cluster's TOML before it is checked (repeatable), e.g. "
-                  "--set server.nics=4")
-      ->allow_extra_args(false)
-      ->type_name("KEY=VALUE");
+  add_cluster_set_option(*cmd, args->set);
   cmd->add_flag("--json", args->json, "JSON output on stdout instead of the table");
   cmd->add_option("-J,--json-file", args->json_file, "write the JSON to FILE as well (the table stays on stdout)");
   cmd->add_option("-d,--datatype", args->datatype, "element type, as nccl-tests names it (counts and labels)")

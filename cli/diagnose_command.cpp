@@ -16,6 +16,7 @@
 #include "cli/commands.hpp"
 #include "cli/diagnose_input.hpp"
 #include "cli/job_args.hpp"
+#include "cli/layout_notation.hpp"
 #include "diagnose/diagnosis.hpp"
 #include "diagnose/error.hpp"
 #include "diagnose/hang_report.hpp"
@@ -117,7 +118,10 @@ diagnose::RunData read_run(const std::string& path, const DiagnoseInputOptions& 
       throw diagnose::DiagnoseError(path + ": a run directory needs trace.json or rank-<r>.json state files "
                                            "(twinscale run --run-dir DIR --trace DIR/trace.json)");
     if (world > 0) diagnose::add_hang_evidence(path, std::max<int64_t>(world, data.ranks.size()), data);
-    if (o.layout) data.layout = o.layout;
+    if (o.layout)
+      data.layout = o.layout;
+    else if (auto written = read_run_layout(path)) // what `run --run-dir` / `simulate --run-dir` wrote
+      data.layout = written;
     if (!o.links.empty()) data.links = diagnose::read_link_csv(slurp(o.links), o.links);
     return data;
   }
@@ -150,12 +154,9 @@ void add_diagnose_input_options(CLI::App& cmd, DiagnoseInputOptions& o) {
   add_integer_option(cmd, "--world", o.world, 1, 1 << 20, "1..2^20",
                      "ranks of a run directory (default: from its rank-<r> files)");
   cmd.add_option_function<std::string>(
-      "--layout",
-      [&o](const std::string& text) {
-        const auto v = parse_shape_option("--layout", text, "8x8x192 (TPxPPxDP)");
-        o.layout = schedules::Layout{v[0], v[2], v[1]};
-      },
-      "TPxPPxDP of a trace (slow links need each collective's group)");
+      "--layout", [&o](const std::string& text) { o.layout = parse_layout_option("--layout", text).layout(); },
+      "the layout of a trace, TPxDPxPP in Megatron's order (8x192x8) or named parts (tp8xcp2xdp96xpp8): slow links "
+      "need each collective's group; a run directory's layout.json gives it");
   cmd.add_option("--links", o.links,
                  "link loads of a flow-mode run (simulate --link-csv): slow links, and the report's fabric heat-map");
 }

@@ -101,6 +101,25 @@ double gpu_memory_bytes(const std::string& cluster, std::optional<double> overri
   return limit.bytes;
 }
 
+void add_cluster_set_option(CLI::App& command, std::vector<std::string>& set) {
+  command
+      .add_option("--set", set,
+                  "KEY=VALUE: change a key of the cluster's TOML before it is checked, as if the file said it "
+                  "(repeatable), e.g. --set server.nics=4")
+      ->allow_extra_args(false)
+      ->type_name("KEY=VALUE");
+}
+
+std::vector<config::KeyOverride> cluster_key_overrides(const std::vector<std::string>& set) {
+  std::vector<config::KeyOverride> edits;
+  for (const std::string& text : set) {
+    config::KeyOverride o = config::parse_key_override(text);
+    if (o.path.size() > 1 && o.path.front() == "cluster") o.path.erase(o.path.begin()); // as the job commands write it
+    edits.push_back(std::move(o));
+  }
+  return edits;
+}
+
 std::string JobArgs::source() const { return preset_.empty() ? file_ : "preset " + preset_; }
 
 void write_file_atomically(const std::string& path, const std::string& text) {

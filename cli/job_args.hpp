@@ -56,6 +56,14 @@ private:
 double gpu_memory_bytes(const std::string& cluster, std::optional<double> override_gb,
                         const std::vector<config::KeyOverride>& cluster_edits = {});
 
+/// Adds --set KEY=VALUE (repeatable) to a command that reads a cluster and no job: KEY as
+/// the cluster's TOML says it, or `cluster.KEY` as the job commands write it.
+void add_cluster_set_option(CLI::App& command, std::vector<std::string>& set);
+
+/// The overrides of a cluster's document from `set` (add_cluster_set_option; a leading
+/// `cluster.` dropped). ConfigError naming the bad one (config::parse_key_override).
+std::vector<config::KeyOverride> cluster_key_overrides(const std::vector<std::string>& set);
+
 /// "0-7,64,100-103" → sorted ranks below `world`; config::ConfigError naming the bad piece.
 std::vector<int64_t> parse_ranks(const std::string& text, int64_t world);
 

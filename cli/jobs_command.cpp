@@ -13,7 +13,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/job_args.hpp"
 #include "config/cluster_file.hpp"
+#include "config/error.hpp"
 #include "config/jobs_study.hpp"
 #include "config/scenario.hpp"
 #include "schedules/schedule.hpp"
@@ -28,11 +30,26 @@ struct JobsArgs {
   std::string study;
   int top = 10;
   bool json = false;
+  std::vector<std::string> set; // --set cluster.KEY=VALUE
 };
+
+/// The study's cluster edits: `--set cluster.KEY=VALUE` only (each job's keys live in the
+/// job file or preset its [[job]] table names, so a bare job key would be ambiguous).
+std::vector<config::KeyOverride> study_cluster_edits(const JobsArgs& a) {
+  for (const std::string& text : a.set) {
+    const config::KeyOverride o = config::parse_key_override(text);
+    if (!(o.path.size() > 1 && o.path.front() == "cluster"))
+      throw config::ConfigError("--set " + text +
+                                ": simulate-jobs takes cluster keys only, as --set cluster.KEY=VALUE (the jobs' "
+                                "keys are in the job files or presets the study's [[job]] tables name)");
+  }
+  return cluster_key_overrides(a.set);
+}
 
 int run_jobs(const JobsArgs& a) {
   const config::JobsStudy study = config::load_jobs_study(a.study);
-  const config::ClusterFile cluster_file = config::load_cluster_file(study.cluster); // read once
+  const config::ClusterFile cluster_file =
+      config::load_cluster_file(study.cluster, study_cluster_edits(a)); // read once
   topology::ClusterSpec cluster = cluster_file.cluster;
   int64_t total = 0;
   for (const auto& j : study.jobs) total += j.placement.gpus;
@@ -124,6 +141,11 @@ void add_jobs_command(CLI::App& app, Action& action) {
   cmd->add_option("study", args->study, "study file (TOML: cluster and [[job]] tables)")->required();
   cmd->add_option("--top", args->top, "shared links to list (default 10)");
   cmd->add_flag("--json", args->json, "JSON instead of the table");
+  cmd->add_option("--set", args->set,
+                  "cluster.KEY=VALUE: change a key of the study's cluster before it is checked, as if its file said "
+                  "it (repeatable), e.g. --set cluster.server.nics=4")
+      ->allow_extra_args(false)
+      ->type_name("cluster.KEY=VALUE");
   add_quiet_flag(*cmd);
   cmd->callback([args, &action]() { action = [args]() { return run_jobs(*args); }; });
 }

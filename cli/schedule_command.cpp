@@ -23,6 +23,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/job_args.hpp"
+#include "cli/layout_notation.hpp"
 #include "config/error.hpp"
 #include "config/job_file.hpp"
 #include "config/toml_reader.hpp"
@@ -109,8 +110,8 @@ int show(const s::Schedule& sch, bool as_json) {
   }
   const auto& p = job.parallel;
   std::cout << "job            " << job.name << " (cluster " << job.cluster << ")\n"
-            << "ranks          " << sch.world() << " = tp " << p.tp << (p.cp > 1 ? " × cp " + std::to_string(p.cp) : "")
-            << " × dp " << p.dp << " × pp " << p.pp << "; " << sch.programs.size() << " distinct programs\n"
+            << "ranks          " << sch.world() << " = " << layout_text(p) << "; " << sch.programs.size()
+            << " distinct programs\n"
             << "pipeline       "
             << (job.options.pipeline == s::PipelineKind::Interleaved    ? "interleaved 1F1B"
                 : job.options.pipeline == s::PipelineKind::ZeroBubbleH1 ? "ZB-H1"
@@ -184,6 +185,7 @@ int show_memory_choices(const ScheduleArgs& a) {
     j["choices"] = nlohmann::json::array();
     for (const auto& c : choices)
       j["choices"].push_back({{"tp", c.parallel.tp},
+                              {"cp", c.parallel.cp},
                               {"pp", c.parallel.pp},
                               {"vpp", c.parallel.vpp},
                               {"dp", c.parallel.dp},
@@ -202,16 +204,18 @@ int show_memory_choices(const ScheduleArgs& a) {
   }
   std::printf("job %s on %lld GPUs: per-rank memory (GB) of the worst stage, GPU %.1f GB\n", job.name.c_str(),
               static_cast<long long>(job.parallel.gpus()), gpu / 1e9);
-  std::printf("%4s %4s %4s %6s %4s %5s %9s %6s %9s %9s %9s %11s %9s %5s\n", "tp", "pp", "vpp", "dp", "ep", "zero",
-              "recompute", "stage", "params", "grads", "optimizer", "activations", "total", "fits");
+  // Megatron's order: tp, cp, ep, dp, pp (then the virtual stages)
+  std::printf("%4s %4s %4s %6s %4s %4s %5s %9s %6s %9s %9s %9s %11s %9s %5s\n", "tp", "cp", "ep", "dp", "pp", "vpp",
+              "zero", "recompute", "stage", "params", "grads", "optimizer", "activations", "total", "fits");
   for (const auto& c : choices)
-    std::printf("%4lld %4lld %4lld %6lld %4lld %5lld %9s %6lld %9.2f %9.2f %9.2f %11.2f %9.2f %5s\n",
-                static_cast<long long>(c.parallel.tp), static_cast<long long>(c.parallel.pp),
-                static_cast<long long>(c.parallel.vpp), static_cast<long long>(c.parallel.dp),
-                static_cast<long long>(c.parallel.ep), static_cast<long long>(c.parallel.zero_stage),
-                c.recompute ? "yes" : "no", static_cast<long long>(c.worst_stage), c.worst.parameters_bytes / 1e9,
-                c.worst.gradients_bytes / 1e9, c.worst.optimizer_bytes / 1e9, c.worst.activations_bytes / 1e9,
-                c.worst.total_bytes() / 1e9, c.fits ? "yes" : "no");
+    std::printf("%4lld %4lld %4lld %6lld %4lld %4lld %5lld %9s %6lld %9.2f %9.2f %9.2f %11.2f %9.2f %5s\n",
+                static_cast<long long>(c.parallel.tp), static_cast<long long>(c.parallel.cp),
+                static_cast<long long>(c.parallel.ep), static_cast<long long>(c.parallel.dp),
+                static_cast<long long>(c.parallel.pp), static_cast<long long>(c.parallel.vpp),
+                static_cast<long long>(c.parallel.zero_stage), c.recompute ? "yes" : "no",
+                static_cast<long long>(c.worst_stage), c.worst.parameters_bytes / 1e9, c.worst.gradients_bytes / 1e9,
+                c.worst.optimizer_bytes / 1e9, c.worst.activations_bytes / 1e9, c.worst.total_bytes() / 1e9,
+                c.fits ? "yes" : "no");
   return 0;
 }
 

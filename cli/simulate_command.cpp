@@ -17,6 +17,7 @@
 #include "cli/checked_options.hpp"
 #include "cli/commands.hpp"
 #include "cli/job_args.hpp"
+#include "cli/layout_notation.hpp"
 #include "config/cluster_file.hpp"
 #include "config/error.hpp"
 #include "config/gpu_speeds.hpp"
@@ -116,18 +117,43 @@ void check_physics(const sim::SimReport& r, const SimulateArgs& a, const std::st
 }
 
 nlohmann::json breakdown_json(const sim::Breakdown& b) {
-  return {{"compute_s", b.compute_s},       {"exposed_tp_s", b.exposed_tp_s}, {"exposed_pp_s", b.exposed_pp_s},
-          {"exposed_dp_s", b.exposed_dp_s}, {"bubble_s", b.bubble_s},         {"idle_s", b.idle_s}};
+  return {{"compute_s", b.compute_s},
+          {"exposed_tp_s", b.exposed_tp_s},
+          {"exposed_ep_s", b.exposed_ep_s},
+          {"exposed_pp_s", b.exposed_pp_s},
+          {"exposed_dp_s", b.exposed_dp_s},
+          {"bubble_s", b.bubble_s},
+          {"idle_s", b.idle_s}};
+}
+
+/// The per-stage table; an EP column when the job has expert parallelism.
+void per_stage_table(const sim::SimReport& r, bool ep, std::ostream& o) {
+  o << "per pipeline stage (seconds)\n";
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "  %5s %12s %12s%s %12s %12s %12s %12s\n", "stage", "compute", "exp_tp",
+                ep ? "       exp_ep" : "", "exp_pp", "exp_dp", "bubble", "idle");
+  o << buf;
+  for (size_t i = 0; i < r.per_stage.size(); ++i) {
+    const auto& b = r.per_stage[i];
+    char ep_cell[32] = "";
+    if (ep) std::snprintf(ep_cell, sizeof ep_cell, " %12.6f", b.exposed_ep_s);
+    std::snprintf(buf, sizeof buf, "  %5zu %12.6f %12.6f%s %12.6f %12.6f %12.6f %12.6f\n", i, b.compute_s,
+                  b.exposed_tp_s, ep_cell, b.exposed_pp_s, b.exposed_dp_s, b.bubble_s, b.idle_s);
+    o << buf;
+  }
 }
 
 using Coverage = std::optional<schedules::CalibrationCoverage>;
 
 std::string report_json(const sim::SimReport& r, const schedules::Schedule& s, const std::string& cluster,
-                        const SimulateArgs& a, const Coverage& cov) {
+                        const std::string& own_cluster_name, const SimulateArgs& a, const Coverage& cov) {
   nlohmann::json j;
   j["job"] = s.job.name;
-  j["cluster"] = cluster;
+  j["cluster"] = cluster; // as given: a preset name or a file
+  j["cluster_name"] = own_cluster_name;
   j["gpus"] = s.world();
+  const auto& par = s.job.parallel; // Megatron's names and order
+  j["layout"] = {{"tp", par.tp}, {"cp", par.cp}, {"ep", par.ep}, {"dp", par.dp}, {"pp", par.pp}};
   j["mode"] = std::string(sim::to_string(r.mode));
   j["seed"] = a.seed;
   j["placement"] = a.placement;
@@ -176,12 +202,8 @@ std::string report_json(const sim::SimReport& r, const schedules::Schedule& s, c
 std::string report_table(const sim::SimReport& r, const schedules::Schedule& s, const std::string& cluster,
                          const SimulateArgs& a, const Coverage& cov) {
   std::ostringstream o;
-  // Megatron's names; cp and ep where used (the layout's dp counts dp·cp coordinates)
-  const auto& par = s.job.parallel;
-  o << "job " << s.job.name << " on " << cluster << ": " << s.world() << " GPUs (tp " << par.tp << ", pp " << par.pp
-    << ", dp " << par.dp << (par.cp > 1 ? ", cp " + std::to_string(par.cp) : std::string())
-    << (par.ep > 1 ? ", ep " + std::to_string(par.ep) : std::string()) << "), " << sim::to_string(r.mode)
-    << " mode, placement " << a.placement << ", seed " << a.seed << "\n";
+  o << "job " << s.job.name << " on " << cluster << ": " << s.world() << " GPUs (" << layout_text(s.job.parallel)
+    << "), " << sim::to_string(r.mode) << " mode, placement " << a.placement << ", seed " << a.seed << "\n";
   if (!r.completed) {
     o << "JOB FAILED: " << r.failure << "\n";
     o << "  iteration          did not complete: no iteration time, throughput or MFU (exit " << kExitIncomplete
@@ -204,22 +226,14 @@ std::string report_table(const sim::SimReport& r, const schedules::Schedule& s, 
   };
   o << "breakdown (average over ranks, whole run)\n";
   row("compute", r.breakdown.compute_s);
-  row("exposed TP comm", r.breakdown.exposed_tp_s);
+  const bool ep = s.job.parallel.ep > 1;
+  row(s.job.parallel.cp > 1 ? "exposed TP+CP comm" : "exposed TP comm", r.breakdown.exposed_tp_s); // CP: the ring
+  if (ep) row("exposed EP comm", r.breakdown.exposed_ep_s); // the MoE all-to-alls
   row("exposed PP comm", r.breakdown.exposed_pp_s);
   row("exposed DP comm", r.breakdown.exposed_dp_s);
   row("pipeline bubble", r.breakdown.bubble_s);
   row("idle", r.breakdown.idle_s);
-  o << "per pipeline stage (seconds)\n";
-  char buf[256];
-  std::snprintf(buf, sizeof buf, "  %5s %12s %12s %12s %12s %12s %12s\n", "stage", "compute", "exp_tp", "exp_pp",
-                "exp_dp", "bubble", "idle");
-  o << buf;
-  for (size_t i = 0; i < r.per_stage.size(); ++i) {
-    const auto& b = r.per_stage[i];
-    std::snprintf(buf, sizeof buf, "  %5zu %12.6f %12.6f %12.6f %12.6f %12.6f %12.6f\n", i, b.compute_s, b.exposed_tp_s,
-                  b.exposed_pp_s, b.exposed_dp_s, b.bubble_s, b.idle_s);
-    o << buf;
-  }
+  per_stage_table(r, ep, o);
   if (!r.incidents.empty()) {
     o << "incidents (" << r.incidents.size() << ")\n";
     size_t shown = 0;
@@ -326,7 +340,10 @@ int run_simulate(const SimulateArgs& a) {
                       ? "rank " + std::to_string(a.hang_rank) + " hung after its last op: the iteration completed"
                       : r.failure)
               << "\n";
-    if (!a.run_dir.empty()) write_sim_run_dir(a.run_dir, r, scenario);
+    if (!a.run_dir.empty()) {
+      write_sim_run_dir(a.run_dir, r, scenario);
+      write_run_layout(a.run_dir, schedule.layout);
+    }
   }
   Coverage cov;
   if (scenario.options().calibration != nullptr) {
@@ -334,8 +351,11 @@ int run_simulate(const SimulateArgs& a) {
     for (int64_t gpu : scenario.gpu_of_rank()) server_of_rank.push_back(scenario.fabric().server_of_gpu(gpu));
     cov = schedules::calibration_coverage(*scenario.options().calibration, schedule, r.trace, server_of_rank);
   }
-  std::cout << (a.json ? report_json(r, schedule, cluster_name, a, cov)
-                       : report_table(r, schedule, cluster_name, a, cov));
+  // headers name the cluster by its own name (a file's `name`), and the file it came from when that differs
+  const std::string& own = scenario.fabric().spec().name;
+  const std::string shown = own.empty() || own == cluster_name ? cluster_name : own + " (" + cluster_name + ")";
+  std::cout << (a.json ? report_json(r, schedule, cluster_name, own.empty() ? cluster_name : own, a, cov)
+                       : report_table(r, schedule, shown, a, cov));
   // a job that hung or failed under faults is a result ("completed": false, its records
   // written), not an input error, but it is no completed iteration either
   return r.completed ? 0 : kExitIncomplete;

@@ -1,5 +1,5 @@
 // `twinscale topology show (CLUSTER | --preset NAME) [--gpus N] [--json] [--dot FILE]`
-// `twinscale topology ecmp (CLUSTER | --preset NAME) --job TPxDPxPP [--gpus N]
+// `twinscale topology ecmp (CLUSTER | --preset NAME) --job TPxDPxPP|tp8xdp16xpp8 [--gpus N]
 //      [--placement linear|tor-aware|random] [--traffic dp-ring|pp] [--seed S] [--json]`
 #include <cstdio>
 #include <filesystem>
@@ -11,6 +11,8 @@
 
 #include "cli/checked_options.hpp"
 #include "cli/commands.hpp"
+#include "cli/job_args.hpp"
+#include "cli/layout_notation.hpp"
 #include "config/cluster_file.hpp"
 #include "config/error.hpp"
 #include "config/scenario.hpp"
@@ -38,6 +40,7 @@ struct TopologyArgs {
   std::string placement = "linear";
   std::string traffic = "dp-ring";
   uint64_t seed = 0;
+  std::vector<std::string> set; // --set KEY=VALUE of the cluster's TOML
 };
 
 /// Usage check, run while parsing (so a violation exits 2).
@@ -47,7 +50,8 @@ void check_cluster_choice(const TopologyArgs& a) {
 }
 
 topology::ClusterSpec load(const TopologyArgs& a) {
-  topology::ClusterSpec spec = config::load_cluster(a.preset.empty() ? a.cluster : a.preset);
+  topology::ClusterSpec spec =
+      config::load_cluster(a.preset.empty() ? a.cluster : a.preset, cluster_key_overrides(a.set));
   if (a.gpus > 0) spec.gpus = a.gpus;
   return spec;
 }
@@ -219,11 +223,11 @@ int run_show(const TopologyArgs& a) {
 }
 
 topology::JobShape parse_job(const std::string& text) {
-  const auto v = parse_shape_option("--job", text, "8x16x8 (TPxDPxPP)");
+  const LayoutShape v = parse_layout_option("--job", text, false);
   topology::JobShape s;
-  s.tp = v[0];
-  s.dp = v[1];
-  s.pp = v[2];
+  s.tp = v.tp;
+  s.dp = v.dp;
+  s.pp = v.pp;
   return s;
 }
 
@@ -242,6 +246,7 @@ int run_ecmp(const TopologyArgs& a) {
   if (a.json) {
     Json j{{"cluster", f.spec().name},
            {"job", a.job},
+           {"layout", Json{{"tp", job.tp}, {"dp", job.dp}, {"pp", job.pp}}},
            {"placement", a.placement},
            {"traffic", a.traffic},
            {"seed", a.seed},
@@ -255,8 +260,8 @@ int run_ecmp(const TopologyArgs& a) {
            {"ideal_spread", Json{{"worst_collision_factor", ideal.worst_collision_factor}}}};
     std::cout << j.dump(2) << "\n";
   } else {
-    std::cout << "cluster " << f.spec().name << ", job " << a.job << " (" << a.placement << "), traffic " << a.traffic
-              << ", seed " << a.seed << "\n";
+    std::cout << "cluster " << f.spec().name << ", job " << layout_text(LayoutShape{job.tp, 1, 1, job.dp, job.pp})
+              << " (" << a.placement << "), traffic " << a.traffic << ", seed " << a.seed << "\n";
     std::cout << "flows " << flows.size() << " (" << hash.network_flows << " leave their server, "
               << hash.flows_leaving_tor << " their ToR)\n";
     std::cout << "ECMP hash:    worst collision factor " << fixed(hash.worst_collision_factor, 3);
@@ -273,6 +278,7 @@ void add_cluster_options(CLI::App* cmd, TopologyArgs& args) {
   cmd->add_option("--preset", args.preset, "cluster preset name");
   add_integer_option(*cmd, "--gpus", args.gpus, 1, schedules::kMaxRanks, "2^20", "build the fabric for this many GPUs");
   cmd->add_flag("--json", args.json, "machine-readable output");
+  add_cluster_set_option(*cmd, args.set);
 }
 
 } // namespace
@@ -292,7 +298,8 @@ void add_topology_command(CLI::App& app, Action& action) {
 
   CLI::App* ecmp = topo->add_subcommand("ecmp", "per-flow ECMP collisions of a job's traffic");
   add_cluster_options(ecmp, *args);
-  ecmp->add_option("--job", args->job, "job shape TPxDPxPP, e.g. 8x16x8")->required();
+  ecmp->add_option("--job", args->job, "job layout TPxDPxPP in Megatron's order (8x16x8) or named (tp8xdp16xpp8)")
+      ->required();
   ecmp->add_option("--placement", args->placement, "linear | tor-aware | random")
       ->check(CLI::IsMember(config::placement_names()));
   ecmp->add_option("--traffic", args->traffic, "dp-ring | pp")->check(CLI::IsMember({"dp-ring", "pp"}));

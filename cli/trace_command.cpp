@@ -10,6 +10,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/job_args.hpp"
+#include "cli/layout_notation.hpp"
 #include "config/error.hpp"
 #include "schedules/binary_trace.hpp"
 #include "schedules/output_file.hpp"
@@ -81,7 +82,8 @@ int info(const InfoArgs& a) {
     j["event_schema"] = schedules::kBinaryTraceSchema;
     j["bytes"] = r.file_bytes();
     j["ranks"] = r.world();
-    j["layout"] = {{"tp", L.tp}, {"pp", L.pp}, {"dp", L.dp}};
+    const int64_t cp = L.cp > 0 ? L.cp : 1; // Megatron's names and order; the layout's dp counts dp·cp
+    j["layout"] = {{"tp", L.tp}, {"cp", cp}, {"ep", L.ep}, {"dp", L.dp / cp}, {"pp", L.pp}};
     j["ranks_with_events"] = traced;
     j["programs"] = r.programs().size();
     j["ops"] = ops;
@@ -90,13 +92,12 @@ int info(const InfoArgs& a) {
     return 0;
   }
   std::printf("file        %s\nsource      %s\nversion     %u (event schema %u)\nbytes       %llu\n"
-              "ranks       %lld (TPxPPxDP %lldx%lldx%lld), %lld with events\nprograms    %zu (%llu ops)\n"
+              "ranks       %lld (%s), %lld with events\nprograms    %zu (%llu ops)\n"
               "events      %llu (%.2f bytes an event)\n",
               in.c_str(), r.source().c_str(), schedules::kBinaryTraceVersion, schedules::kBinaryTraceSchema,
               static_cast<unsigned long long>(r.file_bytes()), static_cast<long long>(r.world()),
-              static_cast<long long>(L.tp), static_cast<long long>(L.pp), static_cast<long long>(L.dp),
-              static_cast<long long>(traced), r.programs().size(), static_cast<unsigned long long>(ops),
-              static_cast<unsigned long long>(r.events()),
+              layout_text(L).c_str(), static_cast<long long>(traced), r.programs().size(),
+              static_cast<unsigned long long>(ops), static_cast<unsigned long long>(r.events()),
               r.events() ? static_cast<double>(r.file_bytes()) / static_cast<double>(r.events()) : 0.0);
   return 0;
 }

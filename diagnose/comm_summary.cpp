@@ -12,7 +12,7 @@ using schedules::Stream;
 CommReducer::CommReducer(const std::optional<schedules::Layout>& layout, int64_t world)
     : layout_(layout), world_(world), steps_(static_cast<size_t>(world)) {
   if (!layout_)
-    note_ = "slow links: the layout (--layout TPxPPxDP) is needed to know each collective's group";
+    note_ = "slow links: the layout (--layout TPxDPxPP, Megatron's order) is needed to know each collective's group";
   else if (layout_->world() != world)
     note_ = "slow links: --layout does not match the trace's " + std::to_string(world) + " ranks; not analysed";
   else

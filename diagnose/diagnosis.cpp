@@ -33,15 +33,52 @@ std::string join(const std::vector<int64_t>& v, size_t max = 16) {
 
 } // namespace
 
+namespace {
+
+/// "0-36,38-127": sorted ranks as ranges, for the ranks a hang blocks.
+std::string ranges(const std::vector<int64_t>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size();) {
+    size_t j = i;
+    while (j + 1 < v.size() && v[j + 1] == v[j] + 1) ++j;
+    s += (s.empty() ? "" : ",") + std::to_string(v[i]) + (j > i ? "-" + std::to_string(v[j]) : "");
+    i = j + 1;
+  }
+  return s;
+}
+
+/// Every rank whose chain of waits reaches `root` (`waited_by`: rank → ranks that wait on it).
+std::vector<int64_t> blocked_behind(int64_t root, const std::map<int64_t, std::set<int64_t>>& waited_by) {
+  std::set<int64_t> seen{root};
+  std::vector<int64_t> todo{root};
+  while (!todo.empty()) {
+    const int64_t r = todo.back();
+    todo.pop_back();
+    const auto it = waited_by.find(r);
+    if (it == waited_by.end()) continue;
+    for (int64_t q : it->second)
+      if (seen.insert(q).second) todo.push_back(q);
+  }
+  seen.erase(root);
+  return {seen.begin(), seen.end()};
+}
+
+} // namespace
+
+// One hang is one finding: its root (a rank peers wait on that waits on no one itself:
+// silent, or stopped in place), with every rank blocked behind it, directly or through a
+// chain of waits, listed under it. Ranks that wait on each other in a cycle with no root
+// (a deadlock) are one finding too.
 void find_hangs(const RunData& d, Diagnosis& out) {
   const HangEvidence& h = d.hang;
   if (!h.present || (h.silent.empty() && h.incomplete.empty())) return;
   // Who is waited on, by whom, in which op.
-  std::map<int64_t, std::set<int64_t>> waited_by;
+  std::map<int64_t, std::set<int64_t>> waited_by, waits_for;
   std::map<int64_t, std::vector<const Wait*>> waits_on;
   for (const Wait& w : h.waits)
     for (int64_t q : w.not_arrived) {
       waited_by[q].insert(w.rank);
+      waits_for[w.rank].insert(q);
       waits_on[q].push_back(&w);
     }
   std::set<int64_t> culprits;
@@ -55,14 +92,20 @@ void find_hangs(const RunData& d, Diagnosis& out) {
     out.findings.push_back(std::move(f));
     return;
   }
-  std::vector<Finding> found;
   const std::set<int64_t> silent(h.silent.begin(), h.silent.end());
-  for (int64_t r : culprits) {
+  std::vector<int64_t> roots;
+  for (int64_t r : culprits)
+    if (silent.count(r) || !waits_for.count(r)) roots.push_back(r);
+  std::set<int64_t> covered(roots.begin(), roots.end());
+  std::vector<Finding> found;
+  for (int64_t r : roots) {
     Finding f;
     f.kind = FindingKind::Hang;
     f.ranks = {r};
+    f.blocked = blocked_behind(r, waited_by);
+    covered.insert(f.blocked.begin(), f.blocked.end());
+    f.score = static_cast<double>(f.blocked.size());
     const auto& by = waited_by[r];
-    f.score = static_cast<double>(by.size());
     std::ostringstream det;
     det << (silent.count(r) ? "logged nothing (stopped, hung or dead)" : "logged a state, but peers wait for it");
     if (!by.empty()) {
@@ -77,7 +120,29 @@ void find_hangs(const RunData& d, Diagnosis& out) {
         first = false;
       }
     }
+    det << "; " << f.blocked.size() << " rank(s) blocked behind it in all: " << ranges(f.blocked);
     f.detail = det.str();
+    found.push_back(std::move(f));
+  }
+  std::vector<int64_t> cycle; // waited on, but every chain from them loops back: a deadlock
+  for (int64_t r : culprits)
+    if (!covered.count(r)) cycle.push_back(r);
+  if (!cycle.empty()) {
+    Finding f;
+    f.kind = FindingKind::Hang;
+    f.ranks = cycle;
+    for (int64_t r : cycle)
+      for (int64_t q : blocked_behind(r, waited_by))
+        if (!covered.count(q) && !std::binary_search(cycle.begin(), cycle.end(), q)) f.blocked.push_back(q);
+    std::sort(f.blocked.begin(), f.blocked.end());
+    f.blocked.erase(std::unique(f.blocked.begin(), f.blocked.end()), f.blocked.end());
+    f.score = static_cast<double>(f.blocked.size() + cycle.size());
+    f.detail = std::to_string(cycle.size()) +
+               " rank(s) wait on each other in a cycle (a deadlock: no rank of it waits on "
+               "one outside)" +
+               (f.blocked.empty() ? ""
+                                  : "; " + std::to_string(f.blocked.size()) +
+                                        " more rank(s) blocked behind them: " + ranges(f.blocked));
     found.push_back(std::move(f));
   }
   std::stable_sort(found.begin(), found.end(), [&](const Finding& a, const Finding& b) {
@@ -152,8 +217,10 @@ std::string to_json(const Diagnosis& d) {
                              {"score", f.score},
                              {"detected_after_steps", f.detected_after_steps},
                              {"detail", f.detail}});
-  for (size_t i = 0; i < d.findings.size(); ++i) // only link findings name a link
+  for (size_t i = 0; i < d.findings.size(); ++i) { // only link findings name a link
     if (!d.findings[i].link.empty()) j["findings"][i]["link"] = d.findings[i].link;
+    if (d.findings[i].kind == FindingKind::Hang) j["findings"][i]["blocked_ranks"] = d.findings[i].blocked;
+  }
   j["rank_scores"] = nlohmann::json::array();
   for (const RankScore& s : d.scores)
     j["rank_scores"].push_back({{"rank", s.rank},

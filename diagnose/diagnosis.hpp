@@ -42,10 +42,11 @@ struct Finding {
   std::vector<int64_t> ranks;       // the culprit(s): stuck-on rank, straggler, host's ranks, group
   std::string host;                 // slow hosts, and any rank whose host is known
   double excess = 0;                // fraction slower than peers (lateness / step time for launches)
-  double score = 0;                 // robust z (or count of waiting ranks for hangs)
+  double score = 0;                 // robust z (or count of blocked ranks for hangs)
   int64_t detected_after_steps = 0; // stragglers: first step count at which it is flagged
   std::string detail;               // one human sentence
   std::string link;                 // slow links from link loads: the link's name
+  std::vector<int64_t> blocked;     // hangs: every rank blocked behind the culprit(s), directly or not
 };
 
 /// Every rank's score, for heat-maps and the report.

@@ -389,9 +389,8 @@ BinaryTraceReader::BinaryTraceReader(const std::string& path) : path_(path) {
     int64_t* dims[] = {&layout_.tp, &layout_.dp, &layout_.pp, &layout_.ep, &layout_.cp};
     for (int64_t* d : dims) *d = static_cast<int64_t>(m.varint("layout size", static_cast<uint64_t>(kMaxRanks)));
     if (layout_.tp < 1 || layout_.dp < 1 || layout_.pp < 1 || layout_.world() != static_cast<int64_t>(h.world))
-      m.bad("layout " + std::to_string(layout_.tp) + "x" + std::to_string(layout_.pp) + "x" +
-            std::to_string(layout_.dp) + " (TPxPPxDP) does not have the header's " + std::to_string(h.world) +
-            " ranks");
+      m.bad("layout tp " + std::to_string(layout_.tp) + " × dp " + std::to_string(layout_.dp) + " × pp " +
+            std::to_string(layout_.pp) + " does not have the header's " + std::to_string(h.world) + " ranks");
     names_.resize(m.count("name count", 1, ~uint64_t{0}));
     for (std::string& n : names_) n = m.string("name");
     programs_.resize(m.count("program count", 1, static_cast<uint64_t>(kMaxRanks)));

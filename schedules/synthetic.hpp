@@ -1,7 +1,7 @@
 // A small, valid, hand-built schedule (GPipe order: all forwards, then all backwards)
 // for exercising the executor without the lowering pass: every op kind the CPU device
 // runs, one program per pipeline stage. Used by tests, bench_executor and
-// `twinscale run --synthetic TPxPPxDP`.
+// `twinscale run --synthetic TPxDPxPP` (Megatron's order).
 #pragma once
 
 #include <cstdint>

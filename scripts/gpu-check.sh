@@ -124,7 +124,7 @@ fi
 have_mpirun=0
 command -v mpirun >/dev/null 2>&1 && have_mpirun=1
 mpirun_cmd() { echo "mpirun --oversubscribe --allow-run-as-root --enable-recovery -np $1"; }
-ranks_of() {  # TPxPPxDP → product
+ranks_of() {  # TPxDPxPP → product
   local IFS=x; set -- $1; echo $(( $1 * $2 * $3 ))
 }
 run_case() {  # name ranks args...

@@ -67,6 +67,7 @@ void apply_link_degradations(const faults::FaultPlan& plan, const SimOptions& op
 void add(Breakdown& a, const Breakdown& b, double w) {
   a.compute_s += w * b.compute_s;
   a.exposed_tp_s += w * b.exposed_tp_s;
+  a.exposed_ep_s += w * b.exposed_ep_s;
   a.exposed_pp_s += w * b.exposed_pp_s;
   a.exposed_dp_s += w * b.exposed_dp_s;
   a.bubble_s += w * b.bubble_s;
@@ -225,7 +226,7 @@ SimReport run_in_process(const schedules::Schedule& schedule, const topology::Fa
     const Breakdown& b = acc.breakdown();
     times[s].forward_s = acc.forward_s();
     times[s].backward_s = acc.backward_s();
-    times[s].comm_wait_s = b.exposed_tp_s + b.exposed_pp_s + b.exposed_dp_s + b.bubble_s;
+    times[s].comm_wait_s = b.exposed_tp_s + b.exposed_ep_s + b.exposed_pp_s + b.exposed_dp_s + b.bubble_s;
     add(r.breakdown, b, 1.0 / static_cast<double>(slots.size()));
     ++per_stage_count[static_cast<size_t>(L.coord(slots[s]).pp)];
   }

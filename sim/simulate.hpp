@@ -123,12 +123,14 @@ struct LinkLoad {
 
 /// Where one rank's time goes over the iteration, seconds. compute + exposed_* + bubble
 /// + idle = iteration time. Exposed communication = compute stream idle while a
-/// communication op of that kind moves data (TP before DP before PP when several do);
+/// communication op of that kind moves data (TP, the context-parallel ring included, before
+/// EP's all-to-alls before DP before PP when several do);
 /// bubble = compute idle while a pipeline receive waits for its peer, before the first
 /// and after the last op of a pipelined job; idle = any other wait.
 struct Breakdown {
   double compute_s = 0;
   double exposed_tp_s = 0;
+  double exposed_ep_s = 0; // the MoE all-to-alls (expert parallelism)
   double exposed_pp_s = 0;
   double exposed_dp_s = 0;
   double bubble_s = 0;

@@ -126,7 +126,9 @@ void store_iteration(const sim::SimReport& s, PointResult& r) {
   r.tflops_per_gpu = s.tflops_per_gpu;
   r.mfu = s.mfu;
   r.compute_s = s.breakdown.compute_s;
-  r.exposed_tp_s = s.breakdown.exposed_tp_s;
+  // the store has no EP column: its exposed_tp_s holds the in-layer model-parallel
+  // communication, TP's and the MoE all-to-alls' (so that the parts still add up)
+  r.exposed_tp_s = s.breakdown.exposed_tp_s + s.breakdown.exposed_ep_s;
   r.exposed_pp_s = s.breakdown.exposed_pp_s;
   r.exposed_dp_s = s.breakdown.exposed_dp_s;
   r.bubble_s = s.breakdown.bubble_s;

@@ -107,7 +107,7 @@ def link_case(a, work, factor, seed):
         return right, len(found) - right, 0 if right else 1
     simulate(a, ["--faults", plan, "--gpu-speed-file", speeds, "--trace", trace])
     tp, pp, dp = shape(a)
-    p = run([ts.cli_path(), "diagnose", trace, "--layout", f"{tp}x{pp}x{dp}", "--json"], ok=(0, 4))
+    p = run([ts.cli_path(), "diagnose", trace, "--layout", f"{tp}x{dp}x{pp}", "--json"], ok=(0, 4))
     found = [sorted(f["ranks"]) for f in json.loads(p.stdout)["findings"] if f["kind"] == "slow_link"]
     truth = dp_group(a, gpu)
     tp_ = sum(1 for g in found if g == truth)

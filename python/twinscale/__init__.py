@@ -251,7 +251,7 @@ def sweep(study, db=None, top=None, **options):
 def diagnose(*runs, layout=None, **options):
     """`twinscale diagnose RUN... --json`: stragglers, slow hosts and links, hangs and late
     launchers of a run (a trace, a per-rank CSV or a run directory; several: successive
-    steps of one job). layout is (tp, pp, dp) or "TPxPPxDP"; other options by keyword:
+    steps of one job). layout is (tp, dp, pp), "TPxDPxPP" or "tp8xdp192xpp8"; other options by keyword:
     gpus_per_host, world, links, min_excess, min_z, baseline_steps. The dict has the
     findings (empty when nothing was found: the CLI then exits 0, else 4)."""
     if len(runs) == 1 and isinstance(runs[0], (list, tuple)):

@@ -11,7 +11,7 @@ using schedules::Phase;
 
 namespace {
 
-enum Cat : int { kCompute = 0, kTp, kDp, kPp, kRecvWait, kCats };
+enum Cat : int { kCompute = 0, kTp, kEp, kDp, kPp, kRecvWait, kCats };
 
 struct Edge {
   double t;
@@ -48,7 +48,9 @@ Breakdown rank_breakdown(const schedules::Program& program, const std::vector<Op
       cat = kTp;
     else if (op.kind == OpKind::Send || op.kind == OpKind::Recv)
       cat = kPp;
-    else if (op.group == GroupKind::Tp || schedules::is_expert_parallel(op.group)) // in-layer model-parallel traffic
+    else if (schedules::is_expert_parallel(op.group)) // the MoE all-to-alls
+      cat = kEp;
+    else if (op.group == GroupKind::Tp) // in-layer model-parallel traffic
       cat = kTp;
     add(xfer, t.end_s, cat);
     if (op.kind == OpKind::Recv && op.group == GroupKind::Pp) add(t.start_s, xfer, kRecvWait);
@@ -65,6 +67,8 @@ Breakdown rank_breakdown(const schedules::Program& program, const std::vector<Op
       b.compute_s += d;
     else if (active[kTp] > 0)
       b.exposed_tp_s += d;
+    else if (active[kEp] > 0)
+      b.exposed_ep_s += d;
     else if (active[kDp] > 0)
       b.exposed_dp_s += d;
     else if (active[kPp] > 0)
@@ -107,7 +111,7 @@ RankTimes rank_times(const schedules::Program& program, const std::vector<OpTimi
     else if (op.labels.phase == Phase::Backward || op.labels.phase == Phase::Recompute)
       r.backward_s += d;
   }
-  r.comm_wait_s = b.exposed_tp_s + b.exposed_pp_s + b.exposed_dp_s + b.bubble_s;
+  r.comm_wait_s = b.exposed_tp_s + b.exposed_ep_s + b.exposed_pp_s + b.exposed_dp_s + b.bubble_s;
   return r;
 }
 

@@ -19,11 +19,12 @@ using schedules::Stream;
 namespace {
 
 Activity activity_of(const HotOp& h) {
-  // expert-parallel all-to-all and the context-parallel ring sit inside the layer like
-  // TP's collectives
+  // the context-parallel ring sits inside the layer like TP's collectives; the MoE
+  // all-to-alls are expert-parallel communication of their own
   if (h.group == GroupKind::Cp) return Activity::Tp;
   if (h.cls == HotOp::Send || h.cls == HotOp::Recv) return Activity::Pp;
-  return h.group == GroupKind::Tp || schedules::is_expert_parallel(h.group) ? Activity::Tp : Activity::Dp;
+  if (schedules::is_expert_parallel(h.group)) return Activity::Ep;
+  return h.group == GroupKind::Tp ? Activity::Tp : Activity::Dp;
 }
 
 } // namespace

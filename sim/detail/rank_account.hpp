@@ -1,7 +1,7 @@
 // Where one executed rank's time goes, accumulated while the simulation runs (no per-op
 // record): the executor reports each change of what the rank is doing at the current
 // time, which never decreases, and the interval since the previous change is charged
-// to the highest-ranked activity then under way — compute, then exposed TP, DP and PP
+// to the highest-ranked activity then under way — compute, then exposed TP, EP, DP and PP
 // communication, then a pipeline receive waiting for its peer (bubble). An interval with
 // nothing under way is idle between the rank's first and last op and bubble before the
 // first and after the last in a pipelined job. The result is that of rank_breakdown()
@@ -15,8 +15,8 @@
 
 namespace twinscale::sim::detail {
 
-enum class Activity : uint8_t { Compute = 0, Tp, Dp, Pp, RecvWait };
-inline constexpr int kActivityCount = 5;
+enum class Activity : uint8_t { Compute = 0, Tp, Ep, Dp, Pp, RecvWait };
+inline constexpr int kActivityCount = 6;
 
 class RankAccount {
 public:
@@ -53,10 +53,12 @@ private:
     else if (active_[1] > 0)
       b_.exposed_tp_s += d;
     else if (active_[2] > 0)
-      b_.exposed_dp_s += d;
+      b_.exposed_ep_s += d;
     else if (active_[3] > 0)
-      b_.exposed_pp_s += d;
+      b_.exposed_dp_s += d;
     else if (active_[4] > 0)
+      b_.exposed_pp_s += d;
+    else if (active_[5] > 0)
       b_.bubble_s += d;
     else if (pipelined_ && (!started_ || trailing_))
       b_.bubble_s += d;
@@ -64,8 +66,8 @@ private:
       b_.idle_s += d;
   }
 
-  // ops under way per activity: at most one per stream (8), so a byte each; with the
-  // flags they fill one word (the account shares the rank's hot cache lines)
+  // ops under way per activity: at most one per stream (8), so a byte each (the account
+  // shares the rank's hot cache lines)
   std::array<int8_t, kActivityCount> active_{};
   bool started_ = false;
   bool trailing_ = false;

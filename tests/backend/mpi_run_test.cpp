@@ -146,7 +146,7 @@ TEST_CASE("mpi run: 16 CPU ranks (tp2 pp2 dp4) run the synthetic schedule in a v
   so.micro_batches = 2;
   so.hidden = so.tokens = 32;
   run_and_check(schedules::synthetic_schedule(schedules::Layout{2, 4, 2}, so), 16,
-                "--synthetic 2x2x4 --synthetic-micro-batches 2 --synthetic-hidden 32", "run16");
+                "--synthetic 2x4x2 --synthetic-micro-batches 2 --synthetic-hidden 32", "run16");
 }
 
 namespace {
@@ -339,7 +339,7 @@ TEST_CASE("mpi run: bad launches and options are errors that say what would be v
   CHECK_THAT(r.output, Catch::Contains("needs 8") && Catch::Contains("-np 8"));
   r = shell(TWINSCALE_CLI " run --synthetic 2x2 --timeout 5", 30);
   CHECK(r.status == 1);
-  CHECK_THAT(r.output, Catch::Contains("TPxPPxDP"));
+  CHECK_THAT(r.output, Catch::Contains("TPxDPxPP"));
   r = shell(TWINSCALE_CLI " run --synthetic 1x1x1 --rendezvous tcp://x", 30);
   CHECK(r.status == 1);
   CHECK_THAT(r.output, Catch::Contains("redis://HOST:PORT"));

@@ -81,6 +81,38 @@ TEST_CASE("overrides: --set cluster keys reach the simulated cluster", "[cli][ov
   CHECK(base.out != fast.out); // faster GPUs, another iteration time
 }
 
+TEST_CASE("overrides: topology show and ecmp take --set on the cluster, with or without the cluster prefix",
+          "[cli][overrides]") {
+  const auto dir = scratch_dir("overrides-topology");
+  const auto base = run_cli_split("topology show --preset tiny-2tier", dir);
+  const auto four = run_cli_split("topology show --preset tiny-2tier --set server.nics=4", dir);
+  const auto prefixed = run_cli_split("topology show tiny-2tier --set cluster.server.nics=4", dir);
+  REQUIRE(base.code == 0);
+  REQUIRE(four.code == 0);
+  CHECK_THAT(base.out, Catch::Contains("8 NICs"));
+  CHECK_THAT(four.out, Catch::Contains("4 NICs"));
+  CHECK(prefixed.out == four.out);
+  const auto ecmp = run_cli_split("topology ecmp tiny-2tier --job 2x2x2 --set server.nics=4", dir);
+  CHECK(ecmp.code == 0);
+  const auto bad = run_cli_split("topology show tiny-2tier --set server.nicz=4", dir);
+  CHECK(bad.code == 1);
+  CHECK_THAT(bad.err, Catch::Contains("nicz"));
+}
+
+TEST_CASE("overrides: simulate-jobs takes --set cluster.KEY=VALUE and refuses a job key, saying where jobs live",
+          "[cli][overrides]") {
+  const auto dir = scratch_dir("overrides-jobs");
+  const std::string study = std::string(TWINSCALE_SOURCE_DIR) + "/experiments/multi_job/two-jobs-tor-aware.toml";
+  const auto base = run_cli_split("simulate-jobs " + study + " --json --quiet", dir);
+  const auto fast = run_cli_split("simulate-jobs " + study + " --json --quiet --set cluster.gpu.model=H100-SXM", dir);
+  REQUIRE(base.code == 0);
+  REQUIRE(fast.code == 0);
+  CHECK(base.out != fast.out); // faster GPUs, other iteration times
+  const auto job_key = run_cli_split("simulate-jobs " + study + " --set parallel.tp=2", dir);
+  CHECK(job_key.code == 1);
+  CHECK_THAT(job_key.err, Catch::Contains("--set parallel.tp=2") && Catch::Contains("cluster keys only"));
+}
+
 TEST_CASE("TP overlap without TP chunks is refused naming both keys", "[cli][overrides]") {
   const auto dir = scratch_dir("overrides-overlap");
   auto r = run_cli_split("schedule show --preset tiny-1f1b --set schedule.overlap.tp=true", dir);

@@ -51,8 +51,9 @@ TEST_CASE("binary trace cli: diagnose, convert and report agree with the Chrome 
   const auto info = test::run_cli_split("trace info " + (dir / "t.tstrace").string(), dir);
   REQUIRE(info.code == 0);
   std::smatch m;
-  REQUIRE(std::regex_search(info.out, m, std::regex("TPxPPxDP ([0-9]+x[0-9]+x[0-9]+)")));
-  const std::string layout = m[1];
+  // the one layout notation: printed "tp A × dp B × pp C", given back in its named form
+  REQUIRE(std::regex_search(info.out, m, std::regex("\\(tp ([0-9]+) × dp ([0-9]+) × pp ([0-9]+)\\)")));
+  const std::string layout = "tp" + m[1].str() + "xdp" + m[2].str() + "xpp" + m[3].str();
 
   const auto bin = test::run_cli_split("diagnose " + (dir / "t.tstrace").string() + " --json", dir);
   const auto js = test::run_cli_split("diagnose " + (dir / "t.json").string() + " --layout " + layout + " --json", dir);

@@ -4,6 +4,7 @@
 #include <string>
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include "diagnose/diagnosis.hpp"
 #include "diagnose/error.hpp"
@@ -186,6 +187,49 @@ TEST_CASE("diagnose: a hang names the silent rank everyone waits on, and the op 
              Catch::Contains("grads.allreduce (all_reduce on dp #3) ×3") && Catch::Contains("[0,1,3]"));
   CHECK_THAT(diagnose::to_json(d), Catch::Contains("\"hang\""));
   CHECK_THAT(diagnose::format_table(d), Catch::Contains("hang"));
+}
+
+TEST_CASE("diagnose: one hang is one finding, with the ranks blocked behind it through chains of waits") {
+  // rank 2 silent; 0 and 1 wait on it; 3 waits on 0 and 4 on 3 (a pipeline behind a group):
+  // one finding naming 2, with 0, 1, 3, 4 under it (before: one finding per waited-on rank)
+  diagnose::RunData data;
+  data.source = "run";
+  for (int r = 0; r < 6; ++r) data.ranks.push_back(diagnose::RankSeries{r, 0, -1, {}});
+  data.hang.present = true;
+  data.hang.world = 6;
+  data.hang.silent = {2};
+  data.hang.incomplete = {0, 1, 3, 4};
+  data.hang.waits.push_back(diagnose::WaitState{0, 7, "grads.allreduce", "all_reduce", "dp", 3, 2.5, {2}});
+  data.hang.waits.push_back(diagnose::WaitState{1, 7, "grads.allreduce", "all_reduce", "dp", 3, 2.5, {2}});
+  data.hang.waits.push_back(diagnose::WaitState{3, 9, "pp.recv", "recv", "pp", 1, 2.5, {0}});
+  data.hang.waits.push_back(diagnose::WaitState{4, 9, "pp.recv", "recv", "pp", 1, 2.5, {3}});
+  const auto d = diagnose::diagnose_run(data);
+  REQUIRE(of_kind(d, FindingKind::Hang).size() == 1);
+  const diagnose::Finding& f = d.findings[0];
+  CHECK(f.ranks == std::vector<int64_t>{2});
+  CHECK(f.blocked == std::vector<int64_t>{0, 1, 3, 4});
+  CHECK(f.score == 4);
+  CHECK_THAT(f.detail, Catch::Contains("2 rank(s) wait on it [0,1]") && Catch::Contains("4 rank(s) blocked behind it "
+                                                                                        "in all: 0-1,3-4"));
+  CHECK(nlohmann::json::parse(diagnose::to_json(d))["findings"][0]["blocked_ranks"] ==
+        nlohmann::json::array({0, 1, 3, 4}));
+}
+
+TEST_CASE("diagnose: ranks that wait on each other in a cycle are one deadlock finding") {
+  diagnose::RunData data;
+  data.source = "run";
+  for (int r = 0; r < 3; ++r) data.ranks.push_back(diagnose::RankSeries{r, 0, -1, {}});
+  data.hang.present = true;
+  data.hang.world = 3;
+  data.hang.incomplete = {0, 1, 2};
+  data.hang.waits.push_back(diagnose::WaitState{0, 1, "a", "send", "pp", 0, 1.0, {1}});
+  data.hang.waits.push_back(diagnose::WaitState{1, 1, "b", "send", "pp", 0, 1.0, {0}});
+  data.hang.waits.push_back(diagnose::WaitState{2, 1, "c", "recv", "pp", 0, 1.0, {1}});
+  const auto d = diagnose::diagnose_run(data);
+  REQUIRE(of_kind(d, FindingKind::Hang).size() == 1);
+  CHECK(d.findings[0].ranks == std::vector<int64_t>{0, 1});
+  CHECK(d.findings[0].blocked == std::vector<int64_t>{2});
+  CHECK_THAT(d.findings[0].detail, Catch::Contains("cycle"));
 }
 
 TEST_CASE("diagnose: median and MAD") {

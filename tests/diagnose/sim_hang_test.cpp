@@ -48,6 +48,11 @@ TEST_CASE("sim hang: the rank that stops issuing ops is the first hang diagnose 
   CHECK(j["findings"][0]["kind"] == "hang");
   CHECK(j["findings"][0]["ranks"] == nlohmann::json::array({13}));
   CHECK_THAT(j["findings"][0]["detail"].get<std::string>(), Catch::Contains("wait on it") && Catch::Contains(" on "));
+  // one hang, one finding: every waiting rank is listed under it, none reported as a hang of its own
+  int64_t hangs = 0;
+  for (const auto& f : j["findings"]) hangs += f["kind"] == "hang" ? 1 : 0;
+  CHECK(hangs == 1);
+  CHECK(static_cast<int64_t>(j["findings"][0]["blocked_ranks"].size()) == s["hang"]["waiting_ranks"].get<int64_t>());
 
   // The same run with the hung rank silent (a stopped process writes nothing).
   fs::remove(run / "rank-13.json");
@@ -91,4 +96,25 @@ TEST_CASE("sim hang: the table of an incomplete run reports no throughput and ex
   INFO(late.out << late.err);
   CHECK(late.code == 0);
   CHECK_THAT(late.out, Catch::Contains("TFLOP/s per GPU"));
+}
+
+TEST_CASE("sim hang: a run directory states its layout, and diagnose reads it instead of asking for --layout") {
+  const fs::path dir = test::scratch_dir("sim-hang-layout");
+  const fs::path run = dir / "run";
+  auto sim = test::run_cli_split("simulate " + kJob + " --hang-rank 13 --hang-at-s 0.001 --run-dir " + run.string() +
+                                     " --trace " + (run / "trace.json").string(),
+                                 dir);
+  REQUIRE(sim.code == 5);
+  const auto layout = nlohmann::json::parse(test::slurp(run / "layout.json"));
+  CHECK(layout == nlohmann::json::parse(R"({"format": "twinscale-layout", "format_version": 1, "tp": 2, "cp": 1,
+                                            "ep": 1, "dp": 8, "pp": 2, "world": 32})"));
+  const auto notes_of = [&] {
+    const auto d = test::run_cli_split("diagnose " + run.string() + " --json", dir);
+    REQUIRE(d.code == 4);
+    return nlohmann::json::parse(d.out)["notes"].dump();
+  };
+  CHECK(notes_of().find("--layout") == std::string::npos);
+  fs::remove(run / "layout.json"); // a directory without it: the layout is asked for, as before
+  CHECK(notes_of().find("--layout") != std::string::npos);
+  fs::remove_all(dir);
 }

@@ -178,23 +178,23 @@ TEST_CASE("cuda device: checkpoint stage 1 goes through device memory and comes 
   CHECK(dev->stage1_snapshot(state) == state);
 }
 
-TEST_CASE("cuda device: 2 ranks run pipeline p2p on directed communicators (synthetic 1x2x1)") {
+TEST_CASE("cuda device: 2 ranks run pipeline p2p on directed communicators (synthetic 1x1x2)") {
   if (const auto why = backend::test::missing_for("a 2-stage pipeline", 2, true); !why.empty()) TWINSCALE_SKIP(why);
   schedules::SyntheticOptions so;
   so.micro_batches = 8;
   so.hidden = so.tokens = 1024;
-  run_cli(2, "--synthetic 1x2x1 --synthetic-micro-batches 8 --synthetic-hidden 1024",
+  run_cli(2, "--synthetic 1x1x2 --synthetic-micro-batches 8 --synthetic-hidden 1024",
           schedules::synthetic_schedule(schedules::Layout{1, 1, 2}, so));
 }
 
-TEST_CASE("cuda device: 2 ranks run tensor- and data-parallel collectives (synthetic 2x1x1 and 1x1x2)") {
+TEST_CASE("cuda device: 2 ranks run tensor- and data-parallel collectives (synthetic 2x1x1 and 1x2x1)") {
   if (const auto why = backend::test::missing_for("tp 2 / dp 2", 2, true); !why.empty()) TWINSCALE_SKIP(why);
   schedules::SyntheticOptions so;
   so.micro_batches = 4;
   so.hidden = so.tokens = 1024;
   run_cli(2, "--synthetic 2x1x1 --synthetic-micro-batches 4 --synthetic-hidden 1024",
           schedules::synthetic_schedule(schedules::Layout{2, 1, 1}, so));
-  run_cli(2, "--synthetic 1x1x2 --synthetic-micro-batches 4 --synthetic-hidden 1024",
+  run_cli(2, "--synthetic 1x2x1 --synthetic-micro-batches 4 --synthetic-hidden 1024",
           schedules::synthetic_schedule(schedules::Layout{1, 2, 1}, so));
 }
 

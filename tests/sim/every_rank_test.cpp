@@ -86,10 +86,12 @@ TEST_CASE("every rank with equal speeds agrees with the symmetric run within 0.5
     CHECK(rel(e.iteration_time_s, a.iteration_time_s) < tol);
     CHECK(rel(e.breakdown.compute_s, a.breakdown.compute_s) < tol);
     for (size_t s = 0; s < a.per_stage.size(); ++s) {
-      const double sa = a.per_stage[s].compute_s + a.per_stage[s].exposed_tp_s + a.per_stage[s].exposed_dp_s +
-                        a.per_stage[s].exposed_pp_s + a.per_stage[s].bubble_s + a.per_stage[s].idle_s;
-      const double se = e.per_stage[s].compute_s + e.per_stage[s].exposed_tp_s + e.per_stage[s].exposed_dp_s +
-                        e.per_stage[s].exposed_pp_s + e.per_stage[s].bubble_s + e.per_stage[s].idle_s;
+      const double sa = a.per_stage[s].compute_s + a.per_stage[s].exposed_tp_s + a.per_stage[s].exposed_ep_s +
+                        a.per_stage[s].exposed_dp_s + a.per_stage[s].exposed_pp_s + a.per_stage[s].bubble_s +
+                        a.per_stage[s].idle_s;
+      const double se = e.per_stage[s].compute_s + e.per_stage[s].exposed_tp_s + e.per_stage[s].exposed_ep_s +
+                        e.per_stage[s].exposed_dp_s + e.per_stage[s].exposed_pp_s + e.per_stage[s].bubble_s +
+                        e.per_stage[s].idle_s;
       CHECK(sa == Approx(a.makespan_s).epsilon(1e-9));
       CHECK(se == Approx(e.makespan_s).epsilon(1e-9));
     }

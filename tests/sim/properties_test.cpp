@@ -166,7 +166,8 @@ TEST_CASE("breakdown adds up to the makespan for every stage", "[sim][properties
   o.mode = SimMode::Flow;
   const auto r = simulate(l.schedule, *l.fabric, l.gpus, o);
   for (const auto& b : r.per_stage) {
-    const double sum = b.compute_s + b.exposed_tp_s + b.exposed_pp_s + b.exposed_dp_s + b.bubble_s + b.idle_s;
+    const double sum =
+        b.compute_s + b.exposed_tp_s + b.exposed_ep_s + b.exposed_pp_s + b.exposed_dp_s + b.bubble_s + b.idle_s;
     CHECK(sum == Approx(r.makespan_s).epsilon(1e-9));
     CHECK(b.compute_s > 0);
   }
