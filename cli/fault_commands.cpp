@@ -118,8 +118,8 @@ Setup resolve(const FaultOptions& o) {
   if (o.iteration_time_s) {
     iteration_time_s = *o.iteration_time_s;
   } else {
-    s.simulated =
-        detail::simulate_iteration(s.job, o.cluster, o.sim_mode, o.placement, o.sim_seed, o.job.cluster_edits());
+    s.simulated = detail::simulate_iteration(s.job, o.cluster, o.sim_mode, o.placement, o.sim_seed,
+                                             o.job.cluster_edits(), o.job.gpu_memory_override());
     iteration_time_s = s.simulated->iteration_time_s;
     std::cerr << "twinscale: iteration time " << s.simulated->iteration_time_s << " s simulated (" << s.simulated->mode
               << " mode, " << s.simulated->cluster << ", " << s.simulated->placement << " placement, wall "
