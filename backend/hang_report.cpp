@@ -11,6 +11,8 @@
 
 #include "backend/detail/atomic_file.hpp"
 #include "backend/error.hpp"
+#include "schedules/input_file.hpp"
+#include "schedules/json_document.hpp"
 
 namespace twinscale::backend {
 
@@ -54,6 +56,30 @@ std::string join(const std::vector<int64_t>& v) {
 
 } // namespace
 
+namespace {
+/// A rank state file parsed strictly: a regular file, no key given twice, none unknown.
+json rank_state_json(const std::string& path) {
+  const std::string label = "rank state " + path;
+  try {
+    json j = schedules::parse_json_document(schedules::read_input_file(path, "rank state", schedules::InputKind::Json),
+                                            label);
+    schedules::check_json_keys(j,
+                               {"rank", "pid", "host", "status", "ops_completed", "ops_total", "elapsed_s", "issued",
+                                "waiting", "init_phases", "events"},
+                               label, "$");
+    for (const json& w : j.value("waiting", json::array()))
+      schedules::check_json_keys(
+          w, {"op_index", "name", "kind", "group", "stream", "channel", "sequence", "peers", "waiting_s"}, label,
+          "$.waiting[]");
+    return j;
+  } catch (const schedules::InputFileError& e) {
+    throw BackendError("rank state " + std::string(e.what()));
+  } catch (const schedules::JsonDocumentError& e) {
+    throw BackendError(e.what());
+  }
+}
+} // namespace
+
 void write_rank_state(const std::string& dir, const RankState& st) {
   json j;
   j["rank"] = st.rank;
@@ -85,11 +111,9 @@ void write_rank_state(const std::string& dir, const RankState& st) {
 }
 
 RankState read_rank_state(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw BackendError("rank state " + path + ": cannot open");
   RankState st;
   try {
-    const json j = json::parse(in);
+    const json j = rank_state_json(path);
     st.rank = j.at("rank").get<int64_t>();
     st.pid = j.at("pid").get<int64_t>();
     st.host = j.at("host").get<std::string>();
