@@ -15,9 +15,23 @@ using nlohmann::json;
 /// current member is (the last key, or the array index), for the JSON path in messages.
 struct Frame {
   bool object = false;
-  std::set<std::string, std::less<>> keys;
+  std::vector<std::string> keys;           // the object's keys, while it has few (searched in order)
+  std::set<std::string, std::less<>> many; // all of them, once it has many
   std::string key;
   size_t index = 0;
+
+  /// Records `key`; false if the object already has it.
+  bool add(const std::string& k) {
+    constexpr size_t kFew = 32; // the objects of twinscale's documents have < 20 keys
+    if (many.empty()) {
+      for (const std::string& seen : keys)
+        if (seen == k) return false;
+      keys.push_back(k);
+      if (keys.size() > kFew) many.insert(keys.begin(), keys.end());
+      return true;
+    }
+    return many.insert(k).second;
+  }
 };
 
 std::string json_path(const std::vector<Frame>& stack, size_t levels) {
@@ -43,12 +57,12 @@ json parse_json_document(std::string_view text, const std::string& label) {
       if (stack.size() >= kMaxJsonNesting)
         throw JsonDocumentError(label + ": " + json_path(stack, stack.size()) + ": nested deeper than " +
                                 std::to_string(kMaxJsonNesting) + " levels (the limit for JSON inputs)");
-      stack.push_back(Frame{event == json::parse_event_t::object_start, {}, {}, 0});
+      stack.emplace_back().object = event == json::parse_event_t::object_start;
       break;
     case json::parse_event_t::key: {
       Frame& f = stack.back();
       f.key = value.get<std::string>();
-      if (!f.keys.insert(f.key).second)
+      if (!f.add(f.key))
         throw JsonDocumentError(label + ": " + json_path(stack, stack.size() - 1) + ": key \"" + f.key +
                                 "\" is given twice; an object takes each key once (keep one)");
       break;

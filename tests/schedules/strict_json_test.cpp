@@ -43,6 +43,12 @@ TEST_CASE("strict json: a repeated key is refused naming the key and its path", 
                     Contains("$.x[1]: key \"c\" is given twice"));
   CHECK_THROWS_WITH(parse_json_document(R"({"x":[1,[2,3],{"y":{"z":1,"z":2}}]})", "doc.json"),
                     Contains("$.x[2].y: key \"z\" is given twice"));
+  // an object of many keys (past the short list kept while an object has few)
+  std::string many = "{";
+  for (int k = 0; k < 40; ++k) many += "\"k" + std::to_string(k) + "\":" + std::to_string(k) + ",";
+  CHECK(parse_json_document(many + "\"last\":1}", "doc.json").size() == 41);
+  CHECK_THROWS_WITH(parse_json_document(many + "\"k3\":1}", "doc.json"), Contains("$: key \"k3\" is given twice"));
+  CHECK_THROWS_WITH(parse_json_document(many + "\"k39\":1}", "doc.json"), Contains("$: key \"k39\" is given twice"));
   // the same key in two objects is fine
   const auto j = parse_json_document(R"({"a":{"k":1},"b":{"k":2},"c":[{"k":3},{"k":4}]})", "doc.json");
   CHECK(j["c"][1]["k"] == 4);
