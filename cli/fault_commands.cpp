@@ -113,6 +113,9 @@ Setup resolve(const FaultOptions& o) {
   if (!(o.days > 0)) throw config::ConfigError("--days must be > 0");
   if (o.iteration_time_s && !(*o.iteration_time_s > 0))
     throw config::ConfigError("--iteration-time must be > 0 seconds");
+  if (o.iteration_time_s && o.job.gpu_memory_override())
+    throw config::ConfigError("--gpu-memory-gb: has no effect with --iteration-time (the memory check is the "
+                              "simulated iteration's); give one of them");
   if (o.seeds < 1) throw config::ConfigError("--seeds must be ≥ 1");
   double iteration_time_s = 0;
   if (o.iteration_time_s) {

@@ -37,9 +37,13 @@ TEST_CASE("numeric options: campaign and tune-checkpoint refuse a GPU memory of 
 }
 
 TEST_CASE("numeric options: campaign's simulated iteration checks memory against --gpu-memory-gb", "[cli][options]") {
-  const CliOutput r = run("campaign --preset tiny-megascale --sim-mode analytic --days 1 --gpu-memory-gb 0.001");
+  CliOutput r = run("campaign --preset tiny-megascale --sim-mode analytic --days 1 --gpu-memory-gb 0.001");
   CHECK(r.code == 1);
   CHECK(r.says("but the GPU has 0.0 GB"));
+  // with --iteration-time nothing is simulated: the option would be ignored, so it is refused
+  r = run("tune-checkpoint --preset tiny-megascale --iteration-time 1 --gpu-memory-gb 80");
+  CHECK(r.code == 1);
+  CHECK(r.says("--gpu-memory-gb: has no effect with --iteration-time"));
 }
 
 TEST_CASE("numeric options: --speed-seed without --gpu-speed-dist is a usage error", "[cli][options]") {
@@ -70,9 +74,9 @@ TEST_CASE("numeric options: GPU speed factors are bounded once, products include
 TEST_CASE("numeric options: a Chrome trace of 12,288 ranks is refused up front with its estimated size",
           "[cli][options][runaway]") {
   const fs::path out = scratch() / "all.json";
-  const CliOutput r = run("simulate --preset gpt-175b-megascale --mode analytic --trace " + out.string() +
-                              " --ranks 0-12287",
-                          "TWINSCALE_MEMORY_BYTES=100000000000 ");
+  const CliOutput r =
+      run("simulate --preset gpt-175b-megascale --mode analytic --trace " + out.string() + " --ranks 0-12287",
+          "TWINSCALE_MEMORY_BYTES=100000000000 ");
   CHECK(r.code == 1);
   CHECK(r.says("--ranks 0-12287: 12288 ranks of about"));
   CHECK(r.says("GiB of Chrome JSON"));
