@@ -11,7 +11,7 @@
 # hang (timeout) or out-of-memory, leaving the input in build-fuzz/artifacts/.
 # The corpora grow in build-fuzz/corpus/<harness>/ across runs.
 # Harnesses: job_toml cluster_toml fault_toml recovery_toml schedule_json trace_json trace_binary
-# calibration_json cli_shapes lower_roundtrip json_document speed_csv study_toml.
+# calibration_json cli_shapes lower_roundtrip json_document speed_csv study_toml chakra.
 # Every TOML and JSON harness is also seeded with deeply nested documents (tens of thousands
 # of levels of table headers, dotted keys, inline tables and arrays, within the 64 KiB input
 # cap), the shape that once overflowed the TOML parser's stack.
@@ -20,7 +20,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
 all=(job_toml cluster_toml fault_toml recovery_toml schedule_json trace_json trace_binary calibration_json cli_shapes lower_roundtrip
-  json_document speed_csv study_toml)
+  json_document speed_csv study_toml chakra)
 harnesses=("$@")
 [ ${#harnesses[@]} -gt 0 ] || harnesses=("${all[@]}")
 cxx=$(command -v clang++ || command -v clang++-14 || true)
@@ -57,6 +57,11 @@ for h in schedule_json trace_json trace_binary calibration_json cli_shapes lower
   study_toml; do
   seed "$h" "" fuzz/corpus/$h/*
 done
+# Chakra: the ET file of the harness's own job, which the harness writes when asked
+if [[ " ${harnesses[*]} " == *" chakra "* ]]; then
+  mkdir -p build-fuzz/corpus/chakra
+  TWINSCALE_FUZZ_WRITE_SEED=build-fuzz/corpus/chakra/seed-tiny-1f1b.0.et build-fuzz/fuzz/fuzz_chakra
+fi
 # deep nesting (written here rather than kept as files: they are long runs of one character)
 deep() { # harness, prefix byte (or ""), name, text
   mkdir -p "build-fuzz/corpus/$1"
