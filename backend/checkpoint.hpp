@@ -7,6 +7,9 @@
 //  and FNV-1a checksums) last, atomically; a step without a manifest does not exist.
 //  Restore: one reader per DP group reads and checks its shard, then broadcasts it to
 //  the group (the "shared read, then broadcast" of M16).
+//  A manifest carries the identity of the job that wrote it (its name and the FNV-1a of
+//  its schedule's JSON) beside the layout and the step: a restore refuses another job's
+//  checkpoint, and every way a step can be damaged is named (see scan_checkpoints).
 // This header is MPI-free; the runner does the cross-rank parts.
 #pragma once
 
@@ -17,6 +20,7 @@
 #include <vector>
 
 #include "schedules/layout.hpp"
+#include "schedules/schedule.hpp"
 
 namespace twinscale::backend {
 
@@ -37,9 +41,24 @@ struct ShardInfo {
   uint64_t fnv1a = 0;
 };
 
+/// Which job a checkpoint belongs to: the job's name (for messages) and the FNV-1a 64 of
+/// its schedule's JSON text (schedules::write_schedule_json) as 16 hex digits, which
+/// differs between jobs of one layout (tiny-1f1b and tiny-interleaved).
+struct JobIdentity {
+  std::string name;
+  std::string schedule_fnv1a;
+};
+
+/// The identity of the job `schedule` describes.
+JobIdentity job_identity(const schedules::Schedule& schedule);
+
+/// The manifest format this build writes and reads. Version 1 had no job identity.
+inline constexpr int kManifestVersion = 2;
+
 struct Manifest {
-  int version = 1;
+  int version = kManifestVersion;
   int64_t step = 0;
+  JobIdentity job;
   int64_t tp = 1;
   int64_t pp = 1;
   int64_t dp = 1;
@@ -61,11 +80,27 @@ void write_manifest(const std::string& dir, const Manifest& m);
 /// Removes the shard temporaries (shard-*.bin.tmp.<pid>) of every step-N folder of `dir`,
 /// or of step `only_step`; returns how many. Called on restore, before the run writes.
 size_t remove_checkpoint_temporaries(const std::string& dir, std::optional<int64_t> only_step = std::nullopt);
-/// Throws BackendError naming the file when it is malformed.
+/// Throws BackendError naming the file and what is wrong with it: not a regular file, not
+/// JSON, a repeated or unknown key, another format or version (1: no job identity), a
+/// field missing or out of range, a step other than its folder's, shards that do not
+/// cover the layout's (tp, pp) pairs exactly once.
 Manifest read_manifest(const std::string& dir, int64_t step);
-/// The highest step of `dir` with a manifest whose shards all exist with the listed
-/// sizes; nullopt when there is none.
+
+/// The steps of a checkpoint folder, newest first: the newest restorable one and, for
+/// every newer step that is not, why ("step 3: shard …: not a regular file").
+struct CheckpointScan {
+  std::optional<int64_t> step;
+  std::vector<std::string> skipped;
+};
+/// A step is restorable when its manifest reads (read_manifest) and every shard it lists
+/// is a regular file of the listed size (checksums are checked when a shard is read).
+CheckpointScan scan_checkpoints(const std::string& dir);
+/// scan_checkpoints(dir).step.
 std::optional<int64_t> latest_complete_step(const std::string& dir);
+
+/// Throws BackendError unless manifest `m` (step m.step of `dir`) was written by the job
+/// `run` with the run's tp and pp: the message names both jobs, or both layouts.
+void check_same_job(const Manifest& m, const std::string& dir, const JobIdentity& run, const schedules::Layout& layout);
 
 /// Stage 2 of one shard: persists `host_copy` in the background.
 class ShardPersist {
@@ -86,7 +121,8 @@ private:
 };
 
 /// Reads one shard and checks it against its manifest entry; throws BackendError
-/// naming the file on a size or checksum mismatch.
+/// naming the file when it is missing, not a regular file (a folder, a link to a
+/// device), of another size or checksum than the manifest lists.
 std::vector<uint8_t> read_shard(const std::string& dir, int64_t step, const ShardInfo& info);
 
 } // namespace twinscale::backend

@@ -47,23 +47,50 @@ std::string host_name() {
   return buf;
 }
 
-void restore_checkpoint(const CheckpointOptions& ck, const schedules::Layout& layout, int rank, MPI_Comm dp,
+/// Rank 0's choice of the step to restore: the newest restorable step of `ck.dir`, which
+/// must be this job's (check_same_job). Throws naming every damaged step when there is
+/// none; notes on stderr the newer steps it passed over.
+int64_t choose_restore_step(const CheckpointOptions& ck, const schedules::Schedule& schedule) {
+  remove_checkpoint_temporaries(ck.dir); // left by killed writers; this run writes later
+  const CheckpointScan scan = scan_checkpoints(ck.dir);
+  std::string skipped;
+  for (const std::string& why : scan.skipped) skipped += "\n  " + why;
+  if (!scan.step)
+    throw BackendError("--restore: no complete checkpoint (a step-N directory with its manifest) in " + ck.dir +
+                       (skipped.empty() ? std::string() : "; the steps there cannot be restored:" + skipped));
+  if (!skipped.empty())
+    std::fprintf(stderr, "twinscale run: --restore: restoring step %lld of %s; newer steps cannot be restored:%s\n",
+                 static_cast<long long>(*scan.step), ck.dir.c_str(), skipped.c_str());
+  try {
+    check_same_job(read_manifest(ck.dir, *scan.step), ck.dir, job_identity(schedule), schedule.layout);
+  } catch (const BackendError& e) {
+    throw BackendError(std::string("--restore: ") + e.what());
+  }
+  return *scan.step;
+}
+
+void restore_checkpoint(const CheckpointOptions& ck, const schedules::Schedule& schedule, int rank, MPI_Comm dp,
                         double timeout_s, CheckpointOutcome& out) {
-  // Rank 0 picks the step, so that every rank restores the same one.
+  // Rank 0 picks and checks the step, so that every rank restores the same one.
   long long step = -1;
-  if (rank == 0) remove_checkpoint_temporaries(ck.dir); // left by killed writers; this run writes later
-  if (rank == 0) step = latest_complete_step(ck.dir).value_or(-1);
+  std::string refused;
+  if (rank == 0) {
+    try {
+      step = choose_restore_step(ck, schedule);
+    } catch (const BackendError& e) {
+      refused = e.what(); // the others learn it as step -1 before rank 0 reports it
+    }
+  }
   MPI_Request req;
   MPI_Ibcast(&step, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD, &req);
   if (!wait_with_timeout(req, timeout_s)) throw BackendError("--restore: no step from rank 0 within the timeout");
+  if (!refused.empty()) throw BackendError(refused);
   if (step < 0)
-    throw BackendError("--restore: no complete checkpoint (a step-N directory with its manifest) in " + ck.dir);
+    throw BackendError("--restore: rank 0 found no checkpoint in " + ck.dir +
+                       " this run can restore (its message says why)");
+  const schedules::Layout& layout = schedule.layout;
   const schedules::RankCoord c = layout.coord(rank);
-  const Manifest m = read_manifest(ck.dir, step);
-  if (m.tp != layout.tp || m.pp != layout.pp)
-    throw BackendError("--restore: checkpoint step " + std::to_string(step) + " in " + ck.dir + " has tp " +
-                       std::to_string(m.tp) + " pp " + std::to_string(m.pp) + ", the run has tp " +
-                       std::to_string(layout.tp) + " pp " + std::to_string(layout.pp));
+  const Manifest m = read_manifest(ck.dir, step); // rank 0 checked it is this job's
   const auto it =
       std::find_if(m.shards.begin(), m.shards.end(), [&](const ShardInfo& s) { return s.tp == c.tp && s.pp == c.pp; });
   if (it == m.shards.end())
@@ -89,8 +116,9 @@ void restore_checkpoint(const CheckpointOptions& ck, const schedules::Layout& la
 
 /// After every shard is persisted: gather sizes and checksums on rank 0, which writes
 /// the manifest last. Returns whether this rank knows the manifest was written.
-bool commit_checkpoint(const CheckpointOptions& ck, const schedules::Layout& layout, int rank,
+bool commit_checkpoint(const CheckpointOptions& ck, const schedules::Schedule& schedule, int rank,
                        const ShardPersist* persist, double timeout_s) {
+  const schedules::Layout& layout = schedule.layout;
   const schedules::RankCoord c = layout.coord(rank);
   unsigned long long mine[4] = {static_cast<unsigned long long>(c.tp), static_cast<unsigned long long>(c.pp), 0, 0};
   if (persist) {
@@ -106,6 +134,7 @@ bool commit_checkpoint(const CheckpointOptions& ck, const schedules::Layout& lay
   if (rank == 0) {
     Manifest m;
     m.step = ck.step;
+    m.job = job_identity(schedule);
     m.tp = layout.tp;
     m.pp = layout.pp;
     m.dp = layout.dp;
@@ -265,7 +294,7 @@ std::unique_ptr<ShardPersist> start_checkpoint(const schedules::Schedule& schedu
   const CheckpointOptions& ck = options.checkpoint;
   const schedules::RankCoord coord = schedule.layout.coord(rank);
   if (ck.restore)
-    restore_checkpoint(ck, schedule.layout, rank, groups.comm(schedules::GroupKind::Dp), options.executor.timeout_s,
+    restore_checkpoint(ck, schedule, rank, groups.comm(schedules::GroupKind::Dp), options.executor.timeout_s,
                        out.checkpoint);
   if (ck.step < 0) return nullptr;
   const std::vector<uint8_t> device_state =
@@ -358,7 +387,7 @@ void settle_run(const schedules::Schedule& schedule, const RunOptions& options, 
     }
   }
   if (ck.step >= 0 && out.all_ranks_completed) {
-    out.checkpoint.committed = commit_checkpoint(ck, schedule.layout, rank, persist, options.executor.timeout_s);
+    out.checkpoint.committed = commit_checkpoint(ck, schedule, rank, persist, options.executor.timeout_s);
     if (!out.checkpoint.committed) {
       std::fprintf(stderr,
                    "twinscale run: rank %d: checkpoint step %lld not committed (a rank did not report its shard)\n",

@@ -147,12 +147,13 @@ int run_command(const RunArgs& a) {
     // each rank holds its shard twice (device state and the stage-1 snapshot); on one
     // machine all of them together must fit the memory available, or it ends in bad_alloc
     const double need = 2 * a.checkpoint.state_bytes * static_cast<double>(schedule.world());
-    const double avail = schedules::available_memory_bytes();
-    if (need > avail)
-      throw backend::BackendError("--checkpoint-bytes " + std::to_string(a.checkpoint.state_bytes / 1e9) + " GB: " +
-                                  std::to_string(schedule.world()) + " ranks each holding the shard twice need " +
-                                  std::to_string(need / 1e9) + " GB, more than the " + std::to_string(avail / 1e9) +
-                                  " GB of memory available (MemAvailable); use fewer bytes");
+    const schedules::MemoryRoom avail = schedules::memory_room();
+    if (need > avail.bytes)
+      throw backend::BackendError("--checkpoint-bytes " + std::to_string(a.checkpoint.state_bytes / 1e9) +
+                                  " GB: " + std::to_string(schedule.world()) +
+                                  " ranks each holding the shard twice need " + std::to_string(need / 1e9) +
+                                  " GB, more than the " + std::to_string(avail.bytes / 1e9) +
+                                  " GB of memory available (" + avail.source + "); use fewer bytes");
   }
   if (a.delay_rank >= schedule.world())
     throw backend::BackendError("--delay-rank " + std::to_string(a.delay_rank) + ": the schedule has ranks 0.." +

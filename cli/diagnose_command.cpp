@@ -24,6 +24,7 @@
 #include "formats/kineto.hpp"
 #include "schedules/binary_trace.hpp"
 #include "schedules/input_file.hpp"
+#include "schedules/json_document.hpp"
 #include "schedules/output_file.hpp"
 #include "schedules/trace.hpp"
 
@@ -58,7 +59,7 @@ int64_t world_of_run_dir(const std::string& dir) {
 /// Time by state and ETTR of `twinscale campaign --json` (or the campaign.json of --out).
 void read_campaign(const std::string& path, diagnose::ReportOptions& o) {
   try {
-    const nlohmann::json j = nlohmann::json::parse(slurp(path));
+    const nlohmann::json j = schedules::parse_json_document(slurp(path), path); // no repeated key
     const nlohmann::json& r = j.at("result");
     for (const auto& [state, v] : r.at("time_by_state_s").items())
       o.campaign_time_by_state_s.emplace_back(state, v.at("mean").get<double>());
@@ -66,6 +67,8 @@ void read_campaign(const std::string& path, diagnose::ReportOptions& o) {
     o.campaign_source = path;
   } catch (const nlohmann::json::exception& e) {
     throw diagnose::DiagnoseError(path + ": not the output of twinscale campaign --json (" + e.what() + ")");
+  } catch (const schedules::JsonDocumentError& e) { // not JSON, a repeated key, too deep
+    throw diagnose::DiagnoseError(std::string(e.what()) + "; not the output of twinscale campaign --json");
   }
 }
 

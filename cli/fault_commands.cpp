@@ -113,13 +113,16 @@ Setup resolve(const FaultOptions& o) {
   if (!(o.days > 0)) throw config::ConfigError("--days must be > 0");
   if (o.iteration_time_s && !(*o.iteration_time_s > 0))
     throw config::ConfigError("--iteration-time must be > 0 seconds");
+  if (o.iteration_time_s && o.job.gpu_memory_override())
+    throw config::ConfigError("--gpu-memory-gb: has no effect with --iteration-time (the memory check is the "
+                              "simulated iteration's); give one of them");
   if (o.seeds < 1) throw config::ConfigError("--seeds must be ≥ 1");
   double iteration_time_s = 0;
   if (o.iteration_time_s) {
     iteration_time_s = *o.iteration_time_s;
   } else {
-    s.simulated =
-        detail::simulate_iteration(s.job, o.cluster, o.sim_mode, o.placement, o.sim_seed, o.job.cluster_edits());
+    s.simulated = detail::simulate_iteration(s.job, o.cluster, o.sim_mode, o.placement, o.sim_seed,
+                                             o.job.cluster_edits(), o.job.gpu_memory_override());
     iteration_time_s = s.simulated->iteration_time_s;
     std::cerr << "twinscale: iteration time " << s.simulated->iteration_time_s << " s simulated (" << s.simulated->mode
               << " mode, " << s.simulated->cluster << ", " << s.simulated->placement << " placement, wall "

@@ -39,6 +39,13 @@ void JobArgs::add_to(CLI::App& command) {
 void JobArgs::check_usage() const {
   if (file_.empty() == preset_.empty())
     throw CLI::ValidationError("JOB", "give exactly one of a job file (JOB) or --preset NAME");
+  // every command that takes it: 0 or a negative size is never one GPU's memory (nan and
+  // inf are refused for every number option by require_finite_numbers)
+  if (gpu_memory_gb_ && *gpu_memory_gb_ <= 0) {
+    std::ostringstream v;
+    v << *gpu_memory_gb_;
+    throw config::ConfigError("--gpu-memory-gb " + v.str() + ": must be > 0 (the memory of one GPU, in GB)");
+  }
 }
 
 schedules::JobSpec JobArgs::load() const {

@@ -25,6 +25,8 @@
 #include "records/run_dir.hpp"
 #include "schedules/binary_trace.hpp"
 #include "schedules/calibration_coverage.hpp"
+#include "schedules/estimate.hpp"
+#include "schedules/input_file.hpp"
 #include "schedules/output_file.hpp"
 #include "schedules/schedule.hpp"
 #include "schedules/trace.hpp"
@@ -249,6 +251,52 @@ std::string report_table(const sim::SimReport& r, const schedules::Schedule& s, 
   return o.str();
 }
 
+/// Bytes of Chrome trace JSON per event (an op event with its args, measured: 290 to 300
+/// on tiny-1f1b and GPT-175B), rounded up.
+constexpr double kChromeTraceBytesPerEvent = 320;
+
+/// Refuses, before the run, a trace recorded in memory that would not fit: the events of
+/// the traced ranks (each rank's whole program) held as TraceEvents and, for Chrome JSON,
+/// the text built and copied once before it is written.
+void check_trace_fits(const SimulateArgs& a, const schedules::Schedule& schedule, const std::vector<int64_t>& ranks) {
+  double events = 0;
+  for (const int64_t r : ranks) events += static_cast<double>(schedule.program(r).ops.size());
+  const bool json = !schedules::is_binary_trace_path(a.trace_file);
+  const double per_event = sizeof(schedules::TraceEvent) + (json ? 2 * kChromeTraceBytesPerEvent : 16);
+  const schedules::MemoryRoom room = schedules::memory_room();
+  if (events * per_event <= room.bytes) return;
+  throw config::ConfigError(
+      "--trace " + a.trace_file + (a.ranks.empty() ? std::string() : " --ranks " + a.ranks) + ": " +
+      std::to_string(ranks.size()) + " ranks of about " + std::to_string(static_cast<long long>(events)) + " events" +
+      (json ? ", about " + schedules::format_bytes(events * kChromeTraceBytesPerEvent) + " of Chrome JSON," : "") +
+      " need about " + schedules::format_bytes(events * per_event) +
+      " of memory (estimate), but this process may use " + schedules::format_bytes(room.bytes) + " (" + room.source +
+      "); trace fewer ranks (--ranks)" +
+      (json || !a.ranks.empty() ? ", or every rank into FILE.tstrace without --ranks (streamed to the file)" : ""));
+}
+
+/// The trace of `a` on `scenario`; returns whether it is streamed. A calibrated run
+/// records the trace of its executed ranks for the coverage report. A .tstrace of every
+/// executed rank is streamed to its file during the run; chosen ranks (--ranks) and
+/// Chrome traces are recorded in memory and written after it, so their size is checked.
+bool set_up_trace(const SimulateArgs& a, config::Scenario& scenario) {
+  const schedules::Schedule& schedule = scenario.schedule();
+  const bool streamed = !a.trace_file.empty() && schedules::is_binary_trace_path(a.trace_file) && a.ranks.empty();
+  if (streamed) scenario.stream_binary_trace(a.trace_file);
+  if ((!a.trace_file.empty() && !streamed) || !a.calibration_file.empty()) {
+    const std::vector<int64_t> ranks =
+        a.ranks.empty() ? std::vector<int64_t>{} : parse_ranks(a.ranks, schedule.world());
+    if (!a.trace_file.empty() && !streamed) {
+      std::vector<int64_t> traced = ranks;
+      if (traced.empty() && (a.no_aggregate || a.every_rank)) // every rank is executed, and traced
+        for (int64_t r = 0; r < schedule.world(); ++r) traced.push_back(r);
+      check_trace_fits(a, schedule, traced);
+    }
+    scenario.record_trace(ranks);
+  }
+  return streamed;
+}
+
 int run_simulate(const SimulateArgs& a) {
   schedules::check_distinct_files({{"JOB", a.job.file()},
                                    {"--cluster", a.cluster},
@@ -307,13 +355,7 @@ int run_simulate(const SimulateArgs& a) {
   if (a.hang_rank >= 0) scenario.set_hang(a.hang_rank, a.hang_at_s);
   const schedules::Schedule& schedule = scenario.schedule();
   const std::string& cluster_name = scenario.cluster_name();
-  // A calibrated run records the trace of its executed ranks for the coverage report.
-  // A .tstrace of every executed rank is streamed to its file during the run; chosen
-  // ranks (--ranks) and Chrome traces are recorded in memory and written after it.
-  const bool streamed = !a.trace_file.empty() && schedules::is_binary_trace_path(a.trace_file) && a.ranks.empty();
-  if (streamed) scenario.stream_binary_trace(a.trace_file);
-  if ((!a.trace_file.empty() && !streamed) || !a.calibration_file.empty())
-    scenario.record_trace(a.ranks.empty() ? std::vector<int64_t>{} : parse_ranks(a.ranks, schedule.world()));
+  const bool streamed = set_up_trace(a, scenario);
   scenario.check_fits();
   std::cerr << "twinscale simulate: " << schedule.world() << " ranks, " << schedule.programs.size()
             << " programs, fabric " << scenario.fabric().links().size() << " links; " << a.mode << " mode\n";
@@ -383,11 +425,12 @@ void add_simulate_command(CLI::App& app, Action& action) {
       "collectives without NCCL's protocol costs (Simple bandwidth, fabric latencies only): what-ifs, error budgets");
   cmd->add_flag("--every-rank", args->every_rank,
                 "execute every rank at its GPU's speed, keeping the closed forms and merged ring steps");
-  cmd->add_option("--gpu-speed-dist", args->gpu_speed_dist,
-                  "per-GPU compute speed factors drawn from normal:SIGMA, uniform:LO:HI or lognormal:SIGMA");
+  CLI::Option* speed_dist =
+      cmd->add_option("--gpu-speed-dist", args->gpu_speed_dist,
+                      "per-GPU compute speed factors drawn from normal:SIGMA, uniform:LO:HI or lognormal:SIGMA");
   cmd->add_option("--gpu-speed-file", args->gpu_speed_file,
                   "per-GPU speed factors, CSV scope,index,factor (scope rank, gpu or server; factors multiply)");
-  cmd->add_option("--speed-seed", args->speed_seed, "seed of --gpu-speed-dist");
+  add_seed_option(*cmd, "--speed-seed", args->speed_seed, "seed of --gpu-speed-dist")->needs(speed_dist);
   cmd->add_flag("--speed-variation", args->speed_variation,
                 "per-GPU speed drawn per seed (catalogue speed_sigma); compute at the slowest GPU's pace");
   cmd->add_option("--slow-host-fraction", args->slow_host_fraction,

@@ -7,7 +7,8 @@ namespace twinscale::cli::detail {
 
 SimulatedIteration simulate_iteration(const schedules::JobSpec& job, const std::string& cluster,
                                       const std::string& mode, const std::string& placement, uint64_t seed,
-                                      const std::vector<config::KeyOverride>& cluster_edits) {
+                                      const std::vector<config::KeyOverride>& cluster_edits,
+                                      std::optional<double> gpu_memory_bytes) {
   if (cluster.empty() && job.cluster.empty())
     throw config::ConfigError(
         "job '" + job.name + "' has no cluster: give --cluster NAME|FILE, or --iteration-time S to skip the simulator");
@@ -15,6 +16,7 @@ SimulatedIteration simulate_iteration(const schedules::JobSpec& job, const std::
   spec.job = job;
   spec.cluster = cluster;
   spec.cluster_edits = cluster_edits;
+  spec.gpu_memory_bytes = gpu_memory_bytes;
   spec.sim.show_progress = true;
   spec.sim.mode = config::parse_sim_mode(mode, "--sim-mode");
   spec.placement = config::parse_placement(placement, "--placement");

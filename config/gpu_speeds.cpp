@@ -7,6 +7,7 @@
 
 #include "config/error.hpp"
 #include "schedules/input_file.hpp"
+#include "schedules/limits.hpp"
 
 namespace twinscale::config {
 
@@ -55,6 +56,13 @@ bool parse_double(const std::string& text, double& out) {
   }
 }
 
+/// The valid range of a GPU speed factor, for messages.
+std::string speed_range() {
+  std::ostringstream r;
+  r << schedules::kMinGpuSpeedFactor << ", " << schedules::kMaxGpuSpeedFactor;
+  return r.str();
+}
+
 bool parse_int(const std::string& text, int64_t& out) {
   try {
     size_t used = 0;
@@ -89,7 +97,8 @@ std::vector<double> draw_gpu_speeds(const std::string& spec, int64_t gpus, uint6
     return out;
   }
   if (kind == "uniform" && p.size() == 2) {
-    if (!(p[0] > 0 && p[1] >= p[0])) throw ConfigError("--gpu-speed-dist '" + spec + "': need 0 < LO ≤ HI");
+    if (!(p[0] >= schedules::kMinGpuSpeedFactor && p[1] >= p[0] && p[1] <= schedules::kMaxGpuSpeedFactor))
+      throw ConfigError("--gpu-speed-dist '" + spec + "': need LO ≤ HI, both speed factors in [" + speed_range() + "]");
     for (auto& f : out) f = p[0] + (p[1] - p[0]) * rng.uniform();
     return out;
   }
@@ -118,8 +127,10 @@ std::vector<double> parse_gpu_speeds(const std::string& text, const std::string&
     int64_t index = 0;
     double factor = 0;
     if (!parse_int(idx, index)) throw ConfigError(where + "index '" + idx + "' is not an integer");
-    if (!parse_double(fac, factor) || !(factor > 0) || factor > 1e6)
-      throw ConfigError(where + "factor '" + fac + "' is not a number > 0 (1 = nominal speed, 0.8 = 20 % slower)");
+    if (!parse_double(fac, factor) || !(factor >= schedules::kMinGpuSpeedFactor) ||
+        !(factor <= schedules::kMaxGpuSpeedFactor))
+      throw ConfigError(where + "factor '" + fac + "' is not a number in [" + speed_range() +
+                        "] (1 = nominal speed, 0.8 = 20 % slower)");
     if (scope == "rank") {
       if (index < 0 || index >= static_cast<int64_t>(gpu_of_rank.size()))
         throw ConfigError(where + "rank " + idx + " outside 0.." + std::to_string(gpu_of_rank.size() - 1));
@@ -137,6 +148,15 @@ std::vector<double> parse_gpu_speeds(const std::string& text, const std::string&
       throw ConfigError(where + "scope '" + scope + "' (valid: rank, gpu, server)");
     }
   }
+  for (size_t g = 0; g < out.size(); ++g) // entries that hit one GPU multiply: the product is bounded too
+    if (!(out[g] >= schedules::kMinGpuSpeedFactor && out[g] <= schedules::kMaxGpuSpeedFactor)) {
+      std::ostringstream v;
+      v << out[g];
+      throw ConfigError(source + ": GPU " + std::to_string(g) + " gets factor " + v.str() +
+                        ", the product of the entries naming it (its rank, GPU and server); a GPU's factor must be "
+                        "in [" +
+                        speed_range() + "]");
+    }
   return out;
 }
 

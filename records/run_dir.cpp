@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include "records/error.hpp"
+#include "schedules/input_file.hpp"
+#include "schedules/json_document.hpp"
 #include "schedules/output_file.hpp"
 
 namespace twinscale::records {
@@ -88,12 +90,34 @@ void write_rank_state(const std::string& dir, const RankState& st) {
   }
 }
 
+namespace {
+/// A rank state file parsed strictly: a regular file, no key given twice, none unknown.
+json rank_state_json(const std::string& path) {
+  const std::string label = "rank state " + path;
+  try {
+    json j = schedules::parse_json_document(schedules::read_input_file(path, "rank state", schedules::InputKind::Json),
+                                            label);
+    schedules::check_json_keys(j,
+                               {"rank", "pid", "host", "status", "ops_completed", "ops_total", "elapsed_s", "issued",
+                                "waiting", "init_phases", "events"},
+                               label, "$");
+    for (const json& w : j.value("waiting", json::array()))
+      schedules::check_json_keys(
+          w, {"op_index", "name", "kind", "group", "stream", "channel", "sequence", "peers", "waiting_s"}, label,
+          "$.waiting[]");
+    return j;
+  } catch (const schedules::InputFileError& e) {
+    throw RecordError("rank state " + std::string(e.what()));
+  } catch (const schedules::JsonDocumentError& e) {
+    throw RecordError(e.what());
+  }
+}
+} // namespace
+
 RankState read_rank_state(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw RecordError("rank state " + path + ": cannot open");
   RankState st;
   try {
-    const json j = json::parse(in);
+    const json j = rank_state_json(path);
     st.rank = j.at("rank").get<int64_t>();
     st.pid = j.at("pid").get<int64_t>();
     st.host = j.at("host").get<std::string>();

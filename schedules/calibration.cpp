@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <ostream>
 #include <sstream>
@@ -12,6 +13,7 @@
 
 #include "schedules/error.hpp"
 #include "schedules/input_file.hpp"
+#include "schedules/json_document.hpp"
 #include "schedules/limits.hpp"
 
 namespace twinscale::schedules {
@@ -76,6 +78,17 @@ int64_t get_integer(const json& j, const char* key, const std::string& path, con
          std::string("\"") + key + "\" = " + j[key].dump() + " is out of range [" + std::to_string(min) + ", " +
              std::to_string(max) + "]");
   return v;
+}
+
+/// The keys an object of the table may hold; any other is refused with a "did you mean"
+/// (a misspelt "kernelz" must not drop every kernel entry silently).
+void check_keys(const json& j, std::initializer_list<std::string_view> known, const std::string& path,
+                const std::string& where) {
+  try {
+    check_json_keys(j, known, "calibration table " + path, where);
+  } catch (const JsonDocumentError& e) {
+    throw ScheduleError(e.what());
+  }
 }
 
 std::string get_string(const json& j, const char* key, const std::string& path, const std::string& where) {
@@ -311,14 +324,73 @@ void write_calibration(const CalibrationTable& table, std::ostream& out) {
   out << j.dump(1) << "\n";
 }
 
+namespace {
+
+/// kernels[i] of a table (`where`), checked field by field.
+KernelTiming read_kernel_entry(const json& e, const std::string& path, const std::string& where) {
+  if (!e.is_object()) fail(path, where, "must be an object");
+  check_keys(e, {"kernel", "dtype", "shape", "op", "seconds", "samples"}, path, "$." + where);
+  KernelTiming k;
+  const std::string kname = get_string(e, "kernel", path, where);
+  const auto kernel = enum_from_name<Kernel>(kname, kKernelCount);
+  if (!kernel || *kernel == Kernel::None)
+    fail(path, where, "unknown kernel \"" + kname + "\"; valid: " + enum_names<Kernel>(1, kKernelCount));
+  k.kernel = *kernel;
+  const std::string dname = get_string(e, "dtype", path, where);
+  const auto dtype = enum_from_name<DType>(dname, kDTypeCount);
+  if (!dtype) fail(path, where, "unknown dtype \"" + dname + "\"; valid: " + enum_names<DType>(0, kDTypeCount));
+  k.dtype = *dtype;
+  const std::string w = where + " (" + kname + ")";
+  if (!e.contains("shape") || !e["shape"].is_array() || e["shape"].size() != 4)
+    fail(path, w, "\"shape\" must be an array of 4 integers");
+  for (size_t d = 0; d < 4; ++d) {
+    if (!e["shape"][d].is_number_integer() || e["shape"][d].get<int64_t>() < 0)
+      fail(path, w, "\"shape\" must hold non-negative integers");
+    k.shape[d] = e["shape"][d].get<int64_t>();
+  }
+  if (e.contains("op")) k.op = get_string(e, "op", path, w);
+  k.seconds = get_number(e, "seconds", path, w, 0);
+  k.samples = get_integer(e, "samples", path, w, 1, int64_t{1} << 53);
+  return k;
+}
+
+/// comms[i] of a table (`where`), checked field by field.
+CommBandwidth read_comm_entry(const json& e, const std::string& path, const std::string& where) {
+  if (!e.is_object()) fail(path, where, "must be an object");
+  check_keys(e,
+             {"kind", "group_size", "bytes", "seconds", "algbw_bytes_per_s", "busbw_bytes_per_s", "samples", "hosts"},
+             path, "$." + where);
+  CommBandwidth c;
+  const std::string kname = get_string(e, "kind", path, where);
+  const auto kind = enum_from_name<OpKind>(kname, kOpKindCount);
+  if (!kind || *kind < OpKind::AllGather || *kind == OpKind::Recv)
+    fail(path, where,
+         "unknown communication kind \"" + kname +
+             "\"; valid: all_gather, reduce_scatter, all_reduce, all_to_all, "
+             "broadcast, send");
+  c.kind = *kind;
+  const std::string w = where + " (" + kname + ")";
+  c.group_size = get_integer(e, "group_size", path, w, 1, kMaxRanks);
+  c.bytes = get_number(e, "bytes", path, w, 0);
+  c.seconds = get_number(e, "seconds", path, w, 0);
+  c.algbw_bytes_per_s = get_number(e, "algbw_bytes_per_s", path, w, 0);
+  c.busbw_bytes_per_s = get_number(e, "busbw_bytes_per_s", path, w, 0);
+  c.samples = get_integer(e, "samples", path, w, 1, int64_t{1} << 53);
+  if (e.contains("hosts")) c.hosts = get_integer(e, "hosts", path, w, 1, kMaxRanks);
+  return c;
+}
+
+} // namespace
+
 CalibrationTable read_calibration(std::istream& in, const std::string& path) {
   json j;
   try {
-    j = json::parse(in);
-  } catch (const json::exception& e) { // parse_error, and out_of_range for 1e400
-    fail(path, "file", std::string("is not valid JSON: ") + e.what());
+    j = parse_json_document(std::string(std::istreambuf_iterator<char>(in), {}), "calibration table " + path);
+  } catch (const JsonDocumentError& e) { // not JSON, a repeated key, too deep
+    throw ScheduleError(e.what());
   }
   if (!j.is_object()) fail(path, "file", "must be a JSON object");
+  check_keys(j, {"format", "version", "source", "device", "shape_divisor", "kernels", "comms"}, path, "$");
   if (!j.contains("format") || j["format"] != kFormatName)
     fail(path, "\"format\"", std::string("must be \"") + kFormatName + "\"");
   if (!j.contains("version") || !j["version"].is_number_integer() || j["version"].get<int>() < 1 ||
@@ -334,70 +406,29 @@ CalibrationTable read_calibration(std::istream& in, const std::string& path) {
 
   std::map<std::tuple<int, int, std::array<int64_t, 4>, std::string>, size_t> kernel_seen;
   std::map<std::tuple<int, int64_t, int64_t, double>, size_t> comm_seen;
-  if (j.contains("kernels")) {
-    size_t i = 0;
-    for (const json& e : j["kernels"]) {
-      const std::string where = "kernels[" + std::to_string(i++) + "]";
-      if (!e.is_object()) fail(path, where, "must be an object");
-      KernelTiming k;
-      const std::string kname = get_string(e, "kernel", path, where);
-      const auto kernel = enum_from_name<Kernel>(kname, kKernelCount);
-      if (!kernel || *kernel == Kernel::None)
-        fail(path, where, "unknown kernel \"" + kname + "\"; valid: " + enum_names<Kernel>(1, kKernelCount));
-      k.kernel = *kernel;
-      const std::string dname = get_string(e, "dtype", path, where);
-      const auto dtype = enum_from_name<DType>(dname, kDTypeCount);
-      if (!dtype) fail(path, where, "unknown dtype \"" + dname + "\"; valid: " + enum_names<DType>(0, kDTypeCount));
-      k.dtype = *dtype;
-      if (!e.contains("shape") || !e["shape"].is_array() || e["shape"].size() != 4)
-        fail(path, where + " (" + kname + ")", "\"shape\" must be an array of 4 integers");
-      for (size_t d = 0; d < 4; ++d) {
-        if (!e["shape"][d].is_number_integer() || e["shape"][d].get<int64_t>() < 0)
-          fail(path, where + " (" + kname + ")", "\"shape\" must hold non-negative integers");
-        k.shape[d] = e["shape"][d].get<int64_t>();
-      }
-      if (e.contains("op")) k.op = get_string(e, "op", path, where + " (" + kname + ")");
-      k.seconds = get_number(e, "seconds", path, where + " (" + kname + ")", 0);
-      k.samples = get_integer(e, "samples", path, where + " (" + kname + ")", 1, int64_t{1} << 53);
-      const auto [it, fresh] = kernel_seen.emplace(
-          std::make_tuple(static_cast<int>(k.kernel), static_cast<int>(k.dtype), k.shape, k.op), t.kernels.size());
-      if (!fresh)
-        fail(path, where + " (" + kname + ")",
-             "duplicates kernels[" + std::to_string(it->second) +
-                 "] (same kernel, dtype, shape and op); keep one entry");
-      t.kernels.push_back(k);
-    }
+  static const json kNone = json::array();
+  size_t i = 0;
+  for (const json& e : j.contains("kernels") ? j["kernels"] : kNone) {
+    const std::string where = "kernels[" + std::to_string(i++) + "]";
+    const KernelTiming k = read_kernel_entry(e, path, where);
+    const auto [it, fresh] = kernel_seen.emplace(
+        std::make_tuple(static_cast<int>(k.kernel), static_cast<int>(k.dtype), k.shape, k.op), t.kernels.size());
+    if (!fresh)
+      fail(path, where + " (" + std::string(to_string(k.kernel)) + ")",
+           "duplicates kernels[" + std::to_string(it->second) + "] (same kernel, dtype, shape and op); keep one entry");
+    t.kernels.push_back(k);
   }
-  if (j.contains("comms")) {
-    size_t i = 0;
-    for (const json& e : j["comms"]) {
-      const std::string where = "comms[" + std::to_string(i++) + "]";
-      if (!e.is_object()) fail(path, where, "must be an object");
-      CommBandwidth c;
-      const std::string kname = get_string(e, "kind", path, where);
-      const auto kind = enum_from_name<OpKind>(kname, kOpKindCount);
-      if (!kind || *kind < OpKind::AllGather || *kind == OpKind::Recv)
-        fail(path, where,
-             "unknown communication kind \"" + kname +
-                 "\"; valid: all_gather, reduce_scatter, all_reduce, all_to_all, "
-                 "broadcast, send");
-      c.kind = *kind;
-      const std::string w = where + " (" + kname + ")";
-      c.group_size = get_integer(e, "group_size", path, w, 1, kMaxRanks);
-      c.bytes = get_number(e, "bytes", path, w, 0);
-      c.seconds = get_number(e, "seconds", path, w, 0);
-      c.algbw_bytes_per_s = get_number(e, "algbw_bytes_per_s", path, w, 0);
-      c.busbw_bytes_per_s = get_number(e, "busbw_bytes_per_s", path, w, 0);
-      c.samples = get_integer(e, "samples", path, w, 1, int64_t{1} << 53);
-      if (e.contains("hosts")) c.hosts = get_integer(e, "hosts", path, w, 1, kMaxRanks);
-      const auto [it, fresh] =
-          comm_seen.emplace(std::make_tuple(static_cast<int>(c.kind), c.group_size, c.hosts, c.bytes), t.comms.size());
-      if (!fresh)
-        fail(path, w,
-             "duplicates comms[" + std::to_string(it->second) +
-                 "] (same kind, group_size, hosts and bytes); keep one entry");
-      t.comms.push_back(c);
-    }
+  i = 0;
+  for (const json& e : j.contains("comms") ? j["comms"] : kNone) {
+    const std::string where = "comms[" + std::to_string(i++) + "]";
+    const CommBandwidth c = read_comm_entry(e, path, where);
+    const auto [it, fresh] =
+        comm_seen.emplace(std::make_tuple(static_cast<int>(c.kind), c.group_size, c.hosts, c.bytes), t.comms.size());
+    if (!fresh)
+      fail(path, where + " (" + std::string(to_string(c.kind)) + ")",
+           "duplicates comms[" + std::to_string(it->second) +
+               "] (same kind, group_size, hosts and bytes); keep one entry");
+    t.comms.push_back(c);
   }
   return t;
 }

@@ -75,12 +75,11 @@ std::string format_seconds(double seconds) {
 }
 
 void require_fits(const std::string& what, const ResourceEstimate& estimate, const std::string& how_to_proceed) {
-  const double available = available_memory_bytes();
-  if (estimate.memory_bytes <= available) return;
+  const MemoryRoom available = memory_room(); // the least of free memory, ulimit -v and the cgroup's limit
+  if (estimate.memory_bytes <= available.bytes) return;
   throw JobError(what + " needs about " + format_bytes(estimate.memory_bytes) + " of memory and " +
-                 format_seconds(estimate.seconds) + " (estimate), but this machine has " + format_bytes(available) +
-                 (std::getenv("TWINSCALE_MEMORY_BYTES") ? " (TWINSCALE_MEMORY_BYTES)" : " available (MemAvailable)") +
-                 "; " + how_to_proceed);
+                 format_seconds(estimate.seconds) + " (estimate), but this process may use " +
+                 format_bytes(available.bytes) + " (" + available.source + "); " + how_to_proceed);
 }
 
 void check_lowering_size(const JobSpec& job) {

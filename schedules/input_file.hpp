@@ -38,9 +38,27 @@ enum class InputKind : uint8_t { Toml, Json, Csv };
 /// room in available_memory_bytes(). Throws InputFileError saying which rule failed.
 std::string read_input_file(const std::string& path, const std::string& what, InputKind kind);
 
-/// Bytes of memory this process may still use: MemAvailable of /proc/meminfo (else
-/// sysconf's free pages), overridden by the environment variable TWINSCALE_MEMORY_BYTES
-/// (for tests and for sharing a machine). Never 0.
+/// How much memory this process may still use, and which limit says so.
+struct MemoryRoom {
+  double bytes = 0;
+  /// For messages: "MemAvailable", "RLIMIT_AS (ulimit -v)", "cgroup memory.max",
+  /// "cgroup memory.limit_in_bytes" or "TWINSCALE_MEMORY_BYTES".
+  std::string source;
+};
+
+/// The least of: MemAvailable of /proc/meminfo (else sysconf's free pages); the soft
+/// RLIMIT_AS less this process's address space (VmSize); the room under each cgroup
+/// memory limit of this process (v2 memory.max − memory.current of its group and every
+/// parent, v1 memory.limit_in_bytes − memory.usage_in_bytes). The environment variable
+/// TWINSCALE_MEMORY_BYTES (for tests and for sharing a machine) replaces them all.
+/// Never 0.
+MemoryRoom memory_room();
+/// memory_room().bytes.
 double available_memory_bytes();
+
+/// The room under the cgroup memory limits that `proc_self_cgroup` (the text of
+/// /proc/self/cgroup) names, read from the cgroup file systems under `root`
+/// (/sys/fs/cgroup): `source` says which limit binds. bytes < 0 when none is set.
+MemoryRoom cgroup_memory_room(const std::string& proc_self_cgroup, const std::string& root);
 
 } // namespace twinscale::schedules

@@ -45,6 +45,12 @@ inline constexpr int64_t kMaxVectorElements = int64_t{1} << 40;
 inline constexpr int64_t max_shape_dim(bool matrix_kernel) { return matrix_kernel ? kMaxShapeDim : kMaxVectorElements; }
 /// Ops of one rank's program: op indices are uint32 in the IR, the trace and the executor.
 inline constexpr int64_t kMaxOpsPerProgram = int64_t{1} << 31;
+/// A GPU's compute speed factor (1 = its model's speed, 0.5 = twice as slow): in
+/// [kMinGpuSpeedFactor, kMaxGpuSpeedFactor]. A GPU a million times slower or faster than
+/// its model is a typo, and the bound keeps every op time finite and non-zero; the GPU
+/// speed file's reader and the simulator check this one range.
+inline constexpr double kMinGpuSpeedFactor = 1e-6;
+inline constexpr double kMaxGpuSpeedFactor = 1e6;
 
 /// a·b, or nullopt-like failure: returns false on int64 overflow (then `out` is unchanged).
 inline bool checked_mul(int64_t a, int64_t b, int64_t& out) {

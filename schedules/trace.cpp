@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <istream>
+#include <iterator>
 #include <limits>
 #include <numeric>
 #include <ostream>
@@ -20,6 +21,7 @@
 #include "schedules/error.hpp"
 #include "schedules/execution_rules.hpp"
 #include "schedules/input_file.hpp"
+#include "schedules/json_document.hpp"
 #include "schedules/limits.hpp"
 #include "schedules/schedule.hpp"
 
@@ -160,6 +162,19 @@ T field(const nlohmann::json& obj, const char* key, const std::string& path, con
   }
 }
 
+/// An op event ("ph": "X") holds the keys write_chrome_trace writes, no others.
+void check_event_keys(const nlohmann::json& e, const std::string& path, const std::string& where) {
+  try {
+    check_json_keys(e, {"ph", "name", "cat", "pid", "tid", "ts", "dur", "args"}, path, where);
+    check_json_keys(e["args"],
+                    {"op", "kind", "kernel", "stream", "iteration", "micro_batch", "chunk", "layer", "phase", "bytes",
+                     "flops", "group", "peer", "instance", "failed"},
+                    path, where + ".args");
+  } catch (const JsonDocumentError& err) {
+    throw ScheduleError(err.what());
+  }
+}
+
 template <class E>
 E enum_field(const nlohmann::json& obj, const char* key, std::optional<E> (*parse)(std::string_view),
              const std::string& path, const std::string& where) {
@@ -173,9 +188,10 @@ E enum_field(const nlohmann::json& obj, const char* key, std::optional<E> (*pars
 std::vector<TraceRecord> read_chrome_trace(std::istream& in, const std::string& path) {
   nlohmann::json doc;
   try {
-    doc = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) { // parse_error, and out_of_range for 1e400
-    throw ScheduleError(path + ": not valid JSON (" + e.what() + ")");
+    doc = parse_json_document(std::string(std::istreambuf_iterator<char>(in), {}), path);
+    check_json_keys(doc, {"format", "format_version", "source", "displayTimeUnit", "traceEvents"}, path, "$");
+  } catch (const JsonDocumentError& e) { // not JSON, a repeated key, too deep, an unknown key
+    throw ScheduleError(e.what());
   }
   if (!doc.is_object() || !doc.contains("traceEvents") || !doc["traceEvents"].is_array())
     bad(path, "$", "expected an object with a \"traceEvents\" array");
@@ -192,6 +208,7 @@ std::vector<TraceRecord> read_chrome_trace(std::istream& in, const std::string& 
     if (!e.contains("args") || !e["args"].is_object()) bad(path, where, "missing \"args\" object");
     const auto& a = e["args"];
     const std::string aw = where + ".args";
+    check_event_keys(e, path, where);
     TraceRecord r;
     r.rank = field<int64_t>(e, "pid", path, where);
     if (r.rank < 0 || r.rank >= kMaxRanks)

@@ -11,12 +11,16 @@
 # hang (timeout) or out-of-memory, leaving the input in build-fuzz/artifacts/.
 # The corpora grow in build-fuzz/corpus/<harness>/ across runs.
 # Harnesses: job_toml cluster_toml fault_toml recovery_toml schedule_json trace_json trace_binary
-# calibration_json cli_shapes lower_roundtrip.
+# calibration_json cli_shapes lower_roundtrip json_document speed_csv study_toml chakra.
+# Every TOML and JSON harness is also seeded with deeply nested documents (tens of thousands
+# of levels of table headers, dotted keys, inline tables and arrays, within the 64 KiB input
+# cap), the shape that once overflowed the TOML parser's stack.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
-all=(job_toml cluster_toml fault_toml recovery_toml schedule_json trace_json trace_binary calibration_json cli_shapes lower_roundtrip)
+all=(job_toml cluster_toml fault_toml recovery_toml schedule_json trace_json trace_binary calibration_json cli_shapes lower_roundtrip
+  json_document speed_csv study_toml chakra)
 harnesses=("$@")
 [ ${#harnesses[@]} -gt 0 ] || harnesses=("${all[@]}")
 cxx=$(command -v clang++ || command -v clang++-14 || true)
@@ -49,8 +53,33 @@ seed cluster_toml "" presets/clusters/*.toml
 seed fault_toml '\x00' presets/faults/*.toml
 seed fault_toml '\x01' fuzz/corpus/fault_toml/*.toml
 seed recovery_toml "" presets/recovery/*.toml
-for h in schedule_json trace_json trace_binary calibration_json cli_shapes lower_roundtrip; do
+for h in schedule_json trace_json trace_binary calibration_json cli_shapes lower_roundtrip json_document speed_csv \
+  study_toml; do
   seed "$h" "" fuzz/corpus/$h/*
+done
+# Chakra: the ET file of the harness's own job, which the harness writes when asked
+if [[ " ${harnesses[*]} " == *" chakra "* ]]; then
+  mkdir -p build-fuzz/corpus/chakra
+  TWINSCALE_FUZZ_WRITE_SEED=build-fuzz/corpus/chakra/seed-tiny-1f1b.0.et build-fuzz/fuzz/fuzz_chakra
+fi
+# deep nesting (written here rather than kept as files: they are long runs of one character)
+deep() { # harness, prefix byte (or ""), name, text
+  mkdir -p "build-fuzz/corpus/$1"
+  { printf '%b' "$2"; printf '%s' "$4"; } >"build-fuzz/corpus/$1/seed-deep-$3"
+}
+rep() { printf "%${2}s" "" | sed "s/ /$1/g"; } # text, count
+for h in job_toml cluster_toml recovery_toml study_toml fault_toml; do
+  p=""
+  [ "$h" = fault_toml ] && p='\x00'
+  deep "$h" "$p" header "[$(rep a. 20000)b]"$'\n'"x = 1"
+  deep "$h" "$p" key "$(rep a. 20000)b = 1"
+  deep "$h" "$p" array "a = $(rep '\[' 30000)$(rep '\]' 30000)"
+  deep "$h" "$p" inline "a = $(rep '{b = ' 6000)1$(rep '}' 6000)"
+done
+for h in json_document calibration_json trace_json schedule_json; do
+  deep "$h" "" array "$(rep '\[' 30000)$(rep '\]' 30000)"
+  deep "$h" "" object "$(rep '{"a":' 8000)1$(rep '}' 8000)"
+  deep "$h" "" unclosed "$(rep '\[' 60000)"
 done
 
 mkdir -p build-fuzz/artifacts

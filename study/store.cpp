@@ -1,5 +1,7 @@
 #include "study/store.hpp"
 
+#include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <filesystem>
 #include <thread>
@@ -9,6 +11,7 @@
 
 #include "config/error.hpp"
 #include "schedules/error.hpp"
+#include "schedules/json_document.hpp"
 
 namespace twinscale::study {
 
@@ -27,12 +30,23 @@ CREATE TABLE IF NOT EXISTS points(
   twinscale_version TEXT NOT NULL);
 )sql";
 
+/// SQLite's message for the last failure on `db`, saying "disk full" when it is one: the
+/// device holding the store is full (SQLITE_FULL, or a write that failed with ENOSPC,
+/// EDQUOT or EFBIG, which SQLite may report as a disk I/O error).
+std::string failure(sqlite3* db) {
+  const std::string msg = sqlite3_errmsg(db);
+  const int sys = sqlite3_system_errno(db);
+  if ((sqlite3_errcode(db) & 0xff) == SQLITE_FULL || sys == ENOSPC || sys == EDQUOT || sys == EFBIG)
+    return "disk full (" + msg + ")";
+  return msg;
+}
+
 /// A prepared statement, finalised on scope exit.
 class Stmt {
 public:
   Stmt(sqlite3* db, const std::string& sql, const std::string& path) : db_(db) {
     if (sqlite3_prepare_v2(db, sql.c_str(), -1, &s_, nullptr) != SQLITE_OK)
-      throw StoreError(path + ": " + sqlite3_errmsg(db) + " (in: " + sql + ")");
+      throw StoreError(path + ": " + failure(db) + " (in: " + sql + ")");
   }
   ~Stmt() { sqlite3_finalize(s_); }
   Stmt& bind(int i, int64_t v) {
@@ -51,6 +65,8 @@ public:
   int64_t i64(int c) const { return sqlite3_column_int64(s_, c); }
   double dbl(int c) const { return sqlite3_column_double(s_, c); }
   bool null(int c) const { return sqlite3_column_type(s_, c) == SQLITE_NULL; }
+  int type(int c) const { return sqlite3_column_type(s_, c); }
+  std::string name(int c) const { return sqlite3_column_name(s_, c); }
   std::string text(int c) const {
     const auto* t = sqlite3_column_text(s_, c);
     return t ? reinterpret_cast<const char*>(t) : "";
@@ -61,6 +77,75 @@ private:
   sqlite3_stmt* s_ = nullptr;
 };
 
+/// The columns of one row of a store's points table, each checked against the type the
+/// store writes there (a crafted store gets a message naming the store, the point and
+/// the column, not a zero read from text).
+class Row {
+public:
+  Row(const Stmt& q, const std::string& path) : q_(q), path_(path) {}
+  void set_id(int64_t id) { id_ = id; }
+  int type(int c) const { return q_.type(c); }
+  int64_t integer(int c) const {
+    if (q_.type(c) != SQLITE_INTEGER) bad(c, "an integer");
+    return q_.i64(c);
+  }
+  /// A REAL column: a number, or NULL where a NaN was stored (read as 0, as before).
+  double real(int c) const {
+    if (q_.type(c) != SQLITE_FLOAT && q_.type(c) != SQLITE_INTEGER && q_.type(c) != SQLITE_NULL) bad(c, "a number");
+    return q_.dbl(c);
+  }
+  std::string text(int c) const {
+    if (q_.type(c) != SQLITE_TEXT) bad(c, "text");
+    return q_.text(c);
+  }
+  PointStatus status(int c) const {
+    try {
+      return point_status_from(text(c));
+    } catch (const StoreError& e) {
+      throw StoreError(where() + e.what());
+    }
+  }
+  [[noreturn]] void fail(const std::string& why) const { throw StoreError(where() + why); }
+
+private:
+  std::string where() const { return path_ + ": point " + std::to_string(id_) + ": "; }
+  [[noreturn]] void bad(int c, const char* what) const {
+    static const char* const kTypes[] = {"?", "an integer", "a number", "text", "a blob", "NULL"};
+    const int t = q_.type(c);
+    fail("column '" + q_.name(c) + "' holds " + (t >= 1 && t <= 5 ? kTypes[t] : "?") + " where the store keeps " +
+         what + " (is this a store written by `twinscale sweep`?)");
+  }
+  const Stmt& q_;
+  const std::string& path_;
+  int64_t id_ = -1;
+};
+
+/// A meta value that must be a whole number ≥ 0.
+int64_t meta_count(const std::string& path, const std::string& key, const std::string& v) {
+  int64_t n = 0;
+  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (ec != std::errc() || end != v.data() + v.size() || n < 0)
+    throw StoreError(path + ": meta '" + key + "' is '" + v + "'; the store keeps a whole number ≥ 0 there");
+  return n;
+}
+
+/// The meta value 'axes': a JSON array of axis names.
+std::vector<std::string> meta_axes(const std::string& path, const std::string& v) {
+  nlohmann::json j;
+  try {
+    j = schedules::parse_json_document(v, path + ": meta 'axes'");
+  } catch (const schedules::JsonDocumentError& e) {
+    throw StoreError(e.what());
+  }
+  std::vector<std::string> out;
+  if (!j.is_array()) throw StoreError(path + ": meta 'axes' must be a JSON array of axis names, not " + v);
+  for (const auto& a : j) {
+    if (!a.is_string()) throw StoreError(path + ": meta 'axes' must be a JSON array of axis names, not " + v);
+    out.push_back(a.get<std::string>());
+  }
+  return out;
+}
+
 } // namespace
 
 std::string twinscale_version() { return TWINSCALE_VERSION; }
@@ -68,9 +153,8 @@ std::string twinscale_version() { return TWINSCALE_VERSION; }
 void Store::exec(const std::string& sql) const {
   char* err = nullptr;
   if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
-    const std::string msg = err ? err : sqlite3_errmsg(db_);
     sqlite3_free(err);
-    throw StoreError(path_ + ": " + msg);
+    throw StoreError(path_ + ": " + failure(db_));
   }
 }
 
@@ -86,7 +170,7 @@ Store::Store(const std::string& path, const StudySpec& spec, const std::vector<P
     const int rc = sqlite3_exec(db_, "PRAGMA journal_mode=WAL;", nullptr, nullptr, nullptr);
     if (rc == SQLITE_OK) break;
     if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || attempt >= 12'000) {
-      const std::string msg = sqlite3_errmsg(db_);
+      const std::string msg = failure(db_);
       sqlite3_close(db_);
       db_ = nullptr;
       throw StoreError(path + ": cannot switch the results store to write-ahead logging: " + msg);
@@ -120,7 +204,7 @@ Store::Store(const std::string& path, const StudySpec& spec, const std::vector<P
       for (const auto& [k, v] : meta) {
         Stmt ins(db_, "INSERT INTO meta(key, value) VALUES(?, ?)", path_);
         ins.bind(1, k).bind(2, v);
-        if (ins.step() != SQLITE_DONE) throw StoreError(path_ + ": " + sqlite3_errmsg(db_));
+        if (ins.step() != SQLITE_DONE) throw StoreError(path_ + ": " + failure(db_));
       }
     }
     exec("COMMIT;");
@@ -199,7 +283,7 @@ void Store::put(const Point& point, const PointResult& r) {
   }
   ins.bind(++i, twinscale_version());
   if (ins.step() != SQLITE_DONE)
-    throw StoreError(path_ + ": cannot write point " + std::to_string(r.id) + ": " + sqlite3_errmsg(db_));
+    throw StoreError(path_ + ": cannot write point " + std::to_string(r.id) + ": " + failure(db_));
 }
 
 void Store::put_flow(const PointResult& r) {
@@ -210,8 +294,7 @@ void Store::put_flow(const PointResult& r) {
   up.bind(1, std::string(to_string(r.status))).bind(2, r.reason).bind(3, r.iteration_time_s).bind(4, r.tokens_per_s);
   up.bind(5, r.mfu).bind(6, r.exposed_dp_s).bind(7, r.id);
   if (up.step() != SQLITE_DONE)
-    throw StoreError(path_ + ": cannot write the flow result of point " + std::to_string(r.id) + ": " +
-                     sqlite3_errmsg(db_));
+    throw StoreError(path_ + ": cannot write the flow result of point " + std::to_string(r.id) + ": " + failure(db_));
 }
 
 StoreInfo Store::info() const {
@@ -228,14 +311,66 @@ StoreInfo Store::info() const {
     else if (k == "twinscale_version")
       s.version = v;
     else if (k == "points")
-      s.points = std::stoll(v);
+      s.points = meta_count(path_, k, v);
     else if (k == "flow_best")
-      s.flow_best = std::stoll(v);
+      s.flow_best = meta_count(path_, k, v);
     else if (k == "axes")
-      for (const auto& a : nlohmann::json::parse(v)) s.axes.push_back(a.get<std::string>());
+      s.axes = meta_axes(path_, v);
   }
   return s;
 }
+
+namespace {
+
+/// One row of the points table (the columns in Store::rows' order).
+StoredPoint read_row(Row& row) {
+  StoredPoint p;
+  PointResult& r = p.result;
+  int c = 0;
+  r.id = row.integer(c++);
+  row.set_id(r.id);
+  p.inputs = row.text(c++);
+  try { // the axis values, as sweep wrote them: a JSON object
+    if (!schedules::parse_json_document(p.inputs, "inputs").is_object()) row.fail("inputs must be a JSON object");
+  } catch (const schedules::JsonDocumentError& e) {
+    row.fail(e.what());
+  }
+  r.status = row.status(c++);
+  r.reason = row.text(c++);
+  for (int64_t* v : {&r.gpus, &r.tp, &r.pp, &r.vpp, &r.dp, &r.micro_batch, &r.global_batch}) *v = row.integer(c++);
+  r.memory_bytes = row.real(c++);
+  r.gpu_memory_bytes = row.real(c++);
+  r.ops = row.integer(c++);
+  r.mode = row.text(c++);
+  for (double* v : {&r.iteration_time_s, &r.tokens_per_s, &r.tflops_per_gpu, &r.mfu, &r.compute_s, &r.exposed_tp_s,
+                    &r.exposed_pp_s, &r.exposed_dp_s, &r.bubble_s})
+    *v = row.real(c++);
+  if (row.type(c) != SQLITE_NULL) {
+    PointResult f;
+    f.id = r.id;
+    f.status = row.status(c);
+    f.reason = row.text(c + 1);
+    f.iteration_time_s = row.real(c + 2);
+    f.tokens_per_s = row.real(c + 3);
+    f.mfu = row.real(c + 4);
+    f.exposed_dp_s = row.real(c + 5);
+    f.mode = "flow";
+    p.flow = f;
+  }
+  c += 6;
+  if (row.type(c) != SQLITE_NULL) {
+    r.campaign = true;
+    r.ettr = row.real(c);
+    r.ettr_ci95 = row.real(c + 1);
+    r.interruptions = row.real(c + 2);
+    r.lost_work_s = row.real(c + 3);
+  }
+  c += 4;
+  p.version = row.text(c);
+  return p;
+}
+
+} // namespace
 
 std::vector<StoredPoint> Store::rows() const {
   std::vector<StoredPoint> out;
@@ -246,46 +381,8 @@ std::vector<StoredPoint> Store::rows() const {
          "flow_mfu, flow_exposed_dp_s, ettr, ettr_ci95, interruptions, lost_work_s, twinscale_version FROM points "
          "ORDER BY id",
          path_);
-  while (q.step() == SQLITE_ROW) {
-    StoredPoint p;
-    PointResult& r = p.result;
-    int c = 0;
-    r.id = q.i64(c++);
-    p.inputs = q.text(c++);
-    r.status = point_status_from(q.text(c++));
-    r.reason = q.text(c++);
-    for (int64_t* v : {&r.gpus, &r.tp, &r.pp, &r.vpp, &r.dp, &r.micro_batch, &r.global_batch}) *v = q.i64(c++);
-    r.memory_bytes = q.dbl(c++);
-    r.gpu_memory_bytes = q.dbl(c++);
-    r.ops = q.i64(c++);
-    r.mode = q.text(c++);
-    for (double* v : {&r.iteration_time_s, &r.tokens_per_s, &r.tflops_per_gpu, &r.mfu, &r.compute_s, &r.exposed_tp_s,
-                      &r.exposed_pp_s, &r.exposed_dp_s, &r.bubble_s})
-      *v = q.dbl(c++);
-    if (!q.null(c)) {
-      PointResult f;
-      f.id = r.id;
-      f.status = point_status_from(q.text(c));
-      f.reason = q.text(c + 1);
-      f.iteration_time_s = q.dbl(c + 2);
-      f.tokens_per_s = q.dbl(c + 3);
-      f.mfu = q.dbl(c + 4);
-      f.exposed_dp_s = q.dbl(c + 5);
-      f.mode = "flow";
-      p.flow = f;
-    }
-    c += 6;
-    if (!q.null(c)) {
-      r.campaign = true;
-      r.ettr = q.dbl(c);
-      r.ettr_ci95 = q.dbl(c + 1);
-      r.interruptions = q.dbl(c + 2);
-      r.lost_work_s = q.dbl(c + 3);
-    }
-    c += 4;
-    p.version = q.text(c);
-    out.push_back(std::move(p));
-  }
+  Row row(q, path_);
+  while (q.step() == SQLITE_ROW) out.push_back(read_row(row));
   return out;
 }
 

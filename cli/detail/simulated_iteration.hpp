@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,9 +28,11 @@ struct SimulatedIteration {
 /// "linear", "tor-aware" or "random". Throws config::ConfigError for a job without a
 /// cluster or a job that does not complete (the simulator runs without faults here).
 /// `cluster_edits`: --set cluster.KEY=VALUE, made to the cluster's TOML. Progress of the
-/// simulated ops on stderr (common/progress.hpp).
+/// simulated ops on stderr (common/progress.hpp). `gpu_memory_bytes`: --gpu-memory-gb,
+/// the memory the lowering checks against instead of the cluster's GPU.
 SimulatedIteration simulate_iteration(const schedules::JobSpec& job, const std::string& cluster,
                                       const std::string& mode, const std::string& placement, uint64_t seed,
-                                      const std::vector<config::KeyOverride>& cluster_edits = {});
+                                      const std::vector<config::KeyOverride>& cluster_edits = {},
+                                      std::optional<double> gpu_memory_bytes = std::nullopt);
 
 } // namespace twinscale::cli::detail

@@ -5,9 +5,11 @@
 #include "sim/detail/executor.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "schedules/error.hpp"
 #include "schedules/execution_rules.hpp"
+#include "schedules/limits.hpp"
 #include "sim/error.hpp"
 
 namespace twinscale::sim::detail {
@@ -154,9 +156,12 @@ SimExecutor::SimExecutor(const schedules::Schedule& schedule, const std::vector<
                    std::to_string(gpus) + " GPUs");
   for (size_t g = 0; g < options_.gpu_speed.size(); ++g) {
     const double f = options_.gpu_speed[g];
-    if (!(f > 0) || !(f < 1e6))
-      throw SimError("gpu speeds: GPU " + std::to_string(g) + " has factor " + std::to_string(f) +
-                     " (valid: a finite number > 0, 1 = nominal)");
+    if (!(f >= schedules::kMinGpuSpeedFactor && f <= schedules::kMaxGpuSpeedFactor)) {
+      char why[160];
+      std::snprintf(why, sizeof why, "gpu speeds: GPU %zu has factor %g (valid: %g to %g, 1 = nominal)", g, f,
+                    schedules::kMinGpuSpeedFactor, schedules::kMaxGpuSpeedFactor);
+      throw SimError(why);
+    }
   }
   if (models_.size() > 1) {
     if (models_.size() > UINT8_MAX) throw ScheduleError("cluster: more than 255 GPU models");

@@ -17,6 +17,7 @@ namespace {
 backend::Manifest persist_step(const std::string& dir, int64_t step, size_t bytes) {
   backend::Manifest m;
   m.step = step;
+  m.job = {"test-job", "0123456789abcdef"};
   m.tp = 2;
   m.pp = 1;
   m.dp = 2;

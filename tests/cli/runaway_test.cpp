@@ -82,3 +82,15 @@ TEST_CASE("runaway: a checkpoint state larger than the memory available is refus
   CHECK(r.says("--checkpoint-bytes 1000.000000 GB"));
   CHECK(r.says("more than the 100.000000 GB of memory available"));
 }
+
+TEST_CASE("runaway: a flow run larger than the address-space limit (ulimit -v) is refused up front naming it",
+          "[cli][runaway]") {
+  // 12,288 GPUs in flow mode need about 2.7 GiB: under a 2 GB limit the estimate refuses it
+  // at once (it used to pass the estimate against free memory and abort inside SimGrid)
+  const CliOutput r =
+      run("simulate --preset gpt-175b-megascale --mode flow", "unset TWINSCALE_MEMORY_BYTES; ulimit -v 2000000; ");
+  CHECK(r.code == 1);
+  CHECK(r.says("flow mode on 12288 GPUs needs about"));
+  CHECK(r.says("(RLIMIT_AS (ulimit -v))"));
+  CHECK(r.says("--mode analytic"));
+}

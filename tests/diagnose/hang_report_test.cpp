@@ -110,3 +110,30 @@ TEST_CASE("hang report: malformed state files and missing directories are named"
   CHECK_THROWS_AS(diagnose::analyse_run_dir(dir + "/nope", 1), diagnose::DiagnoseError);
   fs::remove_all(dir);
 }
+
+TEST_CASE("hang report: a rank state with a repeated or unknown key, or that is not a file, is named") {
+  const std::string dir = fresh_dir("strict");
+  records::RankState st;
+  st.rank = 0;
+  st.host = "h";
+  records::write_rank_state(dir, st);
+  const std::string file = dir + "/rank-0.json";
+  std::ifstream in(file);
+  const std::string good((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(records::read_rank_state(file).host == "h");
+  std::string twice = good;
+  twice.insert(1, "\"rank\":3,");
+  std::ofstream(file, std::ios::trunc) << twice;
+  CHECK_THROWS_WITH(records::read_rank_state(file),
+                    Catch::Contains("rank-0.json") && Catch::Contains("key \"rank\" is given twice"));
+  std::string typo = good;
+  typo.insert(1, "\"statsu\":\"running\",");
+  std::ofstream(file, std::ios::trunc) << typo;
+  CHECK_THROWS_WITH(records::read_rank_state(file),
+                    Catch::Contains("unknown key \"statsu\"; did you mean \"status\"?"));
+  fs::remove(file);
+  fs::create_directory(file);
+  CHECK_THROWS_WITH(records::read_rank_state(file),
+                    Catch::Contains("rank-0.json") && Catch::Contains("not a regular file"));
+  fs::remove_all(dir);
+}
