@@ -22,6 +22,16 @@ namespace twinscale::sim {
 
 std::string_view to_string(SimMode m) { return enum_name(kSimModeNames, m); }
 
+std::shared_ptr<detail::RouteMemo> make_shared_routes() { return std::make_shared<detail::RouteMemo>(); }
+
+bool per_op_forced() {
+  static const bool forced = [] {
+    const char* v = std::getenv("TWINSCALE_PER_OP");
+    return v != nullptr && v[0] == '1';
+  }();
+  return forced;
+}
+
 namespace {
 
 void check_options(const SimOptions& o) {
@@ -129,6 +139,8 @@ SimReport run_in_process(const schedules::Schedule& schedule, const topology::Fa
       paths.set_nvlink_efficiency(static_cast<uint32_t>(l), topology::gpu_of_server(spec, server).nvlink.efficiency);
     }
   if (options.faults != nullptr) apply_link_degradations(*options.faults, options, paths);
+  if (options.shared_routes && options.faults == nullptr && !per_op_forced())
+    paths.share_routes(*options.shared_routes);
   // The executed pipeline (symmetric runs): the one holding the most slowed GPU of a
   // fault plan, since every DP/TP collective makes its whole stage wait for it. Runs
   // that execute every rank apply each slowdown to its own GPU instead.

@@ -37,6 +37,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -59,6 +60,10 @@ struct CalibrationTable;
 }
 
 namespace twinscale::sim {
+
+namespace detail {
+struct RouteMemo;
+}
 
 enum class SimMode : uint8_t { Flow, Analytic };
 inline constexpr EnumNames<SimMode, 2> kSimModeNames{{{"flow", SimMode::Flow}, {"analytic", SimMode::Analytic}}};
@@ -110,7 +115,20 @@ struct SimOptions {
   /// Flow mode: count per link direction the bytes flows carried and the time it carried
   /// any (SimReport::link_loads). Costs one route per flow; off by default.
   bool link_loads = false;
+  /// Routed flows kept from one run to the next on the same fabric (make_shared_routes();
+  /// a sweep keeps one per fabric), so later runs reuse earlier runs' routes. Every figure
+  /// is the same with or without (only routes are kept, never a time); runs with a fault
+  /// plan route afresh. Null: each run routes afresh.
+  std::shared_ptr<detail::RouteMemo> shared_routes;
 };
+
+/// An empty store for SimOptions::shared_routes.
+std::shared_ptr<detail::RouteMemo> make_shared_routes();
+
+/// True when the environment sets TWINSCALE_PER_OP=1: runs then reuse nothing between
+/// simulations (no shared routes) and cost every op on its own; results are the same
+/// either way, and tests compare the two.
+bool per_op_forced();
 
 /// What one direction of a fabric link carried in a flow-mode run (SimOptions::link_loads).
 struct LinkLoad {

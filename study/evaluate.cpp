@@ -277,11 +277,13 @@ std::shared_ptr<const topology::Fabric> Evaluator::fabric_for(const std::string&
     return nullptr;
   }
   if (fabric_order_.size() >= 4) {
+    routes_.erase(fabrics_.at(fabric_order_.front()).get());
     fabrics_.erase(fabric_order_.front());
     fabric_order_.erase(fabric_order_.begin());
   }
   fabrics_[key] = fabric;
   fabric_order_.push_back(key);
+  routes_[fabric.get()] = sim::make_shared_routes();
   return fabric;
 }
 
@@ -346,6 +348,7 @@ PointResult Evaluator::run(const Point& point, bool flow) {
       config::parse_placement(str(point, "placement") ? *str(point, "placement") : spec_.placement, "placement");
   setup.seed = num(point, "seed") ? static_cast<uint64_t>(*num(point, "seed")) : spec_.seed;
   setup.sim.mode = flow ? sim::SimMode::Flow : sim::SimMode::Analytic;
+  if (!sim::per_op_forced()) setup.sim.shared_routes = routes_.at(fabric.get());
   std::unique_ptr<const config::Scenario> scenario;
   try {
     scenario = std::make_unique<const config::Scenario>(setup);

@@ -24,6 +24,9 @@ struct JobSpec;
 namespace twinscale::config {
 struct ClusterFile;
 }
+namespace twinscale::sim::detail {
+struct RouteMemo;
+}
 
 namespace twinscale::study {
 
@@ -81,6 +84,9 @@ private:
   std::map<std::string, std::shared_ptr<const config::ClusterFile>> clusters_; // each file read once
   std::map<std::string, std::shared_ptr<const topology::Fabric>> fabrics_;     // a few recent fabrics
   std::vector<std::string> fabric_order_;
+  /// Routed flows of each fabric in fabrics_, kept from point to point (sim::SimOptions::
+  /// shared_routes) and dropped with their fabric.
+  std::map<const topology::Fabric*, std::shared_ptr<sim::detail::RouteMemo>> routes_;
 };
 
 } // namespace twinscale::study
