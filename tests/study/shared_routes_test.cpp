@@ -1,5 +1,6 @@
 // What a sweep reuses from point to point (the routed flows of its closed forms, kept per
-// fabric) changes no figure: a sweep stores the same bytes with and without it
+// fabric; the schedule of points that differ only in cluster, placement or campaign axes)
+// changes no figure: a sweep stores the same bytes with and without it
 // (TWINSCALE_PER_OP=1 turns every reuse off), and each point stores what `twinscale
 // simulate --json` prints for its layout. Every job preset prints the same `simulate
 // --json` with and without TWINSCALE_PER_OP=1, to the last digit.
@@ -101,6 +102,37 @@ TEST_CASE("sweep: points sharing a fabric store the same figures with and withou
     check_same_as_simulate(a[i].result);
   }
   CHECK(ok >= 8); // most layouts run: the comparison covers DP, TP and PP groups
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("sweep: points that differ only in placement and seed axes share their schedule and store the same "
+          "figures as without",
+          "[study][cli]") {
+  const std::string dir = bt::fresh_dir("shared-schedules");
+  const std::string study = dir + "/study.toml";
+  test::write_text(study, "name = \"shared-schedules\"\n[base]\njob = \"tiny-megascale\"\ngpus = 32\n"
+                          "global_batch = 64\n[axes]\ntp = [1, 2]\npp = [1, 2]\nvpp = [1]\n"
+                          "seed = [1, 2]\nplacement = [\"linear\", \"tor-aware\", \"random\"]\n"
+                          "[evaluate]\nwhat = \"simulate\"\nmode = \"analytic\"\n");
+  const auto shared =
+      test::run_cli("sweep " + study + " --db " + dir + "/shared.db --progress never", test::Capture::StdoutAndStderr);
+  INFO(shared.out);
+  REQUIRE(shared.rc == 0);
+  const auto per_op =
+      run_per_op("sweep " + study + " --db " + dir + "/per-op.db --progress never", test::Capture::StdoutAndStderr);
+  INFO(per_op.out);
+  REQUIRE(per_op.rc == 0);
+  const auto a = study::Store(dir + "/shared.db").rows();
+  const auto b = study::Store(dir + "/per-op.db").rows();
+  REQUIRE(a.size() == 24);
+  REQUIRE(b.size() == a.size());
+  int ok = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    INFO("point " << a[i].inputs);
+    check_same_point(a[i].result, b[i].result);
+    ok += a[i].result.status == study::PointStatus::Ok ? 1 : 0;
+  }
+  CHECK(ok >= 20);
   std::filesystem::remove_all(dir);
 }
 
