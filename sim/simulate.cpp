@@ -246,9 +246,10 @@ SimReport run_in_process(const schedules::Schedule& schedule, const topology::Fa
     add(r.per_stage[pp], ex.account(static_cast<int32_t>(s)).breakdown(),
         1.0 / static_cast<double>(per_stage_count[pp]));
   }
-  r.per_rank.resize(static_cast<size_t>(L.world()));
-  r.per_rank_breakdown.resize(static_cast<size_t>(L.world()));
-  for (int64_t rank = 0; rank < L.world(); ++rank) {
+  const int64_t listed = options.per_rank ? L.world() : 0; // SimOptions::per_rank
+  r.per_rank.resize(static_cast<size_t>(listed));
+  r.per_rank_breakdown.resize(static_cast<size_t>(listed));
+  for (int64_t rank = 0; rank < listed; ++rank) {
     const int32_t slot = ex.representative_slot(rank);
     RankTimes t = times[static_cast<size_t>(slot)];
     const auto c = L.coord(rank);

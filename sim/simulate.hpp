@@ -120,6 +120,9 @@ struct SimOptions {
   /// is the same with or without (only routes are kept, never a time); runs with a fault
   /// plan route afresh. Null: each run routes afresh.
   std::shared_ptr<detail::RouteMemo> shared_routes;
+  /// Fill SimReport::per_rank and per_rank_breakdown (one entry per rank); a sweep, which
+  /// stores neither, turns it off. No other figure depends on it.
+  bool per_rank = true;
 };
 
 /// An empty store for SimOptions::shared_routes.
@@ -206,7 +209,8 @@ struct SimReport {
   double mfu = 0;
   Breakdown breakdown;                       // average over ranks
   std::vector<Breakdown> per_stage;          // average over the ranks of each pipeline stage
-  std::vector<RankTimes> per_rank;           // every rank (symmetric runs: from its representative)
+  std::vector<RankTimes> per_rank;           // every rank (symmetric runs: from its representative);
+                                             // empty when SimOptions::per_rank is off
   std::vector<Breakdown> per_rank_breakdown; // every rank, same rule
   std::vector<OpIncident> incidents;
   schedules::Trace trace;                 // when SimOptions::record_trace
