@@ -223,6 +223,7 @@ std::vector<RuleMismatch> ExecutionRules::check_collectives(size_t max) const {
   std::set<std::tuple<uint32_t, uint32_t, int>> compared; // (first's program, member's program, group)
   for (int k = 0; k < kGroupKindCount && out.size() < max; ++k) {
     const auto g = static_cast<GroupKind>(k);
+    if (L.group_size(g) <= 1) continue; // no member to compare with (the loop below would find none)
     for (int64_t r = 0; r < s.world() && out.size() < max; ++r) {
       if (L.group_rank(g, r) != 0) continue; // each group once, from its first member
       const uint32_t p0 = s.program_of_rank[r];
