@@ -96,15 +96,24 @@ const std::vector<std::string>& all_reduce_algorithm_names() {
   return names;
 }
 
+namespace {
+/// The scenario's schedule: ScenarioSpec::lowered's when given, else lowered here.
+std::shared_ptr<const schedules::Schedule> lower_for(const ScenarioSpec& spec,
+                                                     const schedules::LoweringTarget& target) {
+  if (spec.lowered) return spec.lowered(target);
+  return std::make_shared<const schedules::Schedule>(schedules::lower(spec.job, target));
+}
+} // namespace
+
 Scenario::Scenario(const ScenarioSpec& spec)
     : Scenario(spec, Resolved{cluster_name_of(spec), resolve_cluster(spec, cluster_name_of(spec))}) {}
 
 Scenario::Scenario(const ScenarioSpec& spec, Resolved&& resolved)
     : cluster_name_(std::move(resolved.name)), cluster_(std::move(resolved.file.cluster)),
       fabric_(fabric_for(spec, cluster_)),
-      schedule_(schedules::lower(spec.job, lowering_target(cluster_, spec.gpu_memory_bytes, spec.check_memory))),
+      schedule_(lower_for(spec, lowering_target(cluster_, spec.gpu_memory_bytes, spec.check_memory))),
       placement_(spec.placement),
-      gpu_of_rank_(topology::place(*fabric_, {schedule_.layout.tp, schedule_.layout.dp, schedule_.layout.pp},
+      gpu_of_rank_(topology::place(*fabric_, {schedule_->layout.tp, schedule_->layout.dp, schedule_->layout.pp},
                                    spec.placement, spec.seed)),
       options_(spec.sim) {
   options_.seed = spec.seed;
@@ -128,13 +137,13 @@ void Scenario::record_trace(std::vector<int64_t> ranks) {
 }
 
 void Scenario::check_fits() const {
-  sim::check_simulation_fits(schedule_.job, options_.mode,
+  sim::check_simulation_fits(schedule_->job, options_.mode,
                              options_.aggregate && !options_.every_rank && options_.gpu_speed.empty());
 }
 
 sim::SimReport Scenario::simulate() const {
   check_fits();
-  return sim::simulate(schedule_, *fabric_, gpu_of_rank_, options_);
+  return sim::simulate(*schedule_, *fabric_, gpu_of_rank_, options_);
 }
 
 } // namespace twinscale::config

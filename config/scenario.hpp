@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -60,6 +61,11 @@ struct ScenarioSpec {
   std::shared_ptr<const ClusterFile> cluster_file;
   /// The fabric of exactly that cluster for the job's GPUs (a sweep's cache); null: built.
   std::shared_ptr<const topology::Fabric> fabric;
+  /// When set, gives the schedule of `job` lowered against the target it is passed
+  /// (a sweep's cache: points that differ only in what lowering does not read share one),
+  /// called where the lowering would run; it must return exactly what schedules::lower
+  /// gives and throw what it throws. Empty: `job` is lowered here.
+  std::function<std::shared_ptr<const schedules::Schedule>(const schedules::LoweringTarget&)> lowered;
   std::vector<KeyOverride> cluster_edits; // --set cluster.KEY=VALUE, made to the cluster's TOML
   std::optional<double> gpu_memory_bytes; // memory check; default: the cluster's GPU
   bool check_memory = true;               // false: memory is estimated, not enforced
@@ -84,7 +90,7 @@ public:
   const std::string& cluster_name() const { return cluster_name_; }
   const topology::ClusterSpec& cluster() const { return cluster_; }
   const topology::Fabric& fabric() const { return *fabric_; }
-  const schedules::Schedule& schedule() const { return schedule_; }
+  const schedules::Schedule& schedule() const { return *schedule_; }
   const std::vector<int64_t>& gpu_of_rank() const { return gpu_of_rank_; }
   topology::PlacementPolicy placement() const { return placement_; }
   const sim::SimOptions& options() const { return options_; }
@@ -117,7 +123,7 @@ private:
   std::string cluster_name_;
   topology::ClusterSpec cluster_;
   std::shared_ptr<const topology::Fabric> fabric_;
-  schedules::Schedule schedule_;
+  std::shared_ptr<const schedules::Schedule> schedule_; // never null
   topology::PlacementPolicy placement_;
   std::vector<int64_t> gpu_of_rank_;
   schedules::CalibrationTable calibration_;

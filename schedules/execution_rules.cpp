@@ -96,9 +96,19 @@ ProgramIndex::ProgramIndex(const Program& p, size_t program_id) : program_(&p) {
                             " which is not earlier in the program");
     if (op.is_communication()) of_op.push_back(channel_of(op));
   }
-  channels_ = of_op;
-  std::sort(channels_.begin(), channels_.end());
-  channels_.erase(std::unique(channels_.begin(), channels_.end()), channels_.end());
+  // the distinct channels, sorted: a program has a few, so each new one is inserted in
+  // place (no sort of every communication op's); past 64 the plain sort of all of them
+  for (const Channel& c : of_op) {
+    auto it = std::lower_bound(channels_.begin(), channels_.end(), c);
+    if (it != channels_.end() && *it == c) continue;
+    if (channels_.size() == 64) {
+      channels_ = of_op;
+      std::sort(channels_.begin(), channels_.end());
+      channels_.erase(std::unique(channels_.begin(), channels_.end()), channels_.end());
+      break;
+    }
+    channels_.insert(it, c);
+  }
   if (channels_.size() >= kNoChannel)
     throw ScheduleError("program " + std::to_string(program_id) + ": " + std::to_string(channels_.size()) +
                         " communication channels (at most " + std::to_string(kNoChannel - 1) + ")");
@@ -213,6 +223,7 @@ std::vector<RuleMismatch> ExecutionRules::check_collectives(size_t max) const {
   std::set<std::tuple<uint32_t, uint32_t, int>> compared; // (first's program, member's program, group)
   for (int k = 0; k < kGroupKindCount && out.size() < max; ++k) {
     const auto g = static_cast<GroupKind>(k);
+    if (L.group_size(g) <= 1) continue; // no member to compare with (the loop below would find none)
     for (int64_t r = 0; r < s.world() && out.size() < max; ++r) {
       if (L.group_rank(g, r) != 0) continue; // each group once, from its first member
       const uint32_t p0 = s.program_of_rank[r];

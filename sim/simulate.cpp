@@ -22,6 +22,16 @@ namespace twinscale::sim {
 
 std::string_view to_string(SimMode m) { return enum_name(kSimModeNames, m); }
 
+std::shared_ptr<detail::RouteMemo> make_shared_routes() { return std::make_shared<detail::RouteMemo>(); }
+
+bool per_op_forced() {
+  static const bool forced = [] {
+    const char* v = std::getenv("TWINSCALE_PER_OP");
+    return v != nullptr && v[0] == '1';
+  }();
+  return forced;
+}
+
 namespace {
 
 void check_options(const SimOptions& o) {
@@ -130,6 +140,8 @@ SimReport run_in_process(const schedules::Schedule& schedule, const topology::Fa
       paths.set_nvlink_efficiency(static_cast<uint32_t>(l), topology::gpu_of_server(spec, server).nvlink.efficiency);
     }
   if (options.faults != nullptr) apply_link_degradations(*options.faults, options, paths);
+  if (options.shared_routes && options.faults == nullptr && !per_op_forced())
+    paths.share_routes(*options.shared_routes);
   // The executed pipeline (symmetric runs): the one holding the most slowed GPU of a
   // fault plan, since every DP/TP collective makes its whole stage wait for it. Runs
   // that execute every rank apply each slowdown to its own GPU instead.
@@ -235,9 +247,10 @@ SimReport run_in_process(const schedules::Schedule& schedule, const topology::Fa
     add(r.per_stage[pp], ex.account(static_cast<int32_t>(s)).breakdown(),
         1.0 / static_cast<double>(per_stage_count[pp]));
   }
-  r.per_rank.resize(static_cast<size_t>(L.world()));
-  r.per_rank_breakdown.resize(static_cast<size_t>(L.world()));
-  for (int64_t rank = 0; rank < L.world(); ++rank) {
+  const int64_t listed = options.per_rank ? L.world() : 0; // SimOptions::per_rank
+  r.per_rank.resize(static_cast<size_t>(listed));
+  r.per_rank_breakdown.resize(static_cast<size_t>(listed));
+  for (int64_t rank = 0; rank < listed; ++rank) {
     const int32_t slot = ex.representative_slot(rank);
     RankTimes t = times[static_cast<size_t>(slot)];
     const auto c = L.coord(rank);

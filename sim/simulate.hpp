@@ -37,6 +37,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -60,6 +61,10 @@ struct CalibrationTable;
 }
 
 namespace twinscale::sim {
+
+namespace detail {
+struct RouteMemo;
+}
 
 enum class SimMode : uint8_t { Flow, Analytic };
 inline constexpr EnumNames<SimMode, 2> kSimModeNames{{{"flow", SimMode::Flow}, {"analytic", SimMode::Analytic}}};
@@ -111,7 +116,23 @@ struct SimOptions {
   /// Flow mode: count per link direction the bytes flows carried and the time it carried
   /// any (SimReport::link_loads). Costs one route per flow; off by default.
   bool link_loads = false;
+  /// Routed flows kept from one run to the next on the same fabric (make_shared_routes();
+  /// a sweep keeps one per fabric), so later runs reuse earlier runs' routes. Every figure
+  /// is the same with or without (only routes are kept, never a time); runs with a fault
+  /// plan route afresh. Null: each run routes afresh.
+  std::shared_ptr<detail::RouteMemo> shared_routes;
+  /// Fill SimReport::per_rank and per_rank_breakdown (one entry per rank); a sweep, which
+  /// stores neither, turns it off. No other figure depends on it.
+  bool per_rank = true;
 };
+
+/// An empty store for SimOptions::shared_routes.
+std::shared_ptr<detail::RouteMemo> make_shared_routes();
+
+/// True when the environment sets TWINSCALE_PER_OP=1: runs then reuse nothing between
+/// simulations (no shared routes) and cost every op on its own; results are the same
+/// either way, and tests compare the two.
+bool per_op_forced();
 
 /// What one direction of a fabric link carried in a flow-mode run (SimOptions::link_loads).
 struct LinkLoad {
@@ -166,7 +187,8 @@ struct SimReport {
   double mfu = 0;
   Breakdown breakdown;                       // average over ranks
   std::vector<Breakdown> per_stage;          // average over the ranks of each pipeline stage
-  std::vector<RankTimes> per_rank;           // every rank (symmetric runs: from its representative)
+  std::vector<RankTimes> per_rank;           // every rank (symmetric runs: from its representative);
+                                             // empty when SimOptions::per_rank is off
   std::vector<Breakdown> per_rank_breakdown; // every rank, same rule
   std::vector<OpIncident> incidents;
   schedules::Trace trace; // when SimOptions::record_trace

@@ -134,6 +134,15 @@ void store_iteration(const sim::SimReport& s, PointResult& r) {
   r.bubble_s = s.breakdown.bubble_s;
 }
 
+/// Axes that change the cluster, the placement or the campaign but not the job:
+/// lowering does not read them (the cluster's GPU memory enters through the target).
+bool lowering_ignores(const std::string& axis) {
+  for (const char* a : {"cluster", "placement", "seed", "oversubscription", "nic_gbit_per_s", "nics", "rails",
+                        "fault_rate_scale", "checkpoint_interval_s"})
+    if (axis == a) return true;
+  return false;
+}
+
 struct CampaignInputs {
   faults::FaultModel model;
   config::RecoveryFile recovery;
@@ -253,6 +262,48 @@ Evaluator::Evaluator(const StudySpec& spec) : spec_(spec) {
       if (a.name == "job") job(std::get<std::string>(a.values[i]), key);
       if (a.name == "cluster") cluster(std::get<std::string>(a.values[i]), key);
     }
+  for (const auto& a : spec.axes) share_schedules_ = share_schedules_ || lowering_ignores(a.name);
+  share_schedules_ = share_schedules_ && !sim::per_op_forced();
+}
+
+std::shared_ptr<const schedules::Schedule> Evaluator::lowered(const Point& point, const schedules::JobSpec& job,
+                                                              const schedules::LoweringTarget& target) {
+  std::string key;
+  for (const auto& [axis, value] : point.values) {
+    if (lowering_ignores(axis)) continue;
+    key += axis + '=';
+    if (const auto* s = std::get_if<std::string>(&value)) key += *s;
+    if (const auto* i = std::get_if<int64_t>(&value)) key += std::to_string(*i);
+    if (const auto* b = std::get_if<bool>(&value)) key += *b ? "true" : "false";
+    if (const auto* d = std::get_if<double>(&value)) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.17g", *d);
+      key += buf;
+    }
+    key += ';';
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "|%.17g|%d|", target.gpu_memory_bytes, target.check_memory ? 1 : 0);
+  key += buf + target.gpu_memory_holder;
+  for (size_t i = 0; i < schedules_.size(); ++i)
+    if (schedules_[i].first == key) {
+      auto hit = schedules_[i];
+      schedules_.erase(schedules_.begin() + static_cast<std::ptrdiff_t>(i));
+      schedules_.push_back(hit); // the newest last
+      return hit.second;
+    }
+  auto schedule = std::make_shared<const schedules::Schedule>(schedules::lower(job, target));
+  // a few recent schedules, at most about half a million ops in all (~60 MB)
+  size_t ops = 0;
+  for (const auto& prog : schedule->programs) ops += prog.ops.size();
+  for (const auto& [k, s] : schedules_)
+    for (const auto& prog : s->programs) ops += prog.ops.size();
+  while (!schedules_.empty() && (schedules_.size() >= 4 || ops > (size_t{1} << 19))) {
+    for (const auto& prog : schedules_.front().second->programs) ops -= prog.ops.size();
+    schedules_.erase(schedules_.begin());
+  }
+  schedules_.emplace_back(std::move(key), schedule);
+  return schedule;
 }
 Evaluator::~Evaluator() = default;
 
@@ -279,11 +330,13 @@ std::shared_ptr<const topology::Fabric> Evaluator::fabric_for(const std::string&
     return nullptr;
   }
   if (fabric_order_.size() >= 4) {
+    routes_.erase(fabrics_.at(fabric_order_.front()).get());
     fabrics_.erase(fabric_order_.front());
     fabric_order_.erase(fabric_order_.begin());
   }
   fabrics_[key] = fabric;
   fabric_order_.push_back(key);
+  routes_[fabric.get()] = sim::make_shared_routes();
   return fabric;
 }
 
@@ -348,6 +401,10 @@ PointResult Evaluator::run(const Point& point, bool flow) {
       config::parse_placement(str(point, "placement") ? *str(point, "placement") : spec_.placement, "placement");
   setup.seed = num(point, "seed") ? static_cast<uint64_t>(*num(point, "seed")) : spec_.seed;
   setup.sim.mode = flow ? sim::SimMode::Flow : sim::SimMode::Analytic;
+  if (!sim::per_op_forced()) setup.sim.shared_routes = routes_.at(fabric.get());
+  setup.sim.per_rank = false; // a point stores no per-rank figure
+  if (share_schedules_)
+    setup.lowered = [this, &point, &job](const schedules::LoweringTarget& t) { return lowered(point, job, t); };
   std::unique_ptr<const config::Scenario> scenario;
   try {
     scenario = std::make_unique<const config::Scenario>(setup);

@@ -20,9 +20,14 @@ struct ClusterSpec;
 } // namespace twinscale::topology
 namespace twinscale::schedules {
 struct JobSpec;
-}
+struct Schedule;
+struct LoweringTarget;
+} // namespace twinscale::schedules
 namespace twinscale::config {
 struct ClusterFile;
+}
+namespace twinscale::sim::detail {
+struct RouteMemo;
 }
 
 namespace twinscale::study {
@@ -76,11 +81,23 @@ private:
   /// The cluster preset or file `name`, read once per study.
   std::shared_ptr<const config::ClusterFile> cluster_file(const std::string& name, int64_t point_id);
   void run_campaign(const Point& point, const schedules::JobSpec& job, int64_t gpus_per_node, PointResult& r) const;
+  /// The point's job lowered against `target`: from the cache of recent schedules when a
+  /// point with the same lowering inputs (every axis but those of the cluster, placement
+  /// and campaign, and the target) lowered it, else lowered now and kept.
+  std::shared_ptr<const schedules::Schedule> lowered(const Point& point, const schedules::JobSpec& job,
+                                                     const schedules::LoweringTarget& target);
   const StudySpec spec_;
   std::shared_ptr<const void> campaign_inputs_; // fault model + recovery policy (campaign studies)
   std::map<std::string, std::shared_ptr<const config::ClusterFile>> clusters_; // each file read once
   std::map<std::string, std::shared_ptr<const topology::Fabric>> fabrics_;     // a few recent fabrics
   std::vector<std::string> fabric_order_;
+  /// Routed flows of each fabric in fabrics_, kept from point to point (sim::SimOptions::
+  /// shared_routes) and dropped with their fabric.
+  std::map<const topology::Fabric*, std::shared_ptr<sim::detail::RouteMemo>> routes_;
+  /// Recent schedules by lowering key (lowered()), the newest last; used only when the
+  /// study varies an axis lowering does not read (otherwise no two points share one).
+  bool share_schedules_ = false;
+  std::vector<std::pair<std::string, std::shared_ptr<const schedules::Schedule>>> schedules_;
 };
 
 } // namespace twinscale::study

@@ -46,13 +46,17 @@ Dims Dims::of(const JobSpec& job) {
 }
 
 uint32_t ProgramBuilder::add(Op op, std::string_view name, std::initializer_list<uint32_t> deps) {
-  return add(op, name, std::vector<uint32_t>(deps));
+  return add_op(op, name, std::span<const uint32_t>(deps.begin(), deps.size()));
 }
 
 uint32_t ProgramBuilder::add(Op op, std::string_view name, const std::vector<uint32_t>& deps) {
+  return add_op(op, name, deps);
+}
+
+uint32_t ProgramBuilder::add_op(Op op, std::string_view name, std::span<const uint32_t> deps) {
   const auto index = static_cast<uint32_t>(program_.ops.size());
-  std::vector<uint32_t> all;
-  all.reserve(deps.size() + pending_.size());
+  std::vector<uint32_t>& all = scratch_deps_;
+  all.clear();
   for (uint32_t d : deps)
     if (d != kNoOp) all.push_back(d);
   const bool is_compute = !op.is_communication();

@@ -3,9 +3,10 @@
 
 #include <cstdint>
 #include <initializer_list>
-#include <map>
+#include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "schedules/job.hpp"
@@ -22,7 +23,11 @@ public:
   std::vector<std::string> take() { return std::move(names_); }
 
 private:
-  std::map<std::string, uint32_t, std::less<>> index_;
+  struct Hash { // heterogeneous: looks a string_view up without building a string
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, uint32_t, Hash, std::equal_to<>> index_;
   std::vector<std::string> names_;
 };
 
@@ -92,9 +97,12 @@ public:
   Program take() { return std::move(program_); }
 
 private:
+  uint32_t add_op(Op op, std::string_view name, std::span<const uint32_t> deps);
+
   NameTable* names_;
   Program program_;
   std::vector<uint32_t> pending_;
+  std::vector<uint32_t> scratch_deps_; // add_op's dependency list, reused
   uint32_t last_compute_ = kNoOp;
 };
 

@@ -29,13 +29,16 @@ CollectivePlan CollectiveTasks::plan(OpKind kind, double bytes, const std::vecto
   CollectivePlan p = plan_collective(kind, where, bytes, options_.all_reduce_algorithm, options_.channels);
   if (p.phases.empty() || !options_.nccl.model_protocols) return p;
   const auto n = static_cast<int64_t>(gpus.size());
-  auto key =
-      std::make_tuple(static_cast<int>(kind) * 2 + (p.algorithm == CollectiveAlgorithm::Tree ? 1 : 0), bytes, gpus);
-  auto it = tuned_.find(key);
+  int64_t bits = 0;
+  static_assert(sizeof bits == sizeof bytes);
+  __builtin_memcpy(&bits, &bytes, sizeof bits); // equal keys: the same bytes, bit for bit
+  key_.assign({static_cast<int64_t>(kind) * 2 + (p.algorithm == CollectiveAlgorithm::Tree ? 1 : 0), bits});
+  key_.insert(key_.end(), gpus.begin(), gpus.end());
+  auto it = tuned_.find(key_);
   if (it == tuned_.end()) {
     const CollectiveShape shape = collective_shape(p, kind, n);
     const ProtocolCost cost = choose_protocol(options_.nccl, shape, bytes, simple_busbw(p, kind, bytes, gpus));
-    it = tuned_.emplace(key, std::make_pair(cost, protocol_latency_s(options_.nccl, shape, cost))).first;
+    it = tuned_.emplace(key_, std::make_pair(cost, protocol_latency_s(options_.nccl, shape, cost))).first;
   }
   apply_protocol(p, it->second.first, it->second.second);
   return p;

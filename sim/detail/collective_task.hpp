@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "sim/collective_algorithms.hpp"
@@ -47,7 +48,10 @@ private:
   const SimOptions& options_;
   /// Tuner decisions by (kind and algorithm, bytes, GPUs): plans are cheap, the busbw
   /// estimate routes every transfer.
-  mutable std::map<std::tuple<int, double, std::vector<int64_t>>, std::pair<ProtocolCost, double>> tuned_;
+  /// Keyed by {kind·2 + tree, the bytes' bits, GPUs…}; looked up through key_ (no
+  /// allocation when it hits).
+  mutable std::unordered_map<std::vector<int64_t>, std::pair<ProtocolCost, double>, RouteKeyHash> tuned_;
+  mutable std::vector<int64_t> key_;
 };
 
 } // namespace twinscale::sim::detail

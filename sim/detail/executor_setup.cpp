@@ -24,11 +24,22 @@ namespace {
 /// Op::priority of each op as its rank among the program's distinct priorities (only
 /// their order matters).
 std::vector<uint16_t> priority_ranks(const schedules::Program& p, size_t program_id) {
+  // the distinct priorities, sorted: programs use a few, so each new one is inserted in
+  // place (no sort of every op's); past 64 the plain sort of all of them
   std::vector<int32_t> distinct;
-  distinct.reserve(p.ops.size());
-  for (const Op& op : p.ops) distinct.push_back(op.priority);
-  std::sort(distinct.begin(), distinct.end());
-  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  for (const Op& op : p.ops) {
+    auto it = std::lower_bound(distinct.begin(), distinct.end(), op.priority);
+    if (it != distinct.end() && *it == op.priority) continue;
+    if (distinct.size() == 64) {
+      distinct.clear();
+      distinct.reserve(p.ops.size());
+      for (const Op& o : p.ops) distinct.push_back(o.priority);
+      std::sort(distinct.begin(), distinct.end());
+      distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+      break;
+    }
+    distinct.insert(it, op.priority);
+  }
   if (distinct.size() > UINT16_MAX + size_t{1})
     throw ScheduleError("program " + std::to_string(program_id) + ": " + std::to_string(distinct.size()) +
                         " distinct op priorities (at most 65536)");

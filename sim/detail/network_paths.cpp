@@ -64,8 +64,25 @@ void NetworkPaths::degrade_link(uint32_t link, double factor) {
   TWINSCALE_ASSERT(link < link_bw_.size() && factor > 0 && factor <= 1, "degrade_link: bad link or factor");
   link_bw_[link] = nominal_bw_[link] * factor;
   degraded_ = true;
-  flows_cache_.clear(); // rates change
-  flows_cache_words_ = 0;
+  routes_ = &own_routes_; // a shared memo holds nominal rates
+  own_routes_.clear();    // rates change
+}
+
+void NetworkPaths::share_routes(RouteMemo& memo) {
+  if (degraded_ || windows_) return;
+  const bool same = memo.fabric == &fabric_ && memo.links == fabric_.links().size() && memo.gpus == fabric_.gpus() &&
+                    memo.seed == seed_ && memo.policy == policy_ && memo.pxn == pxn_ && memo.link_bw == link_bw_;
+  if (!same) {
+    memo.clear();
+    memo.fabric = &fabric_;
+    memo.links = fabric_.links().size();
+    memo.gpus = fabric_.gpus();
+    memo.seed = seed_;
+    memo.policy = policy_;
+    memo.pxn = pxn_;
+    memo.link_bw = link_bw_;
+  }
+  routes_ = &memo;
 }
 
 int64_t NetworkPaths::pxn_proxy(int64_t src, int64_t dst) const {
@@ -97,7 +114,7 @@ double NetworkPaths::path_latency_s(int64_t src, int64_t dst, uint32_t channel) 
   return lat;
 }
 
-size_t NetworkPaths::KeyHash::operator()(const std::vector<int64_t>& k) const {
+size_t RouteKeyHash::operator()(const std::vector<int64_t>& k) const {
   uint64_t h = 1469598103934665603ull; // FNV-1a over the words
   for (int64_t w : k) h = (h ^ static_cast<uint64_t>(w)) * 1099511628211ull;
   return static_cast<size_t>(h);
@@ -159,7 +176,7 @@ NetworkPaths::phase_flows(const std::vector<PhaseTransfer>& transfers,
     std::sort(group_order_.begin(), group_order_.end(),
               [&](uint32_t a, uint32_t b) { return gpu_groups[a] < gpu_groups[b]; });
   for (uint32_t i : group_order_) key_group(gpu_groups[i], key_);
-  if (auto it = flows_cache_.find(key_); it != flows_cache_.end()) return it->second;
+  if (auto it = routes_->flows.find(key_); it != routes_->flows.end()) return it->second;
   std::vector<FlowCost> flows;
   route_flows(transfers, gpu_groups, flows);
   // keep the flows no other dominates: by latency down, rate up, each whose rate is
@@ -176,13 +193,13 @@ NetworkPaths::phase_flows(const std::vector<PhaseTransfer>& transfers,
     }
   const size_t value_words = 2 * front.size();
   constexpr size_t kMaxWords = size_t{32} << 20; // 256 MiB of keys and flows
-  return insert_bounded(flows_cache_, flows_cache_words_, kMaxWords, key_, std::move(front), value_words);
+  return insert_bounded(routes_->flows, routes_->words, kMaxWords, key_, std::move(front), value_words);
 }
 
 double NetworkPaths::closed_form_s(const CollectivePlan& plan, const std::vector<std::vector<int64_t>>& gpu_groups,
                                    bool with_latency, bool reuse_routes) const {
   // symmetric images (several groups) share their routed flows unless a link is degraded
-  const bool cached = reuse_routes || (gpu_groups.size() > 1 && !degraded_);
+  const bool cached = reuse_routes || (gpu_groups.size() > 1 && !degraded_) || routes_ != &own_routes_;
   double total = 0;
   for (const auto& phase : plan.phases) {
     const double bytes = phase.bytes_per_step;

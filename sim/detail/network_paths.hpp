@@ -43,6 +43,37 @@ const Value& insert_bounded(Map& cache, size_t& words, size_t max_words, const s
 
 class DegradationWindows;
 
+/// One flow of a phase as the closed form sees it: its path latency and its rate.
+struct RouteFlowCost {
+  double latency;
+  double rate;
+};
+struct RouteKeyHash {
+  size_t operator()(const std::vector<int64_t>& k) const;
+};
+
+/// The routed flows of closed forms by (transfers, groups) (NetworkPaths::phase_flows),
+/// and what they were routed under. A NetworkPaths keeps its own; one may also outlive
+/// it and serve the next NetworkPaths on the same fabric with the same routing and link
+/// bandwidths (sim::SharedRoutes: the points of a sweep), which then reuses the routes
+/// instead of routing them again. A change of any of those empties it first.
+struct RouteMemo {
+  std::unordered_map<std::vector<int64_t>, std::vector<RouteFlowCost>, RouteKeyHash> flows;
+  size_t words = 0; // keys' and values' 8-byte words, bounded
+  // what the flows hold for (a shared memo): fabric, ECMP salt and policy, PXN, link bandwidths
+  const topology::Fabric* fabric = nullptr;
+  size_t links = 0;
+  int64_t gpus = 0;
+  uint64_t seed = 0;
+  topology::EcmpPolicy policy{};
+  bool pxn = false;
+  std::vector<double> link_bw;
+  void clear() {
+    flows.clear();
+    words = 0;
+  }
+};
+
 class NetworkPaths {
 public:
   NetworkPaths(const topology::Fabric& fabric, uint64_t seed, topology::EcmpPolicy policy, double nvlink_efficiency,
@@ -67,7 +98,10 @@ public:
   /// Closed forms of ops that may cross a window's edge come from it, not from
   /// closed_form_s/p2p_s.
   const DegradationWindows* windows() const { return windows_.get(); }
-  void set_windows(std::shared_ptr<const DegradationWindows> windows) { windows_ = std::move(windows); }
+  void set_windows(std::shared_ptr<const DegradationWindows> windows) {
+    windows_ = std::move(windows);
+    routes_ = &own_routes_; // shared routes only for runs without windows
+  }
   /// Latency of crossing `link` in one direction: its cable latency plus the switch
   /// latency (SwitchSpec::latency_s, cut-through) when the far end is a switch.
   double hop_latency_s(uint32_t link, bool up) const { return (up ? lat_up_ : lat_down_)[link]; }
@@ -97,15 +131,18 @@ public:
   /// One point-to-point transfer on an otherwise idle fabric.
   double p2p_s(int64_t src_gpu, int64_t dst_gpu, double bytes, int channels) const;
 
+  /// Keeps routed flows in `memo` instead of this object's own cache, so that they serve
+  /// later simulations on the same fabric (memo is emptied first unless it was filled
+  /// under this fabric, ECMP salt and policy, PXN and these link bandwidths). Call after
+  /// every set_nvlink_efficiency(); ignored once a link is degraded or with windows
+  /// (degrade_link() goes back to the own cache). With a shared memo single-group closed
+  /// forms read cached flows too: exact, since a phase's time is a max over flows that
+  /// grows with latency and falls with rate (both monotone under rounding), so the flows
+  /// other flows dominate never decide it.
+  void share_routes(RouteMemo& memo);
+
 private:
-  /// One flow of a phase as the closed form sees it: its path latency and its rate.
-  struct FlowCost {
-    double latency;
-    double rate;
-  };
-  struct KeyHash {
-    size_t operator()(const std::vector<int64_t>& k) const;
-  };
+  using FlowCost = RouteFlowCost;
   /// The flows of `transfers` run by every group of `gpu_groups`, routed and loaded,
   /// keeping only those no other flow dominates (one with at least its latency and at
   /// most its rate): the phase's time, a max over flows that grows with latency and
@@ -137,8 +174,8 @@ private:
   mutable std::vector<int64_t> key_;            // phase_flows' key, reused
   mutable std::vector<uint32_t> group_order_;   // phase_flows' canonical order of the groups
   mutable std::vector<FlowCost> scratch_flows_; // route_flows' output when not cached
-  mutable std::unordered_map<std::vector<int64_t>, std::vector<FlowCost>, KeyHash> flows_cache_;
-  mutable size_t flows_cache_words_ = 0; // keys' and values' 8-byte words, bounded
+  mutable RouteMemo own_routes_;
+  RouteMemo* routes_ = &own_routes_; // own_routes_ or a shared memo (share_routes)
 };
 
 } // namespace twinscale::sim::detail
