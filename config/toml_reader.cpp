@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "common/did_you_mean.hpp"
 #include "config/presets.hpp"
 #include "schedules/input_file.hpp"
 
@@ -19,22 +20,6 @@ std::string TableReader::full_key(std::string_view key) const {
 
 void TableReader::fail(std::string_view key, const std::string& why) const {
   throw ConfigError(file_ + ": key '" + full_key(key) + "' " + why);
-}
-
-// Levenshtein distance, for "did you mean" hints on misspelt keys.
-static size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
 }
 
 void TableReader::fail_missing(std::string_view key, const std::string& what) const {
