@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/did_you_mean.hpp"
 #include "config/key_table_reader.hpp"
 #include "config/presets.hpp"
 #include "config/toml_reader.hpp"
@@ -67,6 +68,60 @@ void apply_software(const std::string& ref, const std::string& job_file, const s
 }
 } // namespace
 
+namespace {
+/// " Did you mean 'parallel.tp'?": job keys ending in `key` ("tp" → parallel.tp,
+/// schedule.overlap.tp), else the nearest within two edits; "" when none.
+std::string job_key_hint(const std::string& key) {
+  std::vector<std::string> keys, ending;
+  for (const s::JobKey& f : s::job_keys()) {
+    if (f.key.empty()) continue;
+    keys.push_back(f.key);
+    if (f.key.size() > key.size() && f.key.ends_with("." + key)) ending.push_back(f.key);
+  }
+  if (ending.empty())
+    if (std::string near = nearest_name(key, keys); !near.empty()) ending.push_back(near);
+  std::string out;
+  for (const auto& k : ending) out += (out.empty() ? "; did you mean '" : "' or '") + k;
+  return out.empty() ? out : out + "'?";
+}
+
+/// The job's --set overrides checked against the key table: the key must be a key of job
+/// files, a key that takes text reads a bare VALUE as text, and VALUE must be of the key's
+/// type (its range is checked as the file's own keys are). A key below a key that holds a
+/// value is left to apply_key_overrides, which names it.
+std::vector<KeyOverride> checked_job_overrides(const std::vector<KeyOverride>& set) {
+  std::vector<KeyOverride> out;
+  for (KeyOverride o : set) {
+    const std::string key = o.key();
+    const s::JobKey* f = s::find_job_key(key);
+    if (f == nullptr) {
+      bool below_value = false;
+      for (size_t dot = key.find('.'); dot != std::string::npos && !below_value; dot = key.find('.', dot + 1))
+        below_value = s::find_job_key(key.substr(0, dot)) != nullptr;
+      if (!below_value)
+        throw ConfigError("--set " + o.text + ": unknown key '" + key + "'" + job_key_hint(key) +
+                          " (docs/keys.md lists every job key)");
+      out.push_back(std::move(o));
+      continue;
+    }
+    o.takes_text = f->type == KeyType::String || (f->type == KeyType::Name && !f->accepts_bool);
+    const toml::table v = override_value(o);
+    const toml::node& n = *v.get("v");
+    bool fits = false;
+    switch (f->type) {
+    case KeyType::Integer: fits = n.is_integer(); break;
+    case KeyType::Number: fits = n.is_number(); break;
+    case KeyType::Boolean: fits = n.is_boolean(); break;
+    case KeyType::String:
+    case KeyType::Name: fits = n.is_string() || (f->accepts_bool && n.is_boolean()); break;
+    }
+    if (!fits) throw ConfigError("--set " + o.text + ": key '" + key + "' takes " + key_range_text(*f));
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+} // namespace
+
 std::string JobEdits::note() const {
   std::vector<std::string> parts;
   if (gpus) parts.push_back("--gpus " + std::to_string(*gpus));
@@ -78,7 +133,7 @@ std::string JobEdits::note() const {
 }
 
 void JobEdits::apply(toml::table& doc) const {
-  apply_key_overrides(doc, set);
+  apply_key_overrides(doc, checked_job_overrides(set));
   if (gpus) {
     doc.insert_or_assign("gpus", *gpus);
     if (toml::table* par = doc["parallel"].as_table()) par->erase("dp"); // re-derived from gpus
