@@ -158,7 +158,8 @@ void parallel_keys(std::vector<JobKey>& k) {
   k.push_back(member<J, &J::parallel, &P::cp>("parallel.cp")
                   .range(1, 1024)
                   .json_unless_default()
-                  .says("context parallel (ring attention): seq_len / cp tokens per rank; rank order tp-cp-dp-pp"));
+                  .says("context parallel (ring attention): seq_len / cp tokens per rank (seq_len % 2·cp = 0); rank "
+                        "order tp-cp-dp-pp; dense attention and MLPs only"));
   k.push_back(choice<J, &J::parallel, &P::ep_a2a>("parallel.ep_a2a", kEpAllToAllNames)
                   .json_unless_default()
                   .says("MoE dispatch/combine all-to-all; hierarchical: inside each NVLink domain of ep_node "
@@ -177,7 +178,8 @@ void parallel_keys(std::vector<JobKey>& k) {
                         "domains; 0 = unlimited"));
   k.push_back(member<J, &J::parallel, &P::first_stage_layers>("parallel.first_stage_layers")
                   .range(0)
-                  .says("layers of the first virtual pipeline stage; 0 = an even split"));
+                  .says("layers of the first virtual pipeline stage (Megatron's decoder_first_pipeline_num_layers); "
+                        "0 = an even split"));
   k.push_back(member<J, &J::parallel, &P::last_stage_layers>("parallel.last_stage_layers")
                   .range(0)
                   .says("layers of the last virtual pipeline stage; 0 = an even split"));
@@ -190,7 +192,7 @@ void parallel_keys(std::vector<JobKey>& k) {
   k.push_back(member<J, &J::parallel, &P::zero_stage>("parallel.zero_stage")
                   .range(0, 3)
                   .in_json_always_present()
-                  .says("0 all-reduce, 1 distributed optimizer, 2 per-chunk all-gather/reduce-scatter, "
+                  .says("0 all-reduce, 1 distributed optimizer, 2 per-chunk all-gather/reduce-scatter (MegaScale), "
                         "3 ZeRO-3/FSDP (parameters gathered per layer)"));
   k.push_back(member<J, &J::parallel, &P::micro_batch>("parallel.micro_batch")
                   .range(1)
@@ -266,7 +268,8 @@ void schedule_keys(std::vector<JobKey>& k) {
                   .range(0, 8)
                   .in("layers")
                   .stack_fact()
-                  .says("ZeRO-3: layers whose parameter all-gather is issued ahead of the layer computing"));
+                  .says("ZeRO-3: layers whose parameter all-gather is issued ahead of the layer computing (0: "
+                        "each blocks)"));
   k.push_back(member<J, &J::options, &S::fsdp_copy_out>("schedule.fsdp_copy_out")
                   .stack_fact()
                   .json_unless_default()
@@ -290,8 +293,8 @@ void schedule_keys(std::vector<JobKey>& k) {
                   .in("parameters")
                   .stack_fact()
                   .json_unless_default()
-                  .says("with overlap.dp, gradients reduced in buckets of about this many parameters; 0 = one "
-                        "reduction per chunk"));
+                  .says("with overlap.dp, gradients reduced in buckets of about this many parameters (1 = one "
+                        "bucket per layer); 0 = one reduction per chunk"));
 }
 
 void overlap_and_operator_keys(std::vector<JobKey>& k) {
@@ -324,7 +327,7 @@ void overlap_and_operator_keys(std::vector<JobKey>& k) {
                   .json_only_when(fp8)
                   .in_json_always_present()
                   .says("the transformer layers' GEMMs; fp8: Transformer Engine's delayed scaling (H100 and "
-                        "later)"));
+                        "later; the LM head stays BF16)"));
   k.push_back(choice<J, &J::options, &S::fp8_amax_reduction>("precision.fp8_amax_reduction", kFp8AmaxReductionNames)
                   .json_at("schedule.precision.fp8_amax_reduction")
                   .json_only_when(fp8)

@@ -238,15 +238,21 @@ void write_schedule_json(const Schedule& s, std::ostream& out) {
   out << "\n]}\n";
 }
 
-Schedule read_schedule_json(std::istream& in, const std::string& path) {
-  json doc;
+namespace {
+/// The JSON document of `in`; ScheduleError for bad syntax or a key stated twice.
+json parse_document(std::istream& in, const std::string& path) {
   try {
     DuplicateKeys duplicates(path);
-    doc = json::parse(
+    return json::parse(
         in, [&duplicates](int, json::parse_event_t event, json& parsed) { return duplicates(event, parsed); });
   } catch (const json::exception& e) { // parse_error, and out_of_range for 1e400
     throw ScheduleError(path + ": not valid JSON (" + e.what() + ")");
   }
+}
+} // namespace
+
+Schedule read_schedule_json(std::istream& in, const std::string& path) {
+  const json doc = parse_document(in, path);
   Reader r(path);
   if (!doc.is_object()) r.fail("$", "expected an object");
   r.only_keys(doc, "$",
