@@ -1,4 +1,5 @@
-// Job files: TOML → schedules::JobSpec. Every key is documented in job_file.cpp.
+// Job files: TOML → schedules::JobSpec. Every key is described in schedules/job_keys.cpp
+// (reference: docs/keys.md).
 #pragma once
 
 #include <cstdint>

@@ -34,20 +34,15 @@ KeyOverride parse_key_override(const std::string& text, const std::string& optio
   return o;
 }
 
-namespace {
-
-/// VALUE as a TOML value; text that is not one is a string.
-toml::table value_table(const KeyOverride& o) {
+toml::table override_value(const KeyOverride& o) {
   try {
-    return toml::parse("v = " + o.value);
-  } catch (const toml::parse_error&) {
-    toml::table t;
-    t.insert("v", o.value);
-    return t;
-  }
+    toml::table t = toml::parse("v = " + o.value);
+    if (!o.takes_text || t.get("v")->is_string()) return t;
+  } catch (const toml::parse_error&) {}
+  toml::table t;
+  t.insert("v", o.value);
+  return t;
 }
-
-} // namespace
 
 void apply_key_overrides(toml::table& doc, const std::vector<KeyOverride>& overrides, const std::string& option) {
   for (const KeyOverride& o : overrides) {
@@ -61,7 +56,7 @@ void apply_key_overrides(toml::table& doc, const std::vector<KeyOverride>& overr
         throw ConfigError(option + " " + o.text + ": key '" + walked + "' holds a value, not a table of keys");
       t = n->as_table();
     }
-    toml::table value = value_table(o);
+    toml::table value = override_value(o);
     t->insert_or_assign(o.path.back(), std::move(*value.get("v")));
   }
 }

@@ -17,6 +17,7 @@ struct KeyOverride {
   std::vector<std::string> path; ///< KEY split at its dots
   std::string value;             ///< VALUE as written
   std::string text;              ///< the whole KEY=VALUE, for messages
+  bool takes_text = false;       ///< the key takes text: a VALUE that is not a TOML string is text
   std::string key() const;       ///< the dotted KEY
 };
 
@@ -24,6 +25,10 @@ struct KeyOverride {
 /// otherwise (no '=', an empty key or key part, a key part with characters other than
 /// letters, digits, '_' and '-').
 KeyOverride parse_key_override(const std::string& text, const std::string& option = "--set");
+
+/// VALUE as a TOML value, in a table under the key "v" (text when it is not a TOML value,
+/// or when the key takes text and it is not a TOML string).
+toml::table override_value(const KeyOverride& o);
 
 /// Sets each override's key in `doc`, creating the tables on its path. A path through a
 /// key that holds a value (not a table) is a ConfigError naming `option`, the override

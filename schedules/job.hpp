@@ -1,5 +1,5 @@
 // The job description: model, parallelism, schedule options and the cluster it runs on.
-// Plain structs; parsing from TOML lives in config/job_file.cpp (each key documented there).
+// Plain structs. Each key of a job is described once in job_keys.cpp (reference: docs/keys.md).
 #pragma once
 
 #include <cstdint>
@@ -55,6 +55,17 @@ inline constexpr EnumNames<GemmPrecision, 2> kGemmPrecisionNames{
 enum class Fp8AmaxReduction : uint8_t { TpDp, Tp };
 inline constexpr EnumNames<Fp8AmaxReduction, 2> kFp8AmaxReductionNames{
     {{"tp-dp", Fp8AmaxReduction::TpDp}, {"tp", Fp8AmaxReduction::Tp}}};
+/// Activation recomputation as job files name it (schedule.recompute): none, the attention
+/// core only (ScheduleOptions::selective_recompute), every layer (ScheduleOptions::recompute)
+/// or every layer under torchtitan's per-op policy (recompute_saves_alternate_matmuls too).
+enum class RecomputeKind : uint8_t { None, Selective, Full, SelectiveOp };
+inline constexpr EnumNames<RecomputeKind, 4> kRecomputeKindNames{{{"none", RecomputeKind::None},
+                                                                   {"selective", RecomputeKind::Selective},
+                                                                   {"full", RecomputeKind::Full},
+                                                                   {"selective-op", RecomputeKind::SelectiveOp}}};
+/// Datatype of the DP gradient reduction (schedule.grad_reduce_dtype), as
+/// ScheduleOptions::grad_reduce_fp32.
+inline constexpr EnumNames<bool, 2> kGradReduceDtypeNames{{{"bf16", false}, {"fp32", true}}};
 
 struct ModelSpec {
   std::string name;

@@ -11,8 +11,10 @@
 #include <nlohmann/json.hpp>
 
 #include "schedules/check_job.hpp"
+#include "schedules/detail/key_json.hpp"
 #include "schedules/error.hpp"
 #include "schedules/input_file.hpp"
+#include "schedules/job_keys.hpp"
 #include "schedules/limits.hpp"
 
 namespace twinscale::schedules {
@@ -20,101 +22,8 @@ namespace twinscale::schedules {
 namespace {
 using nlohmann::json;
 
-json job_fields_json(const JobSpec& j) {
-  const auto& m = j.model;
-  const auto& p = j.parallel;
-  const auto& o = j.options;
-  return json{
-      {"name", j.name},
-      {"cluster", j.cluster},
-      {"model",
-       {{"layers", m.layers},
-        {"hidden", m.hidden},
-        {"heads", m.heads},
-        {"seq_len", m.seq_len},
-        {"vocab", m.vocab},
-        {"ffn_hidden", m.ffn_hidden},
-        {"block", enum_name(kBlockKindNames, m.block)},
-        {"attention", enum_name(kAttentionKindNames, m.attention)},
-        {"window", m.window},
-        {"kv_heads", m.kv_heads},
-        {"mlp", enum_name(kMlpKindNames, m.mlp)},
-        {"untied_embeddings", m.untied_embeddings},
-        {"norm", enum_name(kNormKindNames, m.norm)},
-        {"experts", m.experts},
-        {"top_k", m.top_k},
-        {"moe_ffn_hidden", m.moe_ffn_hidden},
-        {"capacity_factor", m.capacity_factor},
-        {"shared_experts", m.shared_experts},
-        {"moe_every", m.moe_every},
-        {"first_dense_layers", m.first_dense_layers},
-        {"routing", enum_name(kRoutingKindNames, m.routing)},
-        {"routing_alpha", m.routing_alpha},
-        {"routing_exponent", m.routing_exponent},
-        {"routing_seed", m.routing_seed}}},
-      {"parallel",
-       {{"tp", p.tp},
-        {"pp", p.pp},
-        {"vpp", p.vpp},
-        {"dp", p.dp},
-        {"ep", p.ep},
-        {"first_stage_layers", p.first_stage_layers},
-        {"last_stage_layers", p.last_stage_layers},
-        {"sequence_parallel", p.sequence_parallel},
-        {"pp_scatter_gather", p.pp_scatter_gather},
-        {"zero_stage", p.zero_stage},
-        {"micro_batch", p.micro_batch},
-        {"global_batch", p.global_batch}}},
-      {"schedule",
-       {{"pipeline", enum_name(kPipelineKindNames, o.pipeline)},
-        {"iterations", o.iterations},
-        {"optimizer", enum_name(kOptimizerKindNames, o.optimizer)},
-        {"recompute", o.recompute},
-        {"selective_recompute", o.selective_recompute},
-        {"grad_reduce_dtype", o.grad_reduce_fp32 ? "fp32" : "bf16"},
-        {"async_data_loading", o.async_data_loading},
-        {"grad_accumulation_fusion", o.grad_accumulation_fusion},
-        {"tp_async_allreduce", o.tp_async_allreduce},
-        {"fsdp_prefetch", o.fsdp_prefetch},
-        {"overlap",
-         {{"dp", o.overlap.dp}, {"pp", o.overlap.pp}, {"tp", o.overlap.tp}, {"tp_chunks", o.overlap.tp_chunks}}},
-        {"operators",
-         {{"flash_attention", o.operators.flash_attention},
-          {"fused_layernorm", o.operators.fused_layernorm},
-          {"fused_gelu", o.operators.fused_gelu}}}}}};
-}
-
-json job_json(const JobSpec& j) {
-  json out = job_fields_json(j);
-  // written only when used, so that files of jobs without them are unchanged
-  if (j.parallel.cp > 1) out["parallel"]["cp"] = j.parallel.cp;
-  if (j.parallel.etp > 0) out["parallel"]["etp"] = j.parallel.etp; // folded experts only
-  if (j.parallel.ep_a2a == EpAllToAll::Hierarchical) {
-    out["parallel"]["ep_a2a"] = enum_name(kEpAllToAllNames, j.parallel.ep_a2a);
-    out["parallel"]["ep_node"] = j.parallel.ep_node;
-    if (j.parallel.max_nodes_per_token > 0) out["parallel"]["max_nodes_per_token"] = j.parallel.max_nodes_per_token;
-  }
-  if (j.model.rotary) out["model"]["rotary"] = true;
-  // written only when not the default, so that files of earlier jobs are unchanged
-  if (j.model.dropout != ModelSpec{}.dropout) out["model"]["dropout"] = j.model.dropout;
-  if (!j.options.operators.fused_rope) out["schedule"]["operators"]["fused_rope"] = false;
-  if (!j.options.operators.fused_qkv) out["schedule"]["operators"]["fused_qkv"] = false;
-  if (j.options.fsdp_copy_out) out["schedule"]["fsdp_copy_out"] = true;
-  if (j.options.host_seconds_per_module > 0)
-    out["schedule"]["host_seconds_per_module"] = j.options.host_seconds_per_module;
-  if (j.options.host_seconds_per_fp8_module > 0)
-    out["schedule"]["host_seconds_per_fp8_module"] = j.options.host_seconds_per_fp8_module;
-  // written only when used, so that files of jobs without them are unchanged
-  if (!j.software.empty()) out["software"] = j.software;
-  if (j.options.dp_bucket_params > 0) out["schedule"]["dp_bucket_params"] = j.options.dp_bucket_params;
-  if (j.options.recompute_every > 1) out["schedule"]["recompute_every"] = j.options.recompute_every;
-  if (j.options.recompute_saves_alternate_matmuls) out["schedule"]["recompute_saves_alternate_matmuls"] = true;
-  if (j.options.fp8()) // written only when not the default, so BF16 schedules are unchanged
-    out["schedule"]["precision"] = {
-        {"gemm", enum_name(kGemmPrecisionNames, j.options.gemm_precision)},
-        {"fp8_amax_reduction", enum_name(kFp8AmaxReductionNames, j.options.fp8_amax_reduction)}};
-  return out;
-}
+// The job object: every key its table (job_keys.cpp) says to write.
+json job_json(const JobSpec& j) { return detail::keys_to_json(j, job_keys()); }
 
 json op_json(const Op& op, const Program& p) {
   json deps = json::array();
@@ -139,6 +48,55 @@ json op_json(const Op& op, const Program& p) {
 }
 
 // ---- reading ----
+/// A JSON parser callback that refuses an object stating a key twice (the parser would
+/// keep the last silently): ScheduleError naming the file, where and the key.
+class DuplicateKeys {
+public:
+  explicit DuplicateKeys(std::string path) : path_(std::move(path)) {}
+
+  bool operator()(json::parse_event_t event, const json& parsed) {
+    switch (event) {
+    case json::parse_event_t::object_start: frames_.push_back({false, {}, 0}); break;
+    case json::parse_event_t::array_start: frames_.push_back({true, {}, 0}); break;
+    case json::parse_event_t::key: {
+      const auto& key = parsed.get_ref<const std::string&>();
+      std::vector<std::string>& keys = frames_.back().keys;
+      if (std::find(keys.begin(), keys.end(), key) != keys.end())
+        throw ScheduleError(path_ + ": " + where() + "." + key + ": duplicate key \"" + key +
+                            "\" (an object states each key once)");
+      keys.push_back(key);
+      break;
+    }
+    case json::parse_event_t::object_end:
+    case json::parse_event_t::array_end:
+      frames_.pop_back();
+      element_done();
+      break;
+    case json::parse_event_t::value: element_done(); break;
+    }
+    return true;
+  }
+
+private:
+  struct Frame {
+    bool array;
+    std::vector<std::string> keys; // an object's keys so far
+    size_t index;                  // an array's elements so far
+  };
+  void element_done() {
+    if (!frames_.empty() && frames_.back().array) ++frames_.back().index;
+  }
+  /// The JSON path of the innermost open object.
+  std::string where() const {
+    std::string out = "$";
+    for (size_t i = 0; i + 1 < frames_.size(); ++i)
+      out += frames_[i].array ? "[" + std::to_string(frames_[i].index) + "]" : "." + frames_[i].keys.back();
+    return out;
+  }
+  std::string path_;
+  std::vector<Frame> frames_;
+};
+
 class Reader {
 public:
   explicit Reader(std::string path) : path_(std::move(path)) {}
@@ -186,126 +144,20 @@ public:
     return *v;
   }
 
-  template <class E, size_t N>
-  E get_choice(const json& obj, const char* key, const std::string& where, const EnumNames<E, N>& names) const {
-    const auto text = get<std::string>(obj, key, where);
-    if (const auto value = enum_from_name(names, text)) return *value;
-    fail(where + "." + key, "unknown value \"" + text + "\"; valid: " + enum_names_list(names));
-  }
-  template <class E>
-  E get_choice(const json& obj, const char* key, const std::string& where,
-               std::initializer_list<std::pair<std::string_view, E>> choices) const {
-    const auto text = get<std::string>(obj, key, where);
-    std::string valid;
-    for (auto& [n, v] : choices) {
-      if (n == text) return v;
-      valid += (valid.empty() ? "" : ", ") + std::string(n);
-    }
-    fail(where + "." + key, "unknown value \"" + text + "\"; valid: " + valid);
-  }
-
   JobSpec job(const json& j, const std::string& w) const {
     JobSpec out;
-    out.name = get<std::string>(j, "name", w);
-    out.cluster = get<std::string>(j, "cluster", w);
-    const json& m = at(j, "model", w);
-    const std::string mw = w + ".model";
+    detail::keys_from_json(j, w, job_sections(), job_keys(), out,
+                           [this](const std::string& where, const std::string& why) { fail(where, why); });
     out.model.name = out.name;
-    out.model.layers = get<int64_t>(m, "layers", mw);
-    out.model.hidden = get<int64_t>(m, "hidden", mw);
-    out.model.heads = get<int64_t>(m, "heads", mw);
-    out.model.seq_len = get<int64_t>(m, "seq_len", mw);
-    out.model.vocab = get<int64_t>(m, "vocab", mw);
-    out.model.ffn_hidden = get<int64_t>(m, "ffn_hidden", mw);
-    out.model.block = get_choice(m, "block", mw, kBlockKindNames);
-    out.model.attention = get_choice(m, "attention", mw, kAttentionKindNames);
-    out.model.window = get<int64_t>(m, "window", mw);
-    // Added later; absent in older files means the defaults.
-    if (m.contains("kv_heads")) out.model.kv_heads = get<int64_t>(m, "kv_heads", mw);
-    if (m.contains("mlp")) out.model.mlp = get_choice(m, "mlp", mw, kMlpKindNames);
-    if (m.contains("untied_embeddings")) out.model.untied_embeddings = get<bool>(m, "untied_embeddings", mw);
-    if (m.contains("rotary")) out.model.rotary = get<bool>(m, "rotary", mw);
-    if (m.contains("dropout")) out.model.dropout = get<double>(m, "dropout", mw);
-    // Added later; absent in older files means the defaults (dense, LayerNorm).
-    auto& md = out.model;
-    if (m.contains("norm")) md.norm = get_choice(m, "norm", mw, kNormKindNames);
-    if (m.contains("experts")) md.experts = get<int64_t>(m, "experts", mw);
-    if (m.contains("top_k")) md.top_k = get<int64_t>(m, "top_k", mw);
-    if (m.contains("moe_ffn_hidden")) md.moe_ffn_hidden = get<int64_t>(m, "moe_ffn_hidden", mw);
-    if (m.contains("capacity_factor")) md.capacity_factor = get<double>(m, "capacity_factor", mw);
-    if (m.contains("shared_experts")) md.shared_experts = get<int64_t>(m, "shared_experts", mw);
-    if (m.contains("moe_every")) md.moe_every = get<int64_t>(m, "moe_every", mw);
-    if (m.contains("first_dense_layers")) md.first_dense_layers = get<int64_t>(m, "first_dense_layers", mw);
-    if (m.contains("routing")) md.routing = get_choice(m, "routing", mw, kRoutingKindNames);
-    if (m.contains("routing_alpha")) md.routing_alpha = get<double>(m, "routing_alpha", mw);
-    if (m.contains("routing_exponent")) md.routing_exponent = get<double>(m, "routing_exponent", mw);
-    if (m.contains("routing_seed")) md.routing_seed = get<int64_t>(m, "routing_seed", mw);
-    const json& p = at(j, "parallel", w);
-    const std::string pw = w + ".parallel";
-    auto& par = out.parallel;
-    par.tp = get<int64_t>(p, "tp", pw);
-    par.pp = get<int64_t>(p, "pp", pw);
-    par.vpp = get<int64_t>(p, "vpp", pw);
-    par.dp = get<int64_t>(p, "dp", pw);
-    if (p.contains("ep")) par.ep = get<int64_t>(p, "ep", pw);
-    if (p.contains("cp")) par.cp = get<int64_t>(p, "cp", pw);
-    if (p.contains("ep_a2a")) // absent means the flat all-to-all
-      par.ep_a2a = get_choice(p, "ep_a2a", pw, kEpAllToAllNames);
-    if (p.contains("ep_node")) par.ep_node = get<int64_t>(p, "ep_node", pw);
-    if (p.contains("etp")) par.etp = get<int64_t>(p, "etp", pw); // absent: unfolded experts
-    if (p.contains("max_nodes_per_token")) par.max_nodes_per_token = get<int64_t>(p, "max_nodes_per_token", pw);
-    if (p.contains("first_stage_layers")) par.first_stage_layers = get<int64_t>(p, "first_stage_layers", pw);
-    if (p.contains("last_stage_layers")) par.last_stage_layers = get<int64_t>(p, "last_stage_layers", pw);
-    par.sequence_parallel = get<bool>(p, "sequence_parallel", pw);
-    // Added later; absent in older files means off.
-    par.pp_scatter_gather = p.contains("pp_scatter_gather") && get<bool>(p, "pp_scatter_gather", pw);
-    par.zero_stage = get<int64_t>(p, "zero_stage", pw);
-    par.micro_batch = get<int64_t>(p, "micro_batch", pw);
-    par.global_batch = get<int64_t>(p, "global_batch", pw);
-    const json& s = at(j, "schedule", w);
-    const std::string sw = w + ".schedule";
-    auto& o = out.options;
-    o.pipeline = get_choice(s, "pipeline", sw, kPipelineKindNames);
-    o.iterations = get<int64_t>(s, "iterations", sw);
-    o.optimizer = get_choice(s, "optimizer", sw, kOptimizerKindNames);
-    o.recompute = get<bool>(s, "recompute", sw);
-    // Added later; absent in older files means off.
-    o.selective_recompute = s.contains("selective_recompute") && get<bool>(s, "selective_recompute", sw);
-    o.grad_reduce_fp32 = s.contains("grad_reduce_dtype") &&
-                         get_choice<bool>(s, "grad_reduce_dtype", sw, {{"bf16", false}, {"fp32", true}});
-    o.async_data_loading = get<bool>(s, "async_data_loading", sw);
-    // Added later; absent in older files means on (the default).
-    o.grad_accumulation_fusion =
-        !s.contains("grad_accumulation_fusion") || get<bool>(s, "grad_accumulation_fusion", sw);
-    o.tp_async_allreduce = !s.contains("tp_async_allreduce") || get<bool>(s, "tp_async_allreduce", sw);
-    if (s.contains("fsdp_prefetch")) o.fsdp_prefetch = get<int64_t>(s, "fsdp_prefetch", sw);
-    if (s.contains("dp_bucket_params")) o.dp_bucket_params = get<int64_t>(s, "dp_bucket_params", sw);
-    if (s.contains("recompute_every")) o.recompute_every = get<int64_t>(s, "recompute_every", sw);
-    o.recompute_saves_alternate_matmuls =
-        s.contains("recompute_saves_alternate_matmuls") && get<bool>(s, "recompute_saves_alternate_matmuls", sw);
-    if (j.contains("software")) out.software = get<std::string>(j, "software", w);
-    const json& ov = at(s, "overlap", sw);
-    o.overlap.dp = get<bool>(ov, "dp", sw + ".overlap");
-    o.overlap.pp = get<bool>(ov, "pp", sw + ".overlap");
-    o.overlap.tp = get<bool>(ov, "tp", sw + ".overlap");
-    o.overlap.tp_chunks = get<int64_t>(ov, "tp_chunks", sw + ".overlap");
-    const json& op = at(s, "operators", sw);
-    o.operators.flash_attention = get<bool>(op, "flash_attention", sw + ".operators");
-    o.operators.fused_layernorm = get<bool>(op, "fused_layernorm", sw + ".operators");
-    o.operators.fused_gelu = get<bool>(op, "fused_gelu", sw + ".operators");
-    if (op.contains("fused_rope")) o.operators.fused_rope = get<bool>(op, "fused_rope", sw + ".operators");
-    if (op.contains("fused_qkv")) o.operators.fused_qkv = get<bool>(op, "fused_qkv", sw + ".operators");
-    if (s.contains("fsdp_copy_out")) o.fsdp_copy_out = get<bool>(s, "fsdp_copy_out", sw);
-    if (s.contains("host_seconds_per_module"))
-      o.host_seconds_per_module = get<double>(s, "host_seconds_per_module", sw);
-    if (s.contains("host_seconds_per_fp8_module"))
-      o.host_seconds_per_fp8_module = get<double>(s, "host_seconds_per_fp8_module", sw);
-    if (s.contains("precision")) { // absent means BF16 GEMMs
-      const json& pr = at(s, "precision", sw);
-      o.gemm_precision = get_choice(pr, "gemm", sw + ".precision", kGemmPrecisionNames);
-      o.fp8_amax_reduction = get_choice(pr, "fp8_amax_reduction", sw + ".precision", kFp8AmaxReductionNames);
-    }
     return out;
+  }
+
+  /// Fails naming the first member of the object `obj` that is not in `known`.
+  void only_keys(const json& obj, const std::string& where, const std::vector<std::string>& known) const {
+    for (const auto& [k, v] : obj.items())
+      if (std::find(known.begin(), known.end(), k) == known.end())
+        detail::refuse_unknown_keys(obj, where, known,
+                                    [this](const std::string& at, const std::string& why) { fail(at, why); });
   }
 
   Op op(const json& j, const std::string& w, Program& prog, size_t index, size_t names) const {
@@ -350,6 +202,10 @@ public:
         fail(dw, "op " + std::to_string(d) + " is not an earlier op (this is op " + std::to_string(index) + ")");
       prog.deps.push_back(static_cast<uint32_t>(d));
     }
+    static const std::vector<std::string> kOpKeys = {"kind",  "kernel", "stream", "dtype", "group",     "priority",
+                                                     "peer",  "flops",  "bytes",  "shape", "iteration", "micro_batch",
+                                                     "chunk", "layer",  "phase",  "name",  "deps"};
+    only_keys(j, w, kOpKeys);
     return o;
   }
 
@@ -382,15 +238,26 @@ void write_schedule_json(const Schedule& s, std::ostream& out) {
   out << "\n]}\n";
 }
 
-Schedule read_schedule_json(std::istream& in, const std::string& path) {
-  json doc;
+namespace {
+/// The JSON document of `in`; ScheduleError for bad syntax or a key stated twice.
+json parse_document(std::istream& in, const std::string& path) {
   try {
-    doc = json::parse(in);
+    DuplicateKeys duplicates(path);
+    return json::parse(
+        in, [&duplicates](int, json::parse_event_t event, json& parsed) { return duplicates(event, parsed); });
   } catch (const json::exception& e) { // parse_error, and out_of_range for 1e400
     throw ScheduleError(path + ": not valid JSON (" + e.what() + ")");
   }
+}
+} // namespace
+
+Schedule read_schedule_json(std::istream& in, const std::string& path) {
+  const json doc = parse_document(in, path);
   Reader r(path);
   if (!doc.is_object()) r.fail("$", "expected an object");
+  r.only_keys(doc, "$",
+              {"format", "format_version", "job", "layout", "model_flops_per_iteration", "memory_by_stage", "names",
+               "program_of_rank", "programs"});
   if (r.get<std::string>(doc, "format", "$") != "twinscale-schedule")
     r.fail("$.format", "expected \"twinscale-schedule\"");
   const int version = r.get<int>(doc, "format_version", "$");
@@ -404,6 +271,7 @@ Schedule read_schedule_json(std::istream& in, const std::string& path) {
   s.layout.tp = r.get<int64_t>(L, "tp", "$.layout");
   s.layout.dp = r.get<int64_t>(L, "dp", "$.layout");
   s.layout.pp = r.get<int64_t>(L, "pp", "$.layout");
+  r.only_keys(L, "$.layout", {"tp", "dp", "pp"});
   try {
     check_layout_sizes(s.layout.tp, s.layout.dp, s.layout.pp, "layout");
   } catch (const JobError& e) {
@@ -439,6 +307,7 @@ Schedule read_schedule_json(std::istream& in, const std::string& path) {
     m.gradients_bytes = r.get<double>(mem[i], "gradients_bytes", w);
     m.optimizer_bytes = r.get<double>(mem[i], "optimizer_bytes", w);
     m.activations_bytes = r.get<double>(mem[i], "activations_bytes", w);
+    r.only_keys(mem[i], w, {"parameters_bytes", "gradients_bytes", "optimizer_bytes", "activations_bytes"});
     s.memory_by_stage.push_back(m);
   }
   const json& names = r.at(doc, "names", "$");
@@ -453,6 +322,7 @@ Schedule read_schedule_json(std::istream& in, const std::string& path) {
     const std::string pw = "$.programs[" + std::to_string(p) + "]";
     const json& ops = r.at(programs[p], "ops", pw);
     if (!ops.is_array()) r.fail(pw + ".ops", "expected an array");
+    r.only_keys(programs[p], pw, {"ops"});
     if (static_cast<int64_t>(ops.size()) > kMaxOpsPerProgram)
       r.fail(pw + ".ops", "more than 2^31 ops (op indices are 32-bit)");
     Program prog;

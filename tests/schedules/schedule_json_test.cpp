@@ -79,3 +79,34 @@ TEST_CASE("schedule JSON errors name the file and the JSON path", "[schedules][j
                     Catch::Contains("$.program_of_rank[0]"));
   CHECK_THROWS_WITH(from_json("{\"format\": 3"), Catch::Contains("s.json") && Catch::Contains("JSON"));
 }
+
+TEST_CASE("schedule JSON refuses unknown and duplicate keys, naming them", "[schedules][json]") {
+  const std::string text = to_json(lower(config::load_job_preset("tiny-1f1b")));
+  // a misspelt job key: did-you-mean from the job's key table
+  CHECK_THROWS_WITH(from_json(replace_first(text, "\"tp\":2,\"vpp\"", "\"tpp\":2,\"tp\":2,\"vpp\"")),
+                    Catch::Contains("$.job.parallel.tpp") && Catch::Contains("unknown key") &&
+                        Catch::Contains("did you mean \"tp\"?"));
+  CHECK_THROWS_WITH(from_json(replace_first(text, "\"kind\":\"elementwise\"", "\"kind\":\"elementwise\",\"knid\":1")),
+                    Catch::Contains("$.programs[0].ops[0].knid") && Catch::Contains("did you mean \"kind\"?"));
+  CHECK_THROWS_WITH(from_json(replace_first(text, "\"format\":", "\"formats\":1,\"format\":")),
+                    Catch::Contains("$.formats") && Catch::Contains("unknown key"));
+  // a key stated twice would otherwise be read as its last value, silently
+  CHECK_THROWS_WITH(from_json(replace_first(text, "\"tp\":2,\"vpp\"", "\"tp\":2,\"tp\":4,\"vpp\"")),
+                    Catch::Contains("s.json") && Catch::Contains("$.job.parallel.tp") &&
+                        Catch::Contains("duplicate key \"tp\""));
+  CHECK_THROWS_WITH(
+      from_json(replace_first(text, "\"kind\":\"elementwise\"", "\"kind\":\"elementwise\",\"kind\":\"gemm\"")),
+      Catch::Contains("$.programs[0].ops[0].kind") && Catch::Contains("duplicate key"));
+}
+
+TEST_CASE("schedule JSON reads job values with the ranges and names of job files", "[schedules][json]") {
+  const std::string text = to_json(lower(config::load_job_preset("tiny-1f1b")));
+  CHECK_THROWS_WITH(from_json(replace_first(text, "\"zero_stage\":1", "\"zero_stage\":7")),
+                    Catch::Contains("$.job.parallel.zero_stage") && Catch::Contains("integer in [0, 3], got 7"));
+  CHECK_THROWS_WITH(from_json(replace_first(text, "\"iterations\":1", "\"iterations\":0")),
+                    Catch::Contains("$.job.schedule.iterations") && Catch::Contains("integer in [1, 1000]"));
+  CHECK_THROWS_WITH(from_json(replace_first(text, "\"pipeline\":\"1f1b\"", "\"pipeline\":\"1f1c\"")),
+                    Catch::Contains("$.job.schedule.pipeline") && Catch::Contains("valid: 1f1b, interleaved, zb-h1"));
+  CHECK_THROWS_WITH(from_json(replace_first(text, "\"layers\":", "\"layerz\":")),
+                    Catch::Contains("$.job.model") && Catch::Contains("missing \"layers\""));
+}
