@@ -135,7 +135,13 @@ double DeviceModel::model_seconds(const Op& op) const {
     // A causal mask lets FlashAttention-2 skip the key blocks above the diagonal: about
     // half the FLOPs of dense attention (Dao 2023, §3.1.1; its causal benchmarks count
     // FLOPs the same way). A sliding window (shape[3] > 0) is already s·w in the op.
-    const double executed = op.shape[3] > 0 ? op.flops : 0.5 * op.flops;
+    // The backward recomputes the scores: five matmuls to the forward's two, 2.5 × the
+    // forward's FLOPs, which is how the FlashAttention-2 paper and its benchmark script
+    // (benchmarks/benchmark_flash_attention.py, flops(): 2.5 × for "bwd") count the
+    // rates the catalogue's backward efficiencies are quoted from; the op carries the
+    // model FLOPs (2 × forward), so the kernel executes 1.25 × them.
+    const double recompute = op.labels.phase == Phase::Backward ? 1.25 : 1.0;
+    const double executed = (op.shape[3] > 0 ? op.flops : 0.5 * op.flops) * recompute;
     return std::max(executed / (peak * e), op.bytes / hbm) + launch;
   }
   case Kernel::AttentionUnfused: {

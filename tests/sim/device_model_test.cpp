@@ -67,6 +67,33 @@ TEST_CASE("device model: sustained clock and launches", "[sim][device]") {
   CHECK(DeviceModel::kernel_launches(schedules::Kernel::AttentionUnfused, schedules::Phase::Backward) == 5);
 }
 
+TEST_CASE("device model: FlashAttention-2's backward executes 2.5 × the forward's FLOPs, as its benchmarks count",
+          "[sim][device]") {
+  auto p = DeviceModelParams::from_gpu(a100(), 2);
+  p.kernel_launch_s = 0;
+  p.flash_bwd_efficiency = p.flash_fwd_efficiency; // isolate the FLOP convention
+  const DeviceModel d(a100(), p);
+  schedules::Op fwd;
+  fwd.kind = schedules::OpKind::Attention;
+  fwd.kernel = schedules::Kernel::FlashAttention2;
+  fwd.flops = 4.0 * 32 * 4096 * 4096 * 128; // 4·b·heads·s²·head_dim
+  fwd.bytes = 1e6;
+  fwd.shape = {32, 4096, 128, 0};
+  fwd.labels.phase = schedules::Phase::Forward;
+  schedules::Op bwd = fwd;
+  bwd.flops = 2 * fwd.flops; // the op carries model FLOPs: 2 × forward
+  bwd.labels.phase = schedules::Phase::Backward;
+  CHECK(d.seconds(bwd) == Approx(2.5 * d.seconds(fwd)));
+  // causal: half the dense FLOPs, at the catalogue's forward rate
+  CHECK(d.seconds(fwd) == Approx(0.5 * fwd.flops / (a100().peak_flops * p.flash_fwd_efficiency)));
+}
+
+TEST_CASE("device model: H100's tensor clock is the one sustained at its power limit", "[sim][device]") {
+  const auto& h100 = *config::hardware_catalogue().gpu("H100-SXM");
+  CHECK(h100.kernels.sustained_clock_ratio == Approx(0.90));
+  CHECK(a100().kernels.sustained_clock_ratio == Approx(1.0)); // its e_max is a sustained figure
+}
+
 TEST_CASE("speed variation: the slowest of N GPUs, deterministic, growing with N", "[sim][device]") {
   CHECK(sim::slowest_gpu_factor(1024, 0.0, 1) == 1.0);
   const double a = sim::slowest_gpu_factor(3072, 0.013, 7);
