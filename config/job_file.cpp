@@ -79,7 +79,7 @@ std::string job_key_hint(const std::string& key) {
     if (f.key.size() > key.size() && f.key.ends_with("." + key)) ending.push_back(f.key);
   }
   if (ending.empty())
-    if (std::string near = nearest_name(key, keys); !near.empty()) ending.push_back(near);
+    if (std::string near = nearest_name(keys, key).value_or(""); !near.empty()) ending.push_back(near);
   std::string out;
   for (const auto& k : ending) out += (out.empty() ? "; did you mean '" : "' or '") + k;
   return out.empty() ? out : out + "'?";

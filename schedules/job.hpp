@@ -59,10 +59,11 @@ inline constexpr EnumNames<Fp8AmaxReduction, 2> kFp8AmaxReductionNames{
 /// core only (ScheduleOptions::selective_recompute), every layer (ScheduleOptions::recompute)
 /// or every layer under torchtitan's per-op policy (recompute_saves_alternate_matmuls too).
 enum class RecomputeKind : uint8_t { None, Selective, Full, SelectiveOp };
+/// (true / false in a file: the last / first name, so "full" stays last)
 inline constexpr EnumNames<RecomputeKind, 4> kRecomputeKindNames{{{"none", RecomputeKind::None},
-                                                                   {"selective", RecomputeKind::Selective},
-                                                                   {"full", RecomputeKind::Full},
-                                                                   {"selective-op", RecomputeKind::SelectiveOp}}};
+                                                                  {"selective", RecomputeKind::Selective},
+                                                                  {"selective-op", RecomputeKind::SelectiveOp},
+                                                                  {"full", RecomputeKind::Full}}};
 /// Datatype of the DP gradient reduction (schedule.grad_reduce_dtype), as
 /// ScheduleOptions::grad_reduce_fp32.
 inline constexpr EnumNames<bool, 2> kGradReduceDtypeNames{{{"bf16", false}, {"fp32", true}}};
@@ -178,9 +179,9 @@ struct ScheduleOptions {
   PipelineKind pipeline = PipelineKind::OneFOneB;
   OverlapSpec overlap;
   OptimizerKind optimizer = OptimizerKind::Adam;
-  bool recompute = false;           // full activation recomputation in backward
-  int64_t recompute_every = 1;      // full recomputation of every n-th layer only (layer % n == 0:
-                                    // torchtitan's selective "layer" AC, ac_freq = n)
+  bool recompute = false;      // full activation recomputation in backward
+  int64_t recompute_every = 1; // full recomputation of every n-th layer only (layer % n == 0:
+                               // torchtitan's selective "layer" AC, ac_freq = n)
   // With recompute: torchtitan's per-op selective checkpointing (selective_ac_option =
   // "op", parallelisms/parallelize_llama.py): the recomputation keeps what the forward
   // saved — the attention kernel's output and the 1st, 3rd, 5th … matmul's of each layer —

@@ -248,9 +248,10 @@ void schedule_keys(std::vector<JobKey>& k) {
   k.push_back(recompute_key());
   k.push_back(member<J, &J::options, &S::recompute>("schedule.recompute").not_in_files().in_json_always_present());
   k.push_back(member<J, &J::options, &S::selective_recompute>("schedule.selective_recompute").not_in_files());
-  k.push_back(member<J, &J::options, &S::recompute_saves_alternate_matmuls>("schedule.recompute_saves_alternate_matmuls")
-                  .not_in_files()
-                  .json_unless_default());
+  k.push_back(
+      member<J, &J::options, &S::recompute_saves_alternate_matmuls>("schedule.recompute_saves_alternate_matmuls")
+          .not_in_files()
+          .json_unless_default());
   k.push_back(member<J, &J::options, &S::recompute_every>("schedule.recompute_every")
                   .range(1, kMaxLayers)
                   .json_unless_default()

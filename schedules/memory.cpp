@@ -251,9 +251,8 @@ MemoryEstimate estimate_memory(const JobSpec& job, int64_t pp_rank) {
       // torchtitan's per-op policy also keeps the attention output (and its softmax
       // statistics, fp32 per head and token) and the 1st, 3rd … matmul's output (tp = 1)
       const double kv = static_cast<double>(m.kv()) * (h / a);
-      const std::vector<double> widths = job.options.operators.fused_qkv
-                                             ? std::vector<double>{qkv, h, fc1, h}
-                                             : std::vector<double>{h, kv, kv, h, f, f, h};
+      const std::vector<double> widths = job.options.operators.fused_qkv ? std::vector<double>{qkv, h, fc1, h}
+                                                                         : std::vector<double>{h, kv, kv, h, f, f, h};
       kept += 2 * s * b * h + 4 * s * b * a;
       for (size_t i = 0; i < widths.size(); i += 2) kept += 2 * s * b * widths[i];
     }

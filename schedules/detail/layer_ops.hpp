@@ -127,12 +127,12 @@ private:
   bool flash_;
   bool fused_ln_;
   bool fused_gelu_;
-  bool defer_wgrad_ = false; // ZB-H1: wgrad() emits nothing in the B pass
+  bool defer_wgrad_ = false;    // ZB-H1: wgrad() emits nothing in the B pass
   int64_t forward_matmuls_ = 0; // matmuls of the current layer_forward() so far
   /// Recomputing a layer under torchtitan's per-op policy
   /// (ScheduleOptions::recompute_saves_alternate_matmuls): the op's output was saved.
   bool saved_by_op_policy(bool matmul) const;
-  int32_t cp_next_ = 0;      // ring neighbours (Cp group ranks)
+  int32_t cp_next_ = 0; // ring neighbours (Cp group ranks)
   int32_t cp_prev_ = 0;
   bool fp8_;
   std::vector<uint32_t> shared_pending_; // shared experts' reduce-scatters the MoE output needs

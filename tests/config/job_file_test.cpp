@@ -180,7 +180,7 @@ TEST_CASE("SC'21 software options and selective recomputation", "[config]") {
   const auto on = config::parse_job(std::string(kTiny) + "\n[schedule]\nrecompute = true\n", "job.toml");
   CHECK(on.options.recompute);
   expect_error<config::ConfigError>(std::string(kTiny) + "\n[schedule]\nrecompute = \"some\"\n", "schedule.recompute",
-                                    "none, selective, full");
+                                    "none, selective, selective-op, full");
   // torchtitan's per-op policy: full recomputation that keeps the attention output and every
   // other matmul's; one layer in every n is not its form, and TP is not modelled for it
   const std::string tp1 = replace(replace(kTiny, "tp = 2", "tp = 1"), "dp = 2", "dp = 4");

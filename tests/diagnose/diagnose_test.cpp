@@ -8,11 +8,25 @@
 
 #include "diagnose/diagnosis.hpp"
 #include "diagnose/error.hpp"
+#include "diagnose/hang_report.hpp"
+#include "records/rank_state.hpp"
 
 using namespace twinscale;
 using diagnose::FindingKind;
 
 namespace {
+
+/// A rank waiting on op `index` of its ordered channel, for peers that never arrived.
+diagnose::Wait wait_of(int64_t rank, uint32_t index, const char* name, const char* channel, int64_t sequence,
+                       double waiting_s, std::vector<int64_t> not_arrived) {
+  records::WaitingOp op;
+  op.op_index = index;
+  op.name = name;
+  op.channel = channel;
+  op.sequence = sequence;
+  op.waiting_s = waiting_s;
+  return diagnose::Wait{rank, op, std::move(not_arrived)};
+}
 
 /// A per-rank CSV of a tp2·pp2·dp16 job (64 ranks): forward 1 s and backward 2 s per rank
 /// times `slow(rank)`; the waits grow on the others (as a straggler's peers wait).
@@ -199,10 +213,10 @@ TEST_CASE("diagnose: one hang is one finding, with the ranks blocked behind it t
   data.hang.world = 6;
   data.hang.silent = {2};
   data.hang.incomplete = {0, 1, 3, 4};
-  data.hang.waits.push_back(diagnose::WaitState{0, 7, "grads.allreduce", "all_reduce", "dp", 3, 2.5, {2}});
-  data.hang.waits.push_back(diagnose::WaitState{1, 7, "grads.allreduce", "all_reduce", "dp", 3, 2.5, {2}});
-  data.hang.waits.push_back(diagnose::WaitState{3, 9, "pp.recv", "recv", "pp", 1, 2.5, {0}});
-  data.hang.waits.push_back(diagnose::WaitState{4, 9, "pp.recv", "recv", "pp", 1, 2.5, {3}});
+  data.hang.waits.push_back(wait_of(0, 7, "grads.allreduce", "dp", 3, 2.5, {2}));
+  data.hang.waits.push_back(wait_of(1, 7, "grads.allreduce", "dp", 3, 2.5, {2}));
+  data.hang.waits.push_back(wait_of(3, 9, "pp.recv", "pp", 1, 2.5, {0}));
+  data.hang.waits.push_back(wait_of(4, 9, "pp.recv", "pp", 1, 2.5, {3}));
   const auto d = diagnose::diagnose_run(data);
   REQUIRE(of_kind(d, FindingKind::Hang).size() == 1);
   const diagnose::Finding& f = d.findings[0];
@@ -222,9 +236,9 @@ TEST_CASE("diagnose: ranks that wait on each other in a cycle are one deadlock f
   data.hang.present = true;
   data.hang.world = 3;
   data.hang.incomplete = {0, 1, 2};
-  data.hang.waits.push_back(diagnose::WaitState{0, 1, "a", "send", "pp", 0, 1.0, {1}});
-  data.hang.waits.push_back(diagnose::WaitState{1, 1, "b", "send", "pp", 0, 1.0, {0}});
-  data.hang.waits.push_back(diagnose::WaitState{2, 1, "c", "recv", "pp", 0, 1.0, {1}});
+  data.hang.waits.push_back(wait_of(0, 1, "a", "pp", 0, 1.0, {1}));
+  data.hang.waits.push_back(wait_of(1, 1, "b", "pp", 0, 1.0, {0}));
+  data.hang.waits.push_back(wait_of(2, 1, "c", "pp", 0, 1.0, {1}));
   const auto d = diagnose::diagnose_run(data);
   REQUIRE(of_kind(d, FindingKind::Hang).size() == 1);
   CHECK(d.findings[0].ranks == std::vector<int64_t>{0, 1});
