@@ -218,7 +218,7 @@
       : "{'peer group': datum.row, 'members': datum.last > datum.first ? datum.first + '–' + datum.last : datum.first, " +
         "'worst rank': datum.worst, 'own time vs peers': format(datum.x, '+.1%')}";
     if (!byLayout)
-      add(g, 'p', 'Layout unknown (a per-rank CSV has tp/pp/dp columns; for this input give --layout TPxPPxDP): ' +
+      add(g, 'p', 'Layout unknown (a per-rank CSV has tp/pp/dp columns; for this input give --layout TPxDPxPP): ' +
           'ranks are shown by peer group (ranks running the same program, i.e. one pipeline stage) instead.', 'note');
     draw(g, {
       width: Math.max(300, Math.min(860, ncols * 14)), height: gh,
