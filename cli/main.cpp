@@ -4,7 +4,7 @@
 // broken invariant (std::logic_error, TWINSCALE_ASSERT) or any exception no layer typed;
 // 128 + signal — interrupted by SIGINT (130), SIGTERM (143) or SIGHUP (129), children
 // stopped and temporary files removed (schedules/interrupt.hpp). An MPI job whose rank
-// failed (work_queue::MpiJobError) is ended on every rank here.
+// failed (backend::MpiJobError) is ended on every rank here.
 #include <malloc.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -16,14 +16,14 @@
 #include "backend/cuda/cuda_device.hpp"
 #include "backend/error.hpp"
 #include "backend/rendezvous.hpp"
+#include "backend/work_queue.hpp"
+#include "backend/work_queue_error.hpp"
 #include "cli/checked_options.hpp"
 #include "cli/commands.hpp"
 #include "common/error.hpp"
 #include "common/progress.hpp"
 #include "schedules/interrupt.hpp"
 #include "sim/version.hpp"
-#include "work_queue/error.hpp"
-#include "work_queue/work_queue.hpp"
 
 namespace {
 
@@ -86,10 +86,10 @@ int main(int argc, char** argv) {
   } catch (const twinscale::schedules::InterruptedError& e) {
     std::cerr << "twinscale: " << e.what() << "\n";
     return 128 + e.signal();
-  } catch (const twinscale::work_queue::MpiJobError& e) { // the other ranks wait for this one: end them all
+  } catch (const twinscale::backend::MpiJobError& e) { // the other ranks wait for this one: end them all
     std::cerr << "twinscale: error: " << e.what() << "\n";
     std::cerr.flush();
-    twinscale::work_queue::end_mpi_job(1);
+    twinscale::backend::end_mpi_job(1);
   } catch (const twinscale::Error& e) {
     std::cerr << "twinscale: error: " << e.what() << "\n";
     return 1;

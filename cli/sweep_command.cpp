@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/rendezvous.hpp"
+#include "backend/work_queue.hpp"
 #include "cli/commands.hpp"
 #include "cli/detail/plot_helper.hpp"
 #include "cli/job_args.hpp"
@@ -32,7 +33,6 @@
 #include "study/report.hpp"
 #include "study/store.hpp"
 #include "study/study_file.hpp"
-#include "work_queue/work_queue.hpp"
 
 namespace twinscale::cli {
 
@@ -232,7 +232,7 @@ int run_mpi(const SweepArgs& a, const study::StudySpec& spec, const std::vector<
     throw config::ConfigError(
         "--shard is for runs without MPI (Slurm job arrays); under mpirun/srun the ranks share the points dynamically");
   study::Evaluator evaluator(spec); // checks every job and cluster the study names (on every rank)
-  work_queue::MpiSession mpi;
+  backend::MpiSession mpi;
   const std::string db = a.db.empty() ? default_db(a.study) : a.db;
   std::unique_ptr<study::Store> store;
   std::string error;
@@ -247,7 +247,7 @@ int run_mpi(const SweepArgs& a, const study::StudySpec& spec, const std::vector<
     if (mpi.rank() == 0) throw config::ConfigError(error);
     return 1; // rank 0 reports the error
   }
-  work_queue::WorkQueueOptions qo;
+  backend::WorkQueueOptions qo;
   qo.root_computes = mpi.size() <= 4; // with many ranks rank 0 only hands out and writes
   // One point computing and one waiting: rank 0's service thread answers within a nap,
   // and a larger backlog only lengthens the tail (rank 0 idle while a worker finishes).
@@ -263,7 +263,7 @@ int run_mpi(const SweepArgs& a, const study::StudySpec& spec, const std::vector<
   }
   SweepProgress progress("sweep (" + std::to_string(mpi.size()) + " ranks)", total,
                          total - static_cast<int64_t>(todo.size()));
-  const auto stats = work_queue::run_work_queue(
+  const auto stats = backend::run_work_queue(
       todo, [&](int64_t id) { return study::to_json(evaluator.evaluate(points[static_cast<size_t>(id)])); },
       [&](int64_t id, const std::string& text) {
         const study::PointResult r = study::point_result_from_json(text);
@@ -285,7 +285,7 @@ int run_mpi(const SweepArgs& a, const study::StudySpec& spec, const std::vector<
     std::vector<int64_t> todo_flow;
     if (mpi.rank() == 0) todo_flow = flow_todo(*store, spec, points.size());
     SweepProgress fp("sweep flow", static_cast<int64_t>(todo_flow.size()), 0);
-    work_queue::run_work_queue(
+    backend::run_work_queue(
         todo_flow, [&](int64_t id) { return study::to_json(evaluator.evaluate_flow(points[static_cast<size_t>(id)])); },
         [&](int64_t, const std::string& text) {
           const study::PointResult r = study::point_result_from_json(text);

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include "backend/error.hpp"
+#include "backend/work_queue_error.hpp"
 #include "common/error.hpp"
 #include "config/error.hpp"
 #include "diagnose/error.hpp"
@@ -16,7 +17,6 @@
 #include "sim/error.hpp"
 #include "study/error.hpp"
 #include "topology/fabric.hpp"
-#include "work_queue/error.hpp"
 
 using namespace twinscale;
 
@@ -30,12 +30,12 @@ constexpr bool all_typed() {
 } // namespace
 
 TEST_CASE("every layer's error type derives from twinscale::Error", "[cli][errors]") {
-  static_assert(all_typed<schedules::JobError, schedules::ScheduleError, schedules::InputFileError,
-                          topology::TopologyError, faults::FaultError, sim::SimError, config::ConfigError,
-                          backend::BackendError, work_queue::WorkQueueError, work_queue::MpiJobError,
-                          formats::ChakraError, study::StoreError, diagnose::DiagnoseError>());
+  static_assert(
+      all_typed<schedules::JobError, schedules::ScheduleError, schedules::InputFileError, topology::TopologyError,
+                faults::FaultError, sim::SimError, config::ConfigError, backend::BackendError, backend::WorkQueueError,
+                backend::MpiJobError, formats::ChakraError, study::StoreError, diagnose::DiagnoseError>());
   // an MPI job's failure is a work-queue error: main ends every rank for it, then exits 1
-  const work_queue::MpiJobError e("rank 1: computing an item: boom (the MPI job must end)");
+  const backend::MpiJobError e("rank 1: computing an item: boom (the MPI job must end)");
   const Error& base = e;
   CHECK(std::string(base.what()) == "rank 1: computing an item: boom (the MPI job must end)");
 }

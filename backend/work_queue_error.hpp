@@ -6,7 +6,7 @@
 
 #include "common/error.hpp"
 
-namespace twinscale::work_queue {
+namespace twinscale::backend {
 
 class WorkQueueError : public Error {
 public:
@@ -22,4 +22,4 @@ public:
   explicit MpiJobError(const std::string& what) : WorkQueueError(what) {}
 };
 
-} // namespace twinscale::work_queue
+} // namespace twinscale::backend

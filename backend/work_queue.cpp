@@ -1,4 +1,4 @@
-#include "work_queue/work_queue.hpp"
+#include "backend/work_queue.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -14,9 +14,9 @@
 
 #include <mpi.h>
 
-#include "work_queue/error.hpp"
+#include "backend/work_queue_error.hpp"
 
-namespace twinscale::work_queue {
+namespace twinscale::backend {
 
 namespace {
 
@@ -414,4 +414,4 @@ WorkQueueStats run_work_queue(const std::vector<int64_t>& items, const std::func
   return run_worker(compute);
 }
 
-} // namespace twinscale::work_queue
+} // namespace twinscale::backend

@@ -3,8 +3,8 @@
 // results (opaque strings) come back to rank 0, which consumes them in arrival order.
 // Knows nothing of what an item is; `twinscale sweep` uses it for study points.
 //
-//   work_queue::MpiSession mpi;               // MPI_Init unless already initialised
-//   work_queue::run_work_queue(items, compute, consume, options);  // collective
+//   backend::MpiSession mpi;               // MPI_Init unless already initialised
+//   backend::run_work_queue(items, compute, consume, options);  // collective
 //
 // Rank 0 also computes unless options.root_computes is false. When MPI grants
 // MPI_THREAD_SERIALIZED (MpiSession asks for it), rank 0 computes on the calling thread
@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-namespace twinscale::work_queue {
+namespace twinscale::backend {
 
 /// Ends every rank of the MPI job with `code` (MPI_Abort on the world). Only a program's
 /// main calls it, once an MpiJobError reached it; the library itself never ends the job.
@@ -70,4 +70,4 @@ WorkQueueStats run_work_queue(const std::vector<int64_t>& items, const std::func
                               const std::function<void(int64_t, const std::string&)>& consume,
                               const WorkQueueOptions& options = {});
 
-} // namespace twinscale::work_queue
+} // namespace twinscale::backend
