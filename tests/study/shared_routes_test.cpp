@@ -70,6 +70,20 @@ void check_same_as_simulate(const study::PointResult& p) {
   CHECK(p.bubble_s == b.at("bubble_s").get<double>());
 }
 
+/// The study swept twice, with every reuse on and with TWINSCALE_PER_OP=1: the two stores' rows.
+std::pair<std::vector<study::StoredPoint>, std::vector<study::StoredPoint>>
+sweep_with_and_without_reuse(const std::string& dir, const std::string& study) {
+  const auto shared =
+      test::run_cli("sweep " + study + " --db " + dir + "/shared.db --progress never", test::Capture::StdoutAndStderr);
+  INFO(shared.out);
+  REQUIRE(shared.rc == 0);
+  const auto per_op =
+      run_per_op("sweep " + study + " --db " + dir + "/per-op.db --progress never", test::Capture::StdoutAndStderr);
+  INFO(per_op.out);
+  REQUIRE(per_op.rc == 0);
+  return {study::Store(dir + "/shared.db").rows(), study::Store(dir + "/per-op.db").rows()};
+}
+
 } // namespace
 
 TEST_CASE("sweep: points sharing a fabric store the same figures with and without reused routes, and what simulate "
@@ -81,16 +95,7 @@ TEST_CASE("sweep: points sharing a fabric store the same figures with and withou
   test::write_text(study, "name = \"shared-routes\"\n[base]\njob = \"tiny-megascale\"\ngpus = 32\nglobal_batch = 64\n"
                           "[axes]\ntp = [1, 2, 4]\npp = [1, 2]\nvpp = [1]\nmicro_batch = [1, 2]\n"
                           "[evaluate]\nwhat = \"simulate\"\nmode = \"analytic\"\n");
-  const auto shared =
-      test::run_cli("sweep " + study + " --db " + dir + "/shared.db --progress never", test::Capture::StdoutAndStderr);
-  INFO(shared.out);
-  REQUIRE(shared.rc == 0);
-  const auto per_op =
-      run_per_op("sweep " + study + " --db " + dir + "/per-op.db --progress never", test::Capture::StdoutAndStderr);
-  INFO(per_op.out);
-  REQUIRE(per_op.rc == 0);
-  const auto a = study::Store(dir + "/shared.db").rows();
-  const auto b = study::Store(dir + "/per-op.db").rows();
+  const auto [a, b] = sweep_with_and_without_reuse(dir, study);
   REQUIRE(a.size() == 12);
   REQUIRE(b.size() == a.size());
   int ok = 0;
@@ -114,16 +119,7 @@ TEST_CASE("sweep: points that differ only in placement and seed axes share their
                           "global_batch = 64\n[axes]\ntp = [1, 2]\npp = [1, 2]\nvpp = [1]\n"
                           "seed = [1, 2]\nplacement = [\"linear\", \"tor-aware\", \"random\"]\n"
                           "[evaluate]\nwhat = \"simulate\"\nmode = \"analytic\"\n");
-  const auto shared =
-      test::run_cli("sweep " + study + " --db " + dir + "/shared.db --progress never", test::Capture::StdoutAndStderr);
-  INFO(shared.out);
-  REQUIRE(shared.rc == 0);
-  const auto per_op =
-      run_per_op("sweep " + study + " --db " + dir + "/per-op.db --progress never", test::Capture::StdoutAndStderr);
-  INFO(per_op.out);
-  REQUIRE(per_op.rc == 0);
-  const auto a = study::Store(dir + "/shared.db").rows();
-  const auto b = study::Store(dir + "/per-op.db").rows();
+  const auto [a, b] = sweep_with_and_without_reuse(dir, study);
   REQUIRE(a.size() == 24);
   REQUIRE(b.size() == a.size());
   int ok = 0;
