@@ -45,12 +45,13 @@ struct KeyField {
   int64_t int_max = std::numeric_limits<int64_t>::max();
   double num_min = -1e300, num_max = 1e300;
   std::vector<std::string> names; ///< Name: the valid values, in their table's order
-  bool accepts_bool = false;      ///< Name: true / false also accepted (the last / first name)
-  std::string doc;                ///< one line for the key reference
-  std::string default_doc;        ///< the default as documented, when the value alone misleads
-  bool required = false;          ///< a file must state it
-  bool by_hand = false;           ///< the file reader reads it itself (rules that span keys)
-  bool json_required = false;     ///< the JSON reader refuses an object without it
+  bool accepts_bool = false;      ///< Name: true / false also accepted, meaning these two names:
+  std::string true_name, false_name;
+  std::string doc;            ///< one line for the key reference
+  std::string default_doc;    ///< the default as documented, when the value alone misleads
+  bool required = false;      ///< a file must state it
+  bool by_hand = false;       ///< the file reader reads it itself (rules that span keys)
+  bool json_required = false; ///< the JSON reader refuses an object without it
   JsonWrite json_write = JsonWrite::Always;
   bool (*json_when)(const Spec&) = nullptr; ///< JsonWrite::When
   bool stack = false;                       ///< a software stack file may state it too
@@ -121,10 +122,6 @@ struct KeyField {
   }
   KeyField& only_when(bool (*pred)(const Spec&), std::string in_words, std::string why) {
     applies = pred, applies_doc = std::move(in_words), applies_why = std::move(why);
-    return *this;
-  }
-  KeyField& also_boolean() {
-    accepts_bool = true;
     return *this;
   }
 };

@@ -27,7 +27,7 @@ void read_key(TableReader& t, const KeyField<Spec>& f, Spec& spec) {
   case KeyType::String: f.set(spec, t.get_string(leaf, fallback(std::get<std::string>(now)))); return;
   case KeyType::Name: {
     if (f.accepts_bool && t.has(leaf) && !t.holds_string(leaf)) {
-      f.set(spec, t.get_bool(leaf) ? f.names.back() : f.names.front());
+      f.set(spec, t.get_bool(leaf) ? f.true_name : f.false_name);
       return;
     }
     const std::string got = t.get_string(leaf, fallback(std::get<std::string>(now)));

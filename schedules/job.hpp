@@ -59,7 +59,6 @@ inline constexpr EnumNames<Fp8AmaxReduction, 2> kFp8AmaxReductionNames{
 /// core only (ScheduleOptions::selective_recompute), every layer (ScheduleOptions::recompute)
 /// or every layer under torchtitan's per-op policy (recompute_saves_alternate_matmuls too).
 enum class RecomputeKind : uint8_t { None, Selective, Full, SelectiveOp };
-/// (true / false in a file: the last / first name, so "full" stays last)
 inline constexpr EnumNames<RecomputeKind, 4> kRecomputeKindNames{{{"none", RecomputeKind::None},
                                                                   {"selective", RecomputeKind::Selective},
                                                                   {"selective-op", RecomputeKind::SelectiveOp},

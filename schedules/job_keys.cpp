@@ -214,6 +214,8 @@ JobKey recompute_key() {
   f.type = KeyType::Name;
   f.names = enum_names_vector(kRecomputeKindNames);
   f.accepts_bool = true;
+  f.true_name = std::string(enum_name(kRecomputeKindNames, RecomputeKind::Full));
+  f.false_name = std::string(enum_name(kRecomputeKindNames, RecomputeKind::None));
   f.doc = "activation recomputation in backward; true = \"full\"; selective: the attention core only; "
           "selective-op: torchtitan's per-op policy (the attention output and the 1st, 3rd … matmul of each "
           "layer kept, the rest re-run; tp = 1, cp = 1, BF16 GEMMs, dense MLPs)";

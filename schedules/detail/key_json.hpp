@@ -67,7 +67,7 @@ KeyValue key_from_json(const KeyField<Spec>& f, const nlohmann::json& v, const s
     if (!v.is_string()) fail(here, "expected a string" + got);
     return v.get<std::string>();
   case KeyType::Name: {
-    if (f.accepts_bool && v.is_boolean()) return v.get<bool>() ? f.names.back() : f.names.front();
+    if (f.accepts_bool && v.is_boolean()) return v.get<bool>() ? f.true_name : f.false_name;
     if (!v.is_string()) fail(here, "expected a string" + got);
     const auto text = v.get<std::string>();
     std::string valid;
