@@ -298,12 +298,9 @@ def main():
         shutil.copyfile(os.path.join(HERE, cluster), os.path.join(jobs, cluster))
     sections = a.sections.split(",")
     planned = [r for s in sections for r in SECTIONS[s]() if not a.rows or r["row"] in a.rows.split(",")]
-    ts.expect(sum(1 + (r["gpus"] <= a.flow_max_gpus) for r in planned if not r.get("skip")))
-    rows, skipped = [], []
+    ts.expect(sum(1 + (r["gpus"] <= a.flow_max_gpus) for r in planned))
+    rows = []
     for r in planned:
-        if r.get("skip"):
-            skipped.append(r)
-            continue
         name = f"{r['section']}-{r['row'].replace(' ', '-')}"
         job = os.path.join(jobs, name + ".toml")
         with open(job, "w") as f:
@@ -326,8 +323,6 @@ def main():
     ts.write_csv(os.path.join(a.outdir, "validation.csv"), rows, FIELDS)
 
     print(ts.table(FIELDS, [[str(r[k]) for k in FIELDS] for r in rows]))
-    for r in skipped:
-        print(f"not simulated: {r['section']} {r['row']} (published {r['published']} {r['unit']}): {r['skip']}")
     for section in sorted({r["section"] for r in rows}):
         for mode in ("analytic", "flow", "model"):
             errs = [float(r["error_pct"]) for r in rows
