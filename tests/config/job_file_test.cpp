@@ -179,6 +179,7 @@ TEST_CASE("SC'21 software options and selective recomputation", "[config]") {
   CHECK_FALSE(full.options.selective_recompute);
   const auto on = config::parse_job(std::string(kTiny) + "\n[schedule]\nrecompute = true\n", "job.toml");
   CHECK(on.options.recompute);
+  CHECK_FALSE(on.options.recompute_saves_alternate_matmuls); // true means "full", whatever the names' order
   expect_error<config::ConfigError>(std::string(kTiny) + "\n[schedule]\nrecompute = \"some\"\n", "schedule.recompute",
                                     "none, selective, selective-op, full");
   // torchtitan's per-op policy: full recomputation that keeps the attention output and every
