@@ -10,6 +10,10 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
+case "${1:-}" in
+  -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -*) echo "run.sh: unknown option '$1' (usage: experiments/validation/run.sh [OUTDIR]; --help)" >&2; exit 2 ;;
+esac
 out="${1:-$root/build/experiments/validation}"
 mkdir -p "$out"
 if [ -x "$here/collectives.sh" ]; then
