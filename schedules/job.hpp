@@ -221,6 +221,13 @@ struct ScheduleOptions {
   // in foreach_all_gather_copy_out: read and write the gathered bytes). false: the gathered
   // buffer is used in place (FSDP1's flat parameter views, DeepSpeed's partitioned views).
   bool fsdp_copy_out = false;
+  // ZeRO-3 with per-parameter sharding (PyTorch FSDP2): after a layer's backward its
+  // gradients are concatenated into the reduce-scatter's flat input in the reduce dtype
+  // (foreach_reduce_scatter_copy_in: one torch.cat reading the 16-bit gradients and writing
+  // the reduce dtype), and the compute stream waits for that copy before the next layer's
+  // backward (current_stream.wait_stream(reduce_scatter_stream), which frees the gradients).
+  // false: the reduction reads the gradients in place.
+  bool fsdp_grad_copy_in = false;
   // DP gradient buckets (PyTorch DDP's bucket_cap_mb, Megatron-Core's ddp bucket_size):
   // with overlap.dp, a model chunk's gradients are reduced in buckets of about this many
   // parameters, each launched once its last gradient is final during the chunk's last

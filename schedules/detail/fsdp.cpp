@@ -41,6 +41,7 @@ std::vector<uint32_t> StageLowering::fsdp_gather_layer(int64_t layer, int32_t pr
 
 void StageLowering::fsdp_reduce_layer(int64_t layer) {
   const auto& par = job_.parallel;
+  fsdp_grad_copy_in(layer);
   const bool fp32 = job_.options.grad_reduce_fp32;
   const DType dtype = fp32 ? DType::FP32 : DType::BF16;
   const double width = fp32 ? 4 : 2;
@@ -66,6 +67,22 @@ void StageLowering::fsdp_copy_out(int64_t layer) {
   const OpLabels saved = b_.labels;
   b_.labels.layer = static_cast<int32_t>(layer);
   b_.compute(OpKind::Elementwise, Kernel::Copy, "fsdp.param.copy_out", 0, 2 * 2 * params, // read + write bf16
+             {static_cast<int64_t>(params), 0, 0, 0});
+  b_.labels = saved;
+}
+
+void StageLowering::fsdp_grad_copy_in(int64_t layer) {
+  // PyTorch FSDP2 (foreach_reduce: foreach_reduce_scatter_copy_in on the reduce-scatter
+  // stream, which waits for the backward; then current_stream.wait_stream(reduce_scatter_stream)
+  // before the gradients are freed): the copy sits between this layer's backward and the
+  // next compute, so it is costed on the compute stream. torch.cat reads the 16-bit
+  // gradients and writes the reduce dtype (fp32: 2 + 4 bytes per gradient).
+  if (!job_.options.fsdp_grad_copy_in || job_.parallel.dp_cp() <= 1) return;
+  const double params = layer_parameter_count(job_, layer);
+  const double width = job_.options.grad_reduce_fp32 ? 4 : 2;
+  const OpLabels saved = b_.labels;
+  b_.labels.layer = static_cast<int32_t>(layer);
+  b_.compute(OpKind::Elementwise, Kernel::Copy, "fsdp.grad.copy_in", 0, (2 + width) * params,
              {static_cast<int64_t>(params), 0, 0, 0});
   b_.labels = saved;
 }

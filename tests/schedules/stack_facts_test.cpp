@@ -230,6 +230,40 @@ TEST_CASE("stack facts: FSDP2 copies each gathered layer out on the compute stre
   CHECK(copies == gathers);
 }
 
+TEST_CASE("stack facts: FSDP2 copies each layer's gradients into the reduce input before the compute stream "
+          "goes on",
+          "[schedules][stack]") {
+  JobSpec job = config::load_job_preset("tiny-fsdp");
+  const Schedule plain = lower(job);
+  for (const Op& op : plain.programs[0].ops) CHECK(plain.names[op.name] != "fsdp.grad.copy_in");
+  job.options.fsdp_grad_copy_in = true;
+  job.options.grad_reduce_fp32 = true;
+  const Schedule s = lower(job);
+  check_valid(s);
+  const auto& ops = s.programs[0].ops;
+  int copies = 0, reductions = 0;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (s.names[ops[i].name] == "fsdp.grad.copy_in") {
+      ++copies;
+      CHECK(ops[i].stream == Stream::Compute);
+      CHECK(ops[i].kernel == Kernel::Copy);
+      // bf16 gradients read, fp32 written: 6 bytes per gradient of the layer
+      CHECK(ops[i].bytes == Approx(6.0 * static_cast<double>(ops[i].shape[0])));
+    }
+    if (s.names[ops[i].name] == "fsdp.grad.rs") {
+      ++reductions;
+      // the reduce-scatter starts after its layer's copy, the latest compute op before it
+      int64_t last_compute = -1;
+      for (size_t j = 0; j < i; ++j)
+        if (ops[j].stream == Stream::Compute) last_compute = static_cast<int64_t>(j);
+      REQUIRE(last_compute >= 0);
+      CHECK(s.names[ops[static_cast<size_t>(last_compute)].name] == "fsdp.grad.copy_in");
+    }
+  }
+  REQUIRE(reductions > 0);
+  CHECK(copies == reductions);
+}
+
 TEST_CASE("stack facts: the loss runs in fp32 passes, overlapped GEMM chunks carry their count, the host time "
           "per module survives the schedule's JSON",
           "[schedules][stack]") {
