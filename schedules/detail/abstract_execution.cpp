@@ -200,10 +200,6 @@ uint32_t AbstractExecutor::number(const RankRun& st, uint32_t op) const {
   return numbered_ ? st.number[op] : st.index->sequence(op);
 }
 
-bool AbstractExecutor::is_done(const RankRun& st, uint32_t op) {
-  return st.index->position(op) < st.cursor[static_cast<size_t>(st.program->ops[op].stream)];
-}
-
 OpPhase AbstractExecutor::phase(const RankRun& st, uint32_t op) const {
   const auto s = static_cast<size_t>(st.program->ops[op].stream);
   const uint32_t pos = st.index->position(op);
@@ -216,14 +212,14 @@ uint32_t AbstractExecutor::queue_head(const RankRun& st, uint32_t op) const {
   return st.queue[q][st.queue_cursor[q]];
 }
 
-bool AbstractExecutor::can_start(const RankRun& st, uint32_t op) const {
+// (the hot loop: `c` is the op's channel, kNoChannel for compute)
+inline bool AbstractExecutor::can_start(const RankRun& st, uint32_t op, uint16_t c) const {
   for (uint32_t d : st.program->deps_of(op))
     if (!is_done(st, d)) return false;
-  return !queues_ || st.index->channel(op) == kNoChannel || queue_head(st, op) == op;
+  return !queues_ || c == kNoChannel || queue_head(st, op) == op;
 }
 
-bool AbstractExecutor::complete(const RankRun& st, uint32_t op) const {
-  const uint16_t c = st.index->channel(op);
+inline bool AbstractExecutor::complete(const RankRun& st, uint32_t op, uint16_t c) const {
   if (c == kNoChannel) return true;
   const uint32_t k = number(st, op);
   if (st.index->channels()[c].dir != ChannelDir::Collective) {
@@ -237,8 +233,7 @@ bool AbstractExecutor::complete(const RankRun& st, uint32_t op) const {
 
 // Another rank's progress can only change when this rank starts a communication op
 // (completion conditions read start counters), so only its partners are revisited.
-void AbstractExecutor::arrive(RankRun& st, uint32_t op) {
-  const uint16_t c = st.index->channel(op);
+void AbstractExecutor::arrive(RankRun& st, uint32_t op, uint16_t c) {
   ++st.started[c];
   if (st.index->channels()[c].dir != ChannelDir::Collective) {
     enqueue(st.mirror[c].first);
@@ -265,18 +260,18 @@ bool AbstractExecutor::sweep(RankRun& st) {
     const auto ops = st.index->stream_ops(s);
     while (st.cursor[s] < ops.size()) {
       const uint32_t i = ops[st.cursor[s]];
+      const uint16_t c = st.index->channel(i);
       if (!st.head_started[s]) {
-        if (!can_start(st, i)) break;
+        if (!can_start(st, i, c)) break;
         st.head_started[s] = true;
         progress = true;
-        if (st.index->channel(i) != kNoChannel) arrive(st, i);
+        if (c != kNoChannel) arrive(st, i, c);
       }
-      if (!complete(st, i)) break;
+      if (!complete(st, i, c)) break;
       st.head_started[s] = false;
       ++st.done;
       ++st.cursor[s];
-      if (queues_ && st.index->channel(i) != kNoChannel)
-        ++st.queue_cursor[static_cast<size_t>(st.queue_of[st.index->channel(i)])];
+      if (queues_ && c != kNoChannel) ++st.queue_cursor[static_cast<size_t>(st.queue_of[c])];
       progress = true;
     }
   }

@@ -73,11 +73,13 @@ private:
   size_t index_of(int64_t rank) const;
   const RankRun& state_of(int64_t rank) const { return ranks_[index_of(rank)]; }
   uint32_t number(const RankRun& st, uint32_t op) const;
-  static bool is_done(const RankRun& st, uint32_t op);
+  static bool is_done(const RankRun& st, uint32_t op) {
+    return st.index->position(op) < st.cursor[static_cast<size_t>(st.program->ops[op].stream)];
+  }
   OpPhase phase(const RankRun& st, uint32_t op) const;
-  bool can_start(const RankRun& st, uint32_t op) const;
-  bool complete(const RankRun& st, uint32_t op) const;
-  void arrive(RankRun& st, uint32_t op);
+  bool can_start(const RankRun& st, uint32_t op, uint16_t channel) const;
+  bool complete(const RankRun& st, uint32_t op, uint16_t channel) const;
+  void arrive(RankRun& st, uint32_t op, uint16_t channel);
   void check_match(Comm& comm, uint32_t k, const RankRun& st, uint32_t op);
   bool sweep(RankRun& st);
   void enqueue(size_t i);
