@@ -138,6 +138,28 @@ uint16_t ProgramIndex::find_channel(const Channel& c) const {
   return it != channels_.end() && *it == c ? static_cast<uint16_t>(it - channels_.begin()) : kNoChannel;
 }
 
+std::vector<uint32_t> number_in_issue_order(const ProgramIndex& ix, std::span<const uint32_t> order,
+                                            std::span<const uint32_t> class_of_channel) {
+  const size_t n = ix.size();
+  if (order.size() != n)
+    throw ScheduleError("issue order has " + std::to_string(order.size()) + " ops, the program " + std::to_string(n) +
+                        " (it must be a permutation of the op indices)");
+  TWINSCALE_ASSERT(class_of_channel.size() == ix.channels().size(), "one class per channel");
+  std::vector<uint32_t> out(n, 0);
+  std::vector<bool> seen(n, false);
+  std::vector<uint32_t> count(
+      class_of_channel.empty() ? 0 : *std::max_element(class_of_channel.begin(), class_of_channel.end()) + size_t{1},
+      0);
+  for (uint32_t i : order) {
+    if (i >= n || seen[i])
+      throw ScheduleError("issue order names op " + std::to_string(i) + (i >= n ? " outside the program" : " twice") +
+                          " (it must be a permutation of 0.." + std::to_string(n - 1) + ")");
+    seen[i] = true;
+    if (ix.channel(i) != kNoChannel) out[i] = count[class_of_channel[ix.channel(i)]]++;
+  }
+  return out;
+}
+
 ExecutionRules::ExecutionRules(const Schedule& s) : schedule_(&s) {
   if (static_cast<int64_t>(s.program_of_rank.size()) != s.world())
     throw ScheduleError("schedule: program_of_rank has " + std::to_string(s.program_of_rank.size()) +

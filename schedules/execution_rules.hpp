@@ -119,6 +119,21 @@ private:
   std::vector<uint32_t> channel_begin_, channel_ops_;
 };
 
+/// Rules 2 and 3 under another issue order (a device that issues a program's ops in a
+/// permutation of program order, as NCCL then numbers them): the number of each
+/// communication op among the earlier-issued ops whose channel falls in the same class
+/// (`class_of_channel[c]` for channel c of `index`; classes partition the channels, so a
+/// device may run several channels on one communicator). Compute ops get 0. With program
+/// order and one class per channel this is ProgramIndex::sequence. Throws ScheduleError
+/// when `order` is not a permutation of the program's op indices.
+std::vector<uint32_t> number_in_issue_order(const ProgramIndex& index, std::span<const uint32_t> order,
+                                            std::span<const uint32_t> class_of_channel);
+
+/// Rule 2's rendezvous: an instance whose group has `members` (the members an executor
+/// runs) starts, in the simulator, or counts as done, in an abstract execution, once
+/// `reached` of them have reached it.
+constexpr bool all_members_reached(size_t reached, size_t members) { return reached >= members; }
+
 // ---- the rules over a whole schedule --------------------------------------------------
 
 /// A collective whose instance disagrees between two members of its group (rule 2), or

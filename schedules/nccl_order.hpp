@@ -12,7 +12,9 @@
 // check_nccl_order() executes every rank under both sets of rules (stream order,
 // dependencies, and per communicator: issue order, collectives matched by position,
 // sends matched with receives) and reports the ranks left stuck, naming the op each is
-// stuck on and the earlier op of the same communicator (or the peer) it waits for. The
+// stuck on and the earlier op of the same communicator (or the peer) it waits for. It is
+// the validator's abstract execution (detail/abstract_execution.cpp) with the queues of a
+// CommModel; validate() runs the same execution once with the devices' model. The
 // devices (backend/) use communicator_of() to pick their communicators, so the check
 // speaks about what they really do.
 #pragma once

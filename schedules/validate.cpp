@@ -1,6 +1,6 @@
 // Static checks of a schedule: structure, dependencies, collective sequences per group and
-// send/receive pairing (the checkers of execution_rules.hpp), memory; the deadlock check
-// is in detail/abstract_execution.cpp.
+// send/receive pairing (the checkers of execution_rules.hpp), memory; the deadlock and
+// NCCL-order checks are one abstract execution, detail/abstract_execution.cpp.
 //
 // Sharing: the checks work on programs, not ranks, wherever the property is a property
 // of the programs involved (a group whose members run the same program trivially issues
@@ -20,7 +20,6 @@
 #include "schedules/detail/abstract_execution.hpp"
 #include "schedules/execution_rules.hpp"
 #include "schedules/limits.hpp"
-#include "schedules/nccl_order.hpp"
 
 namespace twinscale::schedules {
 
@@ -259,20 +258,19 @@ std::vector<Violation> validate(const Schedule& schedule, const ValidateOptions&
   // The abstract execution assumes matched collectives and messages; it runs only on a
   // schedule that passed the checks above.
   if (!matched) return out;
+  // One abstract execution: under the stream semantics, and, for a schedule small enough
+  // to execute every rank, with NCCL's communicator queues of the devices on top; a rank
+  // stuck only by the queues is reported as such, one stuck under the streams alone as a
+  // deadlock (so each report has one cause).
   const size_t before = out.size();
-  for (auto& v :
-       detail::find_deadlocks(rules, options.use_symmetry && is_pp_symmetric(schedule), options.max_violations)) {
-    if (out.size() >= options.max_violations) break;
-    out.push_back(std::move(v));
-  }
-  // NCCL's rules add constraints to the stream semantics; check them on a schedule the
-  // stream semantics accept, so that each report has one cause.
+  if (before >= options.max_violations) return out;
   double total_ops = 0;
   for (int64_t r = 0; r < schedule.world(); ++r) total_ops += static_cast<double>(schedule.program(r).ops.size());
-  if (out.size() == before && out.size() < options.max_violations && options.check_nccl_order &&
-      total_ops <= options.nccl_order_max_ops)
-    for (auto& v : check_nccl_order(schedule, kDeviceCommModel, {}, options.max_violations - out.size()))
-      out.push_back(std::move(v));
+  detail::ExecutionModel model;
+  model.by_symmetry = options.use_symmetry && is_pp_symmetric(schedule);
+  model.comm_queues = options.check_nccl_order && total_ops <= options.nccl_order_max_ops;
+  model.stream_fallback = true;
+  for (auto& v : detail::execute(rules, model, options.max_violations - before)) out.push_back(std::move(v));
   return out;
 }
 

@@ -37,12 +37,13 @@ struct ValidateOptions {
   /// on the pp coordinate (see detail/abstract_execution.cpp for why that is exact).
   /// Off, or when programs are not pp-symmetric: every rank is executed, which is
   /// linear in ranks × ops (≈ 3 s at 1,536 ranks, ≈ 25 s at 12,288 for GPT-175B).
+  /// Deadlocks are reported per representative either way.
   bool use_symmetry = true;
   size_t max_violations = 50;
-  /// Also execute the schedule under NCCL's ordering rules with the devices'
-  /// communicator model (schedules/nccl_order.hpp), when ranks × ops ≤
-  /// `nccl_order_max_ops` (the check runs every rank; larger schedules are left to
-  /// the stream-semantics check alone).
+  /// Execute the schedule with NCCL's communicator queues of the devices' model on top
+  /// of the stream semantics (schedules/nccl_order.hpp), in the same abstract execution,
+  /// when ranks × ops ≤ `nccl_order_max_ops` (every rank is executed then; larger
+  /// schedules are checked under the stream semantics alone).
   bool check_nccl_order = true;
   double nccl_order_max_ops = 1e6;
 };

@@ -1,15 +1,27 @@
-// Abstract execution for the deadlock check, under the execution rules
-// (schedules/execution_rules.hpp, docs/execution.md: their program index and numbering).
+// The abstract execution: every rank's program run with zero-time ops under the
+// execution rules (schedules/execution_rules.hpp, docs/execution.md: their program
+// index, numbering and rendezvous), optionally with NCCL's communicator queues on top.
 //
 // State: per rank, per stream, the next op of that stream; per op, started / done.
 // An op starts when it heads its stream (the previous op of the stream is done) and its
-// dependencies are done. A compute op is done when it starts. Instance k of a rank's
-// collective channel (group kind, priority class) is done once every member of its group
-// has started its instance k there; the k-th send from a to b is done once b has
-// started its k-th recv from a, and vice versa. Ops only ever become startable/done as others progress
-// (monotone), so repeating sweeps until nothing changes reaches the unique maximal
-// execution; the schedule is deadlock-free iff every op is done there. A work list
-// revisits a rank only when a partner started a communication op it may be waiting for.
+// dependencies are done; with communicator queues (ExecutionModel::comm_queues) a
+// communication op must also head its communicator's queue on its rank: every op issued
+// earlier on that communicator is done (NCCL serialises a communicator's kernels in
+// issue order, on every member, whatever CUDA stream they were issued on). A compute op
+// is done when it starts. Instance k of a collective channel (communicator) is done once
+// every member has started its instance k there; the k-th send from a to b is done once
+// b has started its k-th recv from a, and vice versa (a rendezvous: the conservative
+// reading, as large messages behave). Ops only ever become startable or done as others
+// progress (monotone), so repeating sweeps until nothing changes reaches the unique
+// maximal execution; the schedule (and issue order) is deadlock-free iff every op is
+// done there. A work list revisits a rank only when a partner started a communication
+// op it may be waiting for.
+//
+// One execution tells the two kinds of stuck apart: the queues only add start
+// conditions, so every step taken under them is a step of the stream semantics too.
+// Lifting the queues at the fixpoint and executing on therefore reaches the maximal
+// execution of the stream semantics: ranks stuck there deadlock under the streams alone;
+// ranks stuck only before are stuck by NCCL's order.
 //
 // Symmetry (tp × dp): when every rank's program depends only on its pp coordinate, any
 // permutation of the tp coordinates and of the dp coordinates maps each group to a group
@@ -20,317 +32,293 @@
 // representative per stage, (tp 0, dp 0, pp p), treating every group member as its
 // stage's representative: a tp, dp, ep or edp collective completes once the representative
 // itself starts it; a pp, embedding or world collective once the representatives of all
-// member stages have. Without symmetry, every rank is executed.
+// member stages have. Without symmetry, or with communicator queues (whose report names
+// every rank), every rank is executed; the deadlock report then still names one
+// representative per stage when asked to.
 #include "schedules/detail/abstract_execution.hpp"
 
-#include <algorithm>
-#include <array>
-#include <deque>
-#include <map>
-#include <sstream>
+#include <numeric>
 
+#include "schedules/detail/abstract_executor.hpp"
+#include "schedules/error.hpp"
 #include "schedules/execution_rules.hpp"
 
 namespace twinscale::schedules::detail {
 
 namespace {
 
-constexpr int kGroupKinds = kGroupKindCount;
-
-struct RankState {
-  int64_t rank = 0; // global rank
-  const Program* program = nullptr;
-  const ProgramIndex* index = nullptr;
-  // Ops of a stream complete in order, so the state of a rank is its stream cursors
-  // (ops before the cursor are done) and whether each stream's head has started.
-  std::array<size_t, kStreamCount> cursor{};
-  std::array<bool, kStreamCount> head_started{};
-  std::vector<uint32_t> started; // per channel of its program: ops started on it
-  // per channel, point-to-point only: the executed partner and its mirror channel
-  std::vector<std::pair<size_t, uint16_t>> mirror;
-  size_t done = 0;
-};
-
-class AbstractExecutor {
-public:
-  AbstractExecutor(const ExecutionRules& rules, bool by_symmetry)
-      : s_(rules.schedule()), L_(s_.layout), sym_(by_symmetry), rules_(rules) {
-    const Schedule& s = s_;
-    auto add = [&](int64_t r) {
-      RankState st;
-      st.rank = r;
-      st.program = &s.program(r);
-      st.index = &rules_.of_rank(r);
-      st.started.assign(st.index->channels().size(), 0);
-      ranks_.push_back(std::move(st));
-    };
-    if (sym_)
-      for (int64_t p = 0; p < L_.pp; ++p) add(L_.rank({0, 0, p}));
-    else
-      for (int64_t r = 0; r < L_.world(); ++r) add(r);
-    for (RankState& st : ranks_) find_mirrors(st);
-    build_groups();
-  }
-
-  // Rule 3: the k-th message on a p2p channel meets the k-th on the partner's mirror.
-  void find_mirrors(RankState& st) {
-    const auto& channels = st.index->channels();
-    st.mirror.assign(channels.size(), {0, kNoChannel});
-    for (size_t c = 0; c < channels.size(); ++c) {
-      const Channel& ch = channels[c];
-      if (ch.dir == ChannelDir::Collective) continue;
-      const int64_t q = group_member(L_, ch.group, st.rank, ch.peer);
-      Channel m = ch;
-      m.dir = ch.dir == ChannelDir::Send ? ChannelDir::Recv : ChannelDir::Send;
-      m.peer = static_cast<int32_t>(L_.group_rank(ch.group, st.rank));
-      const size_t x = index_of(q);
-      st.mirror[c] = {x, ranks_[x].index->find_channel(m)};
-    }
-  }
-
-  // Group instances of the executed ranks: members (as indices of executed ranks) and,
-  // per collective instance, how many members have started it. Under symmetry, tp and dp
-  // (and ep, edp) groups are trivial (-1): their members are in the representative's own state.
-  void build_groups() {
-    std::map<std::pair<int, int64_t>, int32_t> id_of; // (kind, first member) → instance
-    group_of_.assign(ranks_.size(), {});
-    for (size_t i = 0; i < ranks_.size(); ++i) {
-      for (int k = 0; k < kGroupKinds; ++k) {
-        const auto g = static_cast<GroupKind>(k);
-        group_of_[i][k] = -1;
-        if (sym_ && (g == GroupKind::Tp || g == GroupKind::Dp || g == GroupKind::Ep || g == GroupKind::ExpertDp ||
-                     g == GroupKind::EpNode || g == GroupKind::EpRail))
-          continue;
-        const int64_t rank = ranks_[i].rank;
-        const int64_t leader = g == GroupKind::World ? 0 : L_.group_members(g, rank)[0];
-        auto [it, fresh] = id_of.emplace(std::make_pair(k, leader), static_cast<int32_t>(groups_.size()));
-        if (fresh) {
-          GroupInstance inst;
-          std::vector<bool> seen(ranks_.size(), false);
-          const auto members = g == GroupKind::World ? std::vector<int64_t>{} : L_.group_members(g, rank);
-          auto take = [&](int64_t m) {
-            const size_t x = index_of(m);
-            if (!seen[x]) inst.members.push_back(x);
-            seen[x] = true;
-          };
-          if (g == GroupKind::World)
-            for (int64_t m = 0; m < L_.world(); ++m) take(m);
-          else
-            for (int64_t m : members) take(m);
-          groups_.push_back(std::move(inst));
-        }
-        group_of_[i][k] = it->second;
-      }
-    }
-  }
-
-  // the executed state standing for global rank r
-  RankState& of(int64_t r) {
-    return sym_ ? ranks_[static_cast<size_t>(L_.coord(r).pp)] : ranks_[static_cast<size_t>(r)];
-  }
-
-  bool complete(RankState& st, uint32_t i) {
-    const Op& op = st.program->ops[i];
-    if (!op.is_communication()) return true;
-    const uint32_t k = st.index->sequence(i);
-    const uint16_t c = st.index->channel(i);
-    if (op.kind == OpKind::Send || op.kind == OpKind::Recv) {
-      const auto [x, m] = st.mirror[c];
-      return m != kNoChannel && ranks_[x].started[m] > k;
-    }
-    const int32_t g = group_of_[index_of(st.rank)][static_cast<int>(op.group)];
-    if (g < 0) return true;
-    const GroupInstance& inst = groups_[static_cast<size_t>(g)];
-    const std::vector<uint32_t>* arrived = inst.arrived_of(st.index->channels()[c].priority_class);
-    return arrived != nullptr && arrived->size() > k && (*arrived)[k] == inst.members.size();
-  }
-
-  const std::vector<int64_t>& members(int64_t rank, GroupKind g) {
-    auto key = std::make_pair(rank, g);
-    auto it = members_.find(key);
-    if (it != members_.end()) return it->second;
-    std::vector<int64_t> m = L_.group_members(g, rank);
-    if (sym_) { // only distinct representatives matter
-      std::vector<int64_t> reps;
-      std::vector<bool> seen(static_cast<size_t>(L_.pp), false);
-      for (int64_t x : m) {
-        const int64_t p = L_.coord(x).pp;
-        if (!seen[p]) reps.push_back(L_.rank({0, 0, p}));
-        seen[p] = true;
-      }
-      m = std::move(reps);
-    }
-    return members_.emplace(key, std::move(m)).first->second;
-  }
-
-  static bool is_done(const RankState& st, uint32_t op) {
-    return st.index->position(op) < st.cursor[static_cast<int>(st.program->ops[op].stream)];
-  }
-
-  bool sweep(RankState& st) {
-    bool progress = false;
-    for (size_t s = 0; s < kStreamCount; ++s) {
-      const auto ops = st.index->stream_ops(s);
-      while (st.cursor[s] < ops.size()) {
-        const uint32_t i = ops[st.cursor[s]];
-        if (!st.head_started[s]) {
-          bool ready = true;
-          for (uint32_t d : st.program->deps_of(i))
-            if (!is_done(st, d)) {
-              ready = false;
-              break;
-            }
-          if (!ready) break;
-          st.head_started[s] = true;
-          progress = true;
-          const Op& op = st.program->ops[i];
-          if (op.is_communication()) {
-            ++st.started[st.index->channel(i)];
-            notify_partners(st, i);
-          }
-        }
-        if (!complete(st, i)) break;
-        st.head_started[s] = false;
-        ++st.done;
-        ++st.cursor[s];
-        progress = true;
-      }
-    }
-    return progress;
-  }
-
-  // Another rank's progress can only change when this rank starts a communication op
-  // (completion conditions read start counters), so only its partners are revisited.
-  void notify_partners(const RankState& st, uint32_t i) {
-    const Op& op = st.program->ops[i];
-    const uint16_t c = st.index->channel(i);
-    if (op.kind == OpKind::Send || op.kind == OpKind::Recv) {
-      enqueue(st.mirror[c].first);
-      return;
-    }
-    const int32_t g = group_of_[index_of(st.rank)][static_cast<int>(op.group)];
-    if (g < 0) return;
-    GroupInstance& inst = groups_[static_cast<size_t>(g)];
-    const int32_t cls = st.index->channels()[c].priority_class;
-    if (inst.arrived_of(cls) == nullptr) inst.arrived.emplace_back(cls, std::vector<uint32_t>{});
-    auto& arrived = *inst.arrived_of(cls);
-    const uint32_t k = st.index->sequence(i);
-    if (arrived.size() <= k) arrived.resize(k + 1, 0);
-    if (++arrived[k] == inst.members.size()) // the last member arrived
-      for (size_t m : inst.members) enqueue(m);
-  }
-
-  size_t index_of(int64_t rank) const {
-    return sym_ ? static_cast<size_t>(L_.coord(rank).pp) : static_cast<size_t>(rank);
-  }
-
-  void enqueue(size_t i) {
-    if (queued_[i]) return;
-    queued_[i] = true;
-    queue_.push_back(i);
-  }
-
-  void run() {
-    queued_.assign(ranks_.size(), false);
-    for (size_t i = 0; i < ranks_.size(); ++i) enqueue(i);
-    while (!queue_.empty()) {
-      const size_t i = queue_.front();
-      queue_.pop_front();
-      queued_[i] = false;
-      while (sweep(ranks_[i])) {}
-    }
-  }
-
-  std::string waits_for(RankState& st, uint32_t i) {
-    const Op& op = st.program->ops[i];
-    std::ostringstream os;
-    if (!st.head_started[static_cast<int>(op.stream)]) {
-      for (uint32_t d : st.program->deps_of(i))
-        if (!is_done(st, d)) {
-          os << "waits for its dependency op " << d << " (" << s_.names[st.program->ops[d].name] << ", stream "
-             << to_string(st.program->ops[d].stream) << ")";
-          return os.str();
-        }
-      return "waits for its stream";
-    }
-    const uint32_t k = st.index->sequence(i);
-    const uint16_t c = st.index->channel(i);
-    if (op.kind == OpKind::Send || op.kind == OpKind::Recv) {
-      const int64_t q = group_member(L_, op.group, st.rank, op.peer);
-      os << "waits for rank " << q << " to reach its matching " << (op.kind == OpKind::Send ? "recv" : "send") << " #"
-         << k;
-      return os.str();
-    }
-    os << "waits in " << to_string(op.kind) << " #" << k << " on its " << to_string(op.group) << " group for rank(s)";
-    for (int64_t m : members(st.rank, op.group)) {
-      const RankState& other = of(m);
-      const uint16_t mc = other.index->find_channel(st.index->channels()[c]);
-      if (mc == kNoChannel || other.started[mc] <= k) os << " " << m;
-    }
-    return os.str();
-  }
-
-  std::vector<Violation> report(size_t max_violations) {
-    std::vector<Violation> out;
-    for (auto& st : ranks_) {
-      if (st.done == st.program->ops.size()) continue;
-      if (out.size() >= max_violations) break;
-      // the earliest op among the heads of the blocked streams
-      uint32_t stuck = UINT32_MAX;
-      for (size_t s = 0; s < kStreamCount; ++s)
-        if (st.cursor[s] < st.index->stream_ops(s).size())
-          stuck = std::min(stuck, st.index->stream_ops(s)[st.cursor[s]]);
-      Violation v;
-      v.kind = ViolationKind::Deadlock;
-      v.rank = st.rank;
-      v.op_index = stuck;
-      const Op& op = st.program->ops[stuck];
-      v.op_name = s_.names[op.name];
-      v.labels = describe_labels(op.labels);
-      std::ostringstream os;
-      os << "stuck at " << to_string(op.kind) << " on stream " << to_string(op.stream) << " after " << st.done << " of "
-         << st.program->ops.size() << " ops: " << waits_for(st, stuck);
-      if (sym_ && L_.tp * L_.dp > 1) os << " (as are all tp×dp ranks of pipeline stage " << L_.coord(st.rank).pp << ")";
-      v.reason = os.str();
-      out.push_back(std::move(v));
-    }
-    return out;
-  }
-
-private:
-  const Schedule& s_;
-  const Layout& L_;
-  bool sym_;
-  const ExecutionRules& rules_;
-  std::vector<RankState> ranks_;
-  std::map<std::pair<int64_t, GroupKind>, std::vector<int64_t>> members_;
-  struct GroupInstance {
-    std::vector<size_t> members; // indices of executed ranks
-    // per collective channel (priority class; a few), per instance: members that started it
-    std::vector<std::pair<int32_t, std::vector<uint32_t>>> arrived;
-    std::vector<uint32_t>* arrived_of(int32_t cls) {
-      for (auto& [c, v] : arrived)
-        if (c == cls) return &v;
-      return nullptr;
-    }
-    const std::vector<uint32_t>* arrived_of(int32_t cls) const {
-      for (const auto& [c, v] : arrived)
-        if (c == cls) return &v;
-      return nullptr;
-    }
-  };
-  std::vector<GroupInstance> groups_;
-  std::vector<std::array<int32_t, kGroupKinds>> group_of_;
-  std::deque<size_t> queue_;
-  std::vector<bool> queued_;
-};
+/// Groups whose members all sit on one pipeline stage (trivial under symmetry).
+bool stage_local(GroupKind g) {
+  return g == GroupKind::Tp || g == GroupKind::Dp || g == GroupKind::Ep || g == GroupKind::ExpertDp ||
+         g == GroupKind::EpNode || g == GroupKind::EpRail;
+}
 
 } // namespace
 
-std::vector<Violation> find_deadlocks(const ExecutionRules& rules, bool by_symmetry, size_t max_violations) {
-  AbstractExecutor ex(rules, by_symmetry);
+AbstractExecutor::AbstractExecutor(const ExecutionRules& rules, const ExecutionModel& model, size_t max_mismatches)
+    : s_(rules.schedule()), L_(s_.layout), model_(model), report_sym_(model.by_symmetry),
+      exec_sym_(model.by_symmetry && !model.comm_queues), queues_(model.comm_queues), numbered_(model.comm_queues),
+      max_mismatches_(max_mismatches) {
+  if (exec_sym_)
+    for (int64_t p = 0; p < L_.pp; ++p) add_rank(L_.rank({0, 0, p}));
+  else
+    for (int64_t r = 0; r < L_.world(); ++r) add_rank(r);
+  for (RankRun& st : ranks_) {
+    st.index = &rules.of_rank(st.rank);
+    st.started.assign(st.index->channels().size(), 0);
+  }
+  for (RankRun& st : ranks_) find_mirrors(st);
+  for (RankRun& st : ranks_) {
+    const auto& channels = st.index->channels();
+    st.comm.assign(channels.size(), -1);
+    for (size_t c = 0; c < channels.size(); ++c) {
+      const Channel& ch = channels[c];
+      if (!queues_ && (ch.dir != ChannelDir::Collective || (exec_sym_ && stage_local(ch.group)))) continue;
+      st.comm[c] = comm_of(st.rank, ch);
+    }
+    if (queues_) build_queues(st);
+  }
+}
+
+void AbstractExecutor::add_rank(int64_t rank) {
+  RankRun st;
+  st.rank = rank;
+  st.program = &s_.program(rank);
+  ranks_.push_back(std::move(st));
+}
+
+// Rule 3: the k-th message on a p2p channel meets the k-th on the partner's mirror.
+void AbstractExecutor::find_mirrors(RankRun& st) {
+  const auto& channels = st.index->channels();
+  st.mirror.assign(channels.size(), {0, kNoChannel});
+  for (size_t c = 0; c < channels.size(); ++c) {
+    const Channel& ch = channels[c];
+    if (ch.dir == ChannelDir::Collective) continue;
+    const int64_t q = group_member(L_, ch.group, st.rank, ch.peer);
+    Channel m = ch;
+    m.dir = ch.dir == ChannelDir::Send ? ChannelDir::Recv : ChannelDir::Send;
+    m.peer = static_cast<int32_t>(L_.group_rank(ch.group, st.rank));
+    const size_t x = index_of(q);
+    st.mirror[c] = {x, ranks_[x].index->find_channel(m)};
+  }
+}
+
+/// The communicator a channel of `rank` runs on under the model (without queues: the
+/// devices' model, whose communicators are the channels): a collective channel's group
+/// (dp split by priority class), a directed pair, or a group shared by all its messages.
+int32_t AbstractExecutor::comm_of(int64_t rank, const Channel& ch) {
+  const CommModel& cm = queues_ ? model_.comms : kDeviceCommModel;
+  std::string label(to_string(ch.group));
+  int64_t leader = 0;
+  std::vector<int64_t> members;
+  const bool directed = ch.dir != ChannelDir::Collective && cm.directed_p2p;
+  if (directed) {
+    const int64_t q = group_member(L_, ch.group, rank, ch.peer);
+    const bool send = ch.dir == ChannelDir::Send;
+    leader = send ? rank : q;
+    members = {leader, send ? q : rank};
+    label += ":" + std::to_string(members[0]) + ">" + std::to_string(members[1]);
+  } else {
+    if (ch.dir == ChannelDir::Collective && cm.dp_by_priority && ch.group == GroupKind::Dp && ch.priority_class != 0)
+      label += "@p" + std::to_string(ch.priority_class);
+    leader = ch.group == GroupKind::World ? 0 : group_member(L_, ch.group, rank, 0);
+  }
+  auto [it, fresh] = comm_ids_.emplace(std::make_pair(label, leader), static_cast<int32_t>(comms_.size()));
+  if (!fresh) return it->second;
+  Comm comm;
+  if (directed) {
+    comm.name = label;
+  } else {
+    if (ch.group == GroupKind::World) {
+      members.resize(static_cast<size_t>(L_.world()));
+      std::iota(members.begin(), members.end(), int64_t{0});
+    } else {
+      members = L_.group_members(ch.group, rank);
+    }
+    comm.name = label + "{";
+    for (size_t k = 0; k < members.size(); ++k) comm.name += (k ? "," : "") + std::to_string(members[k]);
+    comm.name += "}";
+  }
+  std::vector<bool> seen(ranks_.size(), false);
+  for (int64_t m : members) {
+    const size_t x = index_of(m);
+    if (!seen[x]) comm.members.push_back(x);
+    seen[x] = true;
+  }
+  comm.member_ranks = std::move(members);
+  comms_.push_back(std::move(comm));
+  return it->second;
+}
+
+/// The queues of a rank's communicators, in the model's issue order, and the numbers of
+/// its communication ops in that order (execution_rules.hpp: number_in_issue_order).
+void AbstractExecutor::build_queues(RankRun& st) {
+  const size_t n = st.program->ops.size();
+  std::vector<uint32_t> order = model_.issue_order ? model_.issue_order(st.rank) : std::vector<uint32_t>{};
+  if (order.empty()) {
+    order.resize(n);
+    std::iota(order.begin(), order.end(), uint32_t{0});
+  }
+  const auto& channels = st.index->channels();
+  st.queue_of.assign(channels.size(), -1);
+  for (size_t c = 0; c < channels.size(); ++c) {
+    auto [it, fresh] = st.queue_of_comm.emplace(st.comm[c], static_cast<int32_t>(st.queue.size()));
+    if (fresh) {
+      st.queue.emplace_back();
+      st.queue_cursor.push_back(0);
+    }
+    st.queue_of[c] = it->second;
+  }
+  // Collectives count per communicator; a message both per channel (its match) and per
+  // communicator and direction (as NCCL's queue sees it, for the reports).
+  std::vector<uint32_t> match_class(channels.size()), queue_class(channels.size());
+  for (size_t c = 0; c < channels.size(); ++c) {
+    const auto q = static_cast<uint32_t>(st.queue_of[c]);
+    const auto dir = static_cast<uint32_t>(channels[c].dir);
+    queue_class[c] = 3 * q + dir;
+    match_class[c] = dir == 0 ? 3 * q : static_cast<uint32_t>(3 * st.queue.size() + c);
+  }
+  st.number = number_in_issue_order(*st.index, order, match_class);
+  st.queue_number = number_in_issue_order(*st.index, order, queue_class);
+  st.issue_pos.assign(n, 0);
+  st.issued.assign(channels.size(), {});
+  for (uint32_t k = 0; k < n; ++k) {
+    const uint32_t i = order[k];
+    st.issue_pos[i] = k;
+    const uint16_t c = st.index->channel(i);
+    if (c == kNoChannel) continue;
+    st.queue[static_cast<size_t>(st.queue_of[c])].push_back(i);
+    st.issued[c].push_back(i);
+  }
+}
+
+size_t AbstractExecutor::index_of(int64_t rank) const {
+  return exec_sym_ ? static_cast<size_t>(L_.coord(rank).pp) : static_cast<size_t>(rank);
+}
+
+uint32_t AbstractExecutor::number(const RankRun& st, uint32_t op) const {
+  return numbered_ ? st.number[op] : st.index->sequence(op);
+}
+
+OpPhase AbstractExecutor::phase(const RankRun& st, uint32_t op) const {
+  const auto s = static_cast<size_t>(st.program->ops[op].stream);
+  const uint32_t pos = st.index->position(op);
+  if (pos < st.cursor[s]) return OpPhase::Done;
+  return pos == st.cursor[s] && st.head_started[s] ? OpPhase::Started : OpPhase::NotStarted;
+}
+
+uint32_t AbstractExecutor::queue_head(const RankRun& st, uint32_t op) const {
+  const auto q = static_cast<size_t>(st.queue_of[st.index->channel(op)]);
+  return st.queue[q][st.queue_cursor[q]];
+}
+
+// (the hot loop: `c` is the op's channel, kNoChannel for compute)
+inline bool AbstractExecutor::can_start(const RankRun& st, uint32_t op, uint16_t c) const {
+  for (uint32_t d : st.program->deps_of(op))
+    if (!is_done(st, d)) return false;
+  return !queues_ || c == kNoChannel || queue_head(st, op) == op;
+}
+
+inline bool AbstractExecutor::complete(const RankRun& st, uint32_t op, uint16_t c) const {
+  if (c == kNoChannel) return true;
+  const uint32_t k = number(st, op);
+  if (st.index->channels()[c].dir != ChannelDir::Collective) {
+    const auto [x, m] = st.mirror[c];
+    return m != kNoChannel && ranks_[x].started[m] > k;
+  }
+  if (st.comm[c] < 0) return true; // a stage-local group under symmetry
+  const Comm& comm = comms_[static_cast<size_t>(st.comm[c])];
+  return comm.arrived.size() > k && all_members_reached(comm.arrived[k], comm.members.size());
+}
+
+// Another rank's progress can only change when this rank starts a communication op
+// (completion conditions read start counters), so only its partners are revisited.
+void AbstractExecutor::arrive(RankRun& st, uint32_t op, uint16_t c) {
+  ++st.started[c];
+  if (st.index->channels()[c].dir != ChannelDir::Collective) {
+    enqueue(st.mirror[c].first);
+    return;
+  }
+  if (st.comm[c] < 0) return;
+  Comm& comm = comms_[static_cast<size_t>(st.comm[c])];
+  const uint32_t k = number(st, op);
+  if (comm.arrived.size() <= k) comm.arrived.resize(k + 1, 0);
+  if (queues_) {
+    if (comm.first.size() <= k) comm.first.resize(k + 1, {-1, 0});
+    if (comm.first[k].first < 0)
+      comm.first[k] = {st.rank, op};
+    else
+      check_match(comm, k, st, op);
+  }
+  if (all_members_reached(++comm.arrived[k], comm.members.size())) // the last member arrived
+    for (size_t m : comm.members) enqueue(m);
+}
+
+bool AbstractExecutor::sweep(RankRun& st) {
+  bool progress = false;
+  for (size_t s = 0; s < kStreamCount; ++s) {
+    const auto ops = st.index->stream_ops(s);
+    while (st.cursor[s] < ops.size()) {
+      const uint32_t i = ops[st.cursor[s]];
+      const uint16_t c = st.index->channel(i);
+      if (!st.head_started[s]) {
+        if (!can_start(st, i, c)) break;
+        st.head_started[s] = true;
+        progress = true;
+        if (c != kNoChannel) arrive(st, i, c);
+      }
+      if (!complete(st, i, c)) break;
+      st.head_started[s] = false;
+      ++st.done;
+      ++st.cursor[s];
+      if (queues_ && c != kNoChannel) ++st.queue_cursor[static_cast<size_t>(st.queue_of[c])];
+      progress = true;
+    }
+  }
+  return progress;
+}
+
+void AbstractExecutor::enqueue(size_t i) {
+  if (queued_[i]) return;
+  queued_[i] = true;
+  work_.push_back(i);
+}
+
+void AbstractExecutor::run() {
+  queued_.assign(ranks_.size(), false);
+  for (size_t i = 0; i < ranks_.size(); ++i) enqueue(i);
+  while (!work_.empty()) {
+    const size_t i = work_.front();
+    work_.pop_front();
+    queued_[i] = false;
+    while (sweep(ranks_[i])) {}
+  }
+}
+
+void AbstractExecutor::lift_queues() {
+  TWINSCALE_ASSERT(!model_.issue_order && model_.comms.directed_p2p == kDeviceCommModel.directed_p2p &&
+                       model_.comms.dp_by_priority == kDeviceCommModel.dp_by_priority,
+                   "the stream semantics continue only from the devices' model in program order");
+  queues_ = false;
+  run();
+}
+
+bool AbstractExecutor::all_done() const {
+  for (const RankRun& st : ranks_)
+    if (st.done < st.program->ops.size()) return false;
+  return true;
+}
+
+std::vector<Violation> execute(const ExecutionRules& rules, const ExecutionModel& model, size_t max_violations) {
+  AbstractExecutor ex(rules, model, max_violations);
   ex.run();
-  return ex.report(max_violations);
+  if (!model.comm_queues) return ex.deadlock_report(max_violations);
+  std::vector<Violation> out = std::move(ex.mismatches());
+  if (ex.all_done() || out.size() >= max_violations) return out;
+  for (Violation& v : ex.queue_report(max_violations - out.size())) out.push_back(std::move(v));
+  if (!model.stream_fallback) return out;
+  ex.lift_queues();
+  return ex.all_done() ? out : ex.deadlock_report(max_violations);
 }
 
 } // namespace twinscale::schedules::detail

@@ -153,7 +153,7 @@ void SimExecutor::issue_collective(int32_t slot, uint32_t op_index) {
   const uint32_t pending_index = it->second;
   PendingCollective& pc = pending_[pending_index];
   pc.arrived.push_back({slot, op_index});
-  if (static_cast<int32_t>(pc.arrived.size()) < sl.group_needed[k]) return;
+  if (!schedules::all_members_reached(pc.arrived.size(), static_cast<size_t>(sl.group_needed[k]))) return;
   group.pending.erase(it);
   CommTask task = collective_task(op, sl.rank, group);
   start_comm(pending_[pending_index].arrived, std::move(task));
