@@ -88,10 +88,10 @@ std::string fixed(double v, int digits) {
 /// A cluster file describes a design (servers, NICs, rails, switches) and a size; the
 /// fabric is built for the job's GPUs. When the job needs more GPUs than the file
 /// describes, say so: the run is on a larger machine of the same design, not on the file's.
-void explain_fabric_size(const std::string& cluster_name, int64_t job_gpus) {
-  const int64_t described = config::load_cluster(cluster_name).gpus;
+void explain_fabric_size(const config::Scenario& scenario, int64_t job_gpus) {
+  const int64_t described = scenario.described_gpus();
   if (described > 0 && job_gpus > described)
-    std::cerr << "twinscale simulate: note: cluster '" << cluster_name << "' describes " << described
+    std::cerr << "twinscale simulate: note: cluster '" << scenario.cluster_name() << "' describes " << described
               << " GPUs; the job needs " << job_gpus << ", so the fabric is built for " << job_gpus
               << " GPUs of the same server, NIC and switch design (a larger machine than the file's)\n";
 }
@@ -359,7 +359,7 @@ int run_simulate(const SimulateArgs& a) {
   scenario.check_fits();
   std::cerr << "twinscale simulate: " << schedule.world() << " ranks, " << schedule.programs.size()
             << " programs, fabric " << scenario.fabric().links().size() << " links; " << a.mode << " mode\n";
-  explain_fabric_size(cluster_name, schedule.world());
+  explain_fabric_size(scenario, schedule.world());
   const sim::SimReport r = scenario.simulate();
   std::cerr << "twinscale simulate: " << r.executed_ranks << " ranks executed, " << r.ops_executed << " ops, "
             << r.flows << " flows, wall " << fixed(r.wall_s, 3) << " s\n";
