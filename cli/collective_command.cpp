@@ -22,6 +22,7 @@
 #include "config/error.hpp"
 #include "config/scenario.hpp"
 #include "sim/collective_run.hpp"
+#include "sim/error.hpp"
 #include "topology/fabric.hpp"
 
 namespace twinscale::cli {
@@ -229,7 +230,7 @@ int run_collective_command(const CollectiveArgs& a) {
   std::vector<int64_t> gpus;
   try {
     gpus = sim::collective_gpus(a.gpus, per_server, server_gpus);
-  } catch (const std::invalid_argument& e) {
+  } catch (const sim::SimError& e) {
     throw config::ConfigError(std::string("--gpus/--gpus-per-server on cluster '") + a.cluster + "': " + e.what());
   }
   const int64_t servers = a.gpus / per_server;

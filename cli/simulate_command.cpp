@@ -347,10 +347,7 @@ int run_simulate(const SimulateArgs& a) {
         "--run-dir: simulate writes per-rank state files only for a hung run (add --hang-rank R)");
   if (!a.run_dir.empty()) {
     // made before the run: a trace streamed into it (--trace DIR/trace.tstrace) opens its file first
-    std::error_code ec;
-    std::filesystem::create_directories(a.run_dir, ec);
-    if (ec)
-      throw config::ConfigError("--run-dir " + a.run_dir + ": cannot create the directory (" + ec.message() + ")");
+    make_output_dir(a.run_dir, "--run-dir");
   }
   if (a.hang_rank >= 0) scenario.set_hang(a.hang_rank, a.hang_at_s);
   const schedules::Schedule& schedule = scenario.schedule();
