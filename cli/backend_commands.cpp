@@ -18,6 +18,7 @@
 #include "cli/commands.hpp"
 #include "cli/job_args.hpp"
 #include "cli/layout_notation.hpp"
+#include "config/scenario.hpp"
 #include "diagnose/hang_report.hpp"
 #include "diagnose/trace_compare.hpp"
 #include "formats/kineto.hpp"
@@ -81,10 +82,8 @@ schedules::Schedule load_schedule(const JobArgs& job_args, const std::string& sy
     so.tokens = so.hidden;
     return schedules::synthetic_schedule(parse_layout(synthetic), so);
   }
-  schedules::LoweringTarget target;
-  target.check_memory = false; // the backend runs synthetic tensors (at scaled shapes on CPUs)
   job_args.refuse_cluster_edits("the real run takes its machine as it is");
-  return schedules::lower(job_args.load(), target);
+  return config::lower_for_real_run(job_args.load()); // synthetic tensors, at scaled shapes on CPUs
 }
 
 /// The CPU device holds each op's buffer in host memory, at most `max_buffer_bytes` each:

@@ -2,7 +2,8 @@
 // sizes, printed as nccl-tests prints it (`size count type redop | time algbw busbw`), so
 // a simulated table and a measured one can be diffed line by line. The collective runs
 // through the same executor, plans and protocol choice as a training iteration
-// (sim/collective_run.hpp).
+// (sim/collective_run.hpp), with the simulator options `simulate` takes from the same
+// cluster file (config::cluster_sim_options: its [network] congestion control included).
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -19,7 +20,9 @@
 #include "cli/job_args.hpp"
 #include "config/cluster_file.hpp"
 #include "config/error.hpp"
+#include "config/scenario.hpp"
 #include "sim/collective_run.hpp"
+#include "sim/error.hpp"
 #include "topology/fabric.hpp"
 
 namespace twinscale::cli {
@@ -167,11 +170,13 @@ std::string nccl_table(const std::vector<sim::CollectiveRunResult>& rows, const 
   return out;
 }
 
-nlohmann::json collective_json(const CollectiveArgs& a, const std::string& cluster, int64_t per_server, int64_t servers,
-                               const Labels& l, const std::vector<sim::CollectiveRunResult>& rows) {
+nlohmann::json collective_json(const CollectiveArgs& a, const std::string& cluster, const sim::SimOptions& o,
+                               int64_t per_server, int64_t servers, const Labels& l,
+                               const std::vector<sim::CollectiveRunResult>& rows) {
   nlohmann::json j;
   j["op"] = a.op;
   j["cluster"] = cluster;
+  j["congestion_control"] = topology::congestion_control_name(o.network.congestion_control);
   j["gpus"] = a.gpus;
   j["gpus_per_server"] = per_server;
   j["servers"] = servers;
@@ -216,27 +221,30 @@ int run_collective_command(const CollectiveArgs& a) {
                               " (valid: max ≥ min)");
   if (!(a.factor > 1))
     throw config::ConfigError("--factor " + std::to_string(a.factor) + " (valid: > 1, the ratio of successive sizes)");
-  topology::ClusterSpec spec = config::load_cluster(a.cluster, cluster_key_overrides(a.set));
+  // the cluster file read once; the simulator options it implies ([network] congestion
+  // control included) are the ones `simulate` runs with on that cluster
+  const config::ClusterFile cluster = config::load_cluster_file(a.cluster, cluster_key_overrides(a.set));
+  topology::ClusterSpec spec = cluster.cluster;
   const int64_t server_gpus = spec.server.gpus;
   const int64_t per_server = a.gpus_per_server > 0 ? a.gpus_per_server : std::min(a.gpus, server_gpus);
   std::vector<int64_t> gpus;
   try {
     gpus = sim::collective_gpus(a.gpus, per_server, server_gpus);
-  } catch (const std::invalid_argument& e) {
+  } catch (const sim::SimError& e) {
     throw config::ConfigError(std::string("--gpus/--gpus-per-server on cluster '") + a.cluster + "': " + e.what());
   }
   const int64_t servers = a.gpus / per_server;
   spec.gpus = servers * server_gpus; // the fabric is built for the servers the group spans
   topology::Fabric fabric(spec);
 
-  sim::SimOptions o;
-  o.mode = a.mode == "analytic" ? sim::SimMode::Analytic : sim::SimMode::Flow;
-  o.seed = a.seed;
-  o.channels = a.channels;
-  o.all_reduce_algorithm = a.algorithm == "tree" ? sim::CollectiveAlgorithm::Tree : sim::CollectiveAlgorithm::Ring;
+  sim::SimOptions base;
+  base.mode = config::parse_sim_mode(a.mode, "--mode");
+  base.channels = a.channels;
+  base.all_reduce_algorithm = config::parse_all_reduce_algorithm(a.algorithm, "--algorithm");
   if (a.protocol != "auto") {
-    o.nccl.enabled = {a.protocol == "LL", a.protocol == "LL128", a.protocol == "Simple"};
+    base.nccl.enabled = {a.protocol == "LL", a.protocol == "LL128", a.protocol == "Simple"};
   }
+  const sim::SimOptions o = config::cluster_sim_options(cluster, base, a.seed);
   const schedules::OpKind kind = op_kind(a.op);
 
   std::vector<double> sizes;
@@ -257,7 +265,7 @@ int run_collective_command(const CollectiveArgs& a) {
   progress.finish();
 
   const Labels labels = labels_of(a, kind);
-  const nlohmann::json j = collective_json(a, spec.name, per_server, servers, labels, rows);
+  const nlohmann::json j = collective_json(a, spec.name, o, per_server, servers, labels, rows);
   if (!a.json_file.empty()) write_file_atomically(a.json_file, j.dump(2) + "\n");
   if (a.json) {
     std::cout << j.dump(2) << "\n";
@@ -266,7 +274,10 @@ int run_collective_command(const CollectiveArgs& a) {
   std::ostringstream o2;
   o2 << "# twinscale collective: " << a.op << ", " << a.gpus << " GPUs (" << per_server << " per server, " << servers
      << " servers) on " << spec.name << ", " << a.mode << " mode, " << a.algorithm << ", protocol " << a.protocol
-     << ", channels " << channels_text(rows, a.channels) << ", seed " << a.seed << "\n";
+     << ", channels " << channels_text(rows, a.channels) << ", seed " << a.seed;
+  if (o.network.congestion_control != topology::CongestionControl::None)
+    o2 << ", congestion control " << topology::congestion_control_name(o.network.congestion_control);
+  o2 << "\n";
   o2 << "# minBytes " << static_cast<long long>(lo) << " maxBytes " << static_cast<long long>(hi)
      << " step: " << a.factor << "(factor) warmup iters: " << a.warmup << " iters: " << a.iters
      << " validation: " << a.check

@@ -210,7 +210,7 @@ int run_campaign_command(const FaultOptions& o) {
   j["result"] = detail::summary_json(sum, s.campaign);
   if (!o.out.empty()) {
     const std::filesystem::path dir(o.out);
-    std::filesystem::create_directories(dir);
+    make_output_dir(o.out, "--out");
     write_file_atomically((dir / "campaign.json").string(), j.dump(2) + "\n");
     write_file_atomically((dir / "campaign_states.csv").string(), detail::states_csv(sum));
     write_file_atomically((dir / "campaign_causes.csv").string(), detail::causes_csv(sum, s.campaign));
@@ -243,7 +243,7 @@ int run_tune_command(const FaultOptions& o) {
   j["result"] = detail::tuner_json(result);
   if (!o.out.empty()) {
     const std::filesystem::path dir(o.out);
-    std::filesystem::create_directories(dir);
+    make_output_dir(o.out, "--out");
     write_file_atomically((dir / "tune_checkpoint.json").string(), j.dump(2) + "\n");
     write_file_atomically((dir / "tune_checkpoint.csv").string(), detail::sweep_csv(result));
     plot(dir, {"--sweep", (dir / "tune_checkpoint.csv").string()});

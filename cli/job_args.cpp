@@ -1,6 +1,7 @@
 #include "cli/job_args.hpp"
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -131,6 +132,12 @@ std::string JobArgs::source() const { return preset_.empty() ? file_ : "preset "
 
 void write_file_atomically(const std::string& path, const std::string& text) {
   schedules::write_output_file(path, text);
+}
+
+void make_output_dir(const std::string& dir, const std::string& option) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw config::ConfigError(option + " " + dir + ": cannot create the directory (" + ec.message() + ")");
 }
 
 /// "0-7,64,100-103" → sorted ranks; usage errors name the bad piece.

@@ -72,4 +72,8 @@ std::vector<int64_t> parse_ranks(const std::string& text, int64_t world);
 /// Throws twinscale::Error naming the path on failure.
 void write_file_atomically(const std::string& path, const std::string& text);
 
+/// Creates the output directory `dir` (and its parents) that `option` names. Throws
+/// config::ConfigError naming the option, the directory and why it cannot be made.
+void make_output_dir(const std::string& dir, const std::string& option);
+
 } // namespace twinscale::cli

@@ -66,10 +66,9 @@ int run_jobs(const JobsArgs& a) {
     schedules.push_back(std::make_unique<schedules::Schedule>(schedules::lower(study.jobs[j].job, target)));
     jobs.push_back({study.jobs[j].name, schedules.back().get(), placements[j], study.jobs[j].start_s});
   }
-  sim::SimOptions options;
-  options.mode = sim::SimMode::Flow;
-  options.seed = study.seed;
-  options.network = cluster_file.network;
+  sim::SimOptions flow;
+  flow.mode = sim::SimMode::Flow;
+  const sim::SimOptions options = config::cluster_sim_options(cluster_file, flow, study.seed); // as simulate's
 
   Progress progress("simulate-jobs runs", static_cast<int64_t>(jobs.size()) + 1, "runs"); // together, then each alone
   const sim::MultiJobReport together = sim::simulate_jobs(jobs, fabric, options);

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/checked_options.hpp"
+#include "cli/job_args.hpp"
 #include "config/error.hpp"
 #include "schedules/output_file.hpp"
 
@@ -103,7 +104,7 @@ void write_run_layout(const std::string& dir, const schedules::Layout& l) {
   j["dp"] = l.dp / cp;
   j["pp"] = l.pp;
   j["world"] = l.world();
-  fs::create_directories(dir);
+  make_output_dir(dir, "--run-dir");
   schedules::write_output_file((fs::path(dir) / "layout.json").string(), j.dump(1) + "\n");
 }
 

@@ -12,6 +12,7 @@
 #include "cli/checked_options.hpp"
 #include "cli/commands.hpp"
 #include "cli/job_args.hpp"
+#include "config/scenario.hpp"
 #include "schedules/calibration.hpp"
 #include "schedules/output_file.hpp"
 #include "schedules/schedule.hpp"
@@ -57,10 +58,8 @@ int probe_command(const ProbeArgs& a) {
   if (a.options.device != "cpu" && a.options.device != "cuda")
     throw backend::BackendError("--device \"" + a.options.device + "\": valid values are cpu and cuda");
   schedules::check_distinct_files({{"JOB", a.job.file()}}, {{"--out", a.out}, {"--cluster-out", a.cluster_out}});
-  schedules::LoweringTarget target;
-  target.check_memory = false; // synthetic tensors at scaled shapes, as `run`
   a.job.refuse_cluster_edits("the probe measures the machine it runs on");
-  const schedules::Schedule schedule = schedules::lower(a.job.load(), target);
+  const schedules::Schedule schedule = config::lower_for_real_run(a.job.load()); // as `run`
   const backend::ProbeResult r = backend::probe(schedule, a.options);
   if (r.rank == 0) {
     std::ostringstream text;

@@ -88,10 +88,10 @@ std::string fixed(double v, int digits) {
 /// A cluster file describes a design (servers, NICs, rails, switches) and a size; the
 /// fabric is built for the job's GPUs. When the job needs more GPUs than the file
 /// describes, say so: the run is on a larger machine of the same design, not on the file's.
-void explain_fabric_size(const std::string& cluster_name, int64_t job_gpus) {
-  const int64_t described = config::load_cluster(cluster_name).gpus;
+void explain_fabric_size(const config::Scenario& scenario, int64_t job_gpus) {
+  const int64_t described = scenario.described_gpus();
   if (described > 0 && job_gpus > described)
-    std::cerr << "twinscale simulate: note: cluster '" << cluster_name << "' describes " << described
+    std::cerr << "twinscale simulate: note: cluster '" << scenario.cluster_name() << "' describes " << described
               << " GPUs; the job needs " << job_gpus << ", so the fabric is built for " << job_gpus
               << " GPUs of the same server, NIC and switch design (a larger machine than the file's)\n";
 }
@@ -347,10 +347,7 @@ int run_simulate(const SimulateArgs& a) {
         "--run-dir: simulate writes per-rank state files only for a hung run (add --hang-rank R)");
   if (!a.run_dir.empty()) {
     // made before the run: a trace streamed into it (--trace DIR/trace.tstrace) opens its file first
-    std::error_code ec;
-    std::filesystem::create_directories(a.run_dir, ec);
-    if (ec)
-      throw config::ConfigError("--run-dir " + a.run_dir + ": cannot create the directory (" + ec.message() + ")");
+    make_output_dir(a.run_dir, "--run-dir");
   }
   if (a.hang_rank >= 0) scenario.set_hang(a.hang_rank, a.hang_at_s);
   const schedules::Schedule& schedule = scenario.schedule();
@@ -359,7 +356,7 @@ int run_simulate(const SimulateArgs& a) {
   scenario.check_fits();
   std::cerr << "twinscale simulate: " << schedule.world() << " ranks, " << schedule.programs.size()
             << " programs, fabric " << scenario.fabric().links().size() << " links; " << a.mode << " mode\n";
-  explain_fabric_size(cluster_name, schedule.world());
+  explain_fabric_size(scenario, schedule.world());
   const sim::SimReport r = scenario.simulate();
   std::cerr << "twinscale simulate: " << r.executed_ranks << " ranks executed, " << r.ops_executed << " ops, "
             << r.flows << " flows, wall " << fixed(r.wall_s, 3) << " s\n";

@@ -325,7 +325,7 @@ int run_show(const ShowArgs& a) {
     std::cout << study::summary_table(info, rows, a.top);
   if (!a.csv.empty()) write_file_atomically(a.csv, study::rows_csv(info, rows));
   if (!a.plot_dir.empty()) {
-    std::filesystem::create_directories(a.plot_dir);
+    make_output_dir(a.plot_dir, "--plot");
     const auto csv = std::filesystem::path(a.plot_dir) / "sweep.csv";
     write_file_atomically(csv.string(), study::rows_csv(info, rows));
     const auto script = detail::find_script("plot_sweep.py");

@@ -28,14 +28,16 @@ std::string cluster_name_of(const ScenarioSpec& spec) {
   return spec.cluster_file ? spec.cluster_file->cluster.name : std::string();
 }
 
-/// The cluster the scenario runs on (read once, [network] included), sized for the job.
-ClusterFile resolve_cluster(const ScenarioSpec& spec, const std::string& name) {
+/// The cluster the scenario runs on (read once, [network] included), sized for the job;
+/// `described_gpus` gets the size the file itself gives.
+ClusterFile resolve_cluster(const ScenarioSpec& spec, const std::string& name, int64_t& described_gpus) {
   if (name.empty()) {
     const std::string who = spec.job_source.empty() ? "job '" + spec.job.name + "'" : spec.job_source;
     throw ConfigError(who + ": no cluster (give --cluster NAME|FILE or `cluster` in the job)");
   }
   ClusterFile file = spec.cluster_file ? *spec.cluster_file : load_cluster_file(name, spec.cluster_edits);
   topology::ClusterSpec& cluster = file.cluster;
+  described_gpus = cluster.gpus;
   cluster.gpus = spec.job.parallel.gpus();
   if (spec.job.options.fp8() && !(cluster.gpu.fp8_peak_flops > 0)) {
     std::string valid;
@@ -69,6 +71,18 @@ schedules::LoweringTarget lowering_target(const topology::ClusterSpec& cluster, 
     if (!cluster.gpu_groups.empty()) target.gpu_memory_holder = limit.holder;
   }
   return target;
+}
+
+sim::SimOptions cluster_sim_options(const ClusterFile& cluster, sim::SimOptions base, uint64_t seed) {
+  base.seed = seed;
+  base.network = cluster.network;
+  return base;
+}
+
+schedules::Schedule lower_for_real_run(const schedules::JobSpec& job) {
+  schedules::LoweringTarget target;
+  target.check_memory = false;
+  return schedules::lower(job, target);
 }
 
 topology::PlacementPolicy parse_placement(std::string_view text, std::string_view what) {
@@ -105,19 +119,23 @@ std::shared_ptr<const schedules::Schedule> lower_for(const ScenarioSpec& spec,
 }
 } // namespace
 
-Scenario::Scenario(const ScenarioSpec& spec)
-    : Scenario(spec, Resolved{cluster_name_of(spec), resolve_cluster(spec, cluster_name_of(spec))}) {}
+Scenario::Resolved Scenario::resolve(const ScenarioSpec& spec) {
+  Resolved r;
+  r.name = cluster_name_of(spec);
+  r.file = resolve_cluster(spec, r.name, r.described_gpus);
+  return r;
+}
+
+Scenario::Scenario(const ScenarioSpec& spec) : Scenario(spec, resolve(spec)) {}
 
 Scenario::Scenario(const ScenarioSpec& spec, Resolved&& resolved)
-    : cluster_name_(std::move(resolved.name)), cluster_(std::move(resolved.file.cluster)),
-      fabric_(fabric_for(spec, cluster_)),
+    : cluster_name_(std::move(resolved.name)), described_gpus_(resolved.described_gpus),
+      cluster_(std::move(resolved.file.cluster)), fabric_(fabric_for(spec, cluster_)),
       schedule_(lower_for(spec, lowering_target(cluster_, spec.gpu_memory_bytes, spec.check_memory))),
       placement_(spec.placement),
       gpu_of_rank_(topology::place(*fabric_, {schedule_->layout.tp, schedule_->layout.dp, schedule_->layout.pp},
                                    spec.placement, spec.seed)),
-      options_(spec.sim) {
-  options_.seed = spec.seed;
-  options_.network = resolved.file.network;
+      options_(cluster_sim_options(resolved.file, spec.sim, spec.seed)) {
   options_.calibration = nullptr;
   options_.faults = nullptr;
   if (!spec.calibration_file.empty()) {

@@ -4,7 +4,10 @@
 // the cluster's tightest GPU memory ([gpu] and every [[gpu_groups]] model), place the
 // ranks, read the calibration table and the fault plan (checked against the fabric) and
 // fill the simulator's options. The command-line names of the simulator mode and the
-// all-reduce algorithm are parsed here.
+// all-reduce algorithm are parsed here. What simulates something other than one job on
+// its cluster (`collective`, `simulate-jobs`) reads the cluster file once and takes its
+// simulator options from cluster_sim_options, as Scenario does; the real-run commands
+// (`run`, `probe`, `calibrate`) read no cluster and lower with lower_for_real_run.
 //
 //   config::ScenarioSpec spec;
 //   spec.job = config::load_job_preset("tiny-megascale");
@@ -51,6 +54,19 @@ schedules::LoweringTarget lowering_target(const topology::ClusterSpec& cluster,
                                           std::optional<double> gpu_memory_bytes = std::nullopt,
                                           bool check_memory = true);
 
+/// The simulator options a cluster file implies over `base` (the command's mode, algorithm,
+/// channels…): the file's [network] congestion control and PFC, and `seed` (ECMP hashing,
+/// random placement). Scenario fills its options with it; a run that is not one job's
+/// iteration on its own fabric (`collective`: one collective; `simulate-jobs`: several jobs
+/// on one fabric) calls it on the cluster file it read once, so that it simulates what
+/// `simulate` does on that cluster.
+sim::SimOptions cluster_sim_options(const ClusterFile& cluster, sim::SimOptions base, uint64_t seed);
+
+/// The schedule a real run (`run`, `probe`, `calibrate`) executes for `job`: no cluster is
+/// read (the machine is the one the run is on) and memory is not checked (the CPU device
+/// runs scaled shapes). Throws JobError as schedules::lower does.
+schedules::Schedule lower_for_real_run(const schedules::JobSpec& job);
+
 /// What a scenario is made of. Plain values: a command fills it from its options.
 struct ScenarioSpec {
   schedules::JobSpec job; // overrides (--gpus, --global-batch) applied
@@ -89,6 +105,9 @@ public:
 
   const std::string& cluster_name() const { return cluster_name_; }
   const topology::ClusterSpec& cluster() const { return cluster_; }
+  /// The GPUs the cluster file itself describes (its `gpus`, edits applied; 0: it gives
+  /// none); cluster().gpus is the job's, which the fabric is built for.
+  int64_t described_gpus() const { return described_gpus_; }
   const topology::Fabric& fabric() const { return *fabric_; }
   const schedules::Schedule& schedule() const { return *schedule_; }
   const std::vector<int64_t>& gpu_of_rank() const { return gpu_of_rank_; }
@@ -116,11 +135,14 @@ public:
 private:
   struct Resolved { // the cluster's name and file, read once
     std::string name;
-    ClusterFile file;
+    ClusterFile file;           // sized for the job
+    int64_t described_gpus = 0; // the file's own `gpus`
   };
+  static Resolved resolve(const ScenarioSpec& spec);
   Scenario(const ScenarioSpec& spec, Resolved&& resolved);
 
   std::string cluster_name_;
+  int64_t described_gpus_ = 0;
   topology::ClusterSpec cluster_;
   std::shared_ptr<const topology::Fabric> fabric_;
   std::shared_ptr<const schedules::Schedule> schedule_; // never null
