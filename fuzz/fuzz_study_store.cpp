@@ -4,11 +4,20 @@
 // private folder and opened through the store's reader, which reads its meta, its rows
 // and the done sets. A crafted file (a view, a generated column, a corrupted page, a
 // huge cell) must be refused with a StoreError, in bounded time and memory.
+// An input whose first line is "--sql" is instead an SQL script, run on a copy of that
+// seed store before it is read: the schema-level crafting (views, generated columns,
+// defaults, triggers, tables renamed or rebuilt, writable_schema edits) that byte
+// mutations of a file rarely reach. The script runs under its own bounds (10^7 SQLite
+// steps, 1 MiB values, no attached databases and no VACUUM INTO: it writes no other file).
 // With TWINSCALE_FUZZ_WRITE_SEED=FILE the harness writes a small store of two points
 // (one with a flow re-simulation, page size 512) there through the store's writer and
 // exits.
+#include <cctype>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include <sqlite3.h>
 
@@ -59,6 +68,43 @@ void write_seed(const std::string& path) {
   sqlite3_close(db);
 }
 
+/// The seed store's bytes, which an SQL input edits.
+const std::string& seed_bytes() {
+  static const std::string bytes = [] {
+    const std::string path = (twinscale::fuzz::scratch_dir() / "seed.db").string();
+    write_seed(path);
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }();
+  return bytes;
+}
+
+int stop_after(void* steps) { return ++*static_cast<int64_t*>(steps) > 10'000 ? 1 : 0; }
+
+int no_attach(void*, int action, const char*, const char*, const char*, const char*) {
+  return action == SQLITE_ATTACH || action == SQLITE_DETACH ? SQLITE_DENY : SQLITE_OK;
+}
+
+/// Runs the script `sql` on `path` (a copy of the seed store); false when it cannot run.
+bool craft(const std::string& path, const std::string& sql) {
+  std::string lower = sql;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (lower.find("vacuum") != std::string::npos || sql.find('\0') != std::string::npos) return false;
+  twinscale::fuzz::write_input(path, reinterpret_cast<const uint8_t*>(seed_bytes().data()), seed_bytes().size());
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr) != SQLITE_OK) std::abort();
+  int64_t steps = 0;
+  sqlite3_progress_handler(db, 1000, stop_after, &steps);
+  sqlite3_set_authorizer(db, no_attach, nullptr);
+  sqlite3_limit(db, SQLITE_LIMIT_ATTACHED, 0);
+  sqlite3_limit(db, SQLITE_LIMIT_LENGTH, 1 << 20);
+  const bool ok = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr) == SQLITE_OK;
+  sqlite3_close(db);
+  return ok;
+}
+
 } // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
@@ -66,6 +112,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
     write_seed(seed);
     std::exit(0);
   }
+  (void)seed_bytes();
   return 0;
 }
 
@@ -73,7 +120,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::filesystem::path dir = twinscale::fuzz::scratch_dir() / "store";
   std::error_code ec;
   std::filesystem::remove_all(dir, ec); // with any -wal, -shm or -journal of the last input
-  twinscale::fuzz::write_input(dir / "sweep.db", data, size);
+  const std::string_view text = twinscale::fuzz::as_text(data, size);
+  if (text.rfind("--sql\n", 0) == 0) {
+    // a script that fails part-way still leaves what it did: read that too
+    (void)craft((dir / "sweep.db").string(), std::string(text));
+  } else {
+    twinscale::fuzz::write_input(dir / "sweep.db", data, size);
+  }
   twinscale::fuzz::expect_clean_rejection([&] {
     const st::Store store((dir / "sweep.db").string());
     (void)store.info();

@@ -55,7 +55,7 @@ seed fault_toml '\x00' presets/faults/*.toml
 seed fault_toml '\x01' fuzz/corpus/fault_toml/*.toml
 seed recovery_toml "" presets/recovery/*.toml
 for h in schedule_json trace_json trace_binary calibration_json cli_shapes lower_roundtrip json_document speed_csv \
-  study_toml run_dir checkpoint_manifest; do
+  study_toml run_dir checkpoint_manifest study_store; do
   seed "$h" "" fuzz/corpus/$h/*
 done
 # Chakra: the ET file of the harness's own job, which the harness writes when asked
