@@ -3,6 +3,7 @@
 // a folder instead of a file, a damaged page part-way through the rows, a cell of
 // 20 MiB — is refused with a StoreError naming the store, in bounded time and memory.
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -131,8 +132,14 @@ TEST_CASE("hostile store: a damaged page part-way through the rows is an error, 
                      "flow_iteration_time_s, flow_tokens_per_s, flow_mfu, flow_exposed_dp_s, ettr, ettr_ci95, "
                      "interruptions, lost_work_s, twinscale_version FROM n, (SELECT * FROM points WHERE id = 0)");
   REQUIRE(study::Store(db).rows().size() == 2002);
-  fs::resize_file(db, fs::file_size(db) / 2); // the second half of the pages gone
-  CHECK_THROWS_WITH(study::Store(db).rows(), Contains(db) && Contains("malformed"));
+  { // one page three quarters in (a leaf of the points table) overwritten with 0xff
+    std::fstream f(db, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(fs::file_size(db) * 3 / 4 / 4096 * 4096));
+    const std::string junk(4096, '\xff');
+    f.write(junk.data(), static_cast<std::streamsize>(junk.size()));
+  }
+  const study::Store store(db); // the schema and the meta table still read
+  CHECK_THROWS_WITH(store.rows(), Contains(db) && Contains("malformed"));
   remove_db(db);
 }
 
