@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <filesystem>
+#include <fstream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -32,6 +34,40 @@ void expect_clean_rejection(F&& body) {
 
 inline std::string_view as_text(const uint8_t* data, size_t size) {
   return {reinterpret_cast<const char*>(data), size};
+}
+
+/// A private folder for the harnesses that read files (run directories, checkpoints,
+/// SQLite stores): made once per process under $TMPDIR (or /tmp) and removed at exit.
+inline const std::filesystem::path& scratch_dir() {
+  // never destroyed: the exit handler below still needs it after static destructors ran
+  static const std::filesystem::path* const dir = [] {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/twinscale-fuzz-XXXXXX";
+    if (!mkdtemp(pattern.data())) {
+      std::perror("mkdtemp");
+      std::abort();
+    }
+    return new std::filesystem::path(pattern);
+  }();
+  static const bool cleanup = [] {
+    return std::atexit([] {
+             std::error_code ec;
+             std::filesystem::remove_all(*dir, ec);
+           }) == 0;
+  }();
+  (void)cleanup;
+  return *dir;
+}
+
+/// Writes `size` bytes of `data` to `path` (creating its folder), replacing the file.
+inline void write_input(const std::filesystem::path& path, const uint8_t* data, size_t size) {
+  std::filesystem::create_directories(path.parent_path());
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
+  if (!out.flush()) {
+    std::fprintf(stderr, "cannot write the fuzz input to %s\n", path.c_str());
+    std::abort();
+  }
 }
 
 } // namespace twinscale::fuzz

@@ -1,5 +1,7 @@
 #include "records/run_dir.hpp"
 
+#include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 
@@ -8,6 +10,7 @@
 #include "records/error.hpp"
 #include "schedules/input_file.hpp"
 #include "schedules/json_document.hpp"
+#include "schedules/limits.hpp"
 #include "schedules/output_file.hpp"
 
 namespace twinscale::records {
@@ -43,9 +46,43 @@ json waiting_json(const WaitingOp& p) {
           {"waiting_s", p.waiting_s}};
 }
 
-WaitingOp waiting_from_json(const json& w, const std::string& path) {
+[[noreturn]] void bad_value(const std::string& path, const std::string& at, const std::string& why) {
+  throw RecordError("rank state " + path + ": " + at + ": " + why);
+}
+
+/// The value of `key` in object `obj` (at JSON path `at`), which must be there.
+const json& field(const json& obj, const char* key, const std::string& path, const std::string& at) {
+  const auto it = obj.find(key);
+  if (it == obj.end()) bad_value(path, at, std::string("\"") + key + "\" is missing");
+  return *it;
+}
+
+/// A whole number in [lo, hi] (a fraction, 1e300 or a negative count is refused, not
+/// converted with undefined or wrapped results).
+int64_t whole(const json& v, const std::string& path, const std::string& at, int64_t lo, int64_t hi) {
+  if (!v.is_number_integer()) bad_value(path, at, std::string("must be a whole number, got ") + v.type_name());
+  const bool out = v.is_number_unsigned() ? v.get<uint64_t>() > static_cast<uint64_t>(hi) ||
+                                                (lo > 0 && v.get<uint64_t>() < static_cast<uint64_t>(lo))
+                                          : v.get<int64_t>() < lo || v.get<int64_t>() > hi;
+  if (out) bad_value(path, at, v.dump() + " is out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  return v.get<int64_t>();
+}
+
+uint32_t index32(const json& v, const std::string& path, const std::string& at) {
+  return static_cast<uint32_t>(whole(v, path, at, 0, UINT32_MAX));
+}
+
+/// A time in seconds: a finite number ≥ 0.
+double seconds(const json& v, const std::string& path, const std::string& at) {
+  if (!v.is_number()) bad_value(path, at, std::string("must be a number of seconds, got ") + v.type_name());
+  const double d = v.get<double>();
+  if (!std::isfinite(d) || d < 0) bad_value(path, at, v.dump() + " is not a time ≥ 0 s");
+  return d;
+}
+
+WaitingOp waiting_from_json(const json& w, const std::string& path, const std::string& at) {
   WaitingOp p;
-  p.op_index = w.at("op_index").get<uint32_t>();
+  p.op_index = index32(field(w, "op_index", path, at), path, at + ".op_index");
   p.name = w.at("name").get<std::string>();
   p.kind = parse_enum<schedules::OpKind>(w.at("kind").get<std::string>(), static_cast<int>(schedules::OpKind::Recv) + 1,
                                          path, "kind");
@@ -53,10 +90,31 @@ WaitingOp waiting_from_json(const json& w, const std::string& path) {
                                              static_cast<int>(schedules::GroupKind::World) + 1, path, "group");
   p.stream = parse_enum<schedules::Stream>(w.at("stream").get<std::string>(), schedules::kStreamCount, path, "stream");
   p.channel = w.at("channel").get<std::string>();
-  p.sequence = w.at("sequence").get<int64_t>();
-  p.peers = w.at("peers").get<std::vector<int64_t>>();
-  p.waiting_s = w.at("waiting_s").get<double>();
+  p.sequence = whole(field(w, "sequence", path, at), path, at + ".sequence", 0, INT64_MAX);
+  const json& peers = field(w, "peers", path, at);
+  if (!peers.is_array()) bad_value(path, at + ".peers", "must be an array of ranks");
+  for (size_t i = 0; i < peers.size(); ++i)
+    p.peers.push_back(whole(peers[i], path, at + ".peers[" + std::to_string(i) + "]", 0, schedules::kMaxRanks - 1));
+  p.waiting_s = seconds(field(w, "waiting_s", path, at), path, at + ".waiting_s");
   return p;
+}
+
+/// The events of a rank state: [op index, start s, end s, failed], each within the run.
+void read_events(const json& events, const std::string& path, RankState& st) {
+  if (!events.is_array()) bad_value(path, "$.events", "must be an array");
+  for (size_t i = 0; i < events.size(); ++i) {
+    const json& e = events[i];
+    const std::string at = "$.events[" + std::to_string(i) + "]";
+    if (!e.is_array() || e.size() != 4) bad_value(path, at, "must be [op index, start s, end s, failed]");
+    schedules::TraceEvent ev;
+    ev.rank = st.rank;
+    ev.op_index = index32(e[0], path, at + "[0]");
+    ev.start_s = seconds(e[1], path, at + "[1]");
+    ev.end_s = seconds(e[2], path, at + "[2]");
+    if (ev.end_s < ev.start_s) bad_value(path, at, "ends before it starts");
+    ev.failed = e[3].get<bool>();
+    st.events.push_back(ev);
+  }
 }
 
 } // namespace
@@ -118,27 +176,25 @@ RankState read_rank_state(const std::string& path) {
   RankState st;
   try {
     const json j = rank_state_json(path);
-    st.rank = j.at("rank").get<int64_t>();
-    st.pid = j.at("pid").get<int64_t>();
+    st.rank = whole(field(j, "rank", path, "$"), path, "$.rank", 0, schedules::kMaxRanks - 1);
+    st.pid = whole(field(j, "pid", path, "$"), path, "$.pid", 0, INT64_MAX);
     st.host = j.at("host").get<std::string>();
     st.status = parse_status(j.at("status").get<std::string>(), path);
-    st.ops_completed = j.at("ops_completed").get<uint32_t>();
-    st.ops_total = j.at("ops_total").get<uint32_t>();
-    st.elapsed_s = j.at("elapsed_s").get<double>();
-    st.issued = j.at("issued").get<std::map<std::string, int64_t>>();
-    for (const json& w : j.at("waiting")) st.waiting.push_back(waiting_from_json(w, path));
+    st.ops_completed = index32(field(j, "ops_completed", path, "$"), path, "$.ops_completed");
+    st.ops_total = index32(field(j, "ops_total", path, "$"), path, "$.ops_total");
+    st.elapsed_s = seconds(field(j, "elapsed_s", path, "$"), path, "$.elapsed_s");
+    const json& issued = field(j, "issued", path, "$");
+    if (!issued.is_object()) bad_value(path, "$.issued", "must be an object of channel: ops issued");
+    for (const auto& [channel, n] : issued.items())
+      st.issued[channel] = whole(n, path, "$.issued." + channel, 0, INT64_MAX);
+    const json& waiting = field(j, "waiting", path, "$");
+    if (!waiting.is_array()) bad_value(path, "$.waiting", "must be an array");
+    for (size_t i = 0; i < waiting.size(); ++i)
+      st.waiting.push_back(waiting_from_json(waiting[i], path, "$.waiting[" + std::to_string(i) + "]"));
     if (j.contains("init_phases"))
       for (const json& p : j.at("init_phases"))
-        st.init_phases.push_back({p.at(0).get<std::string>(), p.at(1).get<double>()});
-    for (const json& e : j.at("events")) {
-      schedules::TraceEvent ev;
-      ev.rank = st.rank;
-      ev.op_index = e.at(0).get<uint32_t>();
-      ev.start_s = e.at(1).get<double>();
-      ev.end_s = e.at(2).get<double>();
-      ev.failed = e.at(3).get<bool>();
-      st.events.push_back(ev);
-    }
+        st.init_phases.push_back({p.at(0).get<std::string>(), seconds(p.at(1), path, "$.init_phases[][1]")});
+    read_events(field(j, "events", path, "$"), path, st);
   } catch (const json::exception& e) {
     throw RecordError("rank state " + path + ": malformed: " + e.what());
   }

@@ -11,16 +11,17 @@
 # hang (timeout) or out-of-memory, leaving the input in build-fuzz/artifacts/.
 # The corpora grow in build-fuzz/corpus/<harness>/ across runs.
 # Harnesses: job_toml cluster_toml fault_toml recovery_toml schedule_json trace_json trace_binary
-# calibration_json cli_shapes lower_roundtrip json_document speed_csv study_toml chakra.
-# Every TOML and JSON harness is also seeded with deeply nested documents (tens of thousands
-# of levels of table headers, dotted keys, inline tables and arrays, within the 64 KiB input
-# cap), the shape that once overflowed the TOML parser's stack.
+# calibration_json cli_shapes lower_roundtrip json_document speed_csv study_toml chakra run_dir
+# checkpoint_manifest study_store.
+# Every TOML and JSON harness is also seeded with deeply nested documents (up to 100,000
+# levels of table headers, dotted keys, inline tables and arrays; inputs may grow to
+# 256 KiB so that they fit), the shape that once overflowed the TOML parser's stack.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
 all=(job_toml cluster_toml fault_toml recovery_toml schedule_json trace_json trace_binary calibration_json cli_shapes lower_roundtrip
-  json_document speed_csv study_toml chakra)
+  json_document speed_csv study_toml chakra run_dir checkpoint_manifest study_store)
 harnesses=("$@")
 [ ${#harnesses[@]} -gt 0 ] || harnesses=("${all[@]}")
 cxx=$(command -v clang++ || command -v clang++-14 || true)
@@ -54,13 +55,18 @@ seed fault_toml '\x00' presets/faults/*.toml
 seed fault_toml '\x01' fuzz/corpus/fault_toml/*.toml
 seed recovery_toml "" presets/recovery/*.toml
 for h in schedule_json trace_json trace_binary calibration_json cli_shapes lower_roundtrip json_document speed_csv \
-  study_toml; do
+  study_toml run_dir checkpoint_manifest study_store; do
   seed "$h" "" fuzz/corpus/$h/*
 done
 # Chakra: the ET file of the harness's own job, which the harness writes when asked
 if [[ " ${harnesses[*]} " == *" chakra "* ]]; then
   mkdir -p build-fuzz/corpus/chakra
   TWINSCALE_FUZZ_WRITE_SEED=build-fuzz/corpus/chakra/seed-tiny-1f1b.0.et build-fuzz/fuzz/fuzz_chakra
+fi
+# the SQLite store: a small store of the harness's own study, written through the store's writer
+if [[ " ${harnesses[*]} " == *" study_store "* ]]; then
+  mkdir -p build-fuzz/corpus/study_store
+  TWINSCALE_FUZZ_WRITE_SEED=build-fuzz/corpus/study_store/seed-two-points.db build-fuzz/fuzz/fuzz_study_store
 fi
 # deep nesting (written here rather than kept as files: they are long runs of one character)
 deep() { # harness, prefix byte (or ""), name, text
@@ -71,18 +77,32 @@ rep() { printf "%${2}s" "" | sed "s/ /$1/g"; } # text, count
 for h in job_toml cluster_toml recovery_toml study_toml fault_toml; do
   p=""
   [ "$h" = fault_toml ] && p='\x00'
-  deep "$h" "$p" header "[$(rep a. 20000)b]"$'\n'"x = 1"
-  deep "$h" "$p" key "$(rep a. 20000)b = 1"
-  deep "$h" "$p" array "a = $(rep '\[' 30000)$(rep '\]' 30000)"
+  for n in 20000 100000; do
+    deep "$h" "$p" "header-$n" "[$(rep a. $n)b]"$'\n'"x = 1"
+    deep "$h" "$p" "key-$n" "$(rep a. $n)b = 1"
+    deep "$h" "$p" "array-$n" "a = $(rep '\[' $n)$(rep '\]' $n)"
+    deep "$h" "$p" "unclosed-$n" "a = $(rep '\[' $n)"
+  done
+  deep "$h" "$p" "quoted-key" "$(rep '"a".' 30000)b = 1"
   deep "$h" "$p" inline "a = $(rep '{b = ' 6000)1$(rep '}' 6000)"
+  deep "$h" "$p" inline-40000 "a = $(rep '{b=' 40000)1$(rep '}' 40000)"
+  deep "$h" "$p" array-tables "$(rep '[[a]]\n' 20000)"
 done
+# (not for run_dir and checkpoint_manifest: their parse is json_document's, and a file per input is slow)
 for h in json_document calibration_json trace_json schedule_json; do
-  deep "$h" "" array "$(rep '\[' 30000)$(rep '\]' 30000)"
+  for n in 30000 100000; do
+    deep "$h" "" "array-$n" "$(rep '\[' $n)$(rep '\]' $n)"
+    deep "$h" "" "unclosed-$n" "$(rep '\[' $n)"
+  done
   deep "$h" "" object "$(rep '{"a":' 8000)1$(rep '}' 8000)"
-  deep "$h" "" unclosed "$(rep '\[' 60000)"
+  deep "$h" "" object-40000 "$(rep '{"":' 40000)1$(rep '}' 40000)"
+  deep "$h" "" "long-key" "{\"$(rep a 200000)\":1}"
 done
 
 mkdir -p build-fuzz/artifacts
+# the harnesses that read files (run_dir, checkpoint_manifest, study_store) write each input
+# under $TMPDIR: memory, where there is one, rather than the disk
+if [ -z "${TMPDIR:-}" ] && [ -d /dev/shm ] && [ -w /dev/shm ]; then export TMPDIR=/dev/shm; fi
 per=$(( seconds / ${#harnesses[@]} ))
 [ "$per" -ge 1 ] || per=1
 total=0
@@ -90,7 +110,7 @@ status=0
 for h in "${harnesses[@]}"; do
   log="build-fuzz/fuzz_$h.log"
   if build-fuzz/fuzz/fuzz_$h "build-fuzz/corpus/$h" -dict=fuzz/dict/twinscale.dict -max_total_time="$per" \
-       -timeout=10 -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
+       -timeout=10 -rss_limit_mb=2048 -max_len=262144 -print_final_stats=1 \
        -artifact_prefix="build-fuzz/artifacts/$h-" >"$log" 2>&1; then
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
     echo "fuzz_$h: ${runs:-0} inputs in ${per} s, 0 crashes"

@@ -150,22 +150,6 @@ struct CampaignInputs {
 
 } // namespace
 
-std::string_view to_string(PointStatus s) {
-  switch (s) {
-  case PointStatus::Ok: return "ok";
-  case PointStatus::Infeasible: return "infeasible";
-  case PointStatus::Failed: return "failed";
-  }
-  return "?";
-}
-
-PointStatus point_status_from(std::string_view s) {
-  if (s == "ok") return PointStatus::Ok;
-  if (s == "infeasible") return PointStatus::Infeasible;
-  if (s == "failed") return PointStatus::Failed;
-  throw StoreError("a stored point status is '" + std::string(s) + "'; valid: ok, infeasible, failed");
-}
-
 std::string to_json(const PointResult& r) {
   nlohmann::json j;
   j["id"] = r.id;

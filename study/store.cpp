@@ -38,13 +38,33 @@ std::string failure(sqlite3* db) {
   const int sys = sqlite3_system_errno(db);
   if ((sqlite3_errcode(db) & 0xff) == SQLITE_FULL || sys == ENOSPC || sys == EDQUOT || sys == EFBIG)
     return "disk full (" + msg + ")";
+  if ((sqlite3_errcode(db) & 0xff) == SQLITE_INTERRUPT)
+    return "reading it takes more steps than a store of its size can need (a crafted or damaged file?)";
   return msg;
+}
+
+/// Bounds what a crafted file can make SQLite do on this connection: no views, triggers
+/// or attached databases, no functions in the schema, cells of at most 16 MiB (a store's
+/// longest is a failure reason), short statements, shallow expressions, and cell sizes
+/// checked as pages are read.
+void guard_connection(sqlite3* db) {
+  sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 1, nullptr);
+  sqlite3_db_config(db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, nullptr);
+  sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_TRIGGER, 0, nullptr);
+  sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_VIEW, 0, nullptr);
+  sqlite3_limit(db, SQLITE_LIMIT_LENGTH, 1 << 24);
+  sqlite3_limit(db, SQLITE_LIMIT_SQL_LENGTH, 1 << 20);
+  sqlite3_limit(db, SQLITE_LIMIT_COLUMN, 100);
+  sqlite3_limit(db, SQLITE_LIMIT_EXPR_DEPTH, 100);
+  sqlite3_limit(db, SQLITE_LIMIT_COMPOUND_SELECT, 8);
+  sqlite3_limit(db, SQLITE_LIMIT_ATTACHED, 0);
+  sqlite3_exec(db, "PRAGMA cell_size_check=ON;", nullptr, nullptr, nullptr);
 }
 
 /// A prepared statement, finalised on scope exit.
 class Stmt {
 public:
-  Stmt(sqlite3* db, const std::string& sql, const std::string& path) : db_(db) {
+  Stmt(sqlite3* db, const std::string& sql, const std::string& path) : db_(db), path_(path) {
     if (sqlite3_prepare_v2(db, sql.c_str(), -1, &s_, nullptr) != SQLITE_OK)
       throw StoreError(path + ": " + failure(db) + " (in: " + sql + ")");
   }
@@ -62,6 +82,14 @@ public:
     return *this;
   }
   int step() { return sqlite3_step(s_); }
+  /// The next row: true while there is one, false at the end; a failure part-way (a
+  /// damaged page, the read budget spent) is a StoreError, never a short result.
+  bool next() {
+    const int rc = sqlite3_step(s_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    throw StoreError(path_ + ": " + failure(db_));
+  }
   int64_t i64(int c) const { return sqlite3_column_int64(s_, c); }
   double dbl(int c) const { return sqlite3_column_double(s_, c); }
   bool null(int c) const { return sqlite3_column_type(s_, c) == SQLITE_NULL; }
@@ -74,6 +102,7 @@ public:
 
 private:
   sqlite3* db_;
+  std::string path_;
   sqlite3_stmt* s_ = nullptr;
 };
 
@@ -146,6 +175,52 @@ std::vector<std::string> meta_axes(const std::string& path, const std::string& v
   return out;
 }
 
+/// The store's tables as `sweep` makes them: ordinary tables (not views or virtual
+/// tables), every column stored (no generated column and no default, which a crafted file
+/// could use to compute a large value for every cell read), and `id` the integer primary
+/// key of `points` (one row per point).
+void check_schema(sqlite3* db, const std::string& path) {
+  for (const std::string table : {"meta", "points"}) {
+    Stmt t(db, "SELECT type, sql FROM sqlite_schema WHERE name = '" + table + "'", path);
+    if (!t.next()) throw StoreError(path + ": has no table '" + table + "'");
+    const std::string sql = t.type(1) == SQLITE_TEXT ? t.text(1) : "";
+    if (t.text(0) != "table" || sql.rfind("CREATE TABLE", 0) != 0)
+      throw StoreError(path + ": '" + table + "' is a " + t.text(0) +
+                       (sql.rfind("CREATE VIRTUAL", 0) == 0 ? " (virtual)" : "") + ", not a plain table");
+    Stmt cols(db, "PRAGMA table_xinfo(" + table + ")", path);
+    bool id_key = false;
+    while (cols.next()) { // cid, name, type, notnull, dflt_value, pk, hidden
+      const std::string name = cols.text(1);
+      if (cols.i64(6) != 0)
+        throw StoreError(path + ": column '" + name + "' of '" + table + "' is generated; the store keeps values");
+      if (!cols.null(4))
+        throw StoreError(path + ": column '" + name + "' of '" + table + "' has a default value (" + cols.text(4) +
+                         "); the store's columns have none");
+      if (table == "points" && name == "id")
+        id_key = cols.i64(5) == 1 && sqlite3_stricmp(cols.text(2).c_str(), "INTEGER") == 0;
+    }
+    if (table == "points" && !id_key) throw StoreError(path + ": points.id is not the table's INTEGER PRIMARY KEY");
+  }
+}
+
+/// The most SQLite virtual-machine steps, in thousands, that reading a store of this size
+/// (with its write-ahead log) may take, for all the reads of one connection: a thousand
+/// per byte, far above what the reads need, and a bound on a file crafted to loop.
+int64_t read_budget(const std::string& path) {
+  std::error_code ec;
+  int64_t bytes = 0;
+  for (const char* ext : {"", "-wal"}) {
+    const auto n = std::filesystem::file_size(path + ext, ec);
+    if (!ec) bytes += static_cast<int64_t>(n);
+  }
+  return bytes + 10'000;
+}
+
+int on_progress(void* budget) {
+  auto* b = static_cast<int64_t*>(budget); // {calls so far, most calls}
+  return ++b[0] > b[1] ? 1 : 0;
+}
+
 } // namespace
 
 std::string twinscale_version() { return TWINSCALE_VERSION; }
@@ -161,6 +236,7 @@ void Store::exec(const std::string& sql) const {
 Store::Store(const std::string& path, const StudySpec& spec, const std::vector<Point>& points) : path_(path) {
   if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) != SQLITE_OK)
     throw StoreError(path + ": cannot open results store: " + (db_ ? sqlite3_errmsg(db_) : "out of memory"));
+  guard_connection(db_);
   sqlite3_busy_timeout(db_, 120'000); // shards of one study wait for each other's commits
   // WAL + synchronous=NORMAL: a committed point survives the process being killed.
   // Shards started together race to switch a new file to WAL; that switch needs an
@@ -181,12 +257,13 @@ Store::Store(const std::string& path, const StudySpec& spec, const std::vector<P
   exec("BEGIN IMMEDIATE;");
   try {
     exec(kSchema);
+    check_schema(db_, path_);
     const std::string fp = fingerprint(spec, points);
     Stmt q(db_, "SELECT value FROM meta WHERE key = 'fingerprint'", path_);
-    if (q.step() == SQLITE_ROW) {
+    if (q.next()) {
       if (q.text(0) != fp) {
         Stmt n(db_, "SELECT value FROM meta WHERE key IN ('name') ", path_);
-        const std::string other = n.step() == SQLITE_ROW ? n.text(0) : "?";
+        const std::string other = n.next() ? n.text(0) : "?";
         throw config::ConfigError(path + ": this results store belongs to study '" + other + "' (fingerprint " +
                                   q.text(0) + "), not to " + spec.file + " (fingerprint " + fp +
                                   "): the study changed since the store was made; give a new --db or delete it");
@@ -217,7 +294,11 @@ Store::Store(const std::string& path, const StudySpec& spec, const std::vector<P
 }
 
 Store::Store(const std::string& path) : path_(path) {
-  if (!std::filesystem::exists(path)) throw StoreError(path + ": no such results store");
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) throw StoreError(path + ": no such results store");
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw StoreError(path + ": not a regular file (a folder, a device or a pipe); a results store is the file " +
+                     "`twinscale sweep --db` writes");
   // Read-write when the file allows it (read-only otherwise), only so that SQLite can
   // remove its -wal/-shm files on close; nothing is written through this connection.
   if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE, nullptr) != SQLITE_OK) {
@@ -226,10 +307,14 @@ Store::Store(const std::string& path) : path_(path) {
     db_ = nullptr;
     throw StoreError(path + ": cannot open results store: " + msg);
   }
+  guard_connection(db_);
+  budget_[1] = read_budget(path);
+  sqlite3_progress_handler(db_, 1000, on_progress, budget_);
   sqlite3_busy_timeout(db_, 120'000);
   try {
+    check_schema(db_, path_);
     Stmt q(db_, "SELECT value FROM meta WHERE key = 'fingerprint'", path_);
-    if (q.step() != SQLITE_ROW) throw StoreError(path + ": not a twinscale results store (no fingerprint)");
+    if (!q.next()) throw StoreError(path + ": not a twinscale results store (no fingerprint)");
   } catch (const StoreError& e) {
     sqlite3_close(db_);
     db_ = nullptr;
@@ -244,14 +329,14 @@ Store::~Store() {
 std::set<int64_t> Store::done() const {
   std::set<int64_t> out;
   Stmt q(db_, "SELECT id FROM points", path_);
-  while (q.step() == SQLITE_ROW) out.insert(q.i64(0));
+  while (q.next()) out.insert(q.i64(0));
   return out;
 }
 
 std::set<int64_t> Store::flow_done() const {
   std::set<int64_t> out;
   Stmt q(db_, "SELECT id FROM points WHERE flow_status IS NOT NULL", path_);
-  while (q.step() == SQLITE_ROW) out.insert(q.i64(0));
+  while (q.next()) out.insert(q.i64(0));
   return out;
 }
 
@@ -300,7 +385,7 @@ void Store::put_flow(const PointResult& r) {
 StoreInfo Store::info() const {
   StoreInfo s;
   Stmt q(db_, "SELECT key, value FROM meta", path_);
-  while (q.step() == SQLITE_ROW) {
+  while (q.next()) {
     const std::string k = q.text(0), v = q.text(1);
     if (k == "name")
       s.name = v;
@@ -382,7 +467,7 @@ std::vector<StoredPoint> Store::rows() const {
          "ORDER BY id",
          path_);
   Row row(q, path_);
-  while (q.step() == SQLITE_ROW) out.push_back(read_row(row));
+  while (q.next()) out.push_back(read_row(row));
   return out;
 }
 

@@ -55,7 +55,10 @@ public:
   /// Opens (creating if needed) the store of `spec` at `path`. Throws StoreError for an
   /// unusable file and config::ConfigError when the store belongs to another study.
   Store(const std::string& path, const StudySpec& spec, const std::vector<Point>& points);
-  /// Opens an existing store to read it (for `sweep show`); writes nothing.
+  /// Opens an existing store to read it (for `sweep show`); writes nothing. A file that
+  /// is not a regular file, or whose tables are not the plain ones `sweep` makes (a
+  /// view, a generated column, a default), is refused with a StoreError; so is a read
+  /// that takes more SQLite steps than a store of the file's size can need.
   explicit Store(const std::string& path);
   ~Store();
   Store(const Store&) = delete;
@@ -75,6 +78,7 @@ private:
   void exec(const std::string& sql) const;
   std::string path_;
   sqlite3* db_ = nullptr;
+  int64_t budget_[2] = {0, 0}; // reader: SQLite progress calls so far, and the most allowed
 };
 
 } // namespace twinscale::study

@@ -114,3 +114,37 @@ TEST_CASE("run dir: a rank state with an unknown status or op kind is refused by
   CHECK_THROWS_WITH(records::read_rank_state(dir + "/rank-9.json"), Catch::Contains("rank-9.json: cannot open"));
   fs::remove_all(dir);
 }
+
+TEST_CASE("run dir: a rank state's numbers are checked, not converted with undefined or wrapped results") {
+  const std::string dir = fresh_dir("rank-state-numbers");
+  records::write_rank_state(dir, sample());
+  const std::string path = records::rank_state_path(dir, 1);
+  const std::string good = slurp(path);
+  struct Case {
+    std::string from, to, says;
+  };
+  // a double far outside an integer's range was cast to it (undefined behaviour), a
+  // negative index wrapped to 4294967292, a negative or infinite time was taken as given
+  const std::vector<Case> cases = {
+      {"\"ops_completed\":1", "\"ops_completed\":1e300", "$.ops_completed: must be a whole number, got number"},
+      {"\"rank\":1", "\"rank\":-1.5e300", "$.rank: must be a whole number"},
+      {"\"rank\":1", "\"rank\":-1", "$.rank: -1 is out of range [0, 1048575]"},
+      {"\"op_index\":3", "\"op_index\":-4", "$.waiting[0].op_index: -4 is out of range [0, 4294967295]"},
+      {"\"ops_total\":4", "\"ops_total\":4294967296", "$.ops_total: 4294967296 is out of range"},
+      {"\"elapsed_s\":1.5", "\"elapsed_s\":-1.5", "$.elapsed_s: -1.5 is not a time"},
+      {"\"peers\":[0,1]", "\"peers\":[0,-1]", "$.waiting[0].peers[1]: -1 is out of range"},
+      {"\"tp\":2", "\"tp\":-2", "$.issued.tp: -2 is out of range"},
+      {"[3,0.0,1.0,true]", "[3,2.0,1.0,true]", "$.events[0]: ends before it starts"},
+  };
+  for (const Case& c : cases) {
+    std::string text = good;
+    const size_t at = text.find(c.from);
+    REQUIRE(at != std::string::npos);
+    text.replace(at, c.from.size(), c.to);
+    std::ofstream(path) << text;
+    INFO(c.to);
+    CHECK_THROWS_AS(records::read_rank_state(path), records::RecordError);
+    CHECK_THROWS_WITH(records::read_rank_state(path), Catch::Contains(path) && Catch::Contains(c.says));
+  }
+  fs::remove_all(dir);
+}
