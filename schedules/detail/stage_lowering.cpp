@@ -106,26 +106,40 @@ std::pair<int64_t, PpMessage> StageLowering::needed_message(const PipelineStep& 
   return {-1, {}};
 }
 
-uint32_t StageLowering::ensure_recv(int64_t src, const PpMessage& message) {
+uint32_t StageLowering::ensure_recv(int64_t src, const PpMessage& message, bool needed) {
   const auto& list = incoming_.at(src);
   const auto found = incoming_pos_.at(src).find(message.key());
   TWINSCALE_ASSERT(found != incoming_pos_.at(src).end(), "needed message is never sent");
+  const size_t index = found->second;
   auto& ops = recv_ops_[src];
   const OpLabels saved = b_.labels;
-  while (ops.size() <= found->second) {
-    const PpMessage& m = list[ops.size()];
+  auto label = [&](const PpMessage& m) {
     b_.labels = OpLabels{static_cast<int32_t>(m.iteration), static_cast<int32_t>(m.micro_batch),
                          static_cast<int32_t>(m.chunk), -1, m.forward ? Phase::Forward : Phase::Backward};
-    uint32_t got = b_.p2p(OpKind::Recv, static_cast<int32_t>(src),
-                          m.forward ? "pp.recv.activation" : "pp.recv.gradient", act_bytes_, {});
-    if (job_.parallel.pp_scatter_gather)
-      got = b_.collective(OpKind::AllGather, GroupKind::Tp, Stream::TpComm,
-                          m.forward ? "pp.gather.activation" : "pp.gather.gradient",
-                          act_bytes_ * static_cast<double>(job_.parallel.tp), {got});
-    ops.push_back(got);
+  };
+  auto& gathers = gathered_[src];
+  auto gather = [&](size_t i) {
+    const PpMessage& m = list[i];
+    label(m);
+    gathers.emplace(i, b_.collective(OpKind::AllGather, GroupKind::Tp, Stream::TpComm,
+                                     m.forward ? "pp.gather.activation" : "pp.gather.gradient",
+                                     act_bytes_ * static_cast<double>(job_.parallel.tp), {ops[i]}));
+  };
+  const bool scatter_gather = job_.parallel.pp_scatter_gather;
+  while (ops.size() <= index) {
+    const PpMessage& m = list[ops.size()];
+    label(m);
+    ops.push_back(b_.p2p(OpKind::Recv, static_cast<int32_t>(src), m.forward ? "pp.recv.activation" : "pp.recv.gradient",
+                         act_bytes_, {}));
+    if (scatter_gather && needed) gather(ops.size() - 1); // posted at need: rebuilt on arrival
+  }
+  uint32_t usable = ops[index];
+  if (scatter_gather && needed) {
+    if (!gathers.count(index)) gather(index); // posted ahead of its pass: rebuilt when needed
+    usable = gathers.at(index);
   }
   b_.labels = saved;
-  return ops[found->second];
+  return usable;
 }
 
 void StageLowering::emit_data_op(int64_t for_iteration, bool async) {
@@ -279,7 +293,7 @@ void StageLowering::emit_step(size_t j) {
   // receives
   if (auto [src, msg] = needed_message(st); src >= 0) b_.wait_before_next_compute(ensure_recv(src, msg));
   if (opt.overlap.pp && j + 1 < order_.size())
-    if (auto [src, msg] = needed_message(order_[j + 1]); src >= 0) ensure_recv(src, msg);
+    if (auto [src, msg] = needed_message(order_[j + 1]); src >= 0) ensure_recv(src, msg, /*needed=*/false);
   if (!opt.overlap.pp) {
     b_.wait_before_next_compute(unfinished_sends_);
     unfinished_sends_.clear();

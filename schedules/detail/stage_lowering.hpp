@@ -56,7 +56,12 @@ private:
   void emit_embedding_allreduce();
   /// Emits, in the sender's order, the receives from `src` up to `message`; returns the
   /// receive of `message`.
-  uint32_t ensure_recv(int64_t src, const PpMessage& message);
+  // Posts the receives from `src` up to `message` (in the sender's order) and returns the
+  // op after which `message` is usable: its receive, or with pp_scatter_gather its TP
+  // all-gather, which is emitted only when `needed` (a receive posted ahead of the pass
+  // that needs it must not put its gather on the TP stream before the current pass's own
+  // TP collectives).
+  uint32_t ensure_recv(int64_t src, const PpMessage& message, bool needed = true);
   /// The message the step needs from a neighbour, if any (src = −1 when none).
   std::pair<int64_t, PpMessage> needed_message(const PipelineStep& step) const;
   bool has_embedding_chunk(int64_t chunk) const;
@@ -76,6 +81,7 @@ private:
   std::map<int64_t, std::vector<PpMessage>> incoming_;
   std::map<int64_t, std::map<std::tuple<int64_t, bool, int64_t, int64_t>, size_t>> incoming_pos_;
   std::map<int64_t, std::vector<uint32_t>> recv_ops_;
+  std::map<int64_t, std::map<size_t, uint32_t>> gathered_; // scatter/gather: message index → all-gather
 
   std::vector<uint32_t> unfinished_sends_;   // coupled PP: next compute waits for these
   std::vector<uint32_t> param_ready_;        // per chunk: the all-gather its forward needs
