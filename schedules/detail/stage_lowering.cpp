@@ -36,24 +36,48 @@
 #include "schedules/detail/stage_lowering.hpp"
 
 #include <algorithm>
+#include <optional>
 
+#include "schedules/detail/megatron_exchange.hpp"
 #include "schedules/error.hpp"
 #include "schedules/memory.hpp"
 #include "schedules/stage_layers.hpp"
 
 namespace twinscale::schedules::detail {
 
+namespace {
+
+/// Megatron's blocking interleaved exchange is in effect (megatron_exchange.hpp).
+bool megatron_exchange(const JobSpec& job) {
+  return !job.options.overlap.pp && job.options.pipeline == PipelineKind::Interleaved && job.parallel.pp > 1;
+}
+
+} // namespace
+
 std::vector<PpMessage> pp_messages(const JobSpec& job, int64_t src, int64_t dst) {
   const int64_t P = job.parallel.pp;
   const int64_t V = job.parallel.vpp;
+  const int64_t M = job.parallel.micro_batches();
   const int64_t last = P * V - 1;
-  const auto order = pipeline_order(job.options.pipeline, P, V, job.parallel.micro_batches(), src);
+  const auto order = pipeline_order(job.options.pipeline, P, V, M, src);
+  const bool exchange = megatron_exchange(job);
   std::vector<PpMessage> out;
   for (int64_t it = 0; it < job.options.iterations; ++it) {
-    for (const auto& st : order) {
+    std::optional<PpMessage> held; // a steady-state forward's output, sent after its backward
+    for (size_t j = 0; j < order.size(); ++j) {
+      const auto& st = order[j];
       const int64_t vs = st.chunk * P + src;
+      std::optional<PpMessage> activation;
       if (st.forward && vs < last && (src + 1) % P == dst)
-        out.push_back({it, true, st.micro_batch, src == P - 1 ? st.chunk + 1 : st.chunk});
+        activation = PpMessage{it, true, st.micro_batch, src == P - 1 ? st.chunk + 1 : st.chunk};
+      if (exchange && !megatron_exchange_after(P, V, M, src, static_cast<int64_t>(j)).after) {
+        held = activation;
+        continue;
+      }
+      // an exchange sends the held activation first (see emit_step), then the gradient
+      if (held) out.push_back(*held);
+      held.reset();
+      if (activation) out.push_back(*activation);
       if (!st.forward && !st.weight && vs > 0 && (src - 1 + P) % P == dst)
         out.push_back({it, false, st.micro_batch, src == 0 ? st.chunk - 1 : st.chunk});
     }
@@ -140,6 +164,16 @@ uint32_t StageLowering::ensure_recv(int64_t src, const PpMessage& message, bool 
   }
   b_.labels = saved;
   return usable;
+}
+
+uint32_t StageLowering::post_next_recv(int64_t src) {
+  const auto& list = incoming_.at(src);
+  const size_t next = recv_ops_[src].size();
+  if (next >= list.size())
+    throw ScheduleError("pipeline rank " + std::to_string(pp_rank_) +
+                        ": Megatron's interleaved exchange receives a message rank " + std::to_string(src) +
+                        " never sends (the exchange rules and the sender's order disagree)");
+  return ensure_recv(src, list[next]);
 }
 
 void StageLowering::emit_data_op(int64_t for_iteration, bool async) {
@@ -297,6 +331,8 @@ void StageLowering::emit_step(size_t j) {
   if (!opt.overlap.pp) {
     b_.wait_before_next_compute(unfinished_sends_);
     unfinished_sends_.clear();
+    b_.wait_before_next_compute(exchange_recvs_);
+    exchange_recvs_.clear();
   }
 
   // parameters of this chunk (ZeRO all-gathers)
@@ -322,13 +358,37 @@ void StageLowering::emit_step(size_t j) {
     if (vs == 0) layers_.embedding_backward();
   }
 
-  // sends
-  if (st.forward && vs < last_vs)
+  // sends (Megatron's interleaved exchange: a steady-state forward's after the next backward)
+  const bool exchange = megatron_exchange(job_);
+  const MegatronExchange flags =
+      exchange ? megatron_exchange_after(P_, V_, M_, pp_rank_, static_cast<int64_t>(j)) : MegatronExchange{};
+  const auto send_activation = [&] {
     unfinished_sends_.push_back(b_.p2p(OpKind::Send, static_cast<int32_t>((pp_rank_ + 1) % P_), "pp.send.activation",
                                        act_bytes_, {b_.last_compute()}));
+  };
+  // Megatron batches an exchange's sends (gradient to the previous rank, then activation
+  // to the next) in one NCCL group, where they progress together; here a rank's sends
+  // share one stream in program order, so the held activation goes first: with the
+  // gradient first the send stream would wait on the previous rank while the next one
+  // waits for the activation (a deadlock of the stream model, not of Megatron).
+  if (exchange && !flags.after) {
+    deferred_activation_ = st.forward && vs < last_vs;
+    deferred_labels_ = b_.labels;
+  } else {
+    if (deferred_activation_) {
+      const OpLabels saved = b_.labels;
+      b_.labels = deferred_labels_;
+      send_activation();
+      b_.labels = saved;
+      deferred_activation_ = false;
+    }
+    if (st.forward && vs < last_vs) send_activation();
+  }
   if (!st.forward && !st.weight && vs > 0)
     unfinished_sends_.push_back(b_.p2p(OpKind::Send, static_cast<int32_t>((pp_rank_ - 1 + P_) % P_), "pp.send.gradient",
                                        act_bytes_, {b_.last_compute()}));
+  if (flags.recv_prev) exchange_recvs_.push_back(post_next_recv((pp_rank_ - 1 + P_) % P_));
+  if (flags.recv_next) exchange_recvs_.push_back(post_next_recv((pp_rank_ + 1) % P_));
 
   // M4 with overlap: the next chunk's all-gather is launched during this chunk's forward
   if (st.forward && j == first_forward_[st.chunk] && par.zero_stage >= 2 && par.dp_cp() > 1 && opt.overlap.dp &&

@@ -54,8 +54,6 @@ private:
   /// A chunk's parameters outside its layers (embedding, LM head, final norm).
   double chunk_other_parameters(int64_t chunk) const;
   void emit_embedding_allreduce();
-  /// Emits, in the sender's order, the receives from `src` up to `message`; returns the
-  /// receive of `message`.
   // Posts the receives from `src` up to `message` (in the sender's order) and returns the
   // op after which `message` is usable: its receive, or with pp_scatter_gather its TP
   // all-gather, which is emitted only when `needed` (a receive posted ahead of the pass
@@ -83,7 +81,14 @@ private:
   std::map<int64_t, std::vector<uint32_t>> recv_ops_;
   std::map<int64_t, std::map<size_t, uint32_t>> gathered_; // scatter/gather: message index → all-gather
 
-  std::vector<uint32_t> unfinished_sends_;   // coupled PP: next compute waits for these
+  std::vector<uint32_t> unfinished_sends_; // coupled PP: next compute waits for these
+  // Megatron's interleaved exchange (megatron_exchange.hpp): a steady-state forward's
+  // output is sent after the following backward, with its gradient; what an exchange
+  // receives is waited for before the next compute.
+  bool deferred_activation_ = false;
+  OpLabels deferred_labels_;
+  std::vector<uint32_t> exchange_recvs_;
+  uint32_t post_next_recv(int64_t src);      // the next message from src, in the sender's order
   std::vector<uint32_t> param_ready_;        // per chunk: the all-gather its forward needs
   std::vector<uint32_t> expert_param_ready_; // per chunk: the experts' all-gather (or kNoOp)
   std::vector<int64_t> deferred_reduce_;     // chunks whose DP reduction waits for the flush
