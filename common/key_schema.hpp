@@ -1,12 +1,13 @@
 // One description per configuration key: a table of KeyField entries per spec (the job,
-// later the cluster), each naming the dotted key, the member it sets, its type, unit,
+// the cluster), each naming the dotted key, the member it sets, its type, unit,
 // valid range or value names, default and a one-line doc. The file readers, the JSON
 // reader and writer, the --set overrides and the generated key reference (docs/keys.md)
 // all walk that one table, so a key is described once.
 //
 // Adding a key: one entry in the spec's table (e.g. schedules/job_keys.cpp), built with
-// member<&Spec::a, &A::b>("section.key") or choice<...>("section.key", kNames), then
-// .range(), .unit(), .doc(), and the optional flags below. Header-only, below every layer.
+// member<&Spec::a, &A::b>("section.key") or choice<...>("section.key", kNames) (or
+// scaled<...>("section.key_ns", kNanoseconds) where the file's unit is not the member's),
+// then .range(), .unit(), .doc(), and the optional flags below. Header-only, below every layer.
 #pragma once
 
 #include <cmath>
