@@ -1,12 +1,13 @@
 // One description per configuration key: a table of KeyField entries per spec (the job,
-// later the cluster), each naming the dotted key, the member it sets, its type, unit,
+// the cluster), each naming the dotted key, the member it sets, its type, unit,
 // valid range or value names, default and a one-line doc. The file readers, the JSON
 // reader and writer, the --set overrides and the generated key reference (docs/keys.md)
 // all walk that one table, so a key is described once.
 //
 // Adding a key: one entry in the spec's table (e.g. schedules/job_keys.cpp), built with
-// member<&Spec::a, &A::b>("section.key") or choice<...>("section.key", kNames), then
-// .range(), .unit(), .doc(), and the optional flags below. Header-only, below every layer.
+// member<&Spec::a, &A::b>("section.key") or choice<...>("section.key", kNames) (or
+// scaled<...>("section.key_ns", kNanoseconds) where the file's unit is not the member's),
+// then .range(), .unit(), .doc(), and the optional flags below. Header-only, below every layer.
 #pragma once
 
 #include <cmath>
@@ -47,6 +48,7 @@ struct KeyField {
   std::vector<std::string> names; ///< Name: the valid values, in their table's order
   bool accepts_bool = false;      ///< Name: true / false also accepted, meaning these two names:
   std::string true_name, false_name;
+  std::string values_doc;     ///< the type and valid values in words, when the type alone misleads
   std::string doc;            ///< one line for the key reference
   std::string default_doc;    ///< the default as documented, when the value alone misleads
   bool required = false;      ///< a file must state it
@@ -74,6 +76,10 @@ struct KeyField {
   }
   KeyField& in(std::string u) {
     unit = std::move(u);
+    return *this;
+  }
+  KeyField& values_are(std::string v) {
+    values_doc = std::move(v);
     return *this;
   }
   KeyField& says(std::string d) {
@@ -185,6 +191,32 @@ KeyField<Spec> choice(std::string key, const EnumNames<E, N>& names) {
   return f;
 }
 
+/// A file unit other than the member's: the file states member · to_file_mul / to_file_div
+/// and the member holds value · to_member_mul / to_member_div (two factors each way, so
+/// that both conversions are the exact arithmetic a reader would write by hand).
+struct FileUnit {
+  const char* name;
+  double to_file_mul, to_file_div, to_member_mul, to_member_div;
+};
+inline constexpr FileUnit kGbitPerS{"Gbit/s", 8, 1e9, 1e9, 8};  ///< member in bytes/s
+inline constexpr FileUnit kMbitPerS{"Mbit/s", 8, 1e6, 1e6, 8};  ///< member in bytes/s
+inline constexpr FileUnit kMicroseconds{"µs", 1e6, 1, 1e-6, 1}; ///< member in s
+inline constexpr FileUnit kNanoseconds{"ns", 1e9, 1, 1e-9, 1};  ///< member in s
+
+/// A number key stated in files in `u` while its double member holds another unit.
+template <class Spec, auto... Ms>
+KeyField<Spec> scaled(std::string key, const FileUnit& u) {
+  KeyField<Spec> f = member<Spec, Ms...>(std::move(key));
+  static_assert(std::is_same_v<std::remove_cvref_t<decltype(member_of<Ms...>(std::declval<Spec&>()))>, double>,
+                "a scaled key is a double member");
+  f.unit = u.name;
+  f.get = [u](const Spec& s) { return KeyValue(member_of<Ms...>(s) * u.to_file_mul / u.to_file_div); };
+  f.set = [u](Spec& s, const KeyValue& v) {
+    member_of<Ms...>(s) = std::get<double>(v) * u.to_member_mul / u.to_member_div;
+  };
+  return f;
+}
+
 /// The last part of a dotted key ("overlap.tp" → "tp") and the part before it.
 inline std::string_view key_leaf(std::string_view key) {
   const auto dot = key.rfind('.');
@@ -214,6 +246,7 @@ inline std::string key_value_text(const KeyValue& v) {
 /// "\"1f1b\" | \"interleaved\"".
 template <class Spec>
 std::string key_range_text(const KeyField<Spec>& f) {
+  if (!f.values_doc.empty()) return f.values_doc;
   switch (f.type) {
   case KeyType::Integer: {
     constexpr auto lo = std::numeric_limits<int64_t>::min(), hi = std::numeric_limits<int64_t>::max();
@@ -221,7 +254,14 @@ std::string key_range_text(const KeyField<Spec>& f) {
     if (f.int_max == hi) return "integer ≥ " + std::to_string(f.int_min);
     return "integer in [" + std::to_string(f.int_min) + ", " + std::to_string(f.int_max) + "]";
   }
-  case KeyType::Number: return "number in [" + number_text(f.num_min) + ", " + number_text(f.num_max) + "]";
+  case KeyType::Number:
+    if (f.num_max == 1e300) {
+      if (f.num_min == 1e-300) return "number > 0";
+      if (f.num_min == -1e300) return "number";
+      return "number ≥ " + number_text(f.num_min);
+    }
+    if (f.num_min == 1e-300) return "number in (0, " + number_text(f.num_max) + "]";
+    return "number in [" + number_text(f.num_min) + ", " + number_text(f.num_max) + "]";
   case KeyType::Boolean: return "boolean";
   case KeyType::String: return "string";
   case KeyType::Name: {

@@ -1,64 +1,8 @@
-// Cluster file format (TOML). Every key, its unit and default:
-//
-//   name = "megascale-ampere"   # optional; default: the preset name or the file's stem
-//   gpus = 12288                # GPUs the fabric is built for; 0 = taken from the job
-//
-//   [gpu]
-//   model = "A100-SXM-80GB"     # an entry of the hardware catalogue (presets/hardware/gpus.toml:
-//                               # A100-SXM-80GB, A100-SXM-40GB, H100-SXM, H200-SXM, B200, GB200) or
-//                               # "custom"; a named model fills every figure from the
-//                               # catalogue, and any catalogue key written here overrides it
-//                               # (peak_flops, hbm_bw_bytes_per_s, memory_bytes, sms, nvlink,
-//                               # gemm_max_efficiency, … — documented in gpus.toml). "custom"
-//                               # needs every catalogue key.
-//   nvlink_bw_bytes_per_s = 300e9   # per GPU, per direction; default links × link bandwidth of
-//                               # the NVLink generation (presets/hardware/nvlink.toml)
-//   nvlink_efficiency = 0.77    # achieved / raw NVLink; default from the generation
-//
-//   [server]
-//   gpus = 8                    # GPUs per server (NVLink domain), on one non-blocking NVSwitch
-//                               # system: 8 for DGX/HGX, 72 for GB200 NVL72
-//   pcie_bw_bytes_per_s = 32e9  # GPU ↔ NIC, per direction (default: the GPU's catalogue entry)
-//   nics = 8                    # NICs per server; GPU i uses NIC (i mod nics)
-//   nic = "ConnectX-6"          # an entry of presets/hardware/nics.toml (ConnectX-6, -7, -8)
-//                               # giving line rate and achieved efficiency; "custom" (default)
-//                               # needs nic_gbit_per_s and takes efficiency 1 unless given
-//   nic_gbit_per_s = 200        # per NIC, per direction; overrides the NIC model's line rate
-//   nic_efficiency = 0.96       # achieved NCCL busbw per NIC / line rate; overrides the model's
-//   rails = 8                   # NIC i is wired to the ToR of rail (i mod rails); ≤ nics
-//
-//   [switch]
-//   model = "tomahawk4"         # an entry of presets/hardware/switches.toml (tomahawk4,
-//                               # tomahawk5, qm8790) or custom; explicit keys below override it
-//   radix = 64                  # ports at port_gbit_per_s
-//   port_gbit_per_s = 400
-//   latency_ns = 600            # per switch hop (cut-through)
-//
-//   [fabric]
-//   tiers = 3                   # 2 (ToR–spine) or 3 (ToR–aggregation–spine)
-//   oversubscription = [1, 1]   # down:up bandwidth ratio at the ToR (and aggregation)
-//                               # tier, one entry per tier below the spine; the radix
-//                               # must split into whole down and up port counts
-//   split_downlinks = true      # one ToR port carries two NIC ports at half its speed (M10)
-//   servers_per_tor = 64        # servers in a group sharing one ToR per rail
-//   tors_per_pod = 0            # 3 tiers: server groups per pod (0 = aggregation down ports)
-//   rail_only = false           # true: every rail its own Clos, no switch across rails
-//                               # (Wang et al. 2023); cross-rail traffic is forwarded over
-//                               # NVLink to the GPU on the destination's rail first
-//   cable_latency_ns = 0        # propagation per link
-//
-//   [[gpu_groups]]              # optional, repeatable: servers holding another GPU model
-//   servers = "0-127"           # a server index or an inclusive range "first-last"; groups
-//                               # must not overlap; every index must exist in the fabric
-//   model = "A100-SXM-40GB"     # a catalogue entry, as [gpu] model (not "custom"); any
-//                               # catalogue key written here overrides it. The kernels' speed,
-//                               # the NVLink bandwidth (nvlink_bw_bytes_per_s) and efficiency,
-//                               # and the HBM capacity of the memory check follow the group's
-//                               # model; PCIe and NICs are the server's. Mixed models turn the
-//                               # symmetric shortcut off (every rank runs its own GPU's model).
-//
-//   [network]                   # congestion control and PFC: keys in network_section.cpp
-//   congestion_control = "none" # none | dcqcn | swift | hybrid
+// Cluster files (TOML) → topology::ClusterSpec and [network]. Every key, its unit, range
+// and default is described once, in the key table config/cluster_keys.cpp (rendered in
+// docs/keys.md); this file reads the tables through it, and by hand only what spans keys:
+// catalogue models ([gpu] model, [server] nic, [switch] model) whose entries give other
+// keys' defaults, [[gpu_groups]], rails (default: nics) and the oversubscription array.
 //
 // How the Clos is built from these numbers (full rules at the top of topology/fabric.cpp),
 // worked for megascale-ampere at 12,288 GPUs:
@@ -83,7 +27,9 @@
 
 #include <filesystem>
 
+#include "config/cluster_keys.hpp"
 #include "config/hardware_catalogue.hpp"
+#include "config/key_table_reader.hpp"
 #include "config/network_section.hpp"
 #include "config/presets.hpp"
 
@@ -118,100 +64,109 @@ void parse_server_range(TableReader& t, const std::string& text, int64_t& first,
   if (last < first) t.fail("servers", "is \"" + text + "\": the range ends before it starts");
 }
 
+/// A key naming a catalogue entry: one of the table's names, else an error listing them.
+std::string read_model(TableReader& t, const ClusterKey& f, std::optional<std::string> fallback) {
+  const std::string_view leaf = key_leaf(f.key);
+  const std::string got = t.get_string(leaf, std::move(fallback));
+  std::string valid;
+  for (const std::string& n : f.names) {
+    if (n == got) return got;
+    valid += (valid.empty() ? "" : ", ") + n;
+  }
+  t.fail(leaf, "is \"" + got + "\"; valid values: " + valid);
+}
+
+void read_gpu(TableReader& t, ClusterFile& out) {
+  TableReader g = t.table("gpu", true);
+  const std::string model = read_model(g, cluster_key("gpu.model"), std::string("custom"));
+  const HardwareCatalogue& hw = hardware_catalogue();
+  read_gpu_keys(g, hw.gpu(model), &hw, out.cluster.gpu);
+  out.cluster.gpu.model = model;
+  g.finish();
+}
+
+void read_gpu_groups(TableReader& t, ClusterFile& out) {
+  topology::ClusterSpec& c = out.cluster;
+  const HardwareCatalogue& hw = hardware_catalogue();
+  std::vector<TableReader> groups = t.table_array("gpu_groups");
+  for (TableReader& g : groups) {
+    topology::GpuGroup group;
+    const std::string range = g.get_string("servers");
+    parse_server_range(g, range, group.first_server, group.last_server);
+    for (size_t i = 0; i < c.gpu_groups.size(); ++i)
+      if (group.first_server <= c.gpu_groups[i].last_server && c.gpu_groups[i].first_server <= group.last_server)
+        g.fail("servers", "\"" + range + "\" overlaps gpu_groups[" + std::to_string(i) + "] (servers " +
+                              std::to_string(c.gpu_groups[i].first_server) + "-" +
+                              std::to_string(c.gpu_groups[i].last_server) + "): a server holds one GPU model");
+    const std::string model = read_model(g, cluster_key("gpu_groups.model"), std::nullopt);
+    read_gpu_keys(g, hw.gpu(model), &hw, group.gpu);
+    group.gpu.model = model;
+    g.finish();
+    c.gpu_groups.push_back(std::move(group));
+  }
+}
+
+void read_server(TableReader& t, ClusterFile& out) {
+  topology::ServerSpec& server = out.cluster.server;
+  TableReader s = t.table("server", true);
+  read_keys(s, "server", cluster_keys(), out); // those no other key decides
+  server.pcie_bw_bytes_per_s = out.cluster.gpu.pcie_bw_bytes_per_s;
+  read_key(s, cluster_key("server.pcie_bw_bytes_per_s"), out);
+  const std::string nic = read_model(s, cluster_key("server.nic"), std::string("custom"));
+  const topology::NicSpec* entry = hardware_catalogue().nic(nic);
+  if (entry != nullptr) server.nic = *entry;
+  server.nic.model = nic;
+  server.nic_bw_bytes_per_s = server.nic.bw_bytes_per_s;
+  read_key(s, cluster_key("server.nic_gbit_per_s"), out,
+           /*required=*/entry == nullptr);
+  read_key(s, cluster_key("server.nic_efficiency"), out);
+  server.rails = server.nics;
+  read_key(s, cluster_key("server.rails"), out);
+  s.finish();
+}
+
+void read_switch(TableReader& t, ClusterFile& out) {
+  TableReader s = t.table("switch", true);
+  const std::string model = read_model(s, cluster_key("switch.model"), std::string("custom"));
+  const bool named = switch_model_spec(model, out.cluster.switch_spec);
+  if (!named) out.cluster.switch_spec.model = model; // "custom": every figure from this table
+  for (const char* key : {"switch.radix", "switch.port_gbit_per_s", "switch.latency_ns"})
+    read_key(s, cluster_key(key), out, /*required=*/!named);
+  s.finish();
+}
+
+void read_fabric(TableReader& t, ClusterFile& out) {
+  topology::FabricSpec& fabric = out.cluster.fabric;
+  TableReader f = t.table("fabric", true);
+  read_keys(f, "fabric", cluster_keys(), out);
+  const std::vector<double> dflt(static_cast<size_t>(fabric.tiers - 1), 1.0);
+  fabric.oversubscription = f.get_double_array("oversubscription", dflt);
+  if (static_cast<int64_t>(fabric.oversubscription.size()) != fabric.tiers - 1)
+    f.fail("oversubscription",
+           "has " + std::to_string(fabric.oversubscription.size()) + " entries; " + std::to_string(fabric.tiers) +
+               " tiers need " + std::to_string(fabric.tiers - 1) +
+               (fabric.tiers == 3 ? " ([ToR, aggregation] down:up ratios)" : " ([ToR] down:up ratio)"));
+  for (size_t i = 0; i < fabric.oversubscription.size(); ++i)
+    if (!(fabric.oversubscription[i] > 0))
+      f.fail("oversubscription", "[" + std::to_string(i) + "] must be a down:up ratio > 0 (1 = 1:1)");
+  f.finish();
+}
+
 } // namespace
 
 topology::ClusterSpec parse_cluster(TableReader& t, const std::string& default_name, topology::NetworkCcSpec* network) {
-  topology::ClusterSpec c;
-  c.name = t.get_string("name", default_name);
-  c.gpus = t.get_int("gpus", 0, 0);
-
-  const HardwareCatalogue& hw = hardware_catalogue();
-  {
-    TableReader g = t.table("gpu", true);
-    const std::string model = g.get_string("model", std::string("custom"));
-    const topology::GpuSpec* entry = hw.gpu(model);
-    if (entry == nullptr && model != "custom")
-      g.fail("model", "is \"" + model + "\"; valid values: " + hw.gpu_names() + ", custom");
-    read_gpu_keys(g, entry, &hw, c.gpu);
-    c.gpu.model = model;
-    g.finish();
-  }
-  {
-    std::vector<TableReader> groups = t.table_array("gpu_groups");
-    for (TableReader& g : groups) {
-      topology::GpuGroup group;
-      const std::string range = g.get_string("servers");
-      parse_server_range(g, range, group.first_server, group.last_server);
-      for (size_t i = 0; i < c.gpu_groups.size(); ++i)
-        if (group.first_server <= c.gpu_groups[i].last_server && c.gpu_groups[i].first_server <= group.last_server)
-          g.fail("servers", "\"" + range + "\" overlaps gpu_groups[" + std::to_string(i) + "] (servers " +
-                                std::to_string(c.gpu_groups[i].first_server) + "-" +
-                                std::to_string(c.gpu_groups[i].last_server) + "): a server holds one GPU model");
-      const std::string model = g.get_string("model");
-      const topology::GpuSpec* entry = hw.gpu(model);
-      if (entry == nullptr) g.fail("model", "is \"" + model + "\"; valid values: " + hw.gpu_names());
-      read_gpu_keys(g, entry, &hw, group.gpu);
-      group.gpu.model = model;
-      g.finish();
-      c.gpu_groups.push_back(std::move(group));
-    }
-  }
-  {
-    TableReader s = t.table("server", true);
-    c.server.gpus = s.get_int("gpus", 8, 1, 1024);
-    c.server.pcie_bw_bytes_per_s = s.get_double("pcie_bw_bytes_per_s", c.gpu.pcie_bw_bytes_per_s, 1e-300);
-    c.server.nics = s.get_int("nics", 8, 1, 1024);
-    const std::string nic = s.get_string("nic", std::string("custom"));
-    const topology::NicSpec* nic_entry = hw.nic(nic);
-    if (nic_entry == nullptr && nic != "custom")
-      s.fail("nic", "is \"" + nic + "\"; valid values: " + hw.nic_names() + ", custom");
-    if (nic_entry != nullptr) c.server.nic = *nic_entry;
-    c.server.nic.model = nic;
-    const auto nic_gbit = nic_entry ? std::optional<double>(nic_entry->bw_bytes_per_s * 8 / 1e9) : std::nullopt;
-    c.server.nic_bw_bytes_per_s = s.get_double("nic_gbit_per_s", nic_gbit, 1e-300) * 1e9 / 8;
-    c.server.nic.bw_bytes_per_s = c.server.nic_bw_bytes_per_s;
-    c.server.nic.efficiency = s.get_double("nic_efficiency", nic_entry ? nic_entry->efficiency : 1.0, 1e-300, 1.0);
-    c.server.rails = s.get_int("rails", c.server.nics, 1, 1024);
-    s.finish();
-  }
-  {
-    TableReader s = t.table("switch", true);
-    const std::string model = s.get_string("model", std::string("custom"));
-    const bool named = switch_model_spec(model, c.switch_spec);
-    if (!named && model != "custom")
-      s.fail("model", "is \"" + model + "\"; valid values: " + hw.switch_names() + ", custom");
-    if (!named) c.switch_spec.model = model; // "custom": every figure from this table
-    const auto opt = [&](auto v) { return named ? std::optional(v) : std::nullopt; };
-    c.switch_spec.radix = s.get_int("radix", opt(c.switch_spec.radix), 2, 4096);
-    c.switch_spec.port_bw_bytes_per_s =
-        s.get_double("port_gbit_per_s", opt(c.switch_spec.port_bw_bytes_per_s * 8 / 1e9), 1e-300) * 1e9 / 8;
-    c.switch_spec.latency_s = s.get_double("latency_ns", opt(c.switch_spec.latency_s * 1e9), 0) * 1e-9;
-    s.finish();
-  }
-  {
-    TableReader f = t.table("fabric", true);
-    c.fabric.tiers = f.get_int("tiers", 3, 2, 3);
-    const std::vector<double> dflt(static_cast<size_t>(c.fabric.tiers - 1), 1.0);
-    c.fabric.oversubscription = f.get_double_array("oversubscription", dflt);
-    if (static_cast<int64_t>(c.fabric.oversubscription.size()) != c.fabric.tiers - 1)
-      f.fail("oversubscription",
-             "has " + std::to_string(c.fabric.oversubscription.size()) + " entries; " + std::to_string(c.fabric.tiers) +
-                 " tiers need " + std::to_string(c.fabric.tiers - 1) +
-                 (c.fabric.tiers == 3 ? " ([ToR, aggregation] down:up ratios)" : " ([ToR] down:up ratio)"));
-    for (size_t i = 0; i < c.fabric.oversubscription.size(); ++i)
-      if (!(c.fabric.oversubscription[i] > 0))
-        f.fail("oversubscription", "[" + std::to_string(i) + "] must be a down:up ratio > 0 (1 = 1:1)");
-    c.fabric.split_downlinks = f.get_bool("split_downlinks", false);
-    c.fabric.servers_per_tor = f.get_int("servers_per_tor", std::nullopt, 1, 4096);
-    c.fabric.tors_per_pod = f.get_int("tors_per_pod", 0, 0, 4096);
-    c.fabric.cable_latency_s = f.get_double("cable_latency_ns", 0, 0) * 1e-9;
-    c.fabric.rail_only = f.get_bool("rail_only", false);
-    f.finish();
-  }
+  ClusterFile out = cluster_file_defaults();
+  out.cluster.name = t.get_string("name", default_name);
+  read_keys(t, "", cluster_keys(), out);
+  read_gpu(t, out);
+  read_gpu_groups(t, out);
+  read_server(t, out);
+  read_switch(t, out);
+  read_fabric(t, out);
   const topology::NetworkCcSpec net = parse_network(t);
   if (network != nullptr) *network = net;
   t.finish();
-  return c;
+  return out.cluster;
 }
 
 GpuMemoryLimit tightest_gpu_memory(const topology::ClusterSpec& cluster) {
@@ -235,7 +190,12 @@ topology::NetworkCcSpec load_cluster_network(std::string_view name_or_path, cons
   return load_cluster_file(name_or_path, edits).network;
 }
 
-ClusterFile load_cluster_file(std::string_view name_or_path, const std::vector<KeyOverride>& edits) {
+ClusterFile load_cluster_file(std::string_view name_or_path, const std::vector<KeyOverride>& set) {
+  // A key that takes text (a name, a model) reads a bare VALUE as text (server.nic=ConnectX-7).
+  std::vector<KeyOverride> edits = set;
+  for (KeyOverride& o : edits)
+    if (const ClusterKey* f = find_cluster_key(o.key()))
+      o.takes_text = f->type == KeyType::String || f->type == KeyType::Name;
   ClusterFile out;
   const std::string arg(name_or_path);
   const std::string note = overrides_note(edits, "--set");

@@ -1,5 +1,5 @@
-// Cluster files: TOML → topology::ClusterSpec. Every key is documented in cluster_file.cpp
-// (the one place the format is defined); presets live in presets/clusters/<name>.toml.
+// Cluster files: TOML → topology::ClusterSpec. Every key is described once, in the key table
+// config/cluster_keys.cpp (docs/keys.md); presets live in presets/clusters/<name>.toml.
 #pragma once
 
 #include <string>
@@ -13,7 +13,7 @@
 namespace twinscale::config {
 
 /// A cluster preset or file, read once: the cluster and its [network] table (congestion
-/// control, PFC; config/network_section.cpp), which is not part of ClusterSpec.
+/// control, PFC; keys in config/cluster_keys.cpp), which is not part of ClusterSpec.
 struct ClusterFile {
   topology::ClusterSpec cluster;
   topology::NetworkCcSpec network;

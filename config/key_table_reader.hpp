@@ -14,12 +14,14 @@
 namespace twinscale::config {
 
 /// Reads key `f` from `t` (the table of its section) into `spec`; absent, the key keeps
-/// the value `spec` holds (its default, or a software stack's), unless it is required.
+/// the value `spec` holds (its default, or a software stack's), unless it is `required`
+/// (by default f.required; a reader passes its own where another key decides).
 template <class Spec>
-void read_key(TableReader& t, const KeyField<Spec>& f, Spec& spec) {
+void read_key(TableReader& t, const KeyField<Spec>& f, Spec& spec, std::optional<bool> required = std::nullopt) {
   const std::string_view leaf = key_leaf(f.key);
   const KeyValue now = f.get(spec);
-  const auto fallback = [&](auto value) { return f.required ? std::nullopt : std::optional(value); };
+  const bool must = required.value_or(f.required);
+  const auto fallback = [&](auto value) { return must ? std::nullopt : std::optional(value); };
   switch (f.type) {
   case KeyType::Integer: f.set(spec, t.get_int(leaf, fallback(std::get<int64_t>(now)), f.int_min, f.int_max)); return;
   case KeyType::Number: f.set(spec, t.get_double(leaf, fallback(std::get<double>(now)), f.num_min, f.num_max)); return;

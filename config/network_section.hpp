@@ -1,6 +1,6 @@
 // The cluster file's [network] table: congestion control and PFC (topology::NetworkCcSpec).
-// Keys, units and defaults are listed in network_section.cpp; the models and the sources
-// of the defaults in docs/congestion.md.
+// Keys, units and defaults are in the key table config/cluster_keys.cpp; the models and
+// the sources of the defaults in docs/congestion.md.
 #pragma once
 
 #include "config/toml_reader.hpp"

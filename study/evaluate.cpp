@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/cluster_file.hpp"
+#include "config/cluster_keys.hpp"
 #include "config/error.hpp"
 #include "config/fault_file.hpp"
 #include "config/job_file.hpp"
@@ -345,12 +346,13 @@ PointResult Evaluator::run(const Point& point, bool flow) {
   auto variant = std::make_shared<config::ClusterFile>(*cluster_file(cluster, point.id));
   topology::ClusterSpec& cs = variant->cluster;
   if (auto v = real(point, "oversubscription")) cs.fabric.oversubscription.at(0) = *v;
-  if (auto v = real(point, "nic_gbit_per_s")) cs.server.nic_bw_bytes_per_s = *v * 1e9 / 8;
+  // the keys' own setters (config/cluster_keys.cpp), as a file stating them would set them
+  if (auto v = real(point, "nic_gbit_per_s")) config::cluster_key("server.nic_gbit_per_s").set(*variant, *v);
   if (auto v = num(point, "nics")) {
-    cs.server.nics = *v;
+    config::cluster_key("server.nics").set(*variant, *v);
     cs.server.rails = std::min(cs.server.rails, *v);
   }
-  if (auto v = num(point, "rails")) cs.server.rails = *v;
+  if (auto v = num(point, "rails")) config::cluster_key("server.rails").set(*variant, *v);
   cs.gpus = par.gpus();
   // The memory limit `simulate` lowers against: the tightest of [gpu] and [[gpu_groups]].
   const schedules::LoweringTarget target = config::lowering_target(cs, std::nullopt, spec_.memory_fits);

@@ -43,10 +43,12 @@
 //   seed = [1, 2, 3]              integers ≥ 0: simulator seed
 //   oversubscription = [1, 2]     numbers > 0: down:up ratio of the ToR tier (cluster variant;
 //                                 a ratio the switch radix cannot split makes the point infeasible)
-//   nic_gbit_per_s = [200, 400]   numbers > 0: NIC speed per direction (cluster variant)
-//   nics = [8, 4]                 integers ≥ 1: NICs per server (cluster variant; the rails
-//                                 become min(rails, nics))
-//   rails = [8, 4, 1]             integers ≥ 1: rails per server (cluster variant, ≤ NICs)
+//   nic_gbit_per_s = [200, 400]   numbers > 0: NIC speed per direction (cluster variant; the
+//                                 values and setter of the cluster key server.nic_gbit_per_s)
+//   nics = [8, 4]                 integers in [1, 1024]: NICs per server (cluster variant, key
+//                                 server.nics; the rails become min(rails, nics))
+//   rails = [8, 4, 1]             integers in [1, 1024]: rails per server (cluster variant,
+//                                 key server.rails; ≤ NICs)
 //   fault_rate_scale = [0.5, 1, 2] numbers > 0: every fault category's rate × this (campaign)
 //   checkpoint_interval_s = [1800, 3600]  numbers > 0: work between checkpoints (campaign;
 //                                 default: the recovery policy's interval)
@@ -80,6 +82,7 @@
 #include <set>
 #include <sstream>
 
+#include "config/cluster_keys.hpp"
 #include "config/presets.hpp"
 #include "config/toml_reader.hpp"
 #include "schedules/job.hpp"
@@ -98,6 +101,13 @@ struct AxisDef {
   int64_t max;
   std::vector<std::string> choices; // strings: valid values (empty: any, e.g. files)
 };
+
+/// A cluster-variant axis: its valid values are those of the cluster key it sets.
+AxisDef cluster_axis(const char* name, std::string_view key) {
+  const config::ClusterKey& f = config::cluster_key(key);
+  if (f.type == KeyType::Integer) return {name, Kind::Int, f.int_min, f.int_max, {}};
+  return {name, Kind::Number, f.num_min > 0 ? 1 : 0, 0, {}};
+}
 
 const std::vector<AxisDef>& axis_defs() {
   static const std::vector<AxisDef> defs = {
@@ -122,10 +132,10 @@ const std::vector<AxisDef>& axis_defs() {
       {"flash_attention", Kind::Bool, 0, 0, {}},
       {"placement", Kind::String, 0, 0, enum_names_vector(topology::kPlacementPolicyNames)},
       {"seed", Kind::Int, 0, INT64_MAX, {}},
-      {"oversubscription", Kind::Number, 1, 0, {}},
-      {"nic_gbit_per_s", Kind::Number, 1, 0, {}},
-      {"nics", Kind::Int, 1, 1024, {}},
-      {"rails", Kind::Int, 1, 1024, {}},
+      {"oversubscription", Kind::Number, 1, 0, {}}, // fabric.oversubscription[0], a down:up ratio > 0
+      cluster_axis("nic_gbit_per_s", "server.nic_gbit_per_s"),
+      cluster_axis("nics", "server.nics"),
+      cluster_axis("rails", "server.rails"),
       {"fault_rate_scale", Kind::Number, 1, 0, {}},
       {"checkpoint_interval_s", Kind::Number, 1, 0, {}},
   };

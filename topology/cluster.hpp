@@ -1,5 +1,5 @@
 // The cluster description: GPUs, servers, NICs and rails, switches and the Clos fabric.
-// Plain structs; parsing from TOML lives in config/cluster_file.cpp (keys documented there).
+// Plain structs; read from TOML by config/cluster_file.cpp (keys: config/cluster_keys.cpp).
 #pragma once
 
 #include <array>

@@ -1,13 +1,21 @@
 // The fabric's congestion control and flow control, as a cluster file describes them
-// ([network] table; keys, units, defaults and sources in config/cluster_file.cpp and
-// docs/congestion.md). Plain structs: the models live in sim/congestion/.
+// ([network] table; keys, units and defaults in config/cluster_keys.cpp and docs/keys.md,
+// sources in docs/congestion.md). Plain structs: the models live in sim/congestion/.
 #pragma once
 
 #include <cstdint>
 
+#include "common/enum_names.hpp"
+
 namespace twinscale::topology {
 
 enum class CongestionControl { None, Dcqcn, Swift, Hybrid };
+
+/// The names of [network] congestion_control (hybrid: MegaScale's RTT + ECN).
+inline constexpr EnumNames<CongestionControl, 4> kCongestionControlNames{{{"none", CongestionControl::None},
+                                                                          {"dcqcn", CongestionControl::Dcqcn},
+                                                                          {"swift", CongestionControl::Swift},
+                                                                          {"hybrid", CongestionControl::Hybrid}}};
 
 /// DCQCN (Zhu et al., SIGCOMM'15) in the fluid form of Zhu et al., CoNEXT'16 ("ECN or
 /// Delay", Table 1 defaults). Rates in bytes/s here; the model converts to packets.
@@ -68,13 +76,7 @@ struct NetworkCcSpec {
 };
 
 inline const char* congestion_control_name(CongestionControl cc) {
-  switch (cc) {
-  case CongestionControl::Dcqcn: return "dcqcn";
-  case CongestionControl::Swift: return "swift";
-  case CongestionControl::Hybrid: return "hybrid";
-  case CongestionControl::None: break;
-  }
-  return "none";
+  return enum_name(kCongestionControlNames, cc).data(); // the table's names are literals
 }
 
 } // namespace twinscale::topology

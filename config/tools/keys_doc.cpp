@@ -1,9 +1,10 @@
 // Prints docs/keys.md, the reference of every configuration key, from the key tables
-// (schedules/job_keys.cpp). The test `keys_doc` fails when the committed file differs;
+// (schedules/job_keys.cpp, config/cluster_keys.cpp). The test `keys_doc` fails when the committed file differs;
 // refresh it with: build/config/twinscale_keys_doc > docs/keys.md
 #include <iostream>
 
 #include "common/key_reference.hpp"
+#include "config/cluster_keys.hpp"
 #include "schedules/job_keys.hpp"
 
 int main() {
@@ -18,5 +19,14 @@ int main() {
       "A job file (TOML) names a model, its parallelism, schedule options and the cluster it runs on "
       "(presets: presets/jobs/).",
       s::job_sections(), s::job_keys());
+  std::cout << "\n"
+            << twinscale::key_reference_markdown(
+                   "Cluster files",
+                   "A cluster file (TOML) describes the GPUs, servers, NICs, switches and Clos fabric, and "
+                   "optionally the network's congestion control (presets: presets/clusters/; the hardware "
+                   "catalogue: presets/hardware/). On the command line its keys take the prefix `cluster.` "
+                   "(`--set cluster.server.nics=4`).",
+                   twinscale::config::cluster_sections(), twinscale::config::cluster_keys(),
+                   twinscale::config::cluster_file_defaults());
   return 0;
 }

@@ -1,0 +1,209 @@
+// Every cluster the project ships (presets/clusters/*.toml and the clusters of
+// experiments/) and a test cluster using every reader path ([[gpu_groups]], custom NIC
+// and switch, catalogue overrides, [network]) loads to the same ClusterSpec and [network]
+// as recorded in tests/config/data/shipped_clusters.txt: a dump of every field, numbers
+// to 17 digits. The reader may change; what a valid file means may not.
+//
+// The record is written by the reader it guards; after an intended change of meaning,
+// rewrite it with TWINSCALE_WRITE_CLUSTER_DUMP=PATH build/tests/test_config "[shipped-clusters]".
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "config/cluster_file.hpp"
+
+using namespace twinscale;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Dump {
+  std::string out;
+  void add(const std::string& key, double v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.17g", v);
+    out += key + " = " + buf + "\n";
+  }
+  void add(const std::string& key, int64_t v) { out += key + " = " + std::to_string(v) + "\n"; }
+  void add(const std::string& key, bool v) { out += key + " = " + (v ? "true" : "false") + "\n"; }
+  void add(const std::string& key, const std::string& v) { out += key + " = \"" + v + "\"\n"; }
+  template <size_t N>
+  void add(const std::string& key, const std::array<double, N>& v) {
+    for (size_t i = 0; i < N; ++i) add(key + "[" + std::to_string(i) + "]", v[i]);
+  }
+};
+
+void dump_gpu(Dump& d, const std::string& at, const topology::GpuSpec& g) {
+  d.add(at + ".model", g.model);
+  d.add(at + ".peak_flops", g.peak_flops);
+  d.add(at + ".fp8_peak_flops", g.fp8_peak_flops);
+  d.add(at + ".hbm_bw_bytes_per_s", g.hbm_bw_bytes_per_s);
+  d.add(at + ".memory_bytes", g.memory_bytes);
+  d.add(at + ".nvlink_bw_bytes_per_s", g.nvlink_bw_bytes_per_s);
+  d.add(at + ".pcie_bw_bytes_per_s", g.pcie_bw_bytes_per_s);
+  d.add(at + ".sms", g.sms);
+  d.add(at + ".nvlink.generation", g.nvlink.generation);
+  d.add(at + ".nvlink.links", g.nvlink.links);
+  d.add(at + ".nvlink.link_bw_bytes_per_s", g.nvlink.link_bw_bytes_per_s);
+  d.add(at + ".nvlink.efficiency", g.nvlink.efficiency);
+  d.add(at + ".nvlink.nccl_ring_step_s", g.nvlink.nccl_ring_step_s);
+  d.add(at + ".nvlink.nccl_tree_step_s", g.nvlink.nccl_tree_step_s);
+  const topology::KernelFigures& k = g.kernels;
+  const std::string kk = at + ".kernels.";
+  d.add(kk + "sustained_clock_ratio", k.sustained_clock_ratio);
+  d.add(kk + "gemm_max_efficiency", k.gemm_max_efficiency);
+  d.add(kk + "fp8_gemm_max_efficiency", k.fp8_gemm_max_efficiency);
+  d.add(kk + "gemm_half_dim", k.gemm_half_dim);
+  d.add(kk + "gemm_tile_m", k.gemm_tile_m);
+  d.add(kk + "gemm_tile_n", k.gemm_tile_n);
+  d.add(kk + "flash_fwd_efficiency", k.flash_fwd_efficiency);
+  d.add(kk + "flash_bwd_efficiency", k.flash_bwd_efficiency);
+  d.add(kk + "vector_flop_efficiency", k.vector_flop_efficiency);
+  d.add(kk + "hbm_efficiency", k.hbm_efficiency);
+  d.add(kk + "kernel_launch_s", k.kernel_launch_s);
+  d.add(kk + "op_issue_gap_s", k.op_issue_gap_s);
+  d.add(kk + "nccl_sms_per_channel", k.nccl_sms_per_channel);
+  d.add(kk + "nccl_hbm_share", k.nccl_hbm_share);
+  d.add(kk + "speed_sigma", k.speed_sigma);
+}
+
+void dump_network(Dump& d, const topology::NetworkCcSpec& n) {
+  d.add("network.congestion_control", static_cast<int64_t>(n.congestion_control));
+  d.add("network.mtu_bytes", n.mtu_bytes);
+  d.add("network.feedback_delay_s", n.feedback_delay_s);
+  d.add("network.buffer_bytes", n.buffer_bytes);
+  const topology::DcqcnSpec& q = n.dcqcn;
+  for (const auto& [k, v] :
+       std::vector<std::pair<const char*, double>>{{"kmin_bytes", q.kmin_bytes},
+                                                   {"kmax_bytes", q.kmax_bytes},
+                                                   {"pmax", q.pmax},
+                                                   {"g", q.g},
+                                                   {"tau_s", q.tau_s},
+                                                   {"tau_alpha_s", q.tau_alpha_s},
+                                                   {"timer_s", q.timer_s},
+                                                   {"byte_counter_bytes", q.byte_counter_bytes},
+                                                   {"rai_bytes_per_s", q.rai_bytes_per_s},
+                                                   {"rhai_bytes_per_s", q.rhai_bytes_per_s},
+                                                   {"min_rate_bytes_per_s", q.min_rate_bytes_per_s}})
+    d.add(std::string("network.dcqcn.") + k, v);
+  d.add("network.dcqcn.fast_recovery_steps", q.fast_recovery_steps);
+  const topology::SwiftSpec& w = n.swift;
+  for (const auto& [k, v] :
+       std::vector<std::pair<const char*, double>>{{"base_target_s", w.base_target_s},
+                                                   {"hop_scale_s", w.hop_scale_s},
+                                                   {"ai_packets", w.ai_packets},
+                                                   {"beta", w.beta},
+                                                   {"max_mdf", w.max_mdf},
+                                                   {"fs_range_s", w.fs_range_s},
+                                                   {"fs_min_cwnd_packets", w.fs_min_cwnd_packets},
+                                                   {"fs_max_cwnd_packets", w.fs_max_cwnd_packets},
+                                                   {"initial_cwnd_packets", w.initial_cwnd_packets}})
+    d.add(std::string("network.swift.") + k, v);
+  d.add("network.hybrid.ecn_weight", n.hybrid.ecn_weight);
+  d.add("network.pfc.enabled", n.pfc.enabled);
+  d.add("network.pfc.xoff_bytes", n.pfc.xoff_bytes);
+  d.add("network.pfc.xon_bytes", n.pfc.xon_bytes);
+}
+
+std::string dump(const config::ClusterFile& f) {
+  const topology::ClusterSpec& c = f.cluster;
+  Dump d;
+  d.add("name", c.name);
+  d.add("gpus", c.gpus);
+  dump_gpu(d, "gpu", c.gpu);
+  d.add("server.gpus", c.server.gpus);
+  d.add("server.pcie_bw_bytes_per_s", c.server.pcie_bw_bytes_per_s);
+  d.add("server.nics", c.server.nics);
+  d.add("server.nic_bw_bytes_per_s", c.server.nic_bw_bytes_per_s);
+  d.add("server.rails", c.server.rails);
+  d.add("server.nic.model", c.server.nic.model);
+  d.add("server.nic.bw_bytes_per_s", c.server.nic.bw_bytes_per_s);
+  d.add("server.nic.efficiency", c.server.nic.efficiency);
+  d.add("server.nic.nccl_ring_step_s", c.server.nic.nccl_ring_step_s);
+  d.add("server.nic.nccl_tree_step_s", c.server.nic.nccl_tree_step_s);
+  d.add("switch.model", c.switch_spec.model);
+  d.add("switch.radix", c.switch_spec.radix);
+  d.add("switch.port_bw_bytes_per_s", c.switch_spec.port_bw_bytes_per_s);
+  d.add("switch.latency_s", c.switch_spec.latency_s);
+  d.add("fabric.tiers", c.fabric.tiers);
+  for (size_t i = 0; i < c.fabric.oversubscription.size(); ++i)
+    d.add("fabric.oversubscription[" + std::to_string(i) + "]", c.fabric.oversubscription[i]);
+  d.add("fabric.split_downlinks", c.fabric.split_downlinks);
+  d.add("fabric.servers_per_tor", c.fabric.servers_per_tor);
+  d.add("fabric.tors_per_pod", c.fabric.tors_per_pod);
+  d.add("fabric.cable_latency_s", c.fabric.cable_latency_s);
+  d.add("fabric.rail_only", c.fabric.rail_only);
+  for (size_t g = 0; g < c.gpu_groups.size(); ++g) {
+    const std::string at = "gpu_groups[" + std::to_string(g) + "]";
+    d.add(at + ".first_server", c.gpu_groups[g].first_server);
+    d.add(at + ".last_server", c.gpu_groups[g].last_server);
+    dump_gpu(d, at + ".gpu", c.gpu_groups[g].gpu);
+  }
+  dump_network(d, f.network);
+  return d.out;
+}
+
+/// Cluster files the project ships: presets and every experiment TOML with a [fabric] table.
+std::vector<std::string> shipped_clusters() {
+  const fs::path root(TWINSCALE_SOURCE_DIR);
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(root / "presets/clusters"))
+    if (e.path().extension() == ".toml") out.push_back(fs::relative(e.path(), root).string());
+  for (const auto& e : fs::recursive_directory_iterator(root / "experiments")) {
+    if (e.path().extension() != ".toml") continue;
+    std::ifstream in(e.path());
+    std::string line;
+    while (std::getline(in, line))
+      if (line == "[fabric]") {
+        out.push_back(fs::relative(e.path(), root).string());
+        break;
+      }
+  }
+  out.push_back("tests/config/data/every_path_cluster.toml");
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+/// The record: "### PATH" then the dump, per cluster.
+std::map<std::string, std::string> read_record(const fs::path& path) {
+  std::ifstream in(path);
+  std::map<std::string, std::string> out;
+  std::string line, at;
+  while (std::getline(in, line)) {
+    if (line.rfind("### ", 0) == 0)
+      at = line.substr(4);
+    else
+      out[at] += line + "\n";
+  }
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("every shipped cluster loads to the recorded ClusterSpec and network", "[config][shipped-clusters]") {
+  const fs::path root(TWINSCALE_SOURCE_DIR);
+  const std::vector<std::string> files = shipped_clusters();
+  REQUIRE(files.size() >= 20);
+  std::string record;
+  std::map<std::string, std::string> now;
+  for (const std::string& f : files) {
+    now[f] = dump(config::load_cluster_file((root / f).string()));
+    record += "### " + f + "\n" + now[f];
+  }
+  if (const char* out = std::getenv("TWINSCALE_WRITE_CLUSTER_DUMP")) std::ofstream(out) << record;
+  const auto recorded = read_record(root / "tests/config/data/shipped_clusters.txt");
+  CHECK(recorded.size() == files.size());
+  for (const std::string& f : files) {
+    INFO(f);
+    REQUIRE(recorded.count(f) == 1);
+    CHECK(now[f] == recorded.at(f));
+  }
+}
