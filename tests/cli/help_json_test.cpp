@@ -1,6 +1,6 @@
 // Help texts and machine-readable output: in every sub-command's --help (found from the
 // top-level help down) no default stated twice, integers typed INT, no internal milestone
-// codes or source paths; --json on trace info and sweep show;
+// codes or source paths, no layout with PP before DP; --json on trace info and sweep show;
 // sweep show --csv with every column name once.
 #include <filesystem>
 #include <regex>
@@ -61,7 +61,8 @@ std::vector<std::string> every_command(const std::filesystem::path& dir) {
 
 } // namespace
 
-TEST_CASE("help texts state a default once, type integers and cite no internals", "[cli][help]") {
+TEST_CASE("help texts state a default once, type integers, cite no internals and keep one layout order",
+          "[cli][help]") {
   const auto dir = scratch_dir("help-texts");
   const std::regex twice(R"(\(default ([^)]*)\) \(default \1\))");
   const std::regex milestone(R"(\bM[0-9]{1,2}\b)");
@@ -76,6 +77,11 @@ TEST_CASE("help texts state a default once, type integers and cite no internals"
   CHECK(std::regex_search(std::string("  --rows INT=8   rows shown (default 8)"), shown_twice));
   CHECK(std::regex_search(std::string("keys described in study/study_file.cpp"), source_path));
   CHECK(!std::regex_search(std::string("  -b,--min-bytes TEXT  smallest size (default 8)"), shown_twice));
+  // one layout order (Megatron's: tp, cp, dp, pp): no help text puts PP before DP
+  const std::regex pp_before_dp(R"(\b(PP|pp) ?(×|x) ?(DP|dp)\b)");
+  CHECK(std::regex_search(std::string("the TP × PP × DP grid"), pp_before_dp));
+  CHECK(!std::regex_search(std::string("--layout TPxDPxPP"), pp_before_dp));
+  CHECK(!std::regex_search(run_cli_split("--help", dir).out, pp_before_dp));
   const auto commands = every_command(dir);
   CHECK(commands.size() >= 25); // schedule show … preset list: every command, nested ones included
   for (const std::string& cmd : commands) {
@@ -85,6 +91,7 @@ TEST_CASE("help texts state a default once, type integers and cite no internals"
     CHECK(!std::regex_search(r.out, twice));
     CHECK(!std::regex_search(r.out, milestone));
     CHECK(!std::regex_search(r.out, source_path));
+    CHECK(!std::regex_search(r.out, pp_before_dp));
     for (const std::string& entry : option_entries(r.out)) {
       INFO(entry);
       if (entry.find("e.g.") == std::string::npos) CHECK(!std::regex_search(entry, integer_as_text));
