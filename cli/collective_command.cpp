@@ -247,8 +247,10 @@ int run_collective_command(const CollectiveArgs& a) {
   const sim::SimOptions o = config::cluster_sim_options(cluster, base, a.seed);
   const schedules::OpKind kind = op_kind(a.op);
 
+  // each step advances at least one byte: a factor close to 1 on small sizes would
+  // otherwise round back to the same size and never reach --max-bytes
   std::vector<double> sizes;
-  for (double s = lo; s <= hi * (1 + 1e-12); s = std::floor(s * a.factor)) {
+  for (double s = lo; s <= hi * (1 + 1e-12); s = std::max(s + 1, std::floor(s * a.factor))) {
     sizes.push_back(s);
     if (sizes.size() > 64)
       throw config::ConfigError(

@@ -214,7 +214,7 @@ void add_report_command(CLI::App& app, Action& action) {
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("report", "one self-contained HTML page of a run, charts drawn by the embedded "
                                                "Vega (opens offline): a summary, time by phase, rank × phase heat-map, "
-                                               "TP × PP × DP grid, timeline, link utilisation, campaign, diagnosis");
+                                               "TP × DP × PP grid, timeline, link utilisation, campaign, diagnosis");
   cmd->add_option(
          "run", args->runs,
          "a trace, a per-rank CSV, a run directory or PyTorch profiler traces (one file per rank, or their directory); "

@@ -130,7 +130,7 @@ json stage_ranges(const Lay& lay) {
   return s;
 }
 
-/// The TP × PP × DP grid: per stage and DP bin (over its TP ranks), the worst own-time
+/// The TP × DP × PP grid: per stage and DP bin (over its TP ranks), the worst own-time
 /// excess: [stage, first DP, last DP, worst excess, worst rank, mean excess]. Without a
 /// layout: peer groups (ranks running the same program) as rows, members as columns.
 json grid(const RunData& d, const Lay& lay, const Diagnosis& diag, const ReportOptions& o) {
@@ -471,7 +471,7 @@ std::string html_report(const RunData& given, const Diagnosis& diag, const Repor
   h += "<div id=\"errors\"></div>\n<section id=\"summary\"></section>\n";
   h += "<h2>Time by phase and stage</h2><section id=\"breakdown\" class=\"chart\"></section>\n";
   h += "<h2>Rank × phase</h2><section id=\"heatmap\" class=\"chart\"></section>\n";
-  h += "<h2>TP × PP × DP grid</h2><section id=\"grid\" class=\"chart\"></section>\n";
+  h += "<h2>TP × DP × PP grid</h2><section id=\"grid\" class=\"chart\"></section>\n";
   h += "<h2>Timeline</h2><section id=\"timeline\" class=\"chart\"></section>\n";
   h += "<h2>Fabric link utilisation by tier</h2><section id=\"links\" class=\"chart\"></section>\n";
   h += "<h2>Campaign: time by state</h2><section id=\"campaign\" class=\"chart\"></section>\n";

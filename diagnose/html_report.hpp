@@ -1,6 +1,6 @@
 // `twinscale report`: one self-contained HTML file (inline CSS, JS, data and the Vega
 // charting library; no network) showing a run at once: a one-sentence summary, the time
-// by phase and stage, a rank × phase heat-map, the TP × PP × DP grid coloured by
+// by phase and stage, a rank × phase heat-map, the TP × DP × PP grid coloured by
 // slowness, a timeline of chosen ranks, link utilisation by tier, a campaign's time by
 // state and the diagnosis findings. Large runs are aggregated here, before drawing
 // (rank bins, DP bins, the busiest links of each tier), so the page stays responsive.

@@ -44,8 +44,9 @@ std::string point_line(const StoredPoint& p) {
   std::snprintf(buf, sizeof buf, "  %6lld  %6.2f %%  %9.4f s  %7.1f GB  %s", static_cast<long long>(r.id), 100 * r.mfu,
                 r.iteration_time_s, r.memory_bytes / 1e9,
                 p.flow && p.flow->status == PointStatus::Ok ? fmt("%6.2f %%", 100 * p.flow->mfu).c_str() : "     -  ");
-  return std::string(buf) + "  tp " + std::to_string(r.tp) + " pp " + std::to_string(r.pp) + " vpp " +
-         std::to_string(r.vpp) + " dp " + std::to_string(r.dp) + " mb " + std::to_string(r.micro_batch) +
+  // the layout in Megatron's order (tp, dp, pp), as every other header prints it
+  return std::string(buf) + "  tp " + std::to_string(r.tp) + " dp " + std::to_string(r.dp) + " pp " +
+         std::to_string(r.pp) + " vpp " + std::to_string(r.vpp) + " mb " + std::to_string(r.micro_batch) +
          (r.campaign ? fmt("  ETTR %.4f", r.ettr) + fmt(" ± %.4f", r.ettr_ci95) : std::string()) + "  | " +
          inputs_text(p) + "\n";
 }

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <thread>
 
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -41,6 +43,14 @@ TEST_CASE("diagnose of a real run: the rank with delayed compute is the straggle
   CHECK(stragglers.front() == 6); // the highest score
   CHECK(j.at("rank_scores").at(6).at("rank") == 6);
   CHECK(j.at("rank_scores").at(6).at("excess").get<double>() > 1.0); // own time more than doubled
+  // its hosts are named as the rank states name them (the machine's own name), not host0…
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  for (const auto& f : j.at("findings"))
+    if (f.at("kind") == "straggler") CHECK(f.at("host") == std::string(host));
+  // the run directory states the layout the run used: diagnose does not ask for --layout
+  CHECK(fs::is_regular_file(dir + "/layout.json"));
+  CHECK(j.at("notes").dump().find("--layout") == std::string::npos);
   fs::remove_all(dir);
 }
 

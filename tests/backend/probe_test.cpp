@@ -41,11 +41,23 @@ TEST_CASE("probe: measures the schedule's ops and sweeps, and covers another spl
   const std::string dir = fresh_dir("probe2");
   std::ofstream(dir + "/a.toml") << job_text("probe-a", 2, 1, 4);
   std::ofstream(dir + "/b.toml") << job_text("probe-b", 1, 2, 6);
-  const auto r = shell(mpirun(2) + " " TWINSCALE_CLI " probe " + dir + "/a.toml --repetitions 3 --warmup 1 " +
-                           "--max-sweep-bytes 65536 --out " + dir + "/cal.json --cluster-out " + dir + "/host.toml",
+  // TWINSCALE_PROGRESS_INTERVAL_S=0: a progress line at every update, stderr piped
+  const auto r = shell("env TWINSCALE_PROGRESS_INTERVAL_S=0 " + mpirun(2) + " " TWINSCALE_CLI " probe " + dir +
+                           "/a.toml --repetitions 3 --warmup 1 " + "--max-sweep-bytes 65536 --out " + dir +
+                           "/cal.json --cluster-out " + dir + "/host.toml",
                        120);
   INFO(r.output);
   REQUIRE(r.status == 0);
+  // Progress when stderr is not a terminal, from rank 0 only: one closing line per phase.
+  const auto count_of = [&](const std::string& what) {
+    size_t n = 0;
+    for (size_t at = r.output.find(what); at != std::string::npos; at = r.output.find(what, at + 1)) ++n;
+    return n;
+  };
+  CHECK(count_of("probe kernel replays 4/4 (100 %)") == 1);
+  CHECK(count_of("probe kernel replays: 4/4 done in ") == 1);
+  CHECK(count_of("probe transfers: ") == 1);
+  CHECK(r.output.find("transfers/s") != std::string::npos);
   // The nccl-tests-style table: every row checked, none wrong.
   CHECK(r.output.find("#wrong") != std::string::npos);
   CHECK(r.output.find(" send ") != std::string::npos);

@@ -104,3 +104,24 @@ TEST_CASE("collective --set edits the cluster", "[cli][nccl][overrides]") {
   CHECK(bad.code == 1);
   CHECK(bad.says("--set server.nicz=4"));
 }
+
+TEST_CASE("collective's sizes advance at least one byte a step, a factor near 1 included", "[cli][nccl]") {
+  const auto dir = scratch_dir("nccl-factor");
+  // one size: 1 × 1.0000001 rounds back to 1, which must not loop until the 64-size limit
+  const auto one = run_cli_split("collective --cluster tiny-h100 --gpus 8 -b 1 -e 1 -f 1.0000001 --mode analytic", dir);
+  INFO(one.err);
+  REQUIRE(one.code == 0);
+  const auto rows = rows_of(one.out);
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0][0] == "1");
+  // 1..8 by a factor of 1.01: every byte size once, in order
+  const auto small = run_cli_split("collective --cluster tiny-h100 --gpus 8 -b 1 -e 8 -f 1.01 --mode analytic", dir);
+  REQUIRE(small.code == 0);
+  const auto srows = rows_of(small.out);
+  REQUIRE(srows.size() == 8);
+  for (size_t i = 0; i < srows.size(); ++i) CHECK(srows[i][0] == std::to_string(i + 1));
+  // a sweep that really has more than 64 sizes is still refused, naming the options
+  const auto many = run_cli_split("collective --cluster tiny-h100 --gpus 8 -b 1 -e 100 -f 1.01 --mode analytic", dir);
+  CHECK(many.code == 1);
+  CHECK(many.says("more than 64 sizes"));
+}
