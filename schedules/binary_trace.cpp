@@ -257,6 +257,13 @@ void BinaryTraceWriter::flush(RankBuffer& r) {
   r.prev_start_ns = 0;
 }
 
+void BinaryTraceWriter::set_hosts(std::vector<std::string> hosts) {
+  if (hosts.size() > ranks_.size())
+    fail("hosts of " + std::to_string(hosts.size()) + " ranks given for a schedule of " +
+         std::to_string(ranks_.size()));
+  hosts_ = std::move(hosts);
+}
+
 void BinaryTraceWriter::finish() {
   if (finished_) return;
   drain();
@@ -303,9 +310,13 @@ void BinaryTraceWriter::finish() {
       for (int b = 0; b < 8; ++b) meta.push_back(static_cast<uint8_t>(c.hash >> (8 * b)));
     }
   }
+  const bool hosts = std::any_of(hosts_.begin(), hosts_.end(), [](const std::string& x) { return !x.empty(); });
+  if (hosts) { // version 2: one host string per rank ("" where unknown)
+    for (size_t rank = 0; rank < ranks_.size(); ++rank) put_string(rank < hosts_.size() ? hosts_[rank] : "");
+  }
   Header h{};
   std::memcpy(h.magic, kMagic, sizeof kMagic);
-  h.version = kBinaryTraceVersion;
+  h.version = hosts ? 2 : 1;
   h.schema = kBinaryTraceSchema;
   h.world = ranks_.size();
   h.meta_offset = offset_;
@@ -326,6 +337,7 @@ void BinaryTraceWriter::finish() {
 
 void write_binary_trace(const Trace& trace, const Schedule& schedule, const std::string& path) {
   BinaryTraceWriter w(path, schedule, trace.source);
+  w.set_hosts(trace.hosts);
   for (const TraceEvent& e : trace.events) w.record(e.rank, e.op_index, e.start_s, e.end_s, e.failed);
   w.finish();
 }
@@ -364,9 +376,10 @@ BinaryTraceReader::BinaryTraceReader(const std::string& path) : path_(path) {
     bad(0, "not a twinscale binary trace (" + std::to_string(size) + " bytes, shorter than the 64-byte header)");
   pread_all(fd_, &h, sizeof h, 0, path);
   if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0) bad(0, "not a twinscale binary trace (bad magic number)");
-  if (h.version != kBinaryTraceVersion)
-    bad(8, "unsupported version " + std::to_string(h.version) +
-               " (this reader: " + std::to_string(kBinaryTraceVersion) + ")");
+  if (h.version < 1 || h.version > kBinaryTraceVersion)
+    bad(8, "unsupported version " + std::to_string(h.version) + " (this reader: 1 to " +
+               std::to_string(kBinaryTraceVersion) + ")");
+  version_ = h.version;
   if (h.schema != kBinaryTraceSchema)
     bad(12, "unsupported event schema " + std::to_string(h.schema) +
                 " (this reader: " + std::to_string(kBinaryTraceSchema) + ")");
@@ -447,6 +460,10 @@ BinaryTraceReader::BinaryTraceReader(const std::string& path) : path_(path) {
     for (uint64_t e : rank_events_) total += e;
     if (total != h.events)
       m.bad("the rank index holds " + std::to_string(total) + " events, the header says " + std::to_string(h.events));
+    if (h.version >= 2) {
+      hosts_.resize(h.world);
+      for (std::string& host : hosts_) host = m.string("host");
+    }
     if (m.remaining() != 0) m.bad(std::to_string(m.remaining()) + " unexpected bytes after the rank index");
   } catch (...) {
     ::close(fd_);
