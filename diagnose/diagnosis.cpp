@@ -226,6 +226,7 @@ std::string to_json(const Diagnosis& d) {
   j["rank_scores"] = nlohmann::json::array();
   for (const RankScore& s : d.scores)
     j["rank_scores"].push_back({{"rank", s.rank},
+                                {"host", s.host},
                                 {"peer_group", s.peer_group},
                                 {"excess", s.excess},
                                 {"z", s.z},

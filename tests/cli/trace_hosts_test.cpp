@@ -88,6 +88,8 @@ TEST_CASE("trace hosts: a simulated run directory and its traces name the same h
   REQUIRE(!dj["findings"].empty());
   CHECK(dj["findings"][0]["ranks"] == nlohmann::json::array({13}));
   CHECK(dj["findings"][0]["host"] == "server1");
+  CHECK(dj["rank_scores"][13]["host"] == "server1");
+  CHECK(dj["rank_scores"][31]["host"] == "server3");
   fs::remove_all(dir);
 }
 
