@@ -360,6 +360,31 @@ void pread_all(int fd, void* buf, uint64_t bytes, uint64_t offset, const std::st
   }
 }
 
+/// One program of the metadata (the fields a trace carries) and its ops' instance
+/// numbers; `names` entries in the name table.
+void read_program(MetaReader& m, size_t names, Program& prog, std::vector<uint32_t>& instances) {
+  prog.ops.resize(m.count("op count", 28, static_cast<uint64_t>(kMaxOpsPerProgram)));
+  instances.resize(prog.ops.size());
+  for (size_t i = 0; i < prog.ops.size(); ++i) {
+    Op& op = prog.ops[i];
+    op.name = static_cast<uint32_t>(m.varint("op name", names == 0 ? 0 : names - 1));
+    if (names == 0) m.bad("an op names an entry of an empty name table");
+    op.kind = static_cast<OpKind>(m.byte("op kind", static_cast<uint8_t>(OpKind::Recv)));
+    op.kernel = static_cast<Kernel>(m.byte("kernel", static_cast<uint8_t>(kLastKernel)));
+    op.stream = static_cast<Stream>(m.byte("stream", kStreamCount - 1));
+    op.group = static_cast<GroupKind>(m.byte("group", kGroupKindCount - 1));
+    op.labels.phase = static_cast<Phase>(m.byte("phase", static_cast<uint8_t>(Phase::Data)));
+    op.labels.iteration = m.label("iteration");
+    op.labels.micro_batch = m.label("micro_batch");
+    op.labels.chunk = m.label("chunk");
+    op.labels.layer = m.label("layer");
+    op.peer = m.label("peer");
+    instances[i] = static_cast<uint32_t>(m.varint("instance", UINT32_MAX));
+    op.bytes = m.f64("bytes");
+    op.flops = m.f64("flops");
+  }
+}
+
 } // namespace
 
 BinaryTraceReader::BinaryTraceReader(const std::string& path) : path_(path) {
@@ -408,29 +433,7 @@ BinaryTraceReader::BinaryTraceReader(const std::string& path) : path_(path) {
     for (std::string& n : names_) n = m.string("name");
     programs_.resize(m.count("program count", 1, static_cast<uint64_t>(kMaxRanks)));
     instances_.resize(programs_.size());
-    for (size_t p = 0; p < programs_.size(); ++p) {
-      Program& prog = programs_[p];
-      prog.ops.resize(m.count("op count", 28, static_cast<uint64_t>(kMaxOpsPerProgram)));
-      instances_[p].resize(prog.ops.size());
-      for (size_t i = 0; i < prog.ops.size(); ++i) {
-        Op& op = prog.ops[i];
-        op.name = static_cast<uint32_t>(m.varint("op name", names_.empty() ? 0 : names_.size() - 1));
-        if (names_.empty()) m.bad("an op names an entry of an empty name table");
-        op.kind = static_cast<OpKind>(m.byte("op kind", static_cast<uint8_t>(OpKind::Recv)));
-        op.kernel = static_cast<Kernel>(m.byte("kernel", static_cast<uint8_t>(kLastKernel)));
-        op.stream = static_cast<Stream>(m.byte("stream", kStreamCount - 1));
-        op.group = static_cast<GroupKind>(m.byte("group", kGroupKindCount - 1));
-        op.labels.phase = static_cast<Phase>(m.byte("phase", static_cast<uint8_t>(Phase::Data)));
-        op.labels.iteration = m.label("iteration");
-        op.labels.micro_batch = m.label("micro_batch");
-        op.labels.chunk = m.label("chunk");
-        op.labels.layer = m.label("layer");
-        op.peer = m.label("peer");
-        instances_[p][i] = static_cast<uint32_t>(m.varint("instance", UINT32_MAX));
-        op.bytes = m.f64("bytes");
-        op.flops = m.f64("flops");
-      }
-    }
+    for (size_t p = 0; p < programs_.size(); ++p) read_program(m, names_.size(), programs_[p], instances_[p]);
     program_of_rank_.resize(h.world);
     rank_events_.assign(h.world, 0);
     chunk_begin_.assign(h.world + 1, 0);
