@@ -1,9 +1,11 @@
 #include "backend/runner.hpp"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <dlfcn.h>
 #include <filesystem>
 #include <fstream>
@@ -421,9 +423,22 @@ void gather_trace(const RunOptions& options, int rank, int size, const Device& d
                MPI_COMM_WORLD, &req);
   if (!wait_with_timeout(req, options.executor.timeout_s))
     throw BackendError("trace gather: rank 0 did not receive every rank's events in time");
+  // each rank's host, as its state file names it (a fixed-size field; longer names are cut)
+  constexpr int kHostBytes = 256;
+  std::array<char, kHostBytes> mine_host{};
+  const std::string host = host_name();
+  std::memcpy(mine_host.data(), host.data(), std::min<size_t>(host.size(), kHostBytes - 1));
+  std::vector<char> all_hosts(rank == 0 ? static_cast<size_t>(size) * kHostBytes : 0);
+  MPI_Igather(mine_host.data(), kHostBytes, MPI_CHAR, all_hosts.data(), kHostBytes, MPI_CHAR, 0, MPI_COMM_WORLD, &req);
+  if (!wait_with_timeout(req, options.executor.timeout_s))
+    throw BackendError("trace gather: rank 0 did not receive every rank's host name in time");
   if (rank != 0) return;
   schedules::Trace trace;
   trace.source = std::string(device.name());
+  for (int r = 0; r < size; ++r) {
+    const char* h = all_hosts.data() + static_cast<size_t>(r) * kHostBytes;
+    trace.hosts.emplace_back(h, ::strnlen(h, kHostBytes));
+  }
   for (int r = 0; r < size; ++r)
     for (int k = displs[r]; k < displs[r] + counts[r]; k += 4)
       trace.events.push_back(

@@ -284,6 +284,19 @@ std::vector<std::string> comparison_notes(const formats::AnyTrace& ta, const std
   return notes;
 }
 
+/// The host of `rank` as a trace names it; "" when it does not.
+std::string host_in(const formats::AnyTrace& t, int64_t rank) {
+  return rank < static_cast<int64_t>(t.hosts.size()) ? t.hosts[static_cast<size_t>(rank)] : std::string();
+}
+
+/// The host column of a rank: its host in A, B's when A names none, both when they differ.
+std::string host_cell(const formats::AnyTrace& ta, const formats::AnyTrace& tb, int64_t rank) {
+  const std::string a = host_in(ta, rank), b = host_in(tb, rank);
+  if (a.empty() && b.empty()) return "-";
+  if (a.empty() || b.empty() || a == b) return a.empty() ? b : a;
+  return a + " / " + b;
+}
+
 int compare_command(const CompareArgs& args) {
   formats::AnyTrace ta = read_trace_file(args.a, "compare");
   formats::AnyTrace tb = read_trace_file(args.b, "compare");
@@ -315,12 +328,16 @@ int compare_command(const CompareArgs& args) {
                             {"waits_excluded", k.waits_excluded},
                             {"op_median_abs_rel_error", k.op_median_abs_rel_error}});
     j["ranks"] = nlohmann::json::array();
-    for (const auto& r : c.ranks)
+    for (const auto& r : c.ranks) {
       j["ranks"].push_back({{"rank", r.rank},
                             {"ops", r.ops},
                             {"a_span_s", r.a_span_s},
                             {"b_span_s", r.b_span_s},
                             {"rel_error", r.rel_error}});
+      // the rank's host in each trace, where the trace names it
+      if (const std::string h = host_in(ta, r.rank); !h.empty()) j["ranks"].back()["a_host"] = h;
+      if (const std::string h = host_in(tb, r.rank); !h.empty()) j["ranks"].back()["b_host"] = h;
+    }
     std::cout << j.dump(1) << "\n";
     return 0;
   }
@@ -340,10 +357,11 @@ int compare_command(const CompareArgs& args) {
       std::printf("%s: timed as its instances, last end - last start (waits for late peers excluded); from "
                   "each op's own start: median |err| %s\n",
                   k.kind.c_str(), pct(k.op_median_abs_rel_error).c_str());
-  std::printf("\n%-6s %8s %14s %14s %11s\n", "rank", "ops", "A span s", "B span s", "err");
+  std::printf("\n%-6s %-16s %8s %14s %14s %11s\n", "rank", "host", "ops", "A span s", "B span s", "err");
   for (const auto& r : c.ranks)
-    std::printf("%-6lld %8lld %14.6f %14.6f %11s\n", static_cast<long long>(r.rank), static_cast<long long>(r.ops),
-                r.a_span_s, r.b_span_s, pct(r.rel_error).c_str());
+    std::printf("%-6lld %-16s %8lld %14.6f %14.6f %11s\n", static_cast<long long>(r.rank),
+                host_cell(ta, tb, r.rank).c_str(), static_cast<long long>(r.ops), r.a_span_s, r.b_span_s,
+                pct(r.rel_error).c_str());
   return 0;
 }
 

@@ -106,7 +106,9 @@ diagnose::RunData read_run(const std::string& path, const DiagnoseInputOptions& 
       data = diagnose::from_binary_trace(schedules::BinaryTraceReader(binary), o.gpus_per_host, o.layout);
       data.source = path;
     } else if (fs::exists(trace)) {
-      data = diagnose::from_trace(schedules::read_chrome_trace_file(trace), path, o.gpus_per_host);
+      std::vector<std::string> hosts;
+      auto records = schedules::read_chrome_trace_file(trace, &hosts);
+      data = diagnose::from_trace(records, path, o.gpus_per_host, hosts);
     } else {
       data.source = path;
       data.notes.push_back(
@@ -144,8 +146,11 @@ diagnose::RunData read_run(const std::string& path, const DiagnoseInputOptions& 
     data = diagnose::read_per_rank_csv(slurp(path), path, o.gpus_per_host);
   else if (formats::is_kineto_trace(path))
     return read_kineto_run({path}, path, o);
-  else
-    data = diagnose::from_trace(schedules::read_chrome_trace_file(path), path, o.gpus_per_host);
+  else {
+    std::vector<std::string> hosts;
+    auto records = schedules::read_chrome_trace_file(path, &hosts);
+    data = diagnose::from_trace(records, path, o.gpus_per_host, hosts);
+  }
   if (o.layout) data.layout = o.layout;
   if (!o.links.empty()) data.links = diagnose::read_link_csv(slurp(o.links), o.links);
   return data;

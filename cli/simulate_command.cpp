@@ -70,11 +70,11 @@ struct SimulateArgs {
 
 /// The per-rank state files of a hung simulated run, the records a real run leaves
 /// (records/run_dir.hpp), so `twinscale diagnose DIR` reads both alike; each rank's host
-/// is its server.
+/// is its server, named as the run's trace names it (sim::host_names).
 void write_sim_run_dir(const std::string& dir, const sim::SimReport& r, const config::Scenario& scenario) {
+  const std::vector<std::string> hosts = sim::host_names(scenario.fabric(), scenario.gpu_of_rank());
   for (records::RankState st : r.hang_states) {
-    st.host = "server-" +
-              std::to_string(scenario.fabric().server_of_gpu(scenario.gpu_of_rank()[static_cast<size_t>(st.rank)]));
+    st.host = hosts[static_cast<size_t>(st.rank)];
     records::write_rank_state(dir, st);
   }
 }

@@ -4,6 +4,7 @@
 // `twinscale trace info IN.tstrace`: what the file holds.
 #include <cstdio>
 #include <iostream>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -46,6 +47,7 @@ int convert(const ConvertArgs& a) {
                               "--ranks, e.g. --ranks 0-7");
   schedules::Trace trace;
   trace.source = reader.source();
+  trace.hosts = reader.hosts();
   std::vector<schedules::BinaryTraceEvent> evs;
   for (int64_t r : ranks) {
     reader.read_rank(r, evs);
@@ -66,6 +68,21 @@ struct InfoArgs {
   bool json = false;
 };
 
+/// The hosts a trace names, each once, in the order of their first rank.
+std::vector<std::string> distinct_hosts(const std::vector<std::string>& hosts) {
+  std::vector<std::string> out;
+  std::set<std::string> seen;
+  for (const std::string& h : hosts)
+    if (!h.empty() && seen.insert(h).second) out.push_back(h);
+  return out;
+}
+
+/// "2 (server0 … server1)", or that the file names none.
+std::string hosts_text(const std::vector<std::string>& hosts) {
+  if (hosts.empty()) return "not recorded (a version 1 trace)";
+  return std::to_string(hosts.size()) + " (" + hosts.front() + (hosts.size() > 1 ? " … " + hosts.back() : "") + ")";
+}
+
 int info(const InfoArgs& a) {
   const std::string& in = a.in;
   const schedules::BinaryTraceReader r(in);
@@ -78,7 +95,7 @@ int info(const InfoArgs& a) {
     nlohmann::json j;
     j["file"] = in;
     j["source"] = r.source();
-    j["version"] = schedules::kBinaryTraceVersion;
+    j["version"] = r.version();
     j["event_schema"] = schedules::kBinaryTraceSchema;
     j["bytes"] = r.file_bytes();
     j["ranks"] = r.world();
@@ -88,17 +105,20 @@ int info(const InfoArgs& a) {
     j["programs"] = r.programs().size();
     j["ops"] = ops;
     j["events"] = r.events();
+    j["hosts"] = distinct_hosts(r.hosts()); // each once, in rank order; [] when not recorded
+    j["host_of_rank"] = r.hosts();          // index = rank ("" unknown); [] when not recorded
     std::cout << j.dump(2) << "\n";
     return 0;
   }
   std::printf("file        %s\nsource      %s\nversion     %u (event schema %u)\nbytes       %llu\n"
               "ranks       %lld (%s), %lld with events\nprograms    %zu (%llu ops)\n"
-              "events      %llu (%.2f bytes an event)\n",
-              in.c_str(), r.source().c_str(), schedules::kBinaryTraceVersion, schedules::kBinaryTraceSchema,
+              "events      %llu (%.2f bytes an event)\nhosts       %s\n",
+              in.c_str(), r.source().c_str(), r.version(), schedules::kBinaryTraceSchema,
               static_cast<unsigned long long>(r.file_bytes()), static_cast<long long>(r.world()),
               layout_text(L).c_str(), static_cast<long long>(traced), r.programs().size(),
               static_cast<unsigned long long>(ops), static_cast<unsigned long long>(r.events()),
-              r.events() ? static_cast<double>(r.file_bytes()) / static_cast<double>(r.events()) : 0.0);
+              r.events() ? static_cast<double>(r.file_bytes()) / static_cast<double>(r.events()) : 0.0,
+              hosts_text(distinct_hosts(r.hosts())).c_str());
   return 0;
 }
 

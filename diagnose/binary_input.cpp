@@ -170,6 +170,7 @@ RunData from_binary_trace(const schedules::BinaryTraceReader& reader, int64_t gp
     }
   }
   group_hosts(d, gpus_per_host);
+  if (!reader.hosts().empty()) set_hosts(d, reader.hosts());
   d.layout = layout;
   for (size_t i = 1; i < parts.size(); ++i) parts[0].comms.merge(std::move(parts[i].comms));
   d.comm_summary = parts[0].comms.finish(reader.names(), steps);

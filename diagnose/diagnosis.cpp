@@ -102,6 +102,8 @@ void find_hangs(const RunData& d, Diagnosis& out) {
     Finding f;
     f.kind = FindingKind::Hang;
     f.ranks = {r};
+    if (r < static_cast<int64_t>(d.ranks.size()) && d.ranks[static_cast<size_t>(r)].host >= 0)
+      f.host = d.hosts[static_cast<size_t>(d.ranks[static_cast<size_t>(r)].host)]; // where to look
     f.blocked = blocked_behind(r, waited_by);
     covered.insert(f.blocked.begin(), f.blocked.end());
     f.score = static_cast<double>(f.blocked.size());
@@ -224,6 +226,7 @@ std::string to_json(const Diagnosis& d) {
   j["rank_scores"] = nlohmann::json::array();
   for (const RankScore& s : d.scores)
     j["rank_scores"].push_back({{"rank", s.rank},
+                                {"host", s.host},
                                 {"peer_group", s.peer_group},
                                 {"excess", s.excess},
                                 {"z", s.z},

@@ -53,6 +53,7 @@ struct Finding {
 struct RankScore {
   int64_t rank = 0;
   int64_t peer_group = 0;
+  std::string host;  // where the rank ran, as RunData::hosts names it; "" unknown
   double excess = 0; // median over steps of own time / peers' median − 1
   double z = 0;      // median over steps of the robust z
   std::vector<double> phase_excess;

@@ -108,8 +108,8 @@ RunData read_per_rank_csv(const std::string& text, const std::string& source, in
   return d;
 }
 
-RunData from_trace(const std::vector<schedules::TraceRecord>& records, const std::string& source,
-                   int64_t gpus_per_host) {
+RunData from_trace(const std::vector<schedules::TraceRecord>& records, const std::string& source, int64_t gpus_per_host,
+                   const std::vector<std::string>& hosts) {
   using schedules::Phase;
   RunData d;
   d.source = source;
@@ -168,6 +168,7 @@ RunData from_trace(const std::vector<schedules::TraceRecord>& records, const std
     s.peer_group = it->second;
   }
   group_hosts(d, gpus_per_host);
+  if (!hosts.empty()) set_hosts(d, hosts);
   d.records = records;
   return d;
 }
@@ -234,12 +235,18 @@ std::vector<LinkUse> read_link_csv(const std::string& text, const std::string& s
 }
 
 void set_hosts(RunData& d, const std::vector<std::string>& host_of_rank) {
+  const std::vector<std::string> before = std::move(d.hosts);
   d.hosts.clear();
   std::map<std::string, int64_t> index;
   for (RankSeries& r : d.ranks) {
-    if (r.rank >= static_cast<int64_t>(host_of_rank.size()) || host_of_rank[static_cast<size_t>(r.rank)].empty())
+    const bool named =
+        r.rank < static_cast<int64_t>(host_of_rank.size()) && !host_of_rank[static_cast<size_t>(r.rank)].empty();
+    const bool had = r.host >= 0 && r.host < static_cast<int64_t>(before.size());
+    if (!named && !had) {
+      r.host = -1;
       continue;
-    const std::string& h = host_of_rank[static_cast<size_t>(r.rank)];
+    }
+    const std::string& h = named ? host_of_rank[static_cast<size_t>(r.rank)] : before[static_cast<size_t>(r.host)];
     const auto [it, fresh] = index.try_emplace(h, static_cast<int64_t>(d.hosts.size()));
     if (fresh) d.hosts.push_back(h);
     r.host = it->second;

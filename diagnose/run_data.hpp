@@ -82,13 +82,16 @@ RunData read_per_rank_csv(const std::string& text, const std::string& source, in
 
 /// Builds RunData from the records of a Chrome trace: per step (args.iteration) and
 /// phase, the busy time of the compute stream; peers are ranks with the same program.
-RunData from_trace(const std::vector<schedules::TraceRecord>& records, const std::string& source,
-                   int64_t gpus_per_host);
+/// Ranks are on the hosts the trace names (`hosts`, index = rank, as
+/// read_chrome_trace gives them), else on hosts of `gpus_per_host` consecutive ranks.
+RunData from_trace(const std::vector<schedules::TraceRecord>& records, const std::string& source, int64_t gpus_per_host,
+                   const std::vector<std::string>& hosts = {});
 
 /// Builds RunData from a binary trace (`.tstrace`) with the same reading as from_trace,
 /// without holding its events: rank blocks are read by `threads` threads, each rank's
 /// compute time summed per step and phase, its communication ops reduced
 /// (comm_summary.hpp) as they are read. `layout` (default: the file's) groups collectives.
+/// Ranks are on the hosts the file names (version 2), else grouped by `gpus_per_host`.
 RunData from_binary_trace(const schedules::BinaryTraceReader& reader, int64_t gpus_per_host,
                           const std::optional<schedules::Layout>& layout, int threads = 2);
 
@@ -104,7 +107,8 @@ void append_steps(RunData& into, const RunData& more);
 /// file in errors. Throws DiagnoseError naming the line and column.
 std::vector<LinkUse> read_link_csv(const std::string& text, const std::string& source);
 
-/// Host names per rank (a real run's state files) replace the gpus_per_host grouping.
+/// Host names per rank (a run's state files, a trace's hosts) replace the gpus_per_host
+/// grouping; a rank `host_of_rank` does not name ("" or past its end) keeps the name it had.
 void set_hosts(RunData& data, const std::vector<std::string>& host_of_rank);
 
 } // namespace twinscale::diagnose

@@ -176,6 +176,7 @@ void find_stragglers(const RunData& d, const DiagnoseOptions& o, Diagnosis& out)
     RankScore& sc = out.scores[static_cast<size_t>(r.rank)];
     sc.rank = r.rank;
     sc.peer_group = r.peer_group;
+    if (r.host >= 0) sc.host = d.hosts[static_cast<size_t>(r.host)];
     if (own.size[g] < 3) { // nobody to compare with
       ++lonely;
       continue;

@@ -58,6 +58,7 @@ struct AnyTrace {
   std::string device; // Kineto: the GPU's name
   bool kineto = false;
   std::vector<std::string> notes;
+  std::vector<std::string> hosts; // each rank's host, as a twinscale trace names it (Trace::hosts)
 };
 AnyTrace read_any_trace(const std::vector<std::string>& paths);
 

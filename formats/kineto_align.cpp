@@ -31,7 +31,7 @@ AnyTrace read_any_trace(const std::vector<std::string>& paths) {
                                    "only when each is one rank's Kineto trace");
   }
   if (!kineto) {
-    t.records = s::read_chrome_trace_file(files[0]);
+    t.records = s::read_chrome_trace_file(files[0], &t.hosts);
     return t;
   }
   KinetoTrace k = read_kineto_traces(files);

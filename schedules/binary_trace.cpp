@@ -257,6 +257,13 @@ void BinaryTraceWriter::flush(RankBuffer& r) {
   r.prev_start_ns = 0;
 }
 
+void BinaryTraceWriter::set_hosts(std::vector<std::string> hosts) {
+  if (hosts.size() > ranks_.size())
+    fail("hosts of " + std::to_string(hosts.size()) + " ranks given for a schedule of " +
+         std::to_string(ranks_.size()));
+  hosts_ = std::move(hosts);
+}
+
 void BinaryTraceWriter::finish() {
   if (finished_) return;
   drain();
@@ -303,9 +310,13 @@ void BinaryTraceWriter::finish() {
       for (int b = 0; b < 8; ++b) meta.push_back(static_cast<uint8_t>(c.hash >> (8 * b)));
     }
   }
+  const bool hosts = std::any_of(hosts_.begin(), hosts_.end(), [](const std::string& x) { return !x.empty(); });
+  if (hosts) { // version 2: one host string per rank ("" where unknown)
+    for (size_t rank = 0; rank < ranks_.size(); ++rank) put_string(rank < hosts_.size() ? hosts_[rank] : "");
+  }
   Header h{};
   std::memcpy(h.magic, kMagic, sizeof kMagic);
-  h.version = kBinaryTraceVersion;
+  h.version = hosts ? 2 : 1;
   h.schema = kBinaryTraceSchema;
   h.world = ranks_.size();
   h.meta_offset = offset_;
@@ -326,6 +337,7 @@ void BinaryTraceWriter::finish() {
 
 void write_binary_trace(const Trace& trace, const Schedule& schedule, const std::string& path) {
   BinaryTraceWriter w(path, schedule, trace.source);
+  w.set_hosts(trace.hosts);
   for (const TraceEvent& e : trace.events) w.record(e.rank, e.op_index, e.start_s, e.end_s, e.failed);
   w.finish();
 }
@@ -348,6 +360,31 @@ void pread_all(int fd, void* buf, uint64_t bytes, uint64_t offset, const std::st
   }
 }
 
+/// One program of the metadata (the fields a trace carries) and its ops' instance
+/// numbers; `names` entries in the name table.
+void read_program(MetaReader& m, size_t names, Program& prog, std::vector<uint32_t>& instances) {
+  prog.ops.resize(m.count("op count", 28, static_cast<uint64_t>(kMaxOpsPerProgram)));
+  instances.resize(prog.ops.size());
+  for (size_t i = 0; i < prog.ops.size(); ++i) {
+    Op& op = prog.ops[i];
+    op.name = static_cast<uint32_t>(m.varint("op name", names == 0 ? 0 : names - 1));
+    if (names == 0) m.bad("an op names an entry of an empty name table");
+    op.kind = static_cast<OpKind>(m.byte("op kind", static_cast<uint8_t>(OpKind::Recv)));
+    op.kernel = static_cast<Kernel>(m.byte("kernel", static_cast<uint8_t>(kLastKernel)));
+    op.stream = static_cast<Stream>(m.byte("stream", kStreamCount - 1));
+    op.group = static_cast<GroupKind>(m.byte("group", kGroupKindCount - 1));
+    op.labels.phase = static_cast<Phase>(m.byte("phase", static_cast<uint8_t>(Phase::Data)));
+    op.labels.iteration = m.label("iteration");
+    op.labels.micro_batch = m.label("micro_batch");
+    op.labels.chunk = m.label("chunk");
+    op.labels.layer = m.label("layer");
+    op.peer = m.label("peer");
+    instances[i] = static_cast<uint32_t>(m.varint("instance", UINT32_MAX));
+    op.bytes = m.f64("bytes");
+    op.flops = m.f64("flops");
+  }
+}
+
 } // namespace
 
 BinaryTraceReader::BinaryTraceReader(const std::string& path) : path_(path) {
@@ -364,9 +401,10 @@ BinaryTraceReader::BinaryTraceReader(const std::string& path) : path_(path) {
     bad(0, "not a twinscale binary trace (" + std::to_string(size) + " bytes, shorter than the 64-byte header)");
   pread_all(fd_, &h, sizeof h, 0, path);
   if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0) bad(0, "not a twinscale binary trace (bad magic number)");
-  if (h.version != kBinaryTraceVersion)
-    bad(8, "unsupported version " + std::to_string(h.version) +
-               " (this reader: " + std::to_string(kBinaryTraceVersion) + ")");
+  if (h.version < 1 || h.version > kBinaryTraceVersion)
+    bad(8, "unsupported version " + std::to_string(h.version) + " (this reader: 1 to " +
+               std::to_string(kBinaryTraceVersion) + ")");
+  version_ = h.version;
   if (h.schema != kBinaryTraceSchema)
     bad(12, "unsupported event schema " + std::to_string(h.schema) +
                 " (this reader: " + std::to_string(kBinaryTraceSchema) + ")");
@@ -395,29 +433,7 @@ BinaryTraceReader::BinaryTraceReader(const std::string& path) : path_(path) {
     for (std::string& n : names_) n = m.string("name");
     programs_.resize(m.count("program count", 1, static_cast<uint64_t>(kMaxRanks)));
     instances_.resize(programs_.size());
-    for (size_t p = 0; p < programs_.size(); ++p) {
-      Program& prog = programs_[p];
-      prog.ops.resize(m.count("op count", 28, static_cast<uint64_t>(kMaxOpsPerProgram)));
-      instances_[p].resize(prog.ops.size());
-      for (size_t i = 0; i < prog.ops.size(); ++i) {
-        Op& op = prog.ops[i];
-        op.name = static_cast<uint32_t>(m.varint("op name", names_.empty() ? 0 : names_.size() - 1));
-        if (names_.empty()) m.bad("an op names an entry of an empty name table");
-        op.kind = static_cast<OpKind>(m.byte("op kind", static_cast<uint8_t>(OpKind::Recv)));
-        op.kernel = static_cast<Kernel>(m.byte("kernel", static_cast<uint8_t>(kLastKernel)));
-        op.stream = static_cast<Stream>(m.byte("stream", kStreamCount - 1));
-        op.group = static_cast<GroupKind>(m.byte("group", kGroupKindCount - 1));
-        op.labels.phase = static_cast<Phase>(m.byte("phase", static_cast<uint8_t>(Phase::Data)));
-        op.labels.iteration = m.label("iteration");
-        op.labels.micro_batch = m.label("micro_batch");
-        op.labels.chunk = m.label("chunk");
-        op.labels.layer = m.label("layer");
-        op.peer = m.label("peer");
-        instances_[p][i] = static_cast<uint32_t>(m.varint("instance", UINT32_MAX));
-        op.bytes = m.f64("bytes");
-        op.flops = m.f64("flops");
-      }
-    }
+    for (size_t p = 0; p < programs_.size(); ++p) read_program(m, names_.size(), programs_[p], instances_[p]);
     program_of_rank_.resize(h.world);
     rank_events_.assign(h.world, 0);
     chunk_begin_.assign(h.world + 1, 0);
@@ -447,6 +463,10 @@ BinaryTraceReader::BinaryTraceReader(const std::string& path) : path_(path) {
     for (uint64_t e : rank_events_) total += e;
     if (total != h.events)
       m.bad("the rank index holds " + std::to_string(total) + " events, the header says " + std::to_string(h.events));
+    if (h.version >= 2) {
+      hosts_.resize(h.world);
+      for (std::string& host : hosts_) host = m.string("host");
+    }
     if (m.remaining() != 0) m.bad(std::to_string(m.remaining()) + " unexpected bytes after the rank index");
   } catch (...) {
     ::close(fd_);

@@ -22,7 +22,9 @@
 namespace twinscale::schedules {
 
 inline constexpr const char* kBinaryTraceExtension = ".tstrace";
-inline constexpr uint32_t kBinaryTraceVersion = 1;
+/// The newest version: 2 ends the metadata with each rank's host (Trace::hosts). A trace
+/// without hosts is written as version 1, byte for byte as before; both are read.
+inline constexpr uint32_t kBinaryTraceVersion = 2;
 /// What an event record holds (bit 0: op delta, start delta, duration·2 + failed).
 inline constexpr uint32_t kBinaryTraceSchema = 1;
 
@@ -55,6 +57,9 @@ public:
   /// ScheduleError for a rank or op outside the schedule, or times that are not finite,
   /// negative or past 2^62 ns.
   void record(int64_t rank, uint32_t op_index, double start_s, double end_s, bool failed);
+  /// Each rank's host (Trace::hosts: index = rank), kept in the file (version 2); empty:
+  /// none (version 1). Throws ScheduleError when it names more ranks than the schedule.
+  void set_hosts(std::vector<std::string> hosts);
   /// Writes the remaining chunks, the metadata and the header, then renames the file
   /// into place. Throws ScheduleError naming the path on an I/O error.
   void finish();
@@ -82,6 +87,7 @@ private:
   [[noreturn]] void fail(const std::string& why);
 
   std::string path_, tmp_, source_;
+  std::vector<std::string> hosts_;
   const Schedule& schedule_;
   std::FILE* file_ = nullptr;
   uint64_t offset_ = 0, events_ = 0;
@@ -117,6 +123,9 @@ public:
 
   const std::string& path() const { return path_; }
   const std::string& source() const { return source_; }
+  uint32_t version() const { return version_; }
+  /// Each rank's host (index = rank, "" where unknown); empty for a version 1 file.
+  const std::vector<std::string>& hosts() const { return hosts_; }
   int64_t world() const { return static_cast<int64_t>(program_of_rank_.size()); }
   const Layout& layout() const { return layout_; }
   uint64_t events() const { return events_; }
@@ -145,6 +154,8 @@ private:
     uint64_t offset, bytes, events, hash;
   };
   std::string path_, source_;
+  uint32_t version_ = 0;
+  std::vector<std::string> hosts_;
   int fd_ = -1;
   Layout layout_;
   uint64_t events_ = 0, file_bytes_ = 0;

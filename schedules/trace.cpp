@@ -96,8 +96,12 @@ void write_chrome_trace(const Trace& trace, const Schedule& schedule, std::ostre
     return out;
   };
   for (size_t k = 0; k < ranks.size(); ++k) {
-    sep() << "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" << ranks[k] << ",\"tid\":0,\"args\":{\"name\":\"rank "
-          << ranks[k] << "\"}}";
+    const auto r = static_cast<size_t>(ranks[k]);
+    const std::string host = r < trace.hosts.size() ? trace.hosts[r] : std::string();
+    const std::string name = "rank " + std::to_string(ranks[k]) + (host.empty() ? "" : " (" + host + ")");
+    sep() << "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" << ranks[k]
+          << ",\"tid\":0,\"args\":{\"name\":" << quoted(std::string_view(name))
+          << (host.empty() ? "" : ",\"host\":" + quoted(std::string_view(host))) << "}}";
     sep() << "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":" << ranks[k]
           << ",\"tid\":0,\"args\":{\"sort_index\":" << ranks[k] << "}}";
     for (int s = 0; s < kStreamCount; ++s)
@@ -175,6 +179,22 @@ void check_event_keys(const nlohmann::json& e, const std::string& path, const st
   }
 }
 
+/// The host a process_name metadata event names (args.host), into hosts[pid].
+void read_host(const nlohmann::json& e, const std::string& path, const std::string& where,
+               std::vector<std::string>& hosts) {
+  const auto n = e.find("name"); // "ph" is a string here (checked by the caller)
+  if (e["ph"] != "M" || n == e.end() || *n != "process_name") return;
+  const auto a = e.find("args");
+  if (a == e.end() || !a->is_object() || !a->contains("host")) return; // a trace without hosts
+  const auto rank = field<int64_t>(e, "pid", path, where);
+  if (rank < 0 || rank >= kMaxRanks)
+    bad(path, where + ".pid", "rank " + std::to_string(rank) + " is outside 0.." + std::to_string(kMaxRanks - 1));
+  const auto host = field<std::string>(*a, "host", path, where + ".args");
+  if (host.empty()) bad(path, where + ".args.host", "an empty host name");
+  if (hosts.size() <= static_cast<size_t>(rank)) hosts.resize(static_cast<size_t>(rank) + 1);
+  hosts[static_cast<size_t>(rank)] = host;
+}
+
 template <class E>
 E enum_field(const nlohmann::json& obj, const char* key, std::optional<E> (*parse)(std::string_view),
              const std::string& path, const std::string& where) {
@@ -185,7 +205,7 @@ E enum_field(const nlohmann::json& obj, const char* key, std::optional<E> (*pars
 }
 } // namespace
 
-std::vector<TraceRecord> read_chrome_trace(std::istream& in, const std::string& path) {
+std::vector<TraceRecord> read_chrome_trace(std::istream& in, const std::string& path, std::vector<std::string>* hosts) {
   nlohmann::json doc;
   try {
     doc = parse_json_document(std::string(std::istreambuf_iterator<char>(in), {}), path);
@@ -200,11 +220,15 @@ std::vector<TraceRecord> read_chrome_trace(std::istream& in, const std::string& 
   std::vector<TraceRecord> out;
   std::unordered_map<uint64_t, size_t> seen; // (rank, op) → event index, for duplicates
   const auto& events = doc["traceEvents"];
+  if (hosts) hosts->clear();
   for (size_t i = 0; i < events.size(); ++i) {
     const auto& e = events[i];
     const std::string where = "$.traceEvents[" + std::to_string(i) + "]";
     if (!e.is_object()) bad(path, where, "expected an object");
-    if (field<std::string>(e, "ph", path, where) != "X") continue;
+    if (field<std::string>(e, "ph", path, where) != "X") {
+      if (hosts) read_host(e, path, where, *hosts);
+      continue;
+    }
     if (!e.contains("args") || !e["args"].is_object()) bad(path, where, "missing \"args\" object");
     const auto& a = e["args"];
     const std::string aw = where + ".args";
@@ -245,7 +269,7 @@ std::vector<TraceRecord> read_chrome_trace(std::istream& in, const std::string& 
   return out;
 }
 
-std::vector<TraceRecord> read_chrome_trace_file(const std::string& path) {
+std::vector<TraceRecord> read_chrome_trace_file(const std::string& path, std::vector<std::string>* hosts) {
   std::string text;
   try {
     text = read_input_file(path, "trace", InputKind::Json);
@@ -253,7 +277,7 @@ std::vector<TraceRecord> read_chrome_trace_file(const std::string& path) {
     throw ScheduleError(e.what());
   }
   std::istringstream in(std::move(text));
-  return read_chrome_trace(in, path);
+  return read_chrome_trace(in, path, hosts);
 }
 
 } // namespace twinscale::schedules

@@ -25,11 +25,16 @@ struct TraceEvent {
 struct Trace {
   std::string source; // "sim", "cuda", "cpu"
   std::vector<TraceEvent> events;
+  /// The host of each rank (index = rank) as the run names it: the simulator its server
+  /// (topology::Fabric::server_name, "server3"), a real run its hostname. Empty, or ""
+  /// for a rank, when unknown (traces written before hosts were recorded).
+  std::vector<std::string> hosts;
 };
 
 /// Writes the Chrome trace-event JSON for `trace`; op kind, stream, labels, bytes,
 /// peer and a communication op's instance (TraceRecord::instance) are looked up in
-/// `schedule`.
+/// `schedule`. A rank with a known host is named "rank N (HOST)" in its process_name
+/// metadata event, which also carries args.host.
 void write_chrome_trace(const Trace& trace, const Schedule& schedule, std::ostream& out);
 
 /// One op as read back from a trace file (self-contained: no schedule needed).
@@ -56,11 +61,14 @@ struct TraceRecord {
 /// Reads a trace written by write_chrome_trace. Throws ScheduleError naming `path`
 /// and the event on malformed input.
 /// Validates ranges (pid a rank, op an index, ts and dur finite and ≥ 0, integers exact)
-/// and uniqueness (one event per rank and op).
-std::vector<TraceRecord> read_chrome_trace(std::istream& in, const std::string& path);
+/// and uniqueness (one event per rank and op). With `hosts`, fills it with the host of
+/// each rank that the process_name events name (Trace::hosts: index = rank, "" where
+/// none; empty when the trace names no host, as one written before hosts were).
+std::vector<TraceRecord> read_chrome_trace(std::istream& in, const std::string& path,
+                                           std::vector<std::string>* hosts = nullptr);
 
 /// read_chrome_trace of the file `path` (a regular file within the JSON limits of
 /// schedules/input_file.hpp); ScheduleError otherwise.
-std::vector<TraceRecord> read_chrome_trace_file(const std::string& path);
+std::vector<TraceRecord> read_chrome_trace_file(const std::string& path, std::vector<std::string>* hosts = nullptr);
 
 } // namespace twinscale::schedules

@@ -17,10 +17,11 @@ import sys
 
 from plot_output import save  # the scripts' folder is on sys.path when run as a script
 
-FIXED = {"id", "status", "reason", "gpus", "tp", "pp", "vpp", "dp", "micro_batch", "global_batch", "memory_gb",
-         "gpu_memory_gb", "ops", "mode", "iteration_time_s", "tokens_per_s", "tflops_per_gpu", "mfu", "compute_s",
-         "exposed_tp_s", "exposed_pp_s", "exposed_dp_s", "bubble_s", "flow_status", "flow_iteration_time_s",
-         "flow_mfu", "flow_exposed_dp_s", "twinscale_version"}
+FIXED = {"id", "status", "reason", "gpus", "tp", "cp", "ep", "pp", "vpp", "dp", "micro_batch", "global_batch",
+         "memory_gb", "gpu_memory_gb", "ops", "mode", "iteration_time_s", "tokens_per_s", "tflops_per_gpu", "mfu",
+         "compute_s", "exposed_tp_s", "exposed_ep_s", "exposed_pp_s", "exposed_dp_s", "bubble_s", "flow_status",
+         "flow_iteration_time_s", "flow_mfu", "flow_exposed_dp_s", "ettr", "ettr_ci95", "interruptions",
+         "lost_work_h", "twinscale_version"}
 
 
 

@@ -173,6 +173,7 @@ SimReport run_in_process(const schedules::Schedule& schedule, const topology::Fa
   std::optional<schedules::BinaryTraceWriter> trace_out;
   if (!options.binary_trace.empty()) {
     trace_out.emplace(options.binary_trace, schedule, "sim");
+    trace_out->set_hosts(host_names(fabric, gpu_of_rank));
     ex.set_trace_sink(&*trace_out);
   }
   ex.attach(backend.get());
@@ -306,6 +307,13 @@ void check_ep_domains(const schedules::Schedule& schedule, const topology::Fabri
   }
 }
 
+std::vector<std::string> host_names(const topology::Fabric& fabric, const std::vector<int64_t>& gpu_of_rank) {
+  std::vector<std::string> out;
+  out.reserve(gpu_of_rank.size());
+  for (int64_t gpu : gpu_of_rank) out.push_back(fabric.server_name(fabric.server_of_gpu(gpu)));
+  return out;
+}
+
 SimReport simulate(const schedules::Schedule& schedule, const topology::Fabric& fabric,
                    const std::vector<int64_t>& gpu_of_rank, const SimOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -332,6 +340,7 @@ SimReport simulate(const schedules::Schedule& schedule, const topology::Fabric& 
                     : detail::decode_report(detail::run_forked(
                           [&] { return detail::encode_report(run_in_process(schedule, fabric, gpu_of_rank, options)); },
                           "simulate"));
+  if (options.record_trace) r.trace.hosts = host_names(fabric, gpu_of_rank);
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }

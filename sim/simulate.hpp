@@ -213,6 +213,11 @@ struct SimReport {
 void check_ep_domains(const schedules::Schedule& schedule, const topology::Fabric& fabric,
                       const std::vector<int64_t>& gpu_of_rank);
 
+/// Each rank's host as every output of a simulated run names it (traces, run
+/// directories): its GPU's server as the fabric names it (topology::Fabric::server_name,
+/// "server3"); index = rank.
+std::vector<std::string> host_names(const topology::Fabric& fabric, const std::vector<int64_t>& gpu_of_rank);
+
 /// Runs `schedule` on `fabric` with rank r on GPU gpu_of_rank[r]. Throws
 /// schedules::ScheduleError for a schedule that cannot run (unmatched send, deadlock,
 /// collective mismatch — naming rank and op), SimError for options it cannot run

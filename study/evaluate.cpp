@@ -113,6 +113,8 @@ std::string effective_job(const StudySpec& spec, const Point& p, schedules::JobS
 void store_layout(const schedules::ParallelSpec& par, PointResult& r) {
   r.gpus = par.gpus();
   r.tp = par.tp;
+  r.cp = par.cp;
+  r.ep = par.ep;
   r.pp = par.pp;
   r.vpp = par.vpp;
   r.dp = par.dp;
@@ -127,9 +129,8 @@ void store_iteration(const sim::SimReport& s, PointResult& r) {
   r.tflops_per_gpu = s.tflops_per_gpu;
   r.mfu = s.mfu;
   r.compute_s = s.breakdown.compute_s;
-  // the store has no EP column: its exposed_tp_s holds the in-layer model-parallel
-  // communication, TP's and the MoE all-to-alls' (so that the parts still add up)
-  r.exposed_tp_s = s.breakdown.exposed_tp_s + s.breakdown.exposed_ep_s;
+  r.exposed_tp_s = s.breakdown.exposed_tp_s;
+  r.exposed_ep_s = s.breakdown.exposed_ep_s;
   r.exposed_pp_s = s.breakdown.exposed_pp_s;
   r.exposed_dp_s = s.breakdown.exposed_dp_s;
   r.bubble_s = s.breakdown.bubble_s;
@@ -156,12 +157,12 @@ std::string to_json(const PointResult& r) {
   j["id"] = r.id;
   j["status"] = std::string(to_string(r.status));
   j["reason"] = r.reason;
-  j["job"] = {r.gpus, r.tp, r.pp, r.vpp, r.dp, r.micro_batch, r.global_batch};
+  j["job"] = {r.gpus, r.tp, r.pp, r.vpp, r.dp, r.micro_batch, r.global_batch, r.cp, r.ep};
   j["memory"] = {r.memory_bytes, r.gpu_memory_bytes};
   j["ops"] = r.ops;
   j["mode"] = r.mode;
-  j["sim"] = {r.iteration_time_s, r.tokens_per_s, r.tflops_per_gpu, r.mfu,     r.compute_s,
-              r.exposed_tp_s,     r.exposed_pp_s, r.exposed_dp_s,   r.bubble_s};
+  j["sim"] = {r.iteration_time_s, r.tokens_per_s, r.tflops_per_gpu, r.mfu,      r.compute_s,
+              r.exposed_tp_s,     r.exposed_pp_s, r.exposed_dp_s,   r.bubble_s, r.exposed_ep_s};
   if (r.campaign) j["campaign"] = {r.ettr, r.ettr_ci95, r.interruptions, r.lost_work_s};
   return j.dump();
 }
@@ -180,6 +181,8 @@ PointResult point_result_from_json(const std::string& text) {
   r.dp = jb.at(4);
   r.micro_batch = jb.at(5);
   r.global_batch = jb.at(6);
+  r.cp = jb.at(7);
+  r.ep = jb.at(8);
   r.memory_bytes = j.at("memory").at(0);
   r.gpu_memory_bytes = j.at("memory").at(1);
   r.ops = j.at("ops");
@@ -194,6 +197,7 @@ PointResult point_result_from_json(const std::string& text) {
   r.exposed_pp_s = s.at(6);
   r.exposed_dp_s = s.at(7);
   r.bubble_s = s.at(8);
+  r.exposed_ep_s = s.at(9);
   if (j.contains("campaign")) {
     const auto& c = j.at("campaign");
     r.campaign = true;

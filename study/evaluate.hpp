@@ -42,15 +42,18 @@ struct PointResult {
   int64_t id = 0;
   PointStatus status = PointStatus::Ok;
   std::string reason; // why infeasible or failed; "" when ok
-  // the effective job (after the axes)
-  int64_t gpus = 0, tp = 0, pp = 0, vpp = 0, dp = 0, micro_batch = 0, global_batch = 0;
+  // the effective job (after the axes); dp counts data-parallel replicas (cp not included),
+  // ep the ranks among which the experts are spread; cp and ep are 0 in a row read from a
+  // store that predates them (schema version 1, study/store.hpp)
+  int64_t gpus = 0, tp = 0, cp = 0, ep = 0, pp = 0, vpp = 0, dp = 0, micro_batch = 0, global_batch = 0;
   double memory_bytes = 0;     // largest pipeline stage, per GPU (estimate_memory)
   double gpu_memory_bytes = 0; // of the cluster's GPU
   int64_t ops = 0;             // ops in the lowered schedule (what = lower or simulate)
   // one simulated iteration (what = simulate; 0 otherwise)
   std::string mode; // "analytic" | "flow" | ""
   double iteration_time_s = 0, tokens_per_s = 0, tflops_per_gpu = 0, mfu = 0;
-  double compute_s = 0, exposed_tp_s = 0, exposed_pp_s = 0, exposed_dp_s = 0, bubble_s = 0;
+  // exposed_ep_s: the MoE all-to-alls, apart from TP (sim::Breakdown)
+  double compute_s = 0, exposed_tp_s = 0, exposed_ep_s = 0, exposed_pp_s = 0, exposed_dp_s = 0, bubble_s = 0;
   // weeks of training under faults (what = campaign; means over seeds)
   bool campaign = false;
   double ettr = 0, ettr_ci95 = 0; // effective training time ratio, 95 % CI half-width

@@ -44,9 +44,10 @@ std::string point_line(const StoredPoint& p) {
   std::snprintf(buf, sizeof buf, "  %6lld  %6.2f %%  %9.4f s  %7.1f GB  %s", static_cast<long long>(r.id), 100 * r.mfu,
                 r.iteration_time_s, r.memory_bytes / 1e9,
                 p.flow && p.flow->status == PointStatus::Ok ? fmt("%6.2f %%", 100 * p.flow->mfu).c_str() : "     -  ");
-  // the layout in Megatron's order (tp, dp, pp), as every other header prints it
-  return std::string(buf) + "  tp " + std::to_string(r.tp) + " dp " + std::to_string(r.dp) + " pp " +
-         std::to_string(r.pp) + " vpp " + std::to_string(r.vpp) + " mb " + std::to_string(r.micro_batch) +
+  // Megatron's order, tp cp dp pp (vpp with pp), then ep; cp and ep 0 (a version 1 store): not shown
+  const auto part = [](const char* name, int64_t v) { return v > 0 ? " " + (name + (" " + std::to_string(v))) : ""; };
+  return std::string(buf) + " " + part("tp", r.tp) + part("cp", r.cp) + part("dp", r.dp) + part("pp", r.pp) +
+         part("vpp", r.vpp) + part("ep", r.ep) + " mb " + std::to_string(r.micro_batch) +
          (r.campaign ? fmt("  ETTR %.4f", r.ettr) + fmt(" ± %.4f", r.ettr_ci95) : std::string()) + "  | " +
          inputs_text(p) + "\n";
 }
@@ -103,6 +104,9 @@ std::string summary_table(const StoreInfo& info, const std::vector<StoredPoint>&
   o << "  points " << rows.size() << " of " << info.points << " done:";
   for (const auto& [s, n] : by_status) o << " " << n << " " << s;
   o << "\n";
+  if (info.schema_version < kStoreSchemaVersion)
+    o << "  (a store of schema version " << info.schema_version
+      << ": no cp or ep recorded, and exposed_tp_s includes the MoE all-to-alls)\n";
   std::map<std::string, int64_t> reasons;
   for (const auto& p : rows)
     if (p.result.status != PointStatus::Ok) {
@@ -134,8 +138,9 @@ std::string rows_csv(const StoreInfo& info, const std::vector<StoredPoint>& rows
   std::ostringstream o;
   o << "id";
   for (const auto& a : info.axes) o << ",axis_" << a; // the axis as given; the resolved values follow
-  o << ",status,reason,gpus,tp,pp,vpp,dp,micro_batch,global_batch,memory_gb,gpu_memory_gb,ops,mode,"
-       "iteration_time_s,tokens_per_s,tflops_per_gpu,mfu,compute_s,exposed_tp_s,exposed_pp_s,exposed_dp_s,bubble_s,"
+  o << ",status,reason,gpus,tp,cp,ep,pp,vpp,dp,micro_batch,global_batch,memory_gb,gpu_memory_gb,ops,mode,"
+       "iteration_time_s,tokens_per_s,tflops_per_gpu,mfu,compute_s,exposed_tp_s,exposed_ep_s,exposed_pp_s,"
+       "exposed_dp_s,bubble_s,"
        "flow_status,flow_iteration_time_s,flow_mfu,flow_exposed_dp_s,ettr,ettr_ci95,interruptions,lost_work_h,"
        "twinscale_version\n";
   for (const auto& p : rows) {
@@ -144,12 +149,17 @@ std::string rows_csv(const StoreInfo& info, const std::vector<StoredPoint>& rows
     const nlohmann::json j = nlohmann::json::parse(p.inputs);
     for (const auto& a : info.axes) o << "," << (j.contains(a) ? csv_cell(json_text(j[a])) : std::string());
     o << "," << to_string(r.status) << "," << csv_cell(r.reason);
-    for (int64_t v : {r.gpus, r.tp, r.pp, r.vpp, r.dp, r.micro_batch, r.global_batch}) o << "," << v;
+    // cp, ep and exposed_ep_s are blank in a store that predates them (schema version 1)
+    const bool v1 = info.schema_version < 2;
+    const auto count = [&](int64_t v, bool known) { return known ? std::to_string(v) : std::string(); };
+    o << "," << r.gpus << "," << r.tp << "," << count(r.cp, !v1) << "," << count(r.ep, !v1);
+    for (int64_t v : {r.pp, r.vpp, r.dp, r.micro_batch, r.global_batch}) o << "," << v;
     o << "," << fmt("%.4f", r.memory_bytes / 1e9) << "," << fmt("%.4f", r.gpu_memory_bytes / 1e9) << "," << r.ops << ","
       << r.mode;
-    for (double v : {r.iteration_time_s, r.tokens_per_s, r.tflops_per_gpu, r.mfu, r.compute_s, r.exposed_tp_s,
-                     r.exposed_pp_s, r.exposed_dp_s, r.bubble_s})
+    for (double v : {r.iteration_time_s, r.tokens_per_s, r.tflops_per_gpu, r.mfu, r.compute_s, r.exposed_tp_s})
       o << "," << fmt("%.9g", v);
+    o << "," << (v1 ? std::string() : fmt("%.9g", r.exposed_ep_s));
+    for (double v : {r.exposed_pp_s, r.exposed_dp_s, r.bubble_s}) o << "," << fmt("%.9g", v);
     if (p.flow)
       o << "," << to_string(p.flow->status) << "," << fmt("%.9g", p.flow->iteration_time_s) << ","
         << fmt("%.9g", p.flow->mfu) << "," << fmt("%.9g", p.flow->exposed_dp_s);

@@ -21,10 +21,10 @@ const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS points(
   id INTEGER PRIMARY KEY, inputs TEXT NOT NULL, status TEXT NOT NULL, reason TEXT NOT NULL,
-  gpus INTEGER, tp INTEGER, pp INTEGER, vpp INTEGER, dp INTEGER, micro_batch INTEGER, global_batch INTEGER,
-  memory_bytes REAL, gpu_memory_bytes REAL, ops INTEGER, mode TEXT,
+  gpus INTEGER, tp INTEGER, cp INTEGER, ep INTEGER, pp INTEGER, vpp INTEGER, dp INTEGER, micro_batch INTEGER,
+  global_batch INTEGER, memory_bytes REAL, gpu_memory_bytes REAL, ops INTEGER, mode TEXT,
   iteration_time_s REAL, tokens_per_s REAL, tflops_per_gpu REAL, mfu REAL,
-  compute_s REAL, exposed_tp_s REAL, exposed_pp_s REAL, exposed_dp_s REAL, bubble_s REAL,
+  compute_s REAL, exposed_tp_s REAL, exposed_ep_s REAL, exposed_pp_s REAL, exposed_dp_s REAL, bubble_s REAL,
   flow_status TEXT, flow_reason TEXT, flow_iteration_time_s REAL, flow_tokens_per_s REAL, flow_mfu REAL,
   flow_exposed_dp_s REAL, ettr REAL, ettr_ci95 REAL, interruptions REAL, lost_work_s REAL,
   twinscale_version TEXT NOT NULL);
@@ -158,6 +158,36 @@ int64_t meta_count(const std::string& path, const std::string& key, const std::s
   return n;
 }
 
+/// The layout of the points table a store holds: version 1 (no meta 'schema_version')
+/// lacks cp, ep and exposed_ep_s, and its exposed_tp_s holds TP and the MoE all-to-alls
+/// together; version 2 adds the three columns and keeps exposed_tp_s for TP alone. 0: an
+/// empty file (no fingerprint yet).
+int64_t stored_schema_version(sqlite3* db, const std::string& path) {
+  Stmt q(db, "SELECT key, value FROM meta WHERE key IN ('fingerprint', 'schema_version')", path);
+  int64_t version = 0;
+  bool fingerprint = false;
+  while (q.next()) {
+    if (q.text(0) == "fingerprint")
+      fingerprint = true;
+    else
+      version = meta_count(path, "schema_version", q.text(1));
+  }
+  return version > 0 ? version : fingerprint ? 1 : 0;
+}
+
+/// The message for a store of a schema version this twinscale does not add rows to
+/// (older) or cannot read (newer).
+std::string version_refusal(const std::string& path, int64_t version) {
+  const std::string v = std::to_string(version), ours = std::to_string(kStoreSchemaVersion);
+  if (version > kStoreSchemaVersion)
+    return path + ": results store of schema version " + v +
+           ", written by a newer twinscale; this one reads versions 1 to " + ours;
+  return path + ": results store of schema version " + v + " (no cp, ep or exposed_ep_s columns; its exposed_tp_s " +
+         "includes the MoE all-to-alls); this twinscale writes version " + ours +
+         " and does not add rows to an older store: `twinscale sweep show` still reads it; give a new --db to run "
+         "the study again";
+}
+
 /// The meta value 'axes': a JSON array of axis names.
 std::vector<std::string> meta_axes(const std::string& path, const std::string& v) {
   nlohmann::json j;
@@ -259,8 +289,10 @@ Store::Store(const std::string& path, const StudySpec& spec, const std::vector<P
     exec(kSchema);
     check_schema(db_, path_);
     const std::string fp = fingerprint(spec, points);
+    const int64_t version = stored_schema_version(db_, path_);
     Stmt q(db_, "SELECT value FROM meta WHERE key = 'fingerprint'", path_);
     if (q.next()) {
+      if (version != kStoreSchemaVersion) throw StoreError(version_refusal(path, version));
       if (q.text(0) != fp) {
         Stmt n(db_, "SELECT value FROM meta WHERE key IN ('name') ", path_);
         const std::string other = n.next() ? n.text(0) : "?";
@@ -271,13 +303,15 @@ Store::Store(const std::string& path, const StudySpec& spec, const std::vector<P
     } else {
       nlohmann::json axes = nlohmann::json::array();
       for (const auto& a : spec.axes) axes.push_back(a.name);
-      const std::vector<std::pair<std::string, std::string>> meta = {{"name", spec.name},
-                                                                     {"fingerprint", fp},
-                                                                     {"study_file", spec.file},
-                                                                     {"points", std::to_string(points.size())},
-                                                                     {"axes", axes.dump()},
-                                                                     {"flow_best", std::to_string(spec.flow_best)},
-                                                                     {"twinscale_version", twinscale_version()}};
+      const std::vector<std::pair<std::string, std::string>> meta = {
+          {"name", spec.name},
+          {"fingerprint", fp},
+          {"study_file", spec.file},
+          {"points", std::to_string(points.size())},
+          {"axes", axes.dump()},
+          {"flow_best", std::to_string(spec.flow_best)},
+          {"twinscale_version", twinscale_version()},
+          {"schema_version", std::to_string(kStoreSchemaVersion)}};
       for (const auto& [k, v] : meta) {
         Stmt ins(db_, "INSERT INTO meta(key, value) VALUES(?, ?)", path_);
         ins.bind(1, k).bind(2, v);
@@ -320,6 +354,14 @@ Store::Store(const std::string& path) : path_(path) {
     db_ = nullptr;
     throw StoreError(std::string(e.what()) + " — is this a store written by `twinscale sweep`?");
   }
+  try {
+    schema_version_ = stored_schema_version(db_, path_);
+    if (schema_version_ > kStoreSchemaVersion) throw StoreError(version_refusal(path, schema_version_));
+  } catch (const StoreError&) {
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw;
+  }
 }
 
 Store::~Store() {
@@ -342,10 +384,11 @@ std::set<int64_t> Store::flow_done() const {
 
 void Store::put(const Point& point, const PointResult& r) {
   Stmt ins(db_,
-           "INSERT OR IGNORE INTO points(id, inputs, status, reason, gpus, tp, pp, vpp, dp, micro_batch, global_batch, "
-           "memory_bytes, gpu_memory_bytes, ops, mode, iteration_time_s, tokens_per_s, tflops_per_gpu, mfu, compute_s, "
-           "exposed_tp_s, exposed_pp_s, exposed_dp_s, bubble_s, ettr, ettr_ci95, interruptions, lost_work_s, "
-           "twinscale_version) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+           "INSERT OR IGNORE INTO points(id, inputs, status, reason, gpus, tp, cp, ep, pp, vpp, dp, micro_batch, "
+           "global_batch, memory_bytes, gpu_memory_bytes, ops, mode, iteration_time_s, tokens_per_s, tflops_per_gpu, "
+           "mfu, compute_s, exposed_tp_s, exposed_ep_s, exposed_pp_s, exposed_dp_s, bubble_s, ettr, ettr_ci95, "
+           "interruptions, lost_work_s, twinscale_version) "
+           "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
            path_);
   TWINSCALE_ASSERT(point.id == r.id,
                    "the result of point " + std::to_string(r.id) + " stored as point " + std::to_string(point.id));
@@ -354,13 +397,13 @@ void Store::put(const Point& point, const PointResult& r) {
   ins.bind(++i, inputs_json(point));
   ins.bind(++i, std::string(to_string(r.status)));
   ins.bind(++i, r.reason);
-  for (int64_t v : {r.gpus, r.tp, r.pp, r.vpp, r.dp, r.micro_batch, r.global_batch}) ins.bind(++i, v);
+  for (int64_t v : {r.gpus, r.tp, r.cp, r.ep, r.pp, r.vpp, r.dp, r.micro_batch, r.global_batch}) ins.bind(++i, v);
   ins.bind(++i, r.memory_bytes);
   ins.bind(++i, r.gpu_memory_bytes);
   ins.bind(++i, r.ops);
   ins.bind(++i, r.mode);
   for (double v : {r.iteration_time_s, r.tokens_per_s, r.tflops_per_gpu, r.mfu, r.compute_s, r.exposed_tp_s,
-                   r.exposed_pp_s, r.exposed_dp_s, r.bubble_s})
+                   r.exposed_ep_s, r.exposed_pp_s, r.exposed_dp_s, r.bubble_s})
     ins.bind(++i, v);
   for (double v : {r.ettr, r.ettr_ci95, r.interruptions, r.lost_work_s}) {
     ++i;
@@ -384,6 +427,7 @@ void Store::put_flow(const PointResult& r) {
 
 StoreInfo Store::info() const {
   StoreInfo s;
+  s.schema_version = schema_version_;
   Stmt q(db_, "SELECT key, value FROM meta", path_);
   while (q.next()) {
     const std::string k = q.text(0), v = q.text(1);
@@ -422,13 +466,14 @@ StoredPoint read_row(Row& row) {
   }
   r.status = row.status(c++);
   r.reason = row.text(c++);
-  for (int64_t* v : {&r.gpus, &r.tp, &r.pp, &r.vpp, &r.dp, &r.micro_batch, &r.global_batch}) *v = row.integer(c++);
+  for (int64_t* v : {&r.gpus, &r.tp, &r.cp, &r.ep, &r.pp, &r.vpp, &r.dp, &r.micro_batch, &r.global_batch})
+    *v = row.type(c) == SQLITE_NULL && (v == &r.cp || v == &r.ep) ? (++c, 0) : row.integer(c++);
   r.memory_bytes = row.real(c++);
   r.gpu_memory_bytes = row.real(c++);
   r.ops = row.integer(c++);
   r.mode = row.text(c++);
   for (double* v : {&r.iteration_time_s, &r.tokens_per_s, &r.tflops_per_gpu, &r.mfu, &r.compute_s, &r.exposed_tp_s,
-                    &r.exposed_pp_s, &r.exposed_dp_s, &r.bubble_s})
+                    &r.exposed_ep_s, &r.exposed_pp_s, &r.exposed_dp_s, &r.bubble_s})
     *v = row.real(c++);
   if (row.type(c) != SQLITE_NULL) {
     PointResult f;
@@ -459,12 +504,16 @@ StoredPoint read_row(Row& row) {
 
 std::vector<StoredPoint> Store::rows() const {
   std::vector<StoredPoint> out;
+  // a version 1 store has no cp, ep or exposed_ep_s: read as NULL (cp and ep 0: unknown)
+  const bool v1 = schema_version_ < 2;
   Stmt q(db_,
-         "SELECT id, inputs, status, reason, gpus, tp, pp, vpp, dp, micro_batch, global_batch, memory_bytes, "
-         "gpu_memory_bytes, ops, mode, iteration_time_s, tokens_per_s, tflops_per_gpu, mfu, compute_s, exposed_tp_s, "
-         "exposed_pp_s, exposed_dp_s, bubble_s, flow_status, flow_reason, flow_iteration_time_s, flow_tokens_per_s, "
-         "flow_mfu, flow_exposed_dp_s, ettr, ettr_ci95, interruptions, lost_work_s, twinscale_version FROM points "
-         "ORDER BY id",
+         std::string("SELECT id, inputs, status, reason, gpus, tp, ") + (v1 ? "NULL, NULL" : "cp, ep") +
+             ", pp, vpp, dp, micro_batch, global_batch, memory_bytes, gpu_memory_bytes, ops, mode, iteration_time_s, "
+             "tokens_per_s, tflops_per_gpu, mfu, compute_s, exposed_tp_s, " +
+             (v1 ? "NULL" : "exposed_ep_s") +
+             ", exposed_pp_s, exposed_dp_s, bubble_s, flow_status, flow_reason, flow_iteration_time_s, "
+             "flow_tokens_per_s, flow_mfu, flow_exposed_dp_s, ettr, ettr_ci95, interruptions, lost_work_s, "
+             "twinscale_version FROM points ORDER BY id",
          path_);
   Row row(q, path_);
   while (q.next()) out.push_back(read_row(row));

@@ -7,14 +7,22 @@
 //
 // Tables (names are stable; `sqlite3 DB` works on them directly):
 //   meta(key TEXT PRIMARY KEY, value TEXT): name, fingerprint, study_file, points, axes
-//     (JSON array of axis names), flow_best, twinscale_version
-//   points(id INTEGER PRIMARY KEY, inputs TEXT, status TEXT, reason TEXT, gpus, tp, pp,
-//     vpp, dp, micro_batch, global_batch, memory_bytes, gpu_memory_bytes, ops, mode,
-//     iteration_time_s, tokens_per_s, tflops_per_gpu, mfu, compute_s, exposed_tp_s,
-//     exposed_pp_s, exposed_dp_s, bubble_s, flow_status, flow_reason,
+//     (JSON array of axis names), flow_best, twinscale_version, schema_version
+//   points(id INTEGER PRIMARY KEY, inputs TEXT, status TEXT, reason TEXT, gpus, tp, cp,
+//     ep, pp, vpp, dp, micro_batch, global_batch, memory_bytes, gpu_memory_bytes, ops,
+//     mode, iteration_time_s, tokens_per_s, tflops_per_gpu, mfu, compute_s, exposed_tp_s,
+//     exposed_ep_s, exposed_pp_s, exposed_dp_s, bubble_s, flow_status, flow_reason,
 //     flow_iteration_time_s, flow_tokens_per_s, flow_mfu, flow_exposed_dp_s, ettr,
 //     ettr_ci95, interruptions, lost_work_s, twinscale_version); flow_* are NULL until
 //     the point is re-simulated in flow mode, ettr … lost_work_s unless what = campaign.
+//     dp counts data-parallel replicas (gpus = tp·cp·pp·dp), ep the ranks the experts are
+//     spread over; exposed_tp_s is TP's exposed communication, exposed_ep_s the MoE
+//     all-to-alls'.
+//
+// Schema versions (meta schema_version; absent means 1): version 1 had no cp, ep or
+// exposed_ep_s and its exposed_tp_s held TP and EP time together. `sweep show` reads
+// both (a version 1 row has cp and ep 0, unknown); a study adds rows only to a store of
+// the current version and refuses an older one with a message naming its version.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +41,9 @@ struct sqlite3;
 
 namespace twinscale::study {
 
+/// The schema version of the store this twinscale writes (see the file comment).
+inline constexpr int64_t kStoreSchemaVersion = 2;
+
 /// The twinscale version written into every row.
 std::string twinscale_version();
 
@@ -48,6 +59,7 @@ struct StoreInfo {
   int64_t points = 0;
   int64_t flow_best = 0;
   std::vector<std::string> axes;
+  int64_t schema_version = kStoreSchemaVersion; // of the points table
 };
 
 class Store {
@@ -79,6 +91,7 @@ private:
   std::string path_;
   sqlite3* db_ = nullptr;
   int64_t budget_[2] = {0, 0}; // reader: SQLite progress calls so far, and the most allowed
+  int64_t schema_version_ = kStoreSchemaVersion;
 };
 
 } // namespace twinscale::study

@@ -1,6 +1,8 @@
 // `twinscale diagnose` of real CPU runs (M18/M19 on real ranks): a rank whose
 // compute ops are delayed (--delay-rank) is named the straggler from the run directory,
-// and a stopped rank (SIGSTOP) is named the hang everyone waits on.
+// on the host its trace and state file name, and a stopped rank (SIGSTOP) is named the
+// hang everyone waits on.
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <filesystem>
@@ -12,6 +14,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "schedules/trace.hpp"
 #include "tests/skip.hpp"
 
 #include "mpi_helpers.hpp"
@@ -51,6 +54,20 @@ TEST_CASE("diagnose of a real run: the rank with delayed compute is the straggle
   // the run directory states the layout the run used: diagnose does not ask for --layout
   CHECK(fs::is_regular_file(dir + "/layout.json"));
   CHECK(j.at("notes").dump().find("--layout") == std::string::npos);
+  // the trace names each rank's host as the rank's state file does, and the finding names it
+  std::vector<std::string> hosts;
+  schedules::read_chrome_trace_file(dir + "/trace.json", &hosts);
+  REQUIRE(hosts.size() == 8);
+  for (int rank = 0; rank < 8; ++rank) {
+    std::ifstream state(dir + "/rank-" + std::to_string(rank) + ".json");
+    CHECK(nlohmann::json::parse(state).at("host") == hosts[static_cast<size_t>(rank)]);
+  }
+  CHECK(!hosts[6].empty());
+  const auto& findings = j.at("findings");
+  const auto six = std::find_if(findings.begin(), findings.end(),
+                                [](const auto& f) { return f.at("kind") == "straggler" && f.at("ranks").at(0) == 6; });
+  REQUIRE(six != findings.end());
+  CHECK(six->at("host") == hosts[6]);
   fs::remove_all(dir);
 }
 
