@@ -233,7 +233,8 @@ TEST_CASE("sweep: bad study input and a changed study are clear errors, show pri
   CHECK(r.rc == 0);
   CHECK_THAT(r.out, Contains("best 3 points by MFU") && Contains("Pareto front"));
   // each point's layout in Megatron's order, as simulate and schedule show print it
-  CHECK(std::regex_search(r.out, std::regex(R"(  tp [0-9]+ dp [0-9]+ pp [0-9]+ vpp [0-9]+ mb [0-9]+)")));
+  CHECK(std::regex_search(r.out,
+                          std::regex(R"(  tp [0-9]+ cp [0-9]+ dp [0-9]+ pp [0-9]+ vpp [0-9]+ ep [0-9]+ mb [0-9]+)")));
   std::ifstream csv(dir + "/t.csv");
   std::string header;
   std::getline(csv, header);
