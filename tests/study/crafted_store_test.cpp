@@ -14,6 +14,7 @@
 #include "study/study_file.hpp"
 #include "tests/cli_runner.hpp"
 #include "tests/skip.hpp"
+#include "tests/study/store_fixture.hpp"
 
 using namespace twinscale;
 using Catch::Matchers::Contains;
@@ -21,42 +22,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const char* kStudy = R"(
-name = "crafted"
-[base]
-job = "tiny-megascale"
-gpus = 16
-[axes]
-tp = [1, 2]
-pp = [2]
-vpp = [1]
-micro_batch = [1]
-)";
-
 /// A store of two evaluated points at `db`.
-void make_store(const std::string& db) {
-  for (const char* ext : {"", "-wal", "-shm"}) fs::remove(db + ext);
-  const auto spec = study::parse_study(kStudy, "s.toml");
-  const auto points = study::generate_points(spec);
-  study::Evaluator ev(spec);
-  study::Store store(db, spec, points);
-  for (const auto& p : points) store.put(p, ev.evaluate(p));
-}
+void make_store(const std::string& db) { study::test::make_two_point_store(db); }
 
-void edit(const std::string& db, const std::string& sql) {
-  sqlite3* h = nullptr;
-  REQUIRE(sqlite3_open(db.c_str(), &h) == SQLITE_OK);
-  char* err = nullptr;
-  const int rc = sqlite3_exec(h, sql.c_str(), nullptr, nullptr, &err);
-  INFO((err ? err : ""));
-  sqlite3_free(err);
-  sqlite3_close(h);
-  REQUIRE(rc == SQLITE_OK);
-}
+void edit(const std::string& db, const std::string& sql) { study::test::run_sql(db, sql); }
 
-std::string temp_db() {
-  return (fs::temp_directory_path() / ("twinscale-crafted-" + std::to_string(::getpid()) + ".db")).string();
-}
+std::string temp_db() { return study::test::temp_store("crafted"); }
 
 } // namespace
 
@@ -102,7 +73,7 @@ TEST_CASE("crafted store: a store that cannot grow (a full disk) says 'disk full
   fs::remove_all(dir);
   fs::create_directories(dir);
   const std::string study = (dir / "s.toml").string();
-  test::write_text(study, kStudy);
+  test::write_text(study, study::test::kTwoPointStudy);
   // files past 8 KiB fail (EFBIG, as on a full disk): the store's schema fits, its log does not
   const test::CliOutput r =
       test::run_cli_split("sweep " + study + " --db " + (dir / "s.db").string(), dir, "prlimit --fsize=8192 ");

@@ -15,6 +15,7 @@
 #include "study/evaluate.hpp"
 #include "study/store.hpp"
 #include "study/study_file.hpp"
+#include "tests/study/store_fixture.hpp"
 
 using namespace twinscale;
 using Catch::Matchers::Contains;
@@ -22,44 +23,14 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const char* kStudy = R"(
-name = "hostile"
-[base]
-job = "tiny-megascale"
-gpus = 16
-[axes]
-tp = [1, 2]
-pp = [2]
-vpp = [1]
-micro_batch = [1]
-)";
+std::string temp_db() { return study::test::temp_store("hostile"); }
 
-std::string temp_db() {
-  return (fs::temp_directory_path() / ("twinscale-hostile-" + std::to_string(::getpid()) + ".db")).string();
-}
-
-void remove_db(const std::string& db) {
-  for (const char* ext : {"", "-wal", "-shm", "-journal"}) fs::remove(db + ext);
-}
+void remove_db(const std::string& db) { study::test::remove_store(db); }
 
 /// A store of two evaluated points at `db`, then `sql` run on it through SQLite itself.
 void make_store(const std::string& db, const std::string& sql) {
-  remove_db(db);
-  {
-    const auto spec = study::parse_study(kStudy, "s.toml");
-    const auto points = study::generate_points(spec);
-    study::Evaluator ev(spec);
-    study::Store store(db, spec, points);
-    for (const auto& p : points) store.put(p, ev.evaluate(p));
-  }
-  sqlite3* h = nullptr;
-  REQUIRE(sqlite3_open(db.c_str(), &h) == SQLITE_OK);
-  char* err = nullptr;
-  const int rc = sqlite3_exec(h, sql.c_str(), nullptr, nullptr, &err);
-  INFO((err ? err : ""));
-  sqlite3_free(err);
-  sqlite3_close(h);
-  REQUIRE(rc == SQLITE_OK);
+  study::test::make_two_point_store(db);
+  study::test::run_sql(db, sql);
 }
 
 /// The columns of the points table, in the order the store makes them.
