@@ -38,14 +38,19 @@ inline void remove_store(const std::string& db) {
   for (const char* ext : {"", "-wal", "-shm", "-journal"}) std::filesystem::remove(db + ext);
 }
 
-/// A fresh store of the two points of kTwoPointStudy, evaluated, at `db`.
-inline void make_two_point_store(const std::string& db) {
-  remove_store(db);
-  const auto spec = parse_study(kTwoPointStudy, "s.toml");
+/// A store at `db` of the study `study_text`, every point evaluated.
+inline void fill_store(const std::string& db, const char* study_text) {
+  const auto spec = parse_study(study_text, "s.toml");
   const auto points = generate_points(spec);
   Evaluator ev(spec);
   Store store(db, spec, points);
   for (const auto& p : points) store.put(p, ev.evaluate(p));
+}
+
+/// A fresh store of the two points of kTwoPointStudy, evaluated, at `db`.
+inline void make_two_point_store(const std::string& db) {
+  remove_store(db);
+  fill_store(db, kTwoPointStudy);
 }
 
 /// Runs `sql` on the store at `db` through SQLite itself (the edits no sweep makes).

@@ -20,6 +20,7 @@
 #include "study/store.hpp"
 #include "study/study_file.hpp"
 #include "tests/cli_runner.hpp"
+#include "tests/study/store_fixture.hpp"
 
 using namespace twinscale;
 using Catch::Matchers::Contains;
@@ -42,30 +43,15 @@ mode = "analytic"
 )";
 
 std::string temp_db(const std::string& tag) {
-  const auto p = fs::temp_directory_path() / ("twinscale-schema-" + tag + "-" + std::to_string(::getpid()) + ".db");
-  for (const char* ext : {"", "-wal", "-shm"}) fs::remove(p.string() + ext);
-  return p.string();
+  const std::string db = study::test::temp_store("schema-" + tag);
+  study::test::remove_store(db);
+  return db;
 }
 
-void edit(const std::string& db, const std::string& sql) {
-  sqlite3* h = nullptr;
-  REQUIRE(sqlite3_open(db.c_str(), &h) == SQLITE_OK);
-  char* err = nullptr;
-  const int rc = sqlite3_exec(h, sql.c_str(), nullptr, nullptr, &err);
-  INFO((err ? err : ""));
-  sqlite3_free(err);
-  sqlite3_close(h);
-  REQUIRE(rc == SQLITE_OK);
-}
+void edit(const std::string& db, const std::string& sql) { study::test::run_sql(db, sql); }
 
 /// A store of kMoeStudy, every point evaluated.
-void fill(const std::string& db) {
-  const auto spec = study::parse_study(kMoeStudy, "schema.toml");
-  const auto points = study::generate_points(spec);
-  study::Evaluator ev(spec);
-  study::Store store(db, spec, points);
-  for (const auto& p : points) store.put(p, ev.evaluate(p));
-}
+void fill(const std::string& db) { study::test::fill_store(db, kMoeStudy); }
 
 std::vector<std::string> csv_header(const std::string& csv) {
   std::vector<std::string> out;
