@@ -37,6 +37,8 @@ void CommReducer::add(int64_t rank, int32_t step, Stream stream, uint32_t op_ind
     s.first_start = std::min(s.first_start, start_s);
     s.last_end = std::max(s.last_end, end_s);
   }
+  ++s.ops;
+  if (failed) ++s.failed;
   if (stream != Stream::TpComm && stream != Stream::DpComm) return;
   if (!s.collective || op_index > s.last_op) {
     s.collective = true;

@@ -25,6 +25,8 @@ struct StepComms {
   bool collective = false; // a TP/DP collective in this step
   uint32_t last_op = 0;    // the last collective launched: highest op index…
   double last_start = 0;   // …and its start
+  int32_t ops = 0;         // communication ops of this rank in this step…
+  int32_t failed = 0;      // …of which the trace marks this many failed
 };
 
 /// Instance `occurrence` (index among the rank's ops of `stream` in `step`) of a TP or

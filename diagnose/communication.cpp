@@ -37,6 +37,31 @@ const CommSummary& summary_of(const RunData& d, CommSummary& scratch) {
 
 } // namespace
 
+void find_failed_ops(const RunData& d, Diagnosis& out) {
+  for (const Finding& f : out.findings)
+    if (f.kind == FindingKind::Hang) return; // the hang explains the ops it left failed
+  CommSummary scratch;
+  const CommSummary& s = summary_of(d, scratch);
+  int64_t ops = 0, failed = 0;
+  Finding f;
+  for (size_t rank = 0; rank < s.steps.size(); ++rank) {
+    int64_t of_rank = 0;
+    for (const StepComms& c : s.steps[rank]) {
+      ops += c.ops;
+      of_rank += c.failed;
+    }
+    if (of_rank > 0) f.ranks.push_back(static_cast<int64_t>(rank));
+    failed += of_rank;
+  }
+  if (failed == 0) return;
+  f.kind = FindingKind::FailedOps;
+  f.score = static_cast<double>(failed);
+  f.detail = std::to_string(failed) + " of " + std::to_string(ops) +
+             " communication op(s) failed (marked failed in the trace) on " + std::to_string(f.ranks.size()) +
+             " rank(s); the run did not complete as a healthy one";
+  out.findings.push_back(std::move(f));
+}
+
 void find_late_launchers(const RunData& d, const DiagnoseOptions& o, Diagnosis& out) {
   CommSummary scratch;
   const CommSummary& s = summary_of(d, scratch);

@@ -13,6 +13,7 @@ namespace twinscale::diagnose {
 std::string_view to_string(FindingKind k) {
   switch (k) {
   case FindingKind::Hang: return "hang";
+  case FindingKind::FailedOps: return "failed_ops";
   case FindingKind::Straggler: return "straggler";
   case FindingKind::SlowHost: return "slow_host";
   case FindingKind::SlowLink: return "slow_link";
@@ -162,6 +163,7 @@ Diagnosis diagnose_run(const RunData& d, const DiagnoseOptions& o) {
   out.steps = d.steps();
   out.notes = d.notes;
   find_hangs(d, out);
+  find_failed_ops(d, out);
   find_stragglers(d, o, out);
   find_slow_links(d, o, out);
   find_slow_links_from_loads(d, o, out);

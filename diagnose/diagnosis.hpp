@@ -34,7 +34,7 @@ struct DiagnoseOptions {
   int64_t baseline_steps = 0;
 };
 
-enum class FindingKind : uint8_t { Hang, Straggler, SlowHost, SlowLink, Jitter, LateLauncher };
+enum class FindingKind : uint8_t { Hang, FailedOps, Straggler, SlowHost, SlowLink, Jitter, LateLauncher };
 std::string_view to_string(FindingKind);
 
 struct Finding {
@@ -74,6 +74,12 @@ Diagnosis diagnose_run(const RunData& data, const DiagnoseOptions& options = {})
 // The parts, for tests and for the report.
 void find_stragglers(const RunData& data, const DiagnoseOptions& options, Diagnosis& out);
 void find_hangs(const RunData& data, Diagnosis& out);
+/// Communication ops the trace marks as failed (a flow past the retransmit limit, an op
+/// aborted by a failed job): one finding with how many of how many failed and on which
+/// ranks, unless a hang finding (found first) already explains them. The timings around
+/// failed ops are not a healthy run's, so "nothing found" would be wrong however
+/// ordinary they look.
+void find_failed_ops(const RunData& data, Diagnosis& out);
 void find_late_launchers(const RunData& data, const DiagnoseOptions& options, Diagnosis& out);
 void find_slow_links(const RunData& data, const DiagnoseOptions& options, Diagnosis& out);
 /// From flow-mode link loads (RunData::links): a link whose two directions both moved

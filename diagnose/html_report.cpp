@@ -383,6 +383,7 @@ std::string report_summary(const RunData& d, const Diagnosis& diag) {
   if (diag.findings.empty())
     return s + "nothing abnormal found (no straggler, slow host, slow link or late launcher)" + mean_phases(d) + ".";
   std::vector<std::string> parts;
+  if (by.count(FindingKind::FailedOps)) parts.push_back(by[FindingKind::FailedOps].front()->detail);
   if (by.count(FindingKind::Straggler)) {
     const auto& v = by[FindingKind::Straggler];
     const Finding* worst =

@@ -12,7 +12,7 @@ namespace twinscale::study {
 
 namespace {
 
-constexpr uint64_t kMaxGridPoints = 10'000'000;
+constexpr auto kMaxGridPoints = static_cast<uint64_t>(kMaxStudyPoints);
 
 /// splitmix64 (Steele, Lea, Flood 2014): a fixed generator, so samples are the same on
 /// every platform (std:: distributions are implementation-defined).

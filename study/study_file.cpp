@@ -16,7 +16,7 @@
 //                                 "random": `points` distinct combinations drawn uniformly
 //                                 without replacement; "lhs": a Latin hypercube of `points`
 //                                 rows (each axis' values stratified, duplicates dropped)
-//   points = 0                    integer ≥ 1, required for random and lhs
+//   points = 0                    integer in [1, 10000000], required for random and lhs
 //   seed = 1                      integer ≥ 0: seed of the sampler (same seed, same points)
 //
 //   [axes]                        required, at least one axis; each an array of distinct
@@ -270,7 +270,7 @@ StudySpec parse_study(std::string_view text, const std::string& file) {
     if (sm.has("points"))
       sm.fail("points", "is only for method = \"random\" or \"lhs\"; a grid takes every combination");
   } else {
-    s.points = sm.get_int("points", std::nullopt, 1, 100'000'000);
+    s.points = sm.get_int("points", std::nullopt, 1, kMaxStudyPoints);
   }
   s.sample_seed = static_cast<uint64_t>(sm.get_int("seed", 1, 0));
   sm.finish();

@@ -20,6 +20,12 @@ enum class SampleMethod : uint8_t { Grid, Random, LatinHypercube };
 enum class Evaluation : uint8_t { Lower, Memory, Simulate, Campaign };
 enum class SimModeChoice : uint8_t { Analytic, Flow };
 
+/// The most points one study may hold, however they are drawn: a grid's product of axis
+/// sizes and a random or Latin-hypercube sample's `points` alike. Each point is held in
+/// memory (and its draw costs memory too), so a larger study is refused up front, naming
+/// the figure, instead of growing until the machine runs out.
+inline constexpr int64_t kMaxStudyPoints = 10'000'000;
+
 struct Axis {
   std::string name;          // one of axis_names() (study_file.cpp documents each)
   std::vector<Value> values; // in the order written; duplicates rejected

@@ -63,6 +63,25 @@ TEST_CASE("an output directory that cannot be made is bad input naming its optio
   }
 }
 
+TEST_CASE("an output under /proc is bad input naming it, not an internal error", "[cli][errors]") {
+  const std::filesystem::path dir = test::scratch_dir("proc-outputs");
+  const std::string cases[][2] = {
+      {"campaign --preset tiny-1f1b --seeds 2 --quiet --out /proc/twinscale-c", "--out /proc/twinscale-c"},
+      {"tune-checkpoint --preset tiny-1f1b --seeds 2 --quiet --out /proc/self/t", "--out /proc/self/t"},
+      {"simulate --preset tiny-1f1b --mode analytic --trace /proc/twinscale.json", "/proc/twinscale.json"},
+      {"simulate --preset tiny-1f1b --mode analytic --every-rank --hang-rank 1 --run-dir /proc/twinscale-rd",
+       "--run-dir /proc/twinscale-rd"},
+      {"topology show tiny-2tier --dot /proc/twinscale.dot", "/proc/twinscale.dot"},
+  };
+  for (const auto& [args, named] : cases) {
+    INFO(args);
+    const test::CliOutput r = test::run_cli_split(args, dir);
+    INFO(r.err);
+    CHECK(r.code == 1);
+    CHECK(r.says(named));
+  }
+}
+
 TEST_CASE("collective: a group that does not fit the cluster's servers names --gpus and --gpus-per-server",
           "[cli][errors]") {
   const std::filesystem::path dir = test::scratch_dir("collective-group-error");

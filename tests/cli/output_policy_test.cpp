@@ -56,6 +56,21 @@ bool is_char_device(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISCHR(st.st_mode);
 }
 
+/// Runs the CLI with every file it writes limited to `bytes` (a write past it fails with
+/// EFBIG, which the writer reports as a full disk). Its messages go through a pipe to a
+/// process without the limit, so that the limit cannot cut them.
+CliOutput run_file_size_limited(const std::string& args, long bytes) {
+  const fs::path log = scratch() / "limited.txt";
+  const std::string cmd = "{ prlimit --fsize=" + std::to_string(bytes) + " " + TWINSCALE_CLI + " " + args +
+                          " 2>&1; echo \"exit $?\"; } | cat > " + log.string();
+  CliOutput r;
+  if (std::system(cmd.c_str()) != 0) return r;
+  r.err = slurp(log);
+  const auto at = r.err.rfind("exit ");
+  if (at != std::string::npos) r.code = std::stoi(r.err.substr(at + 5));
+  return r;
+}
+
 } // namespace
 
 TEST_CASE("output policy: an output that is an input of the same command is refused, the input kept",
@@ -153,5 +168,104 @@ TEST_CASE("output policy: plots that cannot be written fail the command, leaving
     INFO(e.path());
     CHECK(e.path().filename().string().find(".tmp") == std::string::npos);
     CHECK(e.path().extension() != ".png");
+  }
+}
+
+TEST_CASE("output policy: import-chakra into its own ET set and --trace shared with a CSV are refused",
+          "[cli][output-policy]") {
+  const fs::path dir = scratch() / "et";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string prefix = (dir / "t").string();
+  REQUIRE(run("schedule export --preset tiny-1f1b --format chakra --out " + prefix).code == 0);
+  const std::string first = slurp(prefix + ".0.et");
+  REQUIRE_FALSE(first.empty());
+  CliOutput r = run("schedule import-chakra " + prefix + " --out " + prefix + ".0.et");
+  CHECK(r.code == 1);
+  CHECK(r.says("--out " + prefix + ".0.et: the same file as the input"));
+  CHECK(slurp(prefix + ".0.et") == first);
+
+  const std::string f = (scratch() / "shared.out").string();
+  fs::remove(f);
+  for (const char* csv : {"--per-rank-csv", "--link-csv"}) {
+    INFO(csv);
+    r = run("simulate --preset tiny-1f1b --mode analytic " + std::string(csv) + " " + f + " --trace " + f);
+    CHECK(r.code == 1);
+    CHECK(r.says(std::string(csv) + " " + f + ": the same file as --trace " + f));
+    CHECK_FALSE(fs::exists(f));
+  }
+}
+
+TEST_CASE("output policy: a full disk under topology show --dot and simulate --run-dir leaves no temporary file",
+          "[cli][output-policy]") {
+  if (std::system("prlimit --version >/dev/null 2>&1") != 0) TWINSCALE_SKIP("prlimit (util-linux) is not installed");
+  const fs::path dir = scratch() / "full-disk";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  // files past the limit fail with EFBIG, which the writer reports as a full disk
+  const std::string dot = (dir / "t.dot").string();
+  CliOutput r = run_file_size_limited("topology show tiny-2tier --dot " + dot, 2000);
+  CHECK(r.code == 1);
+  CHECK(r.says(dot + ": cannot write --dot graph"));
+  CHECK(r.says("disk full"));
+  CHECK_FALSE(fs::exists(dot));
+  CHECK_FALSE(temp_files_left(dir));
+
+  const fs::path run_dir = dir / "run";
+  r = run_file_size_limited(
+      "simulate --preset tiny-1f1b --mode analytic --every-rank --hang-rank 3 --run-dir " + run_dir.string(), 300);
+  CHECK(r.code == 1);
+  CHECK(r.says("rank-0.json: cannot write output (write): disk full"));
+  if (fs::exists(run_dir)) CHECK_FALSE(temp_files_left(run_dir));
+}
+
+TEST_CASE("output policy: sweep show --plot on a full disk fails, leaving no partial PNG", "[cli][output-policy]") {
+  if (std::system("/usr/bin/python3 -c 'import matplotlib' 2>/dev/null") != 0)
+    TWINSCALE_SKIP("python3-matplotlib is not installed");
+  if (std::system("prlimit --version >/dev/null 2>&1") != 0) TWINSCALE_SKIP("prlimit (util-linux) is not installed");
+  const fs::path dir = scratch() / "sweep-plots";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  write_text(dir / "s.toml", "name = \"s\"\n[base]\njob = \"tiny-1f1b\"\n[axes]\ntp = [1, 2]\n");
+  const std::string db = (dir / "s.db").string();
+  REQUIRE(run("sweep " + (dir / "s.toml").string() + " --db " + db).code == 0);
+  // 32 KiB: the store's shared-memory index fits, the Pareto plot (about 37 KB) does not
+  const fs::path plots = dir / "p";
+  const CliOutput r = run_file_size_limited("sweep show " + db + " --plot " + plots.string(), 32768);
+  CHECK(r.code == 1);
+  CHECK(r.says("disk full"));
+  CHECK(r.says("cannot write the plots"));
+  REQUIRE(fs::is_directory(plots));
+  for (const auto& e : fs::directory_iterator(plots)) {
+    INFO(e.path());
+    CHECK(e.path().filename().string().find(".tmp") == std::string::npos);
+    CHECK(e.path().extension() != ".png");
+  }
+}
+
+TEST_CASE("output policy: campaign and tune-checkpoint --out folders with quotes are paths, not shell text",
+          "[cli][output-policy]") {
+  const fs::path dir = scratch() / "quoted";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string pwned = (dir / "PWNED").string();
+  struct Case {
+    std::string command, folder, file;
+  };
+  const Case cases[] = {
+      {"campaign", (dir / ("c';touch " + pwned + ";'")).string(), "campaign.json"},
+      {"tune-checkpoint", (dir / "O'Brien t").string(), "tune_checkpoint.json"},
+  };
+  for (const Case& k : cases) {
+    INFO(k.command);
+    const CliOutput r = run(k.command + " --preset tiny-1f1b --seeds 2 --quiet --out \"" + k.folder + "\"");
+    CHECK(r.code == 0);
+    CHECK(fs::exists(fs::path(k.folder) / k.file));
+    CHECK_FALSE(fs::exists(pwned));
+    if (std::system("/usr/bin/python3 -c 'import matplotlib' 2>/dev/null") == 0) {
+      bool png = false; // the plot helper got the quoted folder as one argument
+      for (const auto& e : fs::directory_iterator(k.folder)) png = png || e.path().extension() == ".png";
+      CHECK(png);
+    }
   }
 }

@@ -1,13 +1,18 @@
 // Answers that break physics or the run are refused, naming the inputs that cause them: an MFU
 // above 100 % (every GPU made 8× faster by a speed file) and an infinite iteration time
 // (a cluster whose GPU has peak_flops = 1e-300), both of which exited 0 with the figure, and a
-// diagnose --world larger than the run (findings for ranks that never existed).
+// diagnose --world larger than the run (findings for ranks that never existed), a
+// calibration table of impossibly fast kernels (an MFU above 100 %), and a trace whose
+// every op failed (it said "nothing found").
 #include <catch2/catch.hpp>
 
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <regex>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "tests/cli_runner.hpp"
 
@@ -78,4 +83,53 @@ TEST_CASE("physics: a job larger than its cluster file is explained", "[cli][phy
       run("simulate --preset tiny-1f1b --mode analytic --gpus 64 --global-batch 64 --cluster " + file.string());
   CHECK(r.code == 0);
   CHECK(r.says("note: cluster '" + file.string() + "' describes 8 GPUs; the job needs 64"));
+}
+
+TEST_CASE("physics: a calibration table of 10 ns kernels is refused as an MFU above 100 %", "[cli][physics]") {
+  const fs::path dir = scratch() / "calibration";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string sim = (dir / "sim.json").string();
+  REQUIRE(run("simulate --preset tiny-1f1b --mode analytic --trace " + sim).code == 0);
+  // calibration is measured on real runs: the simulated trace stands for one of the CPU backend
+  const std::string measured = (dir / "cpu.json").string();
+  write_text(measured,
+             std::regex_replace(twinscale::test::slurp(sim), std::regex(R"("source":"sim")"), R"("source":"cpu")"));
+  const std::string table = (dir / "cal.json").string();
+  REQUIRE(run("calibrate " + measured + " --preset tiny-1f1b --out " + table).code == 0);
+  auto cal = nlohmann::json::parse(twinscale::test::slurp(table));
+  REQUIRE_FALSE(cal["kernels"].empty());
+  for (auto& k : cal["kernels"]) k["seconds"] = 1e-8; // every kernel in 10 ns
+  for (auto& c : cal["comms"]) {                      // and every collective almost free
+    c["seconds"] = 1e-9;
+    c["algbw_bytes_per_s"] = c["bytes"].get<double>() / 1e-9;
+    c["busbw_bytes_per_s"] = c["bytes"].get<double>() / 1e-9;
+  }
+  const std::string fast = (dir / "fast.json").string();
+  write_text(fast, cal.dump());
+  const CliOutput r = run("simulate --preset tiny-1f1b --mode analytic --calibration " + fast);
+  CHECK(r.code == 1);
+  CHECK(r.says("the result breaks physics: an MFU of"));
+  CHECK(r.says("--calibration " + fast + " (kernel times)"));
+  CHECK(r.out.empty());
+}
+
+TEST_CASE("physics: a trace whose every op failed is a finding, not nothing found", "[cli][physics]") {
+  const fs::path dir = scratch() / "failed";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string ok = (dir / "ok.json").string();
+  REQUIRE(run("simulate --preset tiny-1f1b --mode analytic --every-rank --trace " + ok).code == 0);
+  const std::string text = twinscale::test::slurp(ok);
+  REQUIRE(text.find(R"("failed":false)") != std::string::npos);
+  const std::string failed = (dir / "failed.json").string();
+  write_text(failed, std::regex_replace(text, std::regex(R"("failed":false)"), R"("failed":true)"));
+  CliOutput r = run("diagnose " + ok);
+  CHECK(r.code == 0); // the healthy run: nothing found
+  r = run("diagnose " + failed);
+  CHECK(r.code == 4);
+  CHECK(r.out.find("nothing found") == std::string::npos);
+  CHECK(r.out.find("failed_ops") != std::string::npos);
+  CHECK(std::regex_search(r.out, std::regex(R"(([0-9]+) of \1 communication op\(s\) failed)")));
+  CHECK(r.out.find("on 8 rank(s)") != std::string::npos);
 }

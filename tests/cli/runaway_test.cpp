@@ -73,6 +73,36 @@ TEST_CASE("runaway: a grid of 4 axes of 100,000 values is refused quickly, namin
   CHECK(r.says("grid points (limit 10000000)"));
 }
 
+TEST_CASE("runaway: a random or Latin-hypercube sample of 10^8 points is refused at once, naming the limit",
+          "[cli][runaway]") {
+  // two axes of 20,000 values span 4·10^8 combinations, so 10^8 distinct points exist:
+  // the sampler used to grow for minutes (random) or until bad_alloc (lhs)
+  std::string axes = "[axes]\nseed = [";
+  for (int v = 1; v <= 20000; ++v) axes += (v > 1 ? "," : "") + std::to_string(v);
+  axes += "]\nglobal_batch = [";
+  for (int v = 1; v <= 20000; ++v) axes += (v > 1 ? "," : "") + std::to_string(v);
+  axes += "]\n";
+  for (const char* method : {"random", "lhs"}) {
+    INFO(method);
+    const fs::path f = scratch() / (std::string(method) + ".toml");
+    write_text(f, "name = \"big\"\n[base]\njob = \"tiny-1f1b\"\n" + axes + "[sample]\nmethod = \"" + method +
+                      "\"\npoints = 100000000\n");
+    const CliOutput r = run("sweep " + f.string() + " --db " + (scratch() / "big.db").string(), "", 8);
+    CHECK(r.code == 1);
+    CHECK(r.says(f.string() + ": key 'sample.points' is 100000000; must be in [1, 10000000]"));
+    CHECK_FALSE(fs::exists(scratch() / "big.db"));
+  }
+}
+
+TEST_CASE("runaway: a folder given as --gpu-speed-file is refused, not read as an empty file", "[cli][runaway]") {
+  const fs::path dir = scratch() / "speeds-folder";
+  fs::create_directories(dir);
+  const CliOutput r = run("simulate --preset tiny-1f1b --mode analytic --gpu-speed-file " + dir.string());
+  CHECK(r.code == 1);
+  CHECK(r.says(dir.string() + ": not a regular file"));
+  CHECK(r.out.empty());
+}
+
 TEST_CASE("runaway: a checkpoint state larger than the memory available is refused up front", "[cli][runaway]") {
   const fs::path dir = scratch() / "ckpt";
   const CliOutput r =
