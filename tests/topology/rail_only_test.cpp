@@ -128,7 +128,7 @@ TEST_CASE("h100-rail-only: 16,384 GPUs in two tiers, the Clos preset needs three
   CHECK_THROWS_WITH(Fabric(joined), Catch::Contains("fabric.tiers = 3"));
 }
 
-TEST_CASE("rail-only: topology show says so, a job simulates on it in both modes", "[fabric][rail_only]") {
+TEST_CASE("rail-only: topology show says so, a job simulates on it in both modes", "[fabric][rail_only][cli]") {
   using twinscale::test::Capture;
   using twinscale::test::run_cli;
   const auto show = run_cli("topology show --preset h100-rail-only", Capture::StdoutOnly);
