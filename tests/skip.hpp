@@ -15,6 +15,21 @@ namespace twinscale::test {
 
 constexpr int kSkipReturnCode = 77;
 
+// A build with AddressSanitizer (scripts/sanitize.sh): its shadow memory cannot be mapped
+// under `ulimit -v`, and its MPI ranks run several times slower than the time bounds of
+// the hang tests assume; those tests skip there, saying why.
+#if defined(__SANITIZE_ADDRESS__)
+#define TWINSCALE_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TWINSCALE_TEST_ASAN 1
+#endif
+#endif
+#ifndef TWINSCALE_TEST_ASAN
+#define TWINSCALE_TEST_ASAN 0
+#endif
+inline constexpr bool kAddressSanitizer = TWINSCALE_TEST_ASAN != 0;
+
 /// Counts the current test case as skipped (the macro below is the way to call it).
 void note_skipped(const std::string& reason);
 

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "tests/cli_runner.hpp"
+#include "tests/skip.hpp"
 
 namespace fs = std::filesystem;
 
@@ -115,6 +116,8 @@ TEST_CASE("runaway: a checkpoint state larger than the memory available is refus
 
 TEST_CASE("runaway: a flow run larger than the address-space limit (ulimit -v) is refused up front naming it",
           "[cli][runaway]") {
+  if (twinscale::test::kAddressSanitizer)
+    TWINSCALE_SKIP("AddressSanitizer's shadow memory cannot be mapped under ulimit -v");
   // 12,288 GPUs in flow mode need about 2.7 GiB: under a 2 GB limit the estimate refuses it
   // at once (it used to pass the estimate against free memory and abort inside SimGrid)
   const CliOutput r =
