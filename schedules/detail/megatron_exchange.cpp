@@ -23,7 +23,6 @@ int64_t chunk_id(int64_t k, bool forward, int64_t pp, int64_t vpp) {
 MegatronExchange megatron_exchange_after(int64_t pp, int64_t vpp, int64_t micro_batches, int64_t rank, int64_t j) {
   const int64_t total = micro_batches * vpp;
   const int64_t warmup = pipeline_warmup(PipelineKind::Interleaved, pp, vpp, micro_batches, rank);
-  const bool all_warmup = warmup == total;
   const int64_t remaining = total - warmup;
   const bool first = rank == 0, last = rank == pp - 1;
   TWINSCALE_ASSERT(j >= 0 && j < 2 * total, "exchange step out of range");
@@ -32,10 +31,10 @@ MegatronExchange megatron_exchange_after(int64_t pp, int64_t vpp, int64_t micro_
   if (j < warmup) { // warm-up forward k = j
     const int64_t k = j;
     e.recv_prev = !(first && chunk_id(k + 1, true, pp, vpp) == 0) && k != total - 1;
-    if (k == warmup - 1 && !all_warmup) e.recv_next = !last;
-    // all warm-up (M = P): the cool-down starts with recv_backward() on every rank but
-    // the last (its last virtual stage computes the loss)
-    if (k == warmup - 1 && all_warmup) e.recv_next = !last;
+    // the last warm-up forward also receives the first backward's gradient (with all
+    // warm-up, M = P, that is the cool-down's recv_backward()); the last rank's last
+    // virtual stage computes the loss and receives none
+    if (k == warmup - 1) e.recv_next = !last;
     return e;
   }
   if (j < warmup + 2 * remaining) { // steady state: forward k + warm-up, then backward k
