@@ -115,13 +115,58 @@ Fp8Saving fp8_saving(const JobSpec& job, double s, bool sp) {
   return f;
 }
 
+/// What a dense layer keeps for its backward per micro-batch (bytes), in Korthikanti et al.
+/// 2022's accounting (§4.1) written over the model's own tensors, so that it holds for
+/// grouped-query attention, SwiGLU and no dropout as for GPT (where it is their
+/// s·b·h·(34/t) with sequence parallelism, s·b·h·(10 + 24/t) without, plus the scores):
+///  - each block's norm input (2 B an element) and its GEMM input (the norm's output: QKV's,
+///    FC1's), whole on every TP rank without sequence parallelism, split with it;
+///  - attention: Q, K and V (K and V of kv_heads), the attention output (the projection's
+///    input), split over TP; without FlashAttention (and without selective recomputation)
+///    the softmax output, and with dropout its mask (1 B) and output, a·s·keys each;
+///  - MLP: GeLU's input and output (f wide each); SwiGLU's FC1 output (gate and up, 2f) and
+///    the product (FC2's input, f), plus silu's output (f) when the activation runs as
+///    separate kernels (operators.fused_gelu = false: eager PyTorch keeps every
+///    intermediate its autograd needs);
+///  - with dropout, the mask (1 B) after the projection and after FC2.
+/// For GPT (MHA, f = 4h, dropout > 0) that is 4 + 11 + 19 = 34 s·b·h, Korthikanti's figure.
+struct LayerActivations {
+  double attention = 0; // norm input, attention block, its dropout mask (and scores)
+  double mlp = 0;       // norm input, MLP block, its dropout mask
+  double total() const { return attention + mlp; }
+};
+
+LayerActivations layer_activations(const JobSpec& job, double s, double b, bool sp) {
+  const auto& m = job.model;
+  const double sbh = s * b * static_cast<double>(m.hidden);
+  const double t = static_cast<double>(job.parallel.tp);
+  const double whole = sp ? t : 1; // what TP does not split unless sequence parallelism does
+  const double h = static_cast<double>(m.hidden);
+  const double a = static_cast<double>(m.heads);
+  const double kv = static_cast<double>(m.kv()) / a; // K and V width over h
+  const double f = static_cast<double>(m.ffn_hidden) / h;
+  const double mask = m.dropout > 0 ? 1.0 : 0.0;
+  const double keys = m.attention == AttentionKind::Sliding ? static_cast<double>(std::min(m.window, m.seq_len))
+                                                            : static_cast<double>(m.seq_len);
+  // Selective recomputation keeps no score-sized activations (Korthikanti et al. 2022, §4).
+  const bool no_scores = job.options.operators.flash_attention || job.options.selective_recompute;
+  const double scores = no_scores ? 0.0 : (2 + 3 * mask) * a * keys / (h * t);
+  LayerActivations l;
+  l.attention = sbh * ((2 + 2 + mask) / whole + (2 + 4 * kv + 2) / t + scores);
+  double mlp = 4 * f; // GeLU: its input and output
+  if (m.mlp == MlpKind::SwiGlu) mlp = job.options.operators.fused_gelu ? 6 * f : 8 * f;
+  l.mlp = sbh * ((2 + 2 + mask) / whole + mlp / t);
+  return l;
+}
+
 /// Mean activation bytes per layer of the stage when some layers are MoE layers: a MoE
-/// layer stores, instead of the dense MLP's 19·s·b·h/t (Korthikanti et al.), the router
+/// layer stores, instead of the dense MLP block (layer_activations), the router
 /// probabilities (fp32) and per routed token its input, FC1 output, activation and
 /// expert output (bf16), for the busiest rank's share of balanced routing, plus the
 /// shared experts' FC1 output and activation split over TP. `dense_layer` is a dense
 /// layer's BF16 figure; FP8 takes `fp8` off each kind of layer.
-double mean_layer_activations(const JobSpec& job, int64_t pp_rank, double dense_layer, const Fp8Saving& fp8) {
+double mean_layer_activations(const JobSpec& job, int64_t pp_rank, const LayerActivations& dense_layer,
+                              const Fp8Saving& fp8) {
   const auto& m = job.model;
   const auto& p = job.parallel;
   const double t = static_cast<double>(p.tp);
@@ -131,10 +176,11 @@ double mean_layer_activations(const JobSpec& job, int64_t pp_rank, double dense_
   const double fm = static_cast<double>(m.expert_ffn());
   const double fc1m = m.mlp == MlpKind::SwiGlu ? 2 * fm : fm;
   const double routed = local * static_cast<double>(m.top_k);
-  const double moe = dense_layer - 19 * tokens * h / t + 4 * local * static_cast<double>(m.experts) +
+  // the MLP block's norm input stays (split: MoE with tp > 1 needs sequence parallelism)
+  const double moe = dense_layer.attention + 2 * local * h + 4 * local * static_cast<double>(m.experts) +
                      routed * 2 * (2 * h + fc1m + fm) +
                      static_cast<double>(m.shared_experts) * tokens * 2 * (fc1m + fm) / t - fp8.attention - fp8.moe;
-  const double dense = dense_layer - fp8.attention - fp8.mlp;
+  const double dense = dense_layer.total() - fp8.attention - fp8.mlp;
   double sum = 0;
   int64_t count = 0;
   for (int64_t c = 0; c < p.vpp; ++c) {
@@ -142,6 +188,66 @@ double mean_layer_activations(const JobSpec& job, int64_t pp_rank, double dense_
     for (int64_t l = r.first; l < r.first + r.count; ++l, ++count) sum += m.is_moe_layer(l) ? moe : dense;
   }
   return count > 0 ? sum / static_cast<double>(count) : dense;
+}
+/// The most activation bytes rank `pp_rank` holds at once: over its passes in pipeline
+/// order, what the forward passes whose backward has not run keep (each by its own
+/// chunk's layers: uneven first and last stages hold fewer), and with ZB-H1 what the
+/// B-done passes whose W has not run keep for the weight gradients (the four GEMMs'
+/// inputs and output gradients, wgrad_layer a layer). With recomputation the recomputed
+/// layers (every one, or every n-th: ⌈layers / n⌉ of a chunk) keep only their input (and
+/// what the policy saves), the others everything, and a recomputed layer's own
+/// activations exist once more, during its backward. `s` is the rank's tokens of a
+/// sequence (seq_len / cp), `b` the micro-batch.
+double activation_bytes(const JobSpec& job, int64_t pp_rank, double s, double b) {
+  const auto& p = job.parallel;
+  const auto& m = job.model;
+  const double h = static_cast<double>(m.hidden);
+  const double a = static_cast<double>(m.heads);
+  const double t = static_cast<double>(p.tp);
+  const bool sp = p.sequence_parallel && p.tp > 1;
+  const LayerActivations dense = layer_activations(job, s, b, sp);
+  const Fp8Saving fp8 = fp8_saving(job, s, sp); // zero without FP8 GEMMs
+  const double per_layer =
+      m.experts > 0 ? mean_layer_activations(job, pp_rank, dense, fp8) : dense.total() - fp8.attention - fp8.mlp;
+  const double f = static_cast<double>(m.ffn_hidden);
+  const double fc1 = m.mlp == MlpKind::SwiGlu ? 2 * f : f;
+  const double qkv = h + 2 * static_cast<double>(m.kv()) * (h / a);
+  // (FP8: the GEMMs' inputs are kept as their FP8 copies, 1 B per element)
+  const double wgrad_layer =
+      2 * s * b * (2 * h / (sp ? t : 1) + h / t + f / t + qkv / t + h + fc1 / t + h) - fp8.attention - fp8.mlp;
+  double kept = 2 * s * b * h / (sp ? t : 1); // a recomputed layer's input
+  if (job.options.recompute_saves_alternate_matmuls) {
+    // torchtitan's per-op policy also keeps the attention output (and its softmax
+    // statistics, fp32 per head and token) and the 1st, 3rd … matmul's output (tp = 1)
+    const double kv = static_cast<double>(m.kv()) * (h / a);
+    const std::vector<double> widths = job.options.operators.fused_qkv ? std::vector<double>{qkv, h, fc1, h}
+                                                                       : std::vector<double>{h, kv, kv, h, f, f, h};
+    kept += 2 * s * b * h + 4 * s * b * a;
+    for (size_t i = 0; i < widths.size(); i += 2) kept += 2 * s * b * widths[i];
+  }
+  const int64_t every = job.options.recompute_every;
+  const auto pass_bytes = [&](int64_t layers) { // one forward pass of a chunk of `layers`
+    if (!job.options.recompute) return static_cast<double>(layers) * per_layer;
+    const double recomputed = static_cast<double>((layers + every - 1) / every);
+    return recomputed * kept + (static_cast<double>(layers) - recomputed) * per_layer;
+  };
+  std::vector<int64_t> chunk_count(static_cast<size_t>(p.vpp));
+  for (int64_t c = 0; c < p.vpp; ++c) chunk_count[static_cast<size_t>(c)] = chunk_layers(job, pp_rank, c).count;
+  double held = 0;
+  double peak = 0;
+  for (const auto& step : pipeline_order(job.options.pipeline, p.pp, p.vpp, p.micro_batches(), pp_rank)) {
+    const int64_t layers = chunk_count[static_cast<size_t>(step.chunk)];
+    if (step.weight)
+      held -= static_cast<double>(layers) * wgrad_layer;
+    else if (step.forward)
+      held += pass_bytes(layers);
+    else {
+      held -= pass_bytes(layers);
+      if (job.options.pipeline == PipelineKind::ZeroBubbleH1) held += static_cast<double>(layers) * wgrad_layer;
+    }
+    peak = std::max(peak, held);
+  }
+  return peak + (job.options.recompute ? per_layer : 0.0);
 }
 } // namespace
 
@@ -191,78 +297,8 @@ MemoryEstimate estimate_memory(const JobSpec& job, int64_t pp_rank) {
   // context parallelism: each rank keeps the activations of its seq_len / cp tokens
   const double s = static_cast<double>(m.seq_len / p.cp);
   const double b = static_cast<double>(p.micro_batch);
-  const double h = static_cast<double>(m.hidden);
-  const double a = static_cast<double>(m.heads);
   const double t = static_cast<double>(p.tp);
-  const double keys = m.attention == AttentionKind::Sliding ? static_cast<double>(std::min(m.window, m.seq_len))
-                                                            : static_cast<double>(m.seq_len);
-  // Selective recomputation keeps no score-sized activations (Korthikanti et al. 2022, §4).
-  const bool no_scores = job.options.operators.flash_attention || job.options.selective_recompute;
-  const double scores = no_scores ? 0.0 : 5 * a * keys / (h * t);
-  const bool sp = p.sequence_parallel && p.tp > 1;
-  double per_layer = s * b * h * ((sp ? 34 / t : 10 + 24 / t) + scores);
-  const Fp8Saving fp8 = fp8_saving(job, s, sp); // zero without FP8 GEMMs
-  if (m.experts > 0)
-    per_layer = mean_layer_activations(job, pp_rank, per_layer, fp8);
-  else
-    per_layer -= fp8.attention + fp8.mlp;
-  const double layer_input = 2 * s * b * h / (sp ? t : 1);
-
-  // most forward passes (of any chunk) whose backward has not run yet; with ZB-H1 also
-  // the B-done passes whose W has not run, which keep what the weight gradients read:
-  // the four GEMMs' inputs and output gradients (wgrad_layer, per layer)
-  const auto order = pipeline_order(job.options.pipeline, p.pp, p.vpp, p.micro_batches(), pp_rank);
-  const double f = static_cast<double>(m.ffn_hidden);
-  const double fc1 = m.mlp == MlpKind::SwiGlu ? 2 * f : f;
-  const double qkv = h + 2 * static_cast<double>(m.kv()) * (h / a);
-  // (FP8: the GEMMs' inputs are kept as their FP8 copies, 1 B per element)
-  const double wgrad_layer =
-      2 * s * b * (2 * h / (sp ? t : 1) + h / t + f / t + qkv / t + h + fc1 / t + h) - fp8.attention - fp8.mlp;
-  int64_t in_flight = 0;
-  int64_t w_pending = 0;
-  int64_t most = 0;
-  double most_pending = 0; // W-pending passes at the peak, as a fraction of a full pass
-  double peak = -1;
-  for (const auto& step : order) {
-    if (step.weight) {
-      --w_pending;
-      continue;
-    }
-    in_flight += step.forward ? 1 : -1;
-    if (!step.forward && job.options.pipeline == PipelineKind::ZeroBubbleH1) ++w_pending;
-    const double held = static_cast<double>(in_flight) * per_layer + static_cast<double>(w_pending) * wgrad_layer;
-    if (held > peak) {
-      peak = held;
-      most = in_flight;
-      most_pending = static_cast<double>(w_pending) * wgrad_layer / per_layer;
-    }
-  }
-  // layers per chunk: the most of this rank's chunks (they differ with uneven stages)
-  int64_t chunk_most = 0;
-  for (int64_t c = 0; c < p.vpp; ++c) chunk_most = std::max(chunk_most, chunk_layers(job, pp_rank, c).count);
-  const double layers_per_chunk = static_cast<double>(chunk_most);
-  const double pending = most_pending * layers_per_chunk * per_layer;
-  if (job.options.recompute) {
-    // the recomputed layers (every one, or every n-th: at most ⌈layers / n⌉ of a chunk)
-    // keep only their input, the others everything; a recomputed layer's own
-    // activations exist once, during its backward
-    double kept = layer_input;
-    if (job.options.recompute_saves_alternate_matmuls) {
-      // torchtitan's per-op policy also keeps the attention output (and its softmax
-      // statistics, fp32 per head and token) and the 1st, 3rd … matmul's output (tp = 1)
-      const double kv = static_cast<double>(m.kv()) * (h / a);
-      const std::vector<double> widths = job.options.operators.fused_qkv ? std::vector<double>{qkv, h, fc1, h}
-                                                                         : std::vector<double>{h, kv, kv, h, f, f, h};
-      kept += 2 * s * b * h + 4 * s * b * a;
-      for (size_t i = 0; i < widths.size(); i += 2) kept += 2 * s * b * widths[i];
-    }
-    const int64_t every = job.options.recompute_every;
-    const double recomputed = static_cast<double>((chunk_most + every - 1) / every);
-    mem.activations_bytes = static_cast<double>(most) * recomputed * kept +
-                            static_cast<double>(most) * (layers_per_chunk - recomputed) * per_layer + per_layer +
-                            pending;
-  } else
-    mem.activations_bytes = static_cast<double>(most) * layers_per_chunk * per_layer + pending;
+  mem.activations_bytes = activation_bytes(job, pp_rank, s, b);
   if (pp_rank == p.pp - 1) mem.activations_bytes += s * b * static_cast<double>(m.vocab) / t * 4;
   return mem;
 }
