@@ -2,13 +2,18 @@
 // tables, checked by the key's type, range and value names; a short axis that is a table key
 // is an alias of it (its long spelling is the same axis, stored under the short name);
 // the study file's own keys are read through the study key table.
+#include <filesystem>
+
 #include <catch2/catch.hpp>
 
 #include "config/error.hpp"
 #include "study/axes.hpp"
 #include "study/points.hpp"
+#include "study/report.hpp"
+#include "study/store.hpp"
 #include "study/study_file.hpp"
 #include "study/study_keys.hpp"
+#include "tests/backend/mpi_helpers.hpp"
 
 using namespace twinscale;
 using Catch::Matchers::Contains;
@@ -102,4 +107,27 @@ TEST_CASE("study file: its own keys come from the study key table", "[study]") {
   CHECK_THAT(doc, Contains("### [axes]"));
   CHECK_THAT(doc, Contains("| `tp` | integer ≥ 1 |  | `job.parallel.tp` |"));
   CHECK(doc.find("### [axes]") < doc.find("### [filters]"));
+}
+
+TEST_CASE("store: a key-table axis is stored and shown under its name", "[study]") {
+  const std::string dir = backend::test::fresh_dir("key-axes-store");
+  const auto spec = parse("\"job.model.layers\" = [4, 8]\n\"job.parallel.tp\" = [2]\n");
+  const auto points = study::generate_points(spec);
+  {
+    study::Store store(dir + "/s.db", spec, points);
+    for (const auto& p : points) {
+      study::PointResult r;
+      r.id = p.id;
+      r.mfu = 0.1 * static_cast<double>(p.id + 1);
+      store.put(p, r);
+    }
+  }
+  const study::Store read(dir + "/s.db");
+  CHECK(read.info().axes == std::vector<std::string>{"tp", "job.model.layers"});
+  const auto rows = read.rows();
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[1].inputs == R"({"tp":2,"job.model.layers":8})");
+  CHECK_THAT(study::rows_csv(read.info(), rows), Contains("id,axis_tp,axis_job.model.layers,status,"));
+  CHECK_THAT(study::summary_table(read.info(), rows, 2), Contains("| tp=2 job.model.layers=8"));
+  std::filesystem::remove_all(dir);
 }
