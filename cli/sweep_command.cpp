@@ -6,7 +6,7 @@
 //   twinscale sweep STUDY.toml [--db FILE] [--shard I/N] [--progress auto|always|never] [--top K]
 //   twinscale sweep show DB [--top K] [--csv FILE] [--plot DIR]
 //
-// The study file format is documented in study/study_file.cpp, the store in study/store.hpp.
+// Study files are described in docs/keys.md ("Study files"), the store in study/store.hpp.
 // Rerunning the same command resumes: points already in the store are skipped.
 #include <chrono>
 #include <cstdio>

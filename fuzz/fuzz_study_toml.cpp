@@ -1,5 +1,5 @@
-// libFuzzer harness: study files (study/study_file.cpp, compiled into the harness: the
-// rest of study/ needs the simulator). Paths to other documents are resolved against a
+// libFuzzer harness: study files (study/study_file.cpp, axes.cpp and study_keys.cpp,
+// compiled into the harness: the rest of study/ needs the simulator). Paths to other documents are resolved against a
 // folder that does not exist, so no file outside the corpus is read.
 #include "fuzz/fuzz_common.hpp"
 #include "study/study_file.hpp"

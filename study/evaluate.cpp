@@ -21,6 +21,7 @@
 #include "schedules/memory.hpp"
 #include "schedules/schedule.hpp"
 #include "sim/simulate.hpp"
+#include "study/axes.hpp"
 #include "study/error.hpp"
 #include "topology/fabric.hpp"
 
@@ -74,28 +75,21 @@ std::string effective_job(const StudySpec& spec, const Point& p, schedules::JobS
   if (spec.gpus > 0) gpus = spec.gpus;
   if (auto g = num(p, "gpus")) gpus = *g;
   if (spec.global_batch > 0) par.global_batch = spec.global_batch;
-  if (auto v = num(p, "global_batch")) par.global_batch = *v;
-  if (auto v = num(p, "tp")) par.tp = *v;
-  if (auto v = num(p, "pp")) par.pp = *v;
-  if (auto v = num(p, "vpp")) par.vpp = *v;
-  if (auto v = num(p, "cp")) par.cp = *v;
-  if (auto v = num(p, "ep")) par.ep = *v;
-  if (auto v = num(p, "micro_batch")) par.micro_batch = *v;
-  if (auto v = num(p, "zero_stage")) par.zero_stage = *v;
-  if (auto v = flag(p, "sequence_parallel")) par.sequence_parallel = *v;
+  // every axis of a job key through the key's setter (short aliases and "job.KEY" alike),
+  // in canonical order, as a job file stating the key would set it
+  for (const auto& [axis, value] : p.values)
+    if (const AxisDef& d = axis_def(axis); d.job_key) d.job_key->set(job, value);
   auto& opt = job.options;
-  if (const std::string* pl = str(p, "pipeline")) // a name of the table (checked by the study file)
-    opt.pipeline = enum_from_name(schedules::kPipelineKindNames, *pl).value();
-  else if (par.vpp > 1) // check_job: interleaved exactly when vpp > 1
-    opt.pipeline = schedules::PipelineKind::Interleaved;
-  else if (opt.pipeline == schedules::PipelineKind::Interleaved) // ZB-H1 (vpp 1) is kept
-    opt.pipeline = schedules::PipelineKind::OneFOneB;
-  if (auto v = flag(p, "overlap_dp")) opt.overlap.dp = *v;
-  if (auto v = flag(p, "overlap_pp")) opt.overlap.pp = *v;
-  if (auto v = flag(p, "overlap_tp")) opt.overlap.tp = *v;
-  if (auto v = num(p, "tp_chunks")) opt.overlap.tp_chunks = *v;
+  if (!str(p, "pipeline")) { // without the axis: check_job wants interleaved exactly when vpp > 1
+    if (par.vpp > 1)
+      opt.pipeline = schedules::PipelineKind::Interleaved;
+    else if (opt.pipeline == schedules::PipelineKind::Interleaved) // ZB-H1 (vpp 1) is kept
+      opt.pipeline = schedules::PipelineKind::OneFOneB;
+  }
   if (auto v = flag(p, "recompute")) opt.recompute = *v;
-  if (auto v = flag(p, "flash_attention")) opt.operators.flash_attention = *v;
+  for (const auto& [axis, value] : p.values) // a key that means nothing here: refused, as a file stating it
+    if (const AxisDef& d = axis_def(axis); d.job_key && d.job_key->applies && !d.job_key->applies(job))
+      return "job." + d.job_key->key + " " + d.job_key->applies_why;
   const int64_t replica = par.tp * par.pp * par.cp; // context parallel: cp ranks per sequence
   if (gpus % replica != 0)
     return "gpus " + std::to_string(gpus) + " is not a multiple of tp·pp" + (par.cp > 1 ? "·cp" : "") + " = " +
@@ -139,10 +133,27 @@ void store_iteration(const sim::SimReport& s, PointResult& r) {
 /// Axes that change the cluster, the placement or the campaign but not the job:
 /// lowering does not read them (the cluster's GPU memory enters through the target).
 bool lowering_ignores(const std::string& axis) {
-  for (const char* a : {"cluster", "placement", "seed", "oversubscription", "nic_gbit_per_s", "nics", "rails",
-                        "fault_rate_scale", "checkpoint_interval_s"})
+  if (axis_def(axis).target == AxisTarget::Cluster) return true;
+  for (const char* a :
+       {"cluster", "placement", "seed", "oversubscription", "fault_rate_scale", "checkpoint_interval_s"})
     if (axis == a) return true;
   return false;
+}
+
+/// A catalogue model axis as the edit `--set cluster.KEY=VALUE` makes to the cluster document.
+config::KeyOverride document_edit(const AxisDef& d, const Value& value) {
+  config::KeyOverride o;
+  const std::string& key = d.cluster_key->key;
+  for (size_t at = 0;;) {
+    const size_t dot = key.find('.', at);
+    o.path.push_back(key.substr(at, dot - at));
+    if (dot == std::string::npos) break;
+    at = dot + 1;
+  }
+  o.value = key_value_text(value);
+  o.text = "cluster." + key + "=" + to_text(value);
+  o.takes_text = true;
+  return o;
 }
 
 struct CampaignInputs {
@@ -304,13 +315,15 @@ PointResult Evaluator::evaluate(const Point& point) {
 PointResult Evaluator::evaluate_flow(const Point& point) { return run(point, true); }
 
 std::shared_ptr<const topology::Fabric> Evaluator::fabric_for(const std::string& cluster,
+                                                              const std::string& variant_key,
                                                               const topology::ClusterSpec& cs, std::string& why_not) {
   // A few recent fabrics are kept: points of one study mostly share their cluster.
   char key[256];
   std::snprintf(key, sizeof key, "%s|%.17g|%.17g|%lld|%lld|%lld", cluster.c_str(), cs.fabric.oversubscription[0],
                 cs.server.nic_bw_bytes_per_s, static_cast<long long>(cs.server.nics),
                 static_cast<long long>(cs.server.rails), static_cast<long long>(cs.gpus));
-  if (auto it = fabrics_.find(key); it != fabrics_.end()) return it->second;
+  const std::string k = key + ("|" + variant_key);
+  if (auto it = fabrics_.find(k); it != fabrics_.end()) return it->second;
   std::shared_ptr<const topology::Fabric> fabric;
   try {
     fabric = std::make_shared<const topology::Fabric>(cs);
@@ -323,10 +336,32 @@ std::shared_ptr<const topology::Fabric> Evaluator::fabric_for(const std::string&
     fabrics_.erase(fabric_order_.front());
     fabric_order_.erase(fabric_order_.begin());
   }
-  fabrics_[key] = fabric;
-  fabric_order_.push_back(key);
+  fabrics_[k] = fabric;
+  fabric_order_.push_back(k);
   routes_[fabric.get()] = sim::make_shared_routes();
   return fabric;
+}
+
+std::shared_ptr<config::ClusterFile> Evaluator::cluster_variant(const Point& point, const std::string& cluster,
+                                                                std::string& variant_key, std::string& why_not) {
+  std::vector<config::KeyOverride> edits;
+  for (const auto& [axis, value] : point.values)
+    if (const AxisDef& d = axis_def(axis); d.target == AxisTarget::Cluster) {
+      if (d.in_document) edits.push_back(document_edit(d, value));
+      variant_key += axis + "=" + to_text(value) + ";";
+    }
+  const auto file = cluster_file(cluster, point.id, edits, why_not);
+  if (!file) return nullptr;
+  auto variant = std::make_shared<config::ClusterFile>(*file);
+  topology::ClusterSpec& cs = variant->cluster;
+  if (auto v = real(point, "oversubscription")) cs.fabric.oversubscription.at(0) = *v;
+  for (const auto& [axis, value] : point.values) {
+    const AxisDef& d = axis_def(axis);
+    if (d.target != AxisTarget::Cluster || d.in_document) continue;
+    d.cluster_key->set(*variant, value);
+    if (axis == "nics") cs.server.rails = std::min(cs.server.rails, std::get<int64_t>(value));
+  }
+  return variant;
 }
 
 PointResult Evaluator::run(const Point& point, bool flow) {
@@ -343,20 +378,16 @@ PointResult Evaluator::run(const Point& point, bool flow) {
   store_layout(par, r);
   if (!why.empty()) return infeasible(why);
 
-  // The cluster: preset or file (each read once), then the cluster-variant axes.
+  // The cluster: preset or file (each read once, catalogue model axes made to its document),
+  // then the cluster-variant axes through the keys' own setters (config/cluster_keys.cpp),
+  // as a file stating them would set them.
   std::string cluster = job.cluster;
   if (!spec_.cluster.empty()) cluster = spec_.cluster;
   if (const std::string* c = str(point, "cluster")) cluster = *c;
-  auto variant = std::make_shared<config::ClusterFile>(*cluster_file(cluster, point.id));
+  std::string variant_key, why_not;
+  const auto variant = cluster_variant(point, cluster, variant_key, why_not);
+  if (!variant) return infeasible(why_not);
   topology::ClusterSpec& cs = variant->cluster;
-  if (auto v = real(point, "oversubscription")) cs.fabric.oversubscription.at(0) = *v;
-  // the keys' own setters (config/cluster_keys.cpp), as a file stating them would set them
-  if (auto v = real(point, "nic_gbit_per_s")) config::cluster_key("server.nic_gbit_per_s").set(*variant, *v);
-  if (auto v = num(point, "nics")) {
-    config::cluster_key("server.nics").set(*variant, *v);
-    cs.server.rails = std::min(cs.server.rails, *v);
-  }
-  if (auto v = num(point, "rails")) config::cluster_key("server.rails").set(*variant, *v);
   cs.gpus = par.gpus();
   // The memory limit `simulate` lowers against: the tightest of [gpu] and [[gpu_groups]].
   const schedules::LoweringTarget target = config::lowering_target(cs, std::nullopt, spec_.memory_fits);
@@ -377,8 +408,7 @@ PointResult Evaluator::run(const Point& point, bool flow) {
     return r;
   }
 
-  std::string why_not;
-  const auto fabric = fabric_for(cluster, cs, why_not);
+  const auto fabric = fabric_for(cluster, variant_key, cs, why_not);
   if (!fabric) return infeasible(why_not);
   // The setup `twinscale simulate` runs with its default options (config::Scenario).
   config::ScenarioSpec setup;
@@ -428,11 +458,19 @@ PointResult Evaluator::run(const Point& point, bool flow) {
   return r;
 }
 
-std::shared_ptr<const config::ClusterFile> Evaluator::cluster_file(const std::string& name, int64_t point_id) {
-  if (auto it = clusters_.find(name); it != clusters_.end()) return it->second;
-  try { // the job's own cluster (not named by the study, so not read up front)
-    return clusters_[name] = std::make_shared<const config::ClusterFile>(config::load_cluster_file(name));
+std::shared_ptr<const config::ClusterFile> Evaluator::cluster_file(const std::string& name, int64_t point_id,
+                                                                   const std::vector<config::KeyOverride>& edits,
+                                                                   std::string& why_not) {
+  std::string key = name;
+  for (const auto& e : edits) key += "\n" + e.text;
+  if (auto it = clusters_.find(key); it != clusters_.end()) return it->second;
+  try { // the job's own cluster (not named by the study, so not read up front), or an edited one
+    return clusters_[key] = std::make_shared<const config::ClusterFile>(config::load_cluster_file(name, edits));
   } catch (const config::ConfigError& e) {
+    if (!edits.empty()) { // the point's catalogue model does not fit the file: the point's own
+      why_not = e.what();
+      return nullptr;
+    }
     throw config::ConfigError(spec_.file + ": cluster of point " + std::to_string(point_id) + ": " + e.what());
   }
 }

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "study/points.hpp"
 #include "study/study_spec.hpp"
@@ -25,7 +26,8 @@ struct LoweringTarget;
 } // namespace twinscale::schedules
 namespace twinscale::config {
 struct ClusterFile;
-}
+struct KeyOverride;
+} // namespace twinscale::config
 namespace twinscale::sim::detail {
 struct RouteMemo;
 }
@@ -79,10 +81,19 @@ public:
 private:
   PointResult run(const Point& point, bool flow);
   /// The fabric of a cluster variant (cached), or nullptr with the reason it cannot be built.
-  std::shared_ptr<const topology::Fabric> fabric_for(const std::string& cluster, const topology::ClusterSpec& cs,
-                                                     std::string& why_not);
-  /// The cluster preset or file `name`, read once per study.
-  std::shared_ptr<const config::ClusterFile> cluster_file(const std::string& name, int64_t point_id);
+  /// `variant_key`: the point's cluster axes (the cluster's own figures are keyed too).
+  std::shared_ptr<const topology::Fabric> fabric_for(const std::string& cluster, const std::string& variant_key,
+                                                     const topology::ClusterSpec& cs, std::string& why_not);
+  /// The cluster preset or file `name` with `edits` made to its document, read once per
+  /// study; nullptr with the reason when the edits do not fit it (the point is infeasible).
+  std::shared_ptr<const config::ClusterFile> cluster_file(const std::string& name, int64_t point_id,
+                                                          const std::vector<config::KeyOverride>& edits,
+                                                          std::string& why_not);
+  /// The point's cluster: `cluster` with the point's cluster axes (catalogue models made to
+  /// its document, the other keys through their setters); `variant_key` names them (for the
+  /// fabric cache). nullptr with the reason when the edited document cannot be read.
+  std::shared_ptr<config::ClusterFile> cluster_variant(const Point& point, const std::string& cluster,
+                                                       std::string& variant_key, std::string& why_not);
   void run_campaign(const Point& point, const schedules::JobSpec& job, int64_t gpus_per_node, PointResult& r) const;
   /// The point's job lowered against `target`: from the cache of recent schedules when a
   /// point with the same lowering inputs (every axis but those of the cluster, placement

@@ -7,7 +7,11 @@
 //
 // Tables (names are stable; `sqlite3 DB` works on them directly):
 //   meta(key TEXT PRIMARY KEY, value TEXT): name, fingerprint, study_file, points, axes
-//     (JSON array of axis names), flow_best, twinscale_version, schema_version
+//     (JSON array of axis names), flow_best, twinscale_version, schema_version. An axis is
+//     named as study/axes.hpp names it: a short axis ("tp", also when the study spelt it
+//     "job.parallel.tp") or the key as written ("job.model.layers", "cluster.switch.radix");
+//     `inputs` keys its values by the same names, so `sweep show` (axis_<name> columns)
+//     and the report show them without a column per key, and a store of either kind opens.
 //   points(id INTEGER PRIMARY KEY, inputs TEXT, status TEXT, reason TEXT, gpus, tp, cp,
 //     ep, pp, vpp, dp, micro_batch, global_batch, memory_bytes, gpu_memory_bytes, ops,
 //     mode, iteration_time_s, tokens_per_s, tflops_per_gpu, mfu, compute_s, exposed_tp_s,

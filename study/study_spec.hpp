@@ -1,12 +1,16 @@
 // A parameter study: a base job and cluster, the axes to vary, how points are drawn
 // (grid, seeded random sample, Latin hypercube), the filters and what each point runs.
-// Plain structs; the study file format is parsed and documented in study/study_file.cpp.
+// Plain structs; the study file's keys are described once in study/study_keys.cpp (the
+// reader study/study_file.cpp and the reference docs/keys.md walk that table), its axes in
+// study/axes.cpp.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <variant>
 #include <vector>
+
+#include "common/enum_names.hpp"
 
 namespace twinscale::study {
 
@@ -19,6 +23,14 @@ std::string to_text(const Value& v);
 enum class SampleMethod : uint8_t { Grid, Random, LatinHypercube };
 enum class Evaluation : uint8_t { Lower, Memory, Simulate, Campaign };
 enum class SimModeChoice : uint8_t { Analytic, Flow };
+inline constexpr EnumNames<SampleMethod, 3> kSampleMethodNames{
+    {{"grid", SampleMethod::Grid}, {"random", SampleMethod::Random}, {"lhs", SampleMethod::LatinHypercube}}};
+inline constexpr EnumNames<Evaluation, 4> kEvaluationNames{{{"lower", Evaluation::Lower},
+                                                            {"memory", Evaluation::Memory},
+                                                            {"simulate", Evaluation::Simulate},
+                                                            {"campaign", Evaluation::Campaign}}};
+inline constexpr EnumNames<SimModeChoice, 2> kSimModeChoiceNames{
+    {{"analytic", SimModeChoice::Analytic}, {"flow", SimModeChoice::Flow}}};
 
 /// The most points one study may hold, however they are drawn: a grid's product of axis
 /// sizes and a random or Latin-hypercube sample's `points` alike. Each point is held in
@@ -27,7 +39,7 @@ enum class SimModeChoice : uint8_t { Analytic, Flow };
 inline constexpr int64_t kMaxStudyPoints = 10'000'000;
 
 struct Axis {
-  std::string name;          // one of axis_names() (study_file.cpp documents each)
+  std::string name;          // a short axis ("tp") or "job.KEY" / "cluster.KEY" (study/axes.hpp)
   std::vector<Value> values; // in the order written; duplicates rejected
 };
 
@@ -45,7 +57,7 @@ struct StudySpec {
   SampleMethod method = SampleMethod::Grid;
   int64_t points = 0; // random / lhs: points drawn
   uint64_t sample_seed = 1;
-  // [axes], in canonical order (axis_names())
+  // [axes], in canonical order (study/axes.hpp: short axes, then job keys, then cluster keys)
   std::vector<Axis> axes;
   // [filters]
   bool memory_fits = true; // a point whose largest stage does not fit the GPU is infeasible
@@ -60,8 +72,5 @@ struct StudySpec {
   int64_t seeds = 4;
   uint64_t campaign_seed = 1;
 };
-
-/// Every axis a study may vary, in the canonical order points and columns use.
-const std::vector<std::string>& axis_names();
 
 } // namespace twinscale::study

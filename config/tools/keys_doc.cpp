@@ -1,11 +1,12 @@
 // Prints docs/keys.md, the reference of every configuration key, from the key tables
-// (schedules/job_keys.cpp, config/cluster_keys.cpp). The test `keys_doc` fails when the committed file differs;
+// (schedules/job_keys.cpp, config/cluster_keys.cpp, study/study_keys.cpp). The test `keys_doc` fails when the committed file differs;
 // refresh it with: build/config/twinscale_keys_doc > docs/keys.md
 #include <iostream>
 
 #include "common/key_reference.hpp"
 #include "config/cluster_keys.hpp"
 #include "schedules/job_keys.hpp"
+#include "study/study_keys.hpp"
 
 int main() {
   namespace s = twinscale::schedules;
@@ -28,5 +29,6 @@ int main() {
                    "(`--set cluster.server.nics=4`).",
                    twinscale::config::cluster_sections(), twinscale::config::cluster_keys(),
                    twinscale::config::cluster_file_defaults());
+  std::cout << "\n" << twinscale::study::study_keys_markdown();
   return 0;
 }

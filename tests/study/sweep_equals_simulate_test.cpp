@@ -2,14 +2,25 @@
 // with a [network] table (DCQCN congestion control) and on one with [[gpu_groups]] (a
 // smaller GPU memory on some servers), every figure a sweep stores, analytic and flow,
 // equals the one `twinscale simulate --json` prints for the same job; a point whose
-// job does not fit the tightest GPU memory is refused by both.
+// job does not fit the tightest GPU memory is refused by both. A study over axes of the key
+// tables ("job.schedule.pipeline" zb-h1, ZeRO-3, cp, ep, "cluster.server.nics" and a key no
+// short axis names) stores, for every point, what `simulate --set KEY=VALUE` prints for
+// the same job and cluster (iteration, breakdown, layout) and the memory estimate of the
+// job that command reads; a point the study finds infeasible, simulate refuses too.
+#include <algorithm>
 #include <filesystem>
+#include <map>
+#include <set>
 #include <string>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "config/cluster_file.hpp"
+#include "config/job_file.hpp"
+#include "config/scenario.hpp"
+#include "schedules/memory.hpp"
+#include "study/axes.hpp"
 #include "study/store.hpp"
 #include "tests/backend/mpi_helpers.hpp"
 #include "tests/cli_runner.hpp"
@@ -81,7 +92,98 @@ void check_same(const study::PointResult& point, const nlohmann::json& sim) {
   CHECK(point.bubble_s == b.at("bubble_s").get<double>());
 }
 
+/// The `simulate` arguments of a point of the key-table study: the job preset, then one
+/// `--set` per axis, named through the axis' table key (the alias tp is parallel.tp).
+std::string simulate_args(const nlohmann::json& inputs, std::vector<config::KeyOverride>& job_edits) {
+  std::string args = "simulate --preset " + inputs.at("job").get<std::string>() + " --gpus 32 --global-batch 16";
+  for (const auto& [axis, value] : inputs.items()) {
+    const study::AxisDef& d = study::axis_def(axis);
+    if (axis == "job") continue;
+    REQUIRE((d.job_key || d.cluster_key));
+    const std::string v = value.is_string() ? value.get<std::string>() : value.dump();
+    if (d.job_key) job_edits.push_back(config::parse_key_override(d.job_key->key + "=" + v));
+    args += " --set " + (d.job_key ? d.job_key->key : "cluster." + d.cluster_key->key) + "=" + v;
+  }
+  return args + " --mode analytic --json";
+}
+
+/// Runs the study `text` (base: tiny jobs on tiny-2tier, 32 GPUs, global batch 16) and
+/// checks every point against `simulate --set`; returns each axis' values of feasible points.
+std::map<std::string, std::set<std::string>> check_study(const std::string& dir, const std::string& text) {
+  const std::string study = dir + "/keys.toml", db = dir + "/k.db";
+  std::filesystem::remove(db);
+  test::write_text(study, "name = \"key-axes\"\n[base]\njob = \"tiny-1f1b\"\ngpus = 32\nglobal_batch = 16\n" + text);
+  const auto run =
+      test::run_cli("sweep " + study + " --db " + db + " --progress never", test::Capture::StdoutAndStderr);
+  INFO(run.out);
+  REQUIRE(run.rc == 0);
+  std::map<std::string, std::set<std::string>> ok_values;
+  for (const auto& row : study::Store(db).rows()) {
+    auto inputs = nlohmann::json::parse(row.inputs);
+    if (!inputs.contains("job")) inputs["job"] = "tiny-1f1b";
+    std::vector<config::KeyOverride> job_edits;
+    const std::string args = simulate_args(inputs, job_edits);
+    INFO(args << "\n" << row.result.reason);
+    if (row.result.status != study::PointStatus::Ok) { // refused by both
+      CHECK(row.result.status == study::PointStatus::Infeasible);
+      CHECK(test::run_cli(args, test::Capture::StdoutAndStderr).rc != 0);
+      continue;
+    }
+    const auto r = test::run_cli(args, test::Capture::StdoutOnly);
+    REQUIRE(r.rc == 0);
+    const auto sim = nlohmann::json::parse(r.out);
+    check_same(row.result, sim);
+    CHECK(row.result.exposed_ep_s == sim.at("breakdown").at("exposed_ep_s").get<double>());
+    const auto& layout = sim.at("layout");
+    for (const auto& [name, v] : {std::pair{"tp", row.result.tp},
+                                  {"cp", row.result.cp},
+                                  {"ep", row.result.ep},
+                                  {"dp", row.result.dp},
+                                  {"pp", row.result.pp}})
+      CHECK(layout.at(name).get<int64_t>() == v);
+    // memory: the estimate of the job simulate read (the same edits), largest stage
+    config::JobEdits edits;
+    edits.set = job_edits;
+    edits.gpus = 32;
+    edits.global_batch = 16;
+    const auto job = config::load_job_preset(inputs.at("job").get<std::string>(), edits);
+    double memory = 0;
+    for (int64_t stage = 0; stage < job.parallel.pp; ++stage)
+      memory = std::max(memory, schedules::estimate_memory(job, stage).total_bytes());
+    CHECK(row.result.memory_bytes == memory);
+    for (const auto& [axis, value] : inputs.items()) ok_values[axis].insert(value.dump());
+  }
+  return ok_values;
+}
+
 } // namespace
+
+TEST_CASE("sweep: a point over job and cluster keys stores what simulate --set prints", "[study][cli]") {
+  const std::string dir = bt::fresh_dir("sweep-equals-simulate-keys");
+  // a Latin hypercube: each value of each axis in 8 of the 16 rows; a short axis' long
+  // spelling is stored under the short name, any other key as written
+  auto ok = check_study(dir, R"([sample]
+method = "lhs"
+points = 16
+seed = 3
+[axes]
+job = ["tiny-1f1b", "tiny-moe"]
+"job.schedule.pipeline" = ["1f1b", "zb-h1"]
+"job.parallel.zero_stage" = [1, 3]
+"job.parallel.cp" = [1, 2]
+"job.parallel.ep" = [1, 2]
+"cluster.server.nics" = [8, 4]
+"cluster.switch.latency_ns" = [600, 5000]
+)");
+  for (const char* axis : {"job", "pipeline", "zero_stage", "cp", "ep", "nics", "cluster.switch.latency_ns"})
+    CHECK(ok[axis].size() == 2);
+  // catalogue models, made to the cluster document (the model's figures come with them);
+  // the ConnectX-7's 400 Gb/s port cannot be split: infeasible in both
+  ok = check_study(dir, "[axes]\n\"cluster.gpu.model\" = [\"A100-SXM-80GB\", \"H100-SXM\"]\n"
+                        "\"cluster.server.nic\" = [\"ConnectX-6\", \"ConnectX-7\"]\n");
+  CHECK(ok["cluster.gpu.model"].size() == 2);
+  std::filesystem::remove_all(dir);
+}
 
 TEST_CASE("sweep: a point stores what simulate prints on clusters with congestion control and GPU groups",
           "[study][cli]") {
