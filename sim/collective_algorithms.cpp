@@ -176,6 +176,15 @@ CollectivePlan plan_collective(OpKind kind, const GroupPlacement& where, double 
   return plan;
 }
 
+int64_t nccl_collective_ctas(const GroupPlacement& where) {
+  if (where.server.size() <= 1) return 0;
+  constexpr int64_t kMaxChannels = 32;  // NCCL's MAXCHANNELS (src/include/device.h)
+  constexpr int64_t kNvswitchCtas = 24; // 6 rings, duplicated, doubled (see the header)
+  const auto blocks = members_by_server(where);
+  if (blocks.size() == 1) return kNvswitchCtas;
+  return std::min(kMaxChannels, 2 * nics_per_server(where, blocks));
+}
+
 int64_t max_plan_channels(int min_channels, int64_t nics_per_server) {
   int64_t most = std::max(1, min_channels);
   for (int64_t k = 1; k <= nics_per_server; ++k) most = std::max(most, k * ((min_channels + k - 1) / k));

@@ -96,6 +96,18 @@ struct GroupPlacement {
 CollectivePlan plan_collective(schedules::OpKind kind, const GroupPlacement& where, double bytes,
                                CollectiveAlgorithm algorithm, int min_channels);
 
+/// The CTAs NCCL's kernel of a ring collective over `where` runs on each member's GPU,
+/// one per channel it plans (NCCL 2.8–2.21, read with the search tool):
+///  - across servers: its ring search (src/graph/search.cc) finds one ring per NIC the
+///    members use on a server, each at about the NIC's speed (~24 GB/s for HDR, ~48 for
+///    NDR, which ncclTopoDupChannels does not duplicate: below 25 GB/s, or on sm90 below
+///    50 with more than 4 channels), and ncclTopoPostset (src/graph/connect.cc) doubles
+///    every channel ("nChannels = min(MAXCHANNELS, nChannels*2)"): 2 per NIC, at most 32;
+///  - inside one NVSwitch server: 6 rings at 40 GB/s (A100: 12 NVLinks at 20 GB/s each)
+///    or 60 (H100), duplicated by ncclTopoDupChannels, doubled again: 24.
+/// A group of one member runs none.
+int64_t nccl_collective_ctas(const GroupPlacement& where);
+
 /// The most channels a plan can use when `min_channels` are asked for on servers with
 /// `nics_per_server` NICs (the flow backend's queue-pair endpoints per GPU).
 int64_t max_plan_channels(int min_channels, int64_t nics_per_server);

@@ -51,6 +51,14 @@ double DeviceModelParams::nccl_slowdown(const topology::GpuSpec& gpu, int channe
   return std::max(used / (sms - used), hbm / (1 - hbm));
 }
 
+std::vector<double> comm_rate_factors(const topology::GpuSpec& gpu, std::optional<double> fixed_slowdown) {
+  std::vector<double> f(256, 1.0);
+  for (int c = 1; c < 256; ++c)
+    f[static_cast<size_t>(c)] =
+        1.0 / (1.0 + (fixed_slowdown ? *fixed_slowdown : DeviceModelParams::nccl_slowdown(gpu, c)));
+  return f;
+}
+
 DeviceModelParams DeviceModelOverrides::apply(DeviceModelParams p) const {
   const auto set = [](double& v, const std::optional<double>& o) {
     if (o) v = *o;

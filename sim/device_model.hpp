@@ -25,10 +25,13 @@
 //              lowered op (the lowering emits one op per kernel: three LayerNorm passes
 //              unfused, one fused; the cross-entropy passes apart).
 //   Data load  t = B / pcie + t_launch: the batch's host → device copy (GPU's PCIe figure).
-//   NCCL kernels occupy SMs: while a communication op of the rank moves data, compute
+//   NCCL kernels occupy SMs: while communication ops of the rank move data, compute
 //   runs at 1 / (1 + slowdown) of its speed, slowdown = max(used / (SMs − used),
-//   h / (1 − h)) with used = channels · nccl_sms_per_channel and h = nccl_hbm_share
-//   (DeviceModelParams::nccl_slowdown).
+//   h / (1 − h)) with used = the running ops' CTAs · nccl_sms_per_channel and h =
+//   nccl_hbm_share (DeviceModelParams::nccl_slowdown, comm_rate_factors). A
+//   data-parallel collective runs the CTAs NCCL plans for its group
+//   (nccl_collective_ctas: 16 for all 8 GPUs of DGX A100 servers), the other ops the
+//   channels asked for (sim/detail/collective_ctas.cpp).
 //
 // A calibration table (schedules/calibration.hpp, measured by the backend) overrides
 // the model for every kernel and shape it contains.
@@ -78,6 +81,11 @@ struct DeviceModelParams {
   /// lose the HBM share h the copies take, h / (1 − h); the larger of the two applies.
   static double nccl_slowdown(const topology::GpuSpec& gpu, int channels);
 };
+
+/// A GPU's compute rate while communication kernels of c CTAs in all run on it, for c =
+/// 0 … 255: 1 / (1 + nccl_slowdown(gpu, c)), or 1 / (1 + fixed_slowdown) for every c > 0
+/// when that is given (a what-if or test). What SimOptions::comm_rate_factors holds.
+std::vector<double> comm_rate_factors(const topology::GpuSpec& gpu, std::optional<double> fixed_slowdown);
 
 /// Single figures replacing the catalogue's (unset: the catalogue value).
 struct DeviceModelOverrides {

@@ -63,7 +63,7 @@ public:
   void start_compute(int32_t slot, uint32_t op, double seconds) override {
     engine_.start_compute(slot + slot_begin_, op, seconds);
   }
-  void set_comm_active(int32_t slot, bool active) override { engine_.set_comm_active(slot + slot_begin_, active); }
+  void set_comm_ctas(int32_t slot, int32_t ctas) override { engine_.set_comm_ctas(slot + slot_begin_, ctas); }
   void start_comm(uint32_t comm_id, detail::CommTask task) override {
     const auto& links = paths_.fabric().links();
     for (const auto& f : task.flows) {
@@ -129,7 +129,7 @@ MultiJobReport run_jobs(const std::vector<JobOnFabric>& jobs, const topology::Fa
   const DeviceModelParams params =
       user_options.device.apply(DeviceModelParams::from_gpu(spec.gpu, user_options.channels));
   SimOptions options = user_options;
-  options.device.nccl_compute_slowdown = params.nccl_compute_slowdown;
+  options.comm_rate_factors = comm_rate_factors(spec.gpu, user_options.device.nccl_compute_slowdown);
   options.nvlink_efficiency = user_options.nvlink_efficiency.value_or(spec.gpu.nvlink.efficiency);
   options.network_efficiency = user_options.network_efficiency.value_or(spec.server.nic.efficiency);
   options.nccl = resolve_nccl(user_options.nccl, spec);

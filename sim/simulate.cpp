@@ -126,7 +126,7 @@ SimReport run_in_process(const schedules::Schedule& schedule, const topology::Fa
   }
   // The options with every catalogue figure resolved (what the backends read).
   SimOptions options = user_options;
-  options.device.nccl_compute_slowdown = params.nccl_compute_slowdown;
+  options.comm_rate_factors = comm_rate_factors(spec.gpu, user_options.device.nccl_compute_slowdown);
   options.nvlink_efficiency = user_options.nvlink_efficiency.value_or(spec.gpu.nvlink.efficiency);
   options.network_efficiency = user_options.network_efficiency.value_or(spec.server.nic.efficiency);
   options.nccl = resolve_nccl(user_options.nccl, spec);
@@ -167,7 +167,7 @@ SimReport run_in_process(const schedules::Schedule& schedule, const topology::Fa
   detail::SimExecutor ex(schedule, gpu_of_rank, options, device, paths, representative, models);
   std::unique_ptr<detail::TimeEngine> backend;
   if (options.mode == SimMode::Analytic)
-    backend = std::make_unique<detail::AnalyticEngine>(ex, ex.slot_ranks().size(), params.nccl_compute_slowdown);
+    backend = std::make_unique<detail::AnalyticEngine>(ex, ex.slot_ranks().size(), options.comm_rate_factors);
   else
     backend = detail::make_flow_engine(ex, paths, ex.gpu_of_slot(), options);
   std::optional<schedules::BinaryTraceWriter> trace_out;

@@ -89,6 +89,11 @@ struct SimOptions {
   std::optional<double> nvlink_efficiency;
   std::optional<double> network_efficiency;
   DeviceModelOverrides device;
+  /// Resolved by simulate (callers leave it empty): [c] is a GPU's compute rate while
+  /// communication kernels of c CTAs in all run on it, 1 / (1 + slowdown) with the
+  /// slowdown of the SMs they take (DeviceModelParams::nccl_slowdown of the cluster's
+  /// GPU), or of device.nccl_compute_slowdown when that is set (for any c > 0).
+  std::vector<double> comm_rate_factors;
   // Per-GPU speed variation (sim/speed_variation.hpp): every GPU's speed drawn per seed
   // from the catalogue's speed_sigma; compute runs at the pace of the job's slowest GPU.
   bool speed_variation = false;

@@ -9,12 +9,12 @@ namespace twinscale::sim::detail {
 
 class AnalyticEngine final : public TimeEngine {
 public:
-  AnalyticEngine(CompletionListener& listener, size_t slots, double nccl_compute_slowdown)
-      : core_(listener, slots, nccl_compute_slowdown) {}
+  AnalyticEngine(CompletionListener& listener, size_t slots, std::vector<double> comm_rate_factors)
+      : core_(listener, slots, std::move(comm_rate_factors)) {}
 
   double now() const override { return core_.now(); }
   void start_compute(int32_t slot, uint32_t op, double seconds) override { core_.start_compute(slot, op, seconds); }
-  void set_comm_active(int32_t slot, bool active) override { core_.set_comm_active(slot, active); }
+  void set_comm_ctas(int32_t slot, int32_t ctas) override { core_.set_comm_ctas(slot, ctas); }
   void start_comm(uint32_t comm_id, CommTask task) override;
   void run(const std::function<void()>& start) override;
 

@@ -1,13 +1,16 @@
 #include "sim/detail/event_core.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include "schedules/error.hpp"
 
 namespace twinscale::sim::detail {
 
-EventCore::EventCore(CompletionListener& listener, size_t slots, double slowdown)
-    : listener_(listener), slowdown_(slowdown), comm_factor_(1.0 / (1.0 + slowdown)), gpus_(slots), gpu_heap_(slots) {
+EventCore::EventCore(CompletionListener& listener, size_t slots, std::vector<double> comm_rate_factors)
+    : listener_(listener), comm_factor_(std::move(comm_rate_factors)), gpus_(slots), gpu_heap_(slots) {
+  if (comm_factor_.empty()) comm_factor_.push_back(1.0);
+  comm_factor_.resize(256, comm_factor_.back()); // every uint8_t count has its entry
   TWINSCALE_ASSERT(slots < (size_t{1} << kSlotBits), "more GPU slots than the event core packs");
 }
 
@@ -20,7 +23,7 @@ uint64_t EventCore::next_seq() {
 double EventCore::rate(const Gpu& g) const {
   // the same arithmetic as speed × (1 / (1 + slowdown)) / count, without the divisions
   // whose result is exact anyway (x / 1 and x / 2 are x and x × 0.5 in floating point)
-  const double base = g.speed * (g.comm_active ? comm_factor_ : 1.0);
+  const double base = g.speed * (g.comm_ctas != 0 ? comm_factor_[g.comm_ctas] : 1.0);
   if (g.count <= 1) return base;
   return g.count == 2 ? base * 0.5 : base / static_cast<double>(g.count);
 }
@@ -120,12 +123,21 @@ void EventCore::start_compute(int32_t slot, uint32_t op, double seconds) {
   reschedule(slot);
 }
 
-void EventCore::set_comm_active(int32_t slot, bool active) {
+void EventCore::set_comm_ctas(int32_t slot, int32_t ctas) {
   Gpu& g = gpus_[static_cast<size_t>(slot)];
-  if (g.comm_active == active) return;
+  const auto c = static_cast<uint8_t>(std::clamp(ctas, 0, 255));
+  const double before = g.comm_ctas != 0 ? comm_factor_[g.comm_ctas] : 1.0;
+  const double after = c != 0 ? comm_factor_[c] : 1.0;
+  // progress is taken at every start and end of communication and whenever the rate
+  // changes; a count that changes while the rate stays needs neither
+  const bool toggles = (g.comm_ctas == 0) != (c == 0);
+  if (!toggles && before == after) {
+    g.comm_ctas = c;
+    return;
+  }
   advance(g, slot);
-  g.comm_active = active;
-  if (slowdown_ != 0) reschedule(slot);
+  g.comm_ctas = c;
+  if (after != before) reschedule(slot);
 }
 
 void EventCore::add_timer(double at, uint32_t comm_id) {

@@ -2,8 +2,9 @@
 // closed-form communication, in one queue ordered by (time, insertion).
 //
 // Compute ops of one GPU share it equally (processor sharing: kernels of different
-// streams); a GPU computes at speed × 1 / (1 + nccl_compute_slowdown) while the rank's
-// NCCL kernels move data, where speed is 1 or the factor of a fault plan's slowdown
+// streams); a GPU computes at speed × comm_rate_factors[c] while communication kernels
+// of c CTAs in all run on it (SimOptions::comm_rate_factors: 1 / (1 + slowdown) for the
+// SMs they take), where speed is 1 or the factor of a fault plan's slowdown
 // (events added with add_speed_change). Rates are re-derived and completions
 // rescheduled whenever any of that changes, so slowdowns apply exactly to the overlap.
 //
@@ -33,12 +34,15 @@ namespace twinscale::sim::detail {
 
 class EventCore {
 public:
-  EventCore(CompletionListener& listener, size_t slots, double nccl_compute_slowdown);
+  /// `comm_rate_factors[c]`: the compute rate while communication kernels of c CTAs run
+  /// (c ≥ the table's size: its last entry); empty: communication never slows compute.
+  EventCore(CompletionListener& listener, size_t slots, std::vector<double> comm_rate_factors);
 
   double now() const { return now_; }
   void set_now(double t) { now_ = t; }
   void start_compute(int32_t slot, uint32_t op, double seconds);
-  void set_comm_active(int32_t slot, bool active);
+  /// The CTAs of the communication kernels now running on `slot`'s GPU (0: none).
+  void set_comm_ctas(int32_t slot, int32_t ctas);
   void add_timer(double at, uint32_t comm_id);
   /// From `at` on, `slot`'s GPU computes at `speed` (1 = nominal).
   void add_speed_change(double at, int32_t slot, double speed);
@@ -61,9 +65,9 @@ private:
   struct alignas(64) Gpu {
     double since = 0;
     double speed = 1;
-    uint32_t next_op = 0; // its pending completion (while in the heap)
-    uint8_t count = 0;    // ops running on the GPU: at most one per stream
-    bool comm_active = false;
+    uint32_t next_op = 0;  // its pending completion (while in the heap)
+    uint8_t count = 0;     // ops running on the GPU: at most one per stream
+    uint8_t comm_ctas = 0; // the CTAs of its running communication kernels (capped at 255)
     std::array<uint32_t, kInline> op{};
     std::array<double, kInline> remaining_s{};
   };
@@ -112,8 +116,7 @@ private:
   void prefetch(int32_t slot) const;
 
   CompletionListener& listener_;
-  double slowdown_;
-  double comm_factor_; // 1 / (1 + slowdown_)
+  std::vector<double> comm_factor_; // by CTAs running (SimOptions::comm_rate_factors)
   double now_ = 0;
   uint64_t seq_ = 0;
   std::vector<Gpu> gpus_;

@@ -156,7 +156,7 @@ void SimExecutor::issue_collective(int32_t slot, uint32_t op_index) {
   if (!schedules::all_members_reached(pc.arrived.size(), static_cast<size_t>(sl.group_needed[k]))) return;
   group.pending.erase(it);
   CommTask task = collective_task(op, sl.rank, group);
-  start_comm(pending_[pending_index].arrived, std::move(task));
+  start_comm(pending_[pending_index].arrived, std::move(task), collective_ctas(op, sl.rank, group));
   pending_[pending_index].arrived.clear();
   free_pending_.push_back(pending_index);
 }
@@ -207,7 +207,7 @@ void SimExecutor::issue_p2p(int32_t slot, uint32_t op_index) {
   if (options_.mode == SimMode::Analytic && q.bytes == bytes && !windows) {
     CommTask task;
     task.closed_form_s = q.closed_form_s;
-    start_comm(std::array<Participant, 2>{s, r}, std::move(task));
+    start_comm(std::array<Participant, 2>{s, r}, std::move(task), options_.channels);
     return;
   }
   CommTask task = p2p_task(src, dst, bytes);
@@ -215,7 +215,7 @@ void SimExecutor::issue_p2p(int32_t slot, uint32_t op_index) {
     q.bytes = bytes;
     q.closed_form_s = task.closed_form_s;
   }
-  start_comm(std::array<Participant, 2>{s, r}, std::move(task));
+  start_comm(std::array<Participant, 2>{s, r}, std::move(task), options_.channels);
 }
 
 /// The group and, with `images`, the groups its symmetric images form (every tp shift,
@@ -357,11 +357,12 @@ CommTask SimExecutor::p2p_task(int64_t src_rank, int64_t dst_rank, double bytes)
   return task;
 }
 
-void SimExecutor::start_comm(std::span<const Participant> participants, CommTask task) {
+void SimExecutor::start_comm(std::span<const Participant> participants, CommTask task, int32_t ctas) {
   uint32_t id = 0;
   if (free_comms_.empty()) {
     id = static_cast<uint32_t>(comms_.size());
     comms_.emplace_back();
+    comm_ctas_.push_back(0);
   } else {
     id = free_comms_.back();
     free_comms_.pop_back();
@@ -373,9 +374,11 @@ void SimExecutor::start_comm(std::span<const Participant> participants, CommTask
     if (!sl.timing.empty()) sl.timing[p.op].transfer_s = now;
     if (h.cls == HotOp::Recv) sl.account.change(now, Activity::RecvWait, -1);
     sl.account.change(now, activity_of(h), +1);
-    if (sl.active_comms++ == 0) backend_->set_comm_active(p.slot, true);
+    sl.comm_ctas += ctas;
+    backend_->set_comm_ctas(p.slot, sl.comm_ctas);
   }
   comms_[id].assign(participants.begin(), participants.end());
+  comm_ctas_[id] = ctas;
   backend_->start_comm(id, std::move(task));
 }
 
@@ -393,7 +396,8 @@ void SimExecutor::on_comm_done(uint32_t comm_id, bool failed, double stalled_s) 
   for (const Participant& p : parts) prefetch(p.slot);
   for (const Participant& p : parts) {
     Slot& sl = slots_[static_cast<size_t>(p.slot)];
-    if (--sl.active_comms == 0) backend_->set_comm_active(p.slot, false);
+    sl.comm_ctas -= comm_ctas_[comm_id];
+    backend_->set_comm_ctas(p.slot, sl.comm_ctas);
     if (failed || stalled_s > 0) {
       incidents_.push_back({sl.rank, p.op, op_name(p.slot, p.op), failed, backend_->now(), stalled_s});
     }

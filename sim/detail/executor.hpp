@@ -143,10 +143,10 @@ private:
     std::array<uint8_t, schedules::kStreamCount> wait_stream{}; // kNoWait: not known blocked
     uint8_t busy = 0;                                           // bit per stream
     uint8_t streams = 0;                                        // bit per stream its program has ops on
-    int32_t active_comms = 0;
-    double speed = 1;                               // compute speed factor of its GPU
-    const schedules::ProgramIndex* index = nullptr; // the rules' index of its program
-    const HotOp* hot = nullptr;                     // its program's hot records, by op
+    int32_t comm_ctas = 0;                                      // CTAs of its communication kernels now running
+    double speed = 1;                                           // compute speed factor of its GPU
+    const schedules::ProgramIndex* index = nullptr;             // the rules' index of its program
+    const HotOp* hot = nullptr;                                 // its program's hot records, by op
     const uint32_t* dep_at = nullptr; // its program's dependencies as position << 3 | stream (CSR of deps)
     RankAccount account;
     std::array<double, schedules::kStreamCount> stream_start{}; // running op's issue time
@@ -186,6 +186,7 @@ private:
   struct GroupState {
     std::vector<std::pair<uint64_t, uint32_t>> pending; // (channel key, instance; index in pending_)
     int8_t same_server = -1;                            // −1: not computed yet
+    int16_t nccl_ctas = -1;                             // DP collectives' CTAs; −1: not computed yet
     struct Form {
       int kind = -1;
       double bytes = 0, seconds = 0;
@@ -201,7 +202,10 @@ private:
   void complete_op(int32_t slot, uint32_t op, bool failed);
   void issue_collective(int32_t slot, uint32_t op);
   void issue_p2p(int32_t slot, uint32_t op);
-  void start_comm(std::span<const Participant> participants, CommTask task);
+  /// `ctas`: the CTAs its kernels occupy on each participant's GPU while it runs.
+  void start_comm(std::span<const Participant> participants, CommTask task, int32_t ctas);
+  /// The CTAs a collective's NCCL kernels occupy on each member's GPU (collective_ctas.cpp).
+  int32_t collective_ctas(const HotOp& op, int64_t rank, GroupState& group) const;
   CommTask collective_task(const HotOp& op, int64_t rank, GroupState& group) const;
   int64_t peer_rank(int32_t slot, uint32_t op_index) const;
   PairQueue& pair_queue(int32_t src_slot, int32_t dst_slot);
@@ -240,6 +244,7 @@ private:
   std::vector<uint32_t> free_pending_;
   std::vector<PairQueue> pair_queues_;          // found through Slot::out_pairs of the sender
   std::vector<std::vector<Participant>> comms_; // by comm id (ids are reused)
+  std::vector<int32_t> comm_ctas_;              // by comm id: the CTAs on each participant
   std::vector<uint32_t> free_comms_;
   struct ClosedFormKey {
     uint64_t group; // kind, group kind and first member packed

@@ -335,7 +335,7 @@ void FlowEngine::start_compute(int32_t slot, uint32_t op, double seconds) {
   impl_->core.start_compute(slot, op, seconds);
 }
 
-void FlowEngine::set_comm_active(int32_t slot, bool active) { impl_->core.set_comm_active(slot, active); }
+void FlowEngine::set_comm_ctas(int32_t slot, int32_t ctas) { impl_->core.set_comm_ctas(slot, ctas); }
 
 void FlowEngine::start_comm(uint32_t comm_id, CommTask task) {
   if (task.closed_form_s >= 0) {

@@ -41,7 +41,7 @@ public:
 
   double now() const override;
   void start_compute(int32_t slot, uint32_t op, double seconds) override;
-  void set_comm_active(int32_t slot, bool active) override;
+  void set_comm_ctas(int32_t slot, int32_t ctas) override;
   void start_comm(uint32_t comm_id, CommTask task) override;
   void run(const std::function<void()>& start) override;
   int64_t flows_started() const override;

@@ -131,8 +131,7 @@ struct FlowEngine::Impl {
   std::unique_ptr<congestion::LinkCapacity> link_capacity; // PFC pauses on SimGrid links (cc's)
 
   Impl(CompletionListener& l, const NetworkPaths& p, std::vector<int64_t> sg, const SimOptions& o)
-      : listener(l), paths(p), slot_gpu(std::move(sg)), options(o),
-        core(l, slot_gpu.size(), o.device.nccl_compute_slowdown.value_or(0)) {}
+      : listener(l), paths(p), slot_gpu(std::move(sg)), options(o), core(l, slot_gpu.size(), o.comm_rate_factors) {}
 
   /// Runs executor code inside an actor, then the SimGrid calls it requested. An
   /// exception (a schedule that cannot run) must not escape into SimGrid's context: it

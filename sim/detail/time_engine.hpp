@@ -53,8 +53,9 @@ public:
   /// Runs `seconds` of nominal compute for op `op` of executed rank `slot`. Compute ops
   /// running at once on one GPU (kernels of different streams) share it equally.
   virtual void start_compute(int32_t slot, uint32_t op, double seconds) = 0;
-  /// Whether NCCL kernels of `slot` are moving data (compute slows down meanwhile).
-  virtual void set_comm_active(int32_t slot, bool active) = 0;
+  /// The CTAs of the communication kernels of `slot` now moving data (0: none; compute
+  /// slows down meanwhile, SimOptions::comm_rate_factors).
+  virtual void set_comm_ctas(int32_t slot, int32_t ctas) = 0;
   virtual void start_comm(uint32_t comm_id, CommTask task) = 0;
   /// Calls `start` at time 0, then advances time until nothing is left to run.
   virtual void run(const std::function<void()>& start) = 0;

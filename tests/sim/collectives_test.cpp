@@ -116,3 +116,27 @@ TEST_CASE("two flows on one bottleneck link each get half", "[sim][collectives]"
   CHECK(one == Approx(S / B).epsilon(1e-3));
   CHECK(two == Approx(2 * S / B).epsilon(1e-3));
 }
+
+TEST_CASE("nccl_collective_ctas: NCCL's channels, one ring per NIC doubled, 24 inside an NVSwitch server",
+          "[sim][collectives]") {
+  GroupPlacement one;
+  one.server = {0};
+  one.nic = {0};
+  CHECK(nccl_collective_ctas(one) == 0);
+  GroupPlacement server; // 8 GPUs of one server
+  for (int64_t g = 0; g < 8; ++g) server.server.push_back(0), server.nic.push_back(g);
+  CHECK(nccl_collective_ctas(server) == 24);
+  GroupPlacement all8; // all 8 GPUs of 4 servers, each on its own NIC (FSDP on DGX A100)
+  GroupPlacement rail; // one GPU of each of 4 servers (data parallelism with TP 8)
+  for (int64_t s = 0; s < 4; ++s) {
+    for (int64_t g = 0; g < 8; ++g) all8.server.push_back(s), all8.nic.push_back(g);
+    rail.server.push_back(s);
+    rail.nic.push_back(0);
+  }
+  CHECK(nccl_collective_ctas(all8) == 16);
+  CHECK(nccl_collective_ctas(rail) == 2);
+  GroupPlacement wide; // 20 GPUs and NICs a server: capped at NCCL's MAXCHANNELS
+  for (int64_t s = 0; s < 2; ++s)
+    for (int64_t g = 0; g < 20; ++g) wide.server.push_back(s), wide.nic.push_back(g);
+  CHECK(nccl_collective_ctas(wide) == 32);
+}

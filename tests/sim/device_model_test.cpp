@@ -127,3 +127,19 @@ TEST_CASE("speed variation: a fraction of slow hosts", "[sim][device]") {
   CHECK_THROWS_AS(sim::slowest_gpu_factor(8, 0.013, 1, {0.1, 0.9, 8}), sim::SimError);
   CHECK_THROWS_AS(sim::slowest_gpu_factor(8, 0.013, 1, {0.1, 1.2, 0}), sim::SimError);
 }
+
+TEST_CASE("communication CTAs: the compute rate by the CTAs running, one table per GPU", "[sim][device]") {
+  const auto f = sim::comm_rate_factors(a100(), std::nullopt);
+  REQUIRE(f.size() == 256);
+  CHECK(f[0] == 1.0);
+  // a ring's copies take 5 % of HBM on A100: up to 5 CTAs of 108 SMs the HBM share binds
+  CHECK(f[2] == 1.0 / (1.0 + DeviceModelParams::nccl_slowdown(a100(), 2)));
+  CHECK(f[2] == f[5]);
+  // 16 CTAs (a data-parallel group of all 8 GPUs of DGX A100 servers): 16 / 92 slower
+  CHECK(f[16] == Approx(1.0 / (1.0 + 16.0 / 92.0)));
+  CHECK(f[24] < f[16]);
+  // a fixed slowdown (what-if) applies to any count
+  const auto fixed = sim::comm_rate_factors(a100(), 0.25);
+  CHECK(fixed[1] == 1.0 / 1.25);
+  CHECK(fixed[200] == 1.0 / 1.25);
+}

@@ -177,3 +177,27 @@ TEST_CASE("hierarchical all-to-all with tp 2: both modes, aggregated agrees with
   CHECK_THROWS_WITH(simulate_job(bad, SimMode::Analytic, true),
                     Catch::Contains("parallel.ep_node = 8 (tp 2)") && Catch::Contains("valid: ep_node · tp ≤ 8"));
 }
+
+TEST_CASE("tiny-fsdp: FSDP's collectives take NCCL's CTAs, so compute overlapped with them slows", "[sim][fsdp]") {
+  // the same job with every communication kernel taking the channels asked for (a fixed
+  // slowdown equal to theirs) runs faster than with the CTAs NCCL plans for the
+  // data-parallel group (two servers' GPUs of tiny-2tier)
+  auto job = config::load_job_preset("tiny-fsdp");
+  job.model.hidden = 2048;
+  job.model.heads = 16;
+  job.model.seq_len = 1024;
+  job.model.ffn_hidden = 4 * 2048;
+  auto spec = tiny_cluster();
+  spec.gpus = job.parallel.gpus();
+  const topology::Fabric fabric(spec);
+  const schedules::Schedule s = schedules::lower(job);
+  const auto gpus = topology::place(fabric, {job.parallel.tp, job.parallel.dp, job.parallel.pp},
+                                    topology::PlacementPolicy::Linear, 1);
+  SimOptions o;
+  o.mode = SimMode::Analytic;
+  const double planned = simulate(s, fabric, gpus, o).iteration_time_s;
+  o.device.nccl_compute_slowdown = DeviceModelParams::nccl_slowdown(spec.gpu, o.channels);
+  const double asked = simulate(s, fabric, gpus, o).iteration_time_s;
+  INFO("planned CTAs " << planned << " s, asked channels " << asked << " s");
+  CHECK(planned > asked);
+}

@@ -1,0 +1,34 @@
+// The SMs a collective's kernels take on its members' GPUs while it runs: what the event
+// core slows their compute by (SimOptions::comm_rate_factors).
+#include "schedules/op.hpp"
+#include "sim/collective_algorithms.hpp"
+#include "sim/detail/executor.hpp"
+
+namespace twinscale::sim::detail {
+
+/// A data-parallel collective (the gradient reduce-scatter or all-reduce, the parameter
+/// all-gather, FSDP's per-layer ones: the collectives a stack overlaps with compute) runs
+/// the CTAs NCCL plans for its group (nccl_collective_ctas: 16 for a group of all 8 GPUs
+/// of DGX A100 servers, 2 for one GPU per server). The others keep the channels asked
+/// for (SimOptions::channels): tensor-parallel collectives mostly block the compute
+/// stream, and the overlapped ones of Transformer Engine's userbuffers run on the copy
+/// engines or on the few SMs their configuration names, which no stack fact gives yet;
+/// pipeline and context-parallel transfers are NCCL's point-to-point, 2 channels per
+/// peer across servers (NCCL_NCHANNELS_PER_NET_PEER).
+int32_t SimExecutor::collective_ctas(const HotOp& op, int64_t rank, GroupState& group) const {
+  if (static_cast<schedules::Stream>(op.stream) != schedules::Stream::DpComm || op.kind == schedules::OpKind::AllToAll)
+    return options_.channels;
+  if (group.nccl_ctas < 0) {
+    const auto& fabric = paths_.fabric();
+    GroupPlacement where;
+    for (int64_t m : schedule_.layout.group_members(op.group, rank)) {
+      const int64_t gpu = gpu_of_rank_[static_cast<size_t>(m)];
+      where.server.push_back(fabric.server_of_gpu(gpu));
+      where.nic.push_back(fabric.nic_of_gpu(gpu));
+    }
+    group.nccl_ctas = static_cast<int16_t>(nccl_collective_ctas(where));
+  }
+  return group.nccl_ctas;
+}
+
+} // namespace twinscale::sim::detail
