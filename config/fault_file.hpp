@@ -1,5 +1,6 @@
-// Fault files: TOML → faults::FaultModel (statistical categories) and faults::FaultPlan
-// (explicit timed events). Every key is documented in fault_file.cpp.
+// Fault files: TOML → faults::FaultModel (statistical categories; keys documented in
+// fault_file.cpp) and faults::FaultPlan (explicit timed events; keys in docs/keys.md,
+// "Fault plan files", generated from config/fault_plan_keys.cpp).
 #pragma once
 
 #include <string>
@@ -22,8 +23,9 @@ faults::FaultModel load_fault_model_preset(const std::string& name);
 /// `spec` is a path if it names an existing file or ends in ".toml", else a preset name.
 faults::FaultModel resolve_fault_model(const std::string& spec);
 
-/// Parses a fault plan (events and retransmit parameters). Names are not resolved here:
-/// call check_fault_plan with the cluster's targets.
+/// Parses a fault plan (events and retransmit parameters) through its key table: unknown
+/// keys, wrong types and out-of-range values are ConfigErrors naming the file and the key.
+/// Names are not resolved here: call check_fault_plan with the cluster's targets.
 faults::FaultPlan parse_fault_plan(std::string_view text, const std::string& file);
 faults::FaultPlan load_fault_plan(const std::string& path);
 /// faults::validate_plan, with FaultErrors turned into ConfigErrors naming `file`.
@@ -31,9 +33,5 @@ void check_fault_plan(faults::FaultPlan& plan, const faults::PlanTargets& target
 /// load_fault_plan + check_fault_plan against the fabric's link, GPU and server names:
 /// the one call an executor needs (events sorted, names resolved to indices).
 faults::FaultPlan load_checked_fault_plan(const std::string& path, const topology::Fabric& fabric);
-
-/// Reads a [retransmit] table (ib_timeout | timeout_per_retry_s, retries) over `out`'s
-/// defaults; shared by fault plans and recovery policies.
-void read_retransmit(TableReader& table, faults::RetransmitPolicy& out);
 
 } // namespace twinscale::config

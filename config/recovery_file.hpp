@@ -1,6 +1,6 @@
 // Recovery files: TOML → faults::RecoveryPolicy + faults::CheckpointPolicy (the two are
 // written together: a recovery preset describes one operating practice). Every key is
-// documented in recovery_file.cpp.
+// listed in docs/keys.md ("Recovery files"), generated from config/recovery_keys.cpp.
 #pragma once
 
 #include <string>

@@ -42,13 +42,14 @@ CheckpointState checkpoint_state(double parameters, const topology::JobShape& sh
                                  int64_t gpus_per_node = 8);
 
 /// Bandwidths checkpointing uses. Storage bandwidths are aggregate over the cluster and
-/// capped per node by the node's storage client.
+/// capped per node by the node's storage client. Recovery files set them ([storage]; the
+/// keys and the sources of these defaults: docs/keys.md, from config/recovery_keys.cpp).
 struct StorageSpec {
-  double pcie_bw_bytes_per_s = 25e9;      // per GPU, GPU → pinned host (PCIe 4 x16, measured ~25 GB/s)
-  double write_bw_bytes_per_s = 200e9;    // aggregate to the distributed file system
-  double read_bw_bytes_per_s = 400e9;     // aggregate from it
-  double client_bw_bytes_per_s = 12.5e9;  // per node, storage NIC (100 Gb/s)
-  double broadcast_bw_bytes_per_s = 24e9; // per GPU, NCCL broadcast bus bandwidth (HDR 200G)
+  double pcie_bw_bytes_per_s = 25e9;      // per GPU, GPU → pinned host (PCIe 4.0 x16, measured ~25 GB/s)
+  double write_bw_bytes_per_s = 200e9;    // aggregate to the distributed file system (assumed)
+  double read_bw_bytes_per_s = 400e9;     // aggregate from it (assumed)
+  double client_bw_bytes_per_s = 12.5e9;  // per node, storage NIC (100 Gb/s, assumed)
+  double broadcast_bw_bytes_per_s = 24e9; // per GPU, NCCL bus bandwidth per NIC measured on HDR 200G
 };
 
 struct CheckpointPolicy {

@@ -11,17 +11,7 @@
 
 namespace twinscale::faults {
 
-const char* to_string(PlanEventKind kind) {
-  switch (kind) {
-  case PlanEventKind::LinkFlap: return "link-flap";
-  case PlanEventKind::LinkDown: return "link-down";
-  case PlanEventKind::GpuSlowdown: return "gpu-slowdown";
-  case PlanEventKind::ServerCrash: return "server-crash";
-  case PlanEventKind::LinkDegraded: return "link-degraded";
-  case PlanEventKind::Jitter: return "jitter";
-  }
-  return "?";
-}
+const char* to_string(PlanEventKind kind) { return enum_name(kPlanEventKindNames, kind).data(); }
 
 namespace {
 

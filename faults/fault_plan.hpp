@@ -38,6 +38,8 @@
 #include <string>
 #include <vector>
 
+#include "common/enum_names.hpp"
+
 namespace twinscale::faults {
 
 inline constexpr double kForever = std::numeric_limits<double>::infinity();
@@ -64,6 +66,14 @@ enum class PlanEventKind : uint8_t {
   LinkDegraded, // link at bandwidth_factor of its bandwidth during [at_s, until_s)
   Jitter,       // random per-iteration pauses of a GPU's rank (GC-like)
 };
+
+/// The names fault plans give the kinds (`kind = "link-flap"`).
+inline constexpr EnumNames<PlanEventKind, 6> kPlanEventKindNames{{{"link-flap", PlanEventKind::LinkFlap},
+                                                                  {"link-down", PlanEventKind::LinkDown},
+                                                                  {"gpu-slowdown", PlanEventKind::GpuSlowdown},
+                                                                  {"server-crash", PlanEventKind::ServerCrash},
+                                                                  {"link-degraded", PlanEventKind::LinkDegraded},
+                                                                  {"jitter", PlanEventKind::Jitter}}};
 
 /// What a link outage does to the flows that cross it.
 enum class OutageOutcome : uint8_t {

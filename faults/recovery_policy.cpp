@@ -77,20 +77,8 @@ void validate_policy(const RecoveryPolicy& p) {
   if (!(p.comm_init.store_op_s >= 0)) fail(p, "comm_init.store_op_s", "must be ≥ 0");
 }
 
-const char* to_string(CommInitMethod m) {
-  switch (m) {
-  case CommInitMethod::GlobalBarrierPerGroup: return "global-barrier";
-  case CommInitMethod::LocalBarrier: return "local-barrier";
-  }
-  return "?";
-}
+const char* to_string(CommInitMethod m) { return enum_name(kCommInitMethodNames, m).data(); }
 
-const char* to_string(CheckpointLoadMethod m) {
-  switch (m) {
-  case CheckpointLoadMethod::EveryRankReads: return "every-rank-reads";
-  case CheckpointLoadMethod::ReaderPerDpGroup: return "reader-per-dp-group";
-  }
-  return "?";
-}
+const char* to_string(CheckpointLoadMethod m) { return enum_name(kCheckpointLoadMethodNames, m).data(); }
 
 } // namespace twinscale::faults

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 
+#include "common/enum_names.hpp"
 #include "faults/fault_model.hpp"
 #include "faults/fault_plan.hpp"
 #include "topology/placement.hpp"
@@ -56,6 +57,8 @@ enum class CommInitMethod : uint8_t {
   GlobalBarrierPerGroup, // torch.distributed new_group() + barrier: baseline
   LocalBarrier,          // MegaScale: non-blocking store, local barriers only
 };
+inline constexpr EnumNames<CommInitMethod, 2> kCommInitMethodNames{
+    {{"global-barrier", CommInitMethod::GlobalBarrierPerGroup}, {"local-barrier", CommInitMethod::LocalBarrier}}};
 
 struct CommInitPolicy {
   CommInitMethod method = CommInitMethod::LocalBarrier;
@@ -75,6 +78,9 @@ enum class CheckpointLoadMethod : uint8_t {
   EveryRankReads,   // each rank reads its shard from storage (DP replicas read the same bytes)
   ReaderPerDpGroup, // one rank per DP group reads, then broadcasts over the group (M16)
 };
+inline constexpr EnumNames<CheckpointLoadMethod, 2> kCheckpointLoadMethodNames{
+    {{"every-rank-reads", CheckpointLoadMethod::EveryRankReads},
+     {"reader-per-dp-group", CheckpointLoadMethod::ReaderPerDpGroup}}};
 
 struct RecoveryPolicy {
   std::string name;

@@ -5,6 +5,8 @@
 
 #include "common/key_reference.hpp"
 #include "config/cluster_keys.hpp"
+#include "config/fault_plan_keys.hpp"
+#include "config/recovery_keys.hpp"
 #include "schedules/job_keys.hpp"
 #include "study/study_keys.hpp"
 
@@ -29,6 +31,22 @@ int main() {
                    "(`--set cluster.server.nics=4`).",
                    twinscale::config::cluster_sections(), twinscale::config::cluster_keys(),
                    twinscale::config::cluster_file_defaults());
+  std::cout << "\n"
+            << twinscale::key_reference_markdown(
+                   "Fault plan files",
+                   "A fault plan (TOML, `--faults plan.toml`) lists explicit events at simulated times (a link "
+                   "flaps, a GPU slows down, a server crashes…) and the retransmit parameters that decide "
+                   "whether a link outage stalls or fails the job (example: examples/plan.toml). These keys "
+                   "are not taken by `--set`.",
+                   twinscale::config::fault_plan_sections(), twinscale::config::fault_plan_keys());
+  std::cout << "\n"
+            << twinscale::key_reference_markdown(
+                   "Recovery files",
+                   "A recovery file (TOML, `--recovery NAME|FILE`) describes one operating practice: how "
+                   "failures are detected, diagnosed and repaired, how the job restarts and how it "
+                   "checkpoints (presets: presets/recovery/). Every key is optional. These keys are not taken "
+                   "by `--set`.",
+                   twinscale::config::recovery_sections(), twinscale::config::recovery_keys());
   std::cout << "\n" << twinscale::study::study_keys_markdown();
   return 0;
 }
