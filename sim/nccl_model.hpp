@@ -1,14 +1,15 @@
 // NCCL's cost model: the protocol a collective runs with (LL, LL128 or Simple), what each
 // protocol costs in latency per step and in bandwidth, and which one NCCL's tuner picks
-// for a message size. Every figure is a micro-level fact with its source beside it: the
-// constants NCCL's own tuner uses for Ampere (NCCL 2.8–2.10, src/graph/tuning.cc, read
-// with the search tool; the numbers are NCCL's, the code is ours) and nccl-tests
-// measurements (../shared/reference/hardware.md).
+// for a message size. The figures are NCCL's own tuner constants per GPU generation
+// (src/graph/tuning.cc of the release each set names), kept as data in the hardware
+// catalogue (presets/hardware/nccl.toml, topology::NcclTuningSpec) and picked by the
+// GPUs' compute capability; the code that uses them is ours.
 //
 // How the simulator uses it (sim/collective_algorithms.hpp, sim/detail/network_paths.hpp):
 //  - bandwidth: a collective's wire bytes are its bytes / bw_fraction(protocol), so a
 //    protocol that moves data at a quarter of the link speed (LL) takes four times as
-//    long on the links of the fabric, in both modes and under contention;
+//    long on the links of the fabric, in both modes and under contention; a protocol's
+//    ceiling (LL128 and tree per channel, LL in total) lowers its fraction where it binds;
 //  - latency: base latency once per collective plus, per ring step, the protocol's step
 //    latency of the hop class it crosses (NVLink inside a server, network between
 //    servers), counted as NCCL counts them: (steps − inter-server steps) NVLink steps
@@ -36,63 +37,39 @@ std::string_view to_string(NcclProtocol);
 /// Per-protocol figure, indexed by NcclProtocol (LL, LL128, Simple).
 using PerProtocol = std::array<double, kNcclProtocols>;
 
-/// The figures of NCCL's tuner (seconds, bytes/s, fractions). Software figures (per
-/// collective latency, protocol bandwidth fractions) default to NCCL 2.8–2.10
-/// src/graph/tuning.cc for compute capability 8.0 (A100); hardware figures (the latency
-/// of a step over NVLink or through a NIC) come from the hardware catalogue's NVLink and
-/// NIC entries (presets/hardware/{nvlink,nics}.toml) unless set here.
+/// How the simulator runs NCCL, and overrides of the tuner figures. No figure lives here:
+/// resolve_nccl takes them from the cluster's GPU generation (the catalogue's NCCL set,
+/// presets/hardware/nccl.toml) unless one is set.
 struct NcclParams {
   /// false: idealised collectives (tests of the fabric model): Simple protocol only, no
   /// NCCL software latency, only the fabric's path latencies.
   bool model_protocols = true;
-  /// NCCL_PROTO: which protocols the tuner may pick. LL128 is on by default only on
-  /// Volta/Ampere with NVLink (tuning.cc, "protoEnable").
-  std::array<bool, kNcclProtocols> enabled{true, true, true};
+  /// NCCL_PROTO: which protocols the tuner may pick; unset: the set's default (LL128 only
+  /// where NCCL enables it for the generation).
+  std::optional<std::array<bool, kNcclProtocols>> enabled;
   /// PXN (NCCL ≥ 2.12, NCCL_PXN_DISABLE=0): a transfer to a GPU on another rail first
   /// moves over NVLink to the GPU of its own server on the destination's rail and
   /// leaves through that GPU's NIC, so rings and all-to-all stay rail-local.
   bool pxn = true;
-
-  // Latency, seconds. tuning.cc "baseLat" (per collective, software).
-  PerProtocol ring_base_latency_s{3.6e-6, 10.0e-6, 8.4e-6};
-  PerProtocol tree_base_latency_s{4.4e-6, 4.4e-6, 0.0};
-  // Per step by hop class (tuning.cc "hwLat"): from the catalogue (resolve_nccl) unless set.
+  /// The whole set of tuner figures; unset: the set of the cluster's GPUs (resolve_nccl).
+  std::optional<topology::NcclTuningSpec> tuning;
+  /// Per-step latencies by hop class, seconds (NCCL's hwLat); unset: the set's.
   std::optional<PerProtocol> ring_nvlink_step_s;
   std::optional<PerProtocol> ring_net_step_s;
   std::optional<PerProtocol> tree_nvlink_step_s;
   std::optional<PerProtocol> tree_net_step_s;
-  /// LL's NVLink step latency is 1.8× when the communicator spans servers (tuning.cc).
-  double ll_intra_multi_server_factor = 1.8;
-  /// Ring Simple all-reduce across servers: latency × 1.9 from bytes ≥ ranks/16 · 64 KiB
-  /// on ("plateau effect of ring", ncclTopoGetAlgoTime).
-  double ring_simple_plateau_factor = 1.9;
-
-  // Bandwidth fractions of the Simple protocol's bus bandwidth (tuning.cc).
-  /// LL: 8-byte lines carrying 4 bytes of data and a flag; NCCL models a quarter of the
-  /// bandwidth for all-reduce or across servers, a third otherwise.
-  double ll_fraction_all_reduce_or_multi_server = 1.0 / 4.0;
-  double ll_fraction_other = 1.0 / 3.0;
-  /// LL128: 120 data bytes per 128-byte line (0.92); 0.7 with one GPU per server (the
-  /// same GPU sends and receives through the NIC).
-  double ll128_fraction = 0.92;
-  double ll128_fraction_one_gpu_per_server = 0.7;
-  /// LL128 per-channel ceiling, bytes/s ("ll128MaxBwPerCh": broadcast 18.8, all-gather
-  /// 18.3, reduce-scatter 15.2, all-reduce 16.7 GB/s); all-to-all as all-gather.
-  double ll128_max_bw_per_channel_all_reduce = 16.7e9;
-  double ll128_max_bw_per_channel_all_gather = 18.3e9;
-  double ll128_max_bw_per_channel_reduce_scatter = 15.2e9;
-  double ll128_max_bw_per_channel_broadcast = 18.8e9;
-  /// Tree: 0.9 of the ring's bus bandwidth (Simple); LL 1/3.8 of that; LL128 0.915
-  /// across servers, 7/9 inside one.
-  double tree_fraction = 0.9;
-  double tree_ll_fraction = 1.0 / 3.8;
-  double tree_ll128_fraction = 0.915;
-  double tree_ll128_fraction_one_server = 7.0 / 9.0;
 };
 
-/// `params` with the step latencies it leaves unset taken from `cluster`'s parts: its
-/// GPU's NVLink generation and its servers' NIC model (hardware catalogue).
+/// `params` with `tuning` set: the NCCL set of the cluster's GPUs unless given, with the
+/// step latencies and protocols `params` sets written into it. A cluster of several GPU
+/// generations ([[gpu_groups]]) takes the set of its lowest compute capability and
+/// switches LL128 off, as NCCL does for a communicator of mixed GPUs (the table of
+/// minCompCap; LL128 only when minCompCap == maxCompCap); the model resolves once per
+/// cluster, so a communicator inside one group of a mixed cluster is costed the same way.
 NcclParams resolve_nccl(const NcclParams& params, const topology::ClusterSpec& cluster);
+
+/// The resolved tuner figures of `params` (resolve_nccl must have run).
+const topology::NcclTuningSpec& nccl_tuning(const NcclParams& params);
 
 /// What a collective costs beyond moving its bytes over the links, and with which
 /// protocol: the output of the tuner for one call.

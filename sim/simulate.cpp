@@ -41,12 +41,16 @@ void check_options(const SimOptions& o) {
   if (bad_eff(o.nvlink_efficiency) || bad_eff(o.network_efficiency))
     throw SimError("simulate: link efficiencies must be in (0, 1]");
   const auto& n = o.nccl;
-  if (!(n.enabled[0] || n.enabled[1] || n.enabled[2]))
+  const auto any = [](const std::array<bool, kNcclProtocols>& e) { return e[0] || e[1] || e[2]; };
+  if ((n.enabled && !any(*n.enabled)) || (n.tuning && !any(n.tuning->enabled)))
     throw SimError("simulate: no NCCL protocol enabled (valid: any of LL, LL128, Simple)");
-  for (double f : {n.ll_fraction_all_reduce_or_multi_server, n.ll_fraction_other, n.ll128_fraction,
-                   n.ll128_fraction_one_gpu_per_server, n.tree_fraction, n.tree_ll_fraction, n.tree_ll128_fraction,
-                   n.tree_ll128_fraction_one_server})
-    if (!(f > 0 && f <= 1)) throw SimError("simulate: NCCL protocol bandwidth fractions must be in (0, 1]");
+  if (n.tuning) {
+    const auto& t = *n.tuning;
+    for (double f : {t.ll_fraction_all_reduce_or_multi_server, t.ll_fraction_other, t.ll128_fraction,
+                     t.ll128_fraction_one_gpu_per_server, t.tree_fraction, t.tree_ll_fraction, t.tree_ll128_fraction,
+                     t.tree_ll128_fraction_one_server})
+      if (!(f > 0 && f <= 1)) throw SimError("simulate: NCCL protocol bandwidth fractions must be in (0, 1]");
+  }
   if (o.device.nccl_compute_slowdown && *o.device.nccl_compute_slowdown < 0)
     throw SimError("simulate: nccl_compute_slowdown must be ≥ 0");
 }

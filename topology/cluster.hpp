@@ -36,10 +36,6 @@ struct NvlinkSpec {
   int64_t links = 0;
   double link_bw_bytes_per_s = 0; // per link, per direction
   double efficiency = 1;          // achieved / raw (nccl-tests busbw inside a server)
-  /// NCCL's latency per step crossing this link, by protocol (LL, LL128, Simple), for
-  /// ring and tree algorithms; seconds. Zero for parts outside the catalogue.
-  std::array<double, 3> nccl_ring_step_s{};
-  std::array<double, 3> nccl_tree_step_s{};
 };
 
 /// A NIC model (presets/hardware/nics.toml).
@@ -47,10 +43,44 @@ struct NicSpec {
   std::string model;         // "ConnectX-6"
   double bw_bytes_per_s = 0; // line rate, per direction
   double efficiency = 1;     // achieved NCCL busbw per NIC / line rate
-  /// NCCL's latency per step crossing the network through this NIC, by protocol (LL,
-  /// LL128, Simple), ring and tree; seconds. Zero for parts outside the catalogue.
-  std::array<double, 3> nccl_ring_step_s{};
-  std::array<double, 3> nccl_tree_step_s{};
+};
+
+/// NCCL's tuner figures for one GPU generation (presets/hardware/nccl.toml, each figure
+/// with the NCCL release and table it comes from). Per-protocol arrays are indexed LL,
+/// LL128, Simple; "by servers" arrays by the communicator's servers: 1, 2, 3 or more.
+/// A ceiling of 0 is none. sim/nccl_model.hpp says how each figure is used.
+struct NcclTuningSpec {
+  std::string generation;             // "Ampere"
+  int64_t min_compute_capability = 0; // GPUs of this compute capability or above (to the next set)
+  std::string nccl_release;           // where the figures come from, e.g. "2.21.5"
+  std::array<bool, 3> enabled{true, true, true};
+  std::array<double, 3> ring_base_latency_s{};
+  std::array<double, 3> tree_base_latency_s{};
+  std::array<double, 3> nvlink_ring_step_s{};
+  std::array<double, 3> nvlink_tree_step_s{};
+  std::array<double, 3> net_ring_step_s{};
+  std::array<double, 3> net_tree_step_s{};
+  double ll_nvlink_step_multi_server_factor = 1;
+  std::array<double, 3> net_overhead_s{};
+  int64_t all_reduce_extra_net_steps = 0;
+  double ring_simple_plateau_factor = 1;
+  double ring_simple_plateau_bytes_per_rank = 0;
+  double ring_simple_plateau_bytes_per_rank_channel = 0;
+  double ll_fraction_all_reduce_or_multi_server = 0;
+  double ll_fraction_other = 0;
+  std::array<double, 3> ll_max_busbw_bytes_per_s{};
+  double ll128_fraction = 0;
+  double ll128_fraction_one_gpu_per_server = 0;
+  double ll128_max_bw_per_channel_all_reduce = 0;
+  double ll128_max_bw_per_channel_all_gather = 0;
+  double ll128_max_bw_per_channel_reduce_scatter = 0;
+  double ll128_max_bw_per_channel_broadcast = 0;
+  double tree_fraction = 0;
+  double tree_ll_fraction = 0;
+  double tree_ll128_fraction = 0;
+  double tree_ll128_fraction_one_server = 0;
+  std::array<double, 3> tree_max_bw_per_channel{};
+  std::array<double, 3> tree_ll128_max_bw_per_channel{};
 };
 
 struct GpuSpec {
@@ -62,8 +92,10 @@ struct GpuSpec {
   double nvlink_bw_bytes_per_s = 0; // per GPU, per direction, into the NVSwitch
   double pcie_bw_bytes_per_s = 0;   // host interface, per direction (server default)
   int64_t sms = 0;                  // streaming multiprocessors
+  int64_t compute_capability = 0;   // 80 (A100), 90 (H100, H200), 100 (B200, GB200)
   NvlinkSpec nvlink;
   KernelFigures kernels;
+  NcclTuningSpec nccl; // the NCCL tuner set of its compute capability
 };
 
 struct ServerSpec {

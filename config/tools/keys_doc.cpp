@@ -1,11 +1,13 @@
 // Prints docs/keys.md, the reference of every configuration key, from the key tables
-// (schedules/job_keys.cpp, config/cluster_keys.cpp, study/study_keys.cpp). The test `keys_doc` fails when the committed file differs;
+// (schedules/job_keys.cpp, config/cluster_keys.cpp, config/gpu_keys.cpp, config/fault_plan_keys.cpp,
+// config/recovery_keys.cpp, study/study_keys.cpp). The test `keys_doc` fails when the committed file differs;
 // refresh it with: build/config/twinscale_keys_doc > docs/keys.md
 #include <iostream>
 
 #include "common/key_reference.hpp"
 #include "config/cluster_keys.hpp"
 #include "config/fault_plan_keys.hpp"
+#include "config/gpu_keys.hpp"
 #include "config/recovery_keys.hpp"
 #include "schedules/job_keys.hpp"
 #include "study/study_keys.hpp"
@@ -31,6 +33,14 @@ int main() {
                    "(`--set cluster.server.nics=4`).",
                    twinscale::config::cluster_sections(), twinscale::config::cluster_keys(),
                    twinscale::config::cluster_file_defaults());
+  std::cout << "\n"
+            << twinscale::key_reference_markdown(
+                   "GPU catalogue",
+                   "A GPU of the hardware catalogue (presets/hardware/gpus.toml, one [NAME] table per model, each "
+                   "figure with its source) and the GPU tables of a cluster file ([gpu], [[gpu_groups]]), which "
+                   "override the model's figures. NCCL's tuner figures per GPU generation are "
+                   "presets/hardware/nccl.toml (its keys are documented at its top).",
+                   twinscale::config::gpu_sections(), twinscale::config::gpu_keys());
   std::cout << "\n"
             << twinscale::key_reference_markdown(
                    "Fault plan files",

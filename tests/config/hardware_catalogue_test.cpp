@@ -6,6 +6,7 @@
 #include <string>
 
 #include "config/cluster_file.hpp"
+#include "config/gpu_keys.hpp"
 #include "config/hardware_catalogue.hpp"
 #include "config/presets.hpp"
 
@@ -39,6 +40,43 @@ TEST_CASE("catalogue: the embedded entries", "[catalogue]") {
   CHECK(hw.nic("ConnectX-7")->efficiency == Approx(0.94));
   CHECK(hw.switch_model("tomahawk5")->port_bw_bytes_per_s == 100e9);
   CHECK(hw.switch_model("qm8790")->radix == 40);
+  CHECK(a100.compute_capability == 80);
+  CHECK(hw.gpu("H100-SXM")->compute_capability == 90);
+  CHECK(hw.gpu("B200")->compute_capability == 100);
+  CHECK(hw.nccl_names() == "Ampere (≥ 80), Blackwell (≥ 100), Hopper (≥ 90)");
+}
+
+TEST_CASE("catalogue: every key of the GPU key table is read from an entry", "[catalogue]") {
+  // Each key written with an odd value lands in the member the table names.
+  const std::string gpus = text("gpus");
+  for (const config::GpuKey& f : config::gpu_keys()) {
+    if (f.by_hand) continue;
+    INFO(f.key);
+    const std::string value = f.type == KeyType::Integer ? "7" : "0.125";
+    const std::string entry = "[X]\n" + f.key + " = " + value + "\n";
+    std::string s = gpus;
+    const size_t at = s.find("[A100-SXM-40GB]");
+    REQUIRE(at != std::string::npos);
+    // X: a copy of A100-SXM-80GB's entry with the one key changed (its line removed first).
+    const size_t start = s.find("[A100-SXM-80GB]");
+    std::string copy = s.substr(start, at - start);
+    copy.replace(0, std::string("[A100-SXM-80GB]").size(), "");
+    std::string kept;
+    size_t pos = 0;
+    while (pos < copy.size()) {
+      const size_t end = copy.find('\n', pos);
+      const std::string line = copy.substr(pos, end - pos);
+      if (line.rfind(f.key + " ", 0) != 0 && line.rfind(f.key + "=", 0) != 0) kept += line + "\n";
+      pos = end == std::string::npos ? copy.size() : end + 1;
+    }
+    const auto hw = parse_gpus(s + "\n" + entry + kept);
+    const topology::GpuSpec& x = *hw.gpu("X");
+    const KeyValue got = f.get(x);
+    if (f.type == KeyType::Integer)
+      CHECK(std::get<int64_t>(got) == 7);
+    else
+      CHECK(std::get<double>(got) == 0.125);
+  }
 }
 
 TEST_CASE("catalogue: clusters name their parts and override figures", "[catalogue]") {

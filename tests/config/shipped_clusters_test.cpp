@@ -41,6 +41,40 @@ struct Dump {
   }
 };
 
+void dump_nccl(Dump& d, const std::string& n, const topology::NcclTuningSpec& t) {
+  d.add(n + "generation", t.generation);
+  d.add(n + "min_compute_capability", t.min_compute_capability);
+  d.add(n + "nccl_release", t.nccl_release);
+  for (size_t i = 0; i < t.enabled.size(); ++i) d.add(n + "enabled[" + std::to_string(i) + "]", t.enabled[i]);
+  d.add(n + "ring_base_latency_s", t.ring_base_latency_s);
+  d.add(n + "tree_base_latency_s", t.tree_base_latency_s);
+  d.add(n + "nvlink_ring_step_s", t.nvlink_ring_step_s);
+  d.add(n + "nvlink_tree_step_s", t.nvlink_tree_step_s);
+  d.add(n + "net_ring_step_s", t.net_ring_step_s);
+  d.add(n + "net_tree_step_s", t.net_tree_step_s);
+  d.add(n + "ll_nvlink_step_multi_server_factor", t.ll_nvlink_step_multi_server_factor);
+  d.add(n + "net_overhead_s", t.net_overhead_s);
+  d.add(n + "all_reduce_extra_net_steps", t.all_reduce_extra_net_steps);
+  d.add(n + "ring_simple_plateau_factor", t.ring_simple_plateau_factor);
+  d.add(n + "ring_simple_plateau_bytes_per_rank", t.ring_simple_plateau_bytes_per_rank);
+  d.add(n + "ring_simple_plateau_bytes_per_rank_channel", t.ring_simple_plateau_bytes_per_rank_channel);
+  d.add(n + "ll_fraction_all_reduce_or_multi_server", t.ll_fraction_all_reduce_or_multi_server);
+  d.add(n + "ll_fraction_other", t.ll_fraction_other);
+  d.add(n + "ll_max_busbw_bytes_per_s", t.ll_max_busbw_bytes_per_s);
+  d.add(n + "ll128_fraction", t.ll128_fraction);
+  d.add(n + "ll128_fraction_one_gpu_per_server", t.ll128_fraction_one_gpu_per_server);
+  d.add(n + "ll128_max_bw_per_channel_all_reduce", t.ll128_max_bw_per_channel_all_reduce);
+  d.add(n + "ll128_max_bw_per_channel_all_gather", t.ll128_max_bw_per_channel_all_gather);
+  d.add(n + "ll128_max_bw_per_channel_reduce_scatter", t.ll128_max_bw_per_channel_reduce_scatter);
+  d.add(n + "ll128_max_bw_per_channel_broadcast", t.ll128_max_bw_per_channel_broadcast);
+  d.add(n + "tree_fraction", t.tree_fraction);
+  d.add(n + "tree_ll_fraction", t.tree_ll_fraction);
+  d.add(n + "tree_ll128_fraction", t.tree_ll128_fraction);
+  d.add(n + "tree_ll128_fraction_one_server", t.tree_ll128_fraction_one_server);
+  d.add(n + "tree_max_bw_per_channel", t.tree_max_bw_per_channel);
+  d.add(n + "tree_ll128_max_bw_per_channel", t.tree_ll128_max_bw_per_channel);
+}
+
 void dump_gpu(Dump& d, const std::string& at, const topology::GpuSpec& g) {
   d.add(at + ".model", g.model);
   d.add(at + ".peak_flops", g.peak_flops);
@@ -54,8 +88,8 @@ void dump_gpu(Dump& d, const std::string& at, const topology::GpuSpec& g) {
   d.add(at + ".nvlink.links", g.nvlink.links);
   d.add(at + ".nvlink.link_bw_bytes_per_s", g.nvlink.link_bw_bytes_per_s);
   d.add(at + ".nvlink.efficiency", g.nvlink.efficiency);
-  d.add(at + ".nvlink.nccl_ring_step_s", g.nvlink.nccl_ring_step_s);
-  d.add(at + ".nvlink.nccl_tree_step_s", g.nvlink.nccl_tree_step_s);
+  d.add(at + ".compute_capability", g.compute_capability);
+  dump_nccl(d, at + ".nccl.", g.nccl);
   const topology::KernelFigures& k = g.kernels;
   const std::string kk = at + ".kernels.";
   d.add(kk + "sustained_clock_ratio", k.sustained_clock_ratio);
@@ -127,8 +161,6 @@ std::string dump(const config::ClusterFile& f) {
   d.add("server.nic.model", c.server.nic.model);
   d.add("server.nic.bw_bytes_per_s", c.server.nic.bw_bytes_per_s);
   d.add("server.nic.efficiency", c.server.nic.efficiency);
-  d.add("server.nic.nccl_ring_step_s", c.server.nic.nccl_ring_step_s);
-  d.add("server.nic.nccl_tree_step_s", c.server.nic.nccl_tree_step_s);
   d.add("switch.model", c.switch_spec.model);
   d.add("switch.radix", c.switch_spec.radix);
   d.add("switch.port_bw_bytes_per_s", c.switch_spec.port_bw_bytes_per_s);

@@ -6,8 +6,6 @@
 #include <set>
 
 #include "config/cluster_file.hpp"
-#include "config/hardware_catalogue.hpp"
-#include "config/presets.hpp"
 #include "sim/collective_algorithms.hpp"
 #include "sim/collective_run.hpp"
 #include "sim/detail/network_paths.hpp"
@@ -177,27 +175,26 @@ TEST_CASE("run_collective: bad input names what would be valid", "[sim][nccl]") 
   CHECK_THROWS_AS(collective_gpus(16, 9, 8), twinscale::sim::SimError);
 }
 
-TEST_CASE("catalogue: NCCL step latencies of NVLink and NIC entries, malformed ones rejected",
-          "[sim][nccl][catalogue]") {
-  const auto& hw = config::hardware_catalogue();
-  CHECK(hw.nvlink("NVLink3")->nccl_ring_step_s[2] == Approx(3.4e-6)); // Simple over NVLink
-  CHECK(hw.nic("ConnectX-6")->nccl_ring_step_s[0] == Approx(2.7e-6)); // LL over the network
-  CHECK(hw.nic("ConnectX-7")->nccl_tree_step_s[2] == Approx(50e-6));
-  const auto spec = config::load_cluster("dgx-a100-superpod");
-  const NcclParams p = resolve_nccl({}, spec);
-  CHECK((*p.ring_net_step_s)[1] == Approx(4.0e-6));
+TEST_CASE("resolve_nccl: the tuner set of the cluster's GPU generation, overrides win", "[sim][nccl][catalogue]") {
+  const auto a100 = config::load_cluster("dgx-a100-superpod");
+  const NcclParams p = resolve_nccl({}, a100);
+  CHECK(nccl_tuning(p).generation == "Ampere");
+  CHECK(nccl_tuning(p).nvlink_ring_step_s[2] == Approx(3.4e-6)); // Simple over NVLink
+  CHECK(nccl_tuning(p).net_ring_step_s[1] == Approx(4.0e-6));    // LL128 over the network
+  CHECK(nccl_tuning(p).net_tree_step_s[2] == Approx(50e-6));
+  const auto h100 = config::load_cluster("h100-400g");
+  CHECK(nccl_tuning(resolve_nccl({}, h100)).generation == "Hopper");
   NcclParams set;
   set.ring_net_step_s = PerProtocol{1e-6, 1e-6, 1e-6};
-  CHECK((*resolve_nccl(set, spec).ring_net_step_s)[2] == 1e-6); // an override wins
-  const std::string nic = "[X]\ngbit_per_s = 200\nefficiency = 0.9\nnccl_tree_step_us = [1, 2, 3]\n";
-  auto parse_nics = [](const std::string& t) {
-    return config::parse_hardware_catalogue(config::preset_text("hardware", "gpus"),
-                                            config::preset_text("hardware", "nvlink"), t,
-                                            config::preset_text("hardware", "switches"), "g", "n", "nics.toml");
-  };
-  CHECK_THROWS_WITH(parse_nics(nic), Catch::Contains("nics.toml") && Catch::Contains("nccl_ring_step_us"));
-  CHECK_THROWS_WITH(parse_nics(nic + "nccl_ring_step_us = [1, 2]\n"), Catch::Contains("3 entries"));
-  CHECK_THROWS_WITH(parse_nics(nic + "nccl_ring_step_us = [1, -2, 3]\n"), Catch::Contains("≥ 0"));
+  set.enabled = std::array<bool, kNcclProtocols>{false, false, true};
+  const NcclParams r = resolve_nccl(set, h100);
+  CHECK(nccl_tuning(r).net_ring_step_s[2] == 1e-6); // an override wins
+  CHECK(nccl_tuning(r).net_ring_step_s[0] == 1e-6);
+  CHECK(nccl_tuning(r).enabled == std::array<bool, kNcclProtocols>{false, false, true});
+  CHECK(nccl_tuning(r).ring_base_latency_s[0] == Approx(6.6e-6)); // the rest stays Hopper's
+  NcclParams whole;
+  whole.tuning = nccl_tuning(p); // the whole Ampere set on the H100 cluster
+  CHECK(nccl_tuning(resolve_nccl(whole, h100)).generation == "Ampere");
 }
 
 TEST_CASE("PXN: a transfer to another rail crosses NVLink to the destination's rail first", "[sim][nccl]") {
