@@ -88,7 +88,8 @@ private:
     uint64_t offset, bytes, events, hash;
   };
   struct RankBuffer {
-    std::vector<uint8_t> buf;
+    std::unique_ptr<uint8_t[]> buf; // kChunkBytes + 32 once used: an event is encoded in place
+    size_t used = 0;
     uint64_t events = 0, chunk_events = 0;
     int64_t prev_op = 0, prev_start_ns = 0;
     std::vector<Chunk> chunks;
@@ -117,6 +118,7 @@ private:
   std::FILE* file_ = nullptr;
   uint64_t offset_ = 0, events_ = 0;
   std::vector<RankBuffer> ranks_;
+  std::vector<uint32_t> ops_of_rank_; // record()'s check, one load
   size_t stage_events_;
   TraceWriting writing_;
   std::vector<Staged> staged_, sorted_;

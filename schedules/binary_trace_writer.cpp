@@ -49,6 +49,9 @@ BinaryTraceWriter::BinaryTraceWriter(const std::string& path, const Schedule& sc
     throw ScheduleError(path_ + ": cannot write (cannot create " + tmp_ + ": " + std::strerror(errno) + ")");
   std::setvbuf(file_, nullptr, _IOFBF, 1 << 20);
   ranks_.resize(static_cast<size_t>(schedule.world()));
+  ops_of_rank_.resize(ranks_.size());
+  for (size_t rank = 0; rank < ranks_.size(); ++rank)
+    ops_of_rank_[rank] = static_cast<uint32_t>(schedule.program(static_cast<int64_t>(rank)).ops.size());
   rank_next_.resize(ranks_.size());
   const Header zero{};
   write(&zero, sizeof zero);
@@ -78,9 +81,9 @@ void BinaryTraceWriter::record(int64_t rank, uint32_t op_index, double start_s, 
   if (rank < 0 || rank >= static_cast<int64_t>(ranks_.size()))
     throw ScheduleError(path_ + ": trace event for rank " + std::to_string(rank) + " but the schedule has " +
                         std::to_string(ranks_.size()) + " ranks");
-  if (op_index >= schedule_.program(rank).ops.size())
+  if (op_index >= ops_of_rank_[static_cast<size_t>(rank)])
     throw ScheduleError(path_ + ": trace event for rank " + std::to_string(rank) + " op " + std::to_string(op_index) +
-                        " but its program has " + std::to_string(schedule_.program(rank).ops.size()) + " ops");
+                        " but its program has " + std::to_string(ops_of_rank_[static_cast<size_t>(rank)]) + " ops");
   if (!(start_s >= 0) || !(end_s >= start_s) || !(end_s * 1e9 < static_cast<double>(kMaxNs)))
     throw ScheduleError(path_ + ": rank " + std::to_string(rank) + " op " + std::to_string(op_index) + ": times " +
                         std::to_string(start_s) + " to " + std::to_string(end_s) +
@@ -181,25 +184,24 @@ void BinaryTraceWriter::drain(std::vector<Staged>& batch) {
   batch.clear();
   for (const Staged& e : sorted_) {
     RankBuffer& r = ranks_[e.rank];
-    if (r.buf.capacity() == 0) r.buf.reserve(kChunkBytes + 32); // never doubled: a chunk ends past kChunkBytes
-    uint8_t b[30]; // three varints, encoded on the stack and appended at once
-    uint8_t* p = put_varint(b, zigzag(static_cast<int64_t>(e.op) - r.prev_op));
+    if (r.buf == nullptr) r.buf = std::make_unique_for_overwrite<uint8_t[]>(kChunkBytes + 32);
+    uint8_t* p = put_varint(r.buf.get() + r.used, zigzag(static_cast<int64_t>(e.op) - r.prev_op)); // ≤ 30 bytes
     p = put_varint(p, zigzag(e.start_ns - r.prev_start_ns));
     p = put_varint(p, e.duration_failed);
-    r.buf.insert(r.buf.end(), b, p);
+    r.used = static_cast<size_t>(p - r.buf.get());
     r.prev_op = e.op;
     r.prev_start_ns = e.start_ns;
     ++r.events;
     ++r.chunk_events;
-    if (r.buf.size() >= kChunkBytes) flush(r);
+    if (r.used >= kChunkBytes) flush(r); // a chunk ends past kChunkBytes, before + 32
   }
 }
 
 void BinaryTraceWriter::flush(RankBuffer& r) {
-  if (r.buf.empty()) return;
-  r.chunks.push_back(Chunk{offset_, r.buf.size(), r.chunk_events, chunk_hash(r.buf.data(), r.buf.size())});
-  write(r.buf.data(), r.buf.size());
-  r.buf.clear();
+  if (r.used == 0) return;
+  r.chunks.push_back(Chunk{offset_, r.used, r.chunk_events, chunk_hash(r.buf.get(), r.used)});
+  write(r.buf.get(), r.used);
+  r.used = 0;
   r.chunk_events = 0;
   r.prev_op = 0;
   r.prev_start_ns = 0;
@@ -226,7 +228,7 @@ void BinaryTraceWriter::finish() {
   }
   for (RankBuffer& r : ranks_) {
     flush(r);
-    std::vector<uint8_t>().swap(r.buf);
+    r.buf.reset();
   }
   std::vector<uint8_t> meta;
   auto put_string = [&](const std::string& s) {

@@ -79,6 +79,13 @@ inline void put_f64(std::vector<uint8_t>& out, double v) {
   out.insert(out.end(), b, b + 8);
 }
 
-inline int64_t to_ns(double s) { return std::llround(s * 1e9); }
+/// std::llround(s × 1e9) (halves away from zero) without the library call, for
+/// |s × 1e9| < 2^62 (the writer checks): the truncation and the fraction left are exact.
+inline int64_t to_ns(double s) {
+  const double x = s * 1e9;
+  const auto whole = static_cast<int64_t>(x);
+  const double fraction = x - static_cast<double>(whole);
+  return whole + (fraction >= 0.5 ? 1 : 0) - (fraction <= -0.5 ? 1 : 0);
+}
 
 } // namespace twinscale::schedules::detail
