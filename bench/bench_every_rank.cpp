@@ -5,10 +5,13 @@
 // Prints wall and CPU seconds (this process and the forked flow-mode child), peak RSS,
 // ops executed and CPU nanoseconds per op, the simulated iteration time next to the
 // symmetric run's with all speeds equal, and the spread of per-rank compute; writes the
-// per-rank times as CSV (sim/per_rank_csv.hpp) when asked.
+// per-rank times as CSV (sim/per_rank_csv.hpp) when asked, and the binary trace of every
+// op event of every rank (`--trace`, what `simulate --every-rank --trace F.tstrace` writes;
+// its writer's thread is in the CPU seconds).
 //
 //   bench_every_rank [--gpus N] [--mode analytic|flow|both] [--dist normal:0.02]
 //                    [--seed S] [--per-rank-csv PREFIX] [--no-reference] [--batch B]
+//                    [--trace PREFIX]
 // --batch overrides the global batch (fewer ops: for instruction counts under valgrind).
 #include <sys/resource.h>
 
@@ -47,7 +50,7 @@ Cpu cpu_now() {
 
 int usage() {
   std::fprintf(stderr, "usage: bench_every_rank [--gpus N] [--mode analytic|flow|both] [--dist SPEC] [--seed S] "
-                       "[--per-rank-csv PREFIX] [--no-reference] [--batch B]\n");
+                       "[--per-rank-csv PREFIX] [--no-reference] [--batch B] [--trace PREFIX]\n");
   return 2;
 }
 
@@ -55,7 +58,7 @@ int usage() {
 
 int main(int argc, char** argv) {
   int64_t gpus = 12288;
-  std::string modes = "analytic", dist = "normal:0.02", csv;
+  std::string modes = "analytic", dist = "normal:0.02", csv, trace;
   uint64_t seed = 1;
   bool reference = true;
   int64_t batch = 0;
@@ -71,6 +74,8 @@ int main(int argc, char** argv) {
       seed = std::stoull(argv[++i]);
     else if (!std::strcmp(argv[i], "--per-rank-csv") && has)
       csv = argv[++i];
+    else if (!std::strcmp(argv[i], "--trace") && has)
+      trace = argv[++i];
     else if (!std::strcmp(argv[i], "--batch") && has)
       batch = std::stoll(argv[++i]);
     else if (!std::strcmp(argv[i], "--no-reference"))
@@ -105,6 +110,7 @@ int main(int argc, char** argv) {
     }
     o.every_rank = true;
     o.gpu_speed = speeds;
+    if (!trace.empty()) o.binary_trace = trace + "." + m + ".tstrace";
     const Cpu before = cpu_now();
     bench::Stopwatch sw;
     const auto r = sim::simulate(schedule, fabric, place, o);

@@ -1,8 +1,8 @@
-// The `.tstrace` writer and reader (docs/trace-format.md, "Binary trace").
+// The `.tstrace` reader (docs/trace-format.md, "Binary trace"); the writer is in
+// binary_trace_writer.cpp.
 #include "schedules/binary_trace.hpp"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,8 +11,8 @@
 #include <cstring>
 #include <utility>
 
+#include "schedules/detail/binary_trace_format.hpp"
 #include "schedules/error.hpp"
-#include "schedules/execution_rules.hpp"
 #include "schedules/limits.hpp"
 #include "schedules/schedule.hpp"
 
@@ -20,76 +20,7 @@ namespace twinscale::schedules {
 
 namespace {
 
-constexpr char kMagic[8] = {'T', 'W', 'S', 'T', 'R', 'A', 'C', 'E'};
-constexpr uint64_t kHeaderBytes = 64;
-constexpr int64_t kMaxNs = int64_t{1} << 62;
-
-struct Header {
-  char magic[8];
-  uint32_t version, schema;
-  uint64_t world, meta_offset, meta_bytes, file_bytes, meta_hash, events;
-};
-static_assert(sizeof(Header) == kHeaderBytes);
-
-uint64_t fnv1a(const uint8_t* p, size_t n) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
-  return h;
-}
-
-/// The check of an event chunk: word-wise multiply-xor (≈ 0.1 ns a byte, so a 12,288-rank
-/// trace's 2 GB are checked in the time the events are decoded).
-uint64_t chunk_hash(const uint8_t* p, size_t n) {
-  uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    uint64_t w = 0;
-    std::memcpy(&w, p + i, 8);
-    h = (h ^ w) * 0xff51afd7ed558ccdull;
-    h ^= h >> 32;
-  }
-  uint64_t w = 0;
-  std::memcpy(&w, p + i, n - i);
-  h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
-  return h ^ (h >> 29);
-}
-
-uint64_t zigzag(int64_t v) { return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63); }
-int64_t unzigzag(uint64_t v) { return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1); }
-
-/// Writes `v` as a varint at `p` (at most 10 bytes); returns the end.
-inline uint8_t* put_varint(uint8_t* p, uint64_t v) {
-  while (v >= 0x80) {
-    *p++ = static_cast<uint8_t>(v | 0x80);
-    v >>= 7;
-  }
-  *p++ = static_cast<uint8_t>(v);
-  return p;
-}
-
-void put_varint(std::vector<uint8_t>& out, uint64_t v) {
-  uint8_t b[10];
-  out.insert(out.end(), b, put_varint(b, v));
-}
-
-/// false when the bytes end or the varint is longer than 10 bytes
-inline bool get_varint(const uint8_t*& p, const uint8_t* end, uint64_t& v) {
-  v = 0;
-  for (int shift = 0; shift < 64 && p < end; shift += 7) {
-    const uint8_t b = *p++;
-    v |= static_cast<uint64_t>(b & 0x7f) << shift;
-    if (!(b & 0x80)) return true;
-  }
-  return false;
-}
-
-void put_f64(std::vector<uint8_t>& out, double v) {
-  uint8_t b[8];
-  std::memcpy(b, &v, 8);
-  out.insert(out.end(), b, b + 8);
-}
-
-int64_t to_ns(double s) { return std::llround(s * 1e9); }
+using namespace detail;
 
 /// Reads the metadata section, naming the file and the offset of what is wrong.
 class MetaReader {
@@ -155,191 +86,6 @@ private:
 bool is_binary_trace_path(const std::string& path) {
   const std::string ext = kBinaryTraceExtension;
   return path.size() > ext.size() && path.compare(path.size() - ext.size(), ext.size(), ext) == 0;
-}
-
-// ---- writer ---------------------------------------------------------------------------
-
-BinaryTraceWriter::BinaryTraceWriter(const std::string& path, const Schedule& schedule, const std::string& source,
-                                     size_t stage_events)
-    : path_(path), tmp_(path + ".tmp." + std::to_string(::getpid())), source_(source), schedule_(schedule),
-      stage_events_(std::clamp<size_t>(stage_events, 1, size_t{1} << 31)) {
-  struct stat st {};
-  if (::stat(path_.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
-    throw ScheduleError(path_ + ": a binary trace is written to a regular file (it is renamed into place and seeks "
-                                "back to its header), not a directory, device or FIFO");
-  temp_registration_ = std::make_unique<TempFileRegistration>(tmp_);
-  file_ = std::fopen(tmp_.c_str(), "wb");
-  if (file_ == nullptr)
-    throw ScheduleError(path_ + ": cannot write (cannot create " + tmp_ + ": " + std::strerror(errno) + ")");
-  std::setvbuf(file_, nullptr, _IOFBF, 1 << 20);
-  ranks_.resize(static_cast<size_t>(schedule.world()));
-  rank_next_.resize(ranks_.size());
-  const Header zero{};
-  write(&zero, sizeof zero);
-}
-
-BinaryTraceWriter::~BinaryTraceWriter() {
-  if (file_ != nullptr) std::fclose(file_);
-  if (!finished_) std::remove(tmp_.c_str());
-}
-
-void BinaryTraceWriter::fail(const std::string& why) {
-  if (file_ != nullptr) std::fclose(file_);
-  file_ = nullptr;
-  std::remove(tmp_.c_str());
-  throw ScheduleError(path_ + ": " + why);
-}
-
-namespace {
-std::string write_cause(int err) {
-  return err == ENOSPC || err == EDQUOT || err == EFBIG ? std::string("disk full (") + std::strerror(err) + ")"
-                                                        : std::strerror(err);
-}
-} // namespace
-
-void BinaryTraceWriter::write(const void* data, size_t bytes) {
-  if (std::fwrite(data, 1, bytes, file_) != bytes) fail("write failed: " + write_cause(errno));
-  offset_ += bytes;
-}
-
-void BinaryTraceWriter::record(int64_t rank, uint32_t op_index, double start_s, double end_s, bool failed) {
-  if (finished_) throw ScheduleError(path_ + ": event recorded after the trace was finished");
-  if (rank < 0 || rank >= static_cast<int64_t>(ranks_.size()))
-    throw ScheduleError(path_ + ": trace event for rank " + std::to_string(rank) + " but the schedule has " +
-                        std::to_string(ranks_.size()) + " ranks");
-  if (op_index >= schedule_.program(rank).ops.size())
-    throw ScheduleError(path_ + ": trace event for rank " + std::to_string(rank) + " op " + std::to_string(op_index) +
-                        " but its program has " + std::to_string(schedule_.program(rank).ops.size()) + " ops");
-  if (!(start_s >= 0) || !(end_s >= start_s) || !(end_s * 1e9 < static_cast<double>(kMaxNs)))
-    throw ScheduleError(path_ + ": rank " + std::to_string(rank) + " op " + std::to_string(op_index) + ": times " +
-                        std::to_string(start_s) + " to " + std::to_string(end_s) +
-                        " s (valid: finite, 0 ≤ start ≤ end < 2^62 ns)");
-  const int64_t start = to_ns(start_s);
-  const int64_t dur = std::max<int64_t>(0, to_ns(end_s - start_s));
-  staged_.push_back(
-      {static_cast<uint32_t>(rank), op_index, start, static_cast<uint64_t>(dur) << 1 | (failed ? 1u : 0u)});
-  ++events_;
-  if (staged_.size() >= stage_events_) drain();
-}
-
-void BinaryTraceWriter::drain() {
-  if (staged_.empty()) return;
-  std::fill(rank_next_.begin(), rank_next_.end(), 0);
-  for (const Staged& e : staged_) ++rank_next_[e.rank];
-  uint32_t at = 0;
-  for (uint32_t& n : rank_next_) at += std::exchange(n, at);
-  sorted_.resize(staged_.size());
-  for (const Staged& e : staged_) sorted_[rank_next_[e.rank]++] = e;
-  staged_.clear();
-  for (const Staged& e : sorted_) {
-    RankBuffer& r = ranks_[e.rank];
-    if (r.buf.capacity() == 0) r.buf.reserve(kChunkBytes + 32); // never doubled: a chunk ends past kChunkBytes
-    uint8_t b[30]; // three varints, encoded on the stack and appended at once
-    uint8_t* p = put_varint(b, zigzag(static_cast<int64_t>(e.op) - r.prev_op));
-    p = put_varint(p, zigzag(e.start_ns - r.prev_start_ns));
-    p = put_varint(p, e.duration_failed);
-    r.buf.insert(r.buf.end(), b, p);
-    r.prev_op = e.op;
-    r.prev_start_ns = e.start_ns;
-    ++r.events;
-    ++r.chunk_events;
-    if (r.buf.size() >= kChunkBytes) flush(r);
-  }
-}
-
-void BinaryTraceWriter::flush(RankBuffer& r) {
-  if (r.buf.empty()) return;
-  r.chunks.push_back(Chunk{offset_, r.buf.size(), r.chunk_events, chunk_hash(r.buf.data(), r.buf.size())});
-  write(r.buf.data(), r.buf.size());
-  r.buf.clear();
-  r.chunk_events = 0;
-  r.prev_op = 0;
-  r.prev_start_ns = 0;
-}
-
-void BinaryTraceWriter::set_hosts(std::vector<std::string> hosts) {
-  if (hosts.size() > ranks_.size())
-    fail("hosts of " + std::to_string(hosts.size()) + " ranks given for a schedule of " +
-         std::to_string(ranks_.size()));
-  hosts_ = std::move(hosts);
-}
-
-void BinaryTraceWriter::finish() {
-  if (finished_) return;
-  drain();
-  for (RankBuffer& r : ranks_) {
-    flush(r);
-    std::vector<uint8_t>().swap(r.buf);
-  }
-  std::vector<uint8_t> meta;
-  auto put_string = [&](const std::string& s) {
-    put_varint(meta, s.size());
-    meta.insert(meta.end(), s.begin(), s.end());
-  };
-  put_string(source_);
-  const Layout& L = schedule_.layout;
-  for (int64_t v : {L.tp, L.dp, L.pp, L.ep, L.cp}) put_varint(meta, static_cast<uint64_t>(v));
-  put_varint(meta, schedule_.names.size());
-  for (const std::string& n : schedule_.names) put_string(n);
-  put_varint(meta, schedule_.programs.size());
-  for (size_t p = 0; p < schedule_.programs.size(); ++p) {
-    const Program& prog = schedule_.programs[p];
-    const ProgramIndex index(prog, p);
-    put_varint(meta, prog.ops.size());
-    for (uint32_t i = 0; i < prog.ops.size(); ++i) {
-      const Op& op = prog.ops[i];
-      put_varint(meta, op.name);
-      for (auto b : {static_cast<uint8_t>(op.kind), static_cast<uint8_t>(op.kernel), static_cast<uint8_t>(op.stream),
-                     static_cast<uint8_t>(op.group), static_cast<uint8_t>(op.labels.phase)})
-        meta.push_back(b);
-      for (int32_t v : {op.labels.iteration, op.labels.micro_batch, op.labels.chunk, op.labels.layer, op.peer})
-        put_varint(meta, zigzag(v));
-      put_varint(meta, op.is_communication() ? index.sequence(i) : 0);
-      put_f64(meta, op.bytes);
-      put_f64(meta, op.flops);
-    }
-  }
-  for (int64_t rank = 0; rank < static_cast<int64_t>(ranks_.size()); ++rank) {
-    const RankBuffer& r = ranks_[static_cast<size_t>(rank)];
-    put_varint(meta, schedule_.program_of_rank[static_cast<size_t>(rank)]);
-    put_varint(meta, r.chunks.size());
-    for (const Chunk& c : r.chunks) {
-      put_varint(meta, c.offset);
-      put_varint(meta, c.bytes);
-      put_varint(meta, c.events);
-      for (int b = 0; b < 8; ++b) meta.push_back(static_cast<uint8_t>(c.hash >> (8 * b)));
-    }
-  }
-  const bool hosts = std::any_of(hosts_.begin(), hosts_.end(), [](const std::string& x) { return !x.empty(); });
-  if (hosts) { // version 2: one host string per rank ("" where unknown)
-    for (size_t rank = 0; rank < ranks_.size(); ++rank) put_string(rank < hosts_.size() ? hosts_[rank] : "");
-  }
-  Header h{};
-  std::memcpy(h.magic, kMagic, sizeof kMagic);
-  h.version = hosts ? 2 : 1;
-  h.schema = kBinaryTraceSchema;
-  h.world = ranks_.size();
-  h.meta_offset = offset_;
-  h.meta_bytes = meta.size();
-  h.file_bytes = offset_ + meta.size();
-  h.meta_hash = fnv1a(meta.data(), meta.size());
-  h.events = events_;
-  write(meta.data(), meta.size());
-  if (std::fseek(file_, 0, SEEK_SET) != 0) fail("cannot seek to the header");
-  if (std::fwrite(&h, 1, sizeof h, file_) != sizeof h) fail("write failed: " + write_cause(errno));
-  const bool ok = std::fflush(file_) == 0 && std::ferror(file_) == 0;
-  const bool closed = std::fclose(file_) == 0;
-  file_ = nullptr;
-  if (!ok || !closed) fail("write failed: " + write_cause(errno));
-  if (std::rename(tmp_.c_str(), path_.c_str()) != 0) fail("cannot rename " + tmp_ + " into place");
-  finished_ = true;
-}
-
-void write_binary_trace(const Trace& trace, const Schedule& schedule, const std::string& path) {
-  BinaryTraceWriter w(path, schedule, trace.source);
-  w.set_hosts(trace.hosts);
-  for (const TraceEvent& e : trace.events) w.record(e.rank, e.op_index, e.start_s, e.end_s, e.failed);
-  w.finish();
 }
 
 // ---- reader ---------------------------------------------------------------------------

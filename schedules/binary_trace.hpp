@@ -7,10 +7,15 @@
 // file and the offset or rank.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
+#include <deque>
+#include <exception>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "schedules/interrupt.hpp"
@@ -31,31 +36,44 @@ inline constexpr uint32_t kBinaryTraceSchema = 1;
 /// True when `path` ends in `.tstrace` (the CLI picks the trace format by extension).
 bool is_binary_trace_path(const std::string& path);
 
+/// Where a BinaryTraceWriter sorts, encodes and writes its staged batches: on a thread of
+/// its own (the default), or in the thread that records. Both write the same bytes.
+enum class TraceWriting { Background, Inline };
+
 /// Streams events into a `.tstrace`: events are staged as they come (`stage_events` at
 /// a time), then sorted by rank (stable: a rank's events keep their order) and encoded
 /// into per-rank buffers, each appended to the file as a chunk when it reaches
 /// kChunkBytes — so a batch touches each rank's buffer once, not once per event (at
-/// 12,288 ranks the buffers are 100 MB and each event's append missed the caches), and
-/// memory stays bounded (world × chunk + 2 × stage) whatever the run's length. Events of
-/// a rank may come in any order (the simulator records them as ops complete); what a
+/// 12,288 ranks the buffers are 100 MB and each event's append missed the caches). Events
+/// of a rank may come in any order (the simulator records them as ops complete); what a
 /// rank's chunks hold does not depend on the stage's size, only where they lie in the
-/// file. Not thread-safe.
+/// file. With TraceWriting::Background a full stage is handed to the writer's thread
+/// through a queue of at most kQueuedBatches batches (record() waits only when the queue
+/// is full), so the recording thread only checks and stages; the batches are encoded in
+/// the order they were staged, so the bytes are those of TraceWriting::Inline. Memory is
+/// bounded whatever the run's length: world × chunk, plus (kQueuedBatches + 3) stages
+/// (the one filling, the queued ones, the one encoded and its sorted copy; 120 MiB at
+/// the defaults), or 2 stages inline. The writer's thread blocks SIGINT, SIGTERM and
+/// SIGHUP (they reach the recording thread); a write error on it is thrown by the next
+/// record() that hands over a batch, or by finish(). Not thread-safe: one thread records.
 class BinaryTraceWriter {
 public:
   static constexpr size_t kChunkBytes = 8192;
-  static constexpr size_t kStageEvents = size_t{1} << 20; // 24 MiB staged, as much again to sort
+  static constexpr size_t kStageEvents = size_t{1} << 20; // 24 MiB a stage
+  static constexpr size_t kQueuedBatches = 2;
 
   /// Opens `path`.tmp.<pid>; throws ScheduleError naming `path` when it cannot.
   BinaryTraceWriter(const std::string& path, const Schedule& schedule, const std::string& source,
-                    size_t stage_events = kStageEvents);
+                    size_t stage_events = kStageEvents, TraceWriting writing = TraceWriting::Background);
   BinaryTraceWriter(const BinaryTraceWriter&) = delete;
   BinaryTraceWriter& operator=(const BinaryTraceWriter&) = delete;
-  /// Removes the temporary file unless finish() succeeded.
+  /// Stops the writer's thread (dropping what it has not written) and removes the
+  /// temporary file unless finish() succeeded.
   ~BinaryTraceWriter();
 
   /// One op of `rank` ran from start_s to end_s (failed: it did not complete). Throws
   /// ScheduleError for a rank or op outside the schedule, or times that are not finite,
-  /// negative or past 2^62 ns.
+  /// negative or past 2^62 ns, and the writer's error (naming the path) once it had one.
   void record(int64_t rank, uint32_t op_index, double start_s, double end_s, bool failed);
   /// Each rank's host (Trace::hosts: index = rank), kept in the file (version 2); empty:
   /// none (version 1). Throws ScheduleError when it names more ranks than the schedule.
@@ -70,7 +88,8 @@ private:
     uint64_t offset, bytes, events, hash;
   };
   struct RankBuffer {
-    std::vector<uint8_t> buf;
+    std::unique_ptr<uint8_t[]> buf; // kChunkBytes + 32 once used: an event is encoded in place
+    size_t used = 0;
     uint64_t events = 0, chunk_events = 0;
     int64_t prev_op = 0, prev_start_ns = 0;
     std::vector<Chunk> chunks;
@@ -80,8 +99,15 @@ private:
     int64_t start_ns;
     uint64_t duration_failed; // duration_ns << 1 | failed
   };
-  /// Sorts the staged events by rank (counting sort, stable) and encodes them.
-  void drain();
+  /// The recording thread's side: `staged_` goes to the writer (inline: drained here).
+  void hand_over();
+  /// The writer's thread: drains the queued batches in order until closed.
+  void write_batches();
+  /// Joins the writer's thread, after it wrote what is queued (abandon: at once).
+  void stop_writer(bool abandon) noexcept;
+  void rethrow_writer_error();
+  /// Sorts `batch` by rank (counting sort, stable) and encodes it; empties `batch`.
+  void drain(std::vector<Staged>& batch);
   void flush(RankBuffer& r);
   void write(const void* data, size_t bytes);
   [[noreturn]] void fail(const std::string& why);
@@ -92,11 +118,23 @@ private:
   std::FILE* file_ = nullptr;
   uint64_t offset_ = 0, events_ = 0;
   std::vector<RankBuffer> ranks_;
+  std::vector<uint32_t> ops_of_rank_; // record()'s check, one load
   size_t stage_events_;
+  TraceWriting writing_;
   std::vector<Staged> staged_, sorted_;
   std::vector<uint32_t> rank_next_; // drain's counting sort: each rank's next place in sorted_
   bool finished_ = false;
   std::unique_ptr<TempFileRegistration> temp_registration_; // removed if a signal ends the process
+  // The writer's thread; from its start to its join it alone touches file_, offset_,
+  // ranks_, sorted_ and rank_next_. The queue, the spare stages, the flags and the error
+  // are under mutex_.
+  std::thread thread_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<std::vector<Staged>> queue_;
+  std::vector<std::vector<Staged>> spare_; // drained stages, reused (no 24 MiB allocation a batch)
+  bool closing_ = false, abandon_ = false;
+  std::exception_ptr error_;
 };
 
 /// Writes a whole in-memory trace (the backend's, or the simulator's chosen ranks).
