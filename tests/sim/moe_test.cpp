@@ -33,6 +33,16 @@ Run simulate_job(const schedules::JobSpec& job, SimMode mode, bool aggregate) {
   return {r.iteration_time_s, r.breakdown.compute_s};
 }
 
+/// tiny-fsdp with layers large enough that communication and compute overlap.
+schedules::JobSpec larger_fsdp() {
+  auto job = config::load_job_preset("tiny-fsdp");
+  job.model.hidden = 2048;
+  job.model.heads = 16;
+  job.model.seq_len = 1024;
+  job.model.ffn_hidden = 4 * 2048;
+  return job;
+}
+
 } // namespace
 
 TEST_CASE("tiny-moe, tiny-fsdp and tiny-moe-hier simulate in both modes, aggregated agrees with every rank executed",
@@ -51,11 +61,7 @@ TEST_CASE("tiny-moe, tiny-fsdp and tiny-moe-hier simulate in both modes, aggrega
 }
 
 TEST_CASE("ZeRO-3 costs more communication than ZeRO-1 and prefetching hides some of it", "[sim][moe]") {
-  auto job = config::load_job_preset("tiny-fsdp");
-  job.model.hidden = 2048;
-  job.model.heads = 16;
-  job.model.seq_len = 1024;
-  job.model.ffn_hidden = 4 * 2048;
+  auto job = larger_fsdp();
   for (SimMode mode : {SimMode::Analytic, SimMode::Flow}) {
     const double prefetched = simulate_job(job, mode, true).iteration_s;
     auto blocking = job;
@@ -182,11 +188,7 @@ TEST_CASE("tiny-fsdp: FSDP's collectives take NCCL's CTAs, so compute overlapped
   // the same job with every communication kernel taking the channels asked for (a fixed
   // slowdown equal to theirs) runs faster than with the CTAs NCCL plans for the
   // data-parallel group (two servers' GPUs of tiny-2tier)
-  auto job = config::load_job_preset("tiny-fsdp");
-  job.model.hidden = 2048;
-  job.model.heads = 16;
-  job.model.seq_len = 1024;
-  job.model.ffn_hidden = 4 * 2048;
+  auto job = larger_fsdp();
   auto spec = tiny_cluster();
   spec.gpus = job.parallel.gpus();
   const topology::Fabric fabric(spec);
