@@ -6,18 +6,22 @@
 
 namespace twinscale::sim::detail {
 
-/// A data-parallel collective (the gradient reduce-scatter or all-reduce, the parameter
-/// all-gather, FSDP's per-layer ones: the collectives a stack overlaps with compute) runs
-/// the CTAs NCCL plans for its group (nccl_collective_ctas: 16 for a group of all 8 GPUs
-/// of DGX A100 servers, 2 for one GPU per server). The others keep the channels asked
-/// for (SimOptions::channels): tensor-parallel collectives mostly block the compute
-/// stream, and the overlapped ones of Transformer Engine's userbuffers run on the copy
-/// engines or on the few SMs their configuration names, which no stack fact gives yet;
-/// pipeline and context-parallel transfers are NCCL's point-to-point, 2 channels per
+/// A collective NCCL runs (the data-parallel ones: the gradient reduce-scatter or
+/// all-reduce, the parameter all-gather, FSDP's per-layer ones; and the tensor-parallel
+/// ones of a stack without TP overlap, e.g. Megatron's asynchronous all-reduce beside the
+/// weight-gradient GEMM) takes the CTAs NCCL plans for its group (nccl_collective_ctas:
+/// 16 for a group of all 8 GPUs of DGX A100 servers, 2 for one GPU per server, 24 inside
+/// an NVSwitch server). The others keep the channels asked for (SimOptions::channels):
+/// the TP overlap of a stack that has one (Transformer Engine's userbuffers run on the
+/// copy engines or on the few SMs their configuration names, which no stack fact gives
+/// yet; MegaScale's fused GEMM and communication likewise), expert all-to-all, and
+/// pipeline and context-parallel transfers, NCCL's point-to-point with 2 channels per
 /// peer across servers (NCCL_NCHANNELS_PER_NET_PEER).
 int32_t SimExecutor::collective_ctas(const HotOp& op, int64_t rank, GroupState& group) const {
-  if (static_cast<schedules::Stream>(op.stream) != schedules::Stream::DpComm || op.kind == schedules::OpKind::AllToAll)
-    return options_.channels;
+  const auto stream = static_cast<schedules::Stream>(op.stream);
+  const bool nccl =
+      stream == schedules::Stream::DpComm || (stream == schedules::Stream::TpComm && !schedule_.job.options.overlap.tp);
+  if (!nccl || op.kind == schedules::OpKind::AllToAll) return options_.channels;
   if (group.nccl_ctas < 0) {
     const auto& fabric = paths_.fabric();
     GroupPlacement where;

@@ -96,7 +96,10 @@ TEST_CASE("zb-h1: a smaller pipeline bubble than 1F1B at the same work", "[sim][
     const SimReport z = simulate_job(job, mode, true), o = simulate_job(ob, mode, true);
     INFO("mode " << to_string(mode) << " zb-h1 " << z.iteration_time_s << " bubble " << z.breakdown.bubble_s
                  << "; 1f1b " << o.iteration_time_s << " bubble " << o.breakdown.bubble_s);
-    CHECK(z.breakdown.compute_s == Approx(o.breakdown.compute_s).epsilon(0.01)); // same ops
+    // the same ops; 1F1B's weight-gradient GEMMs run beside the TP reduce-scatters, whose
+    // NCCL kernels (24 CTAs inside a server) slow them, ZB-H1's W passes do not: up to 2 %
+    CHECK(z.breakdown.compute_s == Approx(o.breakdown.compute_s).epsilon(0.02));
+    CHECK(z.breakdown.compute_s <= o.breakdown.compute_s);
     // the B pass's TP reduce-scatters lose the weight-gradient GEMMs they overlapped in
     // 1F1B, but the bubble shrinks by more
     CHECK(z.breakdown.bubble_s + z.breakdown.idle_s < 0.85 * (o.breakdown.bubble_s + o.breakdown.idle_s));
