@@ -45,22 +45,7 @@ using namespace twinscale::faults;
 
 namespace {
 
-FaultCategory read_kind(TableReader& t) {
-  return t.get_enum<FaultCategory>("kind", {{"gpu", FaultCategory::Gpu},
-                                            {"hbm", FaultCategory::Hbm},
-                                            {"gpu-sram", FaultCategory::GpuSram},
-                                            {"gpu-system-processor", FaultCategory::GpuSystemProcessor},
-                                            {"gpu-thermal", FaultCategory::GpuThermal},
-                                            {"nic", FaultCategory::Nic},
-                                            {"switch-cable", FaultCategory::SwitchCable},
-                                            {"host", FaultCategory::Host},
-                                            {"software-bug", FaultCategory::SoftwareBug},
-                                            {"nccl-watchdog", FaultCategory::NcclWatchdog},
-                                            {"silent-data-corruption", FaultCategory::SilentDataCorruption},
-                                            {"link-flap", FaultCategory::LinkFlap},
-                                            {"straggler", FaultCategory::Straggler},
-                                            {"other", FaultCategory::Other}});
-}
+FaultCategory read_kind(TableReader& t) { return t.get_enum("kind", kFaultCategoryNames); }
 
 double positive_rate(TableReader& t, std::string_view key) {
   const double v = t.get_double(key);
@@ -85,27 +70,14 @@ FaultCategorySpec read_category(TableReader& t, const std::optional<double>& obs
   } else {
     c.rate_per_gpu_hour = per_gpu_hour_from_node_day(positive_rate(t, "rate_per_node_day"), gpus_per_node);
   }
-  c.scope = t.get_enum<FaultScope>("scope", {{"gpu", FaultScope::Gpu},
-                                             {"node", FaultScope::Node},
-                                             {"nic", FaultScope::Nic},
-                                             {"link", FaultScope::Link},
-                                             {"switch", FaultScope::Switch},
-                                             {"software", FaultScope::Software}});
-  c.effect = t.get_enum<FaultEffect>(
-      "effect",
-      {{"interrupt", FaultEffect::Interrupt}, {"outage", FaultEffect::Outage}, {"slowdown", FaultEffect::Slowdown}},
-      FaultEffect::Interrupt);
-  c.detection = t.get_enum<DetectionSignal>("detection", {{"explicit-error", DetectionSignal::ExplicitError},
-                                                          {"missed-heartbeat", DetectionSignal::MissedHeartbeat},
-                                                          {"traffic-drop", DetectionSignal::TrafficDrop},
-                                                          {"none", DetectionSignal::None}});
+  c.scope = t.get_enum("scope", kFaultScopeNames);
+  c.effect = t.get_enum("effect", kFaultEffectNames, FaultEffect::Interrupt);
+  c.detection = t.get_enum("detection", kDetectionSignalNames);
   c.needs_eviction = t.get_bool("needs_eviction", true);
   c.diagnosable = t.get_double("diagnosable", 1.0, 0.0, 1.0);
   c.duration_s = t.get_double("duration_s", 0.0, 0.0);
-  c.duration_distribution = t.get_enum<DurationDistribution>(
-      "duration_distribution",
-      {{"fixed", DurationDistribution::Fixed}, {"exponential", DurationDistribution::Exponential}},
-      DurationDistribution::Fixed);
+  c.duration_distribution =
+      t.get_enum("duration_distribution", kDurationDistributionNames, DurationDistribution::Fixed);
   c.slowdown = t.get_double("slowdown", 0.0, 0.0, 0.999);
   t.finish();
   return c;
@@ -124,9 +96,7 @@ FaultModel parse_fault_model(std::string_view text, const std::string& file) {
   m.name = t.get_string("name", file_stem(file));
   m.source = t.get_string("source", std::string());
   m.gpus_per_node = t.get_int("gpus_per_node", 8, 1, 1024);
-  m.inter_arrival = t.get_enum<InterArrival>(
-      "inter_arrival", {{"exponential", InterArrival::Exponential}, {"weibull", InterArrival::Weibull}},
-      InterArrival::Exponential);
+  m.inter_arrival = t.get_enum("inter_arrival", kInterArrivalNames, InterArrival::Exponential);
   m.weibull_shape = t.get_double("weibull_shape", 1.0, 1e-3, 100.0);
   std::optional<double> observed_gpu_hours;
   if (t.has("observed")) {

@@ -68,63 +68,11 @@ FaultModel exponential_model(double mtbf_s, int64_t gpus) {
   return m;
 }
 
-const char* to_string(FaultCategory c) {
-  switch (c) {
-  case FaultCategory::Gpu: return "gpu";
-  case FaultCategory::Hbm: return "hbm";
-  case FaultCategory::GpuSram: return "gpu-sram";
-  case FaultCategory::GpuSystemProcessor: return "gpu-system-processor";
-  case FaultCategory::GpuThermal: return "gpu-thermal";
-  case FaultCategory::Nic: return "nic";
-  case FaultCategory::SwitchCable: return "switch-cable";
-  case FaultCategory::Host: return "host";
-  case FaultCategory::SoftwareBug: return "software-bug";
-  case FaultCategory::NcclWatchdog: return "nccl-watchdog";
-  case FaultCategory::SilentDataCorruption: return "silent-data-corruption";
-  case FaultCategory::LinkFlap: return "link-flap";
-  case FaultCategory::Straggler: return "straggler";
-  case FaultCategory::Other: return "other";
-  }
-  return "?";
-}
-
-const char* to_string(DetectionSignal s) {
-  switch (s) {
-  case DetectionSignal::ExplicitError: return "explicit-error";
-  case DetectionSignal::MissedHeartbeat: return "missed-heartbeat";
-  case DetectionSignal::TrafficDrop: return "traffic-drop";
-  case DetectionSignal::None: return "none";
-  }
-  return "?";
-}
-
-const char* to_string(FaultScope s) {
-  switch (s) {
-  case FaultScope::Gpu: return "gpu";
-  case FaultScope::Node: return "node";
-  case FaultScope::Nic: return "nic";
-  case FaultScope::Link: return "link";
-  case FaultScope::Switch: return "switch";
-  case FaultScope::Software: return "software";
-  }
-  return "?";
-}
-
-const char* to_string(FaultEffect e) {
-  switch (e) {
-  case FaultEffect::Interrupt: return "interrupt";
-  case FaultEffect::Outage: return "outage";
-  case FaultEffect::Slowdown: return "slowdown";
-  }
-  return "?";
-}
-
-const char* to_string(InterArrival a) {
-  switch (a) {
-  case InterArrival::Exponential: return "exponential";
-  case InterArrival::Weibull: return "weibull";
-  }
-  return "?";
-}
+// string_views of the tables' literals: NUL-terminated
+const char* to_string(FaultCategory c) { return enum_name(kFaultCategoryNames, c).data(); }
+const char* to_string(DetectionSignal s) { return enum_name(kDetectionSignalNames, s).data(); }
+const char* to_string(FaultScope s) { return enum_name(kFaultScopeNames, s).data(); }
+const char* to_string(FaultEffect e) { return enum_name(kFaultEffectNames, e).data(); }
+const char* to_string(InterArrival a) { return enum_name(kInterArrivalNames, a).data(); }
 
 } // namespace twinscale::faults

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "common/enum_names.hpp"
+
 namespace twinscale::faults {
 
 enum class FaultCategory : uint8_t {
@@ -55,6 +57,41 @@ enum class InterArrival : uint8_t {
 };
 
 enum class DurationDistribution : uint8_t { Fixed, Exponential };
+
+// The names fault model files use for these enums (config/fault_file.cpp reads them,
+// to_string prints them).
+inline constexpr EnumNames<FaultCategory, 14> kFaultCategoryNames{
+    {{"gpu", FaultCategory::Gpu},
+     {"hbm", FaultCategory::Hbm},
+     {"gpu-sram", FaultCategory::GpuSram},
+     {"gpu-system-processor", FaultCategory::GpuSystemProcessor},
+     {"gpu-thermal", FaultCategory::GpuThermal},
+     {"nic", FaultCategory::Nic},
+     {"switch-cable", FaultCategory::SwitchCable},
+     {"host", FaultCategory::Host},
+     {"software-bug", FaultCategory::SoftwareBug},
+     {"nccl-watchdog", FaultCategory::NcclWatchdog},
+     {"silent-data-corruption", FaultCategory::SilentDataCorruption},
+     {"link-flap", FaultCategory::LinkFlap},
+     {"straggler", FaultCategory::Straggler},
+     {"other", FaultCategory::Other}}};
+inline constexpr EnumNames<DetectionSignal, 4> kDetectionSignalNames{
+    {{"explicit-error", DetectionSignal::ExplicitError},
+     {"missed-heartbeat", DetectionSignal::MissedHeartbeat},
+     {"traffic-drop", DetectionSignal::TrafficDrop},
+     {"none", DetectionSignal::None}}};
+inline constexpr EnumNames<FaultScope, 6> kFaultScopeNames{{{"gpu", FaultScope::Gpu},
+                                                            {"node", FaultScope::Node},
+                                                            {"nic", FaultScope::Nic},
+                                                            {"link", FaultScope::Link},
+                                                            {"switch", FaultScope::Switch},
+                                                            {"software", FaultScope::Software}}};
+inline constexpr EnumNames<FaultEffect, 3> kFaultEffectNames{
+    {{"interrupt", FaultEffect::Interrupt}, {"outage", FaultEffect::Outage}, {"slowdown", FaultEffect::Slowdown}}};
+inline constexpr EnumNames<InterArrival, 2> kInterArrivalNames{
+    {{"exponential", InterArrival::Exponential}, {"weibull", InterArrival::Weibull}}};
+inline constexpr EnumNames<DurationDistribution, 2> kDurationDistributionNames{
+    {{"fixed", DurationDistribution::Fixed}, {"exponential", DurationDistribution::Exponential}}};
 
 struct FaultCategorySpec {
   FaultCategory category = FaultCategory::Other;
