@@ -371,8 +371,16 @@ Store::~Store() {
 std::set<int64_t> Store::done() const {
   std::set<int64_t> out;
   Stmt q(db_, "SELECT id FROM points", path_);
-  while (q.next()) out.insert(q.i64(0));
+  while (q.next())
+    if (!out.insert(q.i64(0)).second) throw_repeated_point(q.i64(0));
   return out;
+}
+
+void Store::throw_repeated_point(int64_t id) const {
+  // points.id is the table's INTEGER PRIMARY KEY: only a damaged file repeats one
+  throw StoreError(path_ + ": point " + std::to_string(id) +
+                   " has two rows in table points; the file is damaged (sqlite3 FILE 'pragma integrity_check' "
+                   "says where)");
 }
 
 std::set<int64_t> Store::flow_done() const {
@@ -516,7 +524,11 @@ std::vector<StoredPoint> Store::rows() const {
              "twinscale_version FROM points ORDER BY id",
          path_);
   Row row(q, path_);
-  while (q.next()) out.push_back(read_row(row));
+  std::set<int64_t> ids;
+  while (q.next()) {
+    out.push_back(read_row(row));
+    if (!ids.insert(out.back().result.id).second) throw_repeated_point(out.back().result.id);
+  }
   return out;
 }
 

@@ -91,6 +91,8 @@ public:
   std::vector<StoredPoint> rows() const; // ordered by id
 
 private:
+  /// Throws StoreError: point `id` has two rows (a damaged file).
+  [[noreturn]] void throw_repeated_point(int64_t id) const;
   void exec(const std::string& sql) const;
   std::string path_;
   sqlite3* db_ = nullptr;
