@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "config/cluster_file.hpp"
+#include "tests/config/record_file.hpp"
 
 using namespace twinscale;
 namespace fs = std::filesystem;
@@ -204,38 +205,14 @@ std::vector<std::string> shipped_clusters() {
   return out;
 }
 
-/// The record: "### PATH" then the dump, per cluster.
-std::map<std::string, std::string> read_record(const fs::path& path) {
-  std::ifstream in(path);
-  std::map<std::string, std::string> out;
-  std::string line, at;
-  while (std::getline(in, line)) {
-    if (line.rfind("### ", 0) == 0)
-      at = line.substr(4);
-    else
-      out[at] += line + "\n";
-  }
-  return out;
-}
-
 } // namespace
 
 TEST_CASE("every shipped cluster loads to the recorded ClusterSpec and network", "[config][shipped-clusters]") {
   const fs::path root(TWINSCALE_SOURCE_DIR);
   const std::vector<std::string> files = shipped_clusters();
   REQUIRE(files.size() >= 20);
-  std::string record;
   std::map<std::string, std::string> now;
-  for (const std::string& f : files) {
-    now[f] = dump(config::load_cluster_file((root / f).string()));
-    record += "### " + f + "\n" + now[f];
-  }
-  if (const char* out = std::getenv("TWINSCALE_WRITE_CLUSTER_DUMP")) std::ofstream(out) << record;
-  const auto recorded = read_record(root / "tests/config/data/shipped_clusters.txt");
-  CHECK(recorded.size() == files.size());
-  for (const std::string& f : files) {
-    INFO(f);
-    REQUIRE(recorded.count(f) == 1);
-    CHECK(now[f] == recorded.at(f));
-  }
+  for (const std::string& f : files) now[f] = dump(config::load_cluster_file((root / f).string()));
+  REQUIRE(now.size() == files.size());
+  test::check_against_record(now, root / "tests/config/data/shipped_clusters.txt", "TWINSCALE_WRITE_CLUSTER_DUMP");
 }

@@ -19,6 +19,7 @@
 
 #include "config/fault_file.hpp"
 #include "config/recovery_file.hpp"
+#include "tests/config/record_file.hpp"
 
 using namespace twinscale;
 namespace fs = std::filesystem;
@@ -141,20 +142,6 @@ std::vector<std::string> shipped_recovery_files() {
   return out;
 }
 
-/// The record: "### PATH" then the dump, per file.
-std::map<std::string, std::string> read_record(const fs::path& path) {
-  std::ifstream in(path);
-  std::map<std::string, std::string> out;
-  std::string line, at;
-  while (std::getline(in, line)) {
-    if (line.rfind("### ", 0) == 0)
-      at = line.substr(4);
-    else
-      out[at] += line + "\n";
-  }
-  return out;
-}
-
 } // namespace
 
 TEST_CASE("every shipped fault plan and recovery file loads to the recorded spec", "[config][shipped-fault-files]") {
@@ -162,22 +149,9 @@ TEST_CASE("every shipped fault plan and recovery file loads to the recorded spec
   const std::vector<std::string> plans = shipped_plans(), recoveries = shipped_recovery_files();
   REQUIRE(plans.size() >= 3);
   REQUIRE(recoveries.size() >= 4);
-  std::string record;
   std::map<std::string, std::string> now;
-  for (const std::string& f : plans) {
-    now[f] = dump(config::load_fault_plan((root / f).string()));
-    record += "### " + f + "\n" + now[f];
-  }
-  for (const std::string& f : recoveries) {
-    now[f] = dump(config::load_recovery((root / f).string()));
-    record += "### " + f + "\n" + now[f];
-  }
-  if (const char* out = std::getenv("TWINSCALE_WRITE_FAULT_FILES_DUMP")) std::ofstream(out) << record;
-  const auto recorded = read_record(root / "tests/config/data/shipped_fault_files.txt");
-  CHECK(recorded.size() == now.size());
-  for (const auto& [f, text] : now) {
-    INFO(f);
-    REQUIRE(recorded.count(f) == 1);
-    CHECK(text == recorded.at(f));
-  }
+  for (const std::string& f : plans) now[f] = dump(config::load_fault_plan((root / f).string()));
+  for (const std::string& f : recoveries) now[f] = dump(config::load_recovery((root / f).string()));
+  test::check_against_record(now, root / "tests/config/data/shipped_fault_files.txt",
+                             "TWINSCALE_WRITE_FAULT_FILES_DUMP");
 }
