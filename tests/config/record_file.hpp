@@ -3,6 +3,9 @@
 // checked to give identical specs. The record is "### PATH" then PATH's dump, per file.
 #pragma once
 
+#include <array>
+#include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +15,24 @@
 #include <catch2/catch.hpp>
 
 namespace twinscale::test {
+
+/// A spec's fields as "key = value" lines, numbers to 17 digits (what the record holds).
+struct Dump {
+  std::string out;
+  void add(const std::string& key, double v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.17g", v);
+    out += key + " = " + buf + "\n";
+  }
+  void add(const std::string& key, int64_t v) { out += key + " = " + std::to_string(v) + "\n"; }
+  void add(const std::string& key, uint64_t v) { out += key + " = " + std::to_string(v) + "\n"; }
+  void add(const std::string& key, bool v) { out += key + " = " + (v ? "true" : "false") + "\n"; }
+  void add(const std::string& key, const std::string& v) { out += key + " = \"" + v + "\"\n"; }
+  template <size_t N>
+  void add(const std::string& key, const std::array<double, N>& v) {
+    for (size_t i = 0; i < N; ++i) add(key + "[" + std::to_string(i) + "]", v[i]);
+  }
+};
 
 /// The record at `path`: file → its recorded dump.
 inline std::map<std::string, std::string> read_record(const std::filesystem::path& path) {

@@ -23,24 +23,9 @@
 
 using namespace twinscale;
 namespace fs = std::filesystem;
+using twinscale::test::Dump;
 
 namespace {
-
-struct Dump {
-  std::string out;
-  void add(const std::string& key, double v) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.17g", v);
-    out += key + " = " + buf + "\n";
-  }
-  void add(const std::string& key, int64_t v) { out += key + " = " + std::to_string(v) + "\n"; }
-  void add(const std::string& key, bool v) { out += key + " = " + (v ? "true" : "false") + "\n"; }
-  void add(const std::string& key, const std::string& v) { out += key + " = \"" + v + "\"\n"; }
-  template <size_t N>
-  void add(const std::string& key, const std::array<double, N>& v) {
-    for (size_t i = 0; i < N; ++i) add(key + "[" + std::to_string(i) + "]", v[i]);
-  }
-};
 
 void dump_nccl(Dump& d, const std::string& n, const topology::NcclTuningSpec& t) {
   d.add(n + "generation", t.generation);

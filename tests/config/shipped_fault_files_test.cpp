@@ -23,21 +23,9 @@
 
 using namespace twinscale;
 namespace fs = std::filesystem;
+using twinscale::test::Dump;
 
 namespace {
-
-struct Dump {
-  std::string out;
-  void add(const std::string& key, double v) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.17g", v);
-    out += key + " = " + buf + "\n";
-  }
-  void add(const std::string& key, int64_t v) { out += key + " = " + std::to_string(v) + "\n"; }
-  void add(const std::string& key, uint64_t v) { out += key + " = " + std::to_string(v) + "\n"; }
-  void add(const std::string& key, bool v) { out += key + " = " + (v ? "true" : "false") + "\n"; }
-  void add(const std::string& key, const std::string& v) { out += key + " = \"" + v + "\"\n"; }
-};
 
 void dump_retransmit(Dump& d, const faults::RetransmitPolicy& r) {
   d.add("retransmit.timeout_per_retry_s", r.timeout_per_retry_s);
