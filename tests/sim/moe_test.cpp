@@ -19,18 +19,23 @@ struct Run {
   double compute_s = 0;
 };
 
-Run simulate_job(const schedules::JobSpec& job, SimMode mode, bool aggregate) {
+/// `job` on tiny-2tier, placed linearly, with options `o`.
+Run simulate_job(const schedules::JobSpec& job, const SimOptions& o) {
   auto spec = tiny_cluster();
   spec.gpus = job.parallel.gpus();
   const topology::Fabric fabric(spec);
   const schedules::Schedule s = schedules::lower(job);
   const auto gpus = topology::place(fabric, {job.parallel.tp, job.parallel.dp, job.parallel.pp},
                                     topology::PlacementPolicy::Linear, 1);
+  const auto r = simulate(s, fabric, gpus, o);
+  return {r.iteration_time_s, r.breakdown.compute_s};
+}
+
+Run simulate_job(const schedules::JobSpec& job, SimMode mode, bool aggregate) {
   SimOptions o;
   o.mode = mode;
   o.aggregate = aggregate;
-  const auto r = simulate(s, fabric, gpus, o);
-  return {r.iteration_time_s, r.breakdown.compute_s};
+  return simulate_job(job, o);
 }
 
 /// tiny-fsdp with layers large enough that communication and compute overlap.
@@ -188,18 +193,12 @@ TEST_CASE("tiny-fsdp: FSDP's collectives take NCCL's CTAs, so compute overlapped
   // the same job with every communication kernel taking the channels asked for (a fixed
   // slowdown equal to theirs) runs faster than with the CTAs NCCL plans for the
   // data-parallel group (two servers' GPUs of tiny-2tier)
-  auto job = larger_fsdp();
-  auto spec = tiny_cluster();
-  spec.gpus = job.parallel.gpus();
-  const topology::Fabric fabric(spec);
-  const schedules::Schedule s = schedules::lower(job);
-  const auto gpus = topology::place(fabric, {job.parallel.tp, job.parallel.dp, job.parallel.pp},
-                                    topology::PlacementPolicy::Linear, 1);
+  const auto job = larger_fsdp();
   SimOptions o;
   o.mode = SimMode::Analytic;
-  const double planned = simulate(s, fabric, gpus, o).iteration_time_s;
-  o.device.nccl_compute_slowdown = DeviceModelParams::nccl_slowdown(spec.gpu, o.channels);
-  const double asked = simulate(s, fabric, gpus, o).iteration_time_s;
+  const double planned = simulate_job(job, o).iteration_s;
+  o.device.nccl_compute_slowdown = DeviceModelParams::nccl_slowdown(tiny_cluster().gpu, o.channels);
+  const double asked = simulate_job(job, o).iteration_s;
   INFO("planned CTAs " << planned << " s, asked channels " << asked << " s");
   CHECK(planned > asked);
 }
