@@ -21,7 +21,7 @@ DeviceModel::DeviceModel(const topology::GpuSpec& gpu, DeviceModelParams params,
     throw SimError("device model: GPU '" + gpu_.model + "' needs peak_flops > 0 and hbm_bw_bytes_per_s > 0");
 }
 
-DeviceModelParams DeviceModelParams::from_gpu(const topology::GpuSpec& gpu, int channels) {
+DeviceModelParams DeviceModelParams::from_gpu(const topology::GpuSpec& gpu) {
   const auto& k = gpu.kernels;
   DeviceModelParams p;
   p.sustained_clock_ratio = k.sustained_clock_ratio;
@@ -37,7 +37,6 @@ DeviceModelParams DeviceModelParams::from_gpu(const topology::GpuSpec& gpu, int 
   p.hbm_efficiency = k.hbm_efficiency;
   p.kernel_launch_s = k.kernel_launch_s;
   p.op_issue_gap_s = k.op_issue_gap_s;
-  p.nccl_compute_slowdown = nccl_slowdown(gpu, channels);
   return p;
 }
 
@@ -72,7 +71,6 @@ DeviceModelParams DeviceModelOverrides::apply(DeviceModelParams p) const {
   set(p.hbm_efficiency, hbm_efficiency);
   set(p.kernel_launch_s, kernel_launch_s);
   set(p.op_issue_gap_s, op_issue_gap_s);
-  set(p.nccl_compute_slowdown, nccl_compute_slowdown);
   if (wave_quantisation && !*wave_quantisation) p.sms = 0;
   return p;
 }

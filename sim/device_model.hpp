@@ -68,13 +68,12 @@ struct DeviceModelParams {
   double hbm_efficiency = 0;         // achieved fraction of HBM bandwidth (streaming)
   double kernel_launch_s = 0;        // per kernel launch
   double op_issue_gap_s = 0;         // idle stream time before each compute op (host hand-off)
-  double nccl_compute_slowdown = 0;  // compute slowdown while NCCL kernels run
   double compute_time_factor = 1;    // every compute op's time × this (speed variation:
                                      // the slowest GPU of the job, sim/speed_variation.hpp)
 
-  /// The figures of `gpu`'s catalogue entry; the NCCL slowdown from the SMs `channels`
-  /// NCCL channels occupy (see nccl_slowdown()).
-  static DeviceModelParams from_gpu(const topology::GpuSpec& gpu, int channels);
+  /// The figures of `gpu`'s catalogue entry (the slowdown beside communication kernels
+  /// is comm_rate_factors').
+  static DeviceModelParams from_gpu(const topology::GpuSpec& gpu);
   /// Compute slowdown while communication kernels run: their channels take
   /// channels · sms_per_channel of the SMs, so compute-bound kernels run on the rest,
   /// t' = t · sms / (sms − used) ⇒ slowdown = used / (sms − used); memory-bound kernels
@@ -91,7 +90,7 @@ std::vector<double> comm_rate_factors(const topology::GpuSpec& gpu, std::optiona
 struct DeviceModelOverrides {
   std::optional<double> sustained_clock_ratio, gemm_max_efficiency, gemm_half_dim, flash_fwd_efficiency,
       flash_bwd_efficiency, vector_flop_efficiency, hbm_efficiency, kernel_launch_s, op_issue_gap_s,
-      nccl_compute_slowdown;
+      nccl_compute_slowdown;             // read by comm_rate_factors, not apply()
   std::optional<bool> wave_quantisation; // false: ignore the SM count
   DeviceModelParams apply(DeviceModelParams p) const;
 };

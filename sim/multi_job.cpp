@@ -126,8 +126,7 @@ void check_jobs(const std::vector<JobOnFabric>& jobs, const topology::Fabric& fa
 MultiJobReport run_jobs(const std::vector<JobOnFabric>& jobs, const topology::Fabric& fabric,
                         const SimOptions& user_options) {
   const topology::ClusterSpec& spec = fabric.spec();
-  const DeviceModelParams params =
-      user_options.device.apply(DeviceModelParams::from_gpu(spec.gpu, user_options.channels));
+  const DeviceModelParams params = user_options.device.apply(DeviceModelParams::from_gpu(spec.gpu));
   SimOptions options = user_options;
   options.comm_rate_factors = comm_rate_factors(spec.gpu, user_options.device.nccl_compute_slowdown);
   options.nvlink_efficiency = user_options.nvlink_efficiency.value_or(spec.gpu.nvlink.efficiency);

@@ -93,7 +93,7 @@ SimReport run_in_process(const schedules::Schedule& schedule, const topology::Fa
   const auto t0 = std::chrono::steady_clock::now();
   check_options(user_options);
   const topology::ClusterSpec& spec = fabric.spec();
-  DeviceModelParams params = user_options.device.apply(DeviceModelParams::from_gpu(spec.gpu, user_options.channels));
+  DeviceModelParams params = user_options.device.apply(DeviceModelParams::from_gpu(spec.gpu));
   if (user_options.speed_variation && (user_options.every_rank || !user_options.gpu_speed.empty()))
     throw SimError("simulate: speed_variation (--speed-variation) is the order-statistic shortcut of a symmetric "
                    "run; when every rank is executed give the per-GPU speeds themselves (--gpu-speed-dist "
@@ -121,9 +121,8 @@ SimReport run_in_process(const schedules::Schedule& schedule, const topology::Fa
                      std::to_string(group.first_server) + "-" + std::to_string(group.last_server) +
                      ": the fabric has servers 0-" + std::to_string(servers - 1));
     if (models.empty()) models.push_back(&device);
-    DeviceModelParams p = user_options.device.apply(DeviceModelParams::from_gpu(group.gpu, user_options.channels));
+    DeviceModelParams p = user_options.device.apply(DeviceModelParams::from_gpu(group.gpu));
     p.compute_time_factor = params.compute_time_factor;
-    p.nccl_compute_slowdown = params.nccl_compute_slowdown; // the engine keeps one (the cluster's)
     group_devices.push_back(std::make_unique<DeviceModel>(group.gpu, p, user_options.calibration));
     group_devices.back()->set_op_names(&schedule.names);
     models.push_back(group_devices.back().get());

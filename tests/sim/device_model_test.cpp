@@ -28,17 +28,17 @@ schedules::Op gemm(int64_t m, int64_t n, int64_t k) {
 } // namespace
 
 TEST_CASE("device model: figures come from the catalogue", "[sim][device]") {
-  const auto p = DeviceModelParams::from_gpu(a100(), 2);
+  const auto p = DeviceModelParams::from_gpu(a100());
   CHECK(p.gemm_max_efficiency == Approx(a100().kernels.gemm_max_efficiency));
   CHECK(p.sms == 108);
   CHECK(p.kernel_launch_s == Approx(4e-6));
   // 2 channels × 1 SM of 108 → 2/106; HBM share 0.05 → 0.05/0.95 is larger.
-  CHECK(p.nccl_compute_slowdown == Approx(0.05 / 0.95));
+  CHECK(DeviceModelParams::nccl_slowdown(a100(), 2) == Approx(0.05 / 0.95));
   CHECK(DeviceModelParams::nccl_slowdown(a100(), 16) == Approx(16.0 / 92.0));
 }
 
 TEST_CASE("device model: wave quantisation over the SM count", "[sim][device]") {
-  const DeviceModel d(a100(), DeviceModelParams::from_gpu(a100(), 2));
+  const DeviceModel d(a100(), DeviceModelParams::from_gpu(a100()));
   // 256×128 tiles: 108 tiles fill one wave exactly; 109 need two waves.
   CHECK(d.wave_efficiency(256 * 108, 128) == Approx(1.0));
   CHECK(d.wave_efficiency(256 * 109, 128) == Approx(109.0 / 216.0));
@@ -48,13 +48,13 @@ TEST_CASE("device model: wave quantisation over the SM count", "[sim][device]") 
   const double t_full = d.seconds(gemm(256 * 108, 128, 8192));
   const double t_more = d.seconds(gemm(256 * 109, 128, 8192));
   CHECK(t_more > 1.8 * t_full); // one more row of tiles costs a whole extra wave
-  auto no_waves = DeviceModelParams::from_gpu(a100(), 2);
+  auto no_waves = DeviceModelParams::from_gpu(a100());
   no_waves.sms = 0;
   CHECK(DeviceModel(a100(), no_waves).wave_efficiency(256 * 109, 128) == 1.0);
 }
 
 TEST_CASE("device model: sustained clock and launches", "[sim][device]") {
-  auto p = DeviceModelParams::from_gpu(a100(), 2);
+  auto p = DeviceModelParams::from_gpu(a100());
   p.kernel_launch_s = 0;
   const auto big = gemm(256 * 108, 128 * 32, 8192);
   const double t1 = DeviceModel(a100(), p).seconds(big);
@@ -69,7 +69,7 @@ TEST_CASE("device model: sustained clock and launches", "[sim][device]") {
 
 TEST_CASE("device model: FlashAttention-2's backward executes 2.5 × the forward's FLOPs, as its benchmarks count",
           "[sim][device]") {
-  auto p = DeviceModelParams::from_gpu(a100(), 2);
+  auto p = DeviceModelParams::from_gpu(a100());
   p.kernel_launch_s = 0;
   p.flash_bwd_efficiency = p.flash_fwd_efficiency; // isolate the FLOP convention
   const DeviceModel d(a100(), p);
@@ -107,7 +107,7 @@ TEST_CASE("speed variation: the slowest of N GPUs, deterministic, growing with N
   CHECK(small == Approx(2.04).margin(0.2));
   CHECK(large == Approx(3.4).margin(0.2));
   // The device model scales every compute op by the factor.
-  auto p = DeviceModelParams::from_gpu(a100(), 2);
+  auto p = DeviceModelParams::from_gpu(a100());
   const double t = DeviceModel(a100(), p).seconds(gemm(4096, 4096, 4096));
   p.compute_time_factor = a;
   CHECK(DeviceModel(a100(), p).seconds(gemm(4096, 4096, 4096)) == Approx(t * a));

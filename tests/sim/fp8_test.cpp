@@ -44,7 +44,7 @@ double simulate_tiny(const schedules::JobSpec& job, SimMode mode, bool aggregate
 TEST_CASE("device model: an FP8 GEMM runs at the FP8 tensor rate, none on A100", "[sim][fp8]") {
   const auto h100 = config::load_cluster("h100-400g").gpu;
   REQUIRE(h100.fp8_peak_flops == Approx(2 * h100.peak_flops).epsilon(1e-3)); // datasheet: 1,979 vs 989.4
-  const DeviceModel dm(h100, DeviceModelParams::from_gpu(h100, 1));
+  const DeviceModel dm(h100, DeviceModelParams::from_gpu(h100));
   const double bf16 = dm.seconds(big_gemm(schedules::DType::BF16));
   const double fp8 = dm.seconds(big_gemm(schedules::DType::FP8));
   // compute-bound: twice the peak, at the FP8 GEMMs' own achieved fraction of it
@@ -58,13 +58,13 @@ TEST_CASE("device model: an FP8 GEMM runs at the FP8 tensor rate, none on A100",
   // without an FP8 figure, FP8 GEMMs reach the BF16 fraction
   auto plain = h100;
   plain.kernels.fp8_gemm_max_efficiency = 0;
-  const DeviceModel dp(plain, DeviceModelParams::from_gpu(plain, 1));
+  const DeviceModel dp(plain, DeviceModelParams::from_gpu(plain));
   CHECK(dp.seconds(big_gemm(schedules::DType::FP8)) - launch ==
         Approx((bf16 - launch) * h100.peak_flops / h100.fp8_peak_flops).epsilon(1e-9));
 
   const auto a100 = config::load_cluster("tiny-2tier").gpu;
   CHECK(a100.fp8_peak_flops == 0);
-  const DeviceModel da(a100, DeviceModelParams::from_gpu(a100, 1));
+  const DeviceModel da(a100, DeviceModelParams::from_gpu(a100));
   CHECK(da.seconds(big_gemm(schedules::DType::BF16)) > 0);
   CHECK_THROWS_AS(da.seconds(big_gemm(schedules::DType::FP8)), SimError);
   CHECK_THROWS_WITH(da.seconds(big_gemm(schedules::DType::FP8)),
