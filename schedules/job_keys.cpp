@@ -290,6 +290,11 @@ void schedule_keys(std::vector<JobKey>& k) {
                   .json_unless_default()
                   .says("ZeRO-3 as FSDP2: each layer's gradients copied into the reduce-scatter's flat input "
                         "in the reduce dtype, the compute stream waiting for the copy"));
+  k.push_back(member<J, &J::options, &S::fsdp_grad_predivide>("schedule.fsdp_grad_predivide")
+                  .stack_fact()
+                  .json_unless_default()
+                  .says("ZeRO-3 as FSDP2 of early 2024: the reduce-scatter's flat input divided in place by "
+                        "the pre-divide factor before the compute stream goes on (with fsdp_grad_copy_in)"));
   k.push_back(member<J, &J::options, &S::host_seconds_per_module>("schedule.host_seconds_per_module")
                   .range_number(0.0, 1e-2)
                   .in("s")

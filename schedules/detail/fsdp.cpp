@@ -84,6 +84,14 @@ void StageLowering::fsdp_grad_copy_in(int64_t layer) {
   b_.labels.layer = static_cast<int32_t>(layer);
   b_.compute(OpKind::Elementwise, Kernel::Copy, "fsdp.grad.copy_in", 0, (2 + width) * params,
              {static_cast<int64_t>(params), 0, 0, 0});
+  // FSDP2 of early 2024 (foreach_reduce_scatter): reduce_scatter_input.div_(predivide) runs
+  // on the reduce-scatter stream before copy_in_event is recorded, and the compute stream
+  // waits for that event: one more pass reading and writing the reduce dtype. The factor
+  // (_init_grad_divide_factors: f doubled from 1 while N % f == 0 and N / f > f) is at
+  // least 2 for every DP size N >= 2, so the pass always runs.
+  if (job_.options.fsdp_grad_predivide)
+    b_.compute(OpKind::Elementwise, Kernel::Copy, "fsdp.grad.predivide", 0, 2 * width * params,
+               {static_cast<int64_t>(params), 0, 0, 0});
   b_.labels = saved;
 }
 

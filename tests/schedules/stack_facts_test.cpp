@@ -264,6 +264,45 @@ TEST_CASE("stack facts: FSDP2 copies each layer's gradients into the reduce inpu
   CHECK(copies == reductions);
 }
 
+TEST_CASE("stack facts: early FSDP2 divides the reduce input in place before the compute stream goes on",
+          "[schedules][stack]") {
+  JobSpec job = config::load_job_preset("tiny-fsdp");
+  job.options.fsdp_grad_copy_in = true;
+  job.options.grad_reduce_fp32 = true;
+  const Schedule copy_only = lower(job);
+  for (const Op& op : copy_only.programs[0].ops) CHECK(copy_only.names[op.name] != "fsdp.grad.predivide");
+  job.options.fsdp_grad_predivide = true;
+  const Schedule s = lower(job);
+  check_valid(s);
+  const auto& ops = s.programs[0].ops;
+  int divides = 0, reductions = 0;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const std::string& name = s.names[ops[i].name];
+    if (name == "fsdp.grad.predivide") {
+      ++divides;
+      CHECK(ops[i].stream == Stream::Compute);
+      // fp32 read and written in place: 8 bytes per gradient, right after the copy-in
+      CHECK(ops[i].bytes == Approx(8.0 * static_cast<double>(ops[i].shape[0])));
+      REQUIRE(i > 0);
+      CHECK(s.names[ops[i - 1].name] == "fsdp.grad.copy_in");
+    }
+    if (name == "fsdp.grad.rs") {
+      ++reductions;
+      int64_t last_compute = -1;
+      for (size_t j = 0; j < i; ++j)
+        if (ops[j].stream == Stream::Compute) last_compute = static_cast<int64_t>(j);
+      REQUIRE(last_compute >= 0);
+      CHECK(s.names[ops[static_cast<size_t>(last_compute)].name] == "fsdp.grad.predivide");
+    }
+  }
+  REQUIRE(reductions > 0);
+  CHECK(divides == reductions);
+  // without the copy-in there is no flat input to divide
+  job.options.fsdp_grad_copy_in = false;
+  const Schedule in_place = lower(job);
+  for (const Op& op : in_place.programs[0].ops) CHECK(in_place.names[op.name] != "fsdp.grad.predivide");
+}
+
 TEST_CASE("stack facts: the loss runs in fp32 passes, overlapped GEMM chunks carry their count, the host time "
           "per module survives the schedule's JSON",
           "[schedules][stack]") {
