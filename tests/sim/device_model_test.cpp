@@ -56,6 +56,7 @@ TEST_CASE("device model: wave quantisation over the SM count", "[sim][device]") 
 TEST_CASE("device model: sustained clock and launches", "[sim][device]") {
   auto p = DeviceModelParams::from_gpu(a100());
   p.kernel_launch_s = 0;
+  p.sustained_clock_ratio = 1.0;
   const auto big = gemm(256 * 108, 128 * 32, 8192);
   const double t1 = DeviceModel(a100(), p).seconds(big);
   p.sustained_clock_ratio = 0.9;
@@ -85,13 +86,20 @@ TEST_CASE("device model: FlashAttention-2's backward executes 2.5 × the forward
   bwd.labels.phase = schedules::Phase::Backward;
   CHECK(d.seconds(bwd) == Approx(2.5 * d.seconds(fwd)));
   // causal: half the dense FLOPs, at the catalogue's forward rate
-  CHECK(d.seconds(fwd) == Approx(0.5 * fwd.flops / (a100().peak_flops * p.flash_fwd_efficiency)));
+  CHECK(d.seconds(fwd) ==
+        Approx(0.5 * fwd.flops / (a100().peak_flops * p.sustained_clock_ratio * p.flash_fwd_efficiency)));
 }
 
-TEST_CASE("device model: H100's tensor clock is the one sustained at its power limit", "[sim][device]") {
+TEST_CASE("device model: the tensor clock is the one sustained at the power limit", "[sim][device]") {
   const auto& h100 = *config::hardware_catalogue().gpu("H100-SXM");
   CHECK(h100.kernels.sustained_clock_ratio == Approx(0.90));
-  CHECK(a100().kernels.sustained_clock_ratio == Approx(1.0)); // its e_max is a sustained figure
+  // A100's is the validation set's one estimated parameter (docs/fidelity.md), inside its
+  // bounds: NVIDIA's HPL Rpeak clock at 400 W (1,305 of 1,410 MHz) and the boost clock
+  const double a = a100().kernels.sustained_clock_ratio;
+  CHECK(a == Approx(0.94));
+  CHECK(a >= 1305.0 / 1410.0);
+  CHECK(a <= 1.0);
+  CHECK(config::hardware_catalogue().gpu("A100-SXM-40GB")->kernels.sustained_clock_ratio == a);
 }
 
 TEST_CASE("speed variation: the slowest of N GPUs, deterministic, growing with N", "[sim][device]") {
