@@ -45,9 +45,17 @@ std::vector<uint16_t> priority_ranks(const schedules::Program& p, size_t program
                         " distinct op priorities (at most 65536)");
   std::vector<uint16_t> out;
   out.reserve(p.ops.size());
-  for (const Op& op : p.ops)
-    out.push_back(
-        static_cast<uint16_t>(std::lower_bound(distinct.begin(), distinct.end(), op.priority) - distinct.begin()));
+  // runs of ops share a priority: the last one's rank is reused without a search
+  int32_t last_priority = distinct.empty() ? 0 : distinct.front();
+  uint16_t last_rank = 0;
+  for (const Op& op : p.ops) {
+    if (op.priority != last_priority) {
+      last_priority = op.priority;
+      last_rank =
+          static_cast<uint16_t>(std::lower_bound(distinct.begin(), distinct.end(), op.priority) - distinct.begin());
+    }
+    out.push_back(last_rank);
+  }
   return out;
 }
 
