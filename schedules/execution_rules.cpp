@@ -80,6 +80,17 @@ ProgramIndex::ProgramIndex(const Program& p, size_t program_id) : program_(&p) {
   channel_.assign(n, kNoChannel);
   sequence_.assign(n, 0);
   std::vector<Channel> of_op;
+  { // each stream's list sized once (no regrowth: each doubling copies it and leaves a
+    // hole the size of the old one)
+    std::array<uint32_t, kStreamCount> count{};
+    size_t communication = 0;
+    for (const Op& op : p.ops) {
+      if (static_cast<size_t>(op.stream) < count.size()) ++count[static_cast<size_t>(op.stream)];
+      communication += op.is_communication() ? 1 : 0;
+    }
+    for (size_t s = 0; s < count.size(); ++s) stream_ops_[s].reserve(count[s]);
+    of_op.reserve(communication);
+  }
   for (uint32_t i = 0; i < n; ++i) {
     const Op& op = p.ops[i];
     const auto s = static_cast<size_t>(op.stream);
