@@ -80,6 +80,17 @@ ProgramIndex::ProgramIndex(const Program& p, size_t program_id) : program_(&p) {
   channel_.assign(n, kNoChannel);
   sequence_.assign(n, 0);
   std::vector<Channel> of_op;
+  { // each stream's list sized once (no regrowth: each doubling copies it and leaves a
+    // hole the size of the old one)
+    std::array<uint32_t, kStreamCount> count{};
+    size_t communication = 0;
+    for (const Op& op : p.ops) {
+      if (static_cast<size_t>(op.stream) < count.size()) ++count[static_cast<size_t>(op.stream)];
+      communication += op.is_communication() ? 1 : 0;
+    }
+    for (size_t s = 0; s < count.size(); ++s) stream_ops_[s].reserve(count[s]);
+    of_op.reserve(communication);
+  }
   for (uint32_t i = 0; i < n; ++i) {
     const Op& op = p.ops[i];
     const auto s = static_cast<size_t>(op.stream);
@@ -98,7 +109,9 @@ ProgramIndex::ProgramIndex(const Program& p, size_t program_id) : program_(&p) {
   }
   // the distinct channels, sorted: a program has a few, so each new one is inserted in
   // place (no sort of every communication op's); past 64 the plain sort of all of them
-  for (const Channel& c : of_op) {
+  for (size_t j = 0; j < of_op.size(); ++j) {
+    const Channel& c = of_op[j];
+    if (j > 0 && c == of_op[j - 1]) continue; // runs of one channel: already inserted
     auto it = std::lower_bound(channels_.begin(), channels_.end(), c);
     if (it != channels_.end() && *it == c) continue;
     if (channels_.size() == 64) {
@@ -114,12 +127,14 @@ ProgramIndex::ProgramIndex(const Program& p, size_t program_id) : program_(&p) {
                         " communication channels (at most " + std::to_string(kNoChannel - 1) + ")");
   channel_begin_.assign(channels_.size() + 1, 0);
   size_t k = 0;
+  uint16_t ch = 0; // the channel of of_op[k - 1], reused while the channel repeats
   for (uint32_t i = 0; i < n; ++i) {
     if (!p.ops[i].is_communication()) continue;
-    const auto c =
-        static_cast<uint16_t>(std::lower_bound(channels_.begin(), channels_.end(), of_op[k++]) - channels_.begin());
-    channel_[i] = c;
-    sequence_[i] = channel_begin_[c + 1u]++; // counts per channel for now
+    if (k == 0 || of_op[k] != of_op[k - 1])
+      ch = static_cast<uint16_t>(std::lower_bound(channels_.begin(), channels_.end(), of_op[k]) - channels_.begin());
+    ++k;
+    channel_[i] = ch;
+    sequence_[i] = channel_begin_[ch + 1u]++; // counts per channel for now
   }
   for (size_t c = 0; c < channels_.size(); ++c) channel_begin_[c + 1] += channel_begin_[c];
   channel_ops_.resize(channel_begin_.back());

@@ -51,7 +51,10 @@ Schedule lower(const JobSpec& job, const LoweringTarget& target) {
   detail::NameTable names;
   out.programs.reserve(P * CP);
   for (int64_t p = 0; p < P; ++p)
-    for (int64_t c = 0; c < CP; ++c) out.programs.push_back(detail::StageLowering(job, p, c, names).run());
+    for (int64_t c = 0; c < CP; ++c) {
+      const Program* sibling = out.programs.empty() ? nullptr : &out.programs.back();
+      out.programs.push_back(detail::StageLowering(job, p, c, names).run(sibling));
+    }
   out.names = names.take();
 
   out.program_of_rank.resize(out.layout.world());

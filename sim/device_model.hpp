@@ -114,6 +114,9 @@ public:
   /// The schedule's op names (Op::name indexes it): calibration entries are per op name.
   void set_op_names(const std::vector<std::string>* names) { names_ = names; }
   const DeviceModelParams& params() const { return params_; }
+  /// Whether a calibration table answers for some ops (by name): seconds() then depends
+  /// on the op's name as well as on its kernel, datatype, phase, shape, FLOPs and bytes.
+  bool calibrated() const { return calibration_ != nullptr; }
 
 private:
   double model_seconds(const schedules::Op& op) const;

@@ -7,11 +7,17 @@
 namespace twinscale::schedules::detail {
 
 uint32_t NameTable::intern(std::string_view name) {
-  auto it = index_.find(name);
-  if (it != index_.end()) return it->second;
-  const auto id = static_cast<uint32_t>(names_.size());
-  names_.emplace_back(name);
-  index_.emplace(std::string(name), id);
+  MemoSlot& slot = memo_[(reinterpret_cast<uintptr_t>(name.data()) >> 3) % kMemoSlots];
+  if (slot.data == name.data() && slot.data != nullptr && names_[slot.id] == name) return slot.id;
+  uint32_t id;
+  if (auto it = index_.find(name); it != index_.end()) {
+    id = it->second;
+  } else {
+    id = static_cast<uint32_t>(names_.size());
+    names_.emplace_back(name);
+    index_.emplace(std::string(name), id);
+  }
+  slot = MemoSlot{name.data(), id};
   return id;
 }
 
@@ -45,15 +51,15 @@ Dims Dims::of(const JobSpec& job) {
   return d;
 }
 
-uint32_t ProgramBuilder::add(Op op, std::string_view name, std::initializer_list<uint32_t> deps) {
+uint32_t ProgramBuilder::add(const Op& op, std::string_view name, std::initializer_list<uint32_t> deps) {
   return add_op(op, name, std::span<const uint32_t>(deps.begin(), deps.size()));
 }
 
-uint32_t ProgramBuilder::add(Op op, std::string_view name, const std::vector<uint32_t>& deps) {
+uint32_t ProgramBuilder::add(const Op& op, std::string_view name, const std::vector<uint32_t>& deps) {
   return add_op(op, name, deps);
 }
 
-uint32_t ProgramBuilder::add_op(Op op, std::string_view name, std::span<const uint32_t> deps) {
+uint32_t ProgramBuilder::add_op(const Op& op, std::string_view name, std::span<const uint32_t> deps) {
   const auto index = static_cast<uint32_t>(program_.ops.size());
   std::vector<uint32_t>& all = scratch_deps_;
   all.clear();
@@ -67,13 +73,16 @@ uint32_t ProgramBuilder::add_op(Op op, std::string_view name, std::span<const ui
   std::sort(all.begin(), all.end());
   all.erase(std::unique(all.begin(), all.end()), all.end());
   for (uint32_t d : all) TWINSCALE_ASSERT(d < index, "dependency on a later op");
-  op.dep_begin = static_cast<uint32_t>(program_.deps.size());
-  op.dep_count = static_cast<uint32_t>(all.size());
+  const auto dep_begin = static_cast<uint32_t>(program_.deps.size());
   program_.deps.insert(program_.deps.end(), all.begin(), all.end());
-  op.labels = labels;
-  op.name = names_->intern(name);
-  program_.ops.push_back(op);
-  if (is_compute && op.stream == Stream::Compute) last_compute_ = index;
+  const uint32_t name_id = names_->intern(name);
+  // the op is copied once, straight into the program, and completed there
+  Op& added = program_.ops.emplace_back(op);
+  added.dep_begin = dep_begin;
+  added.dep_count = static_cast<uint32_t>(all.size());
+  added.labels = labels;
+  added.name = name_id;
+  if (is_compute && added.stream == Stream::Compute) last_compute_ = index;
   return index;
 }
 

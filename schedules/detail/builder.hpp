@@ -1,6 +1,7 @@
 // Private helpers of lowering: a program under construction and the job's dimensions.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <initializer_list>
 #include <span>
@@ -20,7 +21,14 @@ inline constexpr uint32_t kNoOp = UINT32_MAX;
 class NameTable {
 public:
   uint32_t intern(std::string_view name);
-  std::vector<std::string> take() { return std::move(names_); }
+  /// The names, in id order; the table is empty afterwards.
+  std::vector<std::string> take() {
+    std::vector<std::string> out = std::move(names_);
+    names_.clear();
+    index_.clear();
+    memo_.fill(MemoSlot{});
+    return out;
+  }
 
 private:
   struct Hash { // heterogeneous: looks a string_view up without building a string
@@ -29,6 +37,15 @@ private:
   };
   std::unordered_map<std::string, uint32_t, Hash, std::equal_to<>> index_;
   std::vector<std::string> names_;
+  // Lowering passes the same few names (mostly literals) over and over: a direct-mapped
+  // memo by the characters' address answers most calls without hashing them. A hit is
+  // confirmed by comparing the characters, so a reused address never returns a wrong id.
+  static constexpr size_t kMemoSlots = 256;
+  struct MemoSlot {
+    const char* data = nullptr;
+    uint32_t id = 0;
+  };
+  std::array<MemoSlot, kMemoSlots> memo_{};
 };
 
 /// The job's sizes as used by the op formulas (all per rank unless noted).
@@ -71,8 +88,8 @@ public:
 
   OpLabels labels; // labels stamped on every op added
 
-  uint32_t add(Op op, std::string_view name, std::initializer_list<uint32_t> deps = {});
-  uint32_t add(Op op, std::string_view name, const std::vector<uint32_t>& deps);
+  uint32_t add(const Op& op, std::string_view name, std::initializer_list<uint32_t> deps = {});
+  uint32_t add(const Op& op, std::string_view name, const std::vector<uint32_t>& deps);
 
   uint32_t compute(OpKind kind, Kernel kernel, std::string_view name, double flops, double bytes,
                    std::array<int64_t, 4> shape, std::initializer_list<uint32_t> deps = {}, DType dtype = DType::BF16);
@@ -97,7 +114,8 @@ public:
   Program take() { return std::move(program_); }
 
 private:
-  uint32_t add_op(Op op, std::string_view name, std::span<const uint32_t> deps);
+  /// Appends `op` (copied once, into the program) with its dependencies, labels and name.
+  uint32_t add_op(const Op& op, std::string_view name, std::span<const uint32_t> deps);
 
   NameTable* names_;
   Program program_;

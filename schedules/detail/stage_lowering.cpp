@@ -479,14 +479,21 @@ void StageLowering::emit_iteration_end() {
   }
 }
 
-Program StageLowering::run() {
+Program StageLowering::run(const Program* sibling) {
   const auto& opt = job_.options;
   const auto& par = job_.parallel;
-  { // a generous estimate of the ops, to avoid regrowing a multi-megabyte vector
+  { // a generous estimate of the ops, to avoid regrowing a multi-megabyte vector; with a
+    // sibling stage's program, its sizes and an eighth more (the estimate is several times
+    // the real size, and every reserved page that gets touched is one the kernel zeroes)
     const int64_t per_layer = 40 * Dims::of(job_).tp_chunks + (opt.recompute ? 40 : 0);
-    const auto ops = static_cast<size_t>(opt.iterations) * order_.size() *
-                     static_cast<size_t>(max_stage_layers(job_) * per_layer + 24);
-    b_.reserve(ops, ops * 3 / 2);
+    size_t ops = static_cast<size_t>(opt.iterations) * order_.size() *
+                 static_cast<size_t>(max_stage_layers(job_) * per_layer + 24);
+    size_t deps = ops * 3 / 2;
+    if (sibling != nullptr && !sibling->ops.empty()) {
+      ops = std::min(ops, sibling->ops.size() + sibling->ops.size() / 8 + 64);
+      deps = std::min(deps, sibling->deps.size() + sibling->deps.size() / 8 + 64);
+    }
+    b_.reserve(ops, deps);
   }
   for (iteration_ = 0; iteration_ < opt.iterations; ++iteration_) {
     if (opt.async_data_loading) {

@@ -29,7 +29,9 @@ std::vector<PpMessage> pp_messages(const JobSpec& job, int64_t src, int64_t dst)
 class StageLowering {
 public:
   StageLowering(const JobSpec& job, int64_t pp_rank, int64_t cp_rank, NameTable& names);
-  Program run();
+  /// The stage's program. `sibling`, when given, is a program of another stage of the
+  /// same job: its sizes (stages differ by a few ops) bound the vectors reserved up front.
+  Program run(const Program* sibling = nullptr);
 
 private:
   void emit_step(size_t step_index);
