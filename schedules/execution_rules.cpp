@@ -267,7 +267,9 @@ std::vector<RuleMismatch> ExecutionRules::check_collectives(size_t max) const {
       for (int64_t i = 1; i < L.group_size(g) && out.size() < max; ++i) {
         const int64_t m = group_member(L, g, r, i);
         const uint32_t pm = s.program_of_rank[m];
-        if (pm == p0 || !compared.emplace(p0, pm, k).second) continue;
+        // insert, not emplace: std::set's emplace allocates a node before it finds the key
+        // there (most members repeat a pair already compared: one allocation each)
+        if (pm == p0 || !compared.insert({p0, pm, k}).second) continue;
         const ProgramIndex& a = programs_[p0];
         const ProgramIndex& b = programs_[pm];
         std::set<Channel> both; // the group's collective channels on either member
@@ -306,7 +308,8 @@ std::vector<RuleMismatch> ExecutionRules::check_messages(size_t max) const {
       const Channel mirror{ch.group, send ? ChannelDir::Recv : ChannelDir::Send, static_cast<int32_t>(me), 0};
       const uint16_t mc = of_rank(peer).find_channel(mirror);
       if (!send && mc != kNoChannel) continue; // compared from the sender's side
-      if (send && !compared.emplace(s.program_of_rank[r], c, s.program_of_rank[peer], me).second) continue;
+      if (send && !compared.insert({s.program_of_rank[r], c, s.program_of_rank[peer], me}).second)
+        continue; // see above
       const auto mine = ix.channel_ops(c);
       const auto theirs = mc == kNoChannel ? std::span<const uint32_t>{} : of_rank(peer).channel_ops(mc);
       const auto sends = send ? mine : theirs, recvs = send ? theirs : mine;
