@@ -230,6 +230,14 @@ TEST_CASE("stack facts: FSDP2 copies each gathered layer out on the compute stre
   CHECK(copies == gathers);
 }
 
+/// The name of the last compute-stream op before op `i` of the first program ("" if none).
+static std::string last_compute_before(const Schedule& s, size_t i) {
+  const auto& ops = s.programs[0].ops;
+  for (size_t j = i; j-- > 0;)
+    if (ops[j].stream == Stream::Compute) return s.names[ops[j].name];
+  return "";
+}
+
 TEST_CASE("stack facts: FSDP2 copies each layer's gradients into the reduce input before the compute stream "
           "goes on",
           "[schedules][stack]") {
@@ -253,11 +261,7 @@ TEST_CASE("stack facts: FSDP2 copies each layer's gradients into the reduce inpu
     if (s.names[ops[i].name] == "fsdp.grad.rs") {
       ++reductions;
       // the reduce-scatter starts after its layer's copy, the latest compute op before it
-      int64_t last_compute = -1;
-      for (size_t j = 0; j < i; ++j)
-        if (ops[j].stream == Stream::Compute) last_compute = static_cast<int64_t>(j);
-      REQUIRE(last_compute >= 0);
-      CHECK(s.names[ops[static_cast<size_t>(last_compute)].name] == "fsdp.grad.copy_in");
+      CHECK(last_compute_before(s, i) == "fsdp.grad.copy_in");
     }
   }
   REQUIRE(reductions > 0);
@@ -288,11 +292,7 @@ TEST_CASE("stack facts: early FSDP2 divides the reduce input in place before the
     }
     if (name == "fsdp.grad.rs") {
       ++reductions;
-      int64_t last_compute = -1;
-      for (size_t j = 0; j < i; ++j)
-        if (ops[j].stream == Stream::Compute) last_compute = static_cast<int64_t>(j);
-      REQUIRE(last_compute >= 0);
-      CHECK(s.names[ops[static_cast<size_t>(last_compute)].name] == "fsdp.grad.predivide");
+      CHECK(last_compute_before(s, i) == "fsdp.grad.predivide");
     }
   }
   REQUIRE(reductions > 0);
