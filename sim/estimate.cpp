@@ -5,14 +5,15 @@
 namespace twinscale::sim {
 
 namespace {
-// Measured per-rank costs (bench_sim on gpt-175b-megascale, README "Simulated sizes"):
-// flow mode 1.79 GiB RSS at 12,288 GPUs and 983 MiB at 3,072 — ≈ 92 KiB per added rank
-// (SimGrid hosts, links, actors and ~25 flows per rank). At 131,072 GPUs it was still
-// growing past 19 GB when the kernel killed it (issue 12), so the cost per rank grows
-// with scale (more flows per collective); 200 KiB/rank (2.6 GiB at 12,288, 25 GiB at
-// 131,072) leans high. Without aggregation every rank and every ring step runs: counted
-// as 4× (each rank's collectives split into their steps).
-constexpr double kFlowBytesPerRank = 200.0 * 1024;
+// Measured per-rank costs (`simulate --mode flow` of gpt-175b-megascale, 32 micro-batches
+// per pipeline, peak RSS of the flow child; 2026-12-06): 1.16 GiB at 12,288 GPUs, 2.93 GiB
+// at 32,768, 5.76 GiB at 65,536, 11.4 GiB at 131,072 — 91–95 KiB per added rank, most
+// of it the stacks of the actors that carry the flows in flight (4 per GPU in a DP phase,
+// 16 KiB each: FlowEngine::Impl::kWorkerStackKiB), then SimGrid's port hosts and links.
+// 96 KiB/rank over a 256 MiB base leans high (1.46 GiB at 12,288, 12.4 GiB at 131,072).
+// Without aggregation every rank and every ring step runs: counted as 4× (each rank's
+// collectives split into their steps).
+constexpr double kFlowBytesPerRank = 96.0 * 1024;
 constexpr double kFlowBaseBytes = 256.0 * 1024 * 1024; // SimGrid, the process, the model
 constexpr double kNoAggregateFactor = 4.0;
 // Fabric graph: bench_fabric, 8.5 MiB for 12,288 GPUs (≈ 0.7 KiB per GPU); 1 KiB leans high.
