@@ -7,7 +7,7 @@ namespace twinscale::sim {
 namespace {
 // Measured per-rank costs (`simulate --mode flow` of gpt-175b-megascale, 32 micro-batches
 // per pipeline, peak RSS of the flow child; 2026-12-06): 1.16 GiB at 12,288 GPUs, 2.93 GiB
-// at 32,768, 5.76 GiB at 65,536, 11.4 GiB at 131,072 — 91–95 KiB per added rank, most
+// at 32,768, 5.76 GiB at 65,536, 11.46 GiB at 131,072 — 91–95 KiB per added rank, most
 // of it the stacks of the actors that carry the flows in flight (4 per GPU in a DP phase,
 // 16 KiB each: FlowEngine::Impl::kWorkerStackKiB), then SimGrid's port hosts and links.
 // 96 KiB/rank over a 256 MiB base leans high (1.46 GiB at 12,288, 12.4 GiB at 131,072).

@@ -17,7 +17,7 @@ TEST_CASE("flow-mode memory estimate: above the measured peak RSS and within 1.5
     double peak_rss_gib;
   };
   for (const Measured m : {Measured{12288, 6144, 1.155}, Measured{32768, 16384, 2.928}, Measured{65536, 32768, 5.763},
-                           Measured{131072, 65536, 11.4}}) {
+                           Measured{131072, 65536, 11.46}}) {
     auto job = config::load_job_preset("gpt-175b-megascale");
     config::apply_overrides(job, m.gpus, m.global_batch);
     const double estimate = estimate_simulation(job, SimMode::Flow, true).memory_bytes / kGiB;
