@@ -1,5 +1,6 @@
 #include "sim/estimate.hpp"
 
+#include <algorithm>
 #include <string>
 
 namespace twinscale::sim {
@@ -21,8 +22,13 @@ constexpr double kFabricBytesPerGpu = 1024;
 // Analytic mode keeps per-rank summaries only: 1 KiB per rank.
 constexpr double kAnalyticBytesPerRank = 1024;
 // Wall time: bench_sim, flow 21.4 s at 12,288 ranks (1.7 ms per rank); analytic 0.15 s
-// (12 µs per rank), on the 2-core CI machine.
-constexpr double kFlowSecondsPerRank = 1.8e-3;
+// (12 µs per rank), on the 2-core CI machine. Past 32,768 ranks the flow mode's DP phases
+// (a flow per GPU in flight, one LMM system re-solved at each completion) grow as the
+// square: 2026-12-06, CPU seconds at load 5–11, 13 s at 12,288, 37 s at 32,768, 103 s at
+// 65,536 and 951 s at 131,072; 2 ms per rank × max(1, ranks / 32,768) gives 25, 66, 262
+// and 1,049 s.
+constexpr double kFlowSecondsPerRank = 2e-3;
+constexpr double kFlowQuadraticFromRanks = 32768;
 constexpr double kAnalyticSecondsPerRank = 1.5e-5;
 } // namespace
 
@@ -34,7 +40,7 @@ schedules::ResourceEstimate estimate_simulation(const schedules::JobSpec& job, S
   if (mode == SimMode::Flow) {
     const double factor = aggregate ? 1.0 : kNoAggregateFactor;
     e.memory_bytes += kFlowBaseBytes + factor * kFlowBytesPerRank * ranks;
-    e.seconds += factor * kFlowSecondsPerRank * ranks;
+    e.seconds += factor * kFlowSecondsPerRank * ranks * std::max(1.0, ranks / kFlowQuadraticFromRanks);
   } else {
     e.memory_bytes += kAnalyticBytesPerRank * ranks;
     e.seconds += kAnalyticSecondsPerRank * ranks;
