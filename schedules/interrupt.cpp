@@ -68,7 +68,9 @@ void install_interrupt_handlers() {
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
   for (int s : kSignals) sigaddset(&sa.sa_mask, s); // one handler at a time
-  sa.sa_flags = 0;                                  // no SA_RESTART: a waiting read returns EINTR
+  // no SA_RESTART: a waiting read returns EINTR. SA_ONSTACK: on the alternate stack where
+  // one is set (SimGrid sets one in the flow mode's child, whose actors' stacks are small)
+  sa.sa_flags = SA_ONSTACK;
   for (int s : kSignals) ::sigaction(s, &sa, nullptr);
   // past a file-size limit (RLIMIT_FSIZE) a write fails with EFBIG, which the output
   // policy reports and cleans up, instead of the process dying with a partial temp file

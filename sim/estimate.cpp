@@ -1,18 +1,20 @@
 #include "sim/estimate.hpp"
 
+#include <algorithm>
 #include <string>
 
 namespace twinscale::sim {
 
 namespace {
-// Measured per-rank costs (bench_sim on gpt-175b-megascale, README "Simulated sizes"):
-// flow mode 1.79 GiB RSS at 12,288 GPUs and 983 MiB at 3,072 — ≈ 92 KiB per added rank
-// (SimGrid hosts, links, actors and ~25 flows per rank). At 131,072 GPUs it was still
-// growing past 19 GB when the kernel killed it (issue 12), so the cost per rank grows
-// with scale (more flows per collective); 200 KiB/rank (2.6 GiB at 12,288, 25 GiB at
-// 131,072) leans high. Without aggregation every rank and every ring step runs: counted
-// as 4× (each rank's collectives split into their steps).
-constexpr double kFlowBytesPerRank = 200.0 * 1024;
+// Measured per-rank costs (`simulate --mode flow` of gpt-175b-megascale, 32 micro-batches
+// per pipeline, peak RSS of the flow child; 2026-12-06): 1.16 GiB at 12,288 GPUs, 2.93 GiB
+// at 32,768, 5.76 GiB at 65,536, 11.46 GiB at 131,072 — 91–95 KiB per added rank, most
+// of it the stacks of the actors that carry the flows in flight (4 per GPU in a DP phase,
+// 16 KiB each: FlowEngine::Impl::kWorkerStackKiB), then SimGrid's port hosts and links.
+// 96 KiB/rank over a 256 MiB base leans high (1.46 GiB at 12,288, 12.4 GiB at 131,072).
+// Without aggregation every rank and every ring step runs: counted as 4× (each rank's
+// collectives split into their steps).
+constexpr double kFlowBytesPerRank = 96.0 * 1024;
 constexpr double kFlowBaseBytes = 256.0 * 1024 * 1024; // SimGrid, the process, the model
 constexpr double kNoAggregateFactor = 4.0;
 // Fabric graph: bench_fabric, 8.5 MiB for 12,288 GPUs (≈ 0.7 KiB per GPU); 1 KiB leans high.
@@ -20,8 +22,13 @@ constexpr double kFabricBytesPerGpu = 1024;
 // Analytic mode keeps per-rank summaries only: 1 KiB per rank.
 constexpr double kAnalyticBytesPerRank = 1024;
 // Wall time: bench_sim, flow 21.4 s at 12,288 ranks (1.7 ms per rank); analytic 0.15 s
-// (12 µs per rank), on the 2-core CI machine.
-constexpr double kFlowSecondsPerRank = 1.8e-3;
+// (12 µs per rank), on the 2-core CI machine. Past 32,768 ranks the flow mode's DP phases
+// (a flow per GPU in flight, one LMM system re-solved at each completion) grow as the
+// square: 2026-12-06, CPU seconds at load 5–11, 13 s at 12,288, 37 s at 32,768, 103 s at
+// 65,536 and 951 s at 131,072; 2 ms per rank × max(1, ranks / 32,768) gives 25, 66, 262
+// and 1,049 s.
+constexpr double kFlowSecondsPerRank = 2e-3;
+constexpr double kFlowQuadraticFromRanks = 32768;
 constexpr double kAnalyticSecondsPerRank = 1.5e-5;
 } // namespace
 
@@ -33,7 +40,7 @@ schedules::ResourceEstimate estimate_simulation(const schedules::JobSpec& job, S
   if (mode == SimMode::Flow) {
     const double factor = aggregate ? 1.0 : kNoAggregateFactor;
     e.memory_bytes += kFlowBaseBytes + factor * kFlowBytesPerRank * ranks;
-    e.seconds += factor * kFlowSecondsPerRank * ranks;
+    e.seconds += factor * kFlowSecondsPerRank * ranks * std::max(1.0, ranks / kFlowQuadraticFromRanks);
   } else {
     e.memory_bytes += kAnalyticBytesPerRank * ranks;
     e.seconds += kAnalyticSecondsPerRank * ranks;

@@ -109,7 +109,7 @@ void FlowEngine::Impl::begin_flow(Task* task, uint32_t flow) {
 ///
 /// The actors are pooled: a worker that has run its side of a transfer suspends itself
 /// and is resumed, moved to the next transfer's host, for another one. Creating and
-/// ending an actor per side cost a zeroed 32 KiB stack and an exception that unwinds
+/// ending an actor per side cost a zeroed stack (kWorkerStackKiB) and an exception that unwinds
 /// it (a quarter of the flow mode's time); the pool holds as many workers as transfers
 /// were ever in flight at once (as many as the actors alive before).
 void FlowEngine::Impl::send_flow(Task* task, uint32_t flow) {
@@ -155,6 +155,7 @@ FlowEngine::Impl::Worker* FlowEngine::Impl::take_worker(sg4::Host* host, bool se
 }
 
 void FlowEngine::Impl::run_worker(Worker* w) {
+  w->frame = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
   for (;;) {
     if (w->sender) {
       const bool failed = put_flow(w->mbox, w->bytes);
@@ -270,6 +271,7 @@ void FlowEngine::Impl::stop() {
   if (!workers_killed && !workers.empty()) {
     // from a timer, not from the simcall of the worker that may be calling this
     workers_killed = true;
+    check_worker_stacks(); // while the stacks are there
     simgrid::kernel::timer::Timer::set(sg4::Engine::get_clock(), []() { sg4::Actor::kill_all(); });
   }
   pending.clear();
@@ -279,6 +281,28 @@ void FlowEngine::Impl::stop() {
     for (auto*& t : *timers)
       if (t != nullptr) t->remove();
     timers->assign(timers->size(), nullptr);
+  }
+}
+
+/// SimGrid zeroes a worker's stack when it creates it, so a window of it that is still
+/// zero has never been reached. The window starts 4 KiB above the stack's end (the stack
+/// ends kWorkerStackKiB below its top, which lies less than 1 KiB above run_worker's
+/// frame: SimGrid's entry frames, 192 bytes measured) and is 512 bytes long: a worker
+/// whose calls reached it came within 4.5 KiB of overflowing.
+void FlowEngine::Impl::check_worker_stacks() {
+  constexpr uintptr_t kAboveFrame = 1024, kMargin = 3 * 1024, kWindow = 512;
+  for (const auto& w : workers) {
+    if (w->frame == 0) continue; // never ran
+    const uintptr_t from = w->frame + kAboveFrame - kWorkerStackKiB * 1024 + kMargin;
+    const auto* word = reinterpret_cast<const uint64_t*>(from);
+    for (size_t i = 0; i < kWindow / sizeof(uint64_t); ++i) {
+      if (word[i] == 0) continue;
+      if (!error)
+        error = std::make_exception_ptr(
+            std::logic_error("internal error: a flow worker's calls came within 4.5 KiB of the end of its " +
+                             std::to_string(kWorkerStackKiB) + " KiB stack; raise FlowEngine::Impl::kWorkerStackKiB"));
+      return;
+    }
   }
 }
 
@@ -365,7 +389,7 @@ void FlowEngine::run(const std::function<void()>& start) {
                                           "--cfg=network/model:CM02",
                                           "--cfg=network/crosstraffic:0",
                                           "--cfg=network/TCP-gamma:1e18",
-                                          "--cfg=contexts/stack-size:32",
+                                          "--cfg=contexts/stack-size:" + std::to_string(Impl::kWorkerStackKiB),
                                           "--cfg=contexts/guard-size:0",
                                           "--log=root.thres:critical"};
   static std::vector<char*> argv;

@@ -115,7 +115,16 @@ struct FlowEngine::Impl {
     sg4::Mailbox* mbox = nullptr;
     uint64_t bytes = 0;
     double start = 0;
+    uintptr_t frame = 0; // address of run_worker's frame: the worker's stack lies below it
   };
+  /// Stack of a worker actor (SimGrid's contexts/stack-size), in KiB: as many workers as
+  /// transfers in flight at once (4 per GPU in a DP phase), so at 131,072 GPUs each KiB
+  /// is 0.5 GiB. The deepest a worker went (tests/sim, gpt-175b-megascale at 1,024 and
+  /// 12,288 GPUs): 6.9 KiB, a transfer failing on a link that went down
+  /// (NetworkFailureException unwinding from its wait); 4.5 KiB, a worker killed at the
+  /// end; 1.8 KiB otherwise. check_worker_stacks() fails a run that came within 4.5 KiB
+  /// of the end (there is no guard page: an overflow would corrupt the heap silently).
+  static constexpr unsigned kWorkerStackKiB = 16;
   std::vector<std::unique_ptr<Worker>> workers;
   std::vector<Worker*> idle; // done with their transfer (suspended, or about to be)
   std::map<uint32_t, std::vector<std::pair<double, double>>> link_stalls; // link → [from, to)
@@ -171,6 +180,7 @@ struct FlowEngine::Impl {
   void on_core_timer();
   void arm_core_timer();
   void stop();
+  void check_worker_stacks();
 };
 
 } // namespace twinscale::sim::detail

@@ -118,10 +118,10 @@ TEST_CASE("runaway: a flow run larger than the address-space limit (ulimit -v) i
           "[cli][runaway]") {
   if (twinscale::test::kAddressSanitizer)
     TWINSCALE_SKIP("AddressSanitizer's shadow memory cannot be mapped under ulimit -v");
-  // 12,288 GPUs in flow mode need about 2.7 GiB: under a 2 GB limit the estimate refuses it
+  // 12,288 GPUs in flow mode need about 1.5 GiB: under a 1 GB limit the estimate refuses it
   // at once (it used to pass the estimate against free memory and abort inside SimGrid)
   const CliOutput r =
-      run("simulate --preset gpt-175b-megascale --mode flow", "unset TWINSCALE_MEMORY_BYTES; ulimit -v 2000000; ");
+      run("simulate --preset gpt-175b-megascale --mode flow", "unset TWINSCALE_MEMORY_BYTES; ulimit -v 1000000; ");
   CHECK(r.code == 1);
   CHECK(r.says("flow mode on 12288 GPUs needs about"));
   CHECK(r.says("(RLIMIT_AS (ulimit -v))"));
