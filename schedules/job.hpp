@@ -229,11 +229,11 @@ struct ScheduleOptions {
   // false: the reduction reads the gradients in place.
   bool fsdp_grad_copy_in = false;
   // ZeRO-3 as FSDP2 of early 2024: before the copy-in's event is recorded, the flat
-  // reduce-scatter input is divided in place by the pre-divide factor (the power of two
-  // nearest sqrt(DP size), for every reduce dtype: FSDPParamGroup._init_grad_divide_factors,
-  // foreach_reduce_scatter's _div_if_needed), so the compute stream also waits for one pass
-  // reading and writing the reduce dtype over the layer's gradients. false: no pre-divide
-  // (later FSDP2 lets NCCL average fp32/bf16 reductions).
+  // reduce-scatter input is divided in place by the pre-divide factor (about sqrt(DP size),
+  // for every reduce dtype: FSDPParamGroup._init_grad_divide_factors, foreach_reduce_scatter's
+  // _div_if_needed), so the compute stream also waits for one pass reading and writing the
+  // reduce input (the flat copy; without fsdp_grad_copy_in, the 16-bit gradients in place).
+  // false: no pre-divide (later FSDP2 lets NCCL average fp32/bf16 reductions).
   bool fsdp_grad_predivide = false;
   // DP gradient buckets (PyTorch DDP's bucket_cap_mb, Megatron-Core's ddp bucket_size):
   // with overlap.dp, a model chunk's gradients are reduced in buckets of about this many

@@ -293,8 +293,9 @@ void schedule_keys(std::vector<JobKey>& k) {
   k.push_back(member<J, &J::options, &S::fsdp_grad_predivide>("schedule.fsdp_grad_predivide")
                   .stack_fact()
                   .json_unless_default()
-                  .says("ZeRO-3 as FSDP2 of early 2024: the reduce-scatter's flat input divided in place by "
-                        "the pre-divide factor before the compute stream goes on (with fsdp_grad_copy_in)"));
+                  .says("ZeRO-3 as FSDP2 of early 2024: the reduce-scatter's input (the flat copy, or without "
+                        "fsdp_grad_copy_in the 16-bit gradients) divided in place by the pre-divide factor "
+                        "before the compute stream goes on"));
   k.push_back(member<J, &J::options, &S::host_seconds_per_module>("schedule.host_seconds_per_module")
                   .range_number(0.0, 1e-2)
                   .in("s")

@@ -9,6 +9,7 @@
 // d = 0: each gather blocks its layer). The chunk's other
 // parameters (embedding, LM head, final norm) follow ZeRO-2's per-chunk path.
 #include <algorithm>
+#include <array>
 
 #include "schedules/detail/stage_lowering.hpp"
 #include "schedules/memory.hpp"
@@ -41,7 +42,7 @@ std::vector<uint32_t> StageLowering::fsdp_gather_layer(int64_t layer, int32_t pr
 
 void StageLowering::fsdp_reduce_layer(int64_t layer) {
   const auto& par = job_.parallel;
-  fsdp_grad_copy_in(layer);
+  fsdp_grad_reduce_input(layer);
   const bool fp32 = job_.options.grad_reduce_fp32;
   const DType dtype = fp32 ? DType::FP32 : DType::BF16;
   const double width = fp32 ? 4 : 2;
@@ -71,27 +72,30 @@ void StageLowering::fsdp_copy_out(int64_t layer) {
   b_.labels = saved;
 }
 
-void StageLowering::fsdp_grad_copy_in(int64_t layer) {
+void StageLowering::fsdp_grad_reduce_input(int64_t layer) {
   // PyTorch FSDP2 (foreach_reduce: foreach_reduce_scatter_copy_in on the reduce-scatter
   // stream, which waits for the backward; then current_stream.wait_stream(reduce_scatter_stream)
   // before the gradients are freed): the copy sits between this layer's backward and the
   // next compute, so it is costed on the compute stream. torch.cat reads the 16-bit
   // gradients and writes the reduce dtype (fp32: 2 + 4 bytes per gradient).
-  if (!job_.options.fsdp_grad_copy_in || job_.parallel.dp_cp() <= 1) return;
+  const auto& opt = job_.options;
+  if ((!opt.fsdp_grad_copy_in && !opt.fsdp_grad_predivide) || job_.parallel.dp_cp() <= 1) return;
   const double params = layer_parameter_count(job_, layer);
-  const double width = job_.options.grad_reduce_fp32 ? 4 : 2;
+  const double width = opt.grad_reduce_fp32 ? 4 : 2;
+  const std::array<int64_t, 4> shape{static_cast<int64_t>(params), 0, 0, 0};
   const OpLabels saved = b_.labels;
   b_.labels.layer = static_cast<int32_t>(layer);
-  b_.compute(OpKind::Elementwise, Kernel::Copy, "fsdp.grad.copy_in", 0, (2 + width) * params,
-             {static_cast<int64_t>(params), 0, 0, 0});
+  if (opt.fsdp_grad_copy_in)
+    b_.compute(OpKind::Elementwise, Kernel::Copy, "fsdp.grad.copy_in", 0, (2 + width) * params, shape);
   // FSDP2 of early 2024 (foreach_reduce_scatter): reduce_scatter_input.div_(predivide) runs
   // on the reduce-scatter stream before copy_in_event is recorded, and the compute stream
-  // waits for that event: one more pass reading and writing the reduce dtype. The factor
-  // (_init_grad_divide_factors: f doubled from 1 while N % f == 0 and N / f > f) is at
-  // least 2 for every DP size N >= 2, so the pass always runs.
-  if (job_.options.fsdp_grad_predivide)
-    b_.compute(OpKind::Elementwise, Kernel::Copy, "fsdp.grad.predivide", 0, 2 * width * params,
-               {static_cast<int64_t>(params), 0, 0, 0});
+  // waits for that event: one more pass reading and writing the reduce input (the flat
+  // copy in the reduce dtype; without a copy-in, the 16-bit gradients in place). The
+  // factor (_init_grad_divide_factors: f doubled from 1 while N % f == 0 and N / f > f) is
+  // at least 2 for every DP size N >= 2, so the pass always runs.
+  if (opt.fsdp_grad_predivide)
+    b_.compute(OpKind::Elementwise, Kernel::Copy, "fsdp.grad.predivide", 0,
+               2 * (opt.fsdp_grad_copy_in ? width : 2) * params, shape);
   b_.labels = saved;
 }
 

@@ -51,8 +51,8 @@ private:
   void emit_layers(LayerRange layers, bool forward);
   std::vector<uint32_t> fsdp_gather_layer(int64_t layer, int32_t priority);
   void fsdp_reduce_layer(int64_t layer);
-  void fsdp_copy_out(int64_t layer);     // FSDP2's copy of a gathered layer into its parameters
-  void fsdp_grad_copy_in(int64_t layer); // FSDP2's copy of a layer's gradients into the reduce input
+  void fsdp_copy_out(int64_t layer);          // FSDP2's copy of a gathered layer into its parameters
+  void fsdp_grad_reduce_input(int64_t layer); // FSDP2's copy-in and pre-divide of a layer's gradients
   /// A chunk's parameters outside its layers (embedding, LM head, final norm).
   double chunk_other_parameters(int64_t chunk) const;
   void emit_embedding_allreduce();

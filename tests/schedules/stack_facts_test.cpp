@@ -297,10 +297,23 @@ TEST_CASE("stack facts: early FSDP2 divides the reduce input in place before the
   }
   REQUIRE(reductions > 0);
   CHECK(divides == reductions);
-  // without the copy-in there is no flat input to divide
+  // without the copy-in the 16-bit gradients are divided in place (2 + 2 bytes each),
+  // still right before the reduce-scatter, and nothing is copied
   job.options.fsdp_grad_copy_in = false;
   const Schedule in_place = lower(job);
-  for (const Op& op : in_place.programs[0].ops) CHECK(in_place.names[op.name] != "fsdp.grad.predivide");
+  check_valid(in_place);
+  const auto& ops2 = in_place.programs[0].ops;
+  int in_place_divides = 0;
+  for (size_t i = 0; i < ops2.size(); ++i) {
+    const std::string& name = in_place.names[ops2[i].name];
+    CHECK(name != "fsdp.grad.copy_in");
+    if (name == "fsdp.grad.predivide") {
+      ++in_place_divides;
+      CHECK(ops2[i].bytes == Approx(4.0 * static_cast<double>(ops2[i].shape[0])));
+    }
+    if (name == "fsdp.grad.rs") CHECK(last_compute_before(in_place, i) == "fsdp.grad.predivide");
+  }
+  CHECK(in_place_divides == reductions);
 }
 
 TEST_CASE("stack facts: the loss runs in fp32 passes, overlapped GEMM chunks carry their count, the host time "
