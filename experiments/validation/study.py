@@ -300,16 +300,25 @@ def main():
             ap.error(f"--gpu-override '{item}': expected MODEL.KEY=NUMBER, "
                      "e.g. A100-SXM-80GB.sustained_clock_ratio=0.95")
         overrides.setdefault(m.group(1), []).append(f"{m.group(2)} = {m.group(3)}")
-    jobs = os.path.join(a.outdir, "jobs")
-    os.makedirs(jobs, exist_ok=True)
     # a job's cluster file must sit next to it (readers resolve no path outside the
-    # document's folder): copy the clusters beside the generated jobs
+    # document's folder): the clusters are copied beside the generated jobs, with the
+    # overrides in; every override must name a GPU model one of them has
+    clusters = {}
+    applied = set()
     for cluster in ("selene.toml", "torchtitan-a100.toml", "eos.toml"):
         with open(os.path.join(HERE, cluster)) as f:
             text = f.read()
         model = re.search(r'^\[gpu\]\nmodel = "([^"]+)"$', text, re.M)
         if model and model.group(1) in overrides:
             text = text.replace(model.group(0), model.group(0) + "\n" + "\n".join(overrides[model.group(1)]), 1)
+            applied.add(model.group(1))
+        clusters[cluster] = text
+    for unused in sorted(set(overrides) - applied):
+        ap.error(f"--gpu-override: no validation cluster has GPU model '{unused}' "
+                 "(selene.toml and torchtitan-a100.toml: A100-SXM-80GB; eos.toml: H100-SXM)")
+    jobs = os.path.join(a.outdir, "jobs")
+    os.makedirs(jobs, exist_ok=True)
+    for cluster, text in clusters.items():
         with open(os.path.join(jobs, cluster), "w") as f:
             f.write(text)
     sections = a.sections.split(",")
