@@ -117,6 +117,10 @@ void StageLowering::emit_layers(LayerRange layers, bool forward) {
     }
     b_.labels.layer = static_cast<int32_t>(layer);
     if (forward) {
+      if (auto g = bucket_gather_.find(layer); g != bucket_gather_.end()) { // ZeRO-1 bucket (gather_buckets)
+        b_.wait_before_next_compute(g->second);
+        bucket_gather_.erase(g);
+      }
       layers_.layer_forward();
     } else {
       if (job_.options.recompute && layer % job_.options.recompute_every == 0) {

@@ -18,8 +18,11 @@
 //    optimizer on the 1/dp shard, all-gather of the updated parameters after the step;
 //    without overlap.dp all of these follow the pipeline flush and the computation waits
 //    for them (exposed); with overlap.dp (Megatron's overlap_grad_reduce /
-//    overlap_param_gather) each reduction starts when the chunk's last backward ends and
-//    a chunk's forward waits only for its own all-gather.
+//    overlap_param_gather) each reduction starts when the chunk's last backward ends (or
+//    its bucket fills) and the all-gathers move to the start of the next iteration,
+//    bucket by bucket in forward order, each layer's first forward waiting for its own
+//    (gather_buckets); the lowered iteration is the steady state's: it opens with the
+//    gathers of the step before it.
 //  - zero_stage 2 (MegaScale): all-gather of the chunk's parameters before its first
 //    forward and reduce-scatter of its gradients after its last backward. Without
 //    overlap.dp both block the computation. With it, chunk 0's all-gather is prefetched
@@ -246,17 +249,67 @@ void StageLowering::add_to_bucket(int64_t chunk, int64_t layer) {
   bucket_fill_ = 0;
 }
 
-uint32_t StageLowering::gather_parameters(int64_t chunk, std::vector<uint32_t> deps, int32_t priority) {
+uint32_t StageLowering::gather_parameters(int64_t chunk, std::vector<uint32_t> deps, int32_t priority, double dense) {
   const auto& par = job_.parallel;
   const bool zero3 = par.zero_stage == 3; // layers are gathered one by one (fsdp.cpp)
   const double experts = zero3 ? 0.0 : chunk_expert_parameters(job_, pp_rank_, chunk);
-  const double bytes = (zero3 ? chunk_other_parameters(chunk) : chunk_parameters(job_, pp_rank_, chunk) - experts) * 2;
+  if (dense < 0) dense = zero3 ? chunk_other_parameters(chunk) : chunk_parameters(job_, pp_rank_, chunk) - experts;
+  const double bytes = dense * 2;
   expert_param_ready_[chunk] = kNoOp;
-  if (zero3 && bytes == 0) return kNoOp;
   if (experts > 0 && par.expert_dp() > 1)
     expert_param_ready_[chunk] = b_.collective(OpKind::AllGather, GroupKind::ExpertDp, Stream::DpComm, "edp.param.ag",
                                                experts * 2, deps, priority);
+  if (bytes <= 0) return kNoOp; // nothing dense to gather (ZeRO-3 without embedding or head; a ZeRO-1 bucket)
   return b_.collective(OpKind::AllGather, GroupKind::Dp, Stream::DpComm, "dp.param.ag", bytes, deps, priority);
+}
+
+bool StageLowering::zero1_overlapped_gather() const {
+  return job_.parallel.zero_stage == 1 && job_.options.overlap.dp && job_.parallel.dp_cp() > 1;
+}
+
+void StageLowering::gather_buckets() {
+  // Megatron-Core 0.8 (optimizer/distrib_optimizer.py): zero_grad() launches the first
+  // bucket's all-gather of the parameters the last step updated; each forward pre-hook
+  // waits for its bucket and launches the next, one in flight, in forward order across
+  // the model chunks. The host runs ahead of the GPU, so on the DP stream the gathers
+  // follow one another from the start of the iteration while each layer's first forward
+  // waits for its own. The buckets are those of the gradients (add_to_bucket: filled in
+  // backward order, schedule.dp_bucket_params; 0 = one per chunk): the chunk's first
+  // bucket holds the layers left over at its start with the embedding (and the routed
+  // experts, gathered over their own group); the LM head and final norm go with the last.
+  const double per_bucket = static_cast<double>(job_.options.dp_bucket_params);
+  const OpLabels saved = b_.labels;
+  for (int64_t c = 0; c < V_; ++c) {
+    const int64_t vs = c * P_ + pp_rank_;
+    const LayerRange r = stage_layers(job_, vs);
+    const double dense = chunk_parameters(job_, pp_rank_, c) - chunk_expert_parameters(job_, pp_rank_, c);
+    std::vector<std::pair<int64_t, double>> closed; // (first layer, parameters), highest layers first
+    double fill = 0, in_buckets = 0;
+    for (int64_t l = r.first + r.count - 1; per_bucket > 0 && l >= r.first; --l) {
+      fill += layer_parameter_count(job_, l) - layer_expert_parameters(job_, l);
+      if (fill < per_bucket) continue;
+      closed.emplace_back(l, fill);
+      in_buckets += fill;
+      fill = 0;
+    }
+    double head = 0;
+    if (vs == P_ * V_ - 1 && !closed.empty()) {
+      const double h = static_cast<double>(job_.model.hidden);
+      head = 2 * h; // final norm
+      if (vs > 0 || job_.model.untied_embeddings)
+        head += static_cast<double>(job_.model.vocab) / static_cast<double>(job_.parallel.tp) * h;
+      closed.front().second += head;
+    }
+    const auto priority = static_cast<int32_t>(2 * V_ - c);
+    b_.labels = OpLabels{static_cast<int32_t>(iteration_), -1, static_cast<int32_t>(c), -1, Phase::Forward};
+    param_ready_[c] = gather_parameters(c, {previous_optimizer_}, priority, dense - in_buckets - head);
+    for (auto it = closed.rbegin(); it != closed.rend(); ++it) {
+      b_.labels.layer = static_cast<int32_t>(it->first);
+      bucket_gather_[it->first] = b_.collective(OpKind::AllGather, GroupKind::Dp, Stream::DpComm, "dp.param.ag",
+                                                it->second * 2, {previous_optimizer_}, priority);
+    }
+  }
+  b_.labels = saved;
 }
 
 void StageLowering::emit_input_broadcast() {
@@ -464,16 +517,13 @@ void StageLowering::emit_iteration_end() {
     op.bytes = 14 * elements;
     previous_optimizer_ = b_.add(op, "optimizer.lamb.apply");
   }
-  if (par.zero_stage == 1 && par.dp_cp() > 1) { // distributed optimizer: gather updated params
+  if (par.zero_stage == 1 && par.dp_cp() > 1 && !opt.overlap.dp) { // distributed optimizer: gather updated params
     for (int64_t c = 0; c < V_; ++c) {
-      param_ready_[c] =
-          gather_parameters(c, {previous_optimizer_}, opt.overlap.dp ? static_cast<int32_t>(2 * V_ - c) : 0);
-      if (!opt.overlap.dp) {
-        b_.wait_before_next_compute(param_ready_[c]);
-        b_.wait_before_next_compute(expert_param_ready_[c]);
-      }
+      param_ready_[c] = gather_parameters(c, {previous_optimizer_}, 0);
+      b_.wait_before_next_compute(param_ready_[c]);
+      b_.wait_before_next_compute(expert_param_ready_[c]);
     }
-  } else {
+  } else { // overlapped ZeRO-1: gathered at the start of the next iteration (gather_buckets)
     std::fill(param_ready_.begin(), param_ready_.end(), kNoOp);
     std::fill(expert_param_ready_.begin(), expert_param_ready_.end(), kNoOp);
   }
@@ -508,6 +558,7 @@ Program StageLowering::run(const Program* sibling) {
       b_.labels = OpLabels{static_cast<int32_t>(iteration_), -1, 0, -1, Phase::Forward};
       param_ready_[0] = gather_parameters(0, {previous_optimizer_}, static_cast<int32_t>(2 * V_));
     }
+    if (zero1_overlapped_gather()) gather_buckets();
     for (size_t j = 0; j < order_.size(); ++j) emit_step(j);
     emit_iteration_end();
   }

@@ -45,7 +45,13 @@ private:
   void emit_grad_norm_and_loss(double elements);
   /// All-gather of a chunk's parameters (ZeRO): the dense ones over DP, the routed
   /// experts' over the expert data-parallel group (into expert_param_ready_).
-  uint32_t gather_parameters(int64_t chunk, std::vector<uint32_t> deps, int32_t priority);
+  uint32_t gather_parameters(int64_t chunk, std::vector<uint32_t> deps, int32_t priority, double dense = -1);
+  /// ZeRO-1 with overlap.dp (Megatron-Core's overlap_param_gather): the previous step's
+  /// parameters all-gathered bucket by bucket at the start of the iteration, in forward
+  /// order; a chunk's first forward waits for its first bucket (param_ready_), a layer's
+  /// for the bucket that starts at it (bucket_gather_).
+  bool zero1_overlapped_gather() const;
+  void gather_buckets();
   /// The layers of one pass (forward, or backward with recomputation), with ZeRO-3's
   /// per-layer parameter all-gathers and gradient reduce-scatters (fsdp.cpp).
   void emit_layers(LayerRange layers, bool forward);
@@ -90,11 +96,12 @@ private:
   bool deferred_activation_ = false;
   OpLabels deferred_labels_;
   std::vector<uint32_t> exchange_recvs_;
-  uint32_t post_next_recv(int64_t src);      // the next message from src, in the sender's order
-  std::vector<uint32_t> param_ready_;        // per chunk: the all-gather its forward needs
-  std::vector<uint32_t> expert_param_ready_; // per chunk: the experts' all-gather (or kNoOp)
-  std::vector<int64_t> deferred_reduce_;     // chunks whose DP reduction waits for the flush
-  std::vector<uint32_t> grad_reduced_;       // reduce-scatters/all-reduces the optimizer needs
+  uint32_t post_next_recv(int64_t src);       // the next message from src, in the sender's order
+  std::vector<uint32_t> param_ready_;         // per chunk: the all-gather its forward needs
+  std::vector<uint32_t> expert_param_ready_;  // per chunk: the experts' all-gather (or kNoOp)
+  std::map<int64_t, uint32_t> bucket_gather_; // first layer of a gathered bucket → its all-gather
+  std::vector<int64_t> deferred_reduce_;      // chunks whose DP reduction waits for the flush
+  std::vector<uint32_t> grad_reduced_;        // reduce-scatters/all-reduces the optimizer needs
   uint32_t embedding_ar_ = kNoOp;
   // DP gradient buckets (schedule.dp_bucket_params): during a chunk's last backward the
   // layers' gradients fill buckets, each reduced once full; the rest at the chunk's end.
