@@ -83,14 +83,16 @@ uint32_t ProgramBuilder::add_op(const Op& op, std::string_view name, std::span<c
     if (d != kNoOp) all.push_back(d);
   const bool is_compute = !op.is_communication();
   if (is_compute) {
-    all.insert(all.end(), pending_.begin(), pending_.end());
+    for (uint32_t d : pending_) all.push_back(d); // (a few: cheaper than a range insert)
     pending_.clear();
   }
-  std::sort(all.begin(), all.end());
-  all.erase(std::unique(all.begin(), all.end()), all.end());
+  if (all.size() > 1) {
+    std::sort(all.begin(), all.end());
+    all.erase(std::unique(all.begin(), all.end()), all.end());
+  }
   for (uint32_t d : all) TWINSCALE_ASSERT(d < index, "dependency on a later op");
   const auto dep_begin = static_cast<uint32_t>(program_.deps.size());
-  program_.deps.insert(program_.deps.end(), all.begin(), all.end());
+  for (uint32_t d : all) program_.deps.push_back(d);
   const uint32_t name_id = names_->intern(name);
   // the op is copied once, straight into the program, and completed there
   Op& added = program_.ops.emplace_back(op);
