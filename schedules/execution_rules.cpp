@@ -260,11 +260,12 @@ std::vector<RuleMismatch> ExecutionRules::check_collectives(size_t max) const {
   std::set<std::tuple<uint32_t, uint32_t, int>> compared; // (first's program, member's program, group)
   for (int k = 0; k < kGroupKindCount && out.size() < max; ++k) {
     const auto g = static_cast<GroupKind>(k);
-    if (L.group_size(g) <= 1) continue; // no member to compare with (the loop below would find none)
+    const int64_t size = L.group_size(g);
+    if (size <= 1) continue; // no member to compare with (the loop below would find none)
     for (int64_t r = 0; r < s.world() && out.size() < max; ++r) {
       if (L.group_rank(g, r) != 0) continue; // each group once, from its first member
       const uint32_t p0 = s.program_of_rank[r];
-      for (int64_t i = 1; i < L.group_size(g) && out.size() < max; ++i) {
+      for (int64_t i = 1; i < size && out.size() < max; ++i) {
         const int64_t m = group_member(L, g, r, i);
         const uint32_t pm = s.program_of_rank[m];
         // insert, not emplace: std::set's emplace allocates a node before it finds the key

@@ -122,13 +122,10 @@ size_t RouteKeyHash::operator()(const std::vector<int64_t>& k) const {
 
 void NetworkPaths::route_flows(const std::vector<PhaseTransfer>& transfers,
                                const std::vector<std::vector<int64_t>>& gpu_groups, std::vector<FlowCost>& out) const {
-  struct FlowPath {
-    size_t hop_begin, hop_end;
-    double latency;
-    bool own; // a flow of the first group (degraded links apply)
-  };
-  std::vector<Hop> all_hops;
-  std::vector<FlowPath> paths;
+  std::vector<Hop>& all_hops = flow_hops_; // reused: no growth from empty per call
+  std::vector<FlowPath>& paths = flow_paths_;
+  all_hops.clear();
+  paths.clear();
   for (size_t gi = 0; gi < gpu_groups.size(); ++gi) {
     const auto& gpus = gpu_groups[gi];
     for (const auto& t : transfers) {
@@ -146,8 +143,8 @@ void NetworkPaths::route_flows(const std::vector<PhaseTransfer>& transfers,
       paths.push_back(fp);
     }
   }
-  std::vector<FlowCost> flows;
-  flows.reserve(paths.size());
+  out.clear();
+  out.reserve(paths.size());
   for (const auto& f : paths) {
     double rate = std::numeric_limits<double>::infinity();
     const std::vector<double>& bw = f.own ? link_bw_ : nominal_bw_;
@@ -155,11 +152,10 @@ void NetworkPaths::route_flows(const std::vector<PhaseTransfer>& transfers,
       const Hop& h = all_hops[i];
       rate = std::min(rate, bw[h.link] / load_[2 * h.link + (h.up ? 0 : 1)]);
     }
-    flows.push_back({f.latency, rate});
+    out.push_back({f.latency, rate});
   }
   for (uint32_t key : touched_) load_[key] = 0;
   touched_.clear();
-  out.swap(flows);
 }
 
 const std::vector<NetworkPaths::FlowCost>&

@@ -174,6 +174,13 @@ private:
   mutable std::vector<int64_t> key_;            // phase_flows' key, reused
   mutable std::vector<uint32_t> group_order_;   // phase_flows' canonical order of the groups
   mutable std::vector<FlowCost> scratch_flows_; // route_flows' output when not cached
+  struct FlowPath {                             // a routed flow: its hops in flow_hops_
+    size_t hop_begin, hop_end;
+    double latency;
+    bool own; // a flow of the first group (degraded links apply)
+  };
+  mutable std::vector<topology::Hop> flow_hops_; // route_flows' scratch, reused
+  mutable std::vector<FlowPath> flow_paths_;
   mutable RouteMemo own_routes_;
   RouteMemo* routes_ = &own_routes_; // own_routes_ or a shared memo (share_routes)
 };
