@@ -53,6 +53,10 @@ NetworkPaths::NetworkPaths(const topology::Fabric& fabric, uint64_t seed, topolo
   }
   load_.assign(2 * links.size(), 0);
   const auto& shape = fabric_.shape();
+  gpus_ = fabric_.gpus();
+  gpus_per_server_ = shape.gpus_per_server;
+  nics_per_server_ = shape.nics_per_server;
+  rails_ = shape.rails;
   proxy_local_.assign(static_cast<size_t>(std::max<int64_t>(1, shape.rails)), -1);
   for (int64_t l = 0; l < shape.gpus_per_server && l < fabric_.gpus(); ++l) {
     auto& slot = proxy_local_[static_cast<size_t>(fabric_.rail_of_gpu(l))];
@@ -87,12 +91,18 @@ void NetworkPaths::share_routes(RouteMemo& memo) {
 
 int64_t NetworkPaths::pxn_proxy(int64_t src, int64_t dst) const {
   if (!pxn_ || src == dst) return src;
-  const int64_t server = fabric_.server_of_gpu(src);
-  if (server == fabric_.server_of_gpu(dst)) return src;
-  const int64_t rail = fabric_.rail_of_gpu(dst);
-  if (rail == fabric_.rail_of_gpu(src)) return src;
+  if (src < 0 || src >= gpus_ || dst < 0 || dst >= gpus_) { // the fabric's error names the GPU
+    fabric_.server_of_gpu(src);
+    fabric_.server_of_gpu(dst);
+  }
+  // Fabric::server_of_gpu and rail_of_gpu, computed here (both GPUs checked above)
+  const int64_t server = src / gpus_per_server_;
+  if (server == dst / gpus_per_server_) return src;
+  const auto rail_of = [&](int64_t gpu) { return gpu % gpus_per_server_ % nics_per_server_ % rails_; };
+  const int64_t rail = rail_of(dst);
+  if (rail == rail_of(src)) return src;
   const int64_t local = proxy_local_[static_cast<size_t>(rail)];
-  return local < 0 ? src : server * fabric_.shape().gpus_per_server + local;
+  return local < 0 ? src : server * gpus_per_server_ + local;
 }
 
 void NetworkPaths::route(int64_t src, int64_t dst, uint32_t channel, std::vector<Hop>& out) const {
