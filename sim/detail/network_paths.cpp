@@ -168,6 +168,31 @@ void NetworkPaths::route_flows(const std::vector<PhaseTransfer>& transfers,
   touched_.clear();
 }
 
+const std::vector<NetworkPaths::FlowCost>& NetworkPaths::lowest_rate_by_latency(std::vector<FlowCost>& flows) const {
+  // Of the flows of one latency only the lowest rate can be kept (the others' rates are
+  // not below it), so with few distinct latencies (the symmetric images of a group repeat
+  // a handful) each latency's lowest rate is found in a short sorted list instead of
+  // sorting every flow; past 64 latencies, the sort of all of them.
+  std::vector<FlowCost>& out = by_latency_;
+  out.clear();
+  for (const FlowCost& f : flows) {
+    const auto it = std::lower_bound(out.begin(), out.end(), f.latency,
+                                     [](const FlowCost& a, double latency) { return a.latency > latency; });
+    if (it != out.end() && it->latency == f.latency) {
+      it->rate = std::min(it->rate, f.rate);
+      continue;
+    }
+    if (out.size() == 64) {
+      std::sort(flows.begin(), flows.end(), [](const FlowCost& a, const FlowCost& b) {
+        return a.latency != b.latency ? a.latency > b.latency : a.rate < b.rate;
+      });
+      return flows;
+    }
+    out.insert(it, f);
+  }
+  return out;
+}
+
 const std::vector<NetworkPaths::FlowCost>&
 NetworkPaths::phase_flows(const std::vector<PhaseTransfer>& transfers,
                           const std::vector<std::vector<int64_t>>& gpu_groups) const {
@@ -187,12 +212,10 @@ NetworkPaths::phase_flows(const std::vector<PhaseTransfer>& transfers,
   route_flows(transfers, gpu_groups, flows);
   // keep the flows no other dominates: by latency down, rate up, each whose rate is
   // below every rate kept so far
-  std::sort(flows.begin(), flows.end(), [](const FlowCost& a, const FlowCost& b) {
-    return a.latency != b.latency ? a.latency > b.latency : a.rate < b.rate;
-  });
+  const std::vector<FlowCost>& candidates = lowest_rate_by_latency(flows);
   std::vector<FlowCost> front;
   double lowest = std::numeric_limits<double>::infinity();
-  for (const auto& f : flows)
+  for (const auto& f : candidates)
     if (front.empty() || f.rate < lowest) {
       front.push_back(f);
       lowest = std::min(lowest, f.rate);

@@ -153,6 +153,10 @@ private:
   /// rates and latencies then do not depend on which group is first).
   const std::vector<FlowCost>& phase_flows(const std::vector<PhaseTransfer>& transfers,
                                            const std::vector<std::vector<int64_t>>& gpu_groups) const;
+  /// The flows in the order phase_flows scans them for its front (latency down, rate
+  /// up), where only each latency's lowest rate matters: that one flow per latency when
+  /// there are at most 64 latencies, else `flows` itself, sorted.
+  const std::vector<FlowCost>& lowest_rate_by_latency(std::vector<FlowCost>& flows) const;
   /// The same flows, routed now (not cached), into `out`.
   void route_flows(const std::vector<PhaseTransfer>& transfers, const std::vector<std::vector<int64_t>>& gpu_groups,
                    std::vector<FlowCost>& out) const;
@@ -182,6 +186,7 @@ private:
   };
   mutable std::vector<topology::Hop> flow_hops_; // route_flows' scratch, reused
   mutable std::vector<FlowPath> flow_paths_;
+  mutable std::vector<FlowCost> by_latency_; // lowest_rate_by_latency's list, reused
   mutable RouteMemo own_routes_;
   RouteMemo* routes_ = &own_routes_; // own_routes_ or a shared memo (share_routes)
 };
