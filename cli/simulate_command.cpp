@@ -329,7 +329,8 @@ int run_simulate(const SimulateArgs& a) {
   if (!a.link_csv.empty() && spec.sim.mode != sim::SimMode::Flow)
     throw config::ConfigError("--link-csv: link utilisation comes from the flow engine; add --mode flow");
   spec.sim.link_loads = !a.link_csv.empty();
-  spec.sim.show_progress = true; // ops done and ETA on stderr unless --quiet (common/progress.hpp)
+  spec.sim.per_rank = !a.per_rank_csv.empty(); // only the CSV reads every rank's figures
+  spec.sim.show_progress = true;               // ops done and ETA on stderr unless --quiet (common/progress.hpp)
   config::Scenario scenario(spec);
   std::vector<double> speeds;
   if (!a.gpu_speed_dist.empty())

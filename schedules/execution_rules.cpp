@@ -260,11 +260,12 @@ std::vector<RuleMismatch> ExecutionRules::check_collectives(size_t max) const {
   std::set<std::tuple<uint32_t, uint32_t, int>> compared; // (first's program, member's program, group)
   for (int k = 0; k < kGroupKindCount && out.size() < max; ++k) {
     const auto g = static_cast<GroupKind>(k);
-    if (L.group_size(g) <= 1) continue; // no member to compare with (the loop below would find none)
+    const int64_t size = L.group_size(g);
+    if (size <= 1) continue; // no member to compare with (the loop below would find none)
     for (int64_t r = 0; r < s.world() && out.size() < max; ++r) {
       if (L.group_rank(g, r) != 0) continue; // each group once, from its first member
       const uint32_t p0 = s.program_of_rank[r];
-      for (int64_t i = 1; i < L.group_size(g) && out.size() < max; ++i) {
+      for (int64_t i = 1; i < size && out.size() < max; ++i) {
         const int64_t m = group_member(L, g, r, i);
         const uint32_t pm = s.program_of_rank[m];
         // insert, not emplace: std::set's emplace allocates a node before it finds the key
@@ -294,10 +295,21 @@ std::vector<RuleMismatch> ExecutionRules::check_messages(size_t max) const {
   const Schedule& s = *schedule_;
   const Layout& L = s.layout;
   std::vector<RuleMismatch> out;
-  // (sender's program, its channel, receiver's program, sender's index in the group)
-  std::set<std::tuple<uint32_t, uint16_t, uint32_t, int64_t>> compared;
+  // The (peer's program, own index in the group) pairs settled for each channel of each
+  // program: a send already compared, or a receive whose sender has the mirror channel
+  // (compared from the sender's side). Both outcomes depend on those four values only,
+  // and ranks repeat few of them: a short list per channel, scanned.
+  struct Settled {
+    uint32_t peer_program;
+    int64_t me;
+  };
+  std::vector<size_t> first_channel(programs_.size() + 1, 0);
+  for (size_t p = 0; p < programs_.size(); ++p)
+    first_channel[p + 1] = first_channel[p] + programs_[p].channels().size();
+  std::vector<std::vector<Settled>> settled(first_channel.back());
   for (int64_t r = 0; r < s.world() && out.size() < max; ++r) {
-    const ProgramIndex& ix = of_rank(r);
+    const uint32_t program = s.program_of_rank[r];
+    const ProgramIndex& ix = programs_[program];
     for (uint16_t c = 0; c < ix.channels().size() && out.size() < max; ++c) {
       const Channel& ch = ix.channels()[c];
       if (ch.dir == ChannelDir::Collective) continue;
@@ -305,11 +317,15 @@ std::vector<RuleMismatch> ExecutionRules::check_messages(size_t max) const {
       const int64_t peer = group_member(L, ch.group, r, ch.peer);
       const int64_t sender = send ? r : peer, receiver = send ? peer : r;
       const int64_t me = L.group_rank(ch.group, r);
+      const uint32_t peer_program = s.program_of_rank[peer];
+      std::vector<Settled>& done = settled[first_channel[program] + c];
+      if (std::any_of(done.begin(), done.end(),
+                      [&](const Settled& d) { return d.peer_program == peer_program && d.me == me; }))
+        continue;
       const Channel mirror{ch.group, send ? ChannelDir::Recv : ChannelDir::Send, static_cast<int32_t>(me), 0};
-      const uint16_t mc = of_rank(peer).find_channel(mirror);
+      const uint16_t mc = programs_[peer_program].find_channel(mirror);
+      if (send || mc != kNoChannel) done.push_back({peer_program, me});
       if (!send && mc != kNoChannel) continue; // compared from the sender's side
-      if (send && !compared.insert({s.program_of_rank[r], c, s.program_of_rank[peer], me}).second)
-        continue; // see above
       const auto mine = ix.channel_ops(c);
       const auto theirs = mc == kNoChannel ? std::span<const uint32_t>{} : of_rank(peer).channel_ops(mc);
       const auto sends = send ? mine : theirs, recvs = send ? theirs : mine;

@@ -351,7 +351,8 @@ int64_t Fabric::nic_of_gpu(int64_t gpu) const {
 }
 int64_t Fabric::rail_of_gpu(int64_t gpu) const {
   check_gpu(*this, gpu);
-  return (local_index_of_gpu(gpu) % impl_->shape.nics_per_server) % impl_->shape.rails;
+  const ClosShape& s = impl_->shape;
+  return (gpu % s.gpus_per_server % s.nics_per_server) % s.rails; // local index, NIC, rail
 }
 int64_t Fabric::tor_of_gpu(int64_t gpu) const {
   check_gpu(*this, gpu);

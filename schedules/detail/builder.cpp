@@ -1,14 +1,30 @@
 #include "schedules/detail/builder.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 #include "schedules/error.hpp"
 
 namespace twinscale::schedules::detail {
 
+namespace {
+/// The memo's key of a name: its length and its first and last (up to) eight characters.
+size_t name_memo_key(std::string_view name) {
+  uint64_t head = 0, tail = 0;
+  if (name.size() >= 8) {
+    std::memcpy(&head, name.data(), 8);
+    std::memcpy(&tail, name.data() + name.size() - 8, 8);
+  } else {
+    for (char c : name) head = head << 8 | static_cast<uint8_t>(c);
+  }
+  const uint64_t h = ((head * 0x9e3779b97f4a7c15ULL) ^ tail ^ name.size()) * 0xff51afd7ed558ccdULL;
+  return static_cast<size_t>(h >> 56); // the top byte: a slot of the 256
+}
+} // namespace
+
 uint32_t NameTable::intern(std::string_view name) {
-  MemoSlot& slot = memo_[(reinterpret_cast<uintptr_t>(name.data()) >> 3) % kMemoSlots];
-  if (slot.data == name.data() && slot.data != nullptr && names_[slot.id] == name) return slot.id;
+  MemoSlot& slot = memo_[name_memo_key(name) % kMemoSlots];
+  if (slot.used && names_[slot.id] == name) return slot.id;
   uint32_t id;
   if (auto it = index_.find(name); it != index_.end()) {
     id = it->second;
@@ -17,7 +33,7 @@ uint32_t NameTable::intern(std::string_view name) {
     names_.emplace_back(name);
     index_.emplace(std::string(name), id);
   }
-  slot = MemoSlot{name.data(), id};
+  slot = MemoSlot{true, id};
   return id;
 }
 
@@ -67,14 +83,16 @@ uint32_t ProgramBuilder::add_op(const Op& op, std::string_view name, std::span<c
     if (d != kNoOp) all.push_back(d);
   const bool is_compute = !op.is_communication();
   if (is_compute) {
-    all.insert(all.end(), pending_.begin(), pending_.end());
+    for (uint32_t d : pending_) all.push_back(d); // (a few: cheaper than a range insert)
     pending_.clear();
   }
-  std::sort(all.begin(), all.end());
-  all.erase(std::unique(all.begin(), all.end()), all.end());
+  if (all.size() > 1) {
+    std::sort(all.begin(), all.end());
+    all.erase(std::unique(all.begin(), all.end()), all.end());
+  }
   for (uint32_t d : all) TWINSCALE_ASSERT(d < index, "dependency on a later op");
   const auto dep_begin = static_cast<uint32_t>(program_.deps.size());
-  program_.deps.insert(program_.deps.end(), all.begin(), all.end());
+  for (uint32_t d : all) program_.deps.push_back(d);
   const uint32_t name_id = names_->intern(name);
   // the op is copied once, straight into the program, and completed there
   Op& added = program_.ops.emplace_back(op);
@@ -99,8 +117,8 @@ uint32_t ProgramBuilder::compute(OpKind kind, Kernel kernel, std::string_view na
   return add(op, name, deps);
 }
 
-uint32_t ProgramBuilder::collective(OpKind kind, GroupKind group, Stream stream, std::string_view name, double bytes,
-                                    const std::vector<uint32_t>& deps, int32_t priority, DType dtype) {
+namespace {
+Op collective_op(OpKind kind, GroupKind group, Stream stream, double bytes, int32_t priority, DType dtype) {
   Op op;
   op.kind = kind;
   op.stream = stream;
@@ -108,7 +126,18 @@ uint32_t ProgramBuilder::collective(OpKind kind, GroupKind group, Stream stream,
   op.bytes = bytes;
   op.priority = priority;
   op.dtype = dtype;
-  return add(op, name, deps);
+  return op;
+}
+} // namespace
+
+uint32_t ProgramBuilder::collective(OpKind kind, GroupKind group, Stream stream, std::string_view name, double bytes,
+                                    const std::vector<uint32_t>& deps, int32_t priority, DType dtype) {
+  return add(collective_op(kind, group, stream, bytes, priority, dtype), name, deps);
+}
+
+uint32_t ProgramBuilder::collective(OpKind kind, GroupKind group, Stream stream, std::string_view name, double bytes,
+                                    std::initializer_list<uint32_t> deps, int32_t priority, DType dtype) {
+  return add(collective_op(kind, group, stream, bytes, priority, dtype), name, deps);
 }
 
 uint32_t ProgramBuilder::p2p(OpKind kind, int32_t peer, std::string_view name, double bytes,

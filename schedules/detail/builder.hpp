@@ -37,12 +37,13 @@ private:
   };
   std::unordered_map<std::string, uint32_t, Hash, std::equal_to<>> index_;
   std::vector<std::string> names_;
-  // Lowering passes the same few names (mostly literals) over and over: a direct-mapped
-  // memo by the characters' address answers most calls without hashing them. A hit is
-  // confirmed by comparing the characters, so a reused address never returns a wrong id.
+  // Lowering passes the same few names over and over, many of them built anew each time
+  // (name + ".rs"): a direct-mapped memo keyed by the length and the first and last eight
+  // characters answers most calls without hashing the whole name. A hit is confirmed by
+  // comparing the characters, so names that share a slot never return a wrong id.
   static constexpr size_t kMemoSlots = 256;
   struct MemoSlot {
-    const char* data = nullptr;
+    bool used = false;
     uint32_t id = 0;
   };
   std::array<MemoSlot, kMemoSlots> memo_{};
@@ -95,6 +96,9 @@ public:
                    std::array<int64_t, 4> shape, std::initializer_list<uint32_t> deps = {}, DType dtype = DType::BF16);
   uint32_t collective(OpKind kind, GroupKind group, Stream stream, std::string_view name, double bytes,
                       const std::vector<uint32_t>& deps, int32_t priority = 0, DType dtype = DType::BF16);
+  /// The same with the dependencies listed in place (no vector built for them).
+  uint32_t collective(OpKind kind, GroupKind group, Stream stream, std::string_view name, double bytes,
+                      std::initializer_list<uint32_t> deps, int32_t priority = 0, DType dtype = DType::BF16);
   /// Send or Recv to group rank `peer` of `group` (Pp: the PpSend/PpRecv streams; Cp:
   /// CpSend/CpRecv).
   uint32_t p2p(OpKind kind, int32_t peer, std::string_view name, double bytes, const std::vector<uint32_t>& deps,

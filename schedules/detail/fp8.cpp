@@ -72,9 +72,13 @@ void LayerEmitter::fp8_amax_update(bool forward, int64_t first_layer, int64_t la
   if (d_.t > 1)
     last =
         b_.collective(OpKind::AllReduce, GroupKind::Tp, Stream::TpComm, pass + ".tp.ar", bytes, {last}, 0, DType::FP32);
+  // The amax group is a communicator of its own (parallel_state's _AMAX_REDUCTION_GROUP,
+  // created apart from the data-parallel group even where its ranks are the same), so its
+  // all-reduce does not queue behind the DP stream's gradient reduce-scatters and
+  // parameter all-gathers: it runs, launched in program order, on the TP stream.
   if (job_.options.fp8_amax_reduction == Fp8AmaxReduction::TpDp && job_.parallel.dp > 1)
     last =
-        b_.collective(OpKind::AllReduce, GroupKind::Dp, Stream::DpComm, pass + ".dp.ar", bytes, {last}, 0, DType::FP32);
+        b_.collective(OpKind::AllReduce, GroupKind::Dp, Stream::TpComm, pass + ".dp.ar", bytes, {last}, 0, DType::FP32);
   if (last != b_.last_compute()) b_.wait_before_next_compute(last);
   // roll the history (read and write it), then scale = (FP8 max / amax) / 2^margin
   const int64_t history = kAmaxHistory * tensors;

@@ -120,6 +120,7 @@ void StageLowering::emit_layers(LayerRange layers, bool forward) {
       if (auto g = bucket_gather_.find(layer); g != bucket_gather_.end()) { // ZeRO-1 bucket (gather_buckets)
         b_.wait_before_next_compute(g->second);
         bucket_gather_.erase(g);
+        launch_next_bucket(); // Megatron-Core's pre-hook launches the next bucket's gather
       }
       layers_.layer_forward();
     } else {

@@ -75,8 +75,8 @@ uint32_t LayerEmitter::wgrad(const std::string& name, int64_t m, int64_t n, int6
   return g;
 }
 
-uint32_t LayerEmitter::tp_collective(OpKind kind, const std::string& name, double bytes, std::vector<uint32_t> deps,
-                                     DType dtype) {
+uint32_t LayerEmitter::tp_collective(OpKind kind, const std::string& name, double bytes,
+                                     std::initializer_list<uint32_t> deps, DType dtype) {
   return b_.collective(kind, GroupKind::Tp, Stream::TpComm, name, bytes, deps, 0, dtype);
 }
 
@@ -89,6 +89,7 @@ std::vector<uint32_t> LayerEmitter::gemm_then_collective(const std::string& name
     return out;
   }
   const int64_t chunks = d_.tp_chunks;
+  out.reserve(static_cast<size_t>(chunks));
   const std::string coll_name = name + (collective == OpKind::ReduceScatter ? ".rs" : ".ar");
   for (int64_t i = 0; i < chunks; ++i) {
     const uint32_t g = gemm(name, m / chunks, n, k, {}, chunks);

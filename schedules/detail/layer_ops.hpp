@@ -46,7 +46,7 @@ private:
   /// tp_async_allreduce = false: the next compute op waits for `collectives`.
   void unless_async(const std::vector<uint32_t>& collectives);
   void collective_then_gemm(OpKind collective, double bytes, const std::string& name, int64_t m, int64_t n, int64_t k);
-  uint32_t tp_collective(OpKind kind, const std::string& name, double bytes, std::vector<uint32_t> deps,
+  uint32_t tp_collective(OpKind kind, const std::string& name, double bytes, std::initializer_list<uint32_t> deps,
                          DType dtype = DType::BF16);
 
   void layernorm(const std::string& name, bool backward); // LayerNorm or RMSNorm (model.norm)

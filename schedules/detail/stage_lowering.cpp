@@ -270,25 +270,28 @@ bool StageLowering::zero1_overlapped_gather() const {
 void StageLowering::gather_buckets() {
   // Megatron-Core 0.8 (optimizer/distrib_optimizer.py): zero_grad() launches the first
   // bucket's all-gather of the parameters the last step updated; each forward pre-hook
-  // waits for its bucket and launches the next, one in flight, in forward order across
-  // the model chunks. The host runs ahead of the GPU, so on the DP stream the gathers
-  // follow one another from the start of the iteration while each layer's first forward
-  // waits for its own. The buckets are those of the gradients (add_to_bucket: filled in
-  // backward order, schedule.dp_bucket_params; 0 = one per chunk): the chunk's first
-  // bucket holds the layers left over at its start with the embedding (and the routed
-  // experts, gathered over their own group); the LM head and final norm go with the last.
+  // waits for its bucket and then launches the next (_finish_param_sync_helper), one in
+  // flight, in forward order across the model chunks. With CUDA_DEVICE_MAX_CONNECTIONS=1
+  // (which Megatron sets for sequence parallelism) kernels leave the one hardware queue
+  // in launch order, so the next bucket's gather starts once the computation before that
+  // pre-hook has run (and the previous gather is done): it overlaps the bucket's forward.
+  // The buckets are those of the gradients (add_to_bucket: filled in backward order,
+  // schedule.dp_bucket_params; 0 = one per chunk): the chunk's first bucket holds the
+  // layers left over at its start with the embedding (and the routed experts, gathered
+  // over their own group); the LM head and final norm go with the last.
   const double per_bucket = static_cast<double>(job_.options.dp_bucket_params);
-  const OpLabels saved = b_.labels;
+  buckets_.clear();
   for (int64_t c = 0; c < V_; ++c) {
     const int64_t vs = c * P_ + pp_rank_;
     const LayerRange r = stage_layers(job_, vs);
-    const double dense = chunk_parameters(job_, pp_rank_, c) - chunk_expert_parameters(job_, pp_rank_, c);
-    std::vector<std::pair<int64_t, double>> closed; // (first layer, parameters), highest layers first
+    const double experts = chunk_expert_parameters(job_, pp_rank_, c);
+    const double dense = chunk_parameters(job_, pp_rank_, c) - experts;
+    std::vector<GatherBucket> closed; // highest layers first
     double fill = 0, in_buckets = 0;
     for (int64_t l = r.first + r.count - 1; per_bucket > 0 && l >= r.first; --l) {
       fill += layer_parameter_count(job_, l) - layer_expert_parameters(job_, l);
       if (fill < per_bucket) continue;
-      closed.emplace_back(l, fill);
+      closed.push_back({c, l, fill});
       in_buckets += fill;
       fill = 0;
     }
@@ -298,17 +301,28 @@ void StageLowering::gather_buckets() {
       head = 2 * h; // final norm
       if (vs > 0 || job_.model.untied_embeddings)
         head += static_cast<double>(job_.model.vocab) / static_cast<double>(job_.parallel.tp) * h;
-      closed.front().second += head;
+      closed.front().params += head;
     }
-    const auto priority = static_cast<int32_t>(2 * V_ - c);
-    b_.labels = OpLabels{static_cast<int32_t>(iteration_), -1, static_cast<int32_t>(c), -1, Phase::Forward};
-    param_ready_[c] = gather_parameters(c, {previous_optimizer_}, priority, dense - in_buckets - head);
-    for (auto it = closed.rbegin(); it != closed.rend(); ++it) {
-      b_.labels.layer = static_cast<int32_t>(it->first);
-      bucket_gather_[it->first] = b_.collective(OpKind::AllGather, GroupKind::Dp, Stream::DpComm, "dp.param.ag",
-                                                it->second * 2, {previous_optimizer_}, priority);
-    }
+    if (dense - in_buckets - head > 0 || experts > 0) buckets_.push_back({c, -1, dense - in_buckets - head});
+    buckets_.insert(buckets_.end(), closed.rbegin(), closed.rend());
   }
+  next_bucket_ = 0;
+  launch_next_bucket();
+}
+
+void StageLowering::launch_next_bucket() {
+  if (next_bucket_ >= buckets_.size()) return;
+  const GatherBucket& g = buckets_[next_bucket_++];
+  const OpLabels saved = b_.labels;
+  b_.labels = OpLabels{static_cast<int32_t>(iteration_), -1, static_cast<int32_t>(g.chunk),
+                       static_cast<int32_t>(g.first_layer), Phase::Forward};
+  const auto priority = static_cast<int32_t>(2 * V_ - g.chunk);
+  const std::vector<uint32_t> deps{b_.last_compute(), previous_optimizer_};
+  if (g.first_layer < 0)
+    param_ready_[g.chunk] = gather_parameters(g.chunk, deps, priority, g.params);
+  else
+    bucket_gather_[g.first_layer] =
+        b_.collective(OpKind::AllGather, GroupKind::Dp, Stream::DpComm, "dp.param.ag", g.params * 2, deps, priority);
   b_.labels = saved;
 }
 
@@ -395,6 +409,10 @@ void StageLowering::emit_step(size_t j) {
     }
     b_.wait_before_next_compute(param_ready_[st.chunk]);
     b_.wait_before_next_compute(expert_param_ready_[st.chunk]);
+    // overlapped ZeRO-1: the pre-hook of the chunk's first bucket launches the next one
+    if (zero1_overlapped_gather() && next_bucket_ > 0 && buckets_[next_bucket_ - 1].chunk == st.chunk &&
+        buckets_[next_bucket_ - 1].first_layer < 0)
+      launch_next_bucket();
   }
 
   if (st.forward) {

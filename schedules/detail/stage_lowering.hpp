@@ -51,7 +51,15 @@ private:
   /// order; a chunk's first forward waits for its first bucket (param_ready_), a layer's
   /// for the bucket that starts at it (bucket_gather_).
   bool zero1_overlapped_gather() const;
-  void gather_buckets();
+  void gather_buckets();     // plans the iteration's buckets and launches the first
+  void launch_next_bucket(); // at a bucket's pre-hook: the next one's all-gather
+  struct GatherBucket {
+    int64_t chunk;
+    int64_t first_layer; // −1: the chunk's first bucket (param_ready_)
+    double params;
+  };
+  std::vector<GatherBucket> buckets_; // forward order, all chunks
+  size_t next_bucket_ = 0;
   /// The layers of one pass (forward, or backward with recomputation), with ZeRO-3's
   /// per-layer parameter all-gathers and gradient reduce-scatters (fsdp.cpp).
   void emit_layers(LayerRange layers, bool forward);

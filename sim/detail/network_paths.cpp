@@ -53,6 +53,10 @@ NetworkPaths::NetworkPaths(const topology::Fabric& fabric, uint64_t seed, topolo
   }
   load_.assign(2 * links.size(), 0);
   const auto& shape = fabric_.shape();
+  gpus_ = fabric_.gpus();
+  gpus_per_server_ = shape.gpus_per_server;
+  nics_per_server_ = shape.nics_per_server;
+  rails_ = shape.rails;
   proxy_local_.assign(static_cast<size_t>(std::max<int64_t>(1, shape.rails)), -1);
   for (int64_t l = 0; l < shape.gpus_per_server && l < fabric_.gpus(); ++l) {
     auto& slot = proxy_local_[static_cast<size_t>(fabric_.rail_of_gpu(l))];
@@ -87,12 +91,18 @@ void NetworkPaths::share_routes(RouteMemo& memo) {
 
 int64_t NetworkPaths::pxn_proxy(int64_t src, int64_t dst) const {
   if (!pxn_ || src == dst) return src;
-  const int64_t server = fabric_.server_of_gpu(src);
-  if (server == fabric_.server_of_gpu(dst)) return src;
-  const int64_t rail = fabric_.rail_of_gpu(dst);
-  if (rail == fabric_.rail_of_gpu(src)) return src;
+  if (src < 0 || src >= gpus_ || dst < 0 || dst >= gpus_) { // the fabric's error names the GPU
+    fabric_.server_of_gpu(src);
+    fabric_.server_of_gpu(dst);
+  }
+  // Fabric::server_of_gpu and rail_of_gpu, computed here (both GPUs checked above)
+  const int64_t server = src / gpus_per_server_;
+  if (server == dst / gpus_per_server_) return src;
+  const auto rail_of = [&](int64_t gpu) { return gpu % gpus_per_server_ % nics_per_server_ % rails_; };
+  const int64_t rail = rail_of(dst);
+  if (rail == rail_of(src)) return src;
   const int64_t local = proxy_local_[static_cast<size_t>(rail)];
-  return local < 0 ? src : server * fabric_.shape().gpus_per_server + local;
+  return local < 0 ? src : server * gpus_per_server_ + local;
 }
 
 void NetworkPaths::route(int64_t src, int64_t dst, uint32_t channel, std::vector<Hop>& out) const {
@@ -122,13 +132,10 @@ size_t RouteKeyHash::operator()(const std::vector<int64_t>& k) const {
 
 void NetworkPaths::route_flows(const std::vector<PhaseTransfer>& transfers,
                                const std::vector<std::vector<int64_t>>& gpu_groups, std::vector<FlowCost>& out) const {
-  struct FlowPath {
-    size_t hop_begin, hop_end;
-    double latency;
-    bool own; // a flow of the first group (degraded links apply)
-  };
-  std::vector<Hop> all_hops;
-  std::vector<FlowPath> paths;
+  std::vector<Hop>& all_hops = flow_hops_; // reused: no growth from empty per call
+  std::vector<FlowPath>& paths = flow_paths_;
+  all_hops.clear();
+  paths.clear();
   for (size_t gi = 0; gi < gpu_groups.size(); ++gi) {
     const auto& gpus = gpu_groups[gi];
     for (const auto& t : transfers) {
@@ -146,8 +153,8 @@ void NetworkPaths::route_flows(const std::vector<PhaseTransfer>& transfers,
       paths.push_back(fp);
     }
   }
-  std::vector<FlowCost> flows;
-  flows.reserve(paths.size());
+  out.clear();
+  out.reserve(paths.size());
   for (const auto& f : paths) {
     double rate = std::numeric_limits<double>::infinity();
     const std::vector<double>& bw = f.own ? link_bw_ : nominal_bw_;
@@ -155,11 +162,35 @@ void NetworkPaths::route_flows(const std::vector<PhaseTransfer>& transfers,
       const Hop& h = all_hops[i];
       rate = std::min(rate, bw[h.link] / load_[2 * h.link + (h.up ? 0 : 1)]);
     }
-    flows.push_back({f.latency, rate});
+    out.push_back({f.latency, rate});
   }
   for (uint32_t key : touched_) load_[key] = 0;
   touched_.clear();
-  out.swap(flows);
+}
+
+const std::vector<NetworkPaths::FlowCost>& NetworkPaths::lowest_rate_by_latency(std::vector<FlowCost>& flows) const {
+  // Of the flows of one latency only the lowest rate can be kept (the others' rates are
+  // not below it), so with few distinct latencies (the symmetric images of a group repeat
+  // a handful) each latency's lowest rate is found in a short sorted list instead of
+  // sorting every flow; past 64 latencies, the sort of all of them.
+  std::vector<FlowCost>& out = by_latency_;
+  out.clear();
+  for (const FlowCost& f : flows) {
+    const auto it = std::lower_bound(out.begin(), out.end(), f.latency,
+                                     [](const FlowCost& a, double latency) { return a.latency > latency; });
+    if (it != out.end() && it->latency == f.latency) {
+      it->rate = std::min(it->rate, f.rate);
+      continue;
+    }
+    if (out.size() == 64) {
+      std::sort(flows.begin(), flows.end(), [](const FlowCost& a, const FlowCost& b) {
+        return a.latency != b.latency ? a.latency > b.latency : a.rate < b.rate;
+      });
+      return flows;
+    }
+    out.insert(it, f);
+  }
+  return out;
 }
 
 const std::vector<NetworkPaths::FlowCost>&
@@ -181,12 +212,10 @@ NetworkPaths::phase_flows(const std::vector<PhaseTransfer>& transfers,
   route_flows(transfers, gpu_groups, flows);
   // keep the flows no other dominates: by latency down, rate up, each whose rate is
   // below every rate kept so far
-  std::sort(flows.begin(), flows.end(), [](const FlowCost& a, const FlowCost& b) {
-    return a.latency != b.latency ? a.latency > b.latency : a.rate < b.rate;
-  });
+  const std::vector<FlowCost>& candidates = lowest_rate_by_latency(flows);
   std::vector<FlowCost> front;
   double lowest = std::numeric_limits<double>::infinity();
-  for (const auto& f : flows)
+  for (const auto& f : candidates)
     if (front.empty() || f.rate < lowest) {
       front.push_back(f);
       lowest = std::min(lowest, f.rate);

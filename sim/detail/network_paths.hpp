@@ -153,6 +153,10 @@ private:
   /// rates and latencies then do not depend on which group is first).
   const std::vector<FlowCost>& phase_flows(const std::vector<PhaseTransfer>& transfers,
                                            const std::vector<std::vector<int64_t>>& gpu_groups) const;
+  /// The flows in the order phase_flows scans them for its front (latency down, rate
+  /// up), where only each latency's lowest rate matters: that one flow per latency when
+  /// there are at most 64 latencies, else `flows` itself, sorted.
+  const std::vector<FlowCost>& lowest_rate_by_latency(std::vector<FlowCost>& flows) const;
   /// The same flows, routed now (not cached), into `out`.
   void route_flows(const std::vector<PhaseTransfer>& transfers, const std::vector<std::vector<int64_t>>& gpu_groups,
                    std::vector<FlowCost>& out) const;
@@ -162,6 +166,7 @@ private:
   topology::EcmpPolicy policy_;
   bool pxn_;
   std::vector<int64_t> proxy_local_; // by rail: local index of a GPU on that rail
+  int64_t gpus_ = 0, gpus_per_server_ = 1, nics_per_server_ = 1, rails_ = 1; // the fabric's shape
   std::vector<double> link_bw_;
   std::vector<double> nominal_bw_; // link_bw_ before degrade_link()
   bool degraded_ = false;          // degrade_link() was called: the first group's flows differ
@@ -174,6 +179,14 @@ private:
   mutable std::vector<int64_t> key_;            // phase_flows' key, reused
   mutable std::vector<uint32_t> group_order_;   // phase_flows' canonical order of the groups
   mutable std::vector<FlowCost> scratch_flows_; // route_flows' output when not cached
+  struct FlowPath {                             // a routed flow: its hops in flow_hops_
+    size_t hop_begin, hop_end;
+    double latency;
+    bool own; // a flow of the first group (degraded links apply)
+  };
+  mutable std::vector<topology::Hop> flow_hops_; // route_flows' scratch, reused
+  mutable std::vector<FlowPath> flow_paths_;
+  mutable std::vector<FlowCost> by_latency_; // lowest_rate_by_latency's list, reused
   mutable RouteMemo own_routes_;
   RouteMemo* routes_ = &own_routes_; // own_routes_ or a shared memo (share_routes)
 };

@@ -113,6 +113,9 @@ TEST_CASE("FP8 amax all-reduces: per micro-batch and chunk, forward and backward
       CHECK(op.kind == OpKind::AllReduce);
       CHECK(op.dtype == DType::FP32);
       CHECK(op.group == (name.find(".tp.") != std::string::npos ? GroupKind::Tp : GroupKind::Dp));
+      // the amax group is a communicator of its own: never queued on the DP stream behind
+      // the gradient reduce-scatters and parameter all-gathers
+      CHECK(op.stream == Stream::TpComm);
     }
   }
   const int mbs = static_cast<int>(job.parallel.micro_batches());

@@ -1,9 +1,11 @@
 // The shortcuts of lowering and of the program index that must not change a result: the
-// name table's memo by address (a reused buffer with other characters is another name),
-// the channel index reused along a run of one channel, and stage programs lowered with
-// their vectors sized from a sibling stage (the same ops as lowered alone).
+// name table's memo (a reused buffer with other characters is another name; names that
+// share the memo's key keep their own ids), the channel index reused along a run of one
+// channel, stage programs lowered with their vectors sized from a sibling stage (the same
+// ops as lowered alone), and the message check settling each program pair once.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -102,4 +104,47 @@ TEST_CASE("lowering set-up: a stage sized from a sibling lowers the ops it lower
       CHECK(alone.ops.size() == s.programs[p].ops.size());
     }
   }
+}
+
+TEST_CASE("lowering set-up: names that share the memo's key (length, first and last eight characters) keep their ids",
+          "[schedules][lower]") {
+  detail::NameTable names;
+  // same length, same first and last eight characters: one memo slot, told apart by the characters
+  const std::string a = "attn.proj.abc.dgrad.rs", b = "attn.proj.xyz.dgrad.rs";
+  const uint32_t ia = names.intern(a), ib = names.intern(b);
+  CHECK(ia != ib);
+  for (int i = 0; i < 3; ++i) { // alternating: each call finds the other's id in the slot
+    CHECK(names.intern(a) == ia);
+    CHECK(names.intern(b) == ib);
+    CHECK(names.intern(a + "") == ia); // built anew: another address, the same name
+  }
+  CHECK(names.intern("a") != names.intern("b")); // short names
+  CHECK(names.intern(std::string_view("a")) == names.intern("a"));
+  const std::vector<std::string> taken = names.take();
+  REQUIRE(taken.size() == 4);
+  CHECK(taken[ia] == a);
+  CHECK(taken[ib] == b);
+}
+
+TEST_CASE("lowering set-up: a message mismatch of programs that many ranks share is reported once, at its first rank",
+          "[schedules][rules]") {
+  const auto job = config::load_job_preset("tiny-megascale");
+  Schedule s = lower(job);
+  REQUIRE(s.layout.pp >= 2);
+  REQUIRE(s.layout.world() > s.layout.pp); // several ranks per stage program
+  CHECK(ExecutionRules(s).check_messages().empty());
+  // the first receive of stage 1 expects one byte more than its sender carries
+  const uint32_t program = s.program_of_rank[static_cast<size_t>(s.layout.rank({0, 0, 1}))];
+  auto& ops = s.programs[program].ops;
+  const auto recv = std::find_if(ops.begin(), ops.end(), [](const Op& op) { return op.kind == OpKind::Recv; });
+  REQUIRE(recv != ops.end());
+  recv->bytes += 1;
+  const auto v = ExecutionRules(s).check_messages();
+  REQUIRE(v.size() == 1); // one per (program, channel, peer's program, index): every rank shares it
+  int64_t first = -1;     // the lowest rank running that program
+  for (int64_t r = 0; r < s.world() && first < 0; ++r)
+    if (s.program_of_rank[static_cast<size_t>(r)] == program) first = r;
+  CHECK(v[0].rank == first);
+  CHECK(v[0].op == static_cast<uint32_t>(recv - ops.begin()));
+  CHECK(v[0].reason.find("expects") != std::string::npos);
 }

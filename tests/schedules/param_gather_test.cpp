@@ -1,6 +1,7 @@
 // ZeRO-1 with DP overlap (Megatron-Core's overlap_param_gather): the parameters the last
-// step updated are all-gathered at the start of the iteration, bucket by bucket in
-// forward order, and each layer's first forward waits for its own bucket.
+// step updated are all-gathered from the start of the iteration, bucket by bucket in
+// forward order, each launched at the previous bucket's pre-hook; each layer's first
+// forward waits for its own bucket.
 #include <catch2/catch.hpp>
 
 #include <map>
@@ -65,7 +66,7 @@ TEST_CASE("overlapped ZeRO-1 gathers the parameters bucket by bucket before the 
     // the same bytes as the gather after the step that the non-overlapped form runs
     CHECK(bytes_of(s, program, ag) == Approx(bytes_of(after, program, gathers(after, program))));
     CHECK(bytes_of(s, program, ag) == Approx(2 * chunk_parameters(job, stage, 0)));
-    // all of them before the first forward computation, none after the optimizer
+    // the first one before the first forward computation, none after the optimizer
     size_t first_forward = p.ops.size(), optimizer = 0;
     for (size_t i = 0; i < p.ops.size(); ++i) {
       const Op& op = p.ops[i];
@@ -73,11 +74,12 @@ TEST_CASE("overlapped ZeRO-1 gathers the parameters bucket by bucket before the 
         first_forward = i;
       if (op.labels.phase == Phase::Optimizer && !op.is_communication()) optimizer = i;
     }
-    for (size_t i : ag) {
-      CHECK(i < first_forward);
-      CHECK(i < optimizer);
-    }
-    // a layer's first forward op waits for the bucket that starts at that layer
+    REQUIRE(!ag.empty());
+    CHECK(ag.front() < first_forward);
+    for (size_t i : ag) CHECK(i < optimizer);
+    // a layer's first forward op waits for the bucket that starts at that layer, and the
+    // next bucket's gather is launched right after that wait (Megatron-Core's pre-hook):
+    // after the computation before the layer, so that it overlaps the layer's forward
     std::map<int32_t, size_t> first_op_of_layer;
     for (size_t i = 0; i < p.ops.size(); ++i) {
       const Op& op = p.ops[i];
@@ -85,14 +87,21 @@ TEST_CASE("overlapped ZeRO-1 gathers the parameters bucket by bucket before the 
         first_op_of_layer.emplace(op.labels.layer, i);
     }
     int waited = 0;
-    for (size_t i : ag) {
+    for (size_t k = 0; k < ag.size(); ++k) {
+      const size_t i = ag[k];
       const int32_t layer = p.ops[i].labels.layer;
       if (layer < 0) continue; // the embedding's bucket: waited before the chunk's first forward
       REQUIRE(first_op_of_layer.count(layer) == 1);
+      const size_t user = first_op_of_layer[layer];
       bool found = false;
-      for (uint32_t d : p.deps_of(first_op_of_layer[layer])) found = found || d == i;
+      for (uint32_t d : p.deps_of(user)) found = found || d == i;
       CHECK(found);
       waited += found;
+      CHECK(i < user);
+      if (k + 1 < ag.size()) { // the next gather: between this wait and the layer's first op
+        CHECK(ag[k + 1] > i);
+        CHECK(ag[k + 1] < user);
+      }
     }
     CHECK(waited == layers.count);
   }
