@@ -351,8 +351,7 @@ int64_t Fabric::nic_of_gpu(int64_t gpu) const {
 }
 int64_t Fabric::rail_of_gpu(int64_t gpu) const {
   check_gpu(*this, gpu);
-  const ClosShape& s = impl_->shape;
-  return (gpu % s.gpus_per_server % s.nics_per_server) % s.rails; // local index, NIC, rail
+  return impl_->shape.rail_of(gpu);
 }
 int64_t Fabric::tor_of_gpu(int64_t gpu) const {
   check_gpu(*this, gpu);

@@ -101,6 +101,11 @@ struct ClosShape {
   // Rail-only: spine plane p of rail r serves only rail r (planes = rails × the planes
   // above); no path between rails exists in the network.
   bool rail_only = false;
+
+  /// A GPU's server and rail (the arithmetic behind Fabric::server_of_gpu and
+  /// rail_of_gpu, for a GPU index already checked: 0 ≤ gpu < gpus).
+  int64_t server_of(int64_t gpu) const { return gpu / gpus_per_server; }
+  int64_t rail_of(int64_t gpu) const { return gpu % gpus_per_server % nics_per_server % rails; }
 };
 
 class Fabric {

@@ -26,7 +26,7 @@ using topology::LinkKind;
 
 NetworkPaths::NetworkPaths(const topology::Fabric& fabric, uint64_t seed, topology::EcmpPolicy policy,
                            double nvlink_efficiency, double network_efficiency, bool pxn)
-    : fabric_(fabric), seed_(seed), policy_(policy), pxn_(pxn) {
+    : fabric_(fabric), shape_(fabric.shape()), seed_(seed), policy_(policy), pxn_(pxn) {
   const auto& links = fabric_.links();
   link_bw_.resize(links.size());
   for (size_t i = 0; i < links.size(); ++i) {
@@ -53,10 +53,6 @@ NetworkPaths::NetworkPaths(const topology::Fabric& fabric, uint64_t seed, topolo
   }
   load_.assign(2 * links.size(), 0);
   const auto& shape = fabric_.shape();
-  gpus_ = fabric_.gpus();
-  gpus_per_server_ = shape.gpus_per_server;
-  nics_per_server_ = shape.nics_per_server;
-  rails_ = shape.rails;
   proxy_local_.assign(static_cast<size_t>(std::max<int64_t>(1, shape.rails)), -1);
   for (int64_t l = 0; l < shape.gpus_per_server && l < fabric_.gpus(); ++l) {
     auto& slot = proxy_local_[static_cast<size_t>(fabric_.rail_of_gpu(l))];
@@ -91,18 +87,17 @@ void NetworkPaths::share_routes(RouteMemo& memo) {
 
 int64_t NetworkPaths::pxn_proxy(int64_t src, int64_t dst) const {
   if (!pxn_ || src == dst) return src;
-  if (src < 0 || src >= gpus_ || dst < 0 || dst >= gpus_) { // the fabric's error names the GPU
+  const topology::ClosShape& shape = shape_;
+  if (src < 0 || src >= shape.gpus || dst < 0 || dst >= shape.gpus) { // the fabric's error names the GPU
     fabric_.server_of_gpu(src);
     fabric_.server_of_gpu(dst);
   }
-  // Fabric::server_of_gpu and rail_of_gpu, computed here (both GPUs checked above)
-  const int64_t server = src / gpus_per_server_;
-  if (server == dst / gpus_per_server_) return src;
-  const auto rail_of = [&](int64_t gpu) { return gpu % gpus_per_server_ % nics_per_server_ % rails_; };
-  const int64_t rail = rail_of(dst);
-  if (rail == rail_of(src)) return src;
+  const int64_t server = shape.server_of(src);
+  if (server == shape.server_of(dst)) return src;
+  const int64_t rail = shape.rail_of(dst);
+  if (rail == shape.rail_of(src)) return src;
   const int64_t local = proxy_local_[static_cast<size_t>(rail)];
-  return local < 0 ? src : server * gpus_per_server_ + local;
+  return local < 0 ? src : server * shape.gpus_per_server + local;
 }
 
 void NetworkPaths::route(int64_t src, int64_t dst, uint32_t channel, std::vector<Hop>& out) const {

@@ -162,11 +162,11 @@ private:
                    std::vector<FlowCost>& out) const;
 
   const topology::Fabric& fabric_;
+  const topology::ClosShape& shape_; // fabric_.shape(), held for the hot paths
   uint64_t seed_;
   topology::EcmpPolicy policy_;
   bool pxn_;
   std::vector<int64_t> proxy_local_; // by rail: local index of a GPU on that rail
-  int64_t gpus_ = 0, gpus_per_server_ = 1, nics_per_server_ = 1, rails_ = 1; // the fabric's shape
   std::vector<double> link_bw_;
   std::vector<double> nominal_bw_; // link_bw_ before degrade_link()
   bool degraded_ = false;          // degrade_link() was called: the first group's flows differ

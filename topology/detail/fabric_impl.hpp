@@ -19,7 +19,7 @@ struct Fabric::Impl {
   uint32_t v_nvswitch = 0, v_nic = 0, v_tor = 0, v_agg = 0, v_spine = 0;
   uint32_t l_pcie = 0, l_nic = 0, l_tor_up = 0, l_agg_up = 0;
 
-  int64_t server_of(int64_t gpu) const { return gpu / shape.gpus_per_server; }
+  int64_t server_of(int64_t gpu) const { return shape.server_of(gpu); }
   int64_t nic_of(int64_t gpu) const {
     return server_of(gpu) * shape.nics_per_server + (gpu % shape.gpus_per_server) % shape.nics_per_server;
   }
