@@ -68,10 +68,16 @@ double chunk_parameters(const JobSpec& job, int64_t pp_rank, int64_t chunk) {
   const double embedding = static_cast<double>(job.model.vocab) / static_cast<double>(job.parallel.tp) * h;
   if (virtual_stage == 0) // learned positions: a seq_len × h table (none with rotary embeddings)
     n += embedding + (job.model.rotary ? 0.0 : static_cast<double>(job.model.seq_len) * h);
-  if (virtual_stage == pp * vpp - 1) {
-    n += 2 * h;                                                      // final LayerNorm
-    if (pp * vpp > 1 || job.model.untied_embeddings) n += embedding; // LM head (tied: a copy)
-  }
+  return n + head_parameters(job, virtual_stage);
+}
+
+double head_parameters(const JobSpec& job, int64_t virtual_stage) {
+  const int64_t stages = job.parallel.pp * job.parallel.vpp;
+  if (virtual_stage != stages - 1) return 0;
+  const double h = static_cast<double>(job.model.hidden);
+  double n = 2 * h; // final LayerNorm
+  if (stages > 1 || job.model.untied_embeddings)
+    n += static_cast<double>(job.model.vocab) / static_cast<double>(job.parallel.tp) * h; // LM head (tied: a copy)
   return n;
 }
 

@@ -12,6 +12,9 @@ namespace twinscale::schedules {
 /// (layers of virtual stage chunk·pp + pp_rank, plus the embedding on the first virtual
 /// stage and the tied LM head + final LayerNorm on the last).
 double chunk_parameters(const JobSpec& job, int64_t pp_rank, int64_t chunk);
+/// Of those, the final LayerNorm's and the LM head's (the last virtual stage only; a tied
+/// head is a copy of the embedding when the model spans more than one virtual stage).
+double head_parameters(const JobSpec& job, int64_t virtual_stage);
 /// Of those, the routed experts' parameters (MoE layers; reduced over the expert data-
 /// parallel group rather than the data-parallel one).
 double chunk_expert_parameters(const JobSpec& job, int64_t pp_rank, int64_t chunk);

@@ -116,6 +116,7 @@ StageLowering::StageLowering(const JobSpec& job, int64_t pp_rank, int64_t cp_ran
   }
   param_ready_.assign(V_, kNoOp);
   bucketed_.assign(V_, 0);
+  for (int64_t c = 0; c < V_; ++c) grad_buckets_.push_back(dense_buckets(c));
   expert_param_ready_.assign(V_, kNoOp);
 }
 
@@ -237,16 +238,33 @@ void StageLowering::reduce_gradients(GroupKind group, double params, const std::
   if (par.zero_stage >= 2 && !job_.options.overlap.dp) b_.wait_before_next_compute(op);
 }
 
+std::vector<StageLowering::GatherBucket> StageLowering::dense_buckets(int64_t chunk) const {
+  // A bucket fills with the layers' dense gradients in backward order (the highest layer
+  // first) and closes at the first layer that brings it to dp_bucket_params (0: none
+  // closes); routed experts, the embedding, the head and the layers left over stay in
+  // the chunk's final reduction.
+  std::vector<GatherBucket> closed;
+  const double per_bucket = static_cast<double>(job_.options.dp_bucket_params);
+  if (per_bucket <= 0) return closed;
+  const LayerRange r = stage_layers(job_, chunk * P_ + pp_rank_);
+  double fill = 0;
+  for (int64_t l = r.first + r.count - 1; l >= r.first; --l) {
+    fill += layer_parameter_count(job_, l) - layer_expert_parameters(job_, l);
+    if (fill < per_bucket) continue;
+    closed.push_back({chunk, l, fill});
+    fill = 0;
+  }
+  return closed;
+}
+
 void StageLowering::add_to_bucket(int64_t chunk, int64_t layer) {
-  // A bucket fills with the layer's dense gradients as its backward finishes (reverse
-  // layer order); once it holds dp_bucket_params it is reduced while the backward goes
-  // on (DDP's bucket hook, Megatron-Core's overlap_grad_reduce). Routed experts, the
-  // embedding and the head stay in the chunk's final reduction.
-  bucket_fill_ += layer_parameter_count(job_, layer) - layer_expert_parameters(job_, layer);
-  if (bucket_fill_ < static_cast<double>(job_.options.dp_bucket_params)) return;
-  reduce_gradients(GroupKind::Dp, bucket_fill_, {b_.last_compute()});
-  bucketed_[static_cast<size_t>(chunk)] += bucket_fill_;
-  bucket_fill_ = 0;
+  // The layer's gradients are final: a bucket closing at it is reduced while the backward
+  // goes on (DDP's bucket hook, Megatron-Core's overlap_grad_reduce).
+  for (const GatherBucket& b : grad_buckets_[static_cast<size_t>(chunk)]) {
+    if (b.first_layer != layer) continue;
+    reduce_gradients(GroupKind::Dp, b.params, {b_.last_compute()});
+    bucketed_[static_cast<size_t>(chunk)] += b.params;
+  }
 }
 
 uint32_t StageLowering::gather_parameters(int64_t chunk, std::vector<uint32_t> deps, int32_t priority, double dense) {
@@ -275,34 +293,19 @@ void StageLowering::gather_buckets() {
   // (which Megatron sets for sequence parallelism) kernels leave the one hardware queue
   // in launch order, so the next bucket's gather starts once the computation before that
   // pre-hook has run (and the previous gather is done): it overlaps the bucket's forward.
-  // The buckets are those of the gradients (add_to_bucket: filled in backward order,
-  // schedule.dp_bucket_params; 0 = one per chunk): the chunk's first bucket holds the
-  // layers left over at its start with the embedding (and the routed experts, gathered
-  // over their own group); the LM head and final norm go with the last.
-  const double per_bucket = static_cast<double>(job_.options.dp_bucket_params);
+  // The buckets are those of the gradients (dense_buckets): the chunk's first bucket
+  // holds the layers left over at its start with the embedding (and the routed experts,
+  // gathered over their own group); the LM head and final norm go with the last.
   buckets_.clear();
   for (int64_t c = 0; c < V_; ++c) {
     const int64_t vs = c * P_ + pp_rank_;
-    const LayerRange r = stage_layers(job_, vs);
     const double experts = chunk_expert_parameters(job_, pp_rank_, c);
     const double dense = chunk_parameters(job_, pp_rank_, c) - experts;
-    std::vector<GatherBucket> closed; // highest layers first
-    double fill = 0, in_buckets = 0;
-    for (int64_t l = r.first + r.count - 1; per_bucket > 0 && l >= r.first; --l) {
-      fill += layer_parameter_count(job_, l) - layer_expert_parameters(job_, l);
-      if (fill < per_bucket) continue;
-      closed.push_back({c, l, fill});
-      in_buckets += fill;
-      fill = 0;
-    }
-    double head = 0;
-    if (vs == P_ * V_ - 1 && !closed.empty()) {
-      const double h = static_cast<double>(job_.model.hidden);
-      head = 2 * h; // final norm
-      if (vs > 0 || job_.model.untied_embeddings)
-        head += static_cast<double>(job_.model.vocab) / static_cast<double>(job_.parallel.tp) * h;
-      closed.front().params += head;
-    }
+    std::vector<GatherBucket> closed = grad_buckets_[static_cast<size_t>(c)]; // highest layers first
+    double in_buckets = 0;
+    for (const GatherBucket& b : closed) in_buckets += b.params;
+    const double head = closed.empty() ? 0.0 : head_parameters(job_, vs);
+    if (head > 0) closed.front().params += head;
     if (dense - in_buckets - head > 0 || experts > 0) buckets_.push_back({c, -1, dense - in_buckets - head});
     buckets_.insert(buckets_.end(), closed.rbegin(), closed.rend());
   }
@@ -372,7 +375,6 @@ void StageLowering::emit_step(size_t j) {
   // this pass is the chunk's last backward (ZB-H1: its last W pass): DP buckets fill
   bucketing_ = !st.forward && j == last_backward_[st.chunk] && opt.overlap.dp && opt.dp_bucket_params > 0 &&
                par.zero_stage <= 2 && par.dp_cp() > 1;
-  bucket_fill_ = 0;
   if (st.weight) { // ZB-H1's W pass: no messages, the weight gradients in backward order
     if (vs == last_vs) layers_.head_weight_gradients();
     for (int64_t i = layers.count - 1; i >= 0; --i) {

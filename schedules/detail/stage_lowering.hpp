@@ -53,9 +53,9 @@ private:
   bool zero1_overlapped_gather() const;
   void gather_buckets();     // plans the iteration's buckets and launches the first
   void launch_next_bucket(); // at a bucket's pre-hook: the next one's all-gather
-  struct GatherBucket {
+  struct GatherBucket {      // a DP bucket: its lowest layer and its parameters
     int64_t chunk;
-    int64_t first_layer; // −1: the chunk's first bucket (param_ready_)
+    int64_t first_layer; // −1: the chunk's first gather bucket (param_ready_)
     double params;
   };
   std::vector<GatherBucket> buckets_; // forward order, all chunks
@@ -113,9 +113,10 @@ private:
   uint32_t embedding_ar_ = kNoOp;
   // DP gradient buckets (schedule.dp_bucket_params): during a chunk's last backward the
   // layers' gradients fill buckets, each reduced once full; the rest at the chunk's end.
-  bool bucketing_ = false;       // the pass being emitted is its chunk's last backward
-  double bucket_fill_ = 0;       // parameters in the open bucket
-  std::vector<double> bucketed_; // per chunk: parameters already reduced in buckets
+  bool bucketing_ = false;                              // the pass being emitted is its chunk's last backward
+  std::vector<std::vector<GatherBucket>> grad_buckets_; // per chunk: dense_buckets (the gathers' too)
+  std::vector<double> bucketed_;                        // per chunk: parameters already reduced in buckets
+  std::vector<GatherBucket> dense_buckets(int64_t chunk) const;
   void add_to_bucket(int64_t chunk, int64_t layer);
   uint32_t previous_optimizer_ = kNoOp;
   uint32_t next_data_ = kNoOp; // async data op for the coming iteration
