@@ -238,6 +238,28 @@ static std::string last_compute_before(const Schedule& s, size_t i) {
   return "";
 }
 
+/// The reduce-input passes `pass` of the first program: each on the compute stream with
+/// `bytes_per_gradient` per gradient of its layer, and every FSDP reduce-scatter starting
+/// right after one (the latest compute op before it). Returns (passes, reduce-scatters).
+static std::pair<int, int> check_reduce_input(const Schedule& s, const std::string& pass, double bytes_per_gradient) {
+  const auto& ops = s.programs[0].ops;
+  int passes = 0, reductions = 0;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const std::string& name = s.names[ops[i].name];
+    if (name == pass) {
+      ++passes;
+      CHECK(ops[i].stream == Stream::Compute);
+      CHECK(ops[i].kernel == Kernel::Copy);
+      CHECK(ops[i].bytes == Approx(bytes_per_gradient * static_cast<double>(ops[i].shape[0])));
+    }
+    if (name == "fsdp.grad.rs") {
+      ++reductions;
+      CHECK(last_compute_before(s, i) == pass);
+    }
+  }
+  return {passes, reductions};
+}
+
 TEST_CASE("stack facts: FSDP2 copies each layer's gradients into the reduce input before the compute stream "
           "goes on",
           "[schedules][stack]") {
@@ -248,22 +270,9 @@ TEST_CASE("stack facts: FSDP2 copies each layer's gradients into the reduce inpu
   job.options.grad_reduce_fp32 = true;
   const Schedule s = lower(job);
   check_valid(s);
-  const auto& ops = s.programs[0].ops;
-  int copies = 0, reductions = 0;
-  for (size_t i = 0; i < ops.size(); ++i) {
-    if (s.names[ops[i].name] == "fsdp.grad.copy_in") {
-      ++copies;
-      CHECK(ops[i].stream == Stream::Compute);
-      CHECK(ops[i].kernel == Kernel::Copy);
-      // bf16 gradients read, fp32 written: 6 bytes per gradient of the layer
-      CHECK(ops[i].bytes == Approx(6.0 * static_cast<double>(ops[i].shape[0])));
-    }
-    if (s.names[ops[i].name] == "fsdp.grad.rs") {
-      ++reductions;
-      // the reduce-scatter starts after its layer's copy, the latest compute op before it
-      CHECK(last_compute_before(s, i) == "fsdp.grad.copy_in");
-    }
-  }
+  // bf16 gradients read, fp32 written: 6 bytes per gradient; the reduce-scatter starts
+  // after its layer's copy
+  const auto [copies, reductions] = check_reduce_input(s, "fsdp.grad.copy_in", 6.0);
   REQUIRE(reductions > 0);
   CHECK(copies == reductions);
 }
@@ -278,41 +287,24 @@ TEST_CASE("stack facts: early FSDP2 divides the reduce input in place before the
   job.options.fsdp_grad_predivide = true;
   const Schedule s = lower(job);
   check_valid(s);
+  // fp32 read and written in place: 8 bytes per gradient, right after the copy-in
+  const auto [divides, reductions] = check_reduce_input(s, "fsdp.grad.predivide", 8.0);
+  REQUIRE(reductions > 0);
+  CHECK(divides == reductions);
   const auto& ops = s.programs[0].ops;
-  int divides = 0, reductions = 0;
-  for (size_t i = 0; i < ops.size(); ++i) {
-    const std::string& name = s.names[ops[i].name];
-    if (name == "fsdp.grad.predivide") {
-      ++divides;
-      CHECK(ops[i].stream == Stream::Compute);
-      // fp32 read and written in place: 8 bytes per gradient, right after the copy-in
-      CHECK(ops[i].bytes == Approx(8.0 * static_cast<double>(ops[i].shape[0])));
+  for (size_t i = 0; i < ops.size(); ++i)
+    if (s.names[ops[i].name] == "fsdp.grad.predivide") {
       REQUIRE(i > 0);
       CHECK(s.names[ops[i - 1].name] == "fsdp.grad.copy_in");
     }
-    if (name == "fsdp.grad.rs") {
-      ++reductions;
-      CHECK(last_compute_before(s, i) == "fsdp.grad.predivide");
-    }
-  }
-  REQUIRE(reductions > 0);
-  CHECK(divides == reductions);
   // without the copy-in the 16-bit gradients are divided in place (2 + 2 bytes each),
   // still right before the reduce-scatter, and nothing is copied
   job.options.fsdp_grad_copy_in = false;
   const Schedule in_place = lower(job);
   check_valid(in_place);
-  const auto& ops2 = in_place.programs[0].ops;
-  int in_place_divides = 0;
-  for (size_t i = 0; i < ops2.size(); ++i) {
-    const std::string& name = in_place.names[ops2[i].name];
-    CHECK(name != "fsdp.grad.copy_in");
-    if (name == "fsdp.grad.predivide") {
-      ++in_place_divides;
-      CHECK(ops2[i].bytes == Approx(4.0 * static_cast<double>(ops2[i].shape[0])));
-    }
-    if (name == "fsdp.grad.rs") CHECK(last_compute_before(in_place, i) == "fsdp.grad.predivide");
-  }
+  for (const Op& op : in_place.programs[0].ops) CHECK(in_place.names[op.name] != "fsdp.grad.copy_in");
+  const auto [in_place_divides, in_place_reductions] = check_reduce_input(in_place, "fsdp.grad.predivide", 4.0);
+  CHECK(in_place_reductions == reductions);
   CHECK(in_place_divides == reductions);
 }
 
