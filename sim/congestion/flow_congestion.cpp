@@ -46,11 +46,10 @@ double FlowCongestion::queue_s(uint32_t dir) {
   return equilibrium_.queue_bytes(active_[dir], nominal_[dir]) / nominal_[dir];
 }
 
-double FlowCongestion::on_start(int64_t src_gpu, int64_t dst_gpu, uint32_t channel, double bytes) {
+void FlowCongestion::join(int64_t src_gpu, int64_t dst_gpu, uint32_t channel) {
   network_hops(src_gpu, dst_gpu, channel);
-  int32_t most = 0;
   for (size_t j = 0; j < dirs_.size(); ++j) {
-    most = std::max(most, ++active_[dirs_[j]]);
+    ++active_[dirs_[j]];
     if (j > 0) add_ingress(dirs_[j], dirs_[j - 1], +1);
   }
   if (equilibrium_.pfc_possible()) {
@@ -62,6 +61,12 @@ double FlowCongestion::on_start(int64_t src_gpu, int64_t dst_gpu, uint32_t chann
     for (uint32_t d : dirs_) paused = paused || cap_[d] < nominal_[d];
     if (paused) ++stats_.started_paused; // SimGrid keeps its start-time ceiling: link_capacity.hpp
   }
+}
+
+double FlowCongestion::start_bytes(int64_t src_gpu, int64_t dst_gpu, uint32_t channel, double bytes) {
+  network_hops(src_gpu, dst_gpu, channel);
+  int32_t most = 0;
+  for (uint32_t d : dirs_) most = std::max(most, active_[d]);
   // The transient, less the standing queue's delay that on_end adds.
   const double credit = most > 1 ? equilibrium_.queue_bytes(CcPenaltyTable::bucket(most), line_rate_) / line_rate_ : 0;
   const double factor = table_.byte_factor(most, bytes, credit);

@@ -36,8 +36,19 @@ public:
 
   FlowCongestion(const detail::NetworkPaths& paths, const topology::NetworkCcSpec& spec, SetCapacity set = {});
 
-  /// A flow starts (joins its ports): returns the bytes to send instead of `bytes` (≥ bytes).
-  double on_start(int64_t src_gpu, int64_t dst_gpu, uint32_t channel, double bytes);
+  /// A flow starts: joins its ports (their flow counts, ingresses and PFC pauses).
+  void join(int64_t src_gpu, int64_t dst_gpu, uint32_t channel);
+  /// The bytes a flow that has joined sends instead of `bytes` (≥ bytes): the transient
+  /// of the most flows now on one of its ports (itself included). The flow engine asks
+  /// once every flow starting at the same instant has joined, so that n flows that start
+  /// together on a port each take the penalty of n, whatever order they joined in
+  /// (cc_penalty.hpp: "n flows of S bytes that start together").
+  double start_bytes(int64_t src_gpu, int64_t dst_gpu, uint32_t channel, double bytes);
+  /// join then start_bytes: a flow that starts alone at its instant.
+  double on_start(int64_t src_gpu, int64_t dst_gpu, uint32_t channel, double bytes) {
+    join(src_gpu, dst_gpu, channel);
+    return start_bytes(src_gpu, dst_gpu, channel, bytes);
+  }
   /// The flow that on_start was called for has delivered its bytes (leaves its ports):
   /// returns the queueing delay (s) its last byte still has to wait.
   double on_end(int64_t src_gpu, int64_t dst_gpu, uint32_t channel);

@@ -119,16 +119,17 @@ void FlowEngine::Impl::send_flow(Task* task, uint32_t flow) {
   sg4::Mailbox* mbox = port_mailbox[static_cast<size_t>(f.dst_gpu)][f.channel];
   if (link_capacity) link_capacity->starting(); // before on_start: a pause it decides waits
   if (!loads.empty()) count_load(f, 0, true);   // SimOptions::link_loads only
-  // Congestion control (sim/congestion/flow_congestion.hpp): more bytes for a flow that
-  // starts on a link other flows already load.
-  const double bytes = cc ? cc->on_start(f.src_gpu, f.dst_gpu, f.channel, f.bytes) : f.bytes;
+  // Congestion control (sim/congestion/flow_congestion.hpp): the flow joins its ports
+  // now; its penalty is taken in run_worker, once every flow starting at this instant
+  // has joined.
+  if (cc) cc->join(f.src_gpu, f.dst_gpu, f.channel);
   Worker* r = take_worker(dst, false);
   r->mbox = mbox;
   Worker* w = take_worker(src, true);
   w->task = task;
   w->flow = flow;
   w->mbox = mbox;
-  w->bytes = static_cast<uint64_t>(bytes + 0.5);
+  w->bytes = static_cast<uint64_t>(f.bytes + 0.5); // run_worker scales it under congestion control
   w->start = sg4::Engine::get_clock();
   for (Worker* x : {r, w})
     if (x->actor)
@@ -158,6 +159,14 @@ void FlowEngine::Impl::run_worker(Worker* w) {
   w->frame = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
   for (;;) {
     if (w->sender) {
+      // Congestion control's penalty (FlowCongestion::start_bytes), read here and not in
+      // send_flow: the actors resumed at an instant run after every flow handed to them at
+      // that instant has joined its ports (no simcall is answered in between), so flows
+      // that start together count each other, in whatever order they were handed over.
+      if (cc) {
+        const FlowSpec& f = w->task->spec.flows[w->flow];
+        w->bytes = static_cast<uint64_t>(cc->start_bytes(f.src_gpu, f.dst_gpu, f.channel, f.bytes) + 0.5);
+      }
       const bool failed = put_flow(w->mbox, w->bytes);
       simgrid::kernel::actor::simcall_answered([&] {
         idle.push_back(w);

@@ -82,6 +82,28 @@ topology::NetworkCcSpec dcqcn_spec(double xoff_bytes) {
 
 } // namespace
 
+TEST_CASE("Flow engine CC: flows that start together on a port take the same penalty, in any order", "[congestion]") {
+  DynamicFixture fx;
+  // GPU 8 and GPU 16 send to GPU 0 at the same instant: they meet at its ToR's port.
+  const auto penalties = [&](bool swap) {
+    FlowCongestion cc(fx.paths, dcqcn_spec(512e3));
+    const int64_t first = swap ? 16 : 8, second = swap ? 8 : 16;
+    cc.join(first, 0, 0);
+    cc.join(second, 0, 0); // both joined before either is started (the flow engine's order)
+    return std::make_pair(cc.start_bytes(8, 0, 0, 64e6), cc.start_bytes(16, 0, 0, 64e6));
+  };
+  const auto [a, b] = penalties(false);
+  CHECK(a > 64e6 * 1.0001); // the transient of two flows: both pay it
+  CHECK(a == b);
+  CHECK(penalties(true) == std::make_pair(a, b));
+  // A flow that starts alone at its instant and one that joins it later: only the later
+  // one meets a collision (on_start = join + start_bytes).
+  FlowCongestion cc(fx.paths, dcqcn_spec(512e3));
+  CHECK(cc.on_start(8, 0, 0, 64e6) == 64e6);
+  CHECK(cc.on_start(16, 0, 0, 64e6) == a);
+  CHECK(cc.stats().flows_penalised == 1);
+}
+
 TEST_CASE("Flow engine CC: flows that meet at a port wait behind the DCQCN fixed point's queue", "[congestion]") {
   DynamicFixture fx;
   FlowCongestion cc(fx.paths, dcqcn_spec(512e3));
