@@ -2,7 +2,11 @@
 256 … 12,288 GPUs, global batch 768 below 3,072 GPUs and 6,144 from 3,072 up
 (shared/reference/megascale.md, "Scale of the studies").
 
-usage: study.py OUTDIR [--modes analytic,flow] [--flow-max-gpus N] [--gpus 256,768,…]
+Modes: analytic, flow, and variation (analytic with --speed-variation, seed 1: every GPU's
+speed drawn around the catalogue's, the job at its slowest GPU's pace, as the validation
+experiment runs every row; docs/fidelity.md).
+
+usage: study.py OUTDIR [--modes analytic,variation,flow] [--flow-max-gpus N] [--gpus 256,768,…]
        [--presets A,B] [--cluster C] [--small-batch 768] [--large-batch 6144]
        [--large-from 3072]
 """
@@ -46,9 +50,10 @@ def main():
                 if mode == "flow" and gpus > a.flow_max_gpus:
                     continue
                 batch = a.large_batch if gpus >= a.large_from else a.small_batch
+                extra = ["--speed-variation"] if mode == "variation" else []
                 r = ts.run_json(a.outdir, f"{preset}-{gpus}-{mode}",
                                 ["simulate", "--preset", preset, "--gpus", gpus, "--global-batch", batch,
-                                 "--cluster", a.cluster, "--mode", mode])
+                                 "--cluster", a.cluster, "--mode", "flow" if mode == "flow" else "analytic"] + extra)
                 row = {"job": preset, "mode": mode, "gpus": gpus, "global_batch": batch}
                 row.update(ts.sim_row(r))
                 rows.append(row)
@@ -67,7 +72,7 @@ def main():
             pts = [r for r in rows if r["job"] == preset and r["mode"] == mode]
             if not pts:
                 continue
-            style = "-o" if mode == "analytic" else "--s"
+            style = {"analytic": "-o", "variation": ":^"}.get(mode, "--s")
             label = f"{preset} ({mode})"
             ax1.plot([r["gpus"] for r in pts], [100 * r["mfu"] for r in pts], style, label=label)
             ax2.plot([r["gpus"] for r in pts], [r["iteration_time_s"] for r in pts], style, label=label)
@@ -91,8 +96,9 @@ def main():
     ax2.yaxis.set_major_formatter(FormatStrFormatter("%g"))
     ax2.yaxis.set_minor_formatter(FormatStrFormatter("%g"))
     ax2.set_title("iteration time (the batch grows 8x at 3,072 GPUs)")
-    ax1.legend(fontsize=7)
-    fig.tight_layout()
+    handles, labels = ax1.get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=7, loc="lower center", ncol=4)  # below both panels, off the lines
+    fig.tight_layout(rect=(0, 0.12, 1, 1))
     ts.save_figure(fig, os.path.join(a.outdir, "strong_scaling.png"))
 
 
