@@ -235,6 +235,10 @@ void check_job(const JobSpec& job) {
   require(o.dp_bucket_params >= 0 && o.dp_bucket_params <= kMaxDpBucketParams,
           who + "schedule.dp_bucket_params = " + str(o.dp_bucket_params) + "; valid: 0 (one reduction per chunk) to " +
               str(kMaxDpBucketParams));
+  for (const TeUbRole& role : kTeUbRoles)
+    require(o.overlap.*role.sms >= -1 && o.overlap.*role.sms <= 255,
+            who + "schedule.overlap.tp_sms_" + role.te_name + " = " + str(o.overlap.*role.sms) +
+                "; valid: -1 (the channels asked for) or 0 to 255 SMs");
   require(o.fsdp_prefetch >= 0 && o.fsdp_prefetch <= 8,
           who + "schedule.fsdp_prefetch = " + str(o.fsdp_prefetch) + "; valid: 0 to 8 layers");
   require(m.kv() >= 1 && m.heads % m.kv() == 0 && m.kv() % p.tp == 0, who + "model.kv_heads = " + str(m.kv()) +

@@ -158,6 +158,33 @@ struct OverlapSpec {
   bool pp = false;       // M5: decoupled, asynchronous send/recv
   bool tp = false;       // M6: TP communication chunked against GEMMs
   int64_t tp_chunks = 1; // chunks a TP GEMM + collective is split into (M6)
+  // Transformer Engine's userbuffers (ub_tp_comm_overlap): the SMs each overlapped TP
+  // communication takes from the GEMMs while it runs, by TE's names for them (a ub_cfg's
+  // num_sm; 0 for method ring_exchange, which copies with the copy engines); −1: the
+  // channels asked for (SimOptions::channels). kTeUbRoles lists the op each names.
+  int64_t tp_sms_qkv_fprop = -1, tp_sms_proj_fprop = -1, tp_sms_fc1_fprop = -1, tp_sms_fc2_fprop = -1;
+  int64_t tp_sms_qkv_dgrad = -1, tp_sms_qkv_wgrad = -1, tp_sms_fc1_dgrad = -1, tp_sms_fc1_wgrad = -1;
+  int64_t tp_sms_proj_dgrad = -1, tp_sms_fc2_dgrad = -1;
+};
+
+/// A Transformer Engine userbuffers role (its ub_cfg name), the TP collective of the
+/// lowering it is (schedules/detail/layer_ops.cpp names them) and its OverlapSpec field.
+struct TeUbRole {
+  const char* te_name;
+  const char* op_name;
+  int64_t OverlapSpec::*sms;
+};
+inline constexpr TeUbRole kTeUbRoles[] = {
+    {"qkv_fprop", "attn.qkv.ag", &OverlapSpec::tp_sms_qkv_fprop},          // all-gather before the QKV GEMM
+    {"proj_fprop", "attn.proj.rs", &OverlapSpec::tp_sms_proj_fprop},       // reduce-scatter after the projection
+    {"fc1_fprop", "mlp.fc1.ag", &OverlapSpec::tp_sms_fc1_fprop},           // all-gather before FC1
+    {"fc2_fprop", "mlp.fc2.rs", &OverlapSpec::tp_sms_fc2_fprop},           // reduce-scatter after FC2
+    {"qkv_dgrad", "attn.qkv.wgrad.ag", &OverlapSpec::tp_sms_qkv_dgrad},    // input re-gathered beside QKV's dgrad
+    {"qkv_wgrad", "attn.qkv.dgrad.rs", &OverlapSpec::tp_sms_qkv_wgrad},    // QKV's dgrad scattered beside its wgrad
+    {"fc1_dgrad", "mlp.fc1.wgrad.ag", &OverlapSpec::tp_sms_fc1_dgrad},     // input re-gathered beside FC1's dgrad
+    {"fc1_wgrad", "mlp.fc1.dgrad.rs", &OverlapSpec::tp_sms_fc1_wgrad},     // FC1's dgrad scattered beside its wgrad
+    {"proj_dgrad", "attn.proj.dgrad.ag", &OverlapSpec::tp_sms_proj_dgrad}, // output gradient gathered before
+    {"fc2_dgrad", "mlp.fc2.dgrad.ag", &OverlapSpec::tp_sms_fc2_dgrad},     // output gradient gathered before
 };
 
 struct OperatorSpec { // M7

@@ -16,8 +16,12 @@ namespace twinscale::sim::detail {
 /// copy engines or on the few SMs their configuration names, which no stack fact gives
 /// yet; MegaScale's fused GEMM and communication likewise), expert all-to-all, and
 /// pipeline and context-parallel transfers, NCCL's point-to-point with 2 channels per
-/// peer across servers (NCCL_NCHANNELS_PER_NET_PEER).
-int32_t SimExecutor::collective_ctas(const HotOp& op, int64_t rank, GroupState& group) const {
+/// peer across servers (NCCL_NCHANNELS_PER_NET_PEER). A job that states Transformer
+/// Engine's userbuffers SMs (OverlapSpec::tp_sms_*) gives its TP-overlap collectives those.
+int32_t SimExecutor::collective_ctas(const Slot& sl, uint32_t op_index, GroupState& group) const {
+  const HotOp& op = sl.hot[op_index];
+  const int64_t rank = sl.rank;
+  if (sl.tp_sms != nullptr && sl.tp_sms[op_index] >= 0) return sl.tp_sms[op_index];
   const auto stream = static_cast<schedules::Stream>(op.stream);
   const bool nccl =
       stream == schedules::Stream::DpComm || (stream == schedules::Stream::TpComm && !schedule_.job.options.overlap.tp);

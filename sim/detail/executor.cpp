@@ -156,7 +156,7 @@ void SimExecutor::issue_collective(int32_t slot, uint32_t op_index) {
   if (!schedules::all_members_reached(pc.arrived.size(), static_cast<size_t>(sl.group_needed[k]))) return;
   group.pending.erase(it);
   CommTask task = collective_task(op, sl.rank, group);
-  start_comm(pending_[pending_index].arrived, std::move(task), collective_ctas(op, sl.rank, group));
+  start_comm(pending_[pending_index].arrived, std::move(task), collective_ctas(sl, op_index, group));
   pending_[pending_index].arrived.clear();
   free_pending_.push_back(pending_index);
 }

@@ -155,6 +155,7 @@ private:
     std::vector<OpTiming> timing;       // traced slots only
     double issue_gap = 0;               // its GPU model's op_issue_gap_s (read only when has_issue_gap_)
     const double* host_issue = nullptr; // its program's host issue times (null: no host model)
+    const int16_t* tp_sms = nullptr;    // its program's TE userbuffers SMs by op (null: none set)
     int64_t rank = 0;
     std::array<int64_t, kGroupKinds> group_first{};      // first member of its group per kind
     std::array<int32_t, kGroupKinds> group_needed{};     // executed members of that group
@@ -205,7 +206,7 @@ private:
   /// `ctas`: the CTAs its kernels occupy on each participant's GPU while it runs.
   void start_comm(std::span<const Participant> participants, CommTask task, int32_t ctas);
   /// The CTAs a collective's NCCL kernels occupy on each member's GPU (collective_ctas.cpp).
-  int32_t collective_ctas(const HotOp& op, int64_t rank, GroupState& group) const;
+  int32_t collective_ctas(const Slot& sl, uint32_t op_index, GroupState& group) const;
   CommTask collective_task(const HotOp& op, int64_t rank, GroupState& group) const;
   int64_t peer_rank(int32_t slot, uint32_t op_index) const;
   PairQueue& pair_queue(int32_t src_slot, int32_t dst_slot);
@@ -275,7 +276,8 @@ private:
   // The host's issue time of each op, by program (empty when the job has no host time per call):
   // the module calls up to and including it times the job's host time per call.
   std::vector<std::vector<double>> host_issue_s_;
-  std::unique_ptr<Progress> progress_; // SimOptions::show_progress: ops done of all ops
+  std::vector<std::vector<int16_t>> tp_sms_; // by program, then op: OverlapSpec::tp_sms_* (−1: none)
+  std::unique_ptr<Progress> progress_;       // SimOptions::show_progress: ops done of all ops
 };
 
 } // namespace twinscale::sim::detail

@@ -66,6 +66,35 @@ std::vector<uint16_t> priority_ranks(const schedules::Program& p, size_t program
 /// run the weight gradient inside the same backward call; the chunks of an overlapped GEMM
 /// are one call) or an attention core's pass (each context-parallel ring step is one); the
 /// host reaches op i once the calls before and at it are issued.
+/// Whether the job states any of Transformer Engine's userbuffers SM counts for its TP
+/// overlap (OverlapSpec::tp_sms_*).
+bool states_te_ub_sms(const schedules::OverlapSpec& overlap) {
+  if (!overlap.tp) return false;
+  for (const schedules::TeUbRole& role : schedules::kTeUbRoles)
+    if (overlap.*role.sms >= 0) return true;
+  return false;
+}
+
+/// The SMs Transformer Engine's userbuffers take for each op of `program`: the
+/// OverlapSpec::tp_sms_* of its role (kTeUbRoles) for the TP-overlap collective of that
+/// name, −1 (the channels asked for) for every other op.
+std::vector<int16_t> te_ub_sms(const schedules::Program& program, const std::vector<std::string>& names,
+                               const schedules::OverlapSpec& overlap) {
+  std::vector<int16_t> by_name(names.size(), -1);
+  for (const schedules::TeUbRole& role : schedules::kTeUbRoles) {
+    const int64_t sms = overlap.*role.sms;
+    if (sms < 0) continue;
+    for (size_t n = 0; n < names.size(); ++n)
+      if (names[n] == role.op_name) by_name[n] = static_cast<int16_t>(sms);
+  }
+  std::vector<int16_t> out(program.ops.size(), -1);
+  for (size_t i = 0; i < program.ops.size(); ++i) {
+    const schedules::Op& op = program.ops[i];
+    if (op.stream == schedules::Stream::TpComm && op.name < by_name.size()) out[i] = by_name[op.name];
+  }
+  return out;
+}
+
 std::vector<double> host_issue_times(const schedules::Program& program, const std::vector<std::string>& names,
                                      double seconds_per_call) {
   std::vector<double> out(program.ops.size());
@@ -240,6 +269,9 @@ SimExecutor::SimExecutor(const schedules::Schedule& schedule, const std::vector<
     for (const auto& program : schedule_.programs)
       host_issue_s_.push_back(
           host_issue_times(program, schedule_.names, schedule_.job.options.host_seconds_per_call()));
+  if (states_te_ub_sms(schedule_.job.options.overlap))
+    for (const auto& program : schedule_.programs)
+      tp_sms_.push_back(te_ub_sms(program, schedule_.names, schedule_.job.options.overlap));
   check_matching(rules_);
 
   shortcuts_ = options_.aggregate;
@@ -280,6 +312,7 @@ SimExecutor::SimExecutor(const schedules::Schedule& schedule, const std::vector<
     sl.hot = hot_[pid * models_.size() + model].data();
     sl.dep_at = dep_at_[pid].data();
     if (!host_issue_s_.empty()) sl.host_issue = host_issue_s_[pid].data();
+    if (!tp_sms_.empty()) sl.tp_sms = tp_sms_[pid].data();
     for (int st = 0; st < schedules::kStreamCount; ++st)
       if (!sl.index->stream_ops(static_cast<size_t>(st)).empty()) sl.streams |= static_cast<uint8_t>(1u << st);
     sl.speed = options_.gpu_speed.empty() ? 1.0 : options_.gpu_speed[static_cast<size_t>(gpu)];
