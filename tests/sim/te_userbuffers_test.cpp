@@ -63,7 +63,7 @@ TEST_CASE("TE userbuffers: every role names a TP collective of an overlapped seq
   }
 }
 
-TEST_CASE("TE userbuffers: the SMs a role takes slow the compute beside it; copy-engine roles slow nothing",
+TEST_CASE("TE userbuffers: the SMs a role takes slow the compute beside it, copy-engine roles slow nothing",
           "[sim][te_ub]") {
   const auto job = overlapped();
   const double asked = iteration_s(job); // every TP collective at the channels asked for
