@@ -39,14 +39,7 @@ Run simulate_job(const schedules::JobSpec& job, SimMode mode, bool aggregate) {
 }
 
 /// tiny-fsdp with layers large enough that communication and compute overlap.
-schedules::JobSpec larger_fsdp() {
-  auto job = config::load_job_preset("tiny-fsdp");
-  job.model.hidden = 2048;
-  job.model.heads = 16;
-  job.model.seq_len = 1024;
-  job.model.ffn_hidden = 4 * 2048;
-  return job;
-}
+schedules::JobSpec larger_fsdp() { return with_larger_layers(config::load_job_preset("tiny-fsdp"), 2048, 16, 1024); }
 
 } // namespace
 

@@ -103,6 +103,16 @@ inline schedules::Schedule make_schedule(schedules::Layout layout, std::vector<s
 
 inline topology::ClusterSpec tiny_cluster() { return config::load_cluster("tiny-2tier"); }
 
+/// `job` (a tiny preset) with layers large enough that its communication and compute
+/// overlap: hidden `hidden` (FFN 4×), `heads` heads, sequences of `seq_len` tokens.
+inline schedules::JobSpec with_larger_layers(schedules::JobSpec job, int64_t hidden, int64_t heads, int64_t seq_len) {
+  job.model.hidden = hidden;
+  job.model.heads = heads;
+  job.model.seq_len = seq_len;
+  job.model.ffn_hidden = 4 * hidden;
+  return job;
+}
+
 } // namespace twinscale::sim::test
 
 namespace twinscale::sim::test {

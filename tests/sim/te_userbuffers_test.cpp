@@ -20,11 +20,7 @@ namespace {
 /// tiny-1f1b (tp 2 with sequence parallelism) with its TP communication overlapped in
 /// two chunks and layers large enough that the overlap matters.
 schedules::JobSpec overlapped() {
-  auto job = config::load_job_preset("tiny-1f1b");
-  job.model.hidden = 1024;
-  job.model.heads = 16;
-  job.model.seq_len = 1024;
-  job.model.ffn_hidden = 4 * 1024;
+  auto job = with_larger_layers(config::load_job_preset("tiny-1f1b"), 1024, 16, 1024);
   job.options.overlap.tp = true;
   job.options.overlap.tp_chunks = 2;
   return job;
