@@ -280,7 +280,7 @@ struct CpuDevice::Impl {
     if (MPI_Ibarrier(MPI_COMM_WORLD, &req) != MPI_SUCCESS)
       throw BackendError("CPU device: the start barrier after the warm-up failed");
     const double deadline = steady_s() + options.start_timeout_s;
-    for (int done = 0;;) {
+    for (int done = 0, polls = 0;; ++polls) {
       if (MPI_Test(&req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
         throw BackendError("CPU device: the start barrier after the warm-up failed");
       if (done) return;
@@ -288,6 +288,11 @@ struct CpuDevice::Impl {
         throw BackendError("CPU device: rank " + std::to_string(rank) +
                            ": not every rank finished its warm-up within " + std::to_string(options.start_timeout_s) +
                            " s (CpuDeviceOptions::start_timeout_s)");
+      if (polls % 100 == 99 && options.should_abort && options.should_abort()) // every 20 ms: a file check
+        throw BackendError("CPU device: rank " + std::to_string(rank) +
+                           ": another rank aborted the run or died (the run directory's abort flag, or a rank of "
+                           "this host whose process is gone) while this rank waited at the start barrier for every "
+                           "rank's warm-up");
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
   }

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "backend/device.hpp"
@@ -39,6 +40,11 @@ struct CpuDeviceOptions {
   /// iteration is timed warm and all ranks start together (docs/backend.md).
   bool warm_up = true;
   double start_timeout_s = 120;
+  /// Whether another rank has given up on the run or died (the run directory's abort flag;
+  /// a rank of this host whose process is gone, backend/runner.cpp start_barrier_abort): a
+  /// rank still waiting at the start barrier stops then, instead of after start_timeout_s
+  /// (a dead peer never completes the barrier). Empty: not checked.
+  std::function<bool()> should_abort;
 };
 
 class CpuDevice final : public Device {

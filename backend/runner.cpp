@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -17,6 +18,8 @@
 #include <unistd.h>
 
 #include <mpi.h>
+#include <nlohmann/json.hpp>
+#include <signal.h>
 
 #include "backend/cuda/cuda_device.hpp"
 #include "backend/detail/atomic_file.hpp"
@@ -264,12 +267,52 @@ double common_epoch(const RunOptions& options, int rank, RunOutcome& out) {
   return epoch;
 }
 
+/// Whether any rank raised the run directory's abort flag (no check without a run dir).
+std::function<bool()> abort_flag_check(const RunOptions& options) {
+  if (options.run_dir.empty()) return {};
+  return [flag = (std::filesystem::path(options.run_dir) / "abort").string()] { return std::filesystem::exists(flag); };
+}
+
+/// For the CPU device's start barrier: whether to stop waiting for every rank's warm-up —
+/// the abort flag is up, or a rank on this host has died (the pid of its rank-<r>.started
+/// file is gone: with mpirun --enable-recovery nothing else tells the survivors, which
+/// would wait the whole start timeout), in which case this rank raises the flag for the
+/// others. Ranks on other hosts cannot be checked this way. The pids at most every 0.5 s.
+std::function<bool()> start_barrier_abort(const RunOptions& options, int rank) {
+  std::function<bool()> flag = abort_flag_check(options);
+  if (!flag) return {};
+  namespace fs = std::filesystem;
+  return [flag, dir = fs::path(options.run_dir), rank, host = host_name(), last = 0.0]() mutable {
+    if (flag()) return true;
+    if (steady_s() - last < 0.5) return false;
+    last = steady_s();
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+      const std::string name = e.path().filename().string();
+      if (!name.starts_with("rank-") || !name.ends_with(".started")) continue;
+      const auto started = nlohmann::json::parse(std::ifstream(e.path()), nullptr, false);
+      if (!started.is_object() || started.value("rank", -1) == rank || started.value("host", "") != host) continue;
+      const auto pid = static_cast<pid_t>(started.value("pid", 0));
+      if (pid <= 0 || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
+      detail::write_file_atomically((dir / "abort").string(),
+                                    "{\"rank\": " + std::to_string(started.value("rank", -1)) +
+                                        ", \"status\": \"died before the start\"}\n");
+      return true;
+    }
+    return false;
+  };
+}
+
 /// The device of this rank: the CPU device, or the CUDA device whose NCCL unique ids
 /// travel through the store when there is one (M9), else MPI.
 std::unique_ptr<Device> open_device(const schedules::Schedule& schedule, const RunOptions& options, int rank,
                                     detail::MpiGroups& groups, double epoch, detail::RedisStore* store,
                                     const std::string& prefix, RunOutcome& out) {
-  if (options.device == DeviceKind::Cpu) return std::make_unique<CpuDevice>(options.cpu, groups, epoch);
+  if (options.device == DeviceKind::Cpu) {
+    CpuDeviceOptions cpu = options.cpu;
+    cpu.should_abort = start_barrier_abort(options, rank); // stop waiting at the start barrier
+    return std::make_unique<CpuDevice>(cpu, groups, epoch);
+  }
   BroadcastFromRoot broadcast = [&options, rank, store, prefix](void* data, size_t bytes, const std::string& key) {
     if (store) {
       if (rank == 0) store->set(prefix + ":" + key, std::string(static_cast<char*>(data), bytes));
@@ -317,8 +360,7 @@ ExecutorOptions watched_executor_options(const RunOptions& options, int rank) {
   if (options.run_dir.empty()) return exec_options;
   namespace fs = std::filesystem;
   const fs::path dir(options.run_dir);
-  const std::string abort_flag = (dir / "abort").string();
-  exec_options.should_abort = [abort_flag] { return fs::exists(abort_flag); };
+  exec_options.should_abort = abort_flag_check(options);
   auto progress_file = [dir](int64_t r) { return (dir / ("rank-" + std::to_string(r) + ".progress")).string(); };
   exec_options.publish_progress = [path = progress_file(rank)](double t) {
     char buf[64];
