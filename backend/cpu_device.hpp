@@ -41,7 +41,7 @@ struct CpuDeviceOptions {
   bool warm_up = true;
   double start_timeout_s = 120;
   /// Whether another rank has given up on the run or died (the run directory's abort flag;
-  /// a rank of this host whose process is gone, backend/runner.cpp start_barrier_abort): a
+  /// a rank of this host whose process is gone, backend/detail/peer_watch.hpp): a
   /// rank still waiting at the start barrier stops then, instead of after start_timeout_s
   /// (a dead peer never completes the barrier). Empty: not checked.
   std::function<bool()> should_abort;

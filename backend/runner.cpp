@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -18,12 +17,11 @@
 #include <unistd.h>
 
 #include <mpi.h>
-#include <nlohmann/json.hpp>
-#include <signal.h>
 
 #include "backend/cuda/cuda_device.hpp"
 #include "backend/detail/atomic_file.hpp"
 #include "backend/detail/mpi_groups.hpp"
+#include "backend/detail/peer_watch.hpp"
 #include "backend/detail/redis_store.hpp"
 #include "backend/error.hpp"
 #include "records/run_dir.hpp"
@@ -273,36 +271,6 @@ std::function<bool()> abort_flag_check(const RunOptions& options) {
   return [flag = (std::filesystem::path(options.run_dir) / "abort").string()] { return std::filesystem::exists(flag); };
 }
 
-/// For the CPU device's start barrier: whether to stop waiting for every rank's warm-up —
-/// the abort flag is up, or a rank on this host has died (the pid of its rank-<r>.started
-/// file is gone: with mpirun --enable-recovery nothing else tells the survivors, which
-/// would wait the whole start timeout), in which case this rank raises the flag for the
-/// others. Ranks on other hosts cannot be checked this way. The pids at most every 0.5 s.
-std::function<bool()> start_barrier_abort(const RunOptions& options, int rank) {
-  std::function<bool()> flag = abort_flag_check(options);
-  if (!flag) return {};
-  namespace fs = std::filesystem;
-  return [flag, dir = fs::path(options.run_dir), rank, host = host_name(), last = 0.0]() mutable {
-    if (flag()) return true;
-    if (steady_s() - last < 0.5) return false;
-    last = steady_s();
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(dir, ec)) {
-      const std::string name = e.path().filename().string();
-      if (!name.starts_with("rank-") || !name.ends_with(".started")) continue;
-      const auto started = nlohmann::json::parse(std::ifstream(e.path()), nullptr, false);
-      if (!started.is_object() || started.value("rank", -1) == rank || started.value("host", "") != host) continue;
-      const auto pid = static_cast<pid_t>(started.value("pid", 0));
-      if (pid <= 0 || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
-      detail::write_file_atomically((dir / "abort").string(),
-                                    "{\"rank\": " + std::to_string(started.value("rank", -1)) +
-                                        ", \"status\": \"died before the start\"}\n");
-      return true;
-    }
-    return false;
-  };
-}
-
 /// The device of this rank: the CPU device, or the CUDA device whose NCCL unique ids
 /// travel through the store when there is one (M9), else MPI.
 std::unique_ptr<Device> open_device(const schedules::Schedule& schedule, const RunOptions& options, int rank,
@@ -310,7 +278,8 @@ std::unique_ptr<Device> open_device(const schedules::Schedule& schedule, const R
                                     const std::string& prefix, RunOutcome& out) {
   if (options.device == DeviceKind::Cpu) {
     CpuDeviceOptions cpu = options.cpu;
-    cpu.should_abort = start_barrier_abort(options, rank); // stop waiting at the start barrier
+    if (!options.run_dir.empty()) // stop waiting at the start barrier when a peer gave up or died
+      cpu.should_abort = detail::start_barrier_abort(options.run_dir, rank, host_name());
     return std::make_unique<CpuDevice>(cpu, groups, epoch);
   }
   BroadcastFromRoot broadcast = [&options, rank, store, prefix](void* data, size_t bytes, const std::string& key) {

@@ -1,0 +1,41 @@
+#include "backend/detail/peer_watch.hpp"
+
+#include <cerrno>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <signal.h>
+
+#include <nlohmann/json.hpp>
+
+#include "backend/detail/atomic_file.hpp"
+
+namespace twinscale::backend::detail {
+
+std::function<bool()> start_barrier_abort(const std::string& run_dir, int rank, const std::string& host,
+                                          double min_interval_s) {
+  namespace fs = std::filesystem;
+  using Clock = std::chrono::steady_clock;
+  const fs::path dir(run_dir);
+  return [dir, rank, host, min_interval_s, next = Clock::time_point{}]() mutable {
+    if (fs::exists(dir / "abort")) return true;
+    const Clock::time_point now = Clock::now();
+    if (now < next) return false;
+    next = now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(min_interval_s));
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+      const std::string name = e.path().filename().string();
+      if (!name.starts_with("rank-") || !name.ends_with(".started")) continue;
+      const auto started = nlohmann::json::parse(std::ifstream(e.path()), nullptr, false);
+      if (!started.is_object() || started.value("rank", -1) == rank || started.value("host", "") != host) continue;
+      const auto pid = static_cast<pid_t>(started.value("pid", 0));
+      if (pid <= 0 || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
+      write_file_atomically((dir / "abort").string(), "{\"rank\": " + std::to_string(started.value("rank", -1)) +
+                                                          ", \"status\": \"died before the start\"}\n");
+      return true;
+    }
+    return false;
+  };
+}
+
+} // namespace twinscale::backend::detail
