@@ -265,12 +265,6 @@ double common_epoch(const RunOptions& options, int rank, RunOutcome& out) {
   return epoch;
 }
 
-/// Whether any rank raised the run directory's abort flag (no check without a run dir).
-std::function<bool()> abort_flag_check(const RunOptions& options) {
-  if (options.run_dir.empty()) return {};
-  return [flag = (std::filesystem::path(options.run_dir) / "abort").string()] { return std::filesystem::exists(flag); };
-}
-
 /// The device of this rank: the CPU device, or the CUDA device whose NCCL unique ids
 /// travel through the store when there is one (M9), else MPI.
 std::unique_ptr<Device> open_device(const schedules::Schedule& schedule, const RunOptions& options, int rank,
@@ -329,7 +323,7 @@ ExecutorOptions watched_executor_options(const RunOptions& options, int rank) {
   if (options.run_dir.empty()) return exec_options;
   namespace fs = std::filesystem;
   const fs::path dir(options.run_dir);
-  exec_options.should_abort = abort_flag_check(options);
+  exec_options.should_abort = detail::abort_flag_up(options.run_dir);
   auto progress_file = [dir](int64_t r) { return (dir / ("rank-" + std::to_string(r) + ".progress")).string(); };
   exec_options.publish_progress = [path = progress_file(rank)](double t) {
     char buf[64];
@@ -352,7 +346,7 @@ void record_rank_outcome(const RunOptions& options, int rank, const RunOutcome& 
   if (options.run_dir.empty() && completed) return;
   if (!options.run_dir.empty()) {
     if (out.result.status == RunStatus::TimedOut || out.result.status == RunStatus::OpFailed)
-      detail::write_file_atomically((std::filesystem::path(options.run_dir) / "abort").string(),
+      detail::write_file_atomically(detail::abort_flag_path(options.run_dir),
                                     "{\"rank\": " + std::to_string(rank) + ", \"status\": \"" +
                                         std::string(to_string(out.result.status)) + "\"}\n");
     records::RankState st;

@@ -1,5 +1,9 @@
 #include "schedules/job_keys.hpp"
 
+#include <iterator>
+#include <string>
+#include <utility>
+
 #include "schedules/limits.hpp"
 
 namespace twinscale::schedules {
@@ -329,33 +333,21 @@ void overlap_and_operator_keys(std::vector<JobKey>& k) {
   k.push_back(always(member<J, &J::options, &S::overlap, &O::tp_chunks>("schedule.overlap.tp_chunks")
                          .range(1, 64)
                          .says("chunks an overlapped TP GEMM and its collective are split into")));
-  // Transformer Engine userbuffers: one key per ub_cfg role (schedules/job.hpp kTeUbRoles)
-  const auto ub = [&k](JobKey f, const char* te, const char* op) {
-    k.push_back(f.stack_fact().json_unless_default().range(-1, 255).says(
-        std::string("with overlap.tp, the SMs Transformer Engine's userbuffers take for ") + te + " (" + op +
-        "): its ub_cfg num_sm, 0 for method ring_exchange (copy engines); -1 = the "
-        "channels asked for"));
-  };
-  ub(member<J, &J::options, &S::overlap, &O::tp_sms_qkv_fprop>("schedule.overlap.tp_sms_qkv_fprop"), "qkv_fprop",
-     "attn.qkv.ag");
-  ub(member<J, &J::options, &S::overlap, &O::tp_sms_proj_fprop>("schedule.overlap.tp_sms_proj_fprop"), "proj_fprop",
-     "attn.proj.rs");
-  ub(member<J, &J::options, &S::overlap, &O::tp_sms_fc1_fprop>("schedule.overlap.tp_sms_fc1_fprop"), "fc1_fprop",
-     "mlp.fc1.ag");
-  ub(member<J, &J::options, &S::overlap, &O::tp_sms_fc2_fprop>("schedule.overlap.tp_sms_fc2_fprop"), "fc2_fprop",
-     "mlp.fc2.rs");
-  ub(member<J, &J::options, &S::overlap, &O::tp_sms_qkv_dgrad>("schedule.overlap.tp_sms_qkv_dgrad"), "qkv_dgrad",
-     "attn.qkv.wgrad.ag");
-  ub(member<J, &J::options, &S::overlap, &O::tp_sms_qkv_wgrad>("schedule.overlap.tp_sms_qkv_wgrad"), "qkv_wgrad",
-     "attn.qkv.dgrad.rs");
-  ub(member<J, &J::options, &S::overlap, &O::tp_sms_fc1_dgrad>("schedule.overlap.tp_sms_fc1_dgrad"), "fc1_dgrad",
-     "mlp.fc1.wgrad.ag");
-  ub(member<J, &J::options, &S::overlap, &O::tp_sms_fc1_wgrad>("schedule.overlap.tp_sms_fc1_wgrad"), "fc1_wgrad",
-     "mlp.fc1.dgrad.rs");
-  ub(member<J, &J::options, &S::overlap, &O::tp_sms_proj_dgrad>("schedule.overlap.tp_sms_proj_dgrad"), "proj_dgrad",
-     "attn.proj.dgrad.ag");
-  ub(member<J, &J::options, &S::overlap, &O::tp_sms_fc2_dgrad>("schedule.overlap.tp_sms_fc2_dgrad"), "fc2_dgrad",
-     "mlp.fc2.dgrad.ag");
+  // Transformer Engine userbuffers: one key per ub_cfg role, named and described from
+  // schedules/job.hpp kTeUbRoles (its member pointers are constants: template arguments)
+  [&k]<size_t... I>(std::index_sequence<I...>) {
+    (k.push_back(member<J, &J::options, &S::overlap, kTeUbRoles[I].sms>(std::string("schedule.overlap.tp_sms_") +
+                                                                        kTeUbRoles[I].te_name)
+                     .stack_fact()
+                     .json_unless_default()
+                     .range(-1, 255)
+                     .says(std::string("with overlap.tp, the SMs Transformer Engine's userbuffers take for ") +
+                           kTeUbRoles[I].te_name + " (" + kTeUbRoles[I].op_name +
+                           "): its ub_cfg num_sm, 0 for method ring_exchange (copy engines); -1 = the channels "
+                           "asked for")),
+     ...);
+  }
+  (std::make_index_sequence<std::size(kTeUbRoles)>{});
   k.push_back(always(member<J, &J::options, &S::operators, &Op::flash_attention>("schedule.operators.flash_attention")
                          .says("FlashAttention-2 instead of unfused attention")));
   k.push_back(always(member<J, &J::options, &S::operators, &Op::fused_layernorm>("schedule.operators.fused_layernorm")

@@ -12,13 +12,19 @@
 
 namespace twinscale::backend::detail {
 
+std::string abort_flag_path(const std::string& run_dir) { return (std::filesystem::path(run_dir) / "abort").string(); }
+
+std::function<bool()> abort_flag_up(const std::string& run_dir) {
+  return [flag = abort_flag_path(run_dir)] { return std::filesystem::exists(flag); };
+}
+
 std::function<bool()> start_barrier_abort(const std::string& run_dir, int rank, const std::string& host,
                                           double min_interval_s) {
   namespace fs = std::filesystem;
   using Clock = std::chrono::steady_clock;
   const fs::path dir(run_dir);
-  return [dir, rank, host, min_interval_s, next = Clock::time_point{}]() mutable {
-    if (fs::exists(dir / "abort")) return true;
+  return [dir, rank, host, min_interval_s, flag_up = abort_flag_up(run_dir), next = Clock::time_point{}]() mutable {
+    if (flag_up()) return true;
     const Clock::time_point now = Clock::now();
     if (now < next) return false;
     next = now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(min_interval_s));
@@ -30,8 +36,8 @@ std::function<bool()> start_barrier_abort(const std::string& run_dir, int rank, 
       if (!started.is_object() || started.value("rank", -1) == rank || started.value("host", "") != host) continue;
       const auto pid = static_cast<pid_t>(started.value("pid", 0));
       if (pid <= 0 || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
-      write_file_atomically((dir / "abort").string(), "{\"rank\": " + std::to_string(started.value("rank", -1)) +
-                                                          ", \"status\": \"died before the start\"}\n");
+      write_file_atomically(abort_flag_path(dir.string()), "{\"rank\": " + std::to_string(started.value("rank", -1)) +
+                                                               ", \"status\": \"died before the start\"}\n");
       return true;
     }
     return false;

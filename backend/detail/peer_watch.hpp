@@ -8,6 +8,11 @@
 
 namespace twinscale::backend::detail {
 
+/// The run directory's abort flag (`abort`), which any rank that gives up raises.
+std::string abort_flag_path(const std::string& run_dir);
+/// True once that flag is up.
+std::function<bool()> abort_flag_up(const std::string& run_dir);
+
 /// True once the run directory's abort flag is up, or once a rank of `host` other than
 /// `rank` is gone (the pid of its rank-<r>.started file no longer exists): then it raises
 /// the flag for the others. Ranks of other hosts are not checked. The pids are read at
