@@ -127,17 +127,16 @@ KORTHIKANTI = [
 ]
 
 
-def korthikanti_job(row, heads, hidden, layers, pp, vpp, mb, gpus, batch, variant, figure1=False):
-    """figure1: Figure 1's own accounting, 18 bytes per parameter (16-bit weights, fp32
-    main gradients, fp32 master weights and two Adam moments: 45.56 GiB is 18 B × the
-    22B model's layer parameters / 8), i.e. fp32 main gradients."""
+def korthikanti_job(row, heads, hidden, layers, pp, vpp, mb, gpus, batch, variant):
+    """The stack's fp32 main gradients are Figure 1's own accounting, 18 bytes per
+    parameter (16-bit weights, fp32 main gradients, fp32 master weights and two Adam
+    moments: 45.56 GiB is 18 B x the 22B model's layer parameters / 8), so the memory rows
+    and the timing rows are the same job."""
     sp = variant == "sp-sel"
     parallel = {"tp": KORTHIKANTI_TP, "pp": pp, "vpp": vpp, "dp": 1, "sequence_parallel": sp,
                 "pp_scatter_gather": (not sp) and pp > 1, "zero_stage": 0, "micro_batch": mb, "global_batch": batch}
     recompute = {"full": "full", "sp-sel": "selective", "none": "none"}[variant]
     schedule = {"pipeline": "interleaved" if vpp > 1 else "1f1b", "recompute": recompute}
-    if figure1:
-        schedule["grad_reduce_dtype"] = "fp32"
     return job_text(f"korthikanti-{row}-{variant}", "megatron-lm-2022", "selene.toml", gpus,
                     {"layers": layers, "hidden": hidden, "heads": heads, "seq_len": KORTHIKANTI_SEQ,
                      "vocab": KORTHIKANTI_VOCAB},
@@ -162,7 +161,7 @@ def memory_rows(outdir):
         for variant, act_published in (("none", act_none), ("sp-sel", act_sel)):
             job = os.path.join(outdir, "jobs", f"D-{row}-mem-{variant}.toml")
             with open(job, "w") as f:
-                f.write(korthikanti_job(row, heads, hidden, layers, pp, vpp, mb, gpus, batch, variant, figure1=True))
+                f.write(korthikanti_job(row, heads, hidden, layers, pp, vpp, mb, gpus, batch, variant))
             # Figure 1 is an analysis (no recomputation does not fit in 80 GB): no memory check
             r = ts.run_json(outdir, f"D-{row}-mem-{variant}", ["schedule", "show", job, "--gpu-memory-gb", "1000"])
             mem = next(st for st in r["stages"] if st["pp_rank"] == 0)["memory_bytes"]
