@@ -7,7 +7,7 @@ scan, every A100 timing row of sections A, D and E is simulated in analytic mode
 (study.py with --gpu-override) and the mean |error| over those rows printed with each
 section's mean; the estimate is the value of least mean |error|.
 
-Usage: experiments/validation/estimate.py [OUTDIR] [--values 0.926,0.94,...]
+Usage: experiments/validation/estimate.py [OUTDIR] [--values 0.926,0.935,...]
 Takes about half a minute per value on 2 cores (TWINSCALE_CLI selects the binary as in
 run.sh; /usr/bin/python3 with Debian's matplotlib runs study.py, as in run.sh).
 """
@@ -26,7 +26,7 @@ LOW, HIGH = 0.926, 1.0  # HPL Rpeak clock at the power limit; boost clock
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("outdir", nargs="?", default=os.path.join(ROOT, "build", "experiments", "estimate"))
-    ap.add_argument("--values", default="0.926,0.935,0.94,0.945,0.95,0.96,0.975,1.0")
+    ap.add_argument("--values", default="0.926,0.93,0.935,0.94,0.945,0.95,0.96,0.975,1.0")
     a = ap.parse_args()
     try:
         values = [float(v) for v in a.values.split(",")]
