@@ -160,6 +160,11 @@ TEST_CASE("probe child: a collective's time depends on which member arrives last
   o.warmup = 0;
   o.repetitions = 5; // member 0 arrives last three times, member 1 twice: a plain median is member 0's
   o.max_sweep_bytes = 64;
+  // The driver holds the late member back 2-3 idle waits; at the default 0.2 ms a rank
+  // descheduled for longer on a loaded 2-core CI machine reached the transfer after it,
+  // so this device (which sees real arrival order) delayed the other rounds (one CI run
+  // measured < 30 ms). 10 ms waits put the stagger (20-30 ms) above that noise.
+  o.nap_us = 10000;
   ArrivalOrderDevice dev;
   const backend::ProbeResult r = backend::probe(s, o, dev);
   CHECK(dev.transfers > 0);
