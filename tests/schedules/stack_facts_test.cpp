@@ -1,6 +1,7 @@
 // Software-stack and model facts of the lowering: dropout as a model fact, rotary
 // embeddings fused or eager, eager SwiGLU, separate projections, FSDP2's copy-out, the
-// fp32 cross entropy, the host time per module call (carried by the schedule), and an
+// fp32 cross entropy, the host time per module call (carried by the schedule), the
+// Megatron-LM stacks' fp32 main gradients with fused accumulation, and an
 // overlapped GEMM's chunks marked with their count.
 #include <catch2/catch.hpp>
 
@@ -26,6 +27,13 @@ double flops_of(const Schedule& s, const Program& p, OpKind kind) {
   for (const Op& op : p.ops)
     if (op.kind == kind) f += op.flops;
   return f;
+}
+/// Separate main-gradient additions after wgrad GEMMs (unfused gradient accumulation).
+int accumulate_kernels(const Schedule& s) {
+  int n = 0;
+  for (const Program& p : s.programs)
+    for (const Op& op : p.ops) n += s.names[op.name].ends_with(".accumulate") ? 1 : 0;
+  return n;
 }
 JobSpec llama_like() {
   JobSpec job = config::load_job_preset("tiny-1f1b");
@@ -334,4 +342,44 @@ TEST_CASE("stack facts: the loss runs in fp32 passes, overlapped GEMM chunks car
   CHECK(back.options.host_seconds_per_module == 2e-4);
   CHECK_FALSE(back.options.operators.fused_rope);
   CHECK(back.model.dropout == 0);
+}
+
+TEST_CASE("stack facts: Megatron-LM's fp32 main gradients keep 18 bytes per weight and the fused accumulation",
+          "[schedules][stack]") {
+  // Korthikanti et al.'s Figure 1 counts 18 B per parameter (16-bit weights, fp32 main
+  // gradients, fp32 master weights and two Adam moments); Megatron-LM with --bf16 forces
+  // fp32 accumulation and reduction; MegaScale inherits it. With fp32 accumulation the
+  // wgrad GEMM accumulates in place: no separate add kernel (docs/fidelity.md).
+  const std::string tiny = R"(name = "t"
+cluster = "tiny-2tier"
+[model]
+layers = 4
+hidden = 256
+heads = 8
+seq_len = 128
+vocab = 1024
+[parallel]
+tp = 2
+pp = 2
+dp = 2
+zero_stage = 0
+global_batch = 8
+)";
+  for (const char* stack : {"megatron-lm-2022", "megatron-lm-2023", "megascale"}) {
+    INFO(stack);
+    const JobSpec job = config::parse_job("software = \"" + std::string(stack) + "\"\n" + tiny, "job.toml");
+    CHECK(job.options.grad_reduce_fp32);
+    CHECK(job.options.grad_accumulation_fusion);
+    const MemoryEstimate m = estimate_memory(job, 1);
+    const double weights = m.parameters_bytes / 2; // BF16 parameters
+    CHECK((m.parameters_bytes + m.gradients_bytes + m.optimizer_bytes) / weights == Approx(18.0));
+    CHECK(accumulate_kernels(lower(job)) == 0);
+  }
+  // SC'21's --fp16 without --accumulate-allreduce-grads-in-fp32: 16 B, and the add kernel
+  const JobSpec sc21 = config::parse_job("software = \"megatron-lm-2021\"\n" + tiny, "job.toml");
+  CHECK_FALSE(sc21.options.grad_reduce_fp32);
+  CHECK_FALSE(sc21.options.grad_accumulation_fusion);
+  const MemoryEstimate m = estimate_memory(sc21, 1);
+  CHECK((m.parameters_bytes + m.gradients_bytes + m.optimizer_bytes) / (m.parameters_bytes / 2) == Approx(16.0));
+  CHECK(accumulate_kernels(lower(sc21)) > 0);
 }
