@@ -10,6 +10,7 @@
 #include <string>
 
 #include "config/job_file.hpp"
+#include "config/key_overrides.hpp"
 #include "schedules/memory.hpp"
 #include "schedules/schedule.hpp"
 #include "schedules/schedule_json.hpp"
@@ -350,24 +351,15 @@ TEST_CASE("stack facts: Megatron-LM's fp32 main gradients keep 18 bytes per weig
   // gradients, fp32 master weights and two Adam moments); Megatron-LM with --bf16 forces
   // fp32 accumulation and reduction; MegaScale inherits it. With fp32 accumulation the
   // wgrad GEMM accumulates in place: no separate add kernel (docs/fidelity.md).
-  const std::string tiny = R"(name = "t"
-cluster = "tiny-2tier"
-[model]
-layers = 4
-hidden = 256
-heads = 8
-seq_len = 128
-vocab = 1024
-[parallel]
-tp = 2
-pp = 2
-dp = 2
-zero_stage = 0
-global_batch = 8
-)";
+  // tiny-1f1b without ZeRO (the optimizer state and main gradients unsharded), on `stack`
+  const auto on = [](const std::string& stack) {
+    config::JobEdits e;
+    e.set = {config::parse_key_override("software=" + stack), config::parse_key_override("parallel.zero_stage=0")};
+    return config::load_job_preset("tiny-1f1b", e);
+  };
   for (const char* stack : {"megatron-lm-2022", "megatron-lm-2023", "megascale"}) {
     INFO(stack);
-    const JobSpec job = config::parse_job("software = \"" + std::string(stack) + "\"\n" + tiny, "job.toml");
+    const JobSpec job = on(stack);
     CHECK(job.options.grad_reduce_fp32);
     CHECK(job.options.grad_accumulation_fusion);
     const MemoryEstimate m = estimate_memory(job, 1);
@@ -376,7 +368,7 @@ global_batch = 8
     CHECK(accumulate_kernels(lower(job)) == 0);
   }
   // SC'21's --fp16 without --accumulate-allreduce-grads-in-fp32: 16 B, and the add kernel
-  const JobSpec sc21 = config::parse_job("software = \"megatron-lm-2021\"\n" + tiny, "job.toml");
+  const JobSpec sc21 = on("megatron-lm-2021");
   CHECK_FALSE(sc21.options.grad_reduce_fp32);
   CHECK_FALSE(sc21.options.grad_accumulation_fusion);
   const MemoryEstimate m = estimate_memory(sc21, 1);
