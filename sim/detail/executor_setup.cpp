@@ -61,32 +61,24 @@ std::vector<uint16_t> priority_ranks(const schedules::Program& p, size_t program
   return out;
 }
 
-/// The host's issue time of each op of `program` (the job's host time per call): a
-/// module call is a GEMM's forward or data-gradient pass (Transformer Engine and PyTorch
-/// run the weight gradient inside the same backward call; the chunks of an overlapped GEMM
-/// are one call) or an attention core's pass (each context-parallel ring step is one); the
-/// host reaches op i once the calls before and at it are issued.
-/// Whether the job states any of Transformer Engine's userbuffers SM counts for its TP
-/// overlap (OverlapSpec::tp_sms_*).
-bool states_te_ub_sms(const schedules::OverlapSpec& overlap) {
-  if (!overlap.tp) return false;
-  for (const schedules::TeUbRole& role : schedules::kTeUbRoles)
-    if (overlap.*role.sms >= 0) return true;
-  return false;
-}
-
-/// The SMs Transformer Engine's userbuffers take for each op of `program`: the
-/// OverlapSpec::tp_sms_* of its role (kTeUbRoles) for the TP-overlap collective of that
-/// name, −1 (the channels asked for) for every other op.
-std::vector<int16_t> te_ub_sms(const schedules::Program& program, const std::vector<std::string>& names,
-                               const schedules::OverlapSpec& overlap) {
-  std::vector<int16_t> by_name(names.size(), -1);
+/// The SMs Transformer Engine's userbuffers take, by op name: the OverlapSpec::tp_sms_*
+/// of each role (kTeUbRoles) at its TP-overlap collective's name, −1 (the channels asked
+/// for) elsewhere; empty when the job states none (or has no TP overlap).
+std::vector<int16_t> te_ub_sms_by_name(const std::vector<std::string>& names, const schedules::OverlapSpec& overlap) {
+  std::vector<int16_t> by_name;
+  if (!overlap.tp) return by_name;
   for (const schedules::TeUbRole& role : schedules::kTeUbRoles) {
     const int64_t sms = overlap.*role.sms;
     if (sms < 0) continue;
+    if (by_name.empty()) by_name.assign(names.size(), -1);
     for (size_t n = 0; n < names.size(); ++n)
       if (names[n] == role.op_name) by_name[n] = static_cast<int16_t>(sms);
   }
+  return by_name;
+}
+
+/// Those SMs for each op of `program` (TP-stream ops only; −1 for every other op).
+std::vector<int16_t> te_ub_sms(const schedules::Program& program, const std::vector<int16_t>& by_name) {
   std::vector<int16_t> out(program.ops.size(), -1);
   for (size_t i = 0; i < program.ops.size(); ++i) {
     const schedules::Op& op = program.ops[i];
@@ -95,6 +87,11 @@ std::vector<int16_t> te_ub_sms(const schedules::Program& program, const std::vec
   return out;
 }
 
+/// The host's issue time of each op of `program` (the job's host time per call): a
+/// module call is a GEMM's forward or data-gradient pass (Transformer Engine and PyTorch
+/// run the weight gradient inside the same backward call; the chunks of an overlapped GEMM
+/// are one call) or an attention core's pass (each context-parallel ring step is one); the
+/// host reaches op i once the calls before and at it are issued.
 std::vector<double> host_issue_times(const schedules::Program& program, const std::vector<std::string>& names,
                                      double seconds_per_call) {
   std::vector<double> out(program.ops.size());
@@ -269,9 +266,8 @@ SimExecutor::SimExecutor(const schedules::Schedule& schedule, const std::vector<
     for (const auto& program : schedule_.programs)
       host_issue_s_.push_back(
           host_issue_times(program, schedule_.names, schedule_.job.options.host_seconds_per_call()));
-  if (states_te_ub_sms(schedule_.job.options.overlap))
-    for (const auto& program : schedule_.programs)
-      tp_sms_.push_back(te_ub_sms(program, schedule_.names, schedule_.job.options.overlap));
+  if (const auto by_name = te_ub_sms_by_name(schedule_.names, schedule_.job.options.overlap); !by_name.empty())
+    for (const auto& program : schedule_.programs) tp_sms_.push_back(te_ub_sms(program, by_name));
   check_matching(rules_);
 
   shortcuts_ = options_.aggregate;
