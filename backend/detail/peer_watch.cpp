@@ -4,6 +4,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <signal.h>
 
 #include <nlohmann/json.hpp>
@@ -32,11 +33,20 @@ std::function<bool()> start_barrier_abort(const std::string& run_dir, int rank, 
     for (const auto& e : fs::directory_iterator(dir, ec)) {
       const std::string name = e.path().filename().string();
       if (!name.starts_with("rank-") || !name.ends_with(".started")) continue;
+      // A file this watch cannot read as the runner writes it (not JSON, a field missing
+      // or of another type: a partly written or foreign file) names no rank to check.
       const auto started = nlohmann::json::parse(std::ifstream(e.path()), nullptr, false);
-      if (!started.is_object() || started.value("rank", -1) == rank || started.value("host", "") != host) continue;
-      const auto pid = static_cast<pid_t>(started.value("pid", 0));
-      if (pid <= 0 || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
-      write_file_atomically(abort_flag_path(dir.string()), "{\"rank\": " + std::to_string(started.value("rank", -1)) +
+      if (!started.is_object()) continue;
+      const auto r = started.find("rank"), h = started.find("host"), p = started.find("pid");
+      if (r == started.end() || !r->is_number_integer() || h == started.end() || !h->is_string() ||
+          p == started.end() || !p->is_number_integer())
+        continue;
+      if (r->get<int64_t>() == rank || h->get<std::string>() != host) continue;
+      const int64_t pid = p->get<int64_t>();
+      if (pid <= 0 || pid > std::numeric_limits<pid_t>::max() || ::kill(static_cast<pid_t>(pid), 0) == 0 ||
+          errno != ESRCH)
+        continue;
+      write_file_atomically(abort_flag_path(dir.string()), "{\"rank\": " + std::to_string(r->get<int64_t>()) +
                                                                ", \"status\": \"died before the start\"}\n");
       return true;
     }

@@ -1,6 +1,6 @@
 // The start barrier's watch on the run directory (backend/detail/peer_watch.hpp): the
 // abort flag stops the wait; a dead rank of this host stops it and raises the flag; a
-// live one, or a dead one of another host, does not.
+// live one, a dead one of another host, or a state file it cannot read, does not.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -59,6 +59,10 @@ TEST_CASE("start barrier watch: live ranks and dead ranks of other hosts do not 
   started(dir, 1, ::getppid(), "h");    // alive
   started(dir, 2, dead_pid(), "other"); // dead, but its host is not this one: cannot be checked
   std::ofstream(dir / "rank-3.started") << "not json\n";
+  // well-formed JSON with fields of another type or out of range: skipped, not thrown on
+  std::ofstream(dir / "rank-4.started") << "{\"rank\": \"four\", \"pid\": \"x\", \"host\": \"h\"}\n";
+  std::ofstream(dir / "rank-5.started") << "{\"rank\": 5, \"pid\": 99999999999, \"host\": \"h\"}\n";
+  std::ofstream(dir / "rank-6.started") << "{\"rank\": 6, \"pid\": 1.5, \"host\": 7}\n";
   const auto stop = detail::start_barrier_abort(dir.string(), 0, "h", 0.0);
   CHECK_FALSE(stop());
   CHECK_FALSE(fs::exists(dir / "abort"));
