@@ -26,8 +26,11 @@ inline constexpr EnumNames<PipelineKind, 3> kPipelineKindNames{{{"1f1b", Pipelin
 enum class OptimizerKind : uint8_t { Adam, Lamb }; // M3
 inline constexpr EnumNames<OptimizerKind, 2> kOptimizerKindNames{
     {{"adam", OptimizerKind::Adam}, {"lamb", OptimizerKind::Lamb}}};
-enum class MlpKind : uint8_t { Gelu, SwiGlu };
-inline constexpr EnumNames<MlpKind, 2> kMlpKindNames{{{"gelu", MlpKind::Gelu}, {"swiglu", MlpKind::SwiGlu}}};
+/// The MLP's activation: GeLU, SwiGLU (gated: FC1 makes gate and up), or squared ReLU,
+/// relu(x)² (Primer; Nemotron-3 and Nemotron-4).
+enum class MlpKind : uint8_t { Gelu, SwiGlu, SquaredRelu };
+inline constexpr EnumNames<MlpKind, 3> kMlpKindNames{
+    {{"gelu", MlpKind::Gelu}, {"swiglu", MlpKind::SwiGlu}, {"squared_relu", MlpKind::SquaredRelu}}};
 enum class NormKind : uint8_t { LayerNorm, RmsNorm };
 inline constexpr EnumNames<NormKind, 2> kNormKindNames{
     {{"layernorm", NormKind::LayerNorm}, {"rmsnorm", NormKind::RmsNorm}}};

@@ -64,7 +64,8 @@ void model_keys(std::vector<JobKey>& k) {
                   .range(0)
                   .says("key/value heads, grouped-query attention (0 = heads; divides heads, a multiple of tp)"));
   k.push_back(choice<J, &J::model, &M::mlp>("model.mlp", kMlpKindNames)
-                  .says("MLP kind; swiglu: FC1 makes gate and up (2·ffn_hidden)"));
+                  .says("MLP kind; swiglu: FC1 makes gate and up (2·ffn_hidden); squared_relu: relu(x)², one "
+                        "compiled kernel each way (Nemotron)"));
   k.push_back(member<J, &J::model, &M::untied_embeddings>("model.untied_embeddings")
                   .says("the LM head has its own weights (no embedding all-reduce between first and last stage)"));
   k.push_back(member<J, &J::model, &M::rotary>("model.rotary")

@@ -55,6 +55,7 @@ Dims Dims::of(const JobSpec& job) {
   d.tp_chunks = (job.options.overlap.tp && d.t > 1) ? job.options.overlap.tp_chunks : 1;
   d.qkv = d.h + 2 * job.model.kv() * (d.h / d.a);
   d.swiglu = job.model.mlp == MlpKind::SwiGlu;
+  d.squared_relu = job.model.mlp == MlpKind::SquaredRelu;
   d.fc1 = d.swiglu ? 2 * d.f : d.f;
   d.rmsnorm = job.model.norm == NormKind::RmsNorm;
   d.experts = job.model.experts;

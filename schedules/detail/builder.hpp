@@ -64,8 +64,9 @@ struct Dims {
   bool sp = false;
   int64_t tp_chunks = 1; // > 1 only when TP overlap is on and tp > 1
   int64_t qkv = 0;       // QKV GEMM output width: h + 2·kv_heads·head_dim (before / tp)
-  int64_t fc1 = 0;       // FC1 output width: f (GeLU) or 2·f (SwiGLU: gate and up)
+  int64_t fc1 = 0;       // FC1 output width: f (GeLU, squared ReLU) or 2·f (SwiGLU: gate and up)
   bool swiglu = false;
+  bool squared_relu = false;
   bool rmsnorm = false;
   // mixture of experts (experts = 0: dense)
   int64_t experts = 0;

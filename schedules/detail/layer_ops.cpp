@@ -198,6 +198,18 @@ void LayerEmitter::activation(const std::string& prefix, int64_t elements, bool 
       b_.compute(OpKind::Elementwise, Kernel::Gelu, prefix + ".swiglu.bwd", 10 * e, 5 * e * kBf16, shape);
     return;
   }
+  if (d_.squared_relu) {
+    // torch.pow(F.relu(x), 2) under Megatron-Core's and NeMo's @jit_fuser (torch.compile:
+    // megatron/training/activations.py, NeMo 2.0 nlp/modules/common/megatron/utils.py), with
+    // or without bias-activation fusion (which covers GeLU and SwiGLU only): one kernel
+    // reads x and writes relu(x)²; its backward reads the gradient and the saved x and
+    // writes 2·relu(x)·grad.
+    if (!backward)
+      b_.compute(OpKind::Elementwise, Kernel::Gelu, prefix + ".squared_relu", 2 * e, 2 * e * kBf16, shape);
+    else
+      b_.compute(OpKind::Elementwise, Kernel::Gelu, prefix + ".squared_relu.bwd", 3 * e, 3 * e * kBf16, shape);
+    return;
+  }
   if (d_.swiglu) { // eager F.silu(gate) * up: two kernels, and autograd's two backward kernels
     if (!backward) {
       b_.compute(OpKind::Elementwise, Kernel::Gelu, prefix + ".silu", 4 * e, 2 * e * kBf16, shape); // r gate, w

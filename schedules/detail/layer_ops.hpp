@@ -52,7 +52,7 @@ private:
   void layernorm(const std::string& name, bool backward); // LayerNorm or RMSNorm (model.norm)
   void rmsnorm(const std::string& name, bool backward);
   void gelu(bool backward);
-  /// The activation of `elements` MLP outputs (GeLU forms or SwiGLU) named prefix.*.
+  /// The activation of `elements` MLP outputs (GeLU forms, SwiGLU or squared ReLU) named prefix.*.
   void activation(const std::string& prefix, int64_t elements, bool backward);
 
   // FP8 GEMMs (fp8.cpp)

@@ -505,6 +505,33 @@ TEST_CASE("grouped-query attention, SwiGLU and untied embeddings shape the ops",
   CHECK_THROWS_WITH(lower(job), Catch::Contains("model.kv_heads"));
 }
 
+TEST_CASE("squared ReLU: FC1 as wide as the MLP, one compiled kernel each way, GeLU's activation memory",
+          "[schedules][lower]") {
+  auto job = config::load_job_preset("tiny-interleaved");
+  const int64_t f = job.model.ffn_hidden, t = job.parallel.tp;
+  const double gelu_memory = estimate_memory(job, 0).activations_bytes;
+  const Schedule gelu = lower(job);
+  const int layer_passes = count_names(gelu, gelu.programs[0], Phase::Forward).at("mlp.gelu");
+  job.model.mlp = MlpKind::SquaredRelu;
+  const Schedule s = lower(job);
+  const auto fwd = count_names(s, s.programs[0], Phase::Forward);
+  const auto bwd = count_names(s, s.programs[0], Phase::Backward);
+  CHECK(fwd.count("mlp.gelu") == 0);
+  CHECK(bwd.count("mlp.gelu.bwd") == 0);
+  CHECK(fwd.count("mlp.bias_add") == 0);
+  CHECK(fwd.at("mlp.squared_relu") == layer_passes); // one kernel where GeLU ran
+  CHECK(bwd.at("mlp.squared_relu.bwd") == layer_passes);
+  const double e = static_cast<double>(job.parallel.micro_batch * job.model.seq_len * (f / t));
+  for (const Op& op : s.programs[0].ops) {
+    if (s.names[op.name] == "mlp.fc1") CHECK(op.shape[1] == f / t);
+    if (s.names[op.name] == "mlp.squared_relu") CHECK(op.bytes == Approx(2 * 2 * e));     // read x, write y (bf16)
+    if (s.names[op.name] == "mlp.squared_relu.bwd") CHECK(op.bytes == Approx(3 * 2 * e)); // grad and x in, dx out
+  }
+  // the compiled autograd keeps x, FC2 keeps relu(x)²: GeLU's input and output
+  CHECK(estimate_memory(job, 0).activations_bytes == Approx(gelu_memory));
+  CHECK(validate(s).empty());
+}
+
 TEST_CASE("SC'21 software: unfused main-gradient accumulation and synchronous TP all-reduce", "[schedules][lower]") {
   auto job = config::load_job_preset("tiny-interleaved");
   job.parallel.sequence_parallel = false;
