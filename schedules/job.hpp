@@ -69,6 +69,12 @@ inline constexpr EnumNames<RecomputeKind, 4> kRecomputeKindNames{{{"none", Recom
 /// Datatype of the DP gradient reduction (schedule.grad_reduce_dtype), as
 /// ScheduleOptions::grad_reduce_fp32.
 inline constexpr EnumNames<bool, 2> kGradReduceDtypeNames{{{"bf16", false}, {"fp32", true}}};
+/// The optimizer's master copy of each 16-bit weight: in fp32 (4 bytes), or only the low 16
+/// bits of the fp32 value, whose high 16 bits are the bf16 weight itself (2 bytes: Apex
+/// DistributedFusedAdam's store_param_remainders). ScheduleOptions::master_weights.
+enum class MasterWeights : uint8_t { Fp32, Bf16Remainder };
+inline constexpr EnumNames<MasterWeights, 2> kMasterWeightsNames{
+    {{"fp32", MasterWeights::Fp32}, {"bf16_remainder", MasterWeights::Bf16Remainder}}};
 
 struct ModelSpec {
   std::string name;
@@ -216,10 +222,11 @@ struct ScheduleOptions {
   // saved — the attention kernel's output and the 1st, 3rd, 5th … matmul's of each layer —
   // and re-runs every other op (norms, activations, RoPE, the 2nd, 4th … matmul).
   bool recompute_saves_alternate_matmuls = false;
-  bool selective_recompute = false; // only the attention core (QKᵀ, softmax, dropout, ·V) is
-                                    // recomputed in backward (Korthikanti et al. 2022, §4)
-  bool grad_reduce_fp32 = false;    // DP gradients reduced in fp32 (Megatron's default with
-                                    // bf16 mixed precision): twice the bytes of bf16
+  bool selective_recompute = false;                   // only the attention core (QKᵀ, softmax, dropout, ·V) is
+                                                      // recomputed in backward (Korthikanti et al. 2022, §4)
+  bool grad_reduce_fp32 = false;                      // DP gradients reduced in fp32 (Megatron's default with
+                                                      // bf16 mixed precision): twice the bytes of bf16
+  MasterWeights master_weights = MasterWeights::Fp32; // the optimizer state's master weights
   // Megatron-LM's --gradient-accumulation-fusion: the weight-gradient GEMM accumulates
   // into the main-gradient buffer. false (Megatron-LM of SC'21): the GEMM writes a 16-bit
   // gradient and a separate kernel adds it into the buffer, per weight and micro-batch.

@@ -268,6 +268,12 @@ void schedule_keys(std::vector<JobKey>& k) {
   k.push_back(choice<J, &J::options, &S::grad_reduce_fp32>("schedule.grad_reduce_dtype", kGradReduceDtypeNames)
                   .stack_fact()
                   .says("datatype of the DP gradient reduction (fp32: twice the bytes)"));
+  k.push_back(choice<J, &J::options, &S::master_weights>("schedule.master_weights", kMasterWeightsNames)
+                  .stack_fact()
+                  .json_unless_default()
+                  .says("the optimizer's master copy of each weight: fp32 (4 bytes, beside Adam's 8), or "
+                        "bf16_remainder: the low 16 bits of the fp32 value, whose high half is the bf16 weight "
+                        "(2 bytes; Apex DistributedFusedAdam's store_param_remainders)"));
   k.push_back(member<J, &J::options, &S::async_data_loading>("schedule.async_data_loading")
                   .stack_fact()
                   .in_json_always_present()

@@ -272,7 +272,10 @@ MemoryEstimate estimate_memory(const JobSpec& job, int64_t pp_rank) {
   // reduction (--bf16, --accumulate-allreduce-grads-in-fp32), 16-bit otherwise
   const double grad_bytes = job.options.grad_reduce_fp32 ? 4 : 2;
   mem.gradients_bytes = p.zero_stage >= 2 ? grad_bytes * sharded : grad_bytes * n;
-  mem.optimizer_bytes = p.zero_stage >= 1 ? 12 * sharded : 12 * n;
+  // Adam's two fp32 moments and the master weights (fp32, or the 16-bit remainders of
+  // fp32 beside the bf16 weights: ScheduleOptions::master_weights)
+  const double optimizer = 8 + (job.options.master_weights == MasterWeights::Fp32 ? 4 : 2);
+  mem.optimizer_bytes = p.zero_stage >= 1 ? optimizer * sharded : optimizer * n;
   if (p.zero_stage == 3) { // sharded parameters plus the gathered layers and one layer's gradients
     double largest = 0;
     for (int64_t c = 0; c < p.vpp; ++c) {

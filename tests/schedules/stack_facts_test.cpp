@@ -1,8 +1,8 @@
 // Software-stack and model facts of the lowering: dropout as a model fact, rotary
 // embeddings fused or eager, eager SwiGLU, separate projections, FSDP2's copy-out, the
 // fp32 cross entropy, the host time per module call (carried by the schedule), the
-// Megatron-LM stacks' fp32 main gradients with fused accumulation, and an
-// overlapped GEMM's chunks marked with their count.
+// Megatron-LM stacks' fp32 main gradients with fused accumulation, NeMo's 16-bit master
+// remainders, and an overlapped GEMM's chunks marked with their count.
 #include <catch2/catch.hpp>
 
 #include <map>
@@ -374,4 +374,27 @@ TEST_CASE("stack facts: Megatron-LM's fp32 main gradients keep 18 bytes per weig
   const MemoryEstimate m = estimate_memory(sc21, 1);
   CHECK((m.parameters_bytes + m.gradients_bytes + m.optimizer_bytes) / (m.parameters_bytes / 2) == Approx(16.0));
   CHECK(accumulate_kernels(lower(sc21)) > 0);
+}
+
+TEST_CASE("stack facts: NeMo's distributed Adam keeps 16-bit remainders of the fp32 master weights",
+          "[schedules][stack]") {
+  // fp32 optimizer over a bf16 model: store_params False, store_param_remainders True
+  // (NeMo megatron_base_model.py setup_optimization): 2 + 8 bytes of optimizer state a
+  // weight; Megatron's distributed optimizer keeps fp32 master weights, 4 + 8.
+  const auto on = [](const std::string& stack, const std::string& extra) {
+    config::JobEdits e;
+    e.set = {config::parse_key_override("software=" + stack)};
+    if (!extra.empty()) e.set.push_back(config::parse_key_override(extra));
+    return config::load_job_preset("tiny-1f1b", e);
+  };
+  const JobSpec nemo = on("megatron-core-0.8", "");
+  CHECK(nemo.options.master_weights == MasterWeights::Bf16Remainder);
+  const JobSpec megatron = on("megatron-core-0.8", "schedule.master_weights=fp32");
+  const MemoryEstimate a = estimate_memory(nemo, 0), b = estimate_memory(megatron, 0);
+  CHECK(a.optimizer_bytes / b.optimizer_bytes == Approx(10.0 / 12.0));
+  CHECK(a.parameters_bytes == b.parameters_bytes);
+  CHECK(a.activations_bytes == b.activations_bytes);
+  for (const char* stack : {"megatron-lm-2021", "megatron-lm-2022", "megatron-lm-2023", "megascale", "torchtitan-2024"})
+    CHECK(on(stack, "").options.master_weights == MasterWeights::Fp32);
+  CHECK_THROWS_WITH(on("megatron-core-0.8", "schedule.master_weights=fp16"), Catch::Contains("bf16_remainder"));
 }
