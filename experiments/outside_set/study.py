@@ -60,20 +60,42 @@ STRONG = {96: 0.47 * H100_BF16_PEAK, 144: None, 288: None, 576: None, 1152: None
           4608: 0.42 * H100_BF16_PEAK}
 STRONG_MODEL = ("177B", 96, 12288, 96, 8, 6, 1152)
 # NeMo 24.07's performance summary (NVIDIA/NeMo docs/source/performance/performance_summary.md,
-# the table section F of the validation set takes seven rows from): its two other GPT rows,
-# FP8 on DGX H100. name, layers, hidden, heads, vocabulary (GPT-2 BPE's 50,257 padded to a
-# multiple of make_vocab_size_divisible_by 128 × TP, Megatron's rule), GPUs, batch,
-# micro-batch, TP, published tokens/s per GPU. Sequence 2,048. Settings from
-# NeMo-Framework-Launcher@24.07 conf/training/gpt3/{5b,20b}.yaml and
-# examples/training/gpt/h100/{5b,20b}_fp8_8node.sh (+optim.grad_sync_dtype=bf16).
-NEMO = [
-    ("gpt3-5b", 24, 4096, 32, 50304, 64, 2048, 4, 1, 22521),
-    ("gpt3-20b", 44, 6144, 48, 50432, 64, 256, 2, 2, 5851),
+# the table section F of the validation set takes seven rows from): its five other rows,
+# FP8 on DGX H100, tokens/s per GPU. Model and settings from NeMo-Framework-Launcher@24.07
+# conf/training/{gpt3/5b,gpt3/20b,nemotron/nemotron_8b,nemotron_22b,nemotron_340b}.yaml and
+# the fp8 example scripts (examples/training/{gpt,nemotron}/h100/*fp8*.sh); the table's GPUs,
+# batch, micro-batch, TP, PP and VP. GPT-2 BPE's 50,257 tokens padded to a multiple of
+# make_vocab_size_divisible_by 128 × TP (Megatron's rule); Nemotron's 256k SentencePiece
+# vocabulary (256,000) needs no padding.
+_GPT = dict(seq_len=2048)  # GeLU, LayerNorm, learned positions, dropout 0.1 (the configs)
+# Nemotron: squared-ReLU MLP, LayerNorm (layernorm1p), no biases, rotary (rotary_percentage
+# 0.5), untied embeddings, no dropout, sequence 4,096
+_NEMOTRON = dict(seq_len=4096, mlp="squared_relu", rotary=True, untied_embeddings=True, dropout=0.0, vocab=256000)
+NEMO = [  # name, model, GPUs, batch, micro-batch, TP, PP, VP, schedule keys, published tokens/s/GPU
+    ("gpt3-5b", dict(_GPT, layers=24, hidden=4096, heads=32, vocab=50304), 64, 2048, 4, 1, 1, 1,
+     dict(grad_reduce_dtype="bf16"), 22521),  # +optim.grad_sync_dtype=bf16 (5b_fp8_8node.sh)
+    ("gpt3-20b", dict(_GPT, layers=44, hidden=6144, heads=48, vocab=50432), 64, 256, 2, 2, 1, 1,
+     dict(grad_reduce_dtype="bf16"), 5851),  # likewise (20b_fp8_8node.sh)
+    # nemotron_8b_fp8.sh / nemotron_22b_fp8.sh set no grad_sync_dtype: the stack's fp32
+    ("nemotron-8b", dict(_NEMOTRON, layers=32, hidden=4096, heads=32, ffn_hidden=16384), 64, 256, 4, 2, 1, 1,
+     {}, 12701),
+    ("nemotron-22b", dict(_NEMOTRON, layers=40, hidden=6144, heads=48, ffn_hidden=24576), 64, 256, 2, 2, 4, 10,
+     {}, 4256),  # overlap_p2p_comm: True
+    # nemotron_340b.yaml: GQA (num_query_groups 8), selective recomputation (core attention),
+    # grad_sync_dtype bf16, ub_tp_comm_overlap False, overlap_p2p_comm False
+    ("nemotron-340b", dict(_NEMOTRON, layers=96, hidden=18432, heads=96, kv_heads=8, ffn_hidden=73728), 128, 32, 1,
+     8, 8, 12, dict(grad_reduce_dtype="bf16", recompute="selective"), 322),
 ]
-# gpt3/20b.yaml: tp_overlap@model.ub_tp_comm_overlap_cfg = ub_cfg_h100_h6144_tp2_mbs2_seqlen2048
-# (num_sm of its bulk and pipeline roles; ring_exchange roles on copy engines)
+# TP overlap (ub_tp_comm_overlap): gpt3/20b.yaml names ub_cfg_h100_h6144_tp2_mbs2_seqlen2048
+# (num_sm of its bulk and pipeline roles; ring_exchange roles on copy engines); the Nemotron
+# 8B and 22B configs switch it on with no ub_cfg: TE 1.8's defaults (TE_DEFAULT_UB_SMS)
+TE_DEFAULT_UB_SMS = dict(proj_fprop=16, fc2_fprop=16, qkv_dgrad=16, qkv_wgrad=16, fc1_dgrad=16, fc1_wgrad=16,
+                         qkv_fprop=0, fc1_fprop=0, proj_dgrad=0, fc2_dgrad=0)
 NEMO_UB_SMS = {"gpt3-20b": dict(qkv_dgrad=8, qkv_wgrad=16, fc1_dgrad=4, fc1_wgrad=16, qkv_fprop=0, proj_dgrad=0,
-                                fc1_fprop=0, fc2_dgrad=0, proj_fprop=16, fc2_fprop=24)}
+                                fc1_fprop=0, fc2_dgrad=0, proj_fprop=16, fc2_fprop=24),
+               "nemotron-8b": TE_DEFAULT_UB_SMS, "nemotron-22b": TE_DEFAULT_UB_SMS}
+# nemotron-22b: overlap_p2p_comm True (the stack's default); 340B and the PP = 1 rows: False
+NEMO_NO_PP_OVERLAP = {"nemotron-340b"}
 VPPS = [1, 2, 4, 8, 16]
 # published / predicted: TFLOP/s per GPU (series table, strong), tokens/s per GPU (nemo-fp8)
 FIELDS = ["series", "row", "gpus", "tp", "pp", "vpp", "dp", "micro_batches", "unit", "published", "predicted",
@@ -94,33 +116,37 @@ def job(name, gpus, layers, hidden, heads, tp, pp, vpp, batch):
         overlap = dict(tp=True, tp_chunks=4, tp_sms_proj_fprop=16, tp_sms_fc2_fprop=16, tp_sms_qkv_dgrad=16,
                        tp_sms_qkv_wgrad=16, tp_sms_fc1_dgrad=16, tp_sms_fc1_wgrad=16, tp_sms_qkv_fprop=0,
                        tp_sms_fc1_fprop=0, tp_sms_proj_dgrad=0, tp_sms_fc2_dgrad=0)
+    # Megatron-LM's own distributed optimizer keeps fp32 master weights (the stack's NeMo
+    # optimizer keeps 16-bit remainders): memory only
     return job_text(name, "megatron-core-0.8", "eos.toml", gpus,
                     dict(layers=layers, hidden=hidden, heads=heads, vocab=VOCAB, seq_len=SEQ), par,
-                    dict(pipeline="interleaved" if vpp > 1 else "1f1b"), overlap,
+                    dict(pipeline="interleaved" if vpp > 1 else "1f1b", master_weights="fp32"), overlap,
                     comment=f"Megatron-Core r0.8.0 README run {name}: generated by experiments/outside_set/study.py")
 
 
-def run_nemo(outdir, name, layers, hidden, heads, vocab, gpus, batch, mb, tp, published):
+def run_nemo(outdir, name, model, gpus, batch, mb, tp, pp, vp, schedule, published):
     """One NeMo 24.07 FP8 row, in tokens/s per GPU (the published unit)."""
-    seq = 2048
-    par = dict(tp=tp, pp=1, vpp=1, cp=1, dp=gpus // tp, sequence_parallel=tp > 1, zero_stage=1, micro_batch=mb,
+    dp = gpus // (tp * pp)
+    par = dict(tp=tp, pp=pp, vpp=vp, cp=1, dp=dp, sequence_parallel=tp > 1, zero_stage=1, micro_batch=mb,
                global_batch=batch)
-    overlap = None
+    overlap = {}
     if name in NEMO_UB_SMS:  # ub_tp_comm_overlap: True; ring-exchange moves one 1/tp chunk per step
         overlap = dict(tp=True, tp_chunks=tp, **{f"tp_sms_{k}": v for k, v in NEMO_UB_SMS[name].items()})
-    text = job_text(f"nemo-{name}", "megatron-core-0.8", "eos.toml", gpus,
-                    dict(layers=layers, hidden=hidden, heads=heads, vocab=vocab, seq_len=seq), par,
-                    dict(pipeline="1f1b", grad_reduce_dtype="bf16"), overlap, precision={"gemm": "fp8"},
+    if name in NEMO_NO_PP_OVERLAP:
+        overlap["pp"] = False
+    text = job_text(f"nemo-{name}", "megatron-core-0.8", "eos.toml", gpus, model, par,
+                    dict(schedule, pipeline="interleaved" if vp > 1 else "1f1b"), overlap or None,
+                    precision={"gemm": "fp8"},
                     comment=f"NeMo 24.07 {name} (FP8): generated by experiments/outside_set/study.py")
     path = os.path.join(outdir, "jobs", f"nemo-{name}.toml")
     with open(path, "w") as f:
         f.write(text)
     r = ts.run_json(outdir, f"nemo-{name}", ["simulate", path, "--mode", "analytic", "--speed-variation"])
     t = r["iteration_time_s"]
-    predicted = batch * seq / t / gpus
-    out = dict(series="nemo-fp8", row=name, gpus=gpus, tp=tp, pp=1, vpp=1, dp=gpus // tp,
-               micro_batches=batch // (gpus // tp) // mb, unit="tokens/s/GPU", published=published, predicted=predicted,
-               iteration_time_s=t, error_pct=round(100 * (predicted / published - 1), 2))
+    predicted = batch * model["seq_len"] / t / gpus
+    out = dict(series="nemo-fp8", row=name, gpus=gpus, tp=tp, pp=pp, vpp=vp, dp=dp, micro_batches=batch // dp // mb,
+               unit="tokens/s/GPU", published=published, predicted=predicted, iteration_time_s=t,
+               error_pct=round(100 * (predicted / published - 1), 2))
     out.update({k: r["breakdown"][k] for k in ts.BREAKDOWN})
     return out
 
@@ -203,7 +229,7 @@ def main():
                     help="table: do not add one layer per model chunk to the chunk counts tried")
     ap.add_argument("--no-table", action="store_true")
     ap.add_argument("--no-strong", action="store_true")
-    ap.add_argument("--no-nemo", action="store_true", help="skip NeMo 24.07's two GPT rows outside the set")
+    ap.add_argument("--no-nemo", action="store_true", help="skip NeMo 24.07's five rows outside the set")
     a = ap.parse_args()
     vpps = [x for x in a.vpps.split(",") if x]
     if not vpps or any(not x.isdigit() or int(x) < 1 for x in vpps):
