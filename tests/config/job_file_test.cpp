@@ -8,8 +8,10 @@
 
 #include "config/error.hpp"
 #include "config/job_file.hpp"
+#include "config/key_overrides.hpp"
 #include "config/presets.hpp"
 #include "schedules/error.hpp"
+#include "schedules/memory.hpp"
 
 using namespace twinscale;
 
@@ -59,6 +61,28 @@ TEST_CASE("every job preset parses and passes check_job", "[config]") {
     const auto job = config::load_job_preset(n);
     CHECK(job.name == n);
   }
+}
+
+TEST_CASE("nemotron4-340b: NeMo's 128-GPU layout fits an H100 only with its 16-bit master remainders", "[config]") {
+  // The preset: arXiv 2406.11704 Table 2 and the launcher's nemotron_340b.yaml (6,144 GPUs,
+  // TP 8 · PP 12 · VP 8). NeMo 24.07's performance table ran it on 128 GPUs (TP 8 · PP 8 ·
+  // VP 12, batch 32, FP8): 88.8 GB on stage 0 with fp32 master weights, under the 85.5 GB of
+  // an H100 with the remainders NeMo's distributed Adam keeps.
+  const auto preset = config::load_job_preset("nemotron4-340b");
+  CHECK(preset.parallel.tp * preset.parallel.pp * preset.parallel.dp == 6144);
+  CHECK(preset.model.mlp == schedules::MlpKind::SquaredRelu);
+  CHECK(preset.options.master_weights == schedules::MasterWeights::Bf16Remainder);
+  const auto nemo_table = [](const char* master) {
+    config::JobEdits e;
+    for (const char* kv :
+         {"gpus=128", "parallel.pp=8", "parallel.vpp=12", "parallel.global_batch=32", "precision.gemm=fp8"})
+      e.set.push_back(config::parse_key_override(kv));
+    e.set.push_back(config::parse_key_override(std::string("schedule.master_weights=") + master));
+    return schedules::estimate_memory(config::load_job_preset("nemotron4-340b", e), 0).total_bytes();
+  };
+  constexpr double kH100Bytes = 85520809984; // presets/hardware/gpus.toml, H100-SXM memory_bytes
+  CHECK(nemo_table("bf16_remainder") < kH100Bytes);
+  CHECK(nemo_table("fp32") > kH100Bytes);
 }
 
 TEST_CASE("gpt-175b presets follow megascale.md", "[config]") {
