@@ -19,7 +19,7 @@ for pass in 1 2; do
   "$py" "$here/recovery/study.py" "$d/recovery" --gpus 8 --global-batch 8 --days 1 --seeds 2 \
     --cases tiny-megascale:megascale,tiny-megascale:megatron-baseline
   "$py" "$here/validation/study.py" "$d/validation" --sections A --rows 1.7B,3.6B --flow-max-gpus 0
-  "$py" "$here/outside_set/study.py" "$d/outside_set" --rows 1.7B --sizes 96,2304 --vpps 16
+  "$py" "$here/outside_set/study.py" "$d/outside_set" --rows 1.7B --sizes 96,2304 --vpps 16 --flow-max-gpus 64
   "$py" "$here/diagnosis/study.py" "$d/diagnosis" --preset tiny-1f1b --cluster tiny-2tier --gpus 64 \
     --global-batch 64 --kinds gpu,host --severities 0.05 --counts 1 --seeds 2 --steps 2
 done

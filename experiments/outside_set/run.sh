@@ -4,7 +4,7 @@
 # that are not in section F, predicted with the megatron-core-0.8 stack, never fitted.
 # Usage: experiments/outside_set/run.sh [OUTDIR]   (study.py --help: the options)
 # Writes OUTDIR/outside_set.csv, OUTDIR/outside_set.png, OUTDIR/jobs/*, OUTDIR/raw/*;
-# prints the table and the strong-scaling slopes. ~25 s on 2 cores.
+# prints the table and the strong-scaling slopes. ~75 s on 2 cores (flow mode at ≤ 512 GPUs).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 # an option (--help or a mistyped one) goes to study.py, whose argparse answers it
