@@ -87,6 +87,15 @@ def fmt(v):
     return str(v)
 
 
+def write_text(path, text):
+    """Writes `text` to `path` atomically (a temporary file beside it, then a rename): a
+    failed or interrupted run leaves the old file or none, never half of one."""
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
 def write_csv(path, rows, fields):
     """Writes rows (dicts) with the given columns, floats with 6 decimals, atomically."""
     tmp = path + ".tmp"

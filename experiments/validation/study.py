@@ -169,8 +169,7 @@ def memory_rows(outdir):
     for (row, heads, hidden, layers, pp, vpp, mb, gpus, batch, _f, _s, params_gib, act_none, act_sel) in KORTHIKANTI:
         for variant, act_published in (("none", act_none), ("sp-sel", act_sel)):
             job = os.path.join(outdir, "jobs", f"D-{row}-mem-{variant}.toml")
-            with open(job, "w") as f:
-                f.write(korthikanti_job(row, heads, hidden, layers, pp, vpp, mb, gpus, batch, variant))
+            ts.write_text(job, korthikanti_job(row, heads, hidden, layers, pp, vpp, mb, gpus, batch, variant))
             # Figure 1 is an analysis (no recomputation does not fit in 80 GB): no memory check
             r = ts.run_json(outdir, f"D-{row}-mem-{variant}", ["schedule", "show", job, "--gpu-memory-gb", "1000"])
             mem = next(st for st in r["stages"] if st["pp_rank"] == 0)["memory_bytes"]
@@ -271,11 +270,11 @@ NEMO = [
 # ub_cfg_h100_h8192_tp4_mbs1_seqlen8192.yaml (llama3_70b.yaml): num_sm of the bulk and
 # pipeline methods (the pipeline's set_sm_margin: 1 runs the GEMM on the SMs left), 0 for
 # ring_exchange (copy engines). The GPT3-175B config has ub_tp_comm_overlap: False.
-_TE_UB_RING = {"qkv_fprop": 0, "fc1_fprop": 0, "proj_dgrad": 0, "fc2_dgrad": 0}
+TE_UB_RING_EXCHANGE = {"qkv_fprop": 0, "fc1_fprop": 0, "proj_dgrad": 0, "fc2_dgrad": 0}
 TE_UB_SMS = {
-    "llama2-70b": dict(_TE_UB_RING, proj_fprop=24, fc2_fprop=16, qkv_dgrad=8, qkv_wgrad=16, fc1_dgrad=2,
+    "llama2-70b": dict(TE_UB_RING_EXCHANGE, proj_fprop=24, fc2_fprop=16, qkv_dgrad=8, qkv_wgrad=16, fc1_dgrad=2,
                        fc1_wgrad=4),
-    "llama3-70b": dict(_TE_UB_RING, proj_fprop=24, fc2_fprop=16, qkv_dgrad=4, qkv_wgrad=24, fc1_dgrad=2,
+    "llama3-70b": dict(TE_UB_RING_EXCHANGE, proj_fprop=24, fc2_fprop=16, qkv_dgrad=4, qkv_wgrad=24, fc1_dgrad=2,
                        fc1_wgrad=4),
 }
 
@@ -345,8 +344,7 @@ def main():
     jobs = os.path.join(a.outdir, "jobs")
     os.makedirs(jobs, exist_ok=True)
     for cluster, text in clusters.items():
-        with open(os.path.join(jobs, cluster), "w") as f:
-            f.write(text)
+        ts.write_text(os.path.join(jobs, cluster), text)
     sections = a.sections.split(",")
     planned = [r for s in sections for r in SECTIONS[s]() if not a.rows or r["row"] in a.rows.split(",")]
     ts.expect(sum(1 + (r["gpus"] <= a.flow_max_gpus) for r in planned))
@@ -354,8 +352,7 @@ def main():
     for r in planned:
         name = f"{r['section']}-{r['row'].replace(' ', '-')}"
         job = os.path.join(jobs, name + ".toml")
-        with open(job, "w") as f:
-            f.write(r["text"])
+        ts.write_text(job, r["text"])
         for mode in ["analytic"] + (["flow"] if r["gpus"] <= a.flow_max_gpus else []):
             out = ts.run_json(a.outdir, f"{name}-{mode}", ["simulate", job, "--mode", mode, "--speed-variation"])
             pred = r["metric"](out["iteration_time_s"])
