@@ -222,11 +222,12 @@ struct ScheduleOptions {
   // saved — the attention kernel's output and the 1st, 3rd, 5th … matmul's of each layer —
   // and re-runs every other op (norms, activations, RoPE, the 2nd, 4th … matmul).
   bool recompute_saves_alternate_matmuls = false;
-  bool selective_recompute = false;                   // only the attention core (QKᵀ, softmax, dropout, ·V) is
-                                                      // recomputed in backward (Korthikanti et al. 2022, §4)
-  bool grad_reduce_fp32 = false;                      // DP gradients reduced in fp32 (Megatron's default with
-                                                      // bf16 mixed precision): twice the bytes of bf16
-  MasterWeights master_weights = MasterWeights::Fp32; // the optimizer state's master weights
+  bool selective_recompute = false; // only the attention core (QKᵀ, softmax, dropout, ·V) is
+                                    // recomputed in backward (Korthikanti et al. 2022, §4)
+  bool grad_reduce_fp32 = false;    // DP gradients reduced in fp32 (Megatron's default with
+                                    // bf16 mixed precision): twice the bytes of bf16
+  // the optimizer state's master weights (kMasterWeightsNames)
+  MasterWeights master_weights = MasterWeights::Fp32;
   // Megatron-LM's --gradient-accumulation-fusion: the weight-gradient GEMM accumulates
   // into the main-gradient buffer. false (Megatron-LM of SC'21): the GEMM writes a 16-bit
   // gradient and a separate kernel adds it into the buffer, per weight and micro-batch.
