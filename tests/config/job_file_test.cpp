@@ -83,6 +83,10 @@ TEST_CASE("nemotron4-340b: NeMo's 128-GPU layout fits an H100 only with its 16-b
   constexpr double kH100Bytes = 85520809984; // presets/hardware/gpus.toml, H100-SXM memory_bytes
   CHECK(nemo_table("bf16_remainder") < kH100Bytes);
   CHECK(nemo_table("fp32") > kH100Bytes);
+  config::JobEdits relu;
+  relu.set.push_back(config::parse_key_override("model.mlp=relu"));
+  CHECK_THROWS_WITH(config::load_job_preset("nemotron4-340b", relu),
+                    Catch::Contains("model.mlp") && Catch::Contains("squared_relu"));
 }
 
 TEST_CASE("gpt-175b presets follow megascale.md", "[config]") {
