@@ -5,6 +5,7 @@
 // remainders, and an overlapped GEMM's chunks marked with their count.
 #include <catch2/catch.hpp>
 
+#include <initializer_list>
 #include <map>
 #include <sstream>
 #include <string>
@@ -28,6 +29,13 @@ double flops_of(const Schedule& s, const Program& p, OpKind kind) {
   for (const Op& op : p.ops)
     if (op.kind == kind) f += op.flops;
   return f;
+}
+/// tiny-1f1b on software stack `stack`, with further KEY=VALUE edits.
+JobSpec tiny_on(const std::string& stack, std::initializer_list<const char*> edits = {}) {
+  config::JobEdits e;
+  e.set.push_back(config::parse_key_override("software=" + stack));
+  for (const char* kv : edits) e.set.push_back(config::parse_key_override(kv));
+  return config::load_job_preset("tiny-1f1b", e);
 }
 /// Separate main-gradient additions after wgrad GEMMs (unfused gradient accumulation).
 int accumulate_kernels(const Schedule& s) {
@@ -352,11 +360,7 @@ TEST_CASE("stack facts: Megatron-LM's fp32 main gradients keep 18 bytes per weig
   // fp32 accumulation and reduction; MegaScale inherits it. With fp32 accumulation the
   // wgrad GEMM accumulates in place: no separate add kernel (docs/fidelity.md).
   // tiny-1f1b without ZeRO (the optimizer state and main gradients unsharded), on `stack`
-  const auto on = [](const std::string& stack) {
-    config::JobEdits e;
-    e.set = {config::parse_key_override("software=" + stack), config::parse_key_override("parallel.zero_stage=0")};
-    return config::load_job_preset("tiny-1f1b", e);
-  };
+  const auto on = [](const char* stack) { return tiny_on(stack, {"parallel.zero_stage=0"}); };
   for (const char* stack : {"megatron-lm-2022", "megatron-lm-2023", "megascale"}) {
     INFO(stack);
     const JobSpec job = on(stack);
@@ -381,20 +385,14 @@ TEST_CASE("stack facts: NeMo's distributed Adam keeps 16-bit remainders of the f
   // fp32 optimizer over a bf16 model: store_params False, store_param_remainders True
   // (NeMo megatron_base_model.py setup_optimization): 2 + 8 bytes of optimizer state a
   // weight; Megatron's distributed optimizer keeps fp32 master weights, 4 + 8.
-  const auto on = [](const std::string& stack, const std::string& extra) {
-    config::JobEdits e;
-    e.set = {config::parse_key_override("software=" + stack)};
-    if (!extra.empty()) e.set.push_back(config::parse_key_override(extra));
-    return config::load_job_preset("tiny-1f1b", e);
-  };
-  const JobSpec nemo = on("megatron-core-0.8", "");
+  const JobSpec nemo = tiny_on("megatron-core-0.8");
   CHECK(nemo.options.master_weights == MasterWeights::Bf16Remainder);
-  const JobSpec megatron = on("megatron-core-0.8", "schedule.master_weights=fp32");
+  const JobSpec megatron = tiny_on("megatron-core-0.8", {"schedule.master_weights=fp32"});
   const MemoryEstimate a = estimate_memory(nemo, 0), b = estimate_memory(megatron, 0);
   CHECK(a.optimizer_bytes / b.optimizer_bytes == Approx(10.0 / 12.0));
   CHECK(a.parameters_bytes == b.parameters_bytes);
   CHECK(a.activations_bytes == b.activations_bytes);
   for (const char* stack : {"megatron-lm-2021", "megatron-lm-2022", "megatron-lm-2023", "megascale", "torchtitan-2024"})
-    CHECK(on(stack, "").options.master_weights == MasterWeights::Fp32);
-  CHECK_THROWS_WITH(on("megatron-core-0.8", "schedule.master_weights=fp16"), Catch::Contains("bf16_remainder"));
+    CHECK(tiny_on(stack).options.master_weights == MasterWeights::Fp32);
+  CHECK_THROWS_WITH(tiny_on("megatron-core-0.8", {"schedule.master_weights=fp16"}), Catch::Contains("bf16_remainder"));
 }
