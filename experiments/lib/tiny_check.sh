@@ -20,6 +20,7 @@ for pass in 1 2; do
     --cases tiny-megascale:megascale,tiny-megascale:megatron-baseline
   "$py" "$here/validation/study.py" "$d/validation" --sections A --rows 1.7B,3.6B --flow-max-gpus 0
   "$py" "$here/outside_set/study.py" "$d/outside_set" --rows 1.7B --sizes 96,2304 --vpps 16 --flow-max-gpus 64
+  "$py" "$here/sensitivity/study.py" "$d/sensitivity" --jobs gpt175b-megascale --facts sustained_clock_ratio
   "$py" "$here/diagnosis/study.py" "$d/diagnosis" --preset tiny-1f1b --cluster tiny-2tier --gpus 64 \
     --global-batch 64 --kinds gpu,host --severities 0.05 --counts 1 --seeds 2 --steps 2
 done
@@ -34,7 +35,16 @@ for bad in "--rows 999B" "--sizes 97" "--vpps 0"; do
   fi
 done
 [ ! -e "$out/bad/outside_set.csv" ] || { echo "outside_set: a refused run wrote its CSV" >&2; status=1; }
-for e in default_study strong_scaling fabric_whatif recovery validation outside_set diagnosis; do
+for bad in "--jobs gpt-175b" "--facts clock"; do
+  # shellcheck disable=SC2086  # each case is several words on purpose
+  if "$py" "$here/sensitivity/study.py" "$out/bad-sensitivity" $bad 2> "$out/bad.err"; then
+    echo "sensitivity: '$bad' was accepted" >&2; status=1
+  elif ! grep -q "valid" "$out/bad.err"; then
+    echo "sensitivity: '$bad' gave no valid values: $(cat "$out/bad.err")" >&2; status=1
+  fi
+done
+[ ! -e "$out/bad-sensitivity" ] || { echo "sensitivity: a refused run wrote its output" >&2; status=1; }
+for e in default_study strong_scaling fabric_whatif recovery validation outside_set sensitivity diagnosis; do
   for f in "$out/1/$e/$e.csv" "$out/1/$e/$e.png"; do
     [ -s "$f" ] || { echo "missing or empty: $f" >&2; status=1; }
   done
