@@ -316,7 +316,7 @@ def main():
     ap.add_argument("--rows", default="", help="comma-separated rows to run (default: all)")
     ap.add_argument("--gpu-override", action="append", default=[], metavar="MODEL.KEY=VALUE",
                     help="a [gpu] catalogue key set in the copied cluster files of that GPU model (what-if "
-                         "runs, and estimate.py's scan of the estimated parameter); repeatable")
+                         "runs, and estimate.py's scans of the estimated parameters); repeatable")
     a = ap.parse_args()
     overrides = {}  # GPU model -> lines added under its [gpu] table
     for item in a.gpu_override:
