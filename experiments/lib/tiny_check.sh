@@ -25,25 +25,23 @@ for pass in 1 2; do
     --global-batch 64 --kinds gpu,host --severities 0.05 --counts 1 --seeds 2 --steps 2
 done
 status=0
-# bad options of the outside-set study: a clear error naming what is valid, nothing run
-for bad in "--rows 999B" "--sizes 97" "--vpps 0"; do
-  # shellcheck disable=SC2086  # each case is several words on purpose
-  if "$py" "$here/outside_set/study.py" "$out/bad" $bad 2> "$out/bad.err"; then
-    echo "outside_set: '$bad' was accepted" >&2; status=1
-  elif ! grep -q "valid" "$out/bad.err"; then
-    echo "outside_set: '$bad' gave no valid values: $(cat "$out/bad.err")" >&2; status=1
-  fi
-done
-[ ! -e "$out/bad/outside_set.csv" ] || { echo "outside_set: a refused run wrote its CSV" >&2; status=1; }
-for bad in "--jobs gpt-175b" "--facts clock"; do
-  # shellcheck disable=SC2086  # each case is several words on purpose
-  if "$py" "$here/sensitivity/study.py" "$out/bad-sensitivity" $bad 2> "$out/bad.err"; then
-    echo "sensitivity: '$bad' was accepted" >&2; status=1
-  elif ! grep -q "valid" "$out/bad.err"; then
-    echo "sensitivity: '$bad' gave no valid values: $(cat "$out/bad.err")" >&2; status=1
-  fi
-done
-[ ! -e "$out/bad-sensitivity" ] || { echo "sensitivity: a refused run wrote its output" >&2; status=1; }
+# refuses STUDY CASE...: each bad option CASE of STUDY/study.py is refused with a message
+# naming what is valid, and nothing is written
+refuses() {
+  local study="$1" bad
+  shift
+  for bad in "$@"; do
+    # shellcheck disable=SC2086  # each case is several words on purpose
+    if "$py" "$here/$study/study.py" "$out/bad-$study" $bad 2> "$out/bad.err"; then
+      echo "$study: '$bad' was accepted" >&2; status=1
+    elif ! grep -q "valid" "$out/bad.err"; then
+      echo "$study: '$bad' gave no valid values: $(cat "$out/bad.err")" >&2; status=1
+    fi
+  done
+  [ ! -e "$out/bad-$study" ] || { echo "$study: a refused run wrote its output" >&2; status=1; }
+}
+refuses outside_set "--rows 999B" "--sizes 97" "--vpps 0"
+refuses sensitivity "--jobs gpt-175b" "--facts clock"
 for e in default_study strong_scaling fabric_whatif recovery validation outside_set sensitivity diagnosis; do
   for f in "$out/1/$e/$e.csv" "$out/1/$e/$e.png"; do
     [ -s "$f" ] || { echo "missing or empty: $f" >&2; status=1; }
