@@ -3,7 +3,7 @@
 // (under mpirun/srun: rank 0 hands out points, every rank computes, rank 0 writes).
 // `twinscale sweep show DB`: the best points, the Pareto front, CSV and plots.
 //
-//   twinscale sweep STUDY.toml [--db FILE] [--shard I/N] [--progress auto|always|never] [--top K]
+//   twinscale sweep STUDY.toml [--db FILE] [--shard I/N] [--threads N] [--progress auto|always|never] [--top K]
 //   twinscale sweep show DB [--top K] [--csv FILE] [--plot DIR]
 //
 // Study files are described in docs/keys.md ("Study files"), the store in study/store.hpp.
@@ -17,6 +17,7 @@
 #include <optional>
 #include <set>
 #include <sys/resource.h>
+#include <thread>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -44,6 +45,7 @@ struct SweepArgs {
   std::string shard;
   std::string progress = "auto";
   int64_t top = 10;
+  int64_t threads = 1;
 };
 
 struct ShowArgs {
@@ -171,9 +173,22 @@ void print_summary(const std::string& db, int64_t top) {
   std::cout << study::summary_table(store.info(), store.rows(), top);
 }
 
+/// --threads: 0 = one per hardware thread; more than one only where the study's points may
+/// run in threads (analytic evaluation).
+int resolve_threads(int64_t asked, const study::StudySpec& spec) {
+  const int64_t n = asked == 0 ? std::max<int64_t>(1, std::thread::hardware_concurrency()) : asked;
+  if (n > 1 && !study::study_runs_in_threads(spec))
+    throw config::ConfigError("--threads " + std::to_string(asked) +
+                              ": this study simulates in flow mode, whose SimGrid engine is one per process; run it "
+                              "with --threads 1, over MPI ranks (mpirun -np N twinscale sweep …) or as --shard I/N "
+                              "processes");
+  return static_cast<int>(n);
+}
+
 int run_local(const SweepArgs& a, const study::StudySpec& spec, const std::vector<study::Point>& points) {
   int64_t shard = 0, shards = 1;
   if (!a.shard.empty()) std::tie(shard, shards) = parse_shard(a.shard);
+  const int threads = resolve_threads(a.threads, spec);
   const std::string db = a.db.empty() ? default_db(a.study) : a.db;
   study::Evaluator evaluator(spec); // checks every job and cluster the study names
   study::Store store(db, spec, points);
@@ -188,15 +203,17 @@ int run_local(const SweepArgs& a, const study::StudySpec& spec, const std::vecto
     }
   const std::string label = shards > 1 ? "sweep shard " + a.shard : std::string("sweep");
   SweepProgress progress(label, mine, mine - static_cast<int64_t>(todo.size()));
-  for (int64_t id : todo) {
-    const study::PointResult r = evaluator.evaluate(points[static_cast<size_t>(id)]);
-    store.put(points[static_cast<size_t>(id)], r);
-    progress.add(r);
-  }
+  // results are stored in point order whatever the number of threads
+  study::evaluate_in_threads(evaluator, spec, points, todo, threads,
+                             [&](const study::Point& p, const study::PointResult& r) {
+                               store.put(p, r);
+                               progress.add(r);
+                             });
   progress.end();
-  std::fprintf(stderr, "twinscale sweep: %lld points computed in %.2f s (%.2f points/s), %lld already in %s\n",
+  std::fprintf(stderr,
+               "twinscale sweep: %lld points computed in %.2f s (%.2f points/s, %d thread%s), %lld already in %s\n",
                static_cast<long long>(progress.computed()), progress.elapsed(),
-               progress.computed() / std::max(1e-9, progress.elapsed()),
+               progress.computed() / std::max(1e-9, progress.elapsed()), threads, threads == 1 ? "" : "s",
                static_cast<long long>(mine - static_cast<int64_t>(todo.size())), db.c_str());
 
   if (spec.flow_best > 0) {
@@ -228,6 +245,9 @@ int run_local(const SweepArgs& a, const study::StudySpec& spec, const std::vecto
 }
 
 int run_mpi(const SweepArgs& a, const study::StudySpec& spec, const std::vector<study::Point>& points) {
+  if (a.threads != 1)
+    throw config::ConfigError("--threads " + std::to_string(a.threads) +
+                              " is for one process; under mpirun/srun the ranks share the points (one thread each)");
   if (!a.shard.empty())
     throw config::ConfigError(
         "--shard is for runs without MPI (Slurm job arrays); under mpirun/srun the ranks share the points dynamically");
@@ -353,6 +373,10 @@ void add_sweep_command(CLI::App& app, Action& action) {
                   "study file (TOML: a [base] point, the [axes] to sweep and what to [evaluate])");
   cmd->add_option("--db", args->db, "results store (SQLite; default: STUDY's stem + .db in the current directory)");
   cmd->add_option("--shard", args->shard, "compute only points with id % N == I (Slurm job arrays; no MPI)");
+  cmd->add_option("--threads", args->threads,
+                  "evaluate points on N threads of this process (0: one per hardware thread; analytic studies; each "
+                  "thread keeps its own fabric and schedule caches; the store is written in point order, as with 1)")
+      ->check(CLI::Range(int64_t{0}, int64_t{4096}));
   cmd->add_option("--progress", args->progress,
                   "progress on stderr: auto (a bar on a terminal, a line every 10 s otherwise), always (the bar "
                   "even into a file), never (as --quiet)")

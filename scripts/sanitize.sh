@@ -14,6 +14,9 @@
 # compiled with ASan + UBSan there) and runs test_schedules, test_topology and
 # test_faults without their [cli] and [slow] cases (the CLI binary is not built there) —
 # minutes instead of an hour on a loaded 2-core machine.
+#   scripts/sanitize.sh --threads        ThreadSanitizer over the code that runs on several
+#                                         threads of one process (`sweep --threads`: whole
+#                                         analytic evaluations side by side), in build-tsan/
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=${TWINSCALE_JOBS:-$(nproc)}
@@ -41,6 +44,17 @@ if [ "${1:-}" = "--readers" ]; then
     build-fuzz/tests/$t "~[cli]~[slow]" || status=1
   done
   exit $status
+fi
+
+if [ "${1:-}" = "--threads" ]; then
+  # the study library's threaded evaluation (every layer it calls compiled with TSan) and
+  # its unit test; a reported race fails the run (halt_on_error)
+  cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTWINSCALE_WITH_CUDA=OFF \
+    -DCMAKE_CXX_FLAGS="-fsanitize=thread -fno-omit-frame-pointer" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread" \
+    -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=thread" "${launcher[@]}" >/dev/null
+  cmake --build build-tsan -j "$jobs" --target test_study
+  TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1" build-tsan/tests/test_study "evaluate in threads*"
+  exit
 fi
 
 flags="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"

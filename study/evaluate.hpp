@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -113,5 +114,22 @@ private:
   bool share_schedules_ = false;
   std::vector<std::pair<std::string, std::shared_ptr<const schedules::Schedule>>> schedules_;
 };
+
+/// Evaluates points[todo[k]] for every k on `threads` threads, each with an Evaluator of
+/// its own (its own caches: no state is shared but the read-only study and points), and
+/// hands each result to `on_result` on the calling thread in todo's order, so that a store
+/// is written in the same order as by one thread. `threads` ≤ 1 evaluates on the calling
+/// thread with `own` (whose caches then serve the caller's later points too). Analytic evaluation only: a flow-mode run needs SimGrid's process-wide engine
+/// (study_runs_in_threads() says which studies may). An exception in a worker (or in
+/// `on_result`) stops the others after their current point and is rethrown here, after
+/// the results before it were handed on.
+void evaluate_in_threads(Evaluator& own, const StudySpec& spec, const std::vector<Point>& points,
+                         const std::vector<int64_t>& todo, int threads,
+                         const std::function<void(const Point&, const PointResult&)>& on_result);
+
+/// Whether a study's points may be evaluated on several threads: its evaluation runs no
+/// flow-mode simulation (the flow re-simulation of the best points, flow_best, runs after
+/// them, on one thread).
+bool study_runs_in_threads(const StudySpec& spec);
 
 } // namespace twinscale::study

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Sweep throughput: the 1,000-point analytic study random-1000.toml at 12,288
-# GPUs, run three ways back to back into fresh stores: one process, `mpirun -np N` (rank 0
-# computes too) and N `--shard i/N` processes side by side (no MPI: what the machine gives
-# N independent processes). Prints wall time, points/s and speed-up over one process, and
-# checks that the three stores hold the same rows.
+# GPUs, run four ways back to back into fresh stores: one process, one process on N threads
+# (`--threads N`), `mpirun -np N` (rank 0 computes too) and N `--shard i/N` processes side
+# by side (no MPI: what the machine gives N independent processes). Prints wall time,
+# points/s and speed-up over one process, and checks that the four stores hold the same rows.
 # Usage: experiments/config_search/throughput.sh [N=2] [OUTDIR] [STUDY]   (about 1 min on 2
 # idle cores; STUDY: another study file, default random-1000.toml). As root, Open MPI
 # refuses to start unless allowed: the script then passes --allow-run-as-root itself. A
@@ -18,7 +18,7 @@ study="${3:-$here/random-1000.toml}"
 mpirun_args=(${TWINSCALE_MPIRUN_ARGS:-})
 if [ "$(id -u)" = 0 ] && [ -z "${OMPI_ALLOW_RUN_AS_ROOT:-}" ]; then mpirun_args+=(--allow-run-as-root); fi
 mkdir -p "$out"
-rm -f "$out"/one.db* "$out"/mpi.db* "$out"/shards.db*
+rm -f "$out"/one.db* "$out"/threads.db* "$out"/mpi.db* "$out"/shards.db*
 now() { date +%s.%N; }
 failed() { # WHAT LOG STATUS: name the run that failed and show the end of its log
   echo "throughput.sh: $1 failed (exit $3); the end of $2:" >&2
@@ -29,6 +29,9 @@ t0=$(now)
 "$cli" sweep "$study" --db "$out/one.db" --progress never > /dev/null 2> "$out/one.log" ||
   failed "the one-process sweep" "$out/one.log" $?
 t1=$(now)
+"$cli" sweep "$study" --db "$out/threads.db" --progress never --threads "$n" > /dev/null 2> "$out/threads.log" ||
+  failed "the sweep on $n threads" "$out/threads.log" $?
+t1t=$(now)
 mpirun "${mpirun_args[@]}" -np "$n" "$cli" sweep "$study" --db "$out/mpi.db" --progress never > /dev/null \
   2> "$out/mpi.log" || failed "mpirun -np $n ${mpirun_args[*]} sweep" "$out/mpi.log" $?
 t2=$(now)
@@ -43,16 +46,17 @@ rows() { # digest of the store's rows (python3's sqlite3: no sqlite3 shell neede
   python3 -c 'import sqlite3, sys, hashlib; print(hashlib.md5(repr(sqlite3.connect(sys.argv[1]).execute("SELECT * FROM points ORDER BY id").fetchall()).encode()).hexdigest()[:12])' "$1"
 }
 points=$(python3 -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT COUNT(*) FROM points").fetchone()[0])' "$out/one.db")
-python3 - "$t0" "$t1" "$t2" "$t3" "$n" "$points" <<'PY'
+python3 - "$t0" "$t1" "$t2" "$t3" "$n" "$points" "$t1t" <<'PY'
 import sys
-t0, t1, t2, t3, n, points = map(float, sys.argv[1:7])
-one, mpi, sh = t1 - t0, t2 - t1, t3 - t2
+t0, t1, t2, t3, n, points, t1t = map(float, sys.argv[1:8])
+one, thr, mpi, sh = t1 - t0, t1t - t1, t2 - t1t, t3 - t2
 print(f"| run | wall | points/s | speed-up |\n|---|---|---|---|")
 print(f"| 1 process | {one:.1f} s | {points/one:.1f} | — |")
+print(f"| 1 process, --threads {int(n)} | {thr:.1f} s | {points/thr:.1f} | {one/thr:.2f}× |")
 print(f"| mpirun -np {int(n)} | {mpi:.1f} s | {points/mpi:.1f} | {one/mpi:.2f}× |")
 print(f"| {int(n)} --shard i/{int(n)} processes | {sh:.1f} s | {points/sh:.1f} | {one/sh:.2f}× |")
 PY
 grep -h "rank .* computed" "$out/mpi.log" || true
-a=$(rows "$out/one.db") b=$(rows "$out/mpi.db") c=$(rows "$out/shards.db")
-echo "rows of the three stores: $a $b $c ($([ "$a" = "$b" ] && [ "$b" = "$c" ] && echo identical || echo DIFFERENT))"
+a=$(rows "$out/one.db") t=$(rows "$out/threads.db") b=$(rows "$out/mpi.db") c=$(rows "$out/shards.db")
+echo "rows of the four stores: $a $t $b $c ($([ "$a" = "$t" ] && [ "$a" = "$b" ] && [ "$b" = "$c" ] && echo identical || echo DIFFERENT))"
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"

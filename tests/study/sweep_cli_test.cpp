@@ -266,3 +266,57 @@ TEST_CASE("sweep: bad study input and a changed study are clear errors, show pri
   }
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("sweep --threads N: the store of one thread, byte for byte; a kill -9 mid-run resumes; flow-mode studies "
+          "refuse it",
+          "[study][cli]") {
+  const std::string dir = bt::fresh_dir("sweep-threads");
+  const std::string study = write_study(dir, "mid.toml", kMidStudy);
+  const auto sweep = [&](const std::string& db, const std::string& extra) {
+    return test::run_cli("sweep " + study + " --db " + db + " --progress never" + extra,
+                         test::Capture::StdoutAndStderr);
+  };
+  REQUIRE(sweep(dir + "/one.db", "").rc == 0);
+  const auto three = sweep(dir + "/three.db", " --threads 3");
+  REQUIRE(three.rc == 0);
+  CHECK_THAT(three.out, Contains("3 threads"));
+  CHECK(dump(dir + "/three.db") == dump(dir + "/one.db"));
+  CHECK(read_proc(dir + "/three.db") == read_proc(dir + "/one.db")); // written in point order
+
+  const std::string db = dir + "/killed.db";
+  const std::string cmd =
+      std::string(TWINSCALE_CLI) + " sweep " + study + " --db " + db + " --progress never --threads 2";
+  const size_t at_kill = kill_mid_run("exec " + cmd, db, 3);
+  REQUIRE(at_kill < 16);
+  const auto again = sweep(db, " --threads 2");
+  REQUIRE(again.rc == 0);
+  CHECK_THAT(again.out, Contains(std::to_string(at_kill) + " already in"));
+  CHECK(dump(db) == dump(dir + "/one.db"));
+
+  // the tiny study's flow phase (best 2 in flow mode) runs after the threads, on one
+  const std::string tiny = write_study(dir, "tiny.toml", kTinyStudy);
+  REQUIRE(
+      test::run_cli("sweep " + tiny + " --db " + dir + "/tiny1.db --progress never", test::Capture::StdoutOnly).rc ==
+      0);
+  REQUIRE(test::run_cli("sweep " + tiny + " --db " + dir + "/tiny3.db --progress never --threads 3",
+                        test::Capture::StdoutOnly)
+              .rc == 0);
+  CHECK(dump(dir + "/tiny3.db") == dump(dir + "/tiny1.db"));
+
+  const std::string flow = write_study(dir, "flow.toml", R"(
+name = "flow-threads"
+[base]
+job = "tiny-megascale"
+gpus = 16
+[axes]
+tp = [1, 2]
+[evaluate]
+mode = "flow"
+)");
+  const auto refused =
+      test::run_cli("sweep " + flow + " --db " + dir + "/flow.db --threads 2", test::Capture::StdoutAndStderr);
+  CHECK(refused.rc == 1);
+  CHECK_THAT(refused.out, Contains("--threads 2") && Contains("flow mode") && Contains("--shard"));
+  CHECK_FALSE(std::filesystem::exists(dir + "/flow.db"));
+  std::filesystem::remove_all(dir);
+}
