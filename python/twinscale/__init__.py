@@ -235,7 +235,8 @@ def sweep(study, db=None, top=None, **options):
     (default: STUDY's stem + ".db" in the current directory, as the CLI; rerunning
     resumes), then `sweep show`. Returns {"db": path, "summary": the text `sweep show`
     prints (best points, Pareto front), "rows": a Table of every point (id, the axes,
-    status, reason, the effective layout and every output)}."""
+    status, reason, the effective layout and every output)}. Options are the CLI's, e.g.
+    threads=4 (`--threads 4`: an analytic study's points on 4 threads of the one process)."""
     db = _text(db) if db is not None else Path(_text(study)).stem + ".db"
     options.update(db=db, top=top)
     options.setdefault("progress", "never")

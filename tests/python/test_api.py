@@ -146,6 +146,8 @@ def test_sweep_rows(tmp_path):
     ok = [row for row in rows if row["status"] == "ok"]
     assert ok and all(0 < row["mfu"] < 1 for row in ok)
     assert "tiny-py" in r["summary"]
+    threaded = twinscale.sweep(study, db=tmp_path / "threads.db", threads=2)
+    assert threaded["rows"] == rows  # the same points, stored in the same order
 
 
 def test_tables_convert_to_pandas():
