@@ -173,10 +173,12 @@ void print_summary(const std::string& db, int64_t top) {
   std::cout << study::summary_table(store.info(), store.rows(), top);
 }
 
-/// --threads: 0 = one per hardware thread; more than one only where the study's points may
-/// run in threads (analytic evaluation).
+/// --threads: 0 = one per hardware thread where the study's points may run in threads
+/// (analytic evaluation), else one; N > 1 for a study that cannot is an error.
 int resolve_threads(int64_t asked, const study::StudySpec& spec) {
-  const int64_t n = asked == 0 ? std::max<int64_t>(1, std::thread::hardware_concurrency()) : asked;
+  if (asked == 0)
+    return study::study_runs_in_threads(spec) ? static_cast<int>(std::max(1U, std::thread::hardware_concurrency())) : 1;
+  const int64_t n = asked;
   if (n > 1 && !study::study_runs_in_threads(spec))
     throw config::ConfigError("--threads " + std::to_string(asked) +
                               ": this study simulates in flow mode, whose SimGrid engine is one per process; run it "
@@ -245,7 +247,7 @@ int run_local(const SweepArgs& a, const study::StudySpec& spec, const std::vecto
 }
 
 int run_mpi(const SweepArgs& a, const study::StudySpec& spec, const std::vector<study::Point>& points) {
-  if (a.threads != 1)
+  if (a.threads > 1)
     throw config::ConfigError("--threads " + std::to_string(a.threads) +
                               " is for one process; under mpirun/srun the ranks share the points (one thread each)");
   if (!a.shard.empty())
@@ -373,9 +375,10 @@ void add_sweep_command(CLI::App& app, Action& action) {
                   "study file (TOML: a [base] point, the [axes] to sweep and what to [evaluate])");
   cmd->add_option("--db", args->db, "results store (SQLite; default: STUDY's stem + .db in the current directory)");
   cmd->add_option("--shard", args->shard, "compute only points with id % N == I (Slurm job arrays; no MPI)");
-  cmd->add_option("--threads", args->threads,
-                  "evaluate points on N threads of this process (0: one per hardware thread; analytic studies; each "
-                  "thread keeps its own fabric and schedule caches; the store is written in point order, as with 1)")
+  cmd->add_option(
+         "--threads", args->threads,
+         "evaluate points on N threads of this process (0: one per hardware thread; analytic studies only; each "
+         "thread keeps its own fabric and schedule caches; the store is written in point order, as with 1)")
       ->check(CLI::Range(int64_t{0}, int64_t{4096}));
   cmd->add_option("--progress", args->progress,
                   "progress on stderr: auto (a bar on a terminal, a line every 10 s otherwise), always (the bar "

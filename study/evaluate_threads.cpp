@@ -70,7 +70,8 @@ void evaluate_in_threads(Evaluator& own, const StudySpec& spec, const std::vecto
   std::vector<std::thread> pool;
   const size_t count = std::min(static_cast<size_t>(threads), n);
   pool.reserve(count);
-  for (size_t t = 0; t < count; ++t) pool.emplace_back(worker, std::cref(spec), std::cref(points), std::cref(todo), std::ref(s));
+  for (size_t t = 0; t < count; ++t)
+    pool.emplace_back(worker, std::cref(spec), std::cref(points), std::cref(todo), std::ref(s));
   try {
     for (size_t k = 0; k < n; ++k) {
       PointResult r;

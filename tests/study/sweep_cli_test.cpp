@@ -318,5 +318,10 @@ mode = "flow"
   CHECK(refused.rc == 1);
   CHECK_THAT(refused.out, Contains("--threads 2") && Contains("flow mode") && Contains("--shard"));
   CHECK_FALSE(std::filesystem::exists(dir + "/flow.db"));
+  // --threads 0 (one per hardware thread) runs such a study on one
+  const auto automatic = test::run_cli("sweep " + flow + " --db " + dir + "/flow.db --threads 0 --progress never",
+                                       test::Capture::StdoutAndStderr);
+  CHECK(automatic.rc == 0);
+  CHECK_THAT(automatic.out, Contains("1 thread)"));
   std::filesystem::remove_all(dir);
 }
