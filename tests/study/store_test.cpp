@@ -197,7 +197,7 @@ seeds = 2
       Contains("x.toml") && Contains("campaign.faults"));
 }
 
-TEST_CASE("evaluate in threads: the results of one thread, handed on in point order; a failure stops it cleanly",
+TEST_CASE("evaluate in threads: the results of one thread, handed on in point order, and a failure stops it cleanly",
           "[study]") {
   const auto spec = study::parse_study(kStudy, "s.toml");
   const auto points = study::generate_points(spec);

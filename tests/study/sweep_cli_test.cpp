@@ -267,7 +267,7 @@ TEST_CASE("sweep: bad study input and a changed study are clear errors, show pri
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("sweep --threads N: the store of one thread, byte for byte; a kill -9 mid-run resumes; flow-mode studies "
+TEST_CASE("sweep --threads N: the store of one thread, byte for byte, a kill -9 mid-run resumes, flow-mode studies "
           "refuse it",
           "[study][cli]") {
   const std::string dir = bt::fresh_dir("sweep-threads");
