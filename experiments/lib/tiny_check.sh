@@ -40,6 +40,13 @@ refuses() {
   done
   [ ! -e "$out/bad-$study" ] || { echo "$study: a refused run wrote its output" >&2; status=1; }
 }
+# lib/sweep.sh (a study file → store, CSV, plots): on every hardware thread by default, the
+# rows of one thread
+"$here/lib/sweep.sh" "$here/../examples/study.toml" "$out/sweep-threads" > /dev/null
+TWINSCALE_SWEEP_THREADS=1 "$here/lib/sweep.sh" "$here/../examples/study.toml" "$out/sweep-one" > /dev/null
+cmp "$out/sweep-threads/study.csv" "$out/sweep-one/study.csv" ||
+  { echo "lib/sweep.sh: the threaded study's CSV differs from one thread's" >&2; status=1; }
+[ -s "$out/sweep-threads/study-plots/sweep_pareto.png" ] || { echo "lib/sweep.sh: no plot" >&2; status=1; }
 refuses outside_set "--rows 999B" "--sizes 97" "--vpps 0"
 refuses sensitivity "--jobs gpt-175b" "--facts clock"
 for e in default_study strong_scaling fabric_whatif recovery validation outside_set sensitivity diagnosis; do
