@@ -34,6 +34,16 @@ def sustained_clock(gpu):
 
 
 FIELDS = ["section", "row", "gpus", "predicted", "published", "unit", "error_pct", "mode", "software", "cluster"]
+
+
+def sign_meaning(units):
+    """What a positive error_pct ((predicted - published) / published) means for rows of
+    these units: the twin faster on throughput rows, slower on seconds, more memory."""
+    if units <= {"s/iteration"}:
+        return "+ = the twin too slow"
+    if units <= {"GiB"}:
+        return "+ = the twin counts more memory"
+    return "+ = the twin too fast"
 GIB = 2.0**30
 
 
@@ -377,9 +387,12 @@ def main():
                     if r["section"] == section and r["mode"] == mode and r["error_pct"] != ""]
             if errs:
                 worst = max(errs, key=abs)
+                units = {r["unit"] for r in rows if r["section"] == section and r["mode"] == mode
+                         and r["error_pct"] != ""}
                 print(f"section {section}, {mode} ({len(errs)} rows): mean |error| "
                       f"{sum(abs(e) for e in errs) / len(errs):.1f} %, mean signed {sum(errs) / len(errs):+.1f} %, "
-                      f"worst {worst:+.1f} %, beyond 8 %: {len([e for e in errs if abs(e) > 8])}")
+                      f"worst {worst:+.1f} %, beyond 8 %: {len([e for e in errs if abs(e) > 8])}"
+                      f" ({sign_meaning(units)})")
     scaling_trend(rows)
     print("estimated parameters: 2 of the 3 allowed (docs/fidelity.md, \"Estimated parameters\"): the sustained "
           f"tensor clock of A100, sustained_clock_ratio = {sustained_clock('A100-SXM-80GB')} in [0.926, 1.0] (from "
