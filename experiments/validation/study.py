@@ -26,6 +26,17 @@ import twinscale_study as ts  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+# The estimated parameters (docs/fidelity.md, "Estimated parameters"), the sustained tensor
+# clock (`sustained_clock_ratio`) of two GPU models: name -> catalogue entry, the bounds that
+# are facts (A100: NVIDIA's HPL Rpeak clock at 400 W, 1,305 of 1,410 MHz, and the boost
+# clock; H100: the span of gpus.toml's sources), the sections whose timing rows estimate it,
+# and estimate.py's default scan. estimate.py and experiments/sensitivity read it from here.
+ESTIMATED_CLOCKS = {
+    "A100": ("A100-SXM-80GB", 0.926, 1.0, ("A", "D", "E"), "0.926,0.93,0.935,0.94,0.945,0.95,0.96,0.975,1.0"),
+    "H100": ("H100-SXM", 0.85, 0.95, ("F",), "0.85,0.86,0.87,0.88,0.89,0.9,0.92,0.95"),
+}
+
+
 def sustained_clock(gpu):
     """An estimated parameter as the catalogue states it (presets/hardware/gpus.toml)."""
     import tomllib
@@ -33,7 +44,13 @@ def sustained_clock(gpu):
         return tomllib.load(f)[gpu]["sustained_clock_ratio"]
 
 
-FIELDS = ["section", "row", "gpus", "predicted", "published", "unit", "error_pct", "mode", "software", "cluster"]
+def estimated_parameters_line():
+    """The summary's last line: each estimated clock, its value in the catalogue, its bounds."""
+    each = ", ".join(f"of {name}, {sustained_clock(gpu)} in [{lo}, {hi}] (from section{'s' * (len(sec) > 1)} "
+                     f"{', '.join(sec)})" for name, (gpu, lo, hi, sec, _) in ESTIMATED_CLOCKS.items())
+    return (f"estimated parameters: {len(ESTIMATED_CLOCKS)} of the 3 allowed (docs/fidelity.md, \"Estimated "
+            f"parameters\"): the sustained tensor clock (sustained_clock_ratio) {each}; "
+            "experiments/validation/estimate.py --gpu A100|H100 reruns a scan; every other cost from a micro-level fact")
 
 
 def sign_meaning(units):
@@ -44,6 +61,9 @@ def sign_meaning(units):
     if units <= {"GiB"}:
         return "+ = the twin counts more memory"
     return "+ = the twin too fast"
+
+
+FIELDS = ["section", "row", "gpus", "predicted", "published", "unit", "error_pct", "mode", "software", "cluster"]
 GIB = 2.0**30
 
 
@@ -394,10 +414,7 @@ def main():
                       f"worst {worst:+.1f} %, beyond 8 %: {len([e for e in errs if abs(e) > 8])}"
                       f" ({sign_meaning(units)})")
     scaling_trend(rows)
-    print("estimated parameters: 2 of the 3 allowed (docs/fidelity.md, \"Estimated parameters\"): the sustained "
-          f"tensor clock of A100, sustained_clock_ratio = {sustained_clock('A100-SXM-80GB')} in [0.926, 1.0] (from "
-          f"sections A, D, E), and of H100, {sustained_clock('H100-SXM')} in [0.85, 0.95] (from section F; "
-          "experiments/validation/estimate.py --gpu A100|H100); every other cost from a micro-level fact")
+    print(estimated_parameters_line())
     plot(a.outdir, rows)
 
 
