@@ -49,6 +49,15 @@ cmp "$out/sweep-threads/study.csv" "$out/sweep-one/study.csv" ||
 [ -s "$out/sweep-threads/study-plots/sweep_pareto.png" ] || { echo "lib/sweep.sh: no plot" >&2; status=1; }
 refuses outside_set "--rows 999B" "--sizes 97" "--vpps 0"
 refuses sensitivity "--jobs gpt-175b" "--facts clock"
+# an OUTDIR that is a file: a clear error, the file untouched
+printf 'not a directory\n' > "$out/a-file"
+for study in outside_set sensitivity; do
+  if "$py" "$here/$study/study.py" "$out/a-file" 2> "$out/bad.err" ||
+    ! grep -q "is not a directory" "$out/bad.err"; then
+    echo "$study: an OUTDIR that is a file gave no clear error: $(cat "$out/bad.err")" >&2; status=1
+  fi
+done
+[ "$(cat "$out/a-file")" = "not a directory" ] || { echo "a study changed the file given as OUTDIR" >&2; status=1; }
 for e in default_study strong_scaling fabric_whatif recovery validation outside_set sensitivity diagnosis; do
   for f in "$out/1/$e/$e.csv" "$out/1/$e/$e.png"; do
     [ -s "$f" ] || { echo "missing or empty: $f" >&2; status=1; }

@@ -87,6 +87,14 @@ def fmt(v):
     return str(v)
 
 
+def check_outdir(path):
+    """Exits with a clear message when OUTDIR exists and is not a directory (a study writes
+    files under it, so it would fail part-way with a traceback)."""
+    if os.path.exists(path) and not os.path.isdir(path):
+        sys.exit(f"{os.path.basename(sys.argv[0])}: OUTDIR '{path}' exists and is not a directory: give a "
+                 "directory (it is created when missing)")
+
+
 def write_text(path, text):
     """Writes `text` to `path` atomically (a temporary file beside it, then a rename): a
     failed or interrupted run leaves the old file or none, never half of one."""

@@ -277,6 +277,7 @@ def main():
     if bad:
         sys.exit(f"study.py: --sizes: unknown size(s) {', '.join(bad)}; valid: {', '.join(map(str, STRONG))}")
     sizes = [int(g) for g in sizes] or list(STRONG)
+    ts.check_outdir(a.outdir)
     os.makedirs(os.path.join(a.outdir, "jobs"), exist_ok=True)
     with open(os.path.join(HERE, "..", "validation", "eos.toml")) as f:
         ts.write_text(os.path.join(a.outdir, "jobs", "eos.toml"), f.read())

@@ -34,7 +34,9 @@ import tomllib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+sys.path.insert(0, os.path.join(HERE, "..", "validation"))
 import twinscale_study as ts  # noqa: E402
+from study import ESTIMATED_CLOCKS  # noqa: E402  (experiments/validation/study.py)
 
 # name, job preset, metric ("mfu" %, "tflops" per GPU, "iteration" s), published, source
 JOBS = [
@@ -45,32 +47,32 @@ JOBS = [
     ("llama3-405b", "llama3-405b", "tflops", 400.0, "Llama 3 (arXiv 2407.21783), Table 4"),
 ]
 
-# Ranged facts per GPU model: table of the cluster file, key, slow end, fast end, catalogue
-# value (what the file says today: checked against nothing here, shown for the reader),
-# source of the range. Slow end = the end that makes the run slower.
+# Ranged facts per GPU model: table of the cluster file, key, slow end, fast end (the end
+# that makes the run slower first), source of the range. The sustained clocks' bounds are
+# those of the validation set's estimated parameters (experiments/validation/study.py).
+def clock(name, source):
+    _, low, high, _, _ = ESTIMATED_CLOCKS[name]
+    return ("gpu", "sustained_clock_ratio", low, high, source)
+
+
 A100 = [
-    ("gpu", "sustained_clock_ratio", 0.926, 1.0, 0.935,
-     "gpus.toml: the estimated parameter's bounds, NVIDIA's HPL Rpeak clock at the 400 W limit "
-     "(1,305 of 1,410 MHz) and the boost clock"),
-    ("gpu", "gemm_max_efficiency", 0.70, 0.90, 0.85,
+    clock("A100", "gpus.toml: the estimated parameter's bounds, NVIDIA's HPL Rpeak clock at the 400 W limit "
+                  "(1,305 of 1,410 MHz) and the boost clock"),
+    ("gpu", "gemm_max_efficiency", 0.70, 0.90,
      "hardware.md: large BF16 cuBLAS GEMMs reach 70-90 % of peak (the catalogue's 0.85: the best "
      "shape measured, 85.9 %)"),
-    ("gpu", "flash_fwd_efficiency", 0.50, 0.73, 0.60,
-     "gpus.toml: FlashAttention-2 forward on A100, 50-73 % of peak (Dao 2023)"),
-    ("gpu", "nvlink_efficiency", 220 / 300, 232 / 300, 0.77,
-     "hardware.md: 8 x A100 all-reduce busbw 220-232 GB/s of 300"),
+    ("gpu", "flash_fwd_efficiency", 0.50, 0.73, "gpus.toml: FlashAttention-2 forward on A100, 50-73 % of peak (Dao 2023)"),
+    ("gpu", "nvlink_efficiency", 220 / 300, 232 / 300, "hardware.md: 8 x A100 all-reduce busbw 220-232 GB/s of 300"),
 ]
 H100 = [
-    ("gpu", "sustained_clock_ratio", 0.85, 0.95, 0.90,
-     "gpus.toml: the sources span 0.85-0.95 (Nsight Compute's 1,780 of 1,980 MHz; mamf-finder's "
-     "sustained MSMF; HPL Rpeak)"),
-    ("gpu", "gemm_max_efficiency", 0.70, 0.90, 0.80,
+    clock("H100", "gpus.toml: the estimated parameter's bounds, the span of its sources (Nsight Compute's "
+                  "1,780 of 1,980 MHz; mamf-finder's sustained MSMF; HPL Rpeak)"),
+    ("gpu", "gemm_max_efficiency", 0.70, 0.90,
      "hardware.md: large BF16 cuBLAS GEMMs reach 70-90 % of peak (the catalogue's 0.80: 794.5 of "
      "989 TFLOP/s measured)"),
-    ("gpu", "flash_fwd_efficiency", 298 / 989.4, 333 / 989.4, 0.32,
+    ("gpu", "flash_fwd_efficiency", 298 / 989.4, 333 / 989.4,
      "gpus.toml: FlashAttention-2 forward on H100, 298-333 TFLOP/s at sequence 2k-8k"),
-    ("server", "nic_efficiency", 0.92, 0.96, 0.94,
-     "hardware.md: 46-48 GB/s NCCL busbw per NDR NIC of 50"),
+    ("server", "nic_efficiency", 0.92, 0.96, "hardware.md: 46-48 GB/s NCCL busbw per NDR NIC of 50"),
 ]
 FACTS = {"A100-SXM-80GB": A100, "H100-SXM": H100}
 FACT_KEYS = sorted({f[1] for facts in FACTS.values() for f in facts})
@@ -106,7 +108,7 @@ def error_pct(metric, predicted, published):
     return 100 * (predicted / published - 1)
 
 
-def run_variant(outdir, job, cluster_name, cluster_text, variant, overrides):
+def run_variant(outdir, job, gpu, cluster_text, variant, overrides):
     name, preset, metric, published, _ = job
     path = os.path.join(outdir, "clusters", f"{name}-{variant}.toml")
     ts.write_text(path, with_overrides(cluster_text, overrides))
@@ -114,7 +116,7 @@ def run_variant(outdir, job, cluster_name, cluster_text, variant, overrides):
                                                    "analytic", "--speed-variation"])
     predicted = {"mfu": 100 * r["mfu"], "tflops": r["tflops_per_gpu"], "iteration": r["iteration_time_s"]}[metric]
     b = r["breakdown"]
-    return {"job": name, "gpu": cluster_name, "variant": variant,
+    return {"job": name, "gpu": gpu, "variant": variant,
             "overrides": " ".join(f"{t}.{k}={v:.4g}" for t, k, v in overrides),
             "iteration_time_s": r["iteration_time_s"], "metric": metric, "predicted": predicted,
             "published": published, "error_pct": error_pct(metric, predicted, published), "mfu": r["mfu"],
@@ -122,27 +124,38 @@ def run_variant(outdir, job, cluster_name, cluster_text, variant, overrides):
             "bubble_s": b["bubble_s"]}
 
 
-def study_job(outdir, job, keys):
+def job_setup(job, keys):
+    """The job's cluster preset (its text), its GPU model and the facts of `keys` it has."""
     name, preset, _, _, _ = job
     spec = tomllib.loads(preset_text("jobs", preset))
     cluster_text = preset_text("clusters", spec["cluster"])
     gpu = tomllib.loads(cluster_text)["gpu"]["model"]
     if gpu not in FACTS:
         sys.exit(f"study.py: {name}: no ranged facts for GPU model {gpu!r}; known: {', '.join(FACTS)}")
-    facts = [f for f in FACTS[gpu] if f[1] in keys]
+    return cluster_text, gpu, [f for f in FACTS[gpu] if f[1] in keys]
+
+
+def runs_of(facts):
+    """simulate runs of one job: the catalogue's, the preset's own, two per fact, the envelope."""
+    return 2 + 2 * len(facts) + (2 if len(facts) > 1 else 0)
+
+
+def study_job(outdir, job, setup):
+    name, preset, _, _, _ = job
+    cluster_text, gpu, facts = setup
     rows = [run_variant(outdir, job, gpu, cluster_text, "catalogue", [])]
     own = ts.run_json(outdir, f"{name}-preset", ["simulate", "--preset", preset, "--mode", "analytic",
                                                  "--speed-variation"])
     if own["iteration_time_s"] != rows[0]["iteration_time_s"]:
         sys.exit(f"study.py: {name}: the copied cluster file gives {rows[0]['iteration_time_s']} s, the preset "
                  f"{own['iteration_time_s']} s: the copy is not faithful")
-    for table, key, slow, fast, _, _ in facts:
+    for table, key, slow, fast, _ in facts:
         rows.append(run_variant(outdir, job, gpu, cluster_text, f"{key}-slow", [(table, key, slow)]))
         rows.append(run_variant(outdir, job, gpu, cluster_text, f"{key}-fast", [(table, key, fast)]))
     if len(facts) > 1:
-        rows.append(run_variant(outdir, job, gpu, cluster_text, "all-slow", [(t, k, s) for t, k, s, _, _, _ in facts]))
-        rows.append(run_variant(outdir, job, gpu, cluster_text, "all-fast", [(t, k, f) for t, k, _, f, _, _ in facts]))
-    return rows, facts
+        rows.append(run_variant(outdir, job, gpu, cluster_text, "all-slow", [(t, k, lo) for t, k, lo, _, _ in facts]))
+        rows.append(run_variant(outdir, job, gpu, cluster_text, "all-fast", [(t, k, hi) for t, k, _, hi, _ in facts]))
+    return rows
 
 
 def summary(rows, facts, job):
@@ -154,7 +167,7 @@ def summary(rows, facts, job):
     out = [f"{name}: published {published:.2f} {unit} ({source}); predicted {base['predicted']:.2f}, "
            f"error {base['error_pct']:+.1f} %"]
     table = []
-    for _, key, slow, fast, _, src in facts:
+    for _, key, slow, fast, _ in facts:
         lo, hi = by[f"{key}-slow"]["error_pct"], by[f"{key}-fast"]["error_pct"]
         covers = "yes" if min(lo, hi) <= 0 <= max(lo, hi) else ""
         table.append([key, f"{slow:.3f} .. {fast:.3f}", f"{lo:+.1f}", f"{hi:+.1f}", f"{hi - lo:.1f}", covers])
@@ -206,13 +219,14 @@ def main():
     names = parse_list(a.jobs, [j[0] for j in JOBS], "jobs")
     keys = parse_list(a.facts, FACT_KEYS, "facts")
     jobs = [j for j in JOBS if j[0] in names]
+    ts.check_outdir(a.outdir)
+    setups = {job[0]: job_setup(job, keys) for job in jobs}
     os.makedirs(os.path.join(a.outdir, "clusters"), exist_ok=True)
-    ts.expect(sum(3 + 2 * len(keys) for _ in jobs))
+    ts.expect(sum(runs_of(facts) for _, _, facts in setups.values()))
     rows, facts_of = [], {}
     for job in jobs:
-        r, facts = study_job(a.outdir, job, keys)
-        rows += r
-        facts_of[job[0]] = facts
+        rows += study_job(a.outdir, job, setups[job[0]])
+        facts_of[job[0]] = setups[job[0]][2]
     ts.write_csv(os.path.join(a.outdir, "sensitivity.csv"), rows, FIELDS)
     for job in jobs:
         print(summary(rows, facts_of[job[0]], job))
