@@ -7,8 +7,4 @@
 # prints the table and the strong-scaling slopes. ~75 s on 2 cores (flow mode at ≤ 512 GPUs).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-# an option (--help or a mistyped one) goes to study.py, whose argparse answers it
-[[ "${1:-}" == -* ]] && exec /usr/bin/python3 "$here/study.py" "$@"
-out="${1:-$here/../../build/experiments/outside_set}"
-mkdir -p "$out"
-exec /usr/bin/python3 "$here/study.py" "$out"
+exec "$here/../lib/run_study.sh" outside_set "$@"

@@ -9,8 +9,4 @@
 # prints one table per run. ~5 s on 2 cores (analytic mode).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-# an option (--help or a mistyped one) goes to study.py, whose argparse answers it
-[[ "${1:-}" == -* ]] && exec /usr/bin/python3 "$here/study.py" "$@"
-out="${1:-$here/../../build/experiments/sensitivity}"
-mkdir -p "$out"
-exec /usr/bin/python3 "$here/study.py" "$out"
+exec "$here/../lib/run_study.sh" sensitivity "$@"
