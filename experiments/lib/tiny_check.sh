@@ -49,6 +49,15 @@ cmp "$out/sweep-threads/study.csv" "$out/sweep-one/study.csv" ||
 [ -s "$out/sweep-threads/study-plots/sweep_pareto.png" ] || { echo "lib/sweep.sh: no plot" >&2; status=1; }
 refuses outside_set "--rows 999B" "--sizes 97" "--vpps 0"
 refuses sensitivity "--jobs gpt-175b" "--facts clock"
+# the estimated parameters' scans refuse a value outside their bounds and an unknown GPU
+for bad in "--gpu H100 --values 0.8" "--gpu B200"; do
+  # shellcheck disable=SC2086  # each case is several words on purpose
+  if "$py" "$here/validation/estimate.py" "$out/bad-estimate" $bad 2> "$out/bad.err" ||
+    ! grep -q "bounds\|invalid choice" "$out/bad.err"; then
+    echo "estimate.py: '$bad' gave no clear error: $(cat "$out/bad.err")" >&2; status=1
+  fi
+done
+[ ! -e "$out/bad-estimate" ] || { echo "estimate.py: a refused scan wrote its output" >&2; status=1; }
 # an OUTDIR that is a file: a clear error, the file untouched
 printf 'not a directory\n' > "$out/a-file"
 for study in outside_set sensitivity; do
