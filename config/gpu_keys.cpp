@@ -88,6 +88,15 @@ void kernel_keys(std::vector<GpuKey>& k) {
                   .says("FlashAttention-2 forward, achieved fraction of peak"));
   k.push_back(fraction(given<&G::kernels, &K::flash_bwd_efficiency>("flash_bwd_efficiency"))
                   .says("FlashAttention-2 backward, achieved fraction of peak"));
+  k.push_back(member<G, &G::kernels, &K::flash_keys_half>("flash_keys_half")
+                  .range_number(0, 1e9)
+                  .says("keys per query at which FlashAttention reaches half its long-sequence rate: the "
+                        "efficiencies above are quoted over 4,096 keys and scale by L/(L + this) for L keys "
+                        "(0 = the same rate at every length)"));
+  k.push_back(member<G, &G::kernels, &K::flash_unmasked_ratio>("flash_unmasked_ratio")
+                  .range_number(kAboveZero, 4)
+                  .says("FlashAttention's rate over blocks without a causal mask (a context-parallel ring "
+                        "step, a sliding window's band) / its causal rate over as many keys"));
   k.push_back(fraction(given<&G::kernels, &K::vector_flop_efficiency>("vector_flop_efficiency"))
                   .says("FLOP rate of memory-bound kernels as a fraction of peak (never the bound)"));
   k.push_back(fraction(given<&G::kernels, &K::hbm_efficiency>("hbm_efficiency"))

@@ -33,6 +33,8 @@ DeviceModelParams DeviceModelParams::from_gpu(const topology::GpuSpec& gpu) {
   p.sms = gpu.sms;
   p.flash_fwd_efficiency = k.flash_fwd_efficiency;
   p.flash_bwd_efficiency = k.flash_bwd_efficiency;
+  p.flash_keys_half = k.flash_keys_half;
+  p.flash_unmasked_ratio = k.flash_unmasked_ratio;
   p.vector_flop_efficiency = k.vector_flop_efficiency;
   p.hbm_efficiency = k.hbm_efficiency;
   p.kernel_launch_s = k.kernel_launch_s;
@@ -81,6 +83,17 @@ double DeviceModel::wave_efficiency(int64_t m, int64_t n) const {
       ((m + params_.gemm_tile_m - 1) / params_.gemm_tile_m) * ((n + params_.gemm_tile_n - 1) / params_.gemm_tile_n);
   const int64_t waves = (tiles + params_.sms - 1) / params_.sms;
   return static_cast<double>(tiles) / static_cast<double>(waves * params_.sms);
+}
+
+double DeviceModel::flash_efficiency(bool backward, int64_t keys, bool unmasked) const {
+  double e = backward ? params_.flash_bwd_efficiency : params_.flash_fwd_efficiency;
+  const double half = params_.flash_keys_half;
+  if (half > 0 && keys > 0) { // the catalogue's figure is the rate over 4,096 keys
+    constexpr double kQuotedKeys = 4096;
+    const double l = static_cast<double>(keys);
+    e *= (l / (l + half)) / (kQuotedKeys / (kQuotedKeys + half));
+  }
+  return unmasked ? e * params_.flash_unmasked_ratio : e;
 }
 
 double DeviceModel::gemm_efficiency(int64_t m, int64_t n, int64_t k, schedules::DType dtype) const {
@@ -137,18 +150,29 @@ double DeviceModel::model_seconds(const Op& op) const {
     return std::max(op.flops / (tensor_peak(op) * e), op.bytes / hbm) + launch;
   }
   case Kernel::FlashAttention2: {
-    const double e = op.labels.phase == Phase::Backward ? params_.flash_bwd_efficiency : params_.flash_fwd_efficiency;
     // A causal mask lets FlashAttention-2 skip the key blocks above the diagonal: about
     // half the FLOPs of dense attention (Dao 2023, §3.1.1; its causal benchmarks count
-    // FLOPs the same way). A sliding window (shape[3] > 0) is already s·w in the op.
+    // FLOPs the same way). An op with keys per query w = shape[3] > 0 (a sliding window,
+    // or a context-parallel ring step's unmasked block) executes s·min(w, s) scores.
     // The backward recomputes the scores: five matmuls to the forward's two, 2.5 × the
     // forward's FLOPs, which is how the FlashAttention-2 paper and its benchmark script
     // (benchmarks/benchmark_flash_attention.py, flops(): 2.5 × for "bwd") count the
     // rates the catalogue's backward efficiencies are quoted from; the op carries the
     // model FLOPs (2 × forward), so the kernel executes 1.25 × them.
-    const double recompute = op.labels.phase == Phase::Backward ? 1.25 : 1.0;
-    const double executed = (op.shape[3] > 0 ? op.flops : 0.5 * op.flops) * recompute;
-    return std::max(executed / (peak * e), op.bytes / hbm) + launch;
+    const bool backward = op.labels.phase == Phase::Backward;
+    const double recompute = backward ? 1.25 : 1.0;
+    const int64_t seq = op.shape[1];
+    const bool windowed = op.shape[3] > 0;
+    const int64_t keys = windowed ? std::min(op.shape[3], seq) : seq;
+    // a windowed op's FLOPs from its shape (the lowering's s·w for a window, half a block
+    // for a ring step); a shape with a zero dimension (a hand-written op): its own FLOPs
+    const bool shaped = op.shape[0] > 0 && seq > 0 && op.shape[2] > 0;
+    const double windowed_flops = shaped ? (backward ? 8.0 : 4.0) * static_cast<double>(op.shape[0]) *
+                                               static_cast<double>(seq) * static_cast<double>(keys) *
+                                               static_cast<double>(op.shape[2])
+                                         : op.flops;
+    const double executed = (windowed ? windowed_flops : 0.5 * op.flops) * recompute;
+    return std::max(executed / (peak * flash_efficiency(backward, keys, windowed)), op.bytes / hbm) + launch;
   }
   case Kernel::AttentionUnfused: {
     // shape = {batch·heads, seq, head_dim, window}: score GEMM seq × (window|seq) × head_dim,

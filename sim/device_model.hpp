@@ -13,9 +13,18 @@
 //              quantisation (NVIDIA "Matrix Multiplication Background" guide §3.2). A
 //              chunk of an overlapped GEMM (shape[3] = chunks > 1) counts the tiles of
 //              all chunks (m·chunks rows): the chunks run fused or on several streams.
-//   Attention  FlashAttention-2: F_causal / (peak · e_fa) + t_launch, F_causal = F / 2 (the
-//              causal mask skips the blocks above the diagonal), e_fa forward and backward
-//              from the catalogue (FlashAttention-2 benchmarks). Unfused: the two batched
+//   Attention  FlashAttention-2: F_exec / (peak · e_fa) + t_launch. A causal op (shape[3] =
+//              0) executes F_exec = F / 2 (the mask skips the blocks above the diagonal);
+//              an op with keys per query w = shape[3] > 0 (a sliding window, or a
+//              context-parallel ring step's unmasked block) executes 4·(b·heads)·s·min(w, s)·d
+//              (its shape: the window's s·w, half a block for a ring step). e_fa forward
+//              and backward from the catalogue (FlashAttention-2 benchmarks, quoted for a
+//              causal kernel over 4,096 keys) × L/(L + L½) ÷ 4,096/(4,096 + L½) with L the
+//              keys per query (s for a causal op, min(w, s) otherwise) and L½ =
+//              flash_keys_half (0: no length dependence), × flash_unmasked_ratio for a
+//              windowed op (a ring step's block has no mask; a band's tiles are unmasked
+//              but for its two edges).
+//              Unfused: the two batched
 //              GEMMs at e_gemm(seq, seq|window, head_dim) plus the s×s (or s×w) score
 //              traffic in B through HBM, and a chain of kernels (3 forward, 5 backward).
 //              A sliding window's cost s·w is in the op's F and B (lowering), and its
@@ -64,6 +73,8 @@ struct DeviceModelParams {
   int64_t sms = 0;                   // streaming multiprocessors (0: no wave quantisation)
   double flash_fwd_efficiency = 0;   // FlashAttention-2 forward
   double flash_bwd_efficiency = 0;   // backward
+  double flash_keys_half = 0;        // keys per query that halve the rate (0: no length dependence)
+  double flash_unmasked_ratio = 1;   // a block with no causal mask / a causal one, same keys
   double vector_flop_efficiency = 0; // FLOPs of memory-bound kernels (never the bound)
   double hbm_efficiency = 0;         // achieved fraction of HBM bandwidth (streaming)
   double kernel_launch_s = 0;        // per kernel launch
@@ -107,6 +118,10 @@ public:
   double gemm_efficiency(int64_t m, int64_t n, int64_t k, schedules::DType dtype = schedules::DType::BF16) const;
   /// Fraction of the SMs' wave slots a GEMM's output tiles fill (1 = whole waves).
   double wave_efficiency(int64_t m, int64_t n) const;
+  /// FlashAttention's achieved fraction of peak over `keys` keys per query (the
+  /// catalogue's figure is quoted over 4,096: flash_keys_half scales it), × the
+  /// unmasked ratio for a block without a causal mask.
+  double flash_efficiency(bool backward, int64_t keys, bool unmasked) const;
   /// Kernels launched by a compute op of this kernel kind and phase.
   static int kernel_launches(schedules::Kernel kernel, schedules::Phase phase);
 

@@ -20,6 +20,8 @@ struct KernelFigures {
   int64_t gemm_tile_n = 0;
   double flash_fwd_efficiency = 0;   // FlashAttention-2 forward, fraction of peak
   double flash_bwd_efficiency = 0;   // FlashAttention-2 backward
+  double flash_keys_half = 0;        // keys per query that halve FlashAttention's rate (0: none)
+  double flash_unmasked_ratio = 1;   // rate of a block with no causal mask / a causal one
   double vector_flop_efficiency = 0; // FLOP rate of memory-bound kernels / peak
   double hbm_efficiency = 0;         // achieved / nominal HBM bandwidth
   double kernel_launch_s = 0;        // per kernel

@@ -17,7 +17,12 @@
 // owner, which the input-gradient GEMM waits for.
 //
 // FLOPs: the model-FLOPs convention of attention_core (every key counted): the rank's
-// s/cp queries against all s keys, split evenly over the cp steps.
+// s/cp queries against all s keys, split evenly over the cp steps. What a step executes:
+// at k = 0 the rank's two chunks against themselves under the causal mask (shape[3] = 0:
+// half the block); at k ≥ 1 a block with no mask and as many scores, either both query
+// chunks against the first of the two key chunks it received or the second query chunk
+// against both (TE's load balancing), written as the rank's s/cp queries each attending to
+// s/(2·cp) keys (shape[3] = that: half the block; sim/device_model.hpp).
 #include <algorithm>
 
 #include "schedules/detail/layer_ops.hpp"
@@ -53,6 +58,9 @@ LayerEmitter::CpStep LayerEmitter::cp_step(bool forward) const {
              static_cast<double>(d_.s) * static_cast<double>(head_dim);
   st.bytes = (forward ? 4 : 8) * qkvo + (flash_ ? 0.0 : (forward ? 6.5 : 9.5) * scores);
   st.shape = {d_.b * heads_local, d_.s, head_dim, 0};
+  // (unfused attention computes every score of the block whatever the mask: one shape)
+  st.unmasked =
+      flash_ ? std::array<int64_t, 4>{d_.b * heads_local, d_.s, head_dim, std::max<int64_t>(1, d_.s / 2)} : st.shape;
   st.kernel = flash_ ? Kernel::FlashAttention2 : Kernel::AttentionUnfused;
   return st;
 }
@@ -68,7 +76,8 @@ void LayerEmitter::cp_attention_forward() {
       b_.p2p(OpKind::Send, cp_next_, "attn.cp.send.kv", kv, {held}, GroupKind::Cp);
       incoming = b_.p2p(OpKind::Recv, cp_prev_, "attn.cp.recv.kv", kv, {held}, GroupKind::Cp);
     }
-    b_.compute(OpKind::Attention, st.kernel, "attn.core.cp", st.flops, st.bytes, st.shape, {held});
+    b_.compute(OpKind::Attention, st.kernel, "attn.core.cp", st.flops, st.bytes, k == 0 ? st.shape : st.unmasked,
+               {held});
     held = incoming;
   }
   // merge the cp partial outputs by their log-sum-exp: read each (and its LSE), write O
@@ -89,8 +98,8 @@ void LayerEmitter::cp_attention_backward() {
       b_.p2p(OpKind::Send, cp_next_, "attn.cp.send.kv", kv, {held}, GroupKind::Cp);
       incoming = b_.p2p(OpKind::Recv, cp_prev_, "attn.cp.recv.kv", kv, {held}, GroupKind::Cp);
     }
-    const uint32_t step =
-        b_.compute(OpKind::Attention, st.kernel, "attn.core.cp.bwd", st.flops, st.bytes, st.shape, {held, partial});
+    const uint32_t step = b_.compute(OpKind::Attention, st.kernel, "attn.core.cp.bwd", st.flops, st.bytes,
+                                     k == 0 ? st.shape : st.unmasked, {held, partial});
     b_.p2p(OpKind::Send, cp_next_, "attn.cp.send.dkv", kv, {step}, GroupKind::Cp);
     partial = b_.p2p(OpKind::Recv, cp_prev_, "attn.cp.recv.dkv", kv, {step}, GroupKind::Cp);
     held = incoming;

@@ -111,7 +111,8 @@ private:
   double cp_kv_bytes() const; // the K and V of this rank's tokens (one ring message)
   struct CpStep {             // one ring step's attention op (context_parallel.cpp)
     double flops = 0, bytes = 0;
-    std::array<int64_t, 4> shape{};
+    std::array<int64_t, 4> shape{};    // step 0: causal over the rank's own chunks
+    std::array<int64_t, 4> unmasked{}; // steps ≥ 1: half a block, no mask (keys per query in [3])
     Kernel kernel{};
   };
   CpStep cp_step(bool forward) const;

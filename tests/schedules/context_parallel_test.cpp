@@ -79,6 +79,17 @@ TEST_CASE("tiny-cp: ring attention lowers, validates and keeps the model FLOPs",
       }
     for (const Op& op : s.programs[p].ops)
       if (s.names[op.name] == "dp.grad.rs") CHECK(op.group == GroupKind::Dp); // over dp·cp
+    // what each ring step executes: step 0 causal over the rank's own chunks (no window),
+    // step 1 an unmasked block of as many scores: every local query against half the
+    // local keys (shape[3] = s/(2·cp) of the 128 local tokens); model FLOPs alike
+    std::vector<const Op*> forward_steps;
+    for (const Op& op : s.programs[p].ops)
+      if (s.names[op.name] == "attn.core.cp") forward_steps.push_back(&op); // the first layer's ring first
+    REQUIRE(forward_steps.size() >= 2);
+    CHECK(forward_steps[0]->shape[3] == 0);
+    CHECK(forward_steps[1]->shape[1] == 128);
+    CHECK(forward_steps[1]->shape[3] == 64);
+    CHECK(forward_steps[1]->flops == forward_steps[0]->flops);
   }
   // the same job without cp on as many ranks (dp 2, each rank holds whole sequences):
   // same model FLOPs, the same attention work per rank, but half of it per micro-batch

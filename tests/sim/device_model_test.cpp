@@ -90,6 +90,46 @@ TEST_CASE("device model: FlashAttention-2's backward executes 2.5 × the forward
         Approx(0.5 * fwd.flops / (a100().peak_flops * p.sustained_clock_ratio * p.flash_fwd_efficiency)));
 }
 
+TEST_CASE("device model: FlashAttention's rate by keys per query and mask, anchored at the quoted 4,096",
+          "[sim][device]") {
+  const topology::GpuSpec& h100 = *config::hardware_catalogue().gpu("H100-SXM");
+  auto p = DeviceModelParams::from_gpu(h100);
+  p.kernel_launch_s = 0;
+  const DeviceModel d(h100, p);
+  const double peak = h100.peak_flops * p.sustained_clock_ratio;
+  auto attention = [](int64_t seq, int64_t window) {
+    schedules::Op op;
+    op.kind = schedules::OpKind::Attention;
+    op.kernel = schedules::Kernel::FlashAttention2;
+    op.flops = 4.0 * 32 * static_cast<double>(seq) * static_cast<double>(seq) * 128; // model FLOPs: every key
+    op.bytes = 1;
+    op.shape = {32, seq, 128, window};
+    op.labels.phase = schedules::Phase::Forward;
+    return op;
+  };
+  // causal over 4,096 keys: the catalogue's figure as quoted (FA3 paper Figure 5: 319 TFLOP/s)
+  const auto at4k = attention(4096, 0);
+  CHECK(d.seconds(at4k) == Approx(0.5 * at4k.flops / (peak * p.flash_fwd_efficiency)));
+  CHECK(d.flash_efficiency(false, 4096, false) == Approx(p.flash_fwd_efficiency));
+  // the curve L/(L + 408) through the same paper's causal rates: 195 vs 191 at 512, 334 vs
+  // 333 at 8k, 342 vs 335 at 16k (TFLOP/s at the chart's clock, fraction × 989.4)
+  CHECK(d.flash_efficiency(false, 512, false) * 989.4 == Approx(191).epsilon(0.03));
+  CHECK(d.flash_efficiency(false, 8192, false) * 989.4 == Approx(333).epsilon(0.01));
+  CHECK(d.flash_efficiency(false, 16384, false) * 989.4 == Approx(335).epsilon(0.03));
+  // the rate grows with the keys, in both passes
+  CHECK(d.flash_efficiency(true, 2048, false) < d.flash_efficiency(true, 4096, false));
+  CHECK(d.flash_efficiency(true, 16384, false) > d.flash_efficiency(true, 4096, false));
+  // an unmasked block (a ring step's, shape[3] = keys per query) executes its own s·w scores
+  // at the unmasked rate: half of a 4,096 block, w = 2,048
+  const auto ring_step = attention(4096, 2048);
+  CHECK(d.seconds(ring_step) == Approx(0.5 * ring_step.flops / (peak * d.flash_efficiency(false, 2048, false) * 1.10)));
+  CHECK(d.flash_efficiency(false, 8192, true) * 989.4 == Approx(370).epsilon(0.02)); // unmasked 8k: 370
+  // a GPU without the figures (A100): one rate at every length and mask, as before
+  const DeviceModel a(a100(), DeviceModelParams::from_gpu(a100()));
+  CHECK(a.flash_efficiency(false, 512, false) == a100().kernels.flash_fwd_efficiency);
+  CHECK(a.flash_efficiency(true, 65536, true) == a100().kernels.flash_bwd_efficiency);
+}
+
 TEST_CASE("device model: the tensor clock is the one sustained at the power limit", "[sim][device]") {
   // Both are estimated parameters of the validation set (docs/fidelity.md), inside their
   // bounds. H100's: the span of its sources (0.85–0.95), from section F; H200 states the same.
