@@ -3,6 +3,8 @@
 // Usage: bench_fabric [GPUS]   (default 12288; the preset is megascale-ampere)
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "bench/measure.hpp"
@@ -14,8 +16,10 @@
 
 using namespace twinscale;
 
-int main(int argc, char** argv) {
+namespace {
+int run(int argc, char** argv) {
   const int64_t gpus = argc > 1 ? std::atoll(argv[1]) : 12288;
+  if (gpus <= 0) throw std::invalid_argument(std::string("GPUS '") + argv[1] + "': a positive count");
   topology::ClusterSpec spec = config::load_cluster("megascale-ampere");
   spec.gpus = gpus;
 
@@ -64,4 +68,10 @@ int main(int argc, char** argv) {
   bench::report("peak_rss", bench::peak_rss_mib(), "MiB");
   std::fprintf(stderr, "checksum %llu\n", static_cast<unsigned long long>(checksum));
   return 0;
+}
+} // namespace
+
+int main(int argc, char** argv) {
+  return twinscale::bench::guarded_main(argc, argv, "[GPUS]   (default 12288; the cluster is megascale-ampere)",
+                                        [&] { return run(argc, argv); });
 }

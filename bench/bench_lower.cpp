@@ -4,6 +4,7 @@
 // Usage: bench_lower [preset] [gpus] [global_batch]
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
 
 #include "bench/measure.hpp"
@@ -11,11 +12,13 @@
 #include "schedules/schedule.hpp"
 #include "schedules/validate.hpp"
 
-int main(int argc, char** argv) {
+namespace {
+int run(int argc, char** argv) {
   using namespace twinscale;
   const std::string preset = argc > 1 ? argv[1] : "gpt-175b-megascale";
   const int64_t gpus = argc > 2 ? std::atoll(argv[2]) : 12288;
   const int64_t batch = argc > 3 ? std::atoll(argv[3]) : 6144;
+  if (gpus <= 0 || batch <= 0) throw std::invalid_argument("GPUS and GLOBAL_BATCH: positive counts");
   auto job = config::load_job_preset(preset);
   config::apply_overrides(job, gpus, batch);
 
@@ -52,4 +55,11 @@ int main(int argc, char** argv) {
   bench::report("validate_per_rank.peak_rss", bench::peak_rss_mib(), "MiB");
   bench::report("validate_per_rank.violations", static_cast<double>(per_rank_violations.size()), "");
   return violations.empty() && per_rank_violations.empty() ? 0 : 1;
+}
+} // namespace
+
+int main(int argc, char** argv) {
+  return twinscale::bench::guarded_main(argc, argv,
+                                        "[PRESET] [GPUS] [GLOBAL_BATCH]   (default gpt-175b-megascale 12288 6144)",
+                                        [&] { return run(argc, argv); });
 }

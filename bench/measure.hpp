@@ -3,6 +3,8 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <exception>
 #include <sys/resource.h>
 
 namespace twinscale::bench {
@@ -25,6 +27,23 @@ private:
 /// One result line: "bench <name>: <value> <unit>" (grep-able, stable format).
 inline void report(const char* name, double value, const char* unit) {
   std::printf("bench %-40s %14.4f %s\n", name, value, unit);
+}
+
+/// Runs a benchmark's body: -h/--help prints `usage` and exits 0; an exception (a bad
+/// preset, size or file) is one "NAME: error: …" line and exit status 2, never an abort.
+template <class Body>
+int guarded_main(int argc, char** argv, const char* usage, Body body) {
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "-h") == 0 || std::strcmp(argv[i], "--help") == 0) {
+      std::printf("usage: %s %s\n", argv[0], usage);
+      return 0;
+    }
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: error: %s\n", argv[0], e.what());
+    return 2;
+  }
 }
 
 } // namespace twinscale::bench
