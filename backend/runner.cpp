@@ -87,10 +87,18 @@ void restore_checkpoint(const CheckpointOptions& ck, const schedules::Schedule& 
   MPI_Request req;
   MPI_Ibcast(&step, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD, &req);
   if (!wait_with_timeout(req, timeout_s)) throw BackendError("--restore: no step from rank 0 within the timeout");
-  if (!refused.empty()) throw BackendError(refused);
-  if (step < 0)
-    throw BackendError("--restore: rank 0 found no checkpoint in " + ck.dir +
-                       " this run can restore (its message says why)");
+  if (step < 0) {
+    // every rank reports rank 0's reason: the first rank to exit makes mpirun stop the
+    // others, so a message only rank 0 printed could be lost in the race
+    int length = static_cast<int>(refused.size());
+    MPI_Ibcast(&length, 1, MPI_INT, 0, MPI_COMM_WORLD, &req);
+    if (wait_with_timeout(req, timeout_s) && length > 0) {
+      refused.resize(static_cast<size_t>(length));
+      MPI_Ibcast(refused.data(), length, MPI_CHAR, 0, MPI_COMM_WORLD, &req);
+      if (wait_with_timeout(req, timeout_s)) throw BackendError(refused);
+    }
+    throw BackendError("--restore: rank 0 found no checkpoint in " + ck.dir + " this run can restore");
+  }
   const schedules::Layout& layout = schedule.layout;
   const schedules::RankCoord c = layout.coord(rank);
   const Manifest m = read_manifest(ck.dir, step); // rank 0 checked it is this job's
