@@ -10,10 +10,11 @@
 // with step k's computation. A final pass merges the cp partial outputs with their
 // log-sum-exp (TE's out correction).
 //
-// Backward: the K/V blocks circulate again, and so does each block's K/V gradient: step k
-// computes dQ and this rank's contribution to the held block's dK/dV, adds it to the
-// partial gradient received from the previous rank (k ≥ 1) and sends the sum on. After
-// the last step each block's gradient has visited every rank and arrives back at its
+// Backward: the K/V blocks circulate again, and so does each block's K/V gradient, one
+// step behind its block (cp_attention_backward): step k computes dQ and this rank's
+// contribution to the held block's dK/dV, adds it to the partial gradient that arrived
+// from the previous rank during the step (k ≥ 1) and sends the sum on at step k + 1.
+// After the last step each block's gradient has visited every rank and arrives back at its
 // owner, which the input-gradient GEMM waits for.
 //
 // FLOPs: the model-FLOPs convention of attention_core (every key counted): the rank's
@@ -87,24 +88,39 @@ void LayerEmitter::cp_attention_forward() {
 }
 
 void LayerEmitter::cp_attention_backward() {
+  // Transformer Engine's backward (AttnFuncWithCPAndKVP2P.backward): at step k the rank
+  // sends on the K/V block it holds (k < cp − 1) together with the K/V gradient it finished
+  // at step k − 1 (k ≥ 1) and receives the next block with that block's partial gradient;
+  // the step's attention backward needs only the held block, and the "dkv correction"
+  // after it adds this rank's contribution to the partial received during the step. The
+  // gradient thus travels one step behind its block, overlapped with the next step.
   const int64_t n = d_.cp;
   const CpStep st = cp_step(false);
   const double kv = cp_kv_bytes();
+  const double kv_elements = kv / kBf16;
   uint32_t held = b_.last_compute(); // the output gradient is ready; own K/V kept from forward
-  uint32_t partial = kNoOp;          // the held block's dK/dV summed over the previous ranks
+  uint32_t finished = kNoOp;         // the gradient this rank completed at the previous step
   for (int64_t k = 0; k < n; ++k) {
-    uint32_t incoming = kNoOp;
+    uint32_t incoming = kNoOp, partial = kNoOp;
     if (k + 1 < n) {
       b_.p2p(OpKind::Send, cp_next_, "attn.cp.send.kv", kv, {held}, GroupKind::Cp);
       incoming = b_.p2p(OpKind::Recv, cp_prev_, "attn.cp.recv.kv", kv, {held}, GroupKind::Cp);
     }
-    const uint32_t step = b_.compute(OpKind::Attention, st.kernel, "attn.core.cp.bwd", st.flops, st.bytes,
-                                     k == 0 ? st.shape : st.unmasked, {held, partial});
-    b_.p2p(OpKind::Send, cp_next_, "attn.cp.send.dkv", kv, {step}, GroupKind::Cp);
-    partial = b_.p2p(OpKind::Recv, cp_prev_, "attn.cp.recv.dkv", kv, {step}, GroupKind::Cp);
+    if (k >= 1) {
+      b_.p2p(OpKind::Send, cp_next_, "attn.cp.send.dkv", kv, {finished}, GroupKind::Cp);
+      partial = b_.p2p(OpKind::Recv, cp_prev_, "attn.cp.recv.dkv", kv, {held}, GroupKind::Cp);
+    }
+    finished = b_.compute(OpKind::Attention, st.kernel, "attn.core.cp.bwd", st.flops, st.bytes,
+                          k == 0 ? st.shape : st.unmasked, {held});
+    if (partial != kNoOp) // read the partial and this step's dK/dV, write the sum
+      finished = b_.compute(OpKind::Elementwise, Kernel::ResidualAdd, "attn.cp.dkv.correction", kv_elements, 3 * kv,
+                            {static_cast<int64_t>(kv_elements), 0, 0, 0}, {finished, partial});
     held = incoming;
   }
-  b_.wait_before_next_compute(partial); // this rank's own dK/dV, back from its last holder
+  // the last gradient finished goes one hop on, to the owner of its block; this rank's
+  // own dK/dV arrives the same way, and the input-gradient GEMM waits for it
+  b_.p2p(OpKind::Send, cp_next_, "attn.cp.send.dkv", kv, {finished}, GroupKind::Cp);
+  b_.wait_before_next_compute(b_.p2p(OpKind::Recv, cp_prev_, "attn.cp.recv.dkv", kv, {finished}, GroupKind::Cp));
 }
 
 } // namespace twinscale::schedules::detail

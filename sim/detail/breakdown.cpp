@@ -54,6 +54,8 @@ Breakdown rank_breakdown(const schedules::Program& program, const std::vector<Op
       cat = kTp;
     add(xfer, t.end_s, cat);
     if (op.kind == OpKind::Recv && op.group == GroupKind::Pp) add(t.start_s, xfer, kRecvWait);
+    // a context-parallel ring receive waiting for the ring: the ring's cost, not a bubble
+    if (op.kind == OpKind::Recv && op.group == GroupKind::Cp) add(t.start_s, xfer, kTp);
   }
   std::sort(edges.begin(), edges.end());
   Breakdown b;

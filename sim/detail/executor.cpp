@@ -27,6 +27,11 @@ Activity activity_of(const HotOp& h) {
   return h.group == GroupKind::Tp ? Activity::Tp : Activity::Dp;
 }
 
+/// What a posted receive is while its data has not started to move: a pipeline receive
+/// waits for its stage's peer (bubble); a context-parallel ring receive waits for the
+/// ring (the ring's own cost, exposed TP+CP communication, as its transfer is).
+Activity wait_activity(const HotOp& h) { return h.group == GroupKind::Cp ? Activity::Tp : Activity::RecvWait; }
+
 } // namespace
 
 int32_t SimExecutor::representative_slot(int64_t rank) const {
@@ -105,7 +110,7 @@ void SimExecutor::issue(int32_t slot, uint32_t op_index) {
   switch (h.cls) {
   case HotOp::Send:
   case HotOp::Recv:
-    if (h.cls == HotOp::Recv) sl.account.change(now, Activity::RecvWait, +1);
+    if (h.cls == HotOp::Recv) sl.account.change(now, wait_activity(h), +1);
     issue_p2p(slot, op_index);
     return;
   case HotOp::Collective: issue_collective(slot, op_index); return;
@@ -372,7 +377,7 @@ void SimExecutor::start_comm(std::span<const Participant> participants, CommTask
     Slot& sl = slots_[static_cast<size_t>(p.slot)];
     const HotOp& h = sl.hot[p.op];
     if (!sl.timing.empty()) sl.timing[p.op].transfer_s = now;
-    if (h.cls == HotOp::Recv) sl.account.change(now, Activity::RecvWait, -1);
+    if (h.cls == HotOp::Recv) sl.account.change(now, wait_activity(h), -1);
     sl.account.change(now, activity_of(h), +1);
     sl.comm_ctas += ctas;
     backend_->set_comm_ctas(p.slot, sl.comm_ctas);

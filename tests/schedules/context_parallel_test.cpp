@@ -68,7 +68,8 @@ TEST_CASE("tiny-cp: ring attention lowers, validates and keeps the model FLOPs",
     CHECK(n["attn.core.cp.bwd"] == 2 * passes); // and per backward
     CHECK(n["attn.cp.send.kv"] == 2 * passes);  // cp − 1 in forward, cp − 1 in backward
     CHECK(n["attn.cp.recv.kv"] == 2 * passes);
-    CHECK(n["attn.cp.send.dkv"] == 2 * passes); // cp per backward: back to the owner
+    CHECK(n["attn.cp.send.dkv"] == 2 * passes);   // cp per backward: back to the owner
+    CHECK(n["attn.cp.dkv.correction"] == passes); // cp − 1 per backward: a partial received
     for (const Op& op : s.programs[p].ops)
       if (op.group == GroupKind::Cp) {
         CHECK((op.kind == OpKind::Send || op.kind == OpKind::Recv));
@@ -90,6 +91,15 @@ TEST_CASE("tiny-cp: ring attention lowers, validates and keeps the model FLOPs",
     CHECK(forward_steps[1]->shape[1] == 128);
     CHECK(forward_steps[1]->shape[3] == 64);
     CHECK(forward_steps[1]->flops == forward_steps[0]->flops);
+    // backward: a step's attention needs only the K/V block it holds; the gradient received
+    // from the ring is waited for by the correction after it (Transformer Engine's order)
+    const Program& prog = s.programs[p];
+    for (uint32_t i = 0; i < prog.ops.size(); ++i) {
+      const Op& op = prog.ops[i];
+      if (s.names[op.name] != "attn.core.cp.bwd") continue;
+      for (uint32_t k = 0; k < op.dep_count; ++k)
+        CHECK(s.names[prog.ops[prog.deps[op.dep_begin + k]].name] != "attn.cp.recv.dkv");
+    }
   }
   // the same job without cp on as many ranks (dp 2, each rank holds whole sequences):
   // same model FLOPs, the same attention work per rank, but half of it per micro-batch
