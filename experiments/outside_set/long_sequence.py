@@ -25,7 +25,6 @@ attention figures are assumed as H100's: no Blackwell attention measurement is i
 Rows on fewer GPUs than a server (H100 4K: 4 GPUs; B200 8K and 16K: 2 and 4) run on one
 server of that many GPUs of the same kind (NVSwitch, one NIC per GPU).
 """
-import math
 import os
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -79,15 +78,8 @@ def runs(series_wanted=None):
                    pp, dp, cp, k * 1024, pub, container)
 
 
-def job_parallel(gpus, batch, tp, pp, dp, cp):
+def job_parallel(batch, tp, pp, dp, cp):
+    """[parallel] of a long-sequence row: micro-batch 1, sequence parallelism with TP, ZeRO-1."""
     return dict(tp=tp, pp=pp, cp=cp, dp=dp, sequence_parallel=tp > 1, zero_stage=1, micro_batch=1,
                 global_batch=batch)
 
-
-def trend(points):
-    """Least-squares slope of signed error (%) against log2(sequence length)."""
-    xs = [math.log2(s) for s, _ in points]
-    ys = [e for _, e in points]
-    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-    den = sum((x - mx) ** 2 for x in xs)
-    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / den if den else 0.0
