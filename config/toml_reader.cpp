@@ -85,7 +85,11 @@ double TableReader::get_double(std::string_view key, std::optional<double> fallb
   if (!v) fail(key, std::string("must be a number, got ") + type_name(*n));
   if (!(*v >= min && *v <= max)) {
     std::ostringstream os;
-    os << "is " << *v << "; must be in [" << min << ", " << max << "]";
+    // the smallest positive bound the key tables use (kAboveZero) reads as "(0, max]"
+    if (min > 0 && min <= 1e-300)
+      os << "is " << *v << "; must be in (0, " << max << "]";
+    else
+      os << "is " << *v << "; must be in [" << min << ", " << max << "]";
     fail(key, os.str());
   }
   return *v;

@@ -27,6 +27,11 @@ TEST_CASE("range and type errors name the key and the valid range", "[config][ba
   config::TableReader r(t, "b.toml");
   CHECK_THROWS_WITH(r.get_int("tp", std::nullopt, 1), Catch::Contains("key 'tp' is 0; must be in [1, "));
   CHECK_THROWS_WITH(r.get_string("name"), Catch::Contains("key 'name' must be a string, got an integer"));
+  // a key that must be above zero says so, not "[1e-300, …]" (the tables' smallest bound)
+  const toml::table u = config::parse_toml("ratio = 0\n", "c.toml");
+  config::TableReader q(u, "c.toml");
+  CHECK_THROWS_WITH(q.get_double("ratio", std::nullopt, 1e-300, 4),
+                    Catch::Equals("c.toml: key 'ratio' is 0; must be in (0, 4]"));
 }
 
 TEST_CASE("a 50,000-segment dotted table header or key is refused before parsing, naming the limit",
