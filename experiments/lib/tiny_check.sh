@@ -20,7 +20,7 @@ for pass in 1 2; do
     --cases tiny-megascale:megascale,tiny-megascale:megatron-baseline
   "$py" "$here/validation/study.py" "$d/validation" --sections A --rows 1.7B,3.6B --flow-max-gpus 0
   "$py" "$here/outside_set/study.py" "$d/outside_set" --rows 1.7B --sizes 96,2304 --vpps 16 --flow-max-gpus 64 \
-    --long-max-gpus 8
+    --long-max-gpus 8 --mbs 1,2
   "$py" "$here/sensitivity/study.py" "$d/sensitivity" --jobs gpt175b-megascale --facts sustained_clock_ratio
   "$py" "$here/diagnosis/study.py" "$d/diagnosis" --preset tiny-1f1b --cluster tiny-2tier --gpus 64 \
     --global-batch 64 --kinds gpu,host --severities 0.05 --counts 1 --seeds 2 --steps 2
@@ -48,7 +48,7 @@ TWINSCALE_SWEEP_THREADS=1 "$here/lib/sweep.sh" "$here/../examples/study.toml" "$
 cmp "$out/sweep-threads/study.csv" "$out/sweep-one/study.csv" ||
   { echo "lib/sweep.sh: the threaded study's CSV differs from one thread's" >&2; status=1; }
 [ -s "$out/sweep-threads/study-plots/sweep_pareto.png" ] || { echo "lib/sweep.sh: no plot" >&2; status=1; }
-refuses outside_set "--rows 999B" "--sizes 97" "--vpps 0" "--long-max-gpus -1"
+refuses outside_set "--rows 999B" "--sizes 97" "--vpps 0" "--long-max-gpus -1" "--mbs 0"
 refuses sensitivity "--jobs gpt-175b" "--facts clock"
 # the estimated parameters' scans refuse a value outside their bounds and an unknown GPU
 for bad in "--gpu H100 --values 0.8" "--gpu B200"; do

@@ -13,7 +13,8 @@ GPT models on H100 (BF16, vocabulary 131,072, sequence 4,096, `--overlap-grad-re
 Neither states the micro-batch (1 assumed) nor the interleaving of the PP > 1 runs
 (`--num-layers-per-virtual-pipeline-stage`): every PP > 1 run is predicted at each model-
 chunk count v of --vpps that divides its stage evenly (Megatron-Core 0.8 has no uneven
-stages) and at one layer per chunk, so
+stages) and at one layer per chunk, every PP = 1 run also at each micro-batch of --mbs
+that divides its DP rank's sequences, so
 the reader sees how much the unknown moves the figure. The strong-scaling series at a
 fixed batch is the check of "error that does not grow with scale" on H100: its signed
 error per doubling of GPUs is printed for every v.
@@ -29,7 +30,7 @@ the validation rows run).
 Also NeMo's long-sequence rows with context parallelism (Llama 2 7B on H100, Llama 3 8B on
 B200, 4K … 1M tokens; long_sequence.py has the source and what is assumed).
 
-Usage: study.py OUTDIR [--rows 1.7B,177B] [--sizes 96,2304] [--vpps 2,4] [--no-table]
+Usage: study.py OUTDIR [--rows 1.7B,177B] [--sizes 96,2304] [--vpps 2,4] [--mbs 1,2] [--no-table]
        [--no-strong] [--no-one-layer-chunks] [--no-nemo] [--no-long] [--long-max-gpus N]
 Writes OUTDIR/outside_set.csv, OUTDIR/outside_set.png, OUTDIR/jobs/*.toml, OUTDIR/raw/*.
 """
@@ -113,7 +114,8 @@ NEMOTRON4_PRETRAINING = ("nemotron-340b@6144",
                          2304, 1, 8, 12, 8, dict(grad_reduce_dtype="bf16", recompute="selective"), 8.0)
 VPPS = [1, 2, 4, 8, 16]
 # published / predicted: TFLOP/s per GPU (series table, strong), tokens/s per GPU (nemo-fp8)
-FIELDS = ["series", "row", "mode", "gpus", "tp", "pp", "vpp", "dp", "micro_batches", "unit", "published", "predicted",
+FIELDS = ["series", "row", "mode", "gpus", "tp", "pp", "vpp", "dp", "micro_batch", "micro_batches", "unit", "published",
+          "predicted",
           "error_pct", "iteration_time_s"] + ts.BREAKDOWN
 
 
@@ -123,9 +125,9 @@ def model_flops(batch, layers, hidden):
     return 72 * batch * SEQ * layers * hidden**2 * (1 + SEQ / (6 * hidden) + VOCAB / (12 * layers * hidden))
 
 
-def job(name, gpus, layers, hidden, heads, tp, pp, vpp, batch):
+def job(name, gpus, layers, hidden, heads, tp, pp, vpp, batch, mb=1):
     par = dict(tp=tp, pp=pp, vpp=vpp, cp=1, dp=gpus // (tp * pp), sequence_parallel=tp > 1, zero_stage=1,
-               micro_batch=1, global_batch=batch)
+               micro_batch=mb, global_batch=batch)
     # --tp-comm-overlap with TE 1.8's defaults (4 splits of the pipeline roles)
     overlap = ub_overlap(4, TE_DEFAULT_UB_SMS) if tp > 1 else None
     # Megatron-LM's own distributed optimizer keeps fp32 master weights (the stack's NeMo
@@ -149,9 +151,9 @@ def simulate(outdir, name, text, mode):
     return ts.run_json(outdir, f"{name}-{mode}", ["simulate", path, "--mode", mode, "--speed-variation"])
 
 
-def result_row(r, series, row, mode, gpus, tp, pp, vpp, micro_batches, unit, published, predicted, error):
+def result_row(r, series, row, mode, gpus, tp, pp, vpp, micro_batches, unit, published, predicted, error, mb=1):
     out = dict(series=series, row=row, mode=mode, gpus=gpus, tp=tp, pp=pp, vpp=vpp, dp=gpus // (tp * pp),
-               micro_batches=micro_batches, unit=unit, published=published, predicted=predicted,
+               micro_batch=mb, micro_batches=micro_batches, unit=unit, published=published, predicted=predicted,
                iteration_time_s=r["iteration_time_s"], error_pct=None if error is None else round(error, 2))
     out.update({k: r["breakdown"][k] for k in ts.BREAKDOWN})
     return out
@@ -177,18 +179,18 @@ def run_nemo(outdir, name, model, gpus, batch, mb, tp, pp, vp, schedule, publish
     if fp8:
         predicted = batch * model["seq_len"] / t / gpus
         return result_row(r, "nemo-fp8", name, mode, gpus, tp, pp, vp, batch // dp // mb, "tokens/s/GPU", published,
-                          predicted, 100 * (predicted / published - 1))
+                          predicted, 100 * (predicted / published - 1), mb)
     # seconds per iteration: a faster prediction is a positive error, as for throughput
     return result_row(r, "nemotron4-bf16", name, mode, gpus, tp, pp, vp, batch // dp // mb, "s/iteration", published,
-                      t, 100 * (published / t - 1))
+                      t, 100 * (published / t - 1), mb)
 
 
-def run(outdir, series, row, gpus, layers, hidden, heads, tp, pp, vpp, batch, published, mode="analytic"):
-    name = f"{series}-{row}@{gpus}-v{vpp}"
-    r = simulate(outdir, name, job(name, gpus, layers, hidden, heads, tp, pp, vpp, batch), mode)
+def run(outdir, series, row, gpus, layers, hidden, heads, tp, pp, vpp, batch, published, mode="analytic", mb=1):
+    name = f"{series}-{row}@{gpus}-v{vpp}" + (f"-mb{mb}" if mb != 1 else "")
+    r = simulate(outdir, name, job(name, gpus, layers, hidden, heads, tp, pp, vpp, batch, mb), mode)
     predicted = model_flops(batch, layers, hidden) / r["iteration_time_s"] / gpus / 1e12
-    return result_row(r, series, row, mode, gpus, tp, pp, vpp, batch // (gpus // (tp * pp)), "TFLOP/s/GPU",
-                      published, predicted, None if published is None else 100 * (predicted / published - 1))
+    return result_row(r, series, row, mode, gpus, tp, pp, vpp, batch // (gpus // (tp * pp)) // mb, "TFLOP/s/GPU",
+                      published, predicted, None if published is None else 100 * (predicted / published - 1), mb)
 
 
 def run_long(outdir, spec, mode="analytic"):
@@ -239,8 +241,13 @@ def plot(rows, path):
     table = [r for r in rows if r["series"] in ("table", "nemo-fp8", "nemotron4-bf16")]
     names = list(dict.fromkeys(r["row"] for r in table))
     for v in sorted({r["vpp"] for r in table if r["series"] == "table"}):
-        pts = [(names.index(r["row"]), r["error_pct"]) for r in table if r["series"] == "table" and r["vpp"] == v]
+        pts = [(names.index(r["row"]), r["error_pct"]) for r in table
+               if r["series"] == "table" and r["vpp"] == v and r["micro_batch"] == 1]
         a.plot([p[0] for p in pts], [p[1] for p in pts], "o", label=f"Megatron-Core BF16, v = {v}")
+    for mb in sorted({r["micro_batch"] for r in table if r["series"] == "table" and r["micro_batch"] > 1}):
+        pts = [(names.index(r["row"]), r["error_pct"]) for r in table
+               if r["series"] == "table" and r["micro_batch"] == mb]
+        a.plot([p[0] for p in pts], [p[1] for p in pts], "^", label=f"Megatron-Core BF16, PP 1, micro-batch {mb}")
     nemo = [(names.index(r["row"]), r["error_pct"]) for r in table if r["series"] == "nemo-fp8"]
     if nemo:
         a.plot([p[0] for p in nemo], [p[1] for p in nemo], "s", color="k", label="NeMo 24.07 FP8")
@@ -285,6 +292,9 @@ def main():
     ap.add_argument("--rows", default="", help="table rows to run (default: all)")
     ap.add_argument("--sizes", default="", help="strong-scaling GPU counts (default: all)")
     ap.add_argument("--vpps", default=",".join(map(str, VPPS)), help="model chunks per stage to try")
+    ap.add_argument("--mbs", default="1,2,4",
+                    help="table rows without pipeline parallelism: micro-batch sizes to try (those that divide "
+                         "the DP rank's sequences)")
     ap.add_argument("--no-one-layer-chunks", action="store_true",
                     help="table: do not add one layer per model chunk to the chunk counts tried")
     ap.add_argument("--flow-max-gpus", type=int, default=512,
@@ -302,6 +312,10 @@ def main():
     if not vpps or any(not x.isdigit() or int(x) < 1 for x in vpps):
         sys.exit(f"study.py: --vpps {a.vpps!r}: valid: positive integers separated by commas, e.g. 2,4,8")
     vpps = [int(x) for x in vpps]
+    mbs = [x for x in a.mbs.split(",") if x]
+    if not mbs or any(not x.isdigit() or int(x) < 1 for x in mbs):
+        sys.exit(f"study.py: --mbs {a.mbs!r}: valid: positive integers separated by commas, e.g. 1,2,4")
+    mbs = [int(x) for x in mbs]
     wanted = [x for x in a.rows.split(",") if x]
     unknown = [x for x in wanted if x not in [t[0] for t in TABLE]]
     if unknown:
@@ -331,6 +345,10 @@ def main():
                 continue
             for v in vpps_of(l, pp, vpps, not a.no_one_layer_chunks):
                 both_modes(run, g, a.outdir, "table", name, g, l, h, heads, tp, pp, v, batch, pub)
+            per_rank = batch // (g // (tp * pp))  # sequences of one DP rank
+            if pp == 1:  # the micro-batch is not published either: the PP = 1 rows at each size
+                for mb in (m for m in mbs if m > 1 and per_rank % m == 0):
+                    both_modes(run, g, a.outdir, "table", name, g, l, h, heads, tp, pp, 1, batch, pub, mb=mb)
     if not a.no_strong:
         name, l, h, heads, tp, pp, batch = STRONG_MODEL
         for v in vpps_of(l, pp, vpps, False):
@@ -345,11 +363,11 @@ def main():
             if a.long_max_gpus <= 0 or spec[5] <= a.long_max_gpus:
                 both_modes(run_long, spec[5], a.outdir, spec)
     ts.write_csv(os.path.join(a.outdir, "outside_set.csv"), rows, FIELDS)
-    show = [[r["series"], r["row"], r["mode"], str(r["gpus"]), str(r["vpp"]), str(r["micro_batches"]),
+    show = [[r["series"], r["row"], r["mode"], str(r["gpus"]), str(r["vpp"]), str(r["micro_batch"]), str(r["micro_batches"]),
              "" if r["published"] is None else f"{r['published']:.{digits(r)}f}", f"{r['predicted']:.{digits(r)}f}",
              "" if r["error_pct"] is None else f"{r['error_pct']:+.1f}", f"{r['exposed_tp_s']:.3f}",
              f"{r['exposed_dp_s']:.3f}", f"{r['bubble_s']:.3f}"] for r in rows]
-    print(ts.table(["series", "row", "mode", "GPUs", "v", "m", "published", "predicted", "error %", "exp. TP s", "exp. DP s",
+    print(ts.table(["series", "row", "mode", "GPUs", "v", "mb", "m", "published", "predicted", "error %", "exp. TP s", "exp. DP s",
                     "bubble s"], show), end="")
     for v in sorted({r["vpp"] for r in rows if r["series"] == "strong"}):
         pts = [(r["gpus"], r["error_pct"]) for r in rows if r["series"] == "strong" and r["vpp"] == v
