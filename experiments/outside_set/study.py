@@ -274,12 +274,13 @@ def plot(rows, path):
     b.set_title("Megatron-Core 177B strong scaling (TP 8, PP 6)")
     for series in dict.fromkeys(r["series"] for r in rows if r["series"].startswith("long-seq")):
         pts = [(int(r["row"].split("@")[1].split("k")[0]), r["error_pct"]) for r in rows if r["series"] == series]
-        c.plot([p[0] for p in pts], [p[1] for p in pts], "-o", ms=4, label=series)
+        label = {"long-seq-h100": "Llama 2 7B, DGX H100", "long-seq-b200": "Llama 3 8B, DGX B200"}.get(series, series)
+        c.plot([p[0] for p in pts], [p[1] for p in pts], "-o", ms=4, label=label)
     c.axhline(0, color="k", lw=0.8)
     c.set_xscale("log", base=2)
     c.set_xlabel("sequence (K tokens; GPUs grow with it, context parallelism from 32K)")
-    c.set_ylabel("predicted vs published TFLOP/s per GPU, NeMo's count (%)")
-    c.set_title("NeMo long sequences, FP8 (Llama 2 7B H100, Llama 3 8B B200)")
+    c.set_ylabel("predicted vs published TFLOP/s per GPU (%)")
+    c.set_title("NeMo long sequences, FP8")
     if any(r["series"].startswith("long-seq") for r in rows):
         c.legend(fontsize=8)
     fig.tight_layout()
