@@ -287,6 +287,29 @@ def plot(rows, path):
     ts.save_figure(fig, path)
 
 
+def print_summary(rows):
+    """The table of every run, the strong-scaling slopes and the long-sequence trends."""
+    show = [[r["series"], r["row"], r["mode"], str(r["gpus"]), str(r["vpp"]), str(r["micro_batch"]), str(r["micro_batches"]),
+             "" if r["published"] is None else f"{r['published']:.{digits(r)}f}", f"{r['predicted']:.{digits(r)}f}",
+             "" if r["error_pct"] is None else f"{r['error_pct']:+.1f}", f"{r['exposed_tp_s']:.3f}",
+             f"{r['exposed_dp_s']:.3f}", f"{r['bubble_s']:.3f}"] for r in rows]
+    print(ts.table(["series", "row", "mode", "GPUs", "v", "mb", "m", "published", "predicted", "error %", "exp. TP s", "exp. DP s",
+                    "bubble s"], show), end="")
+    for v in sorted({r["vpp"] for r in rows if r["series"] == "strong"}):
+        pts = [(r["gpus"], r["error_pct"]) for r in rows if r["series"] == "strong" and r["vpp"] == v
+               and r["mode"] == "analytic"
+               and r["error_pct"] is not None]
+        if len(pts) >= 2:
+            print(f"strong scaling, v = {v}: signed error {', '.join(f'{e:+.1f}' for _, e in pts)} % at "
+                  f"{', '.join(str(g) for g, _ in pts)} GPUs; slope {slope(pts):+.2f} points per doubling")
+    for series in dict.fromkeys(r["series"] for r in rows if r["series"].startswith("long-seq")):
+        pts = [(int(r["row"].split("@")[1].split("k")[0]), r["error_pct"]) for r in rows
+               if r["series"] == series and r["mode"] == "analytic"]
+        print(f"{series}: signed error {', '.join(f'{e:+.1f}' for _, e in pts)} % at "
+              f"{', '.join(f'{k}K' for k, _ in pts)} tokens; slope {slope(pts):+.2f} points per doubling of the "
+              f"sequence; mean |error| {sum(abs(e) for _, e in pts) / len(pts):.1f} %")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("outdir")
@@ -364,25 +387,7 @@ def main():
             if a.long_max_gpus <= 0 or spec[5] <= a.long_max_gpus:
                 both_modes(run_long, spec[5], a.outdir, spec)
     ts.write_csv(os.path.join(a.outdir, "outside_set.csv"), rows, FIELDS)
-    show = [[r["series"], r["row"], r["mode"], str(r["gpus"]), str(r["vpp"]), str(r["micro_batch"]), str(r["micro_batches"]),
-             "" if r["published"] is None else f"{r['published']:.{digits(r)}f}", f"{r['predicted']:.{digits(r)}f}",
-             "" if r["error_pct"] is None else f"{r['error_pct']:+.1f}", f"{r['exposed_tp_s']:.3f}",
-             f"{r['exposed_dp_s']:.3f}", f"{r['bubble_s']:.3f}"] for r in rows]
-    print(ts.table(["series", "row", "mode", "GPUs", "v", "mb", "m", "published", "predicted", "error %", "exp. TP s", "exp. DP s",
-                    "bubble s"], show), end="")
-    for v in sorted({r["vpp"] for r in rows if r["series"] == "strong"}):
-        pts = [(r["gpus"], r["error_pct"]) for r in rows if r["series"] == "strong" and r["vpp"] == v
-               and r["mode"] == "analytic"
-               and r["error_pct"] is not None]
-        if len(pts) >= 2:
-            print(f"strong scaling, v = {v}: signed error {', '.join(f'{e:+.1f}' for _, e in pts)} % at "
-                  f"{', '.join(str(g) for g, _ in pts)} GPUs; slope {slope(pts):+.2f} points per doubling")
-    for series in dict.fromkeys(r["series"] for r in rows if r["series"].startswith("long-seq")):
-        pts = [(int(r["row"].split("@")[1].split("k")[0]), r["error_pct"]) for r in rows
-               if r["series"] == series and r["mode"] == "analytic"]
-        print(f"{series}: signed error {', '.join(f'{e:+.1f}' for _, e in pts)} % at "
-              f"{', '.join(f'{k}K' for k, _ in pts)} tokens; slope {slope(pts):+.2f} points per doubling of the "
-              f"sequence; mean |error| {sum(abs(e) for _, e in pts) / len(pts):.1f} %")
+    print_summary(rows)
     if rows:
         plot(rows, os.path.join(a.outdir, "outside_set.png"))
 
