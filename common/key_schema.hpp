@@ -227,6 +227,10 @@ inline std::string_view key_parent(std::string_view key) {
   return dot == std::string_view::npos ? std::string_view() : key.substr(0, dot);
 }
 
+/// The lower bound of a number key that must be above zero: the key reference writes it
+/// "(0, …" / "> 0", and so does the reader's range error.
+inline constexpr double kAboveZero = 1e-300;
+
 /// A number as the key reference and messages write it (shortest form that reads back).
 inline std::string number_text(double x) {
   std::ostringstream os;
@@ -256,11 +260,11 @@ std::string key_range_text(const KeyField<Spec>& f) {
   }
   case KeyType::Number:
     if (f.num_max == 1e300) {
-      if (f.num_min == 1e-300) return "number > 0";
+      if (f.num_min == kAboveZero) return "number > 0";
       if (f.num_min == -1e300) return "number";
       return "number ≥ " + number_text(f.num_min);
     }
-    if (f.num_min == 1e-300) return "number in (0, " + number_text(f.num_max) + "]";
+    if (f.num_min == kAboveZero) return "number in (0, " + number_text(f.num_max) + "]";
     return "number in [" + number_text(f.num_min) + ", " + number_text(f.num_max) + "]";
   case KeyType::Boolean: return "boolean";
   case KeyType::String: return "string";

@@ -21,8 +21,6 @@ using Sf = topology::SwiftSpec;
 using Hy = topology::HybridSpec;
 using Pf = topology::PfcSpec;
 
-constexpr double kAboveZero = 1e-300; // the smallest number a "> 0" key takes
-
 /// The names of a catalogue section ("A100-SXM-80GB", …) and, when `custom`, "custom".
 template <class Map>
 std::vector<std::string> catalogue_names(const Map& entries, bool custom) {

@@ -18,7 +18,7 @@
 namespace twinscale::config {
 
 /// The smallest number a "> 0" key takes (key_range_text writes it "number > 0").
-inline constexpr double kAboveZeroNumber = 1e-300;
+inline constexpr double kAboveZeroNumber = kAboveZero;
 
 /// Appends the [retransmit] keys of a spec whose RetransmitPolicy is reached through Ms.
 template <class Spec, auto... Ms>

@@ -10,8 +10,6 @@ using G = topology::GpuSpec;
 using K = topology::KernelFigures;
 using Nv = topology::NvlinkSpec;
 
-constexpr double kAboveZero = 1e-300; // the smallest number a "> 0" key takes
-
 /// A key every entry must state ("custom" GPUs too); a cluster table may override it.
 template <auto... Ms>
 GpuKey given(std::string key) {

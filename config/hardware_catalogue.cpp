@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "common/key_schema.hpp"
 #include "config/gpu_keys.hpp"
 #include "config/presets.hpp"
 #include "schedules/error.hpp"
@@ -37,7 +38,7 @@ std::vector<std::string> entry_names(const toml::table& root, const std::string&
 }
 
 double pos(TableReader& t, std::string_view key, std::optional<double> base, double max = 1e300) {
-  return t.get_double(key, base, 1e-300, max);
+  return t.get_double(key, base, kAboveZero, max);
 }
 
 /// `key` = [LL, LL128, Simple] in microseconds → seconds.

@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "common/did_you_mean.hpp"
+#include "common/key_schema.hpp"
 #include "config/presets.hpp"
 #include "schedules/input_file.hpp"
 
@@ -85,8 +86,7 @@ double TableReader::get_double(std::string_view key, std::optional<double> fallb
   if (!v) fail(key, std::string("must be a number, got ") + type_name(*n));
   if (!(*v >= min && *v <= max)) {
     std::ostringstream os;
-    // the smallest positive bound the key tables use (kAboveZero) reads as "(0, max]"
-    if (min > 0 && min <= 1e-300)
+    if (min == kAboveZero) // as the key reference writes it
       os << "is " << *v << "; must be in (0, " << max << "]";
     else
       os << "is " << *v << "; must be in [" << min << ", " << max << "]";
