@@ -55,21 +55,24 @@ def clock(name, source):
     return ("gpu", "sustained_clock_ratio", low, high, source)
 
 
+def gemm(catalogue):
+    """hardware.md's generic range of a large BF16 GEMM; `catalogue`: where the GPU's own
+    figure sits in it."""
+    return ("gpu", "gemm_max_efficiency", 0.70, 0.90,
+            f"hardware.md: large BF16 cuBLAS GEMMs reach 70-90 % of peak (the catalogue's {catalogue})")
+
+
 A100 = [
     clock("A100", "gpus.toml: the estimated parameter's bounds, NVIDIA's HPL Rpeak clock at the 400 W limit "
                   "(1,305 of 1,410 MHz) and the boost clock"),
-    ("gpu", "gemm_max_efficiency", 0.70, 0.90,
-     "hardware.md: large BF16 cuBLAS GEMMs reach 70-90 % of peak (the catalogue's 0.85: the best "
-     "shape measured, 85.9 %)"),
+    gemm("0.85: the best shape measured, 85.9 %"),
     ("gpu", "flash_fwd_efficiency", 0.50, 0.73, "gpus.toml: FlashAttention-2 forward on A100, 50-73 % of peak (Dao 2023)"),
     ("gpu", "nvlink_efficiency", 220 / 300, 232 / 300, "hardware.md: 8 x A100 all-reduce busbw 220-232 GB/s of 300"),
 ]
 H100 = [
     clock("H100", "gpus.toml: the estimated parameter's bounds, the span of its sources (Nsight Compute's "
                   "1,780 of 1,980 MHz; mamf-finder's sustained MSMF; HPL Rpeak)"),
-    ("gpu", "gemm_max_efficiency", 0.70, 0.90,
-     "hardware.md: large BF16 cuBLAS GEMMs reach 70-90 % of peak (the catalogue's 0.80: 794.5 of "
-     "989 TFLOP/s measured)"),
+    gemm("0.80: 794.5 of 989 TFLOP/s measured"),
     ("gpu", "flash_fwd_efficiency", 298 / 989.4, 333 / 989.4,
      "gpus.toml: FlashAttention-2 forward on H100, 298-333 TFLOP/s at sequence 2k-8k"),
     ("server", "nic_efficiency", 0.92, 0.96, "hardware.md: 46-48 GB/s NCCL busbw per NDR NIC of 50"),
