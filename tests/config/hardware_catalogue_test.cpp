@@ -135,6 +135,11 @@ TEST_CASE("catalogue: malformed entries name file and key", "[catalogue][errors]
                     Contains("gemm_max_efficiency"));
   CHECK_THROWS_WITH(parse_gpus(replaced("fp8_gemm_max_efficiency = 0.71", "fp8_gemm_max_efficiency = 1.5")),
                     Contains("H100-SXM.fp8_gemm_max_efficiency"));
+  // FlashAttention's curve: a ratio must be above zero, a half-length not negative
+  CHECK_THROWS_WITH(parse_gpus(replaced("flash_unmasked_ratio = 1.10", "flash_unmasked_ratio = 0")),
+                    Contains("H100-SXM.flash_unmasked_ratio") && Contains("is 0; must be in (0, 4]"));
+  CHECK_THROWS_WITH(parse_gpus(replaced("flash_keys_half = 408", "flash_keys_half = -1")),
+                    Contains("H100-SXM.flash_keys_half") && Contains("must be in [0, "));
   CHECK_THROWS_WITH(parse_gpus(replaced("sms = 108", "sms = 108\nsm_count = 108")),
                     Contains("unknown key") && Contains("sm_count"));
   CHECK_THROWS_WITH(parse_gpus("peak_flops = 1"), Contains("gpus.toml") && Contains("peak_flops"));
