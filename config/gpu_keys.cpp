@@ -95,6 +95,20 @@ void kernel_keys(std::vector<GpuKey>& k) {
                   .range_number(kAboveZero, 4)
                   .says("FlashAttention's rate over blocks without a causal mask (a context-parallel ring "
                         "step, a sliding window's band) / its causal rate over as many keys"));
+  k.push_back(member<G, &G::kernels, &K::cudnn_attention_fwd_efficiency>("cudnn_attention_fwd_efficiency")
+                  .range_number(0, 1)
+                  .says("cuDNN's fused attention (Transformer Engine's FusedAttention) forward, achieved "
+                        "fraction of peak over 4,096 causal keys; 0 = no figure (a job with "
+                        "schedule.operators.attention_backend = \"cudnn\" is refused)"));
+  k.push_back(member<G, &G::kernels, &K::cudnn_attention_bwd_efficiency>("cudnn_attention_bwd_efficiency")
+                  .range_number(0, 1)
+                  .says("cuDNN's fused attention backward, as the forward"));
+  k.push_back(member<G, &G::kernels, &K::cudnn_attention_keys_half>("cudnn_attention_keys_half")
+                  .range_number(0, 1e9)
+                  .says("flash_keys_half for cuDNN's fused attention"));
+  k.push_back(member<G, &G::kernels, &K::cudnn_attention_unmasked_ratio>("cudnn_attention_unmasked_ratio")
+                  .range_number(kAboveZero, 4)
+                  .says("flash_unmasked_ratio for cuDNN's fused attention"));
   k.push_back(fraction(given<&G::kernels, &K::vector_flop_efficiency>("vector_flop_efficiency"))
                   .says("FLOP rate of memory-bound kernels as a fraction of peak (never the bound)"));
   k.push_back(fraction(given<&G::kernels, &K::hbm_efficiency>("hbm_efficiency"))

@@ -48,6 +48,22 @@ ClusterFile resolve_cluster(const ScenarioSpec& spec, const std::string& name, i
                       cluster.gpu.model + ", which has none; GPUs with FP8: " + valid +
                       " (or set precision.gemm = \"bf16\")");
   }
+  const auto& ops = spec.job.options.operators;
+  if (ops.flash_attention && ops.attention_backend == schedules::AttentionBackend::Cudnn &&
+      !(cluster.gpu.kernels.cudnn_attention_fwd_efficiency > 0 &&
+        cluster.gpu.kernels.cudnn_attention_bwd_efficiency > 0)) {
+    std::string valid;
+    for (const auto& [model, gpu] : hardware_catalogue().gpus)
+      if (gpu.kernels.cudnn_attention_fwd_efficiency > 0) valid += (valid.empty() ? "" : ", ") + model;
+    const std::string who = spec.job_source.empty() ? "job '" + spec.job.name + "'" : spec.job_source;
+    throw ConfigError(who +
+                      ": schedule.operators.attention_backend = \"cudnn\" needs cuDNN's attention rates "
+                      "(cudnn_attention_fwd_efficiency, cudnn_attention_bwd_efficiency), but cluster '" +
+                      name + "' has GPU " + cluster.gpu.model +
+                      ", whose catalogue entry has none; GPUs with them: " + valid +
+                      " (or set attention_backend = \"flash-attn-2\", or give both in the cluster's "
+                      "[gpu] table)");
+  }
   return file;
 }
 

@@ -47,6 +47,13 @@ inline constexpr EnumNames<RoutingKind, 3> kRoutingKindNames{
 enum class EpAllToAll : uint8_t { Flat, Hierarchical };
 inline constexpr EnumNames<EpAllToAll, 2> kEpAllToAllNames{
     {{"flat", EpAllToAll::Flat}, {"hierarchical", EpAllToAll::Hierarchical}}};
+/// The fused-attention kernel a stack runs where schedule.operators.flash_attention is on:
+/// FlashAttention-2 (Dao 2023), or cuDNN's fused attention (Transformer Engine's
+/// FusedAttention, F16_arbitrary_seqlen), which Transformer Engine from 1.4 prefers on sm90
+/// and later unless NVTE_FUSED_ATTN=0.
+enum class AttentionBackend : uint8_t { FlashAttention2, Cudnn };
+inline constexpr EnumNames<AttentionBackend, 2> kAttentionBackendNames{
+    {{"flash-attn-2", AttentionBackend::FlashAttention2}, {"cudnn", AttentionBackend::Cudnn}}};
 /// Datatype of the transformer layers' GEMMs. Fp8: Transformer Engine's delayed scaling
 /// (per-tensor scales from an amax history; cast/transpose kernels; amax all-reduce).
 enum class GemmPrecision : uint8_t { Bf16, Fp8 };
@@ -198,6 +205,8 @@ inline constexpr TeUbRole kTeUbRoles[] = {
 
 struct OperatorSpec { // M7
   bool flash_attention = false;
+  // which fused-attention kernel flash_attention runs (AttentionBackend)
+  AttentionBackend attention_backend = AttentionBackend::FlashAttention2;
   bool fused_layernorm = false;
   bool fused_gelu = false; // fused bias+GeLU, or one SwiGLU kernel (silu(gate)·up)
   // Rotary embedding (model.rotary) of the queries and keys in one fused kernel

@@ -357,6 +357,13 @@ void overlap_and_operator_keys(std::vector<JobKey>& k) {
   (std::make_index_sequence<std::size(kTeUbRoles)>{});
   k.push_back(always(member<J, &J::options, &S::operators, &Op::flash_attention>("schedule.operators.flash_attention")
                          .says("FlashAttention-2 instead of unfused attention")));
+  k.push_back(choice<J, &J::options, &S::operators, &Op::attention_backend>("schedule.operators.attention_backend",
+                                                                            kAttentionBackendNames)
+                  .stack_fact()
+                  .json_unless_default()
+                  .says("with flash_attention, the fused-attention kernel the stack runs: flash-attn-2, or "
+                        "cudnn (Transformer Engine's FusedAttention, its choice on Hopper and later unless "
+                        "NVTE_FUSED_ATTN=0; the GPU needs cudnn_attention_* figures in the catalogue)"));
   k.push_back(always(member<J, &J::options, &S::operators, &Op::fused_layernorm>("schedule.operators.fused_layernorm")
                          .says("one fused LayerNorm kernel instead of three passes")));
   k.push_back(always(member<J, &J::options, &S::operators, &Op::fused_gelu>("schedule.operators.fused_gelu")

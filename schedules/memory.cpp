@@ -55,7 +55,6 @@ double chunk_expert_parameters(const JobSpec& job, int64_t pp_rank, int64_t chun
 
 double chunk_parameters(const JobSpec& job, int64_t pp_rank, int64_t chunk) {
   const int64_t pp = job.parallel.pp;
-  const int64_t vpp = job.parallel.vpp;
   const int64_t virtual_stage = chunk * pp + pp_rank;
   const LayerRange r = chunk_layers(job, pp_rank, chunk);
   double n = 0;

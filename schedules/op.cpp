@@ -44,6 +44,7 @@ std::string_view to_string(Kernel k) {
   case Kernel::Fp8Cast: return "fp8_cast";
   case Kernel::Rope: return "rope";
   case Kernel::Copy: return "copy";
+  case Kernel::CudnnAttention: return "cudnn_attention";
   }
   TWINSCALE_ASSERT(false, "unknown Kernel");
 }

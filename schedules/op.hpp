@@ -42,19 +42,21 @@ enum class Kernel : uint8_t {
   ResidualAdd,
   AdamStep,
   LambStep,
-  Embedding,    // embedding lookup / its gradient scatter
-  CrossEntropy, // vocabulary-parallel loss
-  DataLoad,     // host → device copy of a batch (Phase::Data; bytes = batch bytes)
-  RmsNorm,      // RMSNorm (no mean, no bias); fused or one pass of the unfused form
-  MoeRouting,   // router softmax + top-k; shape {tokens·experts, experts, top_k, 0}
-  MoePermute,   // rows gathered into (or scattered back from) expert order
-  Fp8Cast,      // FP8 GEMMs (Transformer Engine delayed scaling): a tensor's amax, scaled cast
-                // to FP8 and its transpose; also the per-region amax-history/scale update
-  Rope,         // rotary position embedding of queries and keys (fused, or one eager pass)
-  Copy,         // a framework's memory copy (FSDP2's all-gather copy-out): read and write
+  Embedding,      // embedding lookup / its gradient scatter
+  CrossEntropy,   // vocabulary-parallel loss
+  DataLoad,       // host → device copy of a batch (Phase::Data; bytes = batch bytes)
+  RmsNorm,        // RMSNorm (no mean, no bias); fused or one pass of the unfused form
+  MoeRouting,     // router softmax + top-k; shape {tokens·experts, experts, top_k, 0}
+  MoePermute,     // rows gathered into (or scattered back from) expert order
+  Fp8Cast,        // FP8 GEMMs (Transformer Engine delayed scaling): a tensor's amax, scaled cast
+                  // to FP8 and its transpose; also the per-region amax-history/scale update
+  Rope,           // rotary position embedding of queries and keys (fused, or one eager pass)
+  Copy,           // a framework's memory copy (FSDP2's all-gather copy-out): read and write
+  CudnnAttention, // cuDNN's fused attention (Transformer Engine's FusedAttention); shape as
+                  // FlashAttention2's
 };
 /// The last Kernel (bounds of readers and per-kernel tables).
-inline constexpr Kernel kLastKernel = Kernel::Copy;
+inline constexpr Kernel kLastKernel = Kernel::CudnnAttention;
 
 enum class Stream : uint8_t {
   Compute = 0,

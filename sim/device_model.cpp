@@ -35,6 +35,10 @@ DeviceModelParams DeviceModelParams::from_gpu(const topology::GpuSpec& gpu) {
   p.flash_bwd_efficiency = k.flash_bwd_efficiency;
   p.flash_keys_half = k.flash_keys_half;
   p.flash_unmasked_ratio = k.flash_unmasked_ratio;
+  p.cudnn_attention_fwd_efficiency = k.cudnn_attention_fwd_efficiency;
+  p.cudnn_attention_bwd_efficiency = k.cudnn_attention_bwd_efficiency;
+  p.cudnn_attention_keys_half = k.cudnn_attention_keys_half;
+  p.cudnn_attention_unmasked_ratio = k.cudnn_attention_unmasked_ratio;
   p.vector_flop_efficiency = k.vector_flop_efficiency;
   p.hbm_efficiency = k.hbm_efficiency;
   p.kernel_launch_s = k.kernel_launch_s;
@@ -85,15 +89,33 @@ double DeviceModel::wave_efficiency(int64_t m, int64_t n) const {
   return static_cast<double>(tiles) / static_cast<double>(waves * params_.sms);
 }
 
-double DeviceModel::flash_efficiency(bool backward, int64_t keys, bool unmasked) const {
-  double e = backward ? params_.flash_bwd_efficiency : params_.flash_fwd_efficiency;
-  const double half = params_.flash_keys_half;
-  if (half > 0 && keys > 0) { // the catalogue's figure is the rate over 4,096 keys
+namespace {
+/// A fused-attention kernel's fraction of peak over `keys` keys per query: `e` is quoted
+/// over 4,096 causal keys and scales by L/(L + half); × `unmasked` for a block without mask.
+double attention_rate(double e, double half, double unmasked_ratio, int64_t keys, bool unmasked) {
+  if (half > 0 && keys > 0) {
     constexpr double kQuotedKeys = 4096;
     const double l = static_cast<double>(keys);
     e *= (l / (l + half)) / (kQuotedKeys / (kQuotedKeys + half));
   }
-  return unmasked ? e * params_.flash_unmasked_ratio : e;
+  return unmasked ? e * unmasked_ratio : e;
+}
+} // namespace
+
+double DeviceModel::flash_efficiency(bool backward, int64_t keys, bool unmasked) const {
+  return attention_rate(backward ? params_.flash_bwd_efficiency : params_.flash_fwd_efficiency, params_.flash_keys_half,
+                        params_.flash_unmasked_ratio, keys, unmasked);
+}
+
+double DeviceModel::attention_efficiency(Kernel kernel, bool backward, int64_t keys, bool unmasked) const {
+  if (kernel != Kernel::CudnnAttention) return flash_efficiency(backward, keys, unmasked);
+  const double e = backward ? params_.cudnn_attention_bwd_efficiency : params_.cudnn_attention_fwd_efficiency;
+  if (!(e > 0))
+    throw SimError("device model: cuDNN's fused attention (schedule.operators.attention_backend = \"cudnn\") on "
+                   "GPU '" +
+                   gpu_.model + "', whose catalogue entry has no cudnn_attention_" + (backward ? "bwd" : "fwd") +
+                   "_efficiency; give it in the cluster's [gpu] table or set attention_backend = \"flash-attn-2\"");
+  return attention_rate(e, params_.cudnn_attention_keys_half, params_.cudnn_attention_unmasked_ratio, keys, unmasked);
 }
 
 double DeviceModel::gemm_efficiency(int64_t m, int64_t n, int64_t k, schedules::DType dtype) const {
@@ -149,7 +171,8 @@ double DeviceModel::model_seconds(const Op& op) const {
     const double e = gemm_efficiency(rows, op.shape[1], op.shape[2], op.dtype);
     return std::max(op.flops / (tensor_peak(op) * e), op.bytes / hbm) + launch;
   }
-  case Kernel::FlashAttention2: {
+  case Kernel::FlashAttention2:
+  case Kernel::CudnnAttention: {
     // A causal mask lets FlashAttention-2 skip the key blocks above the diagonal: about
     // half the FLOPs of dense attention (Dao 2023, §3.1.1; its causal benchmarks count
     // FLOPs the same way). An op with keys per query w = shape[3] > 0 (a sliding window,
@@ -157,8 +180,9 @@ double DeviceModel::model_seconds(const Op& op) const {
     // The backward recomputes the scores: five matmuls to the forward's two, 2.5 × the
     // forward's FLOPs, which is how the FlashAttention-2 paper and its benchmark script
     // (benchmarks/benchmark_flash_attention.py, flops(): 2.5 × for "bwd") count the
-    // rates the catalogue's backward efficiencies are quoted from; the op carries the
-    // model FLOPs (2 × forward), so the kernel executes 1.25 × them.
+    // rates the catalogue's backward efficiencies are quoted from (cuDNN's, from
+    // cudnn-frontend's SDPA benchmarks and the FlashAttention-3 paper, count it the same
+    // way); the op carries the model FLOPs (2 × forward), so the kernel executes 1.25 × them.
     const bool backward = op.labels.phase == Phase::Backward;
     const double recompute = backward ? 1.25 : 1.0;
     const int64_t seq = op.shape[1];
@@ -172,7 +196,8 @@ double DeviceModel::model_seconds(const Op& op) const {
                                                static_cast<double>(op.shape[2])
                                          : op.flops;
     const double executed = (windowed ? windowed_flops : 0.5 * op.flops) * recompute;
-    return std::max(executed / (peak * flash_efficiency(backward, keys, windowed)), op.bytes / hbm) + launch;
+    return std::max(executed / (peak * attention_efficiency(op.kernel, backward, keys, windowed)), op.bytes / hbm) +
+           launch;
   }
   case Kernel::AttentionUnfused: {
     // shape = {batch·heads, seq, head_dim, window}: score GEMM seq × (window|seq) × head_dim,

@@ -62,7 +62,7 @@ LayerEmitter::CpStep LayerEmitter::cp_step(bool forward) const {
   // (unfused attention computes every score of the block whatever the mask: one shape)
   st.unmasked =
       flash_ ? std::array<int64_t, 4>{d_.b * heads_local, d_.s, head_dim, std::max<int64_t>(1, d_.s / 2)} : st.shape;
-  st.kernel = flash_ ? Kernel::FlashAttention2 : Kernel::AttentionUnfused;
+  st.kernel = attention_kernel_;
   return st;
 }
 

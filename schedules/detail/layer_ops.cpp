@@ -22,8 +22,12 @@ constexpr double kFp32 = 4;
 
 LayerEmitter::LayerEmitter(ProgramBuilder& builder, const JobSpec& job)
     : b_(builder), job_(job), d_(Dims::of(job)), parallel_block_(job.model.block == BlockKind::Parallel),
-      flash_(job.options.operators.flash_attention), fused_ln_(job.options.operators.fused_layernorm),
-      fused_gelu_(job.options.operators.fused_gelu), fp8_(job.options.fp8()) {}
+      flash_(job.options.operators.flash_attention),
+      attention_kernel_(!flash_                                                              ? Kernel::AttentionUnfused
+                        : job.options.operators.attention_backend == AttentionBackend::Cudnn ? Kernel::CudnnAttention
+                                                                                             : Kernel::FlashAttention2),
+      fused_ln_(job.options.operators.fused_layernorm), fused_gelu_(job.options.operators.fused_gelu),
+      fp8_(job.options.fp8()) {}
 
 OpKind LayerEmitter::reduce_kind() const { return d_.sp ? OpKind::ReduceScatter : OpKind::AllReduce; }
 
@@ -359,7 +363,7 @@ void LayerEmitter::attention_core(bool backward) {
   const double scores =
       static_cast<double>(d_.b * heads_local) * static_cast<double>(d_.s) * static_cast<double>(keys) * kBf16;
   const std::array<int64_t, 4> shape{d_.b * heads_local, d_.s, head_dim, d_.window};
-  const Kernel kernel = flash_ ? Kernel::FlashAttention2 : Kernel::AttentionUnfused;
+  const Kernel kernel = attention_kernel_;
   if (!backward && saved_by_op_policy(false)) return; // the attention output was saved
   if (!backward) {
     // Flash: read Q, K, V, write O. Unfused (Megatron's baddbmm, fused scale-mask-softmax,

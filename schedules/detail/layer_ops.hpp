@@ -126,6 +126,7 @@ private:
   Dims d_;
   bool parallel_block_;
   bool flash_;
+  Kernel attention_kernel_; // the attention core's kernel: unfused, FlashAttention-2 or cuDNN's
   bool fused_ln_;
   bool fused_gelu_;
   bool defer_wgrad_ = false;    // ZB-H1: wgrad() emits nothing in the B pass

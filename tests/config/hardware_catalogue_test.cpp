@@ -140,6 +140,10 @@ TEST_CASE("catalogue: malformed entries name file and key", "[catalogue][errors]
                     Contains("H100-SXM.flash_unmasked_ratio") && Contains("is 0; must be in (0, 4]"));
   CHECK_THROWS_WITH(parse_gpus(replaced("flash_keys_half = 408", "flash_keys_half = -1")),
                     Contains("H100-SXM.flash_keys_half") && Contains("must be in [0, "));
+  // cuDNN's fused attention: a fraction of peak, at most 1
+  CHECK_THROWS_WITH(
+      parse_gpus(replaced("cudnn_attention_fwd_efficiency = 0.52", "cudnn_attention_fwd_efficiency = 52")),
+      Contains("H100-SXM.cudnn_attention_fwd_efficiency") && Contains("must be in [0, 1]"));
   CHECK_THROWS_WITH(parse_gpus(replaced("sms = 108", "sms = 108\nsm_count = 108")),
                     Contains("unknown key") && Contains("sm_count"));
   CHECK_THROWS_WITH(parse_gpus("peak_flops = 1"), Contains("gpus.toml") && Contains("peak_flops"));

@@ -114,6 +114,40 @@ TEST_CASE("tiny-cp: ring attention lowers, validates and keeps the model FLOPs",
         Approx(attention_flops(w.programs[0]) / static_cast<double>(whole.parallel.micro_batches()) / 2));
 }
 
+TEST_CASE("attention_backend: cuDNN's kernel replaces FlashAttention-2's op for op, ring steps included",
+          "[schedules][cp]") {
+  JobSpec job = config::load_job_preset("tiny-cp");
+  REQUIRE(job.options.operators.flash_attention);
+  const Schedule flash = lower(job);
+  job.options.operators.attention_backend = AttentionBackend::Cudnn;
+  const Schedule cudnn = lower(job);
+  REQUIRE(flash.programs.size() == cudnn.programs.size());
+  int replaced = 0;
+  for (size_t p = 0; p < flash.programs.size(); ++p) {
+    const auto& a = flash.programs[p].ops;
+    const auto& b = cudnn.programs[p].ops;
+    REQUIRE(a.size() == b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      CHECK(a[i].flops == b[i].flops);
+      CHECK(a[i].shape == b[i].shape);
+      if (a[i].kernel == Kernel::FlashAttention2) {
+        CHECK(b[i].kernel == Kernel::CudnnAttention);
+        ++replaced;
+      } else {
+        CHECK(b[i].kernel == a[i].kernel);
+      }
+    }
+  }
+  // every program: 2 layers × 2 micro-batches … of ring steps forward and backward
+  CHECK(replaced ==
+        static_cast<int>(flash.programs.size()) * 2 * 2 * 2 * 2 * static_cast<int>(job.parallel.micro_batches()) / 2);
+  CHECK(cudnn.model_flops_per_iteration == flash.model_flops_per_iteration);
+  // without flash_attention the backend names no kernel: the unfused core stays
+  job.options.operators.flash_attention = false;
+  const Schedule unfused = lower(job);
+  for (const Op& op : unfused.programs[0].ops) CHECK(op.kernel != Kernel::CudnnAttention);
+}
+
 TEST_CASE("tiny-cp: activations per rank divided by cp, JSON round trip keeps the layout", "[schedules][cp]") {
   const JobSpec job = config::load_job_preset("tiny-cp");
   JobSpec whole = job;

@@ -95,7 +95,8 @@ TEST_CASE("GEMM shapes split n or k by tp", "[schedules][lower]") {
 TEST_CASE("fused kernels replace chains of small kernels", "[schedules][lower]") {
   auto job = config::load_job_preset("tiny-1f1b");
   const Schedule unfused = lower(job);
-  job.options.operators = {true, true, true};
+  job.options.operators.flash_attention = job.options.operators.fused_layernorm = job.options.operators.fused_gelu =
+      true;
   const Schedule fused = lower(job);
   const auto a = count_names(unfused, unfused.programs[0], Phase::Forward);
   const auto b = count_names(fused, fused.programs[0], Phase::Forward);

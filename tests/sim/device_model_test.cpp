@@ -130,6 +130,50 @@ TEST_CASE("device model: FlashAttention's rate by keys per query and mask, ancho
   CHECK(a.flash_efficiency(true, 65536, true) == a100().kernels.flash_bwd_efficiency);
 }
 
+TEST_CASE("device model: cuDNN's fused attention has its own rates, refused where the catalogue has none",
+          "[sim][device]") {
+  const auto attention = [](schedules::Kernel kernel, int64_t seq) {
+    schedules::Op op;
+    op.kind = schedules::OpKind::Attention;
+    op.kernel = kernel;
+    op.flops = 4.0 * 32 * static_cast<double>(seq) * static_cast<double>(seq) * 128;
+    op.bytes = 1;
+    op.shape = {32, seq, 128, 0};
+    op.labels.phase = schedules::Phase::Forward;
+    return op;
+  };
+  const topology::GpuSpec& h100 = *config::hardware_catalogue().gpu("H100-SXM");
+  auto p = DeviceModelParams::from_gpu(h100);
+  p.kernel_launch_s = 0;
+  const DeviceModel d(h100, p);
+  using schedules::Kernel;
+  // the FlashAttention-3 paper's cuDNN bars (H100, head dim 128, causal forward): 518 TFLOP/s
+  // at 4k as quoted, the curve within 3.2 % of 315 at 512 and 539 at 16k
+  CHECK(d.attention_efficiency(Kernel::CudnnAttention, false, 4096, false) * 989.4 == Approx(518).epsilon(0.01));
+  CHECK(d.attention_efficiency(Kernel::CudnnAttention, false, 512, false) * 989.4 == Approx(315).epsilon(0.033));
+  CHECK(d.attention_efficiency(Kernel::CudnnAttention, false, 16384, false) * 989.4 == Approx(539).epsilon(0.033));
+  // cuDNN 9.1's causal backward at 4k, 444 TFLOP/s (cudnn-frontend's benchmark)
+  CHECK(d.attention_efficiency(Kernel::CudnnAttention, true, 4096, false) * 989.4 == Approx(444).epsilon(0.01));
+  CHECK(d.attention_efficiency(Kernel::FlashAttention2, false, 4096, false) == d.flash_efficiency(false, 4096, false));
+  // the same op shape runs 518 / 319 faster on cuDNN's kernel
+  const auto flash = attention(Kernel::FlashAttention2, 4096), cudnn = attention(Kernel::CudnnAttention, 4096);
+  CHECK(d.seconds(flash) / d.seconds(cudnn) == Approx(0.52 / 0.32));
+  // B200: FlashAttention-2 has no Blackwell kernels (348 TFLOP/s at 4k), cuDNN's 897 and
+  // ramps up to 1,435 at 32k (cudnn-frontend's B200 benchmark, cuDNN 9.10.2)
+  const topology::GpuSpec& b200 = *config::hardware_catalogue().gpu("B200");
+  const DeviceModel b(b200, DeviceModelParams::from_gpu(b200));
+  CHECK(b.attention_efficiency(Kernel::FlashAttention2, false, 4096, false) * 2250 == Approx(348).epsilon(0.01));
+  CHECK(b.attention_efficiency(Kernel::CudnnAttention, false, 4096, false) * 2250 == Approx(897).epsilon(0.01));
+  CHECK(b.attention_efficiency(Kernel::CudnnAttention, false, 32768, false) * 2250 == Approx(1435).epsilon(0.02));
+  // A100 has no cuDNN figures (Transformer Engine runs FlashAttention-2 on sm80): refused,
+  // naming the GPU, the key and the way out
+  const DeviceModel a(a100(), DeviceModelParams::from_gpu(a100()));
+  CHECK_THROWS_AS(a.seconds(attention(Kernel::CudnnAttention, 2048)), sim::SimError);
+  CHECK_THROWS_WITH(a.seconds(attention(Kernel::CudnnAttention, 2048)),
+                    Catch::Contains("A100-SXM-80GB") && Catch::Contains("cudnn_attention_fwd_efficiency") &&
+                        Catch::Contains("flash-attn-2"));
+}
+
 TEST_CASE("device model: the tensor clock is the one sustained at the power limit", "[sim][device]") {
   // Both are estimated parameters of the validation set (docs/fidelity.md), inside their
   // bounds. H100's: the span of its sources (0.85–0.95), from section F; H200 states the same.
