@@ -19,9 +19,9 @@ any H100 attention kernel runs at 1M tokens.
 Not published, and what is taken: micro-batch 1; no activation recomputation (every row fits
 the memory check without it); no TP overlap (the stack's default); the stack's fp32 gradient
 reduction; Transformer Engine's context parallelism as the twin lowers it (p2p ring,
-load-balanced chunks, schedules/detail/context_parallel.cpp) with FlashAttention-2 (TE 1.4's
-only context-parallel backend); the B200 rows on the same kernels (the catalogue's B200
-attention figures are assumed as H100's: no Blackwell attention measurement is in it).
+load-balanced chunks, schedules/detail/context_parallel.cpp), on FlashAttention-2 for the
+H100 rows and cuDNN's fused attention for the B200 rows (ATTENTION_BACKEND says why; the
+catalogue's B200 rates of both are cudnn-frontend's B200 measurements).
 Rows on fewer GPUs than a server (H100 4K: 4 GPUs; B200 8K and 16K: 2 and 4) run on one
 server of that many GPUs of the same kind (NVSwitch, one NIC per GPU).
 """
@@ -45,6 +45,14 @@ MODELS = {  # published Llama 2 7B / Llama 3 8B dimensions
 }
 SERIES = [("long-seq-h100", "llama2-7b", "H100-SXM", H100_LLAMA2_7B, "NeMo 24.03.01"),
           ("long-seq-b200", "llama3-8b", "B200", B200_LLAMA3_8B, "NeMo 25.04.rc2")]
+# The attention kernel each series ran (schedule.operators.attention_backend): NeMo-Framework-
+# Launcher 24.03 … 24.07 set NVTE_FUSED_ATTN: 0 for every model (conf/config.yaml, "Disable
+# cudnn FA until we've tested it more"; removed by 04b8d098, 2024-08-29), so the H100 rows ran
+# FlashAttention-2; NeMo 25.04 sets no such variable (its performance scripts set
+# NVTE_FUSED_ATTN=1, scripts/performance/executors.py) and Transformer Engine then runs cuDNN's
+# fused attention on sm90 and later (dot_product_attention/utils.py, "FusedAttention
+# preference on Hopper+").
+ATTENTION_BACKEND = {"long-seq-h100": "flash-attn-2", "long-seq-b200": "cudnn"}
 
 
 def nemo_flops(model, batch, seq):
