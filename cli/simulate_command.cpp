@@ -96,6 +96,26 @@ void explain_fabric_size(const config::Scenario& scenario, int64_t job_gpus) {
               << " GPUs of the same server, NIC and switch design (a larger machine than the file's)\n";
 }
 
+/// FlashAttention-2 has no kernels for compute capability 10.0 and later (it runs its SM80
+/// code there, at a fraction of cuDNN's rate, presets/hardware/gpus.toml); stacks on
+/// Transformer Engine run cuDNN's fused attention on those GPUs. A job that asks for
+/// FlashAttention-2 there is costed as asked, and told.
+void explain_attention_backend(const config::Scenario& scenario) {
+  const topology::GpuSpec& gpu = scenario.cluster().gpu;
+  if (gpu.compute_capability < 100 || !(gpu.kernels.cudnn_attention_fwd_efficiency > 0)) return;
+  for (const schedules::Program& p : scenario.schedule().programs)
+    for (const schedules::Op& op : p.ops)
+      if (op.kernel == schedules::Kernel::FlashAttention2) {
+        std::cerr << "twinscale simulate: note: the job runs FlashAttention-2 on " << gpu.model
+                  << ", where it has no native kernels (forward " << fixed(gpu.kernels.flash_fwd_efficiency, 3)
+                  << " of peak at 4,096 keys against cuDNN's fused attention's "
+                  << fixed(gpu.kernels.cudnn_attention_fwd_efficiency, 3)
+                  << "); stacks on Transformer Engine run cuDNN's there: "
+                     "--set schedule.operators.attention_backend=cudnn\n";
+        return;
+      }
+}
+
 /// A completed iteration must respect the hardware: a finite, positive time and an MFU of
 /// at most 100 % of the GPUs' peak. An answer past that comes from an input that makes
 /// the hardware faster than it is (speed factors > 1, a calibration table of impossibly
@@ -358,6 +378,7 @@ int run_simulate(const SimulateArgs& a) {
   std::cerr << "twinscale simulate: " << schedule.world() << " ranks, " << schedule.programs.size()
             << " programs, fabric " << scenario.fabric().links().size() << " links; " << a.mode << " mode\n";
   explain_fabric_size(scenario, schedule.world());
+  explain_attention_backend(scenario);
   const sim::SimReport r = scenario.simulate();
   std::cerr << "twinscale simulate: " << r.executed_ranks << " ranks executed, " << r.ops_executed << " ops, "
             << r.flows << " flows, wall " << fixed(r.wall_s, 3) << " s\n";

@@ -85,6 +85,20 @@ TEST_CASE("physics: a job larger than its cluster file is explained", "[cli][phy
   CHECK(r.says("note: cluster '" + file.string() + "' describes 8 GPUs; the job needs 64"));
 }
 
+TEST_CASE("physics: FlashAttention-2 on a Blackwell GPU is costed as asked, and the note names cuDNN's",
+          "[cli][physics]") {
+  const CliOutput fa2 = run("simulate --preset llama3-8b --cluster b200-800g --mode analytic");
+  CHECK(fa2.code == 0);
+  CHECK(fa2.says("note: the job runs FlashAttention-2 on B200, where it has no native kernels"));
+  CHECK(fa2.says("--set schedule.operators.attention_backend=cudnn"));
+  const CliOutput cudnn = run("simulate --preset llama3-8b --cluster b200-800g --mode analytic --set "
+                              "schedule.operators.attention_backend=cudnn");
+  CHECK(cudnn.code == 0);
+  CHECK_FALSE(cudnn.says("no native kernels"));
+  // on Hopper FlashAttention-2 has its kernels: no note
+  CHECK_FALSE(run("simulate --preset llama3-8b --mode analytic").says("no native kernels"));
+}
+
 TEST_CASE("physics: a calibration table of 10 ns kernels is refused as an MFU above 100 %", "[cli][physics]") {
   const fs::path dir = scratch() / "calibration";
   fs::remove_all(dir);
