@@ -142,6 +142,17 @@ TEST_CASE("attention_backend: cuDNN's kernel replaces FlashAttention-2's op for 
   CHECK(replaced ==
         static_cast<int>(flash.programs.size()) * 2 * 2 * 2 * 2 * static_cast<int>(job.parallel.micro_batches()) / 2);
   CHECK(cudnn.model_flops_per_iteration == flash.model_flops_per_iteration);
+  // the schedule file keeps the job's backend and every op's kernel
+  std::ostringstream os;
+  write_schedule_json(cudnn, os);
+  CHECK(os.str().find("\"attention_backend\":\"cudnn\"") != std::string::npos);
+  CHECK(os.str().find("cudnn_attention") != std::string::npos);
+  std::istringstream is(os.str());
+  const Schedule back = read_schedule_json(is, "tiny-cp-cudnn.json");
+  CHECK(back.job.options.operators.attention_backend == AttentionBackend::Cudnn);
+  CHECK(back.programs[0].ops.size() == cudnn.programs[0].ops.size());
+  for (size_t i = 0; i < back.programs[0].ops.size(); ++i)
+    CHECK(back.programs[0].ops[i].kernel == cudnn.programs[0].ops[i].kernel);
   // without flash_attention the backend names no kernel: the unfused core stays
   job.options.operators.flash_attention = false;
   const Schedule unfused = lower(job);
