@@ -102,14 +102,14 @@ void explain_fabric_size(const config::Scenario& scenario, int64_t job_gpus) {
 /// FlashAttention-2 there is costed as asked, and told.
 void explain_attention_backend(const config::Scenario& scenario) {
   const topology::GpuSpec& gpu = scenario.cluster().gpu;
-  if (gpu.compute_capability < 100 || !(gpu.kernels.cudnn_attention_fwd_efficiency > 0)) return;
+  if (gpu.compute_capability < 100 || !gpu.kernels.cudnn.given()) return;
   for (const schedules::Program& p : scenario.schedule().programs)
     for (const schedules::Op& op : p.ops)
       if (op.kernel == schedules::Kernel::FlashAttention2) {
         std::cerr << "twinscale simulate: note: the job runs FlashAttention-2 on " << gpu.model
-                  << ", where it has no native kernels (forward " << fixed(gpu.kernels.flash_fwd_efficiency, 3)
+                  << ", where it has no native kernels (forward " << fixed(gpu.kernels.flash.fwd_efficiency, 3)
                   << " of peak at 4,096 keys against cuDNN's fused attention's "
-                  << fixed(gpu.kernels.cudnn_attention_fwd_efficiency, 3)
+                  << fixed(gpu.kernels.cudnn.fwd_efficiency, 3)
                   << "); stacks on Transformer Engine run cuDNN's there: "
                      "--set schedule.operators.attention_backend=cudnn\n";
         return;

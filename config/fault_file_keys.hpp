@@ -17,9 +17,6 @@
 
 namespace twinscale::config {
 
-/// The smallest number a "> 0" key takes (key_range_text writes it "number > 0").
-inline constexpr double kAboveZeroNumber = kAboveZero;
-
 /// Appends the [retransmit] keys of a spec whose RetransmitPolicy is reached through Ms.
 template <class Spec, auto... Ms>
 void add_retransmit_keys(std::vector<KeyField<Spec>>& k) {
@@ -51,11 +48,11 @@ const KeyField<Spec>& key_in(const std::vector<KeyField<Spec>>& keys, std::strin
   throw std::logic_error("no key '" + std::string(key) + "' in its key table");
 }
 
-/// read_key, except that a number that must be > 0 (num_min = kAboveZeroNumber) is refused
+/// read_key, except that a number that must be > 0 (num_min = kAboveZero) is refused
 /// as "is 0; must be > 0 bytes/s" rather than with the bounds of its range.
 template <class Spec>
 void read_file_key(TableReader& t, const KeyField<Spec>& f, Spec& spec) {
-  if (f.type != KeyType::Number || f.num_min != kAboveZeroNumber) return read_key(t, f, spec);
+  if (f.type != KeyType::Number || f.num_min != kAboveZero) return read_key(t, f, spec);
   const std::string_view leaf = key_leaf(f.key);
   const std::optional<double> fallback =
       f.required ? std::nullopt : std::optional<double>(std::get<double>(f.get(spec)));

@@ -8,6 +8,7 @@ namespace {
 
 using G = topology::GpuSpec;
 using K = topology::KernelFigures;
+using A = topology::AttentionFigures;
 using Nv = topology::NvlinkSpec;
 
 /// A key every entry must state ("custom" GPUs too); a cluster table may override it.
@@ -62,6 +63,21 @@ void device_keys(std::vector<GpuKey>& k) {
                         "min_compute_capability not above it)"));
 }
 
+/// A fused-attention kernel's curve (KernelFigures::*F): its keys `prefix`keys_half and
+/// `prefix`unmasked_ratio.
+template <auto F>
+void attention_curve_keys(std::vector<GpuKey>& k, const std::string& prefix, const std::string& kernel) {
+  k.push_back(member<G, &G::kernels, F, &A::keys_half>(prefix + "keys_half")
+                  .range_number(0, 1e9)
+                  .says("keys per query at which " + kernel +
+                        " reaches half its long-sequence rate: the efficiencies above are quoted over 4,096 keys "
+                        "and scale by L/(L + this) for L keys (0 = the same rate at every length)"));
+  k.push_back(member<G, &G::kernels, F, &A::unmasked_ratio>(prefix + "unmasked_ratio")
+                  .range_number(kAboveZero, 4)
+                  .says(kernel + "'s rate over blocks without a causal mask (a context-parallel ring step, a "
+                                 "sliding window's band) / its causal rate over as many keys"));
+}
+
 void kernel_keys(std::vector<GpuKey>& k) {
   const auto fraction = [](GpuKey f) { return std::move(f.range_number(kAboveZero, 1)); };
   k.push_back(fraction(given<&G::kernels, &K::sustained_clock_ratio>("sustained_clock_ratio"))
@@ -82,33 +98,20 @@ void kernel_keys(std::vector<GpuKey>& k) {
   k.push_back(given<&G::kernels, &K::gemm_tile_n>("gemm_tile_n")
                   .range(1, 4096)
                   .says("columns of one thread block's output tile"));
-  k.push_back(fraction(given<&G::kernels, &K::flash_fwd_efficiency>("flash_fwd_efficiency"))
+  k.push_back(fraction(given<&G::kernels, &K::flash, &A::fwd_efficiency>("flash_fwd_efficiency"))
                   .says("FlashAttention-2 forward, achieved fraction of peak"));
-  k.push_back(fraction(given<&G::kernels, &K::flash_bwd_efficiency>("flash_bwd_efficiency"))
+  k.push_back(fraction(given<&G::kernels, &K::flash, &A::bwd_efficiency>("flash_bwd_efficiency"))
                   .says("FlashAttention-2 backward, achieved fraction of peak"));
-  k.push_back(member<G, &G::kernels, &K::flash_keys_half>("flash_keys_half")
-                  .range_number(0, 1e9)
-                  .says("keys per query at which FlashAttention reaches half its long-sequence rate: the "
-                        "efficiencies above are quoted over 4,096 keys and scale by L/(L + this) for L keys "
-                        "(0 = the same rate at every length)"));
-  k.push_back(member<G, &G::kernels, &K::flash_unmasked_ratio>("flash_unmasked_ratio")
-                  .range_number(kAboveZero, 4)
-                  .says("FlashAttention's rate over blocks without a causal mask (a context-parallel ring "
-                        "step, a sliding window's band) / its causal rate over as many keys"));
-  k.push_back(member<G, &G::kernels, &K::cudnn_attention_fwd_efficiency>("cudnn_attention_fwd_efficiency")
+  attention_curve_keys<&K::flash>(k, "flash_", "FlashAttention");
+  k.push_back(member<G, &G::kernels, &K::cudnn, &A::fwd_efficiency>("cudnn_attention_fwd_efficiency")
                   .range_number(0, 1)
                   .says("cuDNN's fused attention (Transformer Engine's FusedAttention) forward, achieved "
                         "fraction of peak over 4,096 causal keys; 0 = no figure (a job with "
                         "schedule.operators.attention_backend = \"cudnn\" is refused)"));
-  k.push_back(member<G, &G::kernels, &K::cudnn_attention_bwd_efficiency>("cudnn_attention_bwd_efficiency")
+  k.push_back(member<G, &G::kernels, &K::cudnn, &A::bwd_efficiency>("cudnn_attention_bwd_efficiency")
                   .range_number(0, 1)
                   .says("cuDNN's fused attention backward, as the forward"));
-  k.push_back(member<G, &G::kernels, &K::cudnn_attention_keys_half>("cudnn_attention_keys_half")
-                  .range_number(0, 1e9)
-                  .says("flash_keys_half for cuDNN's fused attention"));
-  k.push_back(member<G, &G::kernels, &K::cudnn_attention_unmasked_ratio>("cudnn_attention_unmasked_ratio")
-                  .range_number(kAboveZero, 4)
-                  .says("flash_unmasked_ratio for cuDNN's fused attention"));
+  attention_curve_keys<&K::cudnn>(k, "cudnn_attention_", "cuDNN's fused attention");
   k.push_back(fraction(given<&G::kernels, &K::vector_flop_efficiency>("vector_flop_efficiency"))
                   .says("FLOP rate of memory-bound kernels as a fraction of peak (never the bound)"));
   k.push_back(fraction(given<&G::kernels, &K::hbm_efficiency>("hbm_efficiency"))

@@ -25,7 +25,7 @@ RecoveryKey seconds(std::string key) {
 /// A bandwidth > 0 in bytes/s.
 template <auto... Ms>
 RecoveryKey bandwidth(std::string key) {
-  return member<F, Ms...>(std::move(key)).range_number(kAboveZeroNumber, 1e300).in("bytes/s");
+  return member<F, Ms...>(std::move(key)).range_number(kAboveZero, 1e300).in("bytes/s");
 }
 
 void top_keys(std::vector<RecoveryKey>& k) {
@@ -101,7 +101,7 @@ void comm_init_keys(std::vector<RecoveryKey>& k) {
 
 void checkpoint_keys(std::vector<RecoveryKey>& k) {
   k.push_back(member<F, &F::checkpoint, &Cp::interval_s>("checkpoint.interval_s")
-                  .range_number(kAboveZeroNumber, 1e300)
+                  .range_number(kAboveZero, 1e300)
                   .in("s")
                   .says("training time between two checkpoints (Daly's τ; `twinscale tune-checkpoint` finds one)"));
   k.push_back(member<F, &F::checkpoint, &Cp::async_persist>("checkpoint.async_persist")

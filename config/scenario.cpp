@@ -50,11 +50,10 @@ ClusterFile resolve_cluster(const ScenarioSpec& spec, const std::string& name, i
   }
   const auto& ops = spec.job.options.operators;
   if (ops.flash_attention && ops.attention_backend == schedules::AttentionBackend::Cudnn &&
-      !(cluster.gpu.kernels.cudnn_attention_fwd_efficiency > 0 &&
-        cluster.gpu.kernels.cudnn_attention_bwd_efficiency > 0)) {
+      !cluster.gpu.kernels.cudnn.given()) {
     std::string valid;
     for (const auto& [model, gpu] : hardware_catalogue().gpus)
-      if (gpu.kernels.cudnn_attention_fwd_efficiency > 0) valid += (valid.empty() ? "" : ", ") + model;
+      if (gpu.kernels.cudnn.given()) valid += (valid.empty() ? "" : ", ") + model;
     const std::string who = spec.job_source.empty() ? "job '" + spec.job.name + "'" : spec.job_source;
     throw ConfigError(who +
                       ": schedule.operators.attention_backend = \"cudnn\" needs cuDNN's attention rates "

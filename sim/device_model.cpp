@@ -31,14 +31,8 @@ DeviceModelParams DeviceModelParams::from_gpu(const topology::GpuSpec& gpu) {
   p.gemm_tile_m = k.gemm_tile_m;
   p.gemm_tile_n = k.gemm_tile_n;
   p.sms = gpu.sms;
-  p.flash_fwd_efficiency = k.flash_fwd_efficiency;
-  p.flash_bwd_efficiency = k.flash_bwd_efficiency;
-  p.flash_keys_half = k.flash_keys_half;
-  p.flash_unmasked_ratio = k.flash_unmasked_ratio;
-  p.cudnn_attention_fwd_efficiency = k.cudnn_attention_fwd_efficiency;
-  p.cudnn_attention_bwd_efficiency = k.cudnn_attention_bwd_efficiency;
-  p.cudnn_attention_keys_half = k.cudnn_attention_keys_half;
-  p.cudnn_attention_unmasked_ratio = k.cudnn_attention_unmasked_ratio;
+  p.flash = k.flash;
+  p.cudnn = k.cudnn;
   p.vector_flop_efficiency = k.vector_flop_efficiency;
   p.hbm_efficiency = k.hbm_efficiency;
   p.kernel_launch_s = k.kernel_launch_s;
@@ -71,8 +65,8 @@ DeviceModelParams DeviceModelOverrides::apply(DeviceModelParams p) const {
   set(p.sustained_clock_ratio, sustained_clock_ratio);
   set(p.gemm_max_efficiency, gemm_max_efficiency);
   set(p.gemm_half_dim, gemm_half_dim);
-  set(p.flash_fwd_efficiency, flash_fwd_efficiency);
-  set(p.flash_bwd_efficiency, flash_bwd_efficiency);
+  set(p.flash.fwd_efficiency, flash_fwd_efficiency);
+  set(p.flash.bwd_efficiency, flash_bwd_efficiency);
   set(p.vector_flop_efficiency, vector_flop_efficiency);
   set(p.hbm_efficiency, hbm_efficiency);
   set(p.kernel_launch_s, kernel_launch_s);
@@ -90,32 +84,32 @@ double DeviceModel::wave_efficiency(int64_t m, int64_t n) const {
 }
 
 namespace {
-/// A fused-attention kernel's fraction of peak over `keys` keys per query: `e` is quoted
-/// over 4,096 causal keys and scales by L/(L + half); × `unmasked` for a block without mask.
-double attention_rate(double e, double half, double unmasked_ratio, int64_t keys, bool unmasked) {
-  if (half > 0 && keys > 0) {
+/// A fused-attention kernel's fraction of peak over `keys` keys per query: its figure is
+/// quoted over 4,096 causal keys and scales by L/(L + keys_half); × unmasked_ratio for a
+/// block without a mask.
+double attention_rate(const topology::AttentionFigures& f, bool backward, int64_t keys, bool unmasked) {
+  double e = backward ? f.bwd_efficiency : f.fwd_efficiency;
+  if (f.keys_half > 0 && keys > 0) {
     constexpr double kQuotedKeys = 4096;
     const double l = static_cast<double>(keys);
-    e *= (l / (l + half)) / (kQuotedKeys / (kQuotedKeys + half));
+    e *= (l / (l + f.keys_half)) / (kQuotedKeys / (kQuotedKeys + f.keys_half));
   }
-  return unmasked ? e * unmasked_ratio : e;
+  return unmasked ? e * f.unmasked_ratio : e;
 }
 } // namespace
 
 double DeviceModel::flash_efficiency(bool backward, int64_t keys, bool unmasked) const {
-  return attention_rate(backward ? params_.flash_bwd_efficiency : params_.flash_fwd_efficiency, params_.flash_keys_half,
-                        params_.flash_unmasked_ratio, keys, unmasked);
+  return attention_rate(params_.flash, backward, keys, unmasked);
 }
 
 double DeviceModel::attention_efficiency(Kernel kernel, bool backward, int64_t keys, bool unmasked) const {
   if (kernel != Kernel::CudnnAttention) return flash_efficiency(backward, keys, unmasked);
-  const double e = backward ? params_.cudnn_attention_bwd_efficiency : params_.cudnn_attention_fwd_efficiency;
-  if (!(e > 0))
+  if (!((backward ? params_.cudnn.bwd_efficiency : params_.cudnn.fwd_efficiency) > 0))
     throw SimError("device model: cuDNN's fused attention (schedule.operators.attention_backend = \"cudnn\") on "
                    "GPU '" +
                    gpu_.model + "', whose catalogue entry has no cudnn_attention_" + (backward ? "bwd" : "fwd") +
                    "_efficiency; give it in the cluster's [gpu] table or set attention_backend = \"flash-attn-2\"");
-  return attention_rate(e, params_.cudnn_attention_keys_half, params_.cudnn_attention_unmasked_ratio, keys, unmasked);
+  return attention_rate(params_.cudnn, backward, keys, unmasked);
 }
 
 double DeviceModel::gemm_efficiency(int64_t m, int64_t n, int64_t k, schedules::DType dtype) const {

@@ -23,7 +23,8 @@
 //              keys per query (s for a causal op, min(w, s) otherwise) and L½ =
 //              flash_keys_half (0: no length dependence), × flash_unmasked_ratio for a
 //              windowed op (a ring step's block has no mask; a band's tiles are unmasked
-//              but for its two edges).
+//              but for its two edges). cuDNN's fused attention (Kernel::CudnnAttention) the
+//              same, with its own figures (cudnn_attention_*).
 //              Unfused: the two batched
 //              GEMMs at e_gemm(seq, seq|window, head_dim) plus the s×s (or s×w) score
 //              traffic in B through HBM, and a chain of kernels (3 forward, 5 backward).
@@ -70,21 +71,15 @@ struct DeviceModelParams {
   double gemm_half_dim = 0;           // a GEMM dimension this small halves efficiency
   int64_t gemm_tile_m = 0;            // thread-block output tile: waves over the SMs
   int64_t gemm_tile_n = 0;
-  int64_t sms = 0;                           // streaming multiprocessors (0: no wave quantisation)
-  double flash_fwd_efficiency = 0;           // FlashAttention-2 forward
-  double flash_bwd_efficiency = 0;           // backward
-  double flash_keys_half = 0;                // keys per query that halve the rate (0: no length dependence)
-  double flash_unmasked_ratio = 1;           // a block with no causal mask / a causal one, same keys
-  double cudnn_attention_fwd_efficiency = 0; // cuDNN's fused attention forward (0: no figure)
-  double cudnn_attention_bwd_efficiency = 0; // backward
-  double cudnn_attention_keys_half = 0;      // as flash_keys_half
-  double cudnn_attention_unmasked_ratio = 1; // as flash_unmasked_ratio
-  double vector_flop_efficiency = 0;         // FLOPs of memory-bound kernels (never the bound)
-  double hbm_efficiency = 0;                 // achieved fraction of HBM bandwidth (streaming)
-  double kernel_launch_s = 0;                // per kernel launch
-  double op_issue_gap_s = 0;                 // idle stream time before each compute op (host hand-off)
-  double compute_time_factor = 1;            // every compute op's time × this (speed variation:
-                                             // the slowest GPU of the job, sim/speed_variation.hpp)
+  int64_t sms = 0;                   // streaming multiprocessors (0: no wave quantisation)
+  topology::AttentionFigures flash;  // FlashAttention-2
+  topology::AttentionFigures cudnn;  // cuDNN's fused attention
+  double vector_flop_efficiency = 0; // FLOPs of memory-bound kernels (never the bound)
+  double hbm_efficiency = 0;         // achieved fraction of HBM bandwidth (streaming)
+  double kernel_launch_s = 0;        // per kernel launch
+  double op_issue_gap_s = 0;         // idle stream time before each compute op (host hand-off)
+  double compute_time_factor = 1;    // every compute op's time × this (speed variation:
+                                     // the slowest GPU of the job, sim/speed_variation.hpp)
 
   /// The figures of `gpu`'s catalogue entry (the slowdown beside communication kernels
   /// is comm_rate_factors').

@@ -9,6 +9,17 @@
 
 namespace twinscale::topology {
 
+/// A fused-attention kernel's figures on a GPU (FlashAttention-2's, cuDNN's): its achieved
+/// fractions of peak over 4,096 causal keys per query, scaled by L/(L + keys_half) over L
+/// keys, × unmasked_ratio for a block without a causal mask (sim/device_model.hpp).
+struct AttentionFigures {
+  double fwd_efficiency = 0; // forward, fraction of peak (0: no figure)
+  double bwd_efficiency = 0; // backward
+  double keys_half = 0;      // keys per query that halve the rate (0: the same at every length)
+  double unmasked_ratio = 1; // rate of a block with no causal mask / a causal one
+  bool given() const { return fwd_efficiency > 0 && bwd_efficiency > 0; }
+};
+
 /// Achieved fractions and per-kernel figures of a GPU model, read from the hardware
 /// catalogue (presets/hardware/gpus.toml, where each key is documented with its source).
 struct KernelFigures {
@@ -18,22 +29,16 @@ struct KernelFigures {
   double gemm_half_dim = 0;           // a dimension this small halves GEMM efficiency
   int64_t gemm_tile_m = 0;            // thread-block output tile (wave quantisation)
   int64_t gemm_tile_n = 0;
-  double flash_fwd_efficiency = 0;           // FlashAttention-2 forward, fraction of peak
-  double flash_bwd_efficiency = 0;           // FlashAttention-2 backward
-  double flash_keys_half = 0;                // keys per query that halve FlashAttention's rate (0: none)
-  double flash_unmasked_ratio = 1;           // rate of a block with no causal mask / a causal one
-  double cudnn_attention_fwd_efficiency = 0; // cuDNN's fused attention forward (0: no figure)
-  double cudnn_attention_bwd_efficiency = 0; // its backward
-  double cudnn_attention_keys_half = 0;      // as flash_keys_half, for cuDNN's kernels
-  double cudnn_attention_unmasked_ratio = 1; // as flash_unmasked_ratio
-  double vector_flop_efficiency = 0;         // FLOP rate of memory-bound kernels / peak
-  double hbm_efficiency = 0;                 // achieved / nominal HBM bandwidth
-  double kernel_launch_s = 0;                // per kernel
-  double op_issue_gap_s = 0;                 // idle stream time before each compute op: the host's hand-off
-                                             // of a ready op (the probe measures it on the CPU device)
-  double nccl_sms_per_channel = 0;           // SMs one NCCL channel occupies
-  double nccl_hbm_share = 0;                 // HBM fraction a running communication kernel takes
-  double speed_sigma = 0;                    // per-GPU speed variation (std. dev. of time multiplier)
+  AttentionFigures flash;            // FlashAttention-2 (keys flash_*)
+  AttentionFigures cudnn;            // cuDNN's fused attention (keys cudnn_attention_*)
+  double vector_flop_efficiency = 0; // FLOP rate of memory-bound kernels / peak
+  double hbm_efficiency = 0;         // achieved / nominal HBM bandwidth
+  double kernel_launch_s = 0;        // per kernel
+  double op_issue_gap_s = 0;         // idle stream time before each compute op: the host's hand-off
+                                     // of a ready op (the probe measures it on the CPU device)
+  double nccl_sms_per_channel = 0;   // SMs one NCCL channel occupies
+  double nccl_hbm_share = 0;         // HBM fraction a running communication kernel takes
+  double speed_sigma = 0;            // per-GPU speed variation (std. dev. of time multiplier)
 };
 
 /// An NVLink generation (presets/hardware/nvlink.toml).

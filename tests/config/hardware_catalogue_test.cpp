@@ -82,7 +82,7 @@ TEST_CASE("catalogue: every key of the GPU key table is read from an entry", "[c
 TEST_CASE("catalogue: clusters name their parts and override figures", "[catalogue]") {
   const auto c = config::load_cluster("megascale-ampere");
   CHECK(c.gpu.model == "A100-SXM-80GB");
-  CHECK(c.gpu.kernels.flash_fwd_efficiency == Approx(0.60));
+  CHECK(c.gpu.kernels.flash.fwd_efficiency == Approx(0.60));
   CHECK(c.server.nic.model == "ConnectX-6");
   CHECK(c.server.nic_bw_bytes_per_s == 25e9);
   CHECK(c.server.nic.efficiency == Approx(0.96));

@@ -16,6 +16,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "config/cluster_file.hpp"
@@ -84,8 +85,12 @@ void dump_gpu(Dump& d, const std::string& at, const topology::GpuSpec& g) {
   d.add(kk + "gemm_half_dim", k.gemm_half_dim);
   d.add(kk + "gemm_tile_m", k.gemm_tile_m);
   d.add(kk + "gemm_tile_n", k.gemm_tile_n);
-  d.add(kk + "flash_fwd_efficiency", k.flash_fwd_efficiency);
-  d.add(kk + "flash_bwd_efficiency", k.flash_bwd_efficiency);
+  for (const auto& [prefix, a] : {std::pair{"flash_", &k.flash}, std::pair{"cudnn_attention_", &k.cudnn}}) {
+    d.add(kk + prefix + "fwd_efficiency", a->fwd_efficiency);
+    d.add(kk + prefix + "bwd_efficiency", a->bwd_efficiency);
+    d.add(kk + prefix + "keys_half", a->keys_half);
+    d.add(kk + prefix + "unmasked_ratio", a->unmasked_ratio);
+  }
   d.add(kk + "vector_flop_efficiency", k.vector_flop_efficiency);
   d.add(kk + "hbm_efficiency", k.hbm_efficiency);
   d.add(kk + "kernel_launch_s", k.kernel_launch_s);

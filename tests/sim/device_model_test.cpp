@@ -72,7 +72,7 @@ TEST_CASE("device model: FlashAttention-2's backward executes 2.5 × the forward
           "[sim][device]") {
   auto p = DeviceModelParams::from_gpu(a100());
   p.kernel_launch_s = 0;
-  p.flash_bwd_efficiency = p.flash_fwd_efficiency; // isolate the FLOP convention
+  p.flash.bwd_efficiency = p.flash.fwd_efficiency; // isolate the FLOP convention
   const DeviceModel d(a100(), p);
   schedules::Op fwd;
   fwd.kind = schedules::OpKind::Attention;
@@ -87,7 +87,7 @@ TEST_CASE("device model: FlashAttention-2's backward executes 2.5 × the forward
   CHECK(d.seconds(bwd) == Approx(2.5 * d.seconds(fwd)));
   // causal: half the dense FLOPs, at the catalogue's forward rate
   CHECK(d.seconds(fwd) ==
-        Approx(0.5 * fwd.flops / (a100().peak_flops * p.sustained_clock_ratio * p.flash_fwd_efficiency)));
+        Approx(0.5 * fwd.flops / (a100().peak_flops * p.sustained_clock_ratio * p.flash.fwd_efficiency)));
 }
 
 TEST_CASE("device model: FlashAttention's rate by keys per query and mask, anchored at the quoted 4,096",
@@ -109,8 +109,8 @@ TEST_CASE("device model: FlashAttention's rate by keys per query and mask, ancho
   };
   // causal over 4,096 keys: the catalogue's figure as quoted (FA3 paper Figure 5: 319 TFLOP/s)
   const auto at4k = attention(4096, 0);
-  CHECK(d.seconds(at4k) == Approx(0.5 * at4k.flops / (peak * p.flash_fwd_efficiency)));
-  CHECK(d.flash_efficiency(false, 4096, false) == Approx(p.flash_fwd_efficiency));
+  CHECK(d.seconds(at4k) == Approx(0.5 * at4k.flops / (peak * p.flash.fwd_efficiency)));
+  CHECK(d.flash_efficiency(false, 4096, false) == Approx(p.flash.fwd_efficiency));
   // the curve L/(L + 408) through the same paper's causal rates: 195 vs 191 at 512, 334 vs
   // 333 at 8k, 342 vs 335 at 16k (TFLOP/s at the chart's clock, fraction × 989.4)
   CHECK(d.flash_efficiency(false, 512, false) * 989.4 == Approx(191).epsilon(0.03));
@@ -126,8 +126,8 @@ TEST_CASE("device model: FlashAttention's rate by keys per query and mask, ancho
   CHECK(d.flash_efficiency(false, 8192, true) * 989.4 == Approx(370).epsilon(0.02)); // unmasked 8k: 370
   // a GPU without the figures (A100): one rate at every length and mask, as before
   const DeviceModel a(a100(), DeviceModelParams::from_gpu(a100()));
-  CHECK(a.flash_efficiency(false, 512, false) == a100().kernels.flash_fwd_efficiency);
-  CHECK(a.flash_efficiency(true, 65536, true) == a100().kernels.flash_bwd_efficiency);
+  CHECK(a.flash_efficiency(false, 512, false) == a100().kernels.flash.fwd_efficiency);
+  CHECK(a.flash_efficiency(true, 65536, true) == a100().kernels.flash.bwd_efficiency);
 }
 
 TEST_CASE("device model: cuDNN's fused attention has its own rates, refused where the catalogue has none",
