@@ -189,6 +189,16 @@ TEST_CASE("device model: the tensor clock is the one sustained at the power limi
   CHECK(a >= 1305.0 / 1410.0);
   CHECK(a <= 1.0);
   CHECK(config::hardware_catalogue().gpu("A100-SXM-40GB")->kernels.sustained_clock_ratio == a);
+  // B200's is measured, not estimated: a tensor-core-bound kernel run back to back falls
+  // from 1,450 to 1,237 TFLOP/s at the 1,000 W limit (flashinfer-ai/flashinfer#2899), and
+  // a B200 GEMM is costed at that rate; GB200 (1,200 W) has no such reading.
+  const topology::GpuSpec b200 = *config::hardware_catalogue().gpu("B200");
+  CHECK(b200.kernels.sustained_clock_ratio == Approx(1237.0 / 1450.0).epsilon(1e-3));
+  CHECK(config::hardware_catalogue().gpu("GB200")->kernels.sustained_clock_ratio == 1.0);
+  const DeviceModel m(b200, DeviceModelParams::from_gpu(b200));
+  const schedules::Op g = gemm(8192, 8192, 8192);
+  CHECK(m.seconds(g) == Approx(g.flops / (b200.peak_flops * 0.853 * m.gemm_efficiency(8192, 8192, 8192)) +
+                               b200.kernels.kernel_launch_s));
 }
 
 TEST_CASE("speed variation: the slowest of N GPUs, deterministic, growing with N", "[sim][device]") {
