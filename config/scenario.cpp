@@ -28,41 +28,40 @@ std::string cluster_name_of(const ScenarioSpec& spec) {
   return spec.cluster_file ? spec.cluster_file->cluster.name : std::string();
 }
 
+/// Refuses a job that needs a figure its cluster's GPU lacks, before anything runs, naming
+/// the catalogue's GPUs that `has` it and what the user can do instead.
+template <class Has>
+[[noreturn]] void refuse_gpu(const std::string& who, const std::string& cluster, const topology::GpuSpec& gpu, Has has,
+                             const std::string& needs, const std::string& lacks, const std::string& with,
+                             const std::string& remedy) {
+  std::string valid;
+  for (const auto& [model, entry] : hardware_catalogue().gpus)
+    if (has(entry)) valid += (valid.empty() ? "" : ", ") + model;
+  throw ConfigError(who + ": " + needs + ", but cluster '" + cluster + "' has GPU " + gpu.model + ", " + lacks + "; " +
+                    with + ": " + valid + " (" + remedy + ")");
+}
+
 /// The cluster the scenario runs on (read once, [network] included), sized for the job;
 /// `described_gpus` gets the size the file itself gives.
 ClusterFile resolve_cluster(const ScenarioSpec& spec, const std::string& name, int64_t& described_gpus) {
-  if (name.empty()) {
-    const std::string who = spec.job_source.empty() ? "job '" + spec.job.name + "'" : spec.job_source;
-    throw ConfigError(who + ": no cluster (give --cluster NAME|FILE or `cluster` in the job)");
-  }
+  const std::string who = spec.job_source.empty() ? "job '" + spec.job.name + "'" : spec.job_source;
+  if (name.empty()) throw ConfigError(who + ": no cluster (give --cluster NAME|FILE or `cluster` in the job)");
   ClusterFile file = spec.cluster_file ? *spec.cluster_file : load_cluster_file(name, spec.cluster_edits);
   topology::ClusterSpec& cluster = file.cluster;
   described_gpus = cluster.gpus;
   cluster.gpus = spec.job.parallel.gpus();
-  if (spec.job.options.fp8() && !(cluster.gpu.fp8_peak_flops > 0)) {
-    std::string valid;
-    for (const auto& [model, gpu] : hardware_catalogue().gpus)
-      if (gpu.fp8_peak_flops > 0) valid += (valid.empty() ? "" : ", ") + model;
-    const std::string who = spec.job_source.empty() ? "job '" + spec.job.name + "'" : spec.job_source;
-    throw ConfigError(who + ": precision.gemm = \"fp8\" needs FP8 tensor cores, but cluster '" + name + "' has GPU " +
-                      cluster.gpu.model + ", which has none; GPUs with FP8: " + valid +
-                      " (or set precision.gemm = \"bf16\")");
-  }
+  const auto has_fp8 = [](const topology::GpuSpec& g) { return g.fp8_peak_flops > 0; };
+  if (spec.job.options.fp8() && !has_fp8(cluster.gpu))
+    refuse_gpu(who, name, cluster.gpu, has_fp8, "precision.gemm = \"fp8\" needs FP8 tensor cores", "which has none",
+               "GPUs with FP8", "or set precision.gemm = \"bf16\"");
   const auto& ops = spec.job.options.operators;
-  if (ops.flash_attention && ops.attention_backend == schedules::AttentionBackend::Cudnn &&
-      !cluster.gpu.kernels.cudnn.given()) {
-    std::string valid;
-    for (const auto& [model, gpu] : hardware_catalogue().gpus)
-      if (gpu.kernels.cudnn.given()) valid += (valid.empty() ? "" : ", ") + model;
-    const std::string who = spec.job_source.empty() ? "job '" + spec.job.name + "'" : spec.job_source;
-    throw ConfigError(who +
-                      ": schedule.operators.attention_backend = \"cudnn\" needs cuDNN's attention rates "
-                      "(cudnn_attention_fwd_efficiency, cudnn_attention_bwd_efficiency), but cluster '" +
-                      name + "' has GPU " + cluster.gpu.model +
-                      ", whose catalogue entry has none; GPUs with them: " + valid +
-                      " (or set attention_backend = \"flash-attn-2\", or give both in the cluster's "
-                      "[gpu] table)");
-  }
+  const auto has_cudnn = [](const topology::GpuSpec& g) { return g.kernels.cudnn.given(); };
+  if (ops.flash_attention && ops.attention_backend == schedules::AttentionBackend::Cudnn && !has_cudnn(cluster.gpu))
+    refuse_gpu(who, name, cluster.gpu, has_cudnn,
+               "schedule.operators.attention_backend = \"cudnn\" needs cuDNN's attention rates "
+               "(cudnn_attention_fwd_efficiency, cudnn_attention_bwd_efficiency)",
+               "whose catalogue entry has none", "GPUs with them",
+               "or set attention_backend = \"flash-attn-2\", or give both in the cluster's [gpu] table");
   return file;
 }
 

@@ -104,11 +104,12 @@ double DeviceModel::flash_efficiency(bool backward, int64_t keys, bool unmasked)
 
 double DeviceModel::attention_efficiency(Kernel kernel, bool backward, int64_t keys, bool unmasked) const {
   if (kernel != Kernel::CudnnAttention) return flash_efficiency(backward, keys, unmasked);
-  if (!((backward ? params_.cudnn.bwd_efficiency : params_.cudnn.fwd_efficiency) > 0))
+  if (!params_.cudnn.given()) // as the scenario's refusal: both directions' rates or none
     throw SimError("device model: cuDNN's fused attention (schedule.operators.attention_backend = \"cudnn\") on "
                    "GPU '" +
-                   gpu_.model + "', whose catalogue entry has no cudnn_attention_" + (backward ? "bwd" : "fwd") +
-                   "_efficiency; give it in the cluster's [gpu] table or set attention_backend = \"flash-attn-2\"");
+                   gpu_.model +
+                   "', whose catalogue entry lacks cudnn_attention_fwd_efficiency or cudnn_attention_bwd_efficiency; "
+                   "give both in the cluster's [gpu] table or set attention_backend = \"flash-attn-2\"");
   return attention_rate(params_.cudnn, backward, keys, unmasked);
 }
 

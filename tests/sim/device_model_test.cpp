@@ -172,6 +172,12 @@ TEST_CASE("device model: cuDNN's fused attention has its own rates, refused wher
   CHECK_THROWS_WITH(a.seconds(attention(Kernel::CudnnAttention, 2048)),
                     Catch::Contains("A100-SXM-80GB") && Catch::Contains("cudnn_attention_fwd_efficiency") &&
                         Catch::Contains("flash-attn-2"));
+  // a forward figure without a backward one is refused as a whole, as the scenario does
+  DeviceModelParams half = DeviceModelParams::from_gpu(a100());
+  half.cudnn.fwd_efficiency = 0.5;
+  const DeviceModel h(a100(), half);
+  CHECK_THROWS_WITH(h.seconds(attention(Kernel::CudnnAttention, 2048)),
+                    Catch::Contains("cudnn_attention_bwd_efficiency"));
 }
 
 TEST_CASE("device model: the tensor clock is the one sustained at the power limit", "[sim][device]") {
