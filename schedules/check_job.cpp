@@ -232,6 +232,9 @@ void check_job(const JobSpec& job) {
           who + "schedule.recompute = \"selective-op\" (torchtitan's per-op checkpointing) is modelled for every "
                 "layer with tp = 1, cp = 1, BF16 GEMMs, dense MLPs, a serial block and a pipeline other than zb-h1 "
                 "(the runs it describes); use recompute = \"full\" or \"selective\" otherwise");
+  require(o.optimizer_kernels == OptimizerKernels::Fused || o.optimizer == OptimizerKind::Adam,
+          who + "schedule.optimizer_kernels = \"foreach\" (PyTorch's AdamW(foreach=True)) needs schedule.optimizer = "
+                "\"adam\"; LAMB runs as fused kernels (optimizer_kernels = \"fused\")");
   require(o.dp_bucket_params >= 0 && o.dp_bucket_params <= kMaxDpBucketParams,
           who + "schedule.dp_bucket_params = " + str(o.dp_bucket_params) + "; valid: 0 (one reduction per chunk) to " +
               str(kMaxDpBucketParams));

@@ -82,6 +82,20 @@ inline constexpr EnumNames<bool, 2> kGradReduceDtypeNames{{{"bf16", false}, {"fp
 enum class MasterWeights : uint8_t { Fp32, Bf16Remainder };
 inline constexpr EnumNames<MasterWeights, 2> kMasterWeightsNames{
     {{"fp32", MasterWeights::Fp32}, {"bf16_remainder", MasterWeights::Bf16Remainder}}};
+/// How the stack's Adam step and gradient clipping run on the GPU (ScheduleOptions::
+/// optimizer_kernels). Fused: one multi-tensor kernel for the step (Apex/Transformer
+/// Engine FusedAdam, Megatron's and NeMo's optimizers: 28 bytes per element) and one read
+/// of the gradients for their norm (Megatron's clip_grad_norm_fp32, which scales them only
+/// when it clips). Foreach: torch.optim.AdamW(foreach=True) of PyTorch 2.x
+/// (torch/optim/adamw.py _multi_tensor_adamw, capturable off): eight multi-tensor passes
+/// over fp32 state (mul_ of the weights, lerp_ of m, mul_ and addcmul_ of v, sqrt of v into
+/// a temporary, div_ and add_ of it, addcdiv_ into the weights: 80 bytes per element), and
+/// torch.nn.utils.clip_grad_norm_(foreach=True), whose _foreach_mul_ of the gradients by
+/// the clamped coefficient runs at every step ("avoids a `if clip_coef < 1:` conditional
+/// which can require a CPU <=> device synchronization", torch/nn/utils/clip_grad.py).
+enum class OptimizerKernels : uint8_t { Fused, Foreach };
+inline constexpr EnumNames<OptimizerKernels, 2> kOptimizerKernelsNames{
+    {{"fused", OptimizerKernels::Fused}, {"foreach", OptimizerKernels::Foreach}}};
 
 struct ModelSpec {
   std::string name;
@@ -223,7 +237,8 @@ struct ScheduleOptions {
   PipelineKind pipeline = PipelineKind::OneFOneB;
   OverlapSpec overlap;
   OptimizerKind optimizer = OptimizerKind::Adam;
-  bool recompute = false;      // full activation recomputation in backward
+  OptimizerKernels optimizer_kernels = OptimizerKernels::Fused; // kOptimizerKernelsNames
+  bool recompute = false;                                       // full activation recomputation in backward
   int64_t recompute_every = 1; // full recomputation of every n-th layer only (layer % n == 0:
                                // torchtitan's selective "layer" AC, ac_freq = n)
   // With recompute: torchtitan's per-op selective checkpointing (selective_ac_option =

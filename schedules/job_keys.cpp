@@ -252,6 +252,13 @@ void schedule_keys(std::vector<JobKey>& k) {
   k.push_back(choice<J, &J::options, &S::optimizer>("schedule.optimizer", kOptimizerKindNames)
                   .in_json_always_present()
                   .says("optimizer"));
+  k.push_back(choice<J, &J::options, &S::optimizer_kernels>("schedule.optimizer_kernels", kOptimizerKernelsNames)
+                  .stack_fact()
+                  .json_unless_default()
+                  .says("how the Adam step and gradient clipping run: fused (one multi-tensor kernel, 28 bytes per "
+                        "element; the norm read once, scaling only when clipping) or foreach (PyTorch's "
+                        "AdamW(foreach=True): eight passes, 80 bytes per fp32 element; clip_grad_norm_ scales the "
+                        "gradients at every step, 8 more); adam only"));
   k.push_back(recompute_key());
   k.push_back(member<J, &J::options, &S::recompute>("schedule.recompute").not_in_files().in_json_always_present());
   k.push_back(member<J, &J::options, &S::selective_recompute>("schedule.selective_recompute").not_in_files());

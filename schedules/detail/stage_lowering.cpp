@@ -361,6 +361,10 @@ void StageLowering::emit_grad_norm_and_loss(double elements) {
   // The iteration's loss averaged over DP for logging (last stage; one fp32 all-reduce).
   if (pp_rank_ == P_ - 1 && par.dp_cp() > 1) reduce(GroupKind::Dp, "loss.dp.ar");
   b_.wait_before_next_compute(last);
+  // PyTorch's clip_grad_norm_(foreach=True) then scales every gradient by the clamped
+  // coefficient, clipping or not (OptimizerKernels): read and write 4 bytes each.
+  if (job_.options.optimizer_kernels == OptimizerKernels::Foreach)
+    b_.compute(OpKind::Elementwise, Kernel::ResidualAdd, "optimizer.grad_clip", elements, 8 * elements, shape);
 }
 
 void StageLowering::emit_step(size_t j) {
@@ -514,10 +518,13 @@ void StageLowering::emit_iteration_end() {
   op.dtype = DType::FP32;
   op.shape = shape;
   if (opt.optimizer == OptimizerKind::Adam) {
-    // read grad (2 B), master, m, v (12 B); write master, m, v (12 B) and BF16 param (2 B)
+    // fused: read grad (2 B), master, m, v (12 B); write master, m, v (12 B) and BF16 param
+    // (2 B). foreach: PyTorch's eight passes over fp32 weights, gradients and moments
+    // (OptimizerKernels): mul_ w (8 B), lerp_ m (12), mul_ v (8), addcmul_ v (12), sqrt v
+    // (8), div_ and add_ of that (16), addcdiv_ w (16)
     op.kernel = Kernel::AdamStep;
     op.flops = 12 * elements;
-    op.bytes = 28 * elements;
+    op.bytes = (opt.optimizer_kernels == OptimizerKernels::Foreach ? 80 : 28) * elements;
     previous_optimizer_ = b_.add(op, "optimizer.adam");
   } else {
     // LAMB: pass 1 computes the Adam-style update and the per-tensor norms of weights and

@@ -396,3 +396,41 @@ TEST_CASE("stack facts: NeMo's distributed Adam keeps 16-bit remainders of the f
     CHECK(tiny_on(stack).options.master_weights == MasterWeights::Fp32);
   CHECK_THROWS_WITH(tiny_on("megatron-core-0.8", {"schedule.master_weights=fp16"}), Catch::Contains("bf16_remainder"));
 }
+
+TEST_CASE("stack facts: PyTorch's foreach AdamW moves 80 bytes per element and clip_grad_norm_ always scales",
+          "[schedules][stack]") {
+  // torchtitan's optimizer (AdamW(foreach=True), clip_grad_norm_(foreach=True)) against the
+  // fused kernels of the Megatron stacks: the same step, its traffic and one more pass
+  CHECK(tiny_on("torchtitan-2024").options.optimizer_kernels == OptimizerKernels::Foreach);
+  for (const char* stack :
+       {"megatron-lm-2021", "megatron-lm-2022", "megatron-lm-2023", "megascale", "megatron-core-0.8"})
+    CHECK(tiny_on(stack).options.optimizer_kernels == OptimizerKernels::Fused);
+  JobSpec job = config::load_job_preset("tiny-fsdp");
+  REQUIRE(job.options.optimizer_kernels == OptimizerKernels::Fused);
+  const Schedule fused = lower(job);
+  job.options.optimizer_kernels = OptimizerKernels::Foreach;
+  const Schedule foreach = lower(job);
+  check_valid(foreach);
+  REQUIRE(fused.programs.size() == foreach.programs.size());
+  for (size_t p = 0; p < fused.programs.size(); ++p) {
+    const auto& a = fused.programs[p].ops;
+    const auto& b = foreach.programs[p].ops;
+    REQUIRE(b.size() == a.size() + 1); // the clip's scaling pass, nothing else
+    double a_step = 0, b_step = 0, clip = 0, norm = 0;
+    size_t clip_at = 0, step_at = 0;
+    for (const Op& op : a)
+      if (op.kind == OpKind::OptimizerStep) a_step = op.bytes;
+    for (size_t i = 0; i < b.size(); ++i) {
+      const std::string& n = foreach.names[b[i].name];
+      if (b[i].kind == OpKind::OptimizerStep) b_step = b[i].bytes, step_at = i;
+      if (n == "optimizer.grad_clip") clip = b[i].bytes, clip_at = i;
+      if (n == "optimizer.grad_norm") norm = b[i].bytes;
+    }
+    REQUIRE(a_step > 0);
+    CHECK(b_step / a_step == Approx(80.0 / 28.0));
+    CHECK(clip == Approx(2 * norm)); // read and write each fp32 gradient; the norm reads it
+    CHECK(clip_at > 0);
+    CHECK(clip_at < step_at); // the step reads the scaled gradients
+  }
+  CHECK_THROWS_WITH(tiny_on("torchtitan-2024", {"schedule.optimizer=lamb"}), Catch::Contains("optimizer_kernels"));
+}
