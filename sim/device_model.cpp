@@ -98,12 +98,8 @@ double attention_rate(const topology::AttentionFigures& f, bool backward, int64_
 }
 } // namespace
 
-double DeviceModel::flash_efficiency(bool backward, int64_t keys, bool unmasked) const {
-  return attention_rate(params_.flash, backward, keys, unmasked);
-}
-
 double DeviceModel::attention_efficiency(Kernel kernel, bool backward, int64_t keys, bool unmasked) const {
-  if (kernel != Kernel::CudnnAttention) return flash_efficiency(backward, keys, unmasked);
+  if (kernel != Kernel::CudnnAttention) return attention_rate(params_.flash, backward, keys, unmasked);
   if (!params_.cudnn.given()) // as the scenario's refusal: both directions' rates or none
     throw SimError("device model: cuDNN's fused attention (schedule.operators.attention_backend = \"cudnn\") on "
                    "GPU '" +

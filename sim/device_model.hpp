@@ -117,12 +117,10 @@ public:
   double gemm_efficiency(int64_t m, int64_t n, int64_t k, schedules::DType dtype = schedules::DType::BF16) const;
   /// Fraction of the SMs' wave slots a GEMM's output tiles fill (1 = whole waves).
   double wave_efficiency(int64_t m, int64_t n) const;
-  /// FlashAttention's achieved fraction of peak over `keys` keys per query (the
-  /// catalogue's figure is quoted over 4,096: flash_keys_half scales it), × the
-  /// unmasked ratio for a block without a causal mask.
-  double flash_efficiency(bool backward, int64_t keys, bool unmasked) const;
-  /// The same for the fused-attention kernel `kernel` (FlashAttention2 or CudnnAttention,
-  /// each with its own catalogue figures); a GPU without cuDNN figures refuses the latter.
+  /// A fused-attention kernel's (FlashAttention2 or CudnnAttention, each with its own
+  /// catalogue figures) achieved fraction of peak over `keys` keys per query (the figure is
+  /// quoted over 4,096: keys_half scales it), × the unmasked ratio for a block without a
+  /// causal mask; a GPU without cuDNN figures refuses CudnnAttention.
   double attention_efficiency(schedules::Kernel kernel, bool backward, int64_t keys, bool unmasked) const;
   /// Kernels launched by a compute op of this kernel kind and phase.
   static int kernel_launches(schedules::Kernel kernel, schedules::Phase phase);

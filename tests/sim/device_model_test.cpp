@@ -110,24 +110,35 @@ TEST_CASE("device model: FlashAttention's rate by keys per query and mask, ancho
   // causal over 4,096 keys: the catalogue's figure as quoted (FA3 paper Figure 5: 319 TFLOP/s)
   const auto at4k = attention(4096, 0);
   CHECK(d.seconds(at4k) == Approx(0.5 * at4k.flops / (peak * p.flash.fwd_efficiency)));
-  CHECK(d.flash_efficiency(false, 4096, false) == Approx(p.flash.fwd_efficiency));
+  CHECK(d.attention_efficiency(schedules::Kernel::FlashAttention2, false, 4096, false) ==
+        Approx(p.flash.fwd_efficiency));
   // the curve L/(L + 408) through the same paper's causal rates: 195 vs 191 at 512, 334 vs
   // 333 at 8k, 342 vs 335 at 16k (TFLOP/s at the chart's clock, fraction × 989.4)
-  CHECK(d.flash_efficiency(false, 512, false) * 989.4 == Approx(191).epsilon(0.03));
-  CHECK(d.flash_efficiency(false, 8192, false) * 989.4 == Approx(333).epsilon(0.01));
-  CHECK(d.flash_efficiency(false, 16384, false) * 989.4 == Approx(335).epsilon(0.03));
+  CHECK(d.attention_efficiency(schedules::Kernel::FlashAttention2, false, 512, false) * 989.4 ==
+        Approx(191).epsilon(0.03));
+  CHECK(d.attention_efficiency(schedules::Kernel::FlashAttention2, false, 8192, false) * 989.4 ==
+        Approx(333).epsilon(0.01));
+  CHECK(d.attention_efficiency(schedules::Kernel::FlashAttention2, false, 16384, false) * 989.4 ==
+        Approx(335).epsilon(0.03));
   // the rate grows with the keys, in both passes
-  CHECK(d.flash_efficiency(true, 2048, false) < d.flash_efficiency(true, 4096, false));
-  CHECK(d.flash_efficiency(true, 16384, false) > d.flash_efficiency(true, 4096, false));
+  CHECK(d.attention_efficiency(schedules::Kernel::FlashAttention2, true, 2048, false) <
+        d.attention_efficiency(schedules::Kernel::FlashAttention2, true, 4096, false));
+  CHECK(d.attention_efficiency(schedules::Kernel::FlashAttention2, true, 16384, false) >
+        d.attention_efficiency(schedules::Kernel::FlashAttention2, true, 4096, false));
   // an unmasked block (a ring step's, shape[3] = keys per query) executes its own s·w scores
   // at the unmasked rate: half of a 4,096 block, w = 2,048
   const auto ring_step = attention(4096, 2048);
-  CHECK(d.seconds(ring_step) == Approx(0.5 * ring_step.flops / (peak * d.flash_efficiency(false, 2048, false) * 1.10)));
-  CHECK(d.flash_efficiency(false, 8192, true) * 989.4 == Approx(370).epsilon(0.02)); // unmasked 8k: 370
+  CHECK(d.seconds(ring_step) ==
+        Approx(0.5 * ring_step.flops /
+               (peak * d.attention_efficiency(schedules::Kernel::FlashAttention2, false, 2048, false) * 1.10)));
+  CHECK(d.attention_efficiency(schedules::Kernel::FlashAttention2, false, 8192, true) * 989.4 ==
+        Approx(370).epsilon(0.02)); // unmasked 8k: 370
   // a GPU without the figures (A100): one rate at every length and mask, as before
   const DeviceModel a(a100(), DeviceModelParams::from_gpu(a100()));
-  CHECK(a.flash_efficiency(false, 512, false) == a100().kernels.flash.fwd_efficiency);
-  CHECK(a.flash_efficiency(true, 65536, true) == a100().kernels.flash.bwd_efficiency);
+  CHECK(a.attention_efficiency(schedules::Kernel::FlashAttention2, false, 512, false) ==
+        a100().kernels.flash.fwd_efficiency);
+  CHECK(a.attention_efficiency(schedules::Kernel::FlashAttention2, true, 65536, true) ==
+        a100().kernels.flash.bwd_efficiency);
 }
 
 TEST_CASE("device model: cuDNN's fused attention has its own rates, refused where the catalogue has none",
@@ -154,7 +165,7 @@ TEST_CASE("device model: cuDNN's fused attention has its own rates, refused wher
   CHECK(d.attention_efficiency(Kernel::CudnnAttention, false, 16384, false) * 989.4 == Approx(539).epsilon(0.033));
   // cuDNN 9.1's causal backward at 4k, 444 TFLOP/s (cudnn-frontend's benchmark)
   CHECK(d.attention_efficiency(Kernel::CudnnAttention, true, 4096, false) * 989.4 == Approx(444).epsilon(0.01));
-  CHECK(d.attention_efficiency(Kernel::FlashAttention2, false, 4096, false) == d.flash_efficiency(false, 4096, false));
+  CHECK(d.attention_efficiency(Kernel::FlashAttention2, false, 4096, false) == Approx(p.flash.fwd_efficiency));
   // the same op shape runs 518 / 319 faster on cuDNN's kernel
   const auto flash = attention(Kernel::FlashAttention2, 4096), cudnn = attention(Kernel::CudnnAttention, 4096);
   CHECK(d.seconds(flash) / d.seconds(cudnn) == Approx(0.52 / 0.32));
