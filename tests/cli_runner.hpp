@@ -11,6 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tests/scratch.hpp"
+
 namespace twinscale::test {
 
 struct CliResult {
@@ -41,13 +43,6 @@ struct CliOutput {
   std::string err;
   bool says(const std::string& s) const { return err.find(s) != std::string::npos; }
 };
-
-/// A scratch folder of this test process: <tmp>/twinscale-<name>-<pid>, created.
-inline std::filesystem::path scratch_dir(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() / ("twinscale-" + name + "-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  return dir;
-}
 
 inline std::string slurp(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);

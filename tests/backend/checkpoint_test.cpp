@@ -92,8 +92,7 @@ TEST_CASE("checkpoint: the persist paces itself to the storage bandwidth") {
 
 TEST_CASE("checkpoint: a killed writer's temporaries go on the next commit of that step and on restore",
           "[hardening]") {
-  const fs::path dir = fs::temp_directory_path() / ("twinscale-ckpt-tmp-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
+  const fs::path dir = twinscale::test::empty_scratch_dir("ckpt-tmp");
   fs::create_directories(dir / "step-3");
   fs::create_directories(dir / "step-4");
   auto leave = [](const fs::path& p) { std::ofstream(p) << "partial"; };

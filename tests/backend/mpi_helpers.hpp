@@ -10,6 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tests/scratch.hpp"
+
 namespace twinscale::backend::test {
 
 struct ShellResult {
@@ -59,10 +61,7 @@ inline std::string mpirun(int ranks, bool survive_death = false) {
 }
 
 inline std::string fresh_dir(const std::string& name) {
-  const auto d = std::filesystem::temp_directory_path() / ("twinscale-test-" + name + "-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(d);
-  std::filesystem::create_directories(d);
-  return d.string();
+  return twinscale::test::empty_scratch_dir("test-" + name).string();
 }
 
 } // namespace twinscale::backend::test

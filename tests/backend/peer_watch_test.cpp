@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "backend/detail/peer_watch.hpp"
+#include "tests/scratch.hpp"
 
 using namespace twinscale::backend;
 
@@ -17,12 +18,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path fresh(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / ("twinscale-peer-watch-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+fs::path fresh(const std::string& name) { return twinscale::test::empty_scratch_dir("peer-watch-" + name); }
 
 void started(const fs::path& dir, int rank, pid_t pid, const std::string& host) {
   std::ofstream(dir / ("rank-" + std::to_string(rank) + ".started"))

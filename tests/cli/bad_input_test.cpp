@@ -30,8 +30,7 @@ std::string write(const fs::path& dir, const std::string& name, const std::strin
 /// A directory of bad files, made once per test run.
 fs::path bad_files() {
   static const fs::path dir = [] {
-    const fs::path d = fs::temp_directory_path() / ("twinscale-bad-input-" + std::to_string(::getpid()));
-    fs::create_directories(d);
+    const fs::path d = twinscale::test::scratch_dir("bad-input");
     write(d, "job-bad-key.toml", "name = \"t\"\ncluster = \"tiny-2tier\"\n[model]\nlayerz = 4\n");
     std::ifstream preset(std::string(TWINSCALE_SOURCE_DIR) + "/presets/clusters/tiny-2tier.toml");
     std::string cluster((std::istreambuf_iterator<char>(preset)), std::istreambuf_iterator<char>());

@@ -12,6 +12,7 @@
 #include "config/presets.hpp"
 #include "schedules/error.hpp"
 #include "schedules/memory.hpp"
+#include "tests/scratch.hpp"
 
 using namespace twinscale;
 
@@ -268,8 +269,7 @@ TEST_CASE("software stacks: presets parse, a job starts from its stack and overr
 
 TEST_CASE("software files: only stack facts, errors name the stack file", "[config][software]") {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / "twinscale-software-test";
-  fs::create_directories(dir);
+  const fs::path dir = twinscale::test::scratch_dir("software-test");
   const auto write = [&](const std::string& name, const std::string& text) {
     std::ofstream(dir / name) << text;
     return (dir / name).string();

@@ -96,8 +96,7 @@ std::string findings_of(const nlohmann::json& j) {
 
 TEST_CASE("diagnose: a binary trace read in parallel finds what its Chrome reading finds") {
   const schedules::Schedule s = schedule();
-  const fs::path dir = fs::temp_directory_path() / ("twinscale-bin-input-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  const fs::path dir = twinscale::test::scratch_dir("bin-input");
   const std::string path = (dir / "t.tstrace").string();
   {
     schedules::BinaryTraceWriter w(path, s, "sim");

@@ -9,6 +9,7 @@
 #include "diagnose/error.hpp"
 #include "diagnose/hang_report.hpp"
 #include "records/run_dir.hpp"
+#include "tests/scratch.hpp"
 
 using namespace twinscale;
 namespace fs = std::filesystem;
@@ -29,12 +30,7 @@ records::WaitingOp pending(uint32_t op, schedules::OpKind kind, schedules::Group
   return p;
 }
 
-std::string fresh_dir(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / ("twinscale-test-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d.string();
-}
+std::string fresh_dir(const std::string& name) { return twinscale::test::empty_scratch_dir("test-" + name).string(); }
 
 } // namespace
 

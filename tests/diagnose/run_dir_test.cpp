@@ -10,18 +10,14 @@
 
 #include "records/error.hpp"
 #include "records/run_dir.hpp"
+#include "tests/scratch.hpp"
 
 using namespace twinscale;
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string fresh_dir(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / ("twinscale-test-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d.string();
-}
+std::string fresh_dir(const std::string& name) { return twinscale::test::empty_scratch_dir("test-" + name).string(); }
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path);

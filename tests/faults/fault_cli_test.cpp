@@ -29,8 +29,7 @@ TEST_CASE("fault CLI: campaign prints ETTR and is deterministic", "[faults][cli]
 }
 
 TEST_CASE("fault CLI: --out writes JSON and CSVs next to each other", "[faults][cli]") {
-  const auto dir = std::filesystem::temp_directory_path() / "twinscale_fault_cli_out";
-  std::filesystem::remove_all(dir);
+  const auto dir = twinscale::test::scratch_dir("fault-cli") / "out";
   const auto r =
       run("campaign --preset gpt-175b-megascale --iteration-time 10 --days 3 --seeds 2 --out " + dir.string());
   REQUIRE(r.rc == 0);

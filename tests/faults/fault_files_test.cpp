@@ -1,11 +1,17 @@
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+#include <fstream>
+
+#include "config/cluster_file.hpp"
 #include "config/error.hpp"
 #include "config/fault_file.hpp"
 #include "config/presets.hpp"
 #include "config/recovery_file.hpp"
 #include "faults/campaign.hpp"
+#include "faults/fabric_targets.hpp"
 #include "faults/plan_timeline.hpp"
+#include "tests/scratch.hpp"
 
 using namespace twinscale;
 using config::ConfigError;
@@ -131,9 +137,6 @@ TEST_CASE("fault files: zero, negative and ambiguous rates are errors", "[faults
                     Catch::Contains("global-barrier, local-barrier"));
 }
 
-#include "config/cluster_file.hpp"
-#include "faults/fabric_targets.hpp"
-
 TEST_CASE("fault files: a plan validates against a real fabric's names", "[faults][config][plan]") {
   const topology::Fabric fabric(config::load_cluster("tiny-2tier"));
   faults::FabricTargets targets(fabric);
@@ -162,12 +165,9 @@ TEST_CASE("fault files: a plan validates against a real fabric's names", "[fault
                     Catch::Contains("unknown server name 'node7'") && Catch::Contains("server0"));
 }
 
-#include <filesystem>
-#include <fstream>
-
 TEST_CASE("fault files: load_checked_fault_plan reads a file and resolves fabric names", "[faults][config][plan]") {
   const topology::Fabric fabric(config::load_cluster("tiny-2tier"));
-  const auto path = std::filesystem::temp_directory_path() / "twinscale_test_plan.toml";
+  const auto path = twinscale::test::scratch_dir("fault-plan") / "plan.toml";
   {
     std::ofstream f(path);
     f << "[retransmit]\nib_timeout = 20\nretries = 7\n[[event]]\nkind = \"link-flap\"\nlink = \"" << fabric.link_name(5)

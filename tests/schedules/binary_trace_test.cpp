@@ -16,6 +16,7 @@
 #include "schedules/error.hpp"
 #include "schedules/schedule.hpp"
 #include "schedules/trace.hpp"
+#include "tests/scratch.hpp"
 
 using namespace twinscale;
 using namespace twinscale::schedules;
@@ -46,11 +47,7 @@ void write_bytes(const fs::path& p, const std::string& b) {
   out << b;
 }
 
-fs::path scratch(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / ("twinscale-bt-" + name + "-" + std::to_string(::getpid()));
-  fs::create_directories(d);
-  return d;
-}
+fs::path scratch(const std::string& name) { return twinscale::test::scratch_dir("bt-" + name); }
 
 } // namespace
 

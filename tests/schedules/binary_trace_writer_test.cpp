@@ -15,6 +15,7 @@
 #include "schedules/binary_trace.hpp"
 #include "schedules/error.hpp"
 #include "schedules/schedule.hpp"
+#include "tests/scratch.hpp"
 
 using namespace twinscale;
 using namespace twinscale::schedules;
@@ -27,12 +28,7 @@ std::string bytes_of(const fs::path& p) {
   return {std::istreambuf_iterator<char>(in), {}};
 }
 
-fs::path scratch(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / ("twinscale-btw-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+fs::path scratch(const std::string& name) { return twinscale::test::empty_scratch_dir("btw-" + name); }
 
 /// Records every op of every rank `rounds` times over (ranks interleaved op by op, ops
 /// scrambled; a round's ops start 2^40 ns after the last), as the simulator would.

@@ -15,6 +15,7 @@
 #include "schedules/limits.hpp"
 #include "schedules/schedule.hpp"
 #include "schedules/trace.hpp"
+#include "tests/scratch.hpp"
 
 using namespace twinscale::schedules;
 using Catch::Contains;
@@ -82,8 +83,7 @@ TEST_CASE("input files: regular files within a size limit", "[schedules][hardeni
                     Contains("/dev/zero") && Contains("not a regular file"));
   CHECK_THROWS_WITH(read_input_file("/nonexistent/x.json", "schedule", InputKind::Json),
                     Contains("/nonexistent/x.json") && Contains("cannot open"));
-  const auto dir = std::filesystem::temp_directory_path() / ("twinscale-input-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
+  const auto dir = twinscale::test::scratch_dir("input");
   const auto big = dir / "big.toml";
   {
     std::ofstream out(big, std::ios::binary);

@@ -35,7 +35,7 @@ TEST_CASE("twinscale simulate: usage errors exit 2, bad input exits 1", "[sim][c
 }
 
 TEST_CASE("twinscale simulate --every-rank with per-GPU speeds writes every rank's times", "[sim][cli][every_rank]") {
-  const std::string csv = "/tmp/twinscale_every_rank_test.csv";
+  const std::string csv = (twinscale::test::scratch_dir("every-rank") / "ranks.csv").string();
   const auto a = run("simulate --preset tiny-megascale --mode analytic --every-rank --gpu-speed-dist normal:0.05 "
                      "--speed-seed 3 --json --per-rank-csv " +
                      csv);

@@ -9,6 +9,7 @@
 #include "config/cluster_file.hpp"
 #include "sim/error.hpp"
 #include "sim_test_util.hpp"
+#include "tests/scratch.hpp"
 
 using namespace twinscale;
 using namespace twinscale::sim;
@@ -57,8 +58,7 @@ TEST_CASE("issue gap: every compute op starts op_issue_gap_s after it is ready, 
 
 TEST_CASE("issue gap: a cluster's GPU reads op_issue_gap_s (optional, 0 by default, bounded)", "[sim][device]") {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / "twinscale-issue-gap";
-  fs::create_directories(dir);
+  const fs::path dir = twinscale::test::scratch_dir("issue-gap");
   const std::string base = "name = \"gap\"\ngpus = 8\n[server]\ngpus = 8\nnics = 8\nnic = \"ConnectX-6\"\n"
                            "rails = 1\n[switch]\nmodel = \"custom\"\nradix = 8\nport_gbit_per_s = 400\n"
                            "latency_ns = 600\n[fabric]\ntiers = 2\noversubscription = [1]\nservers_per_tor = 1\n"

@@ -16,6 +16,7 @@
 #include "schedules/error.hpp"
 #include "sim/error.hpp"
 #include "sim_test_util.hpp"
+#include "tests/scratch.hpp"
 #include "topology/placement.hpp"
 
 using namespace twinscale;
@@ -25,8 +26,7 @@ namespace {
 
 /// tiny-2tier (4 servers of A100-SXM-80GB) with `groups` appended, written to a file.
 std::string cluster_file(const std::string& name, const std::string& groups) {
-  const auto dir = std::filesystem::temp_directory_path() / "twinscale-mixed-gpus";
-  std::filesystem::create_directories(dir);
+  const auto dir = twinscale::test::scratch_dir("mixed-gpus");
   const auto path = dir / (name + ".toml");
   std::ifstream in(std::string(TWINSCALE_SOURCE_DIR) + "/presets/clusters/tiny-2tier.toml");
   std::ofstream out(path);
@@ -151,7 +151,7 @@ SimReport tp_all_reduce(const topology::ClusterSpec& spec, SimMode mode) {
 TEST_CASE("mixed GPU models: each server's NVLink has its own model's bandwidth", "[sim][mixed_gpus]") {
   const auto a100 = config::load_cluster("tiny-2tier");
   // tiny-2tier with H100s for [gpu]: NVLink4's bandwidth and efficiency everywhere
-  const auto h100_path = std::filesystem::temp_directory_path() / "twinscale-mixed-gpus" / "all-h100.toml";
+  const auto h100_path = twinscale::test::scratch_dir("mixed-gpus-h100") / "all-h100.toml";
   {
     std::ifstream in(std::string(TWINSCALE_SOURCE_DIR) + "/presets/clusters/tiny-2tier.toml");
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

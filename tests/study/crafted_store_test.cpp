@@ -69,9 +69,7 @@ TEST_CASE("crafted store: a bad value names the store, the point and the column"
 
 TEST_CASE("crafted store: a store that cannot grow (a full disk) says 'disk full'", "[study][store]") {
   if (std::system("prlimit --version >/dev/null 2>&1") != 0) TWINSCALE_SKIP("prlimit (util-linux) is not installed");
-  const fs::path dir = fs::temp_directory_path() / ("twinscale-store-full-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const fs::path dir = twinscale::test::empty_scratch_dir("store-full");
   const std::string study = (dir / "s.toml").string();
   test::write_text(study, study::test::kTwoPointStudy);
   // files past 8 KiB fail (EFBIG, as on a full disk): the store's schema fits, its log does not

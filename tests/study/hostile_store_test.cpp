@@ -15,6 +15,7 @@
 #include "study/evaluate.hpp"
 #include "study/store.hpp"
 #include "study/study_file.hpp"
+#include "tests/scratch.hpp"
 #include "tests/study/store_fixture.hpp"
 
 using namespace twinscale;
@@ -80,8 +81,7 @@ TEST_CASE("hostile store: a view or a computed column in place of the points tab
 }
 
 TEST_CASE("hostile store: a folder or a pipe in place of the store is refused, not waited on", "[study][store]") {
-  const fs::path dir = fs::temp_directory_path() / ("twinscale-hostile-dir-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
+  const fs::path dir = twinscale::test::empty_scratch_dir("hostile-dir");
   fs::create_directories(dir / "folder.db");
   REQUIRE(::mkfifo((dir / "pipe.db").c_str(), 0600) == 0);
   for (const char* name : {"folder.db", "pipe.db"}) {

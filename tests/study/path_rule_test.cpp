@@ -12,6 +12,7 @@
 
 #include "config/error.hpp"
 #include "study/study_file.hpp"
+#include "tests/scratch.hpp"
 
 namespace fs = std::filesystem;
 namespace study = twinscale::study;
@@ -21,7 +22,7 @@ namespace {
 
 fs::path folder() {
   static const fs::path d = [] {
-    const fs::path p = fs::temp_directory_path() / ("twinscale-path-rule-" + std::to_string(::getpid()));
+    const fs::path p = twinscale::test::scratch_dir("path-rule");
     fs::create_directories(p / "studies");
     std::ofstream(p / "outside.toml") << "name = \"x\"\n";         // a file next to, not in, the folder
     std::ofstream(p / "studies" / "job.toml") << "name = \"j\"\n"; // a file inside it

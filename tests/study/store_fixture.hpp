@@ -27,15 +27,19 @@ vpp = [1]
 micro_batch = [1]
 )";
 
-/// A store path in the temporary folder, unique to this process and `tag`.
-inline std::string temp_store(const std::string& tag) {
-  return (std::filesystem::temp_directory_path() / ("twinscale-" + tag + "-" + std::to_string(::getpid()) + ".db"))
-      .string();
-}
-
 /// Removes the store and SQLite's side files.
 inline void remove_store(const std::string& db) {
   for (const char* ext : {"", "-wal", "-shm", "-journal"}) std::filesystem::remove(db + ext);
+}
+
+/// A store path in the temporary folder, unique to this process and `tag`, with no store
+/// there (one an earlier process of the same id left is removed: ids repeat).
+inline std::string temp_store(const std::string& tag) {
+  const std::string db =
+      (std::filesystem::temp_directory_path() / ("twinscale-" + tag + "-" + std::to_string(::getpid()) + ".db"))
+          .string();
+  remove_store(db);
+  return db;
 }
 
 /// A store at `db` of the study `study_text`, every point evaluated.

@@ -66,8 +66,7 @@ TEST_CASE("cli: topology show table and errors", "[cli]") {
 }
 
 TEST_CASE("cli: --dot writes GraphViz for small fabrics and refuses big ones", "[cli]") {
-  const auto path = std::filesystem::temp_directory_path() / "twinscale_topology_cli_test.dot";
-  std::filesystem::remove(path);
+  const auto path = twinscale::test::scratch_dir("topology-cli") / "fabric.dot";
   const Run ok = run_cli("topology show tiny-2tier --dot " + path.string());
   REQUIRE(ok.rc == 0);
   std::ifstream in(path);

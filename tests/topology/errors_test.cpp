@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "config/cluster_file.hpp"
+#include "tests/scratch.hpp"
 #include "topology/fabric.hpp"
 
 using namespace twinscale;
@@ -123,7 +124,7 @@ TEST_CASE("cluster files: every preset loads and builds, a file path works too",
     CHECK(spec.name == name);
     CHECK_NOTHROW(topology::Fabric(spec));
   }
-  const auto path = std::filesystem::temp_directory_path() / "twinscale_topology_test_cluster.toml";
+  const auto path = twinscale::test::scratch_dir("topology-errors") / "cluster.toml";
   { std::ofstream(path) << base; }
   const topology::ClusterSpec spec = config::load_cluster(path.string());
   std::filesystem::remove(path);
