@@ -106,6 +106,7 @@ struct FlowEngine::Impl {
   std::vector<simgrid::kernel::timer::Timer*> window_timers;
   bool stopped = false; // the job failed or the executor threw: nothing runs any more
   bool workers_killed = false;
+  bool workers_retiring = false; // the run is over with no transfer in flight: workers return
   /// An actor that runs one side of one transfer at a time (see send_flow).
   struct Worker {
     sg4::ActorPtr actor;
@@ -121,9 +122,10 @@ struct FlowEngine::Impl {
   /// transfers in flight at once (4 per GPU in a DP phase), so at 131,072 GPUs each KiB
   /// is 0.5 GiB. The deepest a worker went (tests/sim, gpt-175b-megascale at 1,024 and
   /// 12,288 GPUs): 6.9 KiB, a transfer failing on a link that went down
-  /// (NetworkFailureException unwinding from its wait); 4.5 KiB, a worker killed at the
-  /// end; 1.8 KiB otherwise. check_worker_stacks() fails a run that came within 4.5 KiB
-  /// of the end (there is no guard page: an overflow would corrupt the heap silently).
+  /// (NetworkFailureException unwinding from its wait); 4.5 KiB, a worker killed as a
+  /// failed job ends (a run that ends well lets its workers return); 1.8 KiB otherwise.
+  /// check_worker_stacks() fails a run that came within 4.5 KiB of the end (there is no
+  /// guard page: an overflow would corrupt the heap silently).
   static constexpr unsigned kWorkerStackKiB = 16;
   std::vector<std::unique_ptr<Worker>> workers;
   std::vector<Worker*> idle; // done with their transfer (suspended, or about to be)
