@@ -247,8 +247,11 @@ private:
         e.start_s = timing[i].start_s;
         e.end_s = timing[i].end_s;
       } else {
+        // cut off when the run stopped; an op the device started after t_end was read
+        // (its streams run on while the rank stops: the CPU device's threads, a GPU)
+        // ends where it started, never before
         e.start_s = timing[i].valid ? timing[i].start_s : issued_at_[i];
-        e.end_s = t_end;
+        e.end_s = std::max(t_end, e.start_s);
         e.failed = true;
       }
       result_.events.push_back(e);

@@ -9,6 +9,8 @@
 
 #include "backend/executor.hpp"
 #include "fake_device.hpp"
+#include "mpi_helpers.hpp"
+#include "records/run_dir.hpp"
 #include "schedules/synthetic.hpp"
 
 using namespace twinscale;
@@ -101,6 +103,39 @@ TEST_CASE("executor: a collective that never completes times out and says what i
   const auto failed = std::find_if(r.events.begin(), r.events.end(), [&](auto& e) { return e.op_index == second_tp; });
   REQUIRE(failed != r.events.end());
   CHECK(failed->failed);
+}
+
+TEST_CASE("executor: an op the device started after the rank stopped ends where it started, and its state reads back") {
+  // CI, a SIGSTOPped peer: the rank timed out, read its end time, and a stream thread began
+  // the next op before the device was aborted; that event ended before it started and
+  // `diagnose` refused the rank's state file
+  const schedules::Schedule s = tiny();
+  const int64_t rank = 5;
+  const auto& prog = s.program(rank);
+  const auto first_tp = static_cast<uint32_t>(
+      std::find_if(prog.ops.begin(), prog.ops.end(), [](auto& op) { return op.group == schedules::GroupKind::Tp; }) -
+      prog.ops.begin());
+  REQUIRE(first_tp < prog.ops.size());
+  FakeDevice dev(false);
+  dev.stuck.insert(first_tp); // waits on its peers until the timeout
+  dev.late_start[first_tp] = 5.0;
+  backend::Executor ex(s, rank, dev, opts(0.02, 1e-3));
+  const backend::RankResult r = ex.run();
+  REQUIRE(r.status == backend::RunStatus::TimedOut);
+  const auto e = std::find_if(r.events.begin(), r.events.end(), [&](auto& x) { return x.op_index == first_tp; });
+  REQUIRE(e != r.events.end());
+  CHECK(e->failed);
+  CHECK(e->end_s == e->start_s); // started 5 s after the run's end was read
+  const std::string dir = backend::test::fresh_dir("late-start");
+  records::RankState st;
+  st.rank = rank;
+  st.status = r.status;
+  st.ops_total = r.ops_total;
+  st.events = r.events;
+  records::write_rank_state(dir, st);
+  const records::RankState back = records::read_rank_state(records::rank_state_path(dir, rank));
+  REQUIRE(back.events.size() == r.events.size());
+  CHECK(back.events.front().end_s >= back.events.front().start_s);
 }
 
 TEST_CASE("executor: a p2p receive names its peer's global rank and direction") {

@@ -25,6 +25,9 @@ public:
 
   std::set<uint32_t> stuck, failing;
   std::map<uint32_t, double> slow; // op → seconds it runs
+  /// Stuck ops whose timing says they started this long after timings() is called (a
+  /// stream that began the op after the rank decided to stop).
+  std::map<uint32_t, double> late_start;
   std::vector<uint32_t> issue_order;
   std::vector<std::vector<uint32_t>> wait_lists; // per op, as passed to issue()
   std::vector<int> issued_at, done_at;           // call counter; -1 = never
@@ -72,6 +75,7 @@ public:
     std::vector<DeviceOpTiming> t(issued_at.size());
     for (size_t i = 0; i < t.size(); ++i)
       if (done_at[i] >= 0) t[i] = DeviceOpTiming{issued_at[i] * 1e-6, done_at[i] * 1e-6, true};
+    for (const auto& [i, after] : late_start) t[i] = DeviceOpTiming{now_s() + after, now_s() + 2 * after, true};
     return t;
   }
   void abort() override {
