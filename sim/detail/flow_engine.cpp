@@ -279,8 +279,8 @@ void FlowEngine::Impl::flow_done(Task* task, uint32_t flow, bool failed) {
 /// without effect and the event core is not advanced; the run ends once they have.
 void FlowEngine::Impl::stop() {
   stopped = true;
-  if (!workers_killed && !workers.empty()) {
-    workers_killed = true;
+  if (!workers_ended && !workers.empty()) {
+    workers_ended = true;
     check_worker_stacks(); // while the stacks are there
     if (flows_in_flight == 0) {
       // The run is over with no transfer in flight: every worker returns from run_worker,

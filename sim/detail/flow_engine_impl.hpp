@@ -104,8 +104,8 @@ struct FlowEngine::Impl {
   /// at the windows' edges.
   std::vector<double> window_factor;
   std::vector<simgrid::kernel::timer::Timer*> window_timers;
-  bool stopped = false; // the job failed or the executor threw: nothing runs any more
-  bool workers_killed = false;
+  bool stopped = false;          // the job failed or the executor threw: nothing runs any more
+  bool workers_ended = false;    // stop() has ended the workers: killed, or retiring
   bool workers_retiring = false; // the run is over with no transfer in flight: workers return
   /// An actor that runs one side of one transfer at a time (see send_flow).
   struct Worker {

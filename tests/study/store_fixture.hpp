@@ -4,7 +4,6 @@
 // process, and SQL run on the store through SQLite itself.
 #include <filesystem>
 #include <string>
-#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <sqlite3.h>
@@ -12,6 +11,7 @@
 #include "study/evaluate.hpp"
 #include "study/store.hpp"
 #include "study/study_file.hpp"
+#include "tests/scratch.hpp"
 
 namespace twinscale::study::test {
 
@@ -35,9 +35,7 @@ inline void remove_store(const std::string& db) {
 /// A store path in the temporary folder, unique to this process and `tag`, with no store
 /// there (one an earlier process of the same id left is removed: ids repeat).
 inline std::string temp_store(const std::string& tag) {
-  const std::string db =
-      (std::filesystem::temp_directory_path() / ("twinscale-" + tag + "-" + std::to_string(::getpid()) + ".db"))
-          .string();
+  const std::string db = twinscale::test::scratch_path(tag).string() + ".db";
   remove_store(db);
   return db;
 }

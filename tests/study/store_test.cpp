@@ -5,7 +5,6 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
-#include <unistd.h>
 
 #include <catch2/catch.hpp>
 
@@ -14,18 +13,14 @@
 #include "study/report.hpp"
 #include "study/store.hpp"
 #include "study/study_file.hpp"
+#include "tests/study/store_fixture.hpp"
 
 using namespace twinscale;
 using Catch::Matchers::Contains;
 
 namespace {
 
-std::string temp_db(const std::string& name) {
-  const auto p =
-      std::filesystem::temp_directory_path() / ("twinscale-study-" + name + "-" + std::to_string(::getpid()) + ".db");
-  for (const char* ext : {"", "-wal", "-shm"}) std::filesystem::remove(p.string() + ext);
-  return p.string();
-}
+std::string temp_db(const std::string& name) { return study::test::temp_store("study-" + name); }
 
 const char* kStudy = R"(
 name = "store-test"
