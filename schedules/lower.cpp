@@ -53,7 +53,7 @@ Schedule lower(const JobSpec& job, const LoweringTarget& target) {
   for (int64_t p = 0; p < P; ++p)
     for (int64_t c = 0; c < CP; ++c) {
       const Program* sibling = out.programs.empty() ? nullptr : &out.programs.back();
-      out.programs.push_back(detail::StageLowering(job, p, c, names).run(sibling));
+      out.programs.push_back(detail::StageLowering(job, p, c, names, target.replay_layers).run(sibling));
     }
   out.names = names.take();
 

@@ -63,6 +63,10 @@ struct LoweringTarget {
   /// Which GPU gives gpu_memory_bytes, named when a stage does not fit (mixed models:
   /// the tightest, e.g. "gpu_groups[0] (A100-SXM-40GB, servers 0-3)"); empty: "the GPU".
   std::string gpu_memory_holder;
+  /// A layer pass that would emit the same ops as one already emitted in its program is
+  /// copied from it (LayerEmitter::set_replay): the same schedule, lowered in less time.
+  /// false emits every op (tests compare the two).
+  bool replay_layers = true;
 };
 
 /// Lowers a job into a schedule. Throws JobError for impossible parallelism or a model

@@ -156,6 +156,83 @@ uint32_t ProgramBuilder::p2p(OpKind kind, int32_t peer, std::string_view name, d
   return add(op, name, deps);
 }
 
+std::optional<ProgramBuilder::Context> ProgramBuilder::context() const {
+  if (last_compute_ == kNoOp) return std::nullopt;
+  const auto next = static_cast<uint32_t>(program_.ops.size());
+  Context c;
+  c.last_compute_back = next - last_compute_;
+  c.pending_back.reserve(pending_.size());
+  for (uint32_t p : pending_) c.pending_back.push_back(next - p);
+  return c;
+}
+
+std::optional<ProgramBuilder::Span> ProgramBuilder::span_since(uint32_t begin, const Context& before,
+                                                               const OpLabels& at) const {
+  const auto end = static_cast<uint32_t>(program_.ops.size());
+  if (begin >= end || last_compute_ == kNoOp) return std::nullopt;
+  // an op before `begin` that the state at `begin` names (moves with the place)
+  auto named = [&](uint32_t op) {
+    if (op == begin - before.last_compute_back) return true;
+    return std::any_of(before.pending_back.begin(), before.pending_back.end(),
+                       [&](uint32_t back) { return op == begin - back; });
+  };
+  Span s;
+  s.begin = begin;
+  s.end = end;
+  s.before = before;
+  s.dep_begin = program_.ops[begin].dep_begin;
+  uint32_t next_dep = s.dep_begin;
+  for (uint32_t i = begin; i < end; ++i) {
+    const Op& op = program_.ops[i];
+    if (op.labels.iteration != at.iteration || op.labels.micro_batch != at.micro_batch || op.labels.chunk != at.chunk ||
+        op.labels.layer != at.layer)
+      return std::nullopt;
+    if (op.dep_begin != next_dep) return std::nullopt;
+    next_dep += op.dep_count;
+    for (uint32_t d : program_.deps_of(op))
+      if (d < begin && !named(d)) return std::nullopt;
+  }
+  s.dep_end = next_dep;
+  if (last_compute_ < begin && !named(last_compute_)) return std::nullopt;
+  s.after.last_compute_back = end - last_compute_;
+  for (uint32_t p : pending_) {
+    if (p < begin && !named(p)) return std::nullopt;
+    s.after.pending_back.push_back(end - p);
+  }
+  return s;
+}
+
+namespace {
+/// Room for `more` elements past the end, grown as push_back grows (doubling), so the
+/// elements copied from within the vector stay where they are while they are appended.
+template <class T>
+void make_room(std::vector<T>& v, size_t more) {
+  if (v.size() + more > v.capacity()) v.reserve(std::max(v.size() + more, 2 * v.capacity()));
+}
+} // namespace
+
+void ProgramBuilder::replay(const Span& s) {
+  const auto start = static_cast<uint32_t>(program_.ops.size());
+  TWINSCALE_ASSERT(s.begin < s.end && s.end <= start, "replay: a span that is not earlier in the program");
+  const uint32_t shift = start - s.begin;
+  const auto dep_shift = static_cast<uint32_t>(program_.deps.size()) - s.dep_begin;
+  make_room(program_.deps, s.dep_end - s.dep_begin);
+  for (uint32_t j = s.dep_begin; j < s.dep_end; ++j) program_.deps.push_back(program_.deps[j] + shift);
+  make_room(program_.ops, s.end - s.begin);
+  for (uint32_t i = s.begin; i < s.end; ++i) {
+    Op& op = program_.ops.emplace_back(program_.ops[i]);
+    op.dep_begin += dep_shift;
+    op.labels.iteration = labels.iteration;
+    op.labels.micro_batch = labels.micro_batch;
+    op.labels.chunk = labels.chunk;
+    op.labels.layer = labels.layer; // the phase stays the op's own
+  }
+  const auto end = static_cast<uint32_t>(program_.ops.size());
+  last_compute_ = end - s.after.last_compute_back;
+  pending_.clear();
+  for (uint32_t back : s.after.pending_back) pending_.push_back(end - back);
+}
+
 void ProgramBuilder::wait_before_next_compute(uint32_t op) {
   if (op != kNoOp) pending_.push_back(op);
 }

@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -117,6 +118,38 @@ public:
   }
   const Program& program() const { return program_; }
   Program take() { return std::move(program_); }
+
+  // Replaying a run of ops (LayerEmitter's layer passes). What later ops depend on
+  // without naming it is the builder's state: the latest compute op and the ops the next
+  // compute op waits for. Taken as distances back from the next op's index, that state is
+  // equal at two places of a program where the ops before them stand in the same relation,
+  // and the same emission code then emits the same ops there, every dependency shifted by
+  // the distance between the two places.
+  struct Context {
+    uint32_t last_compute_back = 0;     // next index − latest compute op
+    std::vector<uint32_t> pending_back; // next index − each op the next compute op waits for
+    bool operator==(const Context&) const = default;
+  };
+  /// The state now; none before the program's first compute op.
+  std::optional<Context> context() const;
+  /// Ops [begin, end) of the program, emitted from the state `before`, with the state
+  /// after them (distances back from `end`).
+  struct Span {
+    uint32_t begin = 0, end = 0;
+    uint32_t dep_begin = 0, dep_end = 0; // their dependencies, contiguous in Program::deps
+    Context before, after;
+  };
+  /// The ops emitted since `begin` (where the state was `before` and the labels
+  /// `labels_at_begin`) as a span that replay() can copy exactly — none unless every
+  /// dependency on an op before `begin`, and every op of the state after them that lies
+  /// before `begin`, is one that `before` names (so it moves with the place), and every op
+  /// carries the iteration, micro-batch, chunk and layer of `labels_at_begin` (replay()
+  /// stamps the labels then in effect).
+  std::optional<Span> span_since(uint32_t begin, const Context& before, const OpLabels& labels_at_begin) const;
+  /// Appends a copy of `span` here, where context() == span.before: each op with its
+  /// dependencies shifted by (size() − span.begin), its iteration, micro-batch, chunk and
+  /// layer from `labels` (its phase its own); the state after is the span's after.
+  void replay(const Span& span);
 
 private:
   /// Appends `op` (copied once, into the program) with its dependencies, labels and name.

@@ -37,6 +37,7 @@ constexpr double kBf16 = 2;
 void LayerEmitter::set_cp_rank(int64_t cp_rank) {
   cp_next_ = static_cast<int32_t>((cp_rank + 1) % d_.cp);
   cp_prev_ = static_cast<int32_t>((cp_rank - 1 + d_.cp) % d_.cp);
+  templates_.clear(); // their ring ops name the old neighbours
 }
 
 double LayerEmitter::cp_kv_bytes() const {

@@ -397,7 +397,7 @@ void LayerEmitter::attention_backward() {
   attention_core(true);
 }
 
-void LayerEmitter::layer_forward() {
+void LayerEmitter::layer_forward_ops() {
   forward_matmuls_ = 0;
   const int64_t m = d_.tokens;
   const int64_t h = d_.h;
@@ -441,7 +441,7 @@ void LayerEmitter::layer_forward() {
   residual("residual", 3);
 }
 
-void LayerEmitter::layer_backward() {
+void LayerEmitter::layer_backward_ops() {
   const int64_t m = d_.tokens;
   const int64_t h = d_.h;
   const int64_t t = d_.t;
@@ -509,6 +509,52 @@ void LayerEmitter::layer_backward() {
   b_.wait_before_next_compute(rs_attn);
   layernorm("ln", true);
   residual("residual.bwd", 3);
+}
+
+void LayerEmitter::layer_forward() { layer_pass(true); }
+
+void LayerEmitter::layer_backward() { layer_pass(false); }
+
+/// A layer pass, replayed from an earlier one of the same kind that started from the same
+/// builder state (its ops are the ones emission would give: see LayerTemplate), else
+/// emitted and, where ProgramBuilder::span_since finds it replayable, recorded.
+void LayerEmitter::layer_pass(bool forward) {
+  auto emit = [&] { forward ? layer_forward_ops() : layer_backward_ops(); };
+  if (!replay_ || moe_layer()) {
+    emit();
+    return;
+  }
+  const std::optional<ProgramBuilder::Context> before = b_.context();
+  if (!before) {
+    emit();
+    return;
+  }
+  LayerTemplate key;
+  key.forward = forward;
+  key.phase = b_.labels.phase;
+  key.defer_wgrad = defer_wgrad_;
+  key.fp8_weights = fp8_ && (b_.labels.micro_batch <= 0 || job_.parallel.zero_stage == 3); // fp8_input
+  for (const LayerTemplate& t : templates_) {
+    if (!t.same_pass(key) || !(t.span.before == *before)) continue;
+    b_.replay(t.span);
+    ++replayed_;
+    forward_matmuls_ = forward ? t.matmuls : forward_matmuls_ + t.matmuls;
+    return;
+  }
+  const auto begin = static_cast<uint32_t>(b_.size());
+  const OpLabels labels = b_.labels;
+  const int64_t matmuls_before = forward_matmuls_;
+  emit();
+  std::optional<ProgramBuilder::Span> span = b_.span_since(begin, *before, labels);
+  if (!span) return;
+  key.span = std::move(*span);
+  key.matmuls = forward ? forward_matmuls_ : forward_matmuls_ - matmuls_before;
+  if (templates_.size() < kTemplates) {
+    templates_.push_back(std::move(key));
+    return;
+  }
+  templates_[next_template_] = std::move(key);
+  next_template_ = (next_template_ + 1) % kTemplates;
 }
 
 void LayerEmitter::embedding_forward() {

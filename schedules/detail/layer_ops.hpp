@@ -24,6 +24,14 @@ public:
   void head_weight_gradients();  // the W pass of the LM head
   void layer_forward();          // labels (layer, phase, …) are set by the caller on the builder
   void layer_backward();
+  /// Whether a layer pass that would emit the same ops as one emitted before, from the
+  /// same builder state, is copied from it (ProgramBuilder::replay) rather than emitted
+  /// again: on by default; the program is the same either way (tests/schedules compare).
+  void set_replay(bool on) {
+    replay_ = on;
+    templates_.clear();
+  }
+  size_t replayed_passes() const { return replayed_; } // layer passes copied so far
   void embedding_forward();
   void embedding_backward();
   void head_forward(); // final LayerNorm, LM head (tied embedding), vocab-parallel loss
@@ -34,6 +42,31 @@ public:
   void fp8_amax_update(bool forward, int64_t first_layer, int64_t layers);
 
 private:
+  // Layer passes (layer_forward, layer_backward) recorded for replay. What a dense layer's
+  // pass emits depends on the builder's state, on whether it is a forward or a backward
+  // pass, on the phase it starts in (recomputation), on ZB-H1's split backward and, with
+  // FP8, on whether it casts the weights (first micro-batch); a MoE layer's also on its
+  // layer, micro-batch and iteration (routing), so MoE layers are always emitted.
+  struct LayerTemplate {
+    bool forward = true;
+    Phase phase = Phase::Forward;
+    bool defer_wgrad = false;
+    bool fp8_weights = false;
+    ProgramBuilder::Span span;
+    int64_t matmuls = 0; // forward: forward_matmuls_ after the pass; backward: added by it
+    bool same_pass(const LayerTemplate& o) const {
+      return forward == o.forward && phase == o.phase && defer_wgrad == o.defer_wgrad && fp8_weights == o.fp8_weights;
+    }
+  };
+  static constexpr size_t kTemplates = 8; // the pass kinds × the states they start from
+  bool replay_ = true;
+  std::vector<LayerTemplate> templates_;
+  size_t next_template_ = 0; // replaced next once kTemplates are held
+  size_t replayed_ = 0;
+  void layer_pass(bool forward);
+  void layer_forward_ops();
+  void layer_backward_ops();
+
   uint32_t gemm(const std::string& name, int64_t m, int64_t n, int64_t k, std::initializer_list<uint32_t> deps = {},
                 int64_t chunks = 1);
   /// Weight-gradient GEMM accumulating into the fp32 main-gradient buffer.

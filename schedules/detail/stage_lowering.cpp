@@ -88,9 +88,10 @@ std::vector<PpMessage> pp_messages(const JobSpec& job, int64_t src, int64_t dst)
   return out;
 }
 
-StageLowering::StageLowering(const JobSpec& job, int64_t pp_rank, int64_t cp_rank, NameTable& names)
+StageLowering::StageLowering(const JobSpec& job, int64_t pp_rank, int64_t cp_rank, NameTable& names, bool replay_layers)
     : job_(job), pp_rank_(pp_rank), P_(job.parallel.pp), V_(job.parallel.vpp), M_(job.parallel.micro_batches()),
       b_(names), layers_(b_, job) {
+  layers_.set_replay(replay_layers);
   layers_.set_cp_rank(cp_rank);
   layers_.set_split_backward(job.options.pipeline == PipelineKind::ZeroBubbleH1);
   const Dims d = Dims::of(job);

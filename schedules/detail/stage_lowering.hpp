@@ -28,10 +28,13 @@ std::vector<PpMessage> pp_messages(const JobSpec& job, int64_t src, int64_t dst)
 
 class StageLowering {
 public:
-  StageLowering(const JobSpec& job, int64_t pp_rank, int64_t cp_rank, NameTable& names);
+  /// `replay_layers`: LayerEmitter::set_replay (the same program either way).
+  StageLowering(const JobSpec& job, int64_t pp_rank, int64_t cp_rank, NameTable& names, bool replay_layers = true);
   /// The stage's program. `sibling`, when given, is a program of another stage of the
   /// same job: its sizes (stages differ by a few ops) bound the vectors reserved up front.
   Program run(const Program* sibling = nullptr);
+  /// Layer passes that run() copied rather than emitted (LayerEmitter::replayed_passes).
+  size_t replayed_passes() const { return layers_.replayed_passes(); }
 
 private:
   void emit_step(size_t step_index);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "config/job_file.hpp"
+#include "config/presets.hpp"
 #include "schedules/detail/builder.hpp"
 #include "schedules/detail/stage_lowering.hpp"
 #include "schedules/execution_rules.hpp"
@@ -147,4 +148,149 @@ TEST_CASE("lowering set-up: a message mismatch of programs that many ranks share
   CHECK(v[0].rank == first);
   CHECK(v[0].op == static_cast<uint32_t>(recv - ops.begin()));
   CHECK(v[0].reason.find("expects") != std::string::npos);
+}
+
+namespace {
+/// Every field of every op, the dependency lists and the names: the two schedules are one.
+void require_same_programs(const Schedule& replayed, const Schedule& emitted) {
+  REQUIRE(replayed.programs.size() == emitted.programs.size());
+  CHECK(replayed.names == emitted.names);
+  CHECK(replayed.model_flops_per_iteration == emitted.model_flops_per_iteration);
+  for (size_t p = 0; p < emitted.programs.size(); ++p) {
+    INFO("program " << p);
+    const Program& a = replayed.programs[p];
+    const Program& b = emitted.programs[p];
+    REQUIRE(a.ops.size() == b.ops.size());
+    REQUIRE(a.deps == b.deps);
+    size_t differing = 0;
+    for (size_t i = 0; i < b.ops.size(); ++i) {
+      const Op& x = a.ops[i];
+      const Op& y = b.ops[i];
+      const bool same = x.kind == y.kind && x.kernel == y.kernel && x.stream == y.stream && x.dtype == y.dtype &&
+                        x.group == y.group && x.priority == y.priority && x.peer == y.peer &&
+                        x.dep_begin == y.dep_begin && x.dep_count == y.dep_count && x.flops == y.flops &&
+                        x.bytes == y.bytes && x.shape == y.shape && x.labels.iteration == y.labels.iteration &&
+                        x.labels.micro_batch == y.labels.micro_batch && x.labels.chunk == y.labels.chunk &&
+                        x.labels.layer == y.labels.layer && x.labels.phase == y.labels.phase && x.name == y.name;
+      if (!same && differing++ == 0) FAIL_CHECK("op " << i << " (" << emitted.names[y.name] << ") differs");
+    }
+    CHECK(differing == 0);
+  }
+}
+} // namespace
+
+TEST_CASE("lowering set-up: layer passes copied from an earlier one give the program emitted op by op",
+          "[schedules][lower]") {
+  std::vector<std::pair<std::string, JobSpec>> jobs;
+  for (const std::string& name : config::preset_names("jobs")) jobs.emplace_back(name, config::load_job_preset(name));
+  // what a layer pass reads besides the builder's state, on the small presets
+  auto variant = [&](const char* base, const char* what, auto&& change) {
+    JobSpec job = config::load_job_preset(base);
+    change(job);
+    jobs.emplace_back(std::string(base) + " " + what, job);
+  };
+  variant("tiny-megascale", "recompute every 2nd layer", [](JobSpec& j) {
+    j.options.recompute = true;
+    j.options.recompute_every = 2;
+  });
+  variant("tiny-1f1b", "torchtitan's per-op recomputation (tp 1)", [](JobSpec& j) {
+    j.parallel.dp *= j.parallel.tp;
+    j.parallel.tp = 1;
+    j.parallel.sequence_parallel = false;
+    j.options.recompute = true;
+    j.options.recompute_saves_alternate_matmuls = true;
+  });
+  variant("tiny-interleaved", "selective recomputation, no async TP all-reduce, dropout", [](JobSpec& j) {
+    j.options.selective_recompute = true;
+    j.options.tp_async_allreduce = false;
+    j.model.dropout = 0.1;
+  });
+  variant("tiny-interleaved", "unfused operators, no gradient-accumulation fusion", [](JobSpec& j) {
+    j.options.operators.fused_layernorm = false;
+    j.options.operators.fused_gelu = false;
+    j.options.operators.flash_attention = false;
+    j.options.grad_accumulation_fusion = false;
+    j.options.grad_reduce_fp32 = true;
+  });
+  variant("tiny-1f1b", "no sequence parallelism, two iterations", [](JobSpec& j) {
+    j.parallel.sequence_parallel = false;
+    j.options.iterations = 2;
+  });
+  variant("tiny-fsdp", "prefetch 0, copy-out and copy-in", [](JobSpec& j) {
+    j.options.fsdp_prefetch = 0;
+    j.options.fsdp_copy_out = true;
+    j.options.fsdp_grad_copy_in = true;
+    j.options.fsdp_grad_predivide = true;
+  });
+  variant("tiny-fp8", "recompute", [](JobSpec& j) { j.options.recompute = true; });
+  size_t replayed_jobs = 0;
+  for (const auto& [name, job] : jobs) {
+    INFO(name);
+    LoweringTarget each_op;
+    each_op.check_memory = false;
+    each_op.replay_layers = false;
+    LoweringTarget replay = each_op;
+    replay.replay_layers = true;
+    require_same_programs(lower(job, replay), lower(job, each_op));
+    detail::NameTable names;
+    detail::StageLowering stage(job, job.parallel.pp > 1 ? 1 : 0, 0, names);
+    stage.run();
+    replayed_jobs += stage.replayed_passes() > 0 ? 1 : 0;
+  }
+  // dense layers of every kind are copied (MoE layers never are): most jobs replay some
+  CHECK(replayed_jobs * 4 >= jobs.size() * 3);
+}
+
+TEST_CASE("lowering set-up: a span whose ops depend on what its start state does not name is not replayed",
+          "[schedules][lower]") {
+  detail::NameTable names;
+  detail::ProgramBuilder b(names);
+  const uint32_t first = b.compute(OpKind::Gemm, Kernel::Gemm, "a", 1, 1, {1, 1, 1, 0});
+  const uint32_t second = b.compute(OpKind::Gemm, Kernel::Gemm, "b", 1, 1, {1, 1, 1, 0});
+  const auto before = b.context();
+  REQUIRE(before);
+  CHECK(before->last_compute_back == 1);
+  const auto begin = static_cast<uint32_t>(b.size());
+  // depends on the latest compute op (named) and on the op before it (not named)
+  b.compute(OpKind::Gemm, Kernel::Gemm, "c", 1, 1, {1, 1, 1, 0}, {second});
+  CHECK(b.span_since(begin, *before, b.labels)); // only the named op
+  const auto begin2 = static_cast<uint32_t>(b.size());
+  const auto before2 = b.context();
+  b.compute(OpKind::Gemm, Kernel::Gemm, "d", 1, 1, {1, 1, 1, 0}, {first});
+  CHECK_FALSE(b.span_since(begin2, *before2, b.labels));
+  // labels other than the phase changed inside the span: not replayable either
+  const auto begin3 = static_cast<uint32_t>(b.size());
+  const auto before3 = b.context();
+  const OpLabels at = b.labels;
+  b.labels.layer = 7;
+  b.compute(OpKind::Gemm, Kernel::Gemm, "e", 1, 1, {1, 1, 1, 0});
+  CHECK_FALSE(b.span_since(begin3, *before3, at));
+  // a replayable span copied: shifted dependencies, the labels in effect, the state after
+  b.labels.layer = 3;
+  const auto begin4 = static_cast<uint32_t>(b.size());
+  const auto before4 = b.context(); // the latest compute op is the one before
+  const uint32_t g = b.compute(OpKind::Gemm, Kernel::Gemm, "f", 1, 1, {1, 1, 1, 0}, {b.last_compute()});
+  const uint32_t rs = b.collective(OpKind::ReduceScatter, GroupKind::Tp, Stream::TpComm, "f.rs", 8, {g});
+  b.wait_before_next_compute(rs);
+  b.compute(OpKind::Elementwise, Kernel::ResidualAdd, "h", 1, 1, {1, 0, 0, 0}); // waits for the reduce-scatter
+  const auto span = b.span_since(begin4, *before4, b.labels);
+  REQUIRE(span);
+  REQUIRE(b.context() == before4); // the same relation to the ops before as at begin4
+  b.labels.layer = 4;
+  b.labels.phase = Phase::Backward; // replay keeps each op's own phase
+  b.replay(*span);
+  const Program& p = b.program();
+  const uint32_t c0 = begin4 + 3;
+  REQUIRE(p.ops.size() == c0 + 3);
+  auto deps = [&](uint32_t op) { return std::vector<uint32_t>(p.deps_of(op).begin(), p.deps_of(op).end()); };
+  for (uint32_t k = 0; k < 3; ++k) {
+    CHECK(p.ops[c0 + k].name == p.ops[begin4 + k].name);
+    CHECK(p.ops[c0 + k].labels.layer == 4);
+    CHECK(p.ops[c0 + k].labels.phase == Phase::Forward);
+  }
+  CHECK(deps(c0) == std::vector<uint32_t>{c0 - 1}); // the latest compute op, shifted with the place
+  CHECK(deps(c0 + 1) == std::vector<uint32_t>{c0});
+  CHECK(deps(c0 + 2) == std::vector<uint32_t>{c0 + 1});
+  CHECK(b.last_compute() == c0 + 2);
+  CHECK(b.context() == before4);
 }
