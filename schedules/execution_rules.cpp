@@ -43,6 +43,10 @@ std::string describe(const Channel& c) {
 }
 
 int64_t group_member(const Layout& L, GroupKind kind, int64_t rank, int64_t i) {
+  return group_member(L, kind, rank, L.coord(rank), i);
+}
+
+int64_t group_member(const Layout& L, GroupKind kind, int64_t rank, const RankCoord& c, int64_t i) {
   const int64_t size = L.group_size(kind);
   if (i < 0 || i >= size)
     throw ScheduleError("rank " + std::to_string(rank) + ": member " + std::to_string(i) + " outside its " +
@@ -50,7 +54,6 @@ int64_t group_member(const Layout& L, GroupKind kind, int64_t rank, int64_t i) {
                         std::to_string(size - 1) + ")");
   if (L.folded_experts() && (is_expert_parallel(kind) || kind == GroupKind::ExpertDp))
     return L.folded_member(kind, rank, i);
-  const RankCoord c = L.coord(rank);
   switch (kind) {
   case GroupKind::Tp: return L.rank({i, c.dp, c.pp});
   case GroupKind::Dp: return L.rank({c.tp, i, c.pp});
@@ -263,10 +266,11 @@ std::vector<RuleMismatch> ExecutionRules::check_collectives(size_t max) const {
     const int64_t size = L.group_size(g);
     if (size <= 1) continue; // no member to compare with (the loop below would find none)
     for (int64_t r = 0; r < s.world() && out.size() < max; ++r) {
-      if (L.group_rank(g, r) != 0) continue; // each group once, from its first member
+      const RankCoord c = L.coord(r);
+      if (L.group_rank(g, r, c) != 0) continue; // each group once, from its first member
       const uint32_t p0 = s.program_of_rank[r];
       for (int64_t i = 1; i < size && out.size() < max; ++i) {
-        const int64_t m = group_member(L, g, r, i);
+        const int64_t m = group_member(L, g, r, c, i);
         const uint32_t pm = s.program_of_rank[m];
         // insert, not emplace: std::set's emplace allocates a node before it finds the key
         // there (most members repeat a pair already compared: one allocation each)
@@ -310,13 +314,14 @@ std::vector<RuleMismatch> ExecutionRules::check_messages(size_t max) const {
   for (int64_t r = 0; r < s.world() && out.size() < max; ++r) {
     const uint32_t program = s.program_of_rank[r];
     const ProgramIndex& ix = programs_[program];
+    const RankCoord rc = L.coord(r);
     for (uint16_t c = 0; c < ix.channels().size() && out.size() < max; ++c) {
       const Channel& ch = ix.channels()[c];
       if (ch.dir == ChannelDir::Collective) continue;
       const bool send = ch.dir == ChannelDir::Send;
-      const int64_t peer = group_member(L, ch.group, r, ch.peer);
+      const int64_t peer = group_member(L, ch.group, r, rc, ch.peer);
       const int64_t sender = send ? r : peer, receiver = send ? peer : r;
-      const int64_t me = L.group_rank(ch.group, r);
+      const int64_t me = L.group_rank(ch.group, r, rc);
       const uint32_t peer_program = s.program_of_rank[peer];
       std::vector<Settled>& done = settled[first_channel[program] + c];
       if (std::any_of(done.begin(), done.end(),

@@ -74,6 +74,9 @@ inline constexpr uint16_t kNoChannel = 0xffff;
 /// Global rank of member `index` of `rank`'s group of `kind` (no allocation). Throws
 /// ScheduleError when `index` is outside the group.
 int64_t group_member(const Layout& layout, GroupKind kind, int64_t rank, int64_t index);
+/// The same with `rank`'s coordinates already taken (`c` == layout.coord(rank)): loops
+/// over every rank (the set-up's checks) take them once per rank.
+int64_t group_member(const Layout& layout, GroupKind kind, int64_t rank, const RankCoord& c, int64_t index);
 
 // ---- rule 1 (and the numbering of 2 and 3) for one program ----------------------------
 

@@ -67,9 +67,8 @@ int64_t Layout::group_size(GroupKind kind) const {
   TWINSCALE_ASSERT(false, "unknown GroupKind");
 }
 
-int64_t Layout::group_rank(GroupKind kind, int64_t rank) const {
+int64_t Layout::group_rank(GroupKind kind, int64_t rank, const RankCoord& c) const {
   if (folded_experts() && expert_kind(kind)) return Folded(*this, rank).index(kind);
-  const RankCoord c = coord(rank);
   switch (kind) {
   case GroupKind::Tp: return c.tp;
   case GroupKind::Dp: return c.dp;

@@ -70,7 +70,9 @@ struct Layout {
   /// Members of `rank`'s group of `kind`, in group-rank order.
   std::vector<int64_t> group_members(GroupKind kind, int64_t rank) const;
   /// This rank's index inside its group of `kind`.
-  int64_t group_rank(GroupKind kind, int64_t rank) const;
+  int64_t group_rank(GroupKind kind, int64_t rank) const { return group_rank(kind, rank, coord(rank)); }
+  /// The same with `rank`'s coordinates already taken (`c` == coord(rank)).
+  int64_t group_rank(GroupKind kind, int64_t rank, const RankCoord& c) const;
   int64_t group_size(GroupKind kind) const;
   /// Member i of `rank`'s expert group of `kind` (Ep, ExpertDp, EpNode, EpRail) in the
   /// folded layout.

@@ -1,8 +1,6 @@
 #include "sim/collective_algorithms.hpp"
 
 #include <algorithm>
-#include <map>
-#include <set>
 #include <stdexcept>
 #include <string>
 
@@ -27,14 +25,22 @@ namespace {
 using Ring = std::vector<int32_t>; // members in ring order
 
 /// Members grouped by server, servers in order of first appearance, members of a
-/// server in group order.
+/// server in group order. (Sorted pairs, not a map: a closed form plans its group at every
+/// sweep point, and a node per member was most of that.)
 std::vector<std::vector<int32_t>> members_by_server(const GroupPlacement& where) {
-  std::vector<std::vector<int32_t>> blocks;
-  std::map<int64_t, size_t> block_of;
-  for (size_t i = 0; i < where.server.size(); ++i) {
-    auto [it, fresh] = block_of.emplace(where.server[i], blocks.size());
-    if (fresh) blocks.emplace_back();
-    blocks[it->second].push_back(static_cast<int32_t>(i));
+  const size_t n = where.server.size();
+  std::vector<std::pair<int64_t, int32_t>> by_server(n); // (server, member): each server's run in group order
+  for (size_t i = 0; i < n; ++i) by_server[i] = {where.server[i], static_cast<int32_t>(i)};
+  std::sort(by_server.begin(), by_server.end());
+  std::vector<std::pair<int32_t, size_t>> runs; // (first member, start of its run)
+  for (size_t i = 0; i < n; ++i)
+    if (i == 0 || by_server[i].first != by_server[i - 1].first) runs.emplace_back(by_server[i].second, i);
+  std::sort(runs.begin(), runs.end()); // servers in order of their first member
+  std::vector<std::vector<int32_t>> blocks(runs.size());
+  for (size_t b = 0; b < runs.size(); ++b) {
+    const int64_t server = by_server[runs[b].second].first;
+    for (size_t i = runs[b].second; i < n && by_server[i].first == server; ++i)
+      blocks[b].push_back(by_server[i].second);
   }
   return blocks;
 }
@@ -42,10 +48,12 @@ std::vector<std::vector<int32_t>> members_by_server(const GroupPlacement& where)
 /// Distinct NICs the members use inside one server (the largest over servers).
 int64_t nics_per_server(const GroupPlacement& where, const std::vector<std::vector<int32_t>>& blocks) {
   int64_t k = 1;
+  std::vector<int64_t> nics;
   for (const auto& b : blocks) {
-    std::set<int64_t> nics;
-    for (int32_t m : b) nics.insert(where.nic[static_cast<size_t>(m)]);
-    k = std::max<int64_t>(k, static_cast<int64_t>(nics.size()));
+    nics.clear();
+    for (int32_t m : b) nics.push_back(where.nic[static_cast<size_t>(m)]);
+    std::sort(nics.begin(), nics.end());
+    k = std::max<int64_t>(k, std::unique(nics.begin(), nics.end()) - nics.begin());
   }
   return k;
 }
