@@ -48,10 +48,13 @@ void LayerEmitter::fp8_input(const std::string& name, int64_t rows, int64_t k, i
                              bool gathered) {
   if (!fp8_gemm(name)) return;
   const bool forward_gemm = name.find(".dgrad") == std::string::npos;
-  const bool first_micro_batch = b_.labels.micro_batch <= 0 || job_.parallel.zero_stage == 3;
-  if (forward_gemm && b_.labels.phase == Phase::Forward && first_micro_batch)
+  if (forward_gemm && b_.labels.phase == Phase::Forward && casts_weights())
     fp8_cast(name + ".weight.fp8_cast", weights * k * n, kBf16 + 2);
   fp8_cast(name + ".fp8_cast", rows * k, gathered ? kBf16 + 1 : kBf16 + 2);
+}
+
+bool LayerEmitter::casts_weights() const {
+  return fp8_ && (b_.labels.micro_batch <= 0 || job_.parallel.zero_stage == 3);
 }
 
 int64_t LayerEmitter::fp8_modules(int64_t layer) const {

@@ -533,7 +533,7 @@ void LayerEmitter::layer_pass(bool forward) {
   key.forward = forward;
   key.phase = b_.labels.phase;
   key.defer_wgrad = defer_wgrad_;
-  key.fp8_weights = fp8_ && (b_.labels.micro_batch <= 0 || job_.parallel.zero_stage == 3); // fp8_input
+  key.fp8_weights = casts_weights();
   for (const LayerTemplate& t : templates_) {
     if (!t.same_pass(key) || !(t.span.before == *before)) continue;
     b_.replay(t.span);

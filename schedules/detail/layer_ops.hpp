@@ -97,6 +97,9 @@ private:
   /// micro-batch (forward GEMMs), the input's cast (+ transpose unless `gathered`: then
   /// rows are the local shard before the sequence-parallel all-gather).
   void fp8_input(const std::string& name, int64_t rows, int64_t k, int64_t n, int64_t weights, bool gathered);
+  /// FP8 only: this micro-batch casts the weights (the first of an iteration, or every
+  /// one with ZeRO-3, whose gathered weights are new each time).
+  bool casts_weights() const;
   void fp8_cast(const std::string& name, int64_t elements, double bytes_per_element,
                 std::initializer_list<uint32_t> deps = {});
   /// Transformer Engine GEMM modules (each with its FP8 scaling state) of `layer`.

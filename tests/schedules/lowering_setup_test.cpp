@@ -15,6 +15,7 @@
 #include "schedules/detail/stage_lowering.hpp"
 #include "schedules/execution_rules.hpp"
 #include "schedules/schedule.hpp"
+#include "tests/schedules/same_op.hpp"
 
 using namespace twinscale;
 using namespace twinscale::schedules;
@@ -163,17 +164,9 @@ void require_same_programs(const Schedule& replayed, const Schedule& emitted) {
     REQUIRE(a.ops.size() == b.ops.size());
     REQUIRE(a.deps == b.deps);
     size_t differing = 0;
-    for (size_t i = 0; i < b.ops.size(); ++i) {
-      const Op& x = a.ops[i];
-      const Op& y = b.ops[i];
-      const bool same = x.kind == y.kind && x.kernel == y.kernel && x.stream == y.stream && x.dtype == y.dtype &&
-                        x.group == y.group && x.priority == y.priority && x.peer == y.peer &&
-                        x.dep_begin == y.dep_begin && x.dep_count == y.dep_count && x.flops == y.flops &&
-                        x.bytes == y.bytes && x.shape == y.shape && x.labels.iteration == y.labels.iteration &&
-                        x.labels.micro_batch == y.labels.micro_batch && x.labels.chunk == y.labels.chunk &&
-                        x.labels.layer == y.labels.layer && x.labels.phase == y.labels.phase && x.name == y.name;
-      if (!same && differing++ == 0) FAIL_CHECK("op " << i << " (" << emitted.names[y.name] << ") differs");
-    }
+    for (size_t i = 0; i < b.ops.size(); ++i)
+      if (!test::same_op(a.ops[i], b.ops[i]) && differing++ == 0)
+        FAIL_CHECK("op " << i << " (" << emitted.names[b.ops[i].name] << ") differs");
     CHECK(differing == 0);
   }
 }

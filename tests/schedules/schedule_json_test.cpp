@@ -7,6 +7,7 @@
 #include "schedules/error.hpp"
 #include "schedules/schedule_json.hpp"
 #include "schedules/validate.hpp"
+#include "tests/schedules/same_op.hpp"
 
 using namespace twinscale;
 using namespace twinscale::schedules;
@@ -51,14 +52,7 @@ TEST_CASE("schedule JSON round trip", "[schedules][json]") {
       REQUIRE(a.ops.size() == b.ops.size());
       CHECK(a.deps == b.deps);
       for (size_t i = 0; i < a.ops.size(); ++i) {
-        const Op& x = a.ops[i];
-        const Op& y = b.ops[i];
-        CHECK((x.kind == y.kind && x.kernel == y.kernel && x.stream == y.stream && x.dtype == y.dtype &&
-               x.group == y.group && x.priority == y.priority && x.peer == y.peer && x.flops == y.flops &&
-               x.bytes == y.bytes && x.shape == y.shape && x.name == y.name && x.dep_begin == y.dep_begin &&
-               x.dep_count == y.dep_count && x.labels.iteration == y.labels.iteration &&
-               x.labels.micro_batch == y.labels.micro_batch && x.labels.chunk == y.labels.chunk &&
-               x.labels.layer == y.labels.layer && x.labels.phase == y.labels.phase));
+        CHECK(test::same_op(a.ops[i], b.ops[i]));
       }
     }
     CHECK(to_json(back) == text); // byte-identical
