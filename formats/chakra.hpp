@@ -13,7 +13,7 @@
 //   - "ts.*" attrs keep what Chakra has no field for (kind, kernel, stream, dtype,
 //     priority, exact FLOPs/bytes, shape, labels), and the GlobalMetadata keeps the job,
 //     layout and memory estimate ("ts.schedule_header"), so that import gives back the
-//     same schedule (see schedules_equal).
+//     same schedule (see schedules::schedules_equal, schedules/schedule_equal.hpp).
 //
 // Import: nodes without "ts.*" attrs (an ET from another tool) map by their Chakra fields:
 // COMP_NODE → a compute op of num_ops FLOPs and tensor_size bytes; COMM_COLL_NODE →
@@ -112,12 +112,5 @@ schedules::Schedule import_chakra(const std::vector<std::string>& paths, const s
 /// The files of the set `prefix` (`<prefix>.0.et`, `<prefix>.1.et`, … up to the first
 /// missing rank), read whole; ChakraError when there is none.
 std::vector<std::string> chakra_set_paths(const std::string& prefix);
-
-/// Whether two schedules are equal as programs to run: same layout and job, and for
-/// every rank the same ops in the same order, each with equal kind, kernel, stream,
-/// dtype, group, priority, peer, FLOPs, bytes, shape, labels, name (as text) and
-/// dependencies (in order); plus equal memory estimates and model FLOPs. How ranks share
-/// programs and how names are numbered do not matter. On a difference, `why` says where.
-bool schedules_equal(const schedules::Schedule& a, const schedules::Schedule& b, std::string* why = nullptr);
 
 } // namespace twinscale::formats

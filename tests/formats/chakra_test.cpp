@@ -13,6 +13,7 @@
 #include "config/job_file.hpp"
 #include "formats/chakra.hpp"
 #include "formats/et_def.pb.h"
+#include "schedules/schedule_equal.hpp"
 #include "schedules/schedule_json.hpp"
 #include "schedules/validate.hpp"
 #include "sim/simulate.hpp"
@@ -165,7 +166,7 @@ TEST_CASE("Chakra export → import gives back the same schedule on every tiny p
     REQUIRE(static_cast<int64_t>(files.size()) == original.world());
     const s::Schedule back = formats::import_chakra(set_paths("rt", files.size()), files, std::nullopt);
     std::string why;
-    CHECK(formats::schedules_equal(original, back, &why));
+    CHECK(schedules::schedules_equal(original, back, &why));
     INFO(why);
     CHECK(why.empty());
     CHECK(back.programs.size() == original.programs.size()); // ranks share programs again
@@ -181,11 +182,11 @@ TEST_CASE("Chakra export → import gives back the same schedule on every tiny p
 TEST_CASE("schedules_equal notices a change of bytes, FLOPs, order or dependencies", "[formats][chakra]") {
   const s::Schedule a = s::lower(config::load_job_preset("tiny-1f1b"));
   std::string why;
-  REQUIRE(formats::schedules_equal(a, a, &why));
+  REQUIRE(schedules::schedules_equal(a, a, &why));
   auto changed = [&](auto&& edit) {
     s::Schedule b = a;
     edit(b.programs[b.program_of_rank[0]]); // the program of ranks 0..3 (stage 0)
-    return formats::schedules_equal(a, b, &why) ? std::string() : why;
+    return schedules::schedules_equal(a, b, &why) ? std::string() : why;
   };
   const s::Program& p0 = a.program(0);
   size_t gemm = 0, comm = 0, with_deps = 0;

@@ -1,10 +1,11 @@
-// schedules_equal (formats/chakra.hpp): two schedules that run the same programs.
-#include <sstream>
+// schedules_equal (schedules/schedule_equal.hpp): two schedules that run the same programs.
+#include "schedules/schedule_equal.hpp"
 
-#include "formats/chakra.hpp"
+#include <algorithm>
+
 #include "schedules/schedule_json.hpp"
 
-namespace twinscale::formats {
+namespace twinscale::schedules {
 
 namespace {
 namespace s = twinscale::schedules;
@@ -67,4 +68,4 @@ bool schedules_equal(const s::Schedule& a, const s::Schedule& b, std::string* wh
   return true;
 }
 
-} // namespace twinscale::formats
+} // namespace twinscale::schedules
