@@ -314,6 +314,23 @@ void Fabric::Impl::index_incidence() {
   }
 }
 
+void Fabric::Impl::index_routing() {
+  const ClosShape& s = shape;
+  gpu_end.resize(static_cast<size_t>(s.gpus));
+  for (int64_t g = 0; g < s.gpus; ++g) {
+    const int64_t nic = nic_of(g), tor = tor_of_nic(nic);
+    const int64_t port =
+        (server_of(g) % s.servers_per_tor) * s.nics_per_server_per_tor + (nic % s.nics_per_server) / s.rails;
+    gpu_end[static_cast<size_t>(g)] = {static_cast<uint32_t>(server_of(g)), static_cast<uint32_t>(nic),
+                                       static_cast<uint32_t>(tor), static_cast<uint32_t>(port)};
+  }
+  if (s.tiers == 3) {
+    tor_place.resize(static_cast<size_t>(s.tors));
+    for (int64_t t = 0; t < s.tors; ++t)
+      tor_place[static_cast<size_t>(t)] = {static_cast<uint32_t>(pod_of_tor(t)), static_cast<uint32_t>(pos_in_pod(t))};
+  }
+}
+
 Fabric::Fabric(const ClusterSpec& spec) {
   const std::string c = spec.name.empty() ? std::string("(unnamed)") : spec.name;
   validate(spec, c);
@@ -323,6 +340,7 @@ Fabric::Fabric(const ClusterSpec& spec) {
   impl->add_vertices(c);
   impl->add_links();
   impl->index_incidence();
+  impl->index_routing();
   impl_ = std::move(impl);
 }
 

@@ -15,7 +15,9 @@ void Fabric::route(int64_t src_gpu, int64_t dst_gpu, uint64_t flow_id, uint64_t 
   const Impl& m = *impl_;
   const ClosShape& s = m.shape;
   const auto u32 = [](int64_t x) { return static_cast<uint32_t>(x); };
-  if (m.server_of(src_gpu) == m.server_of(dst_gpu)) {
+  const Impl::GpuEnd& end_s = m.gpu_end[static_cast<size_t>(src_gpu)];
+  const Impl::GpuEnd& end_d = m.gpu_end[static_cast<size_t>(dst_gpu)];
+  if (end_s.server == end_d.server) {
     out.push_back(Hop{u32(src_gpu), true});
     out.push_back(Hop{u32(dst_gpu), false});
     return;
@@ -27,24 +29,21 @@ void Fabric::route(int64_t src_gpu, int64_t dst_gpu, uint64_t flow_id, uint64_t 
     return;
   }
   const bool hash = policy == EcmpPolicy::Hash;
+  const uint64_t flow =
+      hash ? detail::flow_hash_prefix(static_cast<uint64_t>(src_gpu), static_cast<uint64_t>(dst_gpu), flow_id, seed)
+           : 0;
   // Equal-cost choice among n next hops at switch vertex `sw`; `level` spreads the
   // round-robin of IdealSpread over successive tiers.
   const auto pick = [&](int64_t n, uint32_t sw, uint64_t rr) -> int64_t {
     if (n == 1) return 0;
-    if (hash) {
-      return static_cast<int64_t>(
-          detail::flow_hash(static_cast<uint64_t>(src_gpu), static_cast<uint64_t>(dst_gpu), flow_id, seed, sw) %
-          static_cast<uint64_t>(n));
-    }
+    if (hash) return static_cast<int64_t>(detail::flow_hash_at(flow, sw) % static_cast<uint64_t>(n));
     return static_cast<int64_t>(rr % static_cast<uint64_t>(n));
   };
-  const int64_t nic_s = m.nic_of(src_gpu), nic_d = m.nic_of(dst_gpu);
-  const int64_t tor_s = m.tor_of_nic(nic_s), tor_d = m.tor_of_nic(nic_d);
+  const int64_t nic_s = end_s.nic, nic_d = end_d.nic;
+  const int64_t tor_s = end_s.tor, tor_d = end_d.tor;
   // IdealSpread: round-robin over the ToR's uplinks by flow id, offset by the source
   // NIC's port position under its ToR so that equal flow ids from different NICs spread.
-  const int64_t port_s =
-      (m.server_of(src_gpu) % s.servers_per_tor) * s.nics_per_server_per_tor + (nic_s % s.nics_per_server) / s.rails;
-  const uint64_t rr0 = flow_id + static_cast<uint64_t>(port_s);
+  const uint64_t rr0 = flow_id + end_s.port;
   out.push_back(Hop{m.l_pcie + u32(src_gpu), true});
   out.push_back(Hop{m.l_nic + u32(nic_s), true});
   if (tor_s != tor_d) {
@@ -58,13 +57,15 @@ void Fabric::route(int64_t src_gpu, int64_t dst_gpu, uint64_t flow_id, uint64_t 
       out.push_back(Hop{m.l_tor_up + u32(tor_s * s.tor_up_ports + up), true});
       out.push_back(Hop{m.l_tor_up + u32(tor_d * s.tor_up_ports + spine * s.links_per_spine + down), false});
     } else {
-      const int64_t pod_s = m.pod_of_tor(tor_s), pod_d = m.pod_of_tor(tor_d);
+      const Impl::TorPlace place_s = m.tor_place[static_cast<size_t>(tor_s)];
+      const Impl::TorPlace place_d = m.tor_place[static_cast<size_t>(tor_d)];
+      const int64_t pod_s = place_s.pod, pod_d = place_d.pod;
       const int64_t up_tor = pick(s.tor_up_ports, tor_sv, rr0);
       const int64_t a = up_tor / s.links_per_agg;
       out.push_back(Hop{m.l_tor_up + u32(tor_s * s.tor_up_ports + up_tor), true});
       if (pod_s != pod_d) {
         const int64_t agg_s = pod_s * s.aggs_per_pod + a, agg_d = pod_d * s.aggs_per_pod + a;
-        const uint64_t rr = rr0 / static_cast<uint64_t>(s.tor_up_ports) + static_cast<uint64_t>(m.pos_in_pod(tor_s));
+        const uint64_t rr = rr0 / static_cast<uint64_t>(s.tor_up_ports) + place_s.pos;
         const int64_t up = pick(s.agg_up_ports, m.v_agg + u32(agg_s), rr);
         const int64_t spine = up / s.links_per_spine;
         const int64_t down =
@@ -75,8 +76,7 @@ void Fabric::route(int64_t src_gpu, int64_t dst_gpu, uint64_t flow_id, uint64_t 
       }
       const int64_t agg_d = pod_d * s.aggs_per_pod + a;
       const int64_t down =
-          pick(s.links_per_agg, m.v_agg + u32(agg_d),
-               rr0 / static_cast<uint64_t>(s.tor_up_ports) + static_cast<uint64_t>(m.pos_in_pod(tor_d)));
+          pick(s.links_per_agg, m.v_agg + u32(agg_d), rr0 / static_cast<uint64_t>(s.tor_up_ports) + place_d.pos);
       out.push_back(Hop{m.l_tor_up + u32(tor_d * s.tor_up_ports + a * s.links_per_agg + down), false});
     }
   }

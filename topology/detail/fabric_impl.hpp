@@ -41,6 +41,19 @@ struct Fabric::Impl {
     return shape.rail_only ? ((agg / shape.aggs_per_pod) % shape.rails) * shape.aggs_per_pod + a : a;
   }
 
+  // Routing's per-GPU and per-ToR coordinates, computed once (index_routing) so that a
+  // route reads them instead of re-deriving them with a dozen integer divisions: each
+  // GPU's server, NIC, ToR and IdealSpread port position under its ToR; each ToR's pod
+  // and position in it (3 tiers).
+  struct GpuEnd {
+    uint32_t server, nic, tor, port;
+  };
+  struct TorPlace {
+    uint32_t pod, pos;
+  };
+  std::vector<GpuEnd> gpu_end;
+  std::vector<TorPlace> tor_place;
+
   // Links incident to each vertex (CSR: incident[offset[v] .. offset[v+1])).
   std::vector<uint32_t> incident_offset;
   std::vector<uint32_t> incident;
@@ -53,6 +66,7 @@ struct Fabric::Impl {
   void add_vertices(const std::string& c);
   void add_links();
   void index_incidence();
+  void index_routing();
 };
 
 namespace detail {

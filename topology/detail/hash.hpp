@@ -15,12 +15,19 @@ inline uint64_t mix64(uint64_t x) {
 
 /// Hash of a flow's identity at one switch, as a switch's ECMP hash over the 5-tuple
 /// with a per-switch seed would be.
-inline uint64_t flow_hash(uint64_t src, uint64_t dst, uint64_t flow_id, uint64_t seed, uint64_t switch_vertex) {
+/// Its two parts: the flow's own (the same at every switch of its path) and the
+/// switch's, so that a route mixes the flow's identity once for all its switches.
+inline uint64_t flow_hash_prefix(uint64_t src, uint64_t dst, uint64_t flow_id, uint64_t seed) {
   uint64_t h = mix64(seed ^ 0x5bd1e9955bd1e995ULL);
   h = mix64(h ^ src);
   h = mix64(h ^ (dst * 0x9e3779b97f4a7c15ULL));
-  h = mix64(h ^ flow_id);
-  return mix64(h ^ (switch_vertex + 0x632be59bd9b4e019ULL));
+  return mix64(h ^ flow_id);
+}
+inline uint64_t flow_hash_at(uint64_t prefix, uint64_t switch_vertex) {
+  return mix64(prefix ^ (switch_vertex + 0x632be59bd9b4e019ULL));
+}
+inline uint64_t flow_hash(uint64_t src, uint64_t dst, uint64_t flow_id, uint64_t seed, uint64_t switch_vertex) {
+  return flow_hash_at(flow_hash_prefix(src, dst, flow_id, seed), switch_vertex);
 }
 
 /// A seeded random generator (SplitMix64 stream) for deterministic shuffles.
