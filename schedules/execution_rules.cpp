@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <set>
 #include <sstream>
-#include <tuple>
+#include <unordered_set>
 
 #include "schedules/error.hpp"
 
@@ -260,11 +260,28 @@ std::vector<RuleMismatch> ExecutionRules::check_collectives(size_t max) const {
   const Schedule& s = *schedule_;
   const Layout& L = s.layout;
   std::vector<RuleMismatch> out;
-  std::set<std::tuple<uint32_t, uint32_t, int>> compared; // (first's program, member's program, group)
+  // (first's program, member's program) pairs compared, per group kind: most members
+  // repeat a pair already compared, so the test is the loop's common path; a bit per pair
+  // where the programs are few (a job lowered here has one per stage), else a hash set
+  const uint64_t programs = s.programs.size();
+  const bool dense = programs <= 2048;
+  std::vector<uint64_t> compared_bits(dense ? (programs * programs + 63) / 64 : 0);
+  std::unordered_set<uint64_t> compared_pairs;
+  const auto first_comparison = [&](uint32_t p0, uint32_t pm) {
+    const uint64_t pair = uint64_t{p0} * programs + pm;
+    if (!dense) return compared_pairs.insert(pair).second;
+    uint64_t& word = compared_bits[pair / 64];
+    const uint64_t bit = uint64_t{1} << (pair % 64);
+    if ((word & bit) != 0) return false;
+    word |= bit;
+    return true;
+  };
   for (int k = 0; k < kGroupKindCount && out.size() < max; ++k) {
     const auto g = static_cast<GroupKind>(k);
     const int64_t size = L.group_size(g);
     if (size <= 1) continue; // no member to compare with (the loop below would find none)
+    std::fill(compared_bits.begin(), compared_bits.end(), 0);
+    compared_pairs.clear();
     for (int64_t r = 0; r < s.world() && out.size() < max; ++r) {
       const RankCoord c = L.coord(r);
       if (L.group_rank(g, r, c) != 0) continue; // each group once, from its first member
@@ -272,9 +289,7 @@ std::vector<RuleMismatch> ExecutionRules::check_collectives(size_t max) const {
       for (int64_t i = 1; i < size && out.size() < max; ++i) {
         const int64_t m = group_member(L, g, r, c, i);
         const uint32_t pm = s.program_of_rank[m];
-        // insert, not emplace: std::set's emplace allocates a node before it finds the key
-        // there (most members repeat a pair already compared: one allocation each)
-        if (pm == p0 || !compared.insert({p0, pm, k}).second) continue;
+        if (pm == p0 || !first_comparison(p0, pm)) continue;
         const ProgramIndex& a = programs_[p0];
         const ProgramIndex& b = programs_[pm];
         std::set<Channel> both; // the group's collective channels on either member
