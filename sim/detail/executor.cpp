@@ -254,15 +254,16 @@ std::vector<std::vector<int64_t>> SimExecutor::image_groups(GroupKind kind, cons
   if (kind == GroupKind::Dp) dp_shifts = 1;
   if (kind == GroupKind::Ep) dp_shifts = L.dp / L.ep, dp_step = L.ep;
   if (kind == GroupKind::ExpertDp) dp_shifts = L.ep;
+  std::vector<schedules::RankCoord> coords; // the members' coordinates, shifted below
+  coords.reserve(members.size());
+  for (int64_t m : members) coords.push_back(L.coord(m));
+  out.reserve(static_cast<size_t>(dp_shifts * tp_shifts));
   for (int64_t di = 0; di < dp_shifts; ++di) {
     const int64_t ds = di * dp_step;
     for (int64_t ts = 0; ts < tp_shifts; ++ts) {
       std::vector<int64_t> g;
       g.reserve(members.size());
-      for (int64_t m : members) {
-        const auto c = L.coord(m);
-        g.push_back(L.rank({(c.tp + ts) % L.tp, (c.dp + ds) % L.dp, c.pp}));
-      }
+      for (const auto& c : coords) g.push_back(L.rank({(c.tp + ts) % L.tp, (c.dp + ds) % L.dp, c.pp}));
       out.push_back(std::move(g));
     }
   }
