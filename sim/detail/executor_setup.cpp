@@ -206,8 +206,6 @@ void check_matching(const schedules::ExecutionRules& rules) {
   if (!v.empty()) throw ScheduleError(v.front().reason);
 }
 
-bool is_p2p(const Op& op) { return op.kind == OpKind::Send || op.kind == OpKind::Recv; }
-
 } // namespace
 
 SimExecutor::SimExecutor(const schedules::Schedule& schedule, const std::vector<int64_t>& gpu_of_rank,
@@ -356,9 +354,13 @@ void SimExecutor::decide_symmetry() {
         schedule_.program_of_rank[static_cast<size_t>(representative_of(c))])
       symmetric_ = false;
   }
+  // a send or receive on another group than the pipeline's, the embedding's or the cp
+  // ring's: read from the programs' channels (each p2p op is on the channel of its group
+  // and direction), not from every op
   for (size_t p = 0; symmetric_ && p < schedule_.programs.size(); ++p)
-    for (const Op& op : schedule_.programs[p].ops)
-      if (is_p2p(op) && op.group != GroupKind::Pp && op.group != GroupKind::Embedding && op.group != GroupKind::Cp)
+    for (const schedules::Channel& c : rules_.program(p).channels())
+      if (c.dir != schedules::ChannelDir::Collective && c.group != GroupKind::Pp && c.group != GroupKind::Embedding &&
+          c.group != GroupKind::Cp)
         symmetric_ = false;
   // link degradations and jitter hit single groups or ranks
   if (options_.faults != nullptr && faults::has_rank_specific_events(*options_.faults)) symmetric_ = false;
