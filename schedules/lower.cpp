@@ -48,12 +48,21 @@ Schedule lower(const JobSpec& job, const LoweringTarget& target) {
     out.memory_by_stage.push_back(mem);
   }
 
+  // model FLOPs summed over each program right after it is lowered (its ops still in
+  // the caches), in op order and program order as ever
+  double flops = 0;
+  const double ranks_per_program = static_cast<double>(job.parallel.tp * job.parallel.dp);
   detail::NameTable names;
   out.programs.reserve(P * CP);
   for (int64_t p = 0; p < P; ++p)
     for (int64_t c = 0; c < CP; ++c) {
       const Program* sibling = out.programs.empty() ? nullptr : &out.programs.back();
       out.programs.push_back(detail::StageLowering(job, p, c, names, target.replay_layers).run(sibling));
+      double f = 0;
+      for (const Op& op : out.programs.back().ops)
+        if ((op.kind == OpKind::Gemm || op.kind == OpKind::Attention) && op.labels.phase != Phase::Recompute)
+          f += op.flops;
+      flops += f * ranks_per_program;
     }
   out.names = names.take();
 
@@ -63,15 +72,6 @@ Schedule lower(const JobSpec& job, const LoweringTarget& target) {
     out.program_of_rank[r] = static_cast<uint32_t>(c.pp * CP + c.dp % CP);
   }
 
-  double flops = 0;
-  const double ranks_per_program = static_cast<double>(job.parallel.tp * job.parallel.dp);
-  for (const Program& prog : out.programs) {
-    double f = 0;
-    for (const Op& op : prog.ops)
-      if ((op.kind == OpKind::Gemm || op.kind == OpKind::Attention) && op.labels.phase != Phase::Recompute)
-        f += op.flops;
-    flops += f * ranks_per_program;
-  }
   out.model_flops_per_iteration = flops / static_cast<double>(job.options.iterations);
   return out;
 }
