@@ -150,6 +150,23 @@ TEST_CASE("rules: a collective whose kind or bytes differ is refused naming rank
   CHECK(v[0].group == GroupKind::Dp);
 }
 
+TEST_CASE("rules: past 2,048 programs the collective check finds the same mismatches", "[schedules][rules]") {
+  // every rank its own program (a schedule file may give them so): the pairs of programs
+  // compared are kept in a hash set instead of one bit per pair
+  Schedule s = hand_made({2, 1030, 1, 1}, interleaved());
+  for (int64_t r = 0; r < s.world(); ++r) own(s, r, interleaved());
+  REQUIRE(s.programs.size() > 2048);
+  CHECK(ExecutionRules(s).check_collectives().empty());
+  const int64_t last = s.world() - 1;                                          // tp 1, dp 1029
+  s.programs[s.program_of_rank[static_cast<size_t>(last)]].ops[3].bytes = 301; // its tp instance 1
+  const auto v = ExecutionRules(s).check_collectives();
+  REQUIRE(v.size() == 1);
+  CHECK(v[0].rank == last);
+  CHECK(v[0].other_rank == last - 1); // the first member of its tp group
+  CHECK(v[0].group == GroupKind::Tp);
+  CHECK(v[0].instance == 1);
+}
+
 TEST_CASE("rules: several outstanding messages on one pair match in program order", "[schedules][rules]") {
   // pp = 2: stage 0 sends three messages, one of them from another stream, before it
   // receives; stage 1 receives all three, then answers.
