@@ -92,7 +92,9 @@ void Fabric::spread(int64_t src_gpu, int64_t dst_gpu, std::vector<WeightedHop>& 
   const Impl& m = *impl_;
   const ClosShape& s = m.shape;
   const auto u32 = [](int64_t x) { return static_cast<uint32_t>(x); };
-  if (m.server_of(src_gpu) == m.server_of(dst_gpu)) {
+  const Impl::GpuEnd& end_s = m.gpu_end[static_cast<size_t>(src_gpu)];
+  const Impl::GpuEnd& end_d = m.gpu_end[static_cast<size_t>(dst_gpu)];
+  if (end_s.server == end_d.server) {
     out.push_back(WeightedHop{u32(src_gpu), true, 1});
     out.push_back(WeightedHop{u32(dst_gpu), false, 1});
     return;
@@ -102,8 +104,8 @@ void Fabric::spread(int64_t src_gpu, int64_t dst_gpu, std::vector<WeightedHop>& 
     out.insert(out.begin(), {WeightedHop{u32(src_gpu), true, 1}, WeightedHop{u32(relay), false, 1}});
     return;
   }
-  const int64_t nic_s = m.nic_of(src_gpu), nic_d = m.nic_of(dst_gpu);
-  const int64_t tor_s = m.tor_of_nic(nic_s), tor_d = m.tor_of_nic(nic_d);
+  const int64_t nic_s = end_s.nic, nic_d = end_d.nic;
+  const int64_t tor_s = end_s.tor, tor_d = end_d.tor;
   out.push_back(WeightedHop{m.l_pcie + u32(src_gpu), true, 1});
   out.push_back(WeightedHop{m.l_nic + u32(nic_s), true, 1});
   if (tor_s != tor_d) {
@@ -115,7 +117,8 @@ void Fabric::spread(int64_t src_gpu, int64_t dst_gpu, std::vector<WeightedHop>& 
       for (int64_t i = 0; i < s.tor_up_ports; ++i)
         out.push_back(WeightedHop{m.l_tor_up + u32(tor_d * s.tor_up_ports + i), false, f});
     } else {
-      const int64_t pod_s = m.pod_of_tor(tor_s), pod_d = m.pod_of_tor(tor_d);
+      const int64_t pod_s = m.tor_place[static_cast<size_t>(tor_s)].pod,
+                    pod_d = m.tor_place[static_cast<size_t>(tor_d)].pod;
       // Each ToR uplink carries 1/up (agg a gets 1/A, over links_per_agg links).
       const double fu = 1.0 / static_cast<double>(s.tor_up_ports);
       const double fa = 1.0 / static_cast<double>(s.aggs_per_pod);

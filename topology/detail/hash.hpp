@@ -14,9 +14,9 @@ inline uint64_t mix64(uint64_t x) {
 }
 
 /// Hash of a flow's identity at one switch, as a switch's ECMP hash over the 5-tuple
-/// with a per-switch seed would be.
-/// Its two parts: the flow's own (the same at every switch of its path) and the
-/// switch's, so that a route mixes the flow's identity once for all its switches.
+/// with a per-switch seed would be, in two parts: the flow's own (the same at every switch
+/// of its path, mixed once a route) and the switch's, flow_hash_at(flow_hash_prefix(src,
+/// dst, flow id, seed), switch vertex).
 inline uint64_t flow_hash_prefix(uint64_t src, uint64_t dst, uint64_t flow_id, uint64_t seed) {
   uint64_t h = mix64(seed ^ 0x5bd1e9955bd1e995ULL);
   h = mix64(h ^ src);
@@ -25,9 +25,6 @@ inline uint64_t flow_hash_prefix(uint64_t src, uint64_t dst, uint64_t flow_id, u
 }
 inline uint64_t flow_hash_at(uint64_t prefix, uint64_t switch_vertex) {
   return mix64(prefix ^ (switch_vertex + 0x632be59bd9b4e019ULL));
-}
-inline uint64_t flow_hash(uint64_t src, uint64_t dst, uint64_t flow_id, uint64_t seed, uint64_t switch_vertex) {
-  return flow_hash_at(flow_hash_prefix(src, dst, flow_id, seed), switch_vertex);
 }
 
 /// A seeded random generator (SplitMix64 stream) for deterministic shuffles.
