@@ -134,3 +134,18 @@ TEST_CASE("cluster files: every preset loads and builds, a file path works too",
   CHECK(spec.switch_spec.port_bw_bytes_per_s == Approx(50e9));
   CHECK(spec.gpu.nvlink_bw_bytes_per_s == Approx(300e9));
 }
+
+TEST_CASE("errors: a route or spread between GPUs the fabric lacks names the GPU", "[errors]") {
+  // route() and spread() read per-GPU tables; the check comes first, whichever end is bad
+  const topology::Fabric f = build_with("gpus = 12288", "gpus = 1024");
+  std::vector<topology::Hop> hops;
+  std::vector<topology::WeightedHop> fluid;
+  for (const auto& [src, dst] : {std::pair<int64_t, int64_t>{-1, 0}, {0, 1024}, {5000, 3}}) {
+    const int64_t bad = src < 0 || src >= 1024 ? src : dst;
+    INFO("src " << src << " dst " << dst);
+    for (auto policy : {topology::EcmpPolicy::Hash, topology::EcmpPolicy::IdealSpread})
+      CHECK_THROWS_WITH(f.route(src, dst, 0, 1, policy, hops),
+                        Contains("GPU " + std::to_string(bad) + " does not exist") && Contains("GPUs 0..1023"));
+    CHECK_THROWS_WITH(f.spread(src, dst, fluid), Contains("GPU " + std::to_string(bad) + " does not exist"));
+  }
+}
