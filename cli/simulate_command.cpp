@@ -212,6 +212,7 @@ std::string report_json(const sim::SimReport& r, const schedules::Schedule& s, c
   j["incidents"] = inc;
   j["stats"] = {{"aggregated", r.aggregated},
                 {"executed_ranks", r.executed_ranks},
+                {"replica_classes", r.replica_classes},
                 {"ops_executed", r.ops_executed},
                 {"flows", r.flows}};
   if (cov)
@@ -380,8 +381,11 @@ int run_simulate(const SimulateArgs& a) {
   explain_fabric_size(scenario, schedule.world());
   explain_attention_backend(scenario);
   const sim::SimReport r = scenario.simulate();
-  std::cerr << "twinscale simulate: " << r.executed_ranks << " ranks executed, " << r.ops_executed << " ops, "
-            << r.flows << " flows, wall " << fixed(r.wall_s, 3) << " s\n";
+  std::cerr << "twinscale simulate: " << r.executed_ranks << " ranks executed";
+  if (r.replica_classes > 0) // docs/simulator.md, "Every rank by classes of identical replicas"
+    std::cerr << " (one replica of each of " << r.replica_classes << " classes of identical replicas, standing for all "
+              << schedule.world() << "; TWINSCALE_PER_OP=1 executes every one)";
+  std::cerr << ", " << r.ops_executed << " ops, " << r.flows << " flows, wall " << fixed(r.wall_s, 3) << " s\n";
   check_physics(r, a, cluster_name);
 
   if (!a.trace_file.empty() && !streamed) {

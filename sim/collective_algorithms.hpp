@@ -54,6 +54,7 @@ struct PhaseTransfer {
   int32_t src = 0;
   int32_t dst = 0;
   uint32_t channel = 0;
+  bool operator==(const PhaseTransfer&) const = default;
 };
 
 /// A phase: its transfers run concurrently, `steps` times in a row, each step moving
@@ -67,6 +68,7 @@ struct CollectivePhase {
   double bytes_per_step = 0;
   int64_t latency_steps = 1;
   double nccl_latency_s = 0;
+  bool operator==(const CollectivePhase&) const = default;
 };
 
 /// A collective as phases that run one after the other.
@@ -79,6 +81,7 @@ struct CollectivePlan {
   std::vector<CollectivePhase> phases;
   /// Bytes each member puts on the wire in all (for tests and bus-bandwidth reports).
   double bytes_sent_per_member(int64_t group_size) const;
+  bool operator==(const CollectivePlan&) const = default;
 };
 
 /// Where a group's members are, in group order: each member's server and the index of

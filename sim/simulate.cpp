@@ -187,6 +187,7 @@ SimReport run_in_process(const schedules::Schedule& schedule, const topology::Fa
   r.mode = options.mode;
   r.aggregated = ex.aggregated();
   r.executed_ranks = static_cast<int64_t>(ex.slot_ranks().size());
+  r.replica_classes = ex.replica_classes();
   r.ops_executed = ex.ops_executed();
   r.flows = backend->flows_started();
   r.completed = !ex.job_failed();
@@ -233,23 +234,31 @@ SimReport run_in_process(const schedules::Schedule& schedule, const topology::Fa
     r.mfu = flops_per_s / peak;
   }
 
-  // Breakdowns: every executed rank stands for the same number of ranks.
+  // Breakdowns: every executed rank stands for the same number of ranks, except in an
+  // every-rank run executed by classes of identical replicas, where every rank is added
+  // in rank order with its counterpart's account: the same sums as executing them all.
   std::vector<RankTimes> times(slots.size());
-  r.per_stage.assign(static_cast<size_t>(L.pp), Breakdown{});
-  std::vector<int64_t> per_stage_count(static_cast<size_t>(L.pp), 0);
   for (size_t s = 0; s < slots.size(); ++s) {
     const auto& acc = ex.account(static_cast<int32_t>(s));
     const Breakdown& b = acc.breakdown();
     times[s].forward_s = acc.forward_s();
     times[s].backward_s = acc.backward_s();
     times[s].comm_wait_s = b.exposed_tp_s + b.exposed_ep_s + b.exposed_pp_s + b.exposed_dp_s + b.bubble_s;
-    add(r.breakdown, b, 1.0 / static_cast<double>(slots.size()));
-    ++per_stage_count[static_cast<size_t>(L.coord(slots[s]).pp)];
   }
-  for (size_t s = 0; s < slots.size(); ++s) {
-    const auto pp = static_cast<size_t>(L.coord(slots[s]).pp);
-    add(r.per_stage[pp], ex.account(static_cast<int32_t>(s)).breakdown(),
-        1.0 / static_cast<double>(per_stage_count[pp]));
+  std::vector<std::pair<int64_t, int32_t>> counted; // (rank, slot) in the order the sums take them
+  if (ex.replica_classes() > 0)
+    for (int64_t rank = 0; rank < L.world(); ++rank) counted.emplace_back(rank, ex.representative_slot(rank));
+  else
+    for (size_t s = 0; s < slots.size(); ++s) counted.emplace_back(slots[s], static_cast<int32_t>(s));
+  r.per_stage.assign(static_cast<size_t>(L.pp), Breakdown{});
+  std::vector<int64_t> per_stage_count(static_cast<size_t>(L.pp), 0);
+  for (const auto& [rank, slot] : counted) {
+    add(r.breakdown, ex.account(slot).breakdown(), 1.0 / static_cast<double>(counted.size()));
+    ++per_stage_count[static_cast<size_t>(L.coord(rank).pp)];
+  }
+  for (const auto& [rank, slot] : counted) {
+    const auto pp = static_cast<size_t>(L.coord(rank).pp);
+    add(r.per_stage[pp], ex.account(slot).breakdown(), 1.0 / static_cast<double>(per_stage_count[pp]));
   }
   const int64_t listed = options.per_rank ? L.world() : 0; // SimOptions::per_rank
   r.per_rank.resize(static_cast<size_t>(listed));

@@ -126,6 +126,11 @@ struct SimOptions {
   /// is the same with or without (only routes are kept, never a time); runs with a fault
   /// plan route afresh. Null: each run routes afresh.
   std::shared_ptr<detail::RouteMemo> shared_routes;
+  /// Every-rank runs of the analytic mode execute one replica of each class of identical
+  /// replicas and give the others their counterparts' figures, the same to the bit
+  /// (SimReport::replica_classes, docs/simulator.md); false, or TWINSCALE_PER_OP=1 in the
+  /// environment: every rank is executed.
+  bool replica_classes = true;
   /// Fill SimReport::per_rank and per_rank_breakdown (one entry per rank); a sweep, which
   /// stores neither, turns it off. No other figure depends on it.
   bool per_rank = true;
@@ -206,6 +211,10 @@ struct SimReport {
   // Statistics of the run.
   bool aggregated = false; // symmetry used (one pipeline executed)
   int64_t executed_ranks = 0;
+  /// An every-rank run executed by classes of identical replicas (analytic mode,
+  /// docs/simulator.md): how many classes, one replica of each executed (the others'
+  /// figures are their counterparts'); 0 when every rank was executed.
+  int64_t replica_classes = 0;
   int64_t ops_executed = 0;
   int64_t flows = 0; // network flows put on the fabric (flow mode)
   double wall_s = 0;

@@ -35,7 +35,7 @@ Activity wait_activity(const HotOp& h) { return h.group == GroupKind::Cp ? Activ
 } // namespace
 
 int32_t SimExecutor::representative_slot(int64_t rank) const {
-  if (!symmetric_) return slot_of_rank(rank);
+  if (!symmetric_) return slot_of_rank(stand_in_rank_.empty() ? rank : stand_in_rank_[static_cast<size_t>(rank)]);
   return slot_of_rank(representative_of(schedule_.layout.coord(rank)));
 }
 

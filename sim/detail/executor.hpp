@@ -112,6 +112,9 @@ public:
   void finish(double horizon_s);
 
   bool aggregated() const { return symmetric_; }
+  /// Classes of identical replicas an every-rank run executed one replica of
+  /// (replica_classes.cpp); 0 when it executed every rank (or the run is symmetric).
+  int64_t replica_classes() const { return replica_classes_; }
   bool job_failed() const { return job_failed_; }
   const std::string& failure() const { return failure_; }
   const std::vector<int64_t>& slot_ranks() const { return slot_rank_; }
@@ -216,6 +219,9 @@ private:
   std::string op_name(int32_t slot, uint32_t op) const;
   void fail_job(const std::string& why);
   void decide_symmetry();
+  /// The ranks an every-rank run executes: every rank, or one replica of each class of
+  /// identical replicas (then fills stand_in_rank_ and replica_classes_).
+  std::vector<int64_t> every_rank_slots();
   void plan_jitter();
   /// Extra seconds of a jitter pause on compute op `op` of `slot` (0 for most ops).
   double jitter_s(int32_t slot, uint32_t op) const;
@@ -240,6 +246,8 @@ private:
   std::vector<int64_t> slot_rank_;
   std::vector<int64_t> slot_gpu_;
   std::vector<int32_t> slot_of_rank_;
+  std::vector<int64_t> stand_in_rank_; // compacted every-rank runs: the executed rank standing for each rank
+  int64_t replica_classes_ = 0;
   std::array<std::vector<GroupState>, kGroupKinds> groups_; // by kind, then Slot::group_id
   std::vector<PendingCollective> pending_;
   std::vector<uint32_t> free_pending_;

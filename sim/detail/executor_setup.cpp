@@ -276,8 +276,7 @@ SimExecutor::SimExecutor(const schedules::Schedule& schedule, const std::vector<
     for (int64_t pp = 0; pp < L.pp; ++pp)
       for (int64_t k = 0; k < L.cp; ++k) slot_rank_.push_back(L.rank({rep_.tp, rep_.dp / L.cp * L.cp + k, pp}));
   } else {
-    slot_rank_.reserve(static_cast<size_t>(world));
-    for (int64_t r = 0; r < world; ++r) slot_rank_.push_back(r);
+    slot_rank_ = every_rank_slots();
   }
   for (size_t s = 0; s < slot_rank_.size(); ++s)
     slot_of_rank_[static_cast<size_t>(slot_rank_[s])] = static_cast<int32_t>(s);

@@ -81,6 +81,7 @@ std::string encode_report(const SimReport& r) {
   w.vec(r.trace.events, [&](const schedules::TraceEvent& e) { w.pod(e); });
   w.pod(r.aggregated);
   w.pod(r.executed_ranks);
+  w.pod(r.replica_classes);
   w.pod(r.ops_executed);
   w.pod(r.flows);
   w.pod(r.wall_s);
@@ -120,6 +121,7 @@ SimReport decode_report(const std::string& bytes) {
   for (auto& e : r.trace.events) e = rd.pod<schedules::TraceEvent>();
   r.aggregated = rd.pod<bool>();
   r.executed_ranks = rd.pod<int64_t>();
+  r.replica_classes = rd.pod<int64_t>();
   r.ops_executed = rd.pod<int64_t>();
   r.flows = rd.pod<int64_t>();
   r.wall_s = rd.pod<double>();

@@ -62,7 +62,8 @@ TEST_CASE("collective piped prints a progress line per size and --quiet none", "
 
 TEST_CASE("simulate piped reports simulated ops with a rate and an ETA", "[progress]") {
   const auto dir = scratch_dir("progress-simulate");
-  const std::string args = "simulate --preset tiny-megascale --every-rank --mode analytic";
+  // per-GPU speeds: every replica differs, so every rank's ops are executed
+  const std::string args = "simulate --preset tiny-megascale --every-rank --mode analytic --gpu-speed-dist normal:0.05";
   const auto r = run_cli_split(args, dir, kEveryUpdate);
   REQUIRE(r.code == 0);
   CHECK(r.says("simulated ops 4096/"));

@@ -86,7 +86,9 @@ TEST_CASE("mixed GPU models: every rank computes exactly at its own GPU's speed"
     const SimReport &f = fast_run.report, &s = slow_run.report, &m = mixed_run.report;
     CHECK(f.aggregated);
     CHECK(!m.aggregated); // mixed models: every rank is executed
-    CHECK(m.executed_ranks == mixed_run.world);
+    // every replica has stage 0 on the first two servers and stage 1 on the A100s: the
+    // analytic mode executes one of them for all (to the bit: replica_classes_test.cpp)
+    CHECK(m.executed_ranks == (mode == SimMode::Analytic ? 4 : mixed_run.world));
     REQUIRE(m.per_rank.size() == f.per_rank.size());
     int64_t on_slow = 0;
     for (size_t r = 0; r < m.per_rank.size(); ++r) {

@@ -1,0 +1,221 @@
+// Every-rank runs in the analytic mode, executed once per class of identical replicas.
+//
+// A replica is a block of B consecutive data-parallel coordinates with all their tp and
+// pp ranks (B = lcm(cp, ep): the context-parallel ring and the expert block inside one
+// replica). Every group of the job is either inside one replica (TP, PP, embedding, CP,
+// EP and its hierarchical phases) or shared by the corresponding ranks of every replica
+// (DP, expert DP, world: the same group for rank (tp, k, pp) of each replica); both are
+// checked on the layout, rank by rank, and anything else executes every rank. Two
+// replicas whose corresponding ranks run the same program on the same GPU model at the
+// same speed, and whose groups inside the replica cost the same, behave identically:
+// a rank's timing depends on its compute, the costs of its own groups and when the
+// shared groups' instances start, which is the last arrival of all their members and
+// so the same for both. The costs compared are what the run computes: each distinct
+// transfer's closed form, each distinct TP collective's closed form, and the CTAs of
+// every collective; a closed form that counts the group's symmetric images (the other
+// kinds) is a max over the flows of the whole image set, which the corresponding groups
+// of all replicas share (replicas are whole multiples of the images' dp step), so there
+// the collective's plan is compared (phases, transfers, protocol: CollectivePlan's ==).
+// A run executes one replica per class and gives every other rank its counterpart's
+// account; the shared groups wait for the executed members only (their images arrive
+// at the same instants). Floating point: every executed op sees the same operands in
+// the same order, and the report sums the ranks' breakdowns in rank order as the full
+// run does.
+//
+// Only where nothing else tells replicas apart: the analytic mode (in the flow mode each
+// executed group's flows load the fabric, so leaving replicas out would change the
+// contention), with the shortcuts on (`--no-aggregate` stays the full-detail reference),
+// no fault plan, no hung rank, no trace of op events, no folded expert layout.
+// SimOptions::replica_classes off, or TWINSCALE_PER_OP=1, executes every rank;
+// tests/sim/replica_classes_test.cpp compares the two, every figure to the bit.
+#include <algorithm>
+#include <bit>
+#include <numeric>
+#include <unordered_map>
+
+#include "schedules/execution_rules.hpp"
+#include "sim/detail/executor.hpp"
+
+namespace twinscale::sim::detail {
+
+using schedules::GroupKind;
+using schedules::OpKind;
+
+namespace {
+
+/// The group kinds whose group is the same for the corresponding ranks of every replica.
+bool shared_kind(GroupKind k) { return k == GroupKind::Dp || k == GroupKind::ExpertDp || k == GroupKind::World; }
+
+} // namespace
+
+std::vector<int64_t> SimExecutor::every_rank_slots() {
+  const auto& L = schedule_.layout;
+  const int64_t world = L.world();
+  std::vector<int64_t> all(static_cast<size_t>(world));
+  std::iota(all.begin(), all.end(), int64_t{0});
+  if (options_.mode != SimMode::Analytic || !options_.aggregate || options_.faults != nullptr ||
+      options_.hang_rank >= 0 || options_.record_trace || !options_.binary_trace.empty() || L.folded_experts() ||
+      !options_.replica_classes || per_op_forced())
+    return all;
+  const int64_t block = std::lcm(L.cp, L.ep);
+  if (block <= 0 || L.dp % block != 0 || L.dp / block < 2) return all;
+  const int64_t replicas = L.dp / block;
+  const int64_t per_replica = L.tp * block * L.pp;
+  // rank k (canonical order: pp, then the dp offset, then tp) of replica u
+  auto rank_of = [&](int64_t u, int64_t k) {
+    const int64_t tp = k % L.tp, off = (k / L.tp) % block, pp = k / (L.tp * block);
+    return L.rank({tp, u * block + off, pp});
+  };
+  // every group a program uses lies inside one replica or is shared (checked, not assumed)
+  std::vector<uint8_t> used(schedules::kGroupKindCount, 0);
+  for (size_t p = 0; p < schedule_.programs.size(); ++p)
+    for (const schedules::Channel& c : rules_.program(p).channels()) used[static_cast<size_t>(c.group)] = 1;
+  for (int k = 0; k < schedules::kGroupKindCount; ++k) {
+    const auto kind = static_cast<GroupKind>(k);
+    if (used[static_cast<size_t>(k)] == 0) continue;
+    if (shared_kind(kind)) { // every counterpart of a rank of replica 0 is in its group
+      for (int64_t k = 0; k < per_replica; ++k) {
+        const std::vector<int64_t> members = L.group_members(kind, rank_of(0, k));
+        for (int64_t u = 1; u < replicas; ++u)
+          if (std::find(members.begin(), members.end(), rank_of(u, k)) == members.end()) return all;
+      }
+      continue;
+    }
+    for (int64_t r = 0; r < world; ++r) // inside the rank's replica
+      for (int64_t m : L.group_members(kind, r))
+        if (L.coord(m).dp / block != L.coord(r).dp / block) return all;
+  }
+
+  // What costs nothing to compare first: program, GPU model and speed of each rank.
+  auto cheap = [&](int64_t u) {
+    std::vector<uint64_t> s;
+    s.reserve(static_cast<size_t>(per_replica) * 2);
+    for (int64_t k = 0; k < per_replica; ++k) {
+      const int64_t r = rank_of(u, k);
+      const int64_t gpu = gpu_of_rank_[static_cast<size_t>(r)];
+      const uint64_t model = model_of_gpu_.empty() ? 0 : model_of_gpu_[static_cast<size_t>(gpu)];
+      s.push_back(static_cast<uint64_t>(schedule_.program_of_rank[static_cast<size_t>(r)]) << 8 | model);
+      s.push_back(options_.gpu_speed.empty() ? 0
+                                             : std::bit_cast<uint64_t>(options_.gpu_speed[static_cast<size_t>(gpu)]));
+    }
+    return s;
+  };
+  // The distinct communication ops of each program on the groups inside a replica
+  // (kind, group, bytes, peer, stream, userbuffers SMs), by program × GPU model.
+  std::vector<std::vector<uint32_t>> distinct(hot_.size());
+  for (size_t p = 0; p < schedule_.programs.size(); ++p) {
+    const schedules::Program& prog = schedule_.programs[p];
+    std::vector<uint32_t> ops;
+    std::vector<std::array<uint64_t, 3>> seen;
+    for (uint32_t i = 0; i < prog.ops.size(); ++i) {
+      const schedules::Op& o = prog.ops[i];
+      if (!o.is_communication() || shared_kind(o.group)) continue;
+      const int64_t sms = tp_sms_.empty() ? -1 : tp_sms_[p][i];
+      const std::array<uint64_t, 3> key{static_cast<uint64_t>(o.kind) | static_cast<uint64_t>(o.group) << 8 |
+                                            static_cast<uint64_t>(o.stream) << 16 |
+                                            static_cast<uint64_t>(static_cast<uint16_t>(sms)) << 24,
+                                        std::bit_cast<uint64_t>(o.bytes), static_cast<uint64_t>(o.peer)};
+      if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
+      seen.push_back(key);
+      ops.push_back(i);
+    }
+    for (size_t m = 0; m < models_.size(); ++m) distinct[p * models_.size() + m] = ops;
+  }
+  // What the run would compute for each of them, rank by rank.
+  std::vector<CollectivePlan> plans; // distinct plans, by index
+  auto costs = [&](int64_t u) {
+    std::vector<uint64_t> s;
+    for (int64_t k = 0; k < per_replica; ++k) {
+      const int64_t r = rank_of(u, k);
+      const uint32_t pid = schedule_.program_of_rank[static_cast<size_t>(r)];
+      const int64_t gpu = gpu_of_rank_[static_cast<size_t>(r)];
+      const size_t model = model_of_gpu_.empty() ? 0 : model_of_gpu_[static_cast<size_t>(gpu)];
+      Slot probe;
+      probe.rank = r;
+      probe.hot = hot_[pid * models_.size() + model].data();
+      if (!tp_sms_.empty()) probe.tp_sms = tp_sms_[pid].data();
+      for (uint32_t i : distinct[pid * models_.size() + model]) {
+        const HotOp& h = probe.hot[i];
+        if (h.cls == HotOp::Send || h.cls == HotOp::Recv) {
+          const int64_t peer = schedules::group_member(L, h.group, r, schedule_.programs[pid].ops[i].peer);
+          const bool send = h.cls == HotOp::Send;
+          s.push_back(std::bit_cast<uint64_t>(p2p_task(send ? r : peer, send ? peer : r, h.value).closed_form_s));
+          continue;
+        }
+        GroupState group; // fresh: a scratch group caches nothing across groups
+        if (h.group == GroupKind::Tp || options_.calibration != nullptr) {
+          s.push_back(std::bit_cast<uint64_t>(collective_task(h, r, group).closed_form_s));
+        } else {
+          // A closed form that counts the group's symmetric images (every kind but TP's)
+          // is a max over the flows of the whole image set, and the corresponding groups
+          // of all replicas have the same image set (replicas are whole multiples of the
+          // images' dp step): its cost is the same wherever the group's plan is.
+          std::vector<int64_t> gpus;
+          for (int64_t m : L.group_members(h.group, r)) gpus.push_back(gpu_of_rank_[static_cast<size_t>(m)]);
+          CollectivePlan plan = collectives_.plan(h.kind, h.value, gpus);
+          auto it = std::find(plans.begin(), plans.end(), plan);
+          s.push_back(static_cast<uint64_t>(it - plans.begin()));
+          if (it == plans.end()) plans.push_back(std::move(plan));
+        }
+        s.push_back(static_cast<uint64_t>(collective_ctas(probe, i, group)));
+      }
+    }
+    return s;
+  };
+
+  struct Class {
+    int64_t replica;
+    std::vector<uint64_t> costs; // computed when first compared
+  };
+  std::unordered_map<uint64_t, std::vector<std::pair<std::vector<uint64_t>, std::vector<Class>>>> by_cheap;
+  std::vector<int64_t> class_of(static_cast<size_t>(replicas));
+  std::vector<int64_t> reps;
+  for (int64_t u = 0; u < replicas; ++u) {
+    std::vector<uint64_t> c = cheap(u);
+    uint64_t h = 0;
+    for (uint64_t w : c) h = (h ^ w) * 0x9e3779b97f4a7c15ULL;
+    auto& bucket = by_cheap[h];
+    auto same = std::find_if(bucket.begin(), bucket.end(), [&](const auto& b) { return b.first == c; });
+    if (same == bucket.end()) {
+      bucket.emplace_back(std::move(c), std::vector<Class>{{u, {}}});
+      class_of[static_cast<size_t>(u)] = u;
+      reps.push_back(u);
+      continue;
+    }
+    const std::vector<uint64_t> mine = costs(u);
+    int64_t found = -1;
+    for (Class& cl : same->second) {
+      if (cl.costs.empty()) cl.costs = costs(cl.replica);
+      if (cl.costs == mine) {
+        found = cl.replica;
+        break;
+      }
+    }
+    if (found < 0) {
+      same->second.push_back({u, mine});
+      reps.push_back(u);
+      found = u;
+    }
+    class_of[static_cast<size_t>(u)] = found;
+  }
+  if (static_cast<int64_t>(reps.size()) == replicas) return all; // nothing alike: execute every rank
+
+  replica_classes_ = static_cast<int64_t>(reps.size());
+  std::vector<uint8_t> executed(static_cast<size_t>(replicas), 0);
+  for (int64_t u : reps) executed[static_cast<size_t>(u)] = 1;
+  std::vector<int64_t> out;
+  out.reserve(static_cast<size_t>(replica_classes_ * per_replica));
+  for (int64_t r = 0; r < world; ++r) // rank order, as the full run's slots
+    if (executed[static_cast<size_t>(L.coord(r).dp / block)] != 0) out.push_back(r);
+  // the rank each rank's counterpart is, in its class's executed replica
+  stand_in_rank_.resize(static_cast<size_t>(world));
+  for (int64_t r = 0; r < world; ++r) {
+    const auto c = L.coord(r);
+    const int64_t u = c.dp / block;
+    stand_in_rank_[static_cast<size_t>(r)] =
+        L.rank({c.tp, class_of[static_cast<size_t>(u)] * block + c.dp % block, c.pp});
+  }
+  return out;
+}
+
+} // namespace twinscale::sim::detail

@@ -1,0 +1,161 @@
+// Every-rank runs executed by classes of identical replicas (sim/detail/replica_classes.cpp):
+// every figure of the report, to the bit, equals the run that executes every rank
+// (SimOptions::replica_classes off), for equal speeds, a few slow GPUs, context parallelism, expert
+// parallelism (flat and hierarchical) and mixed GPU models; runs where replicas differ
+// everywhere, and runs the classes do not cover (flow mode, traces, a hung rank, the
+// folded expert layout, full detail), execute every rank.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+
+#include "config/gpu_speeds.hpp"
+#include "config/job_file.hpp"
+#include "sim_test_util.hpp"
+#include "topology/placement.hpp"
+
+using namespace twinscale;
+using namespace twinscale::sim;
+using namespace twinscale::sim::test;
+
+namespace {
+
+struct Lowered {
+  std::unique_ptr<topology::Fabric> fabric;
+  schedules::Schedule schedule;
+  std::vector<int64_t> gpus;
+};
+
+/// `preset` on the 32 GPUs of tiny-2tier (or `spec`), global batch 64.
+Lowered lower(const char* preset, topology::ClusterSpec spec = tiny_cluster()) {
+  auto job = config::load_job_preset(preset);
+  job.options.iterations = 1;
+  config::apply_overrides(job, spec.gpus, 64);
+  Lowered l;
+  l.fabric = std::make_unique<topology::Fabric>(spec);
+  schedules::LoweringTarget target;
+  target.gpu_memory_bytes = spec.gpu.memory_bytes;
+  l.schedule = schedules::lower(job, target);
+  const auto& L = l.schedule.layout; // dp counts dp · cp coordinates
+  l.gpus = topology::place(*l.fabric, {L.tp, L.dp, L.pp}, topology::PlacementPolicy::Linear, 1);
+  return l;
+}
+
+/// The same run with every rank executed (SimOptions::replica_classes off).
+SimReport every_rank_executed(const Lowered& l, SimOptions o) {
+  o.replica_classes = false;
+  return simulate(l.schedule, *l.fabric, l.gpus, o);
+}
+
+bool same_bits(const Breakdown& a, const Breakdown& b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+/// Every figure of `c` (classes) equals `f`'s (every rank), bit for bit.
+void check_identical(const SimReport& c, const SimReport& f) {
+  CHECK(f.replica_classes == 0);
+  CHECK(std::memcmp(&c.iteration_time_s, &f.iteration_time_s, sizeof(double)) == 0);
+  CHECK(std::memcmp(&c.makespan_s, &f.makespan_s, sizeof(double)) == 0);
+  CHECK(std::memcmp(&c.mfu, &f.mfu, sizeof(double)) == 0);
+  CHECK(same_bits(c.breakdown, f.breakdown));
+  REQUIRE(c.per_stage.size() == f.per_stage.size());
+  for (size_t s = 0; s < c.per_stage.size(); ++s) CHECK(same_bits(c.per_stage[s], f.per_stage[s]));
+  REQUIRE(c.per_rank.size() == f.per_rank.size());
+  REQUIRE(c.per_rank_breakdown.size() == f.per_rank_breakdown.size());
+  size_t differing = 0;
+  for (size_t r = 0; r < c.per_rank.size(); ++r) {
+    const RankTimes &a = c.per_rank[r], &b = f.per_rank[r];
+    const bool same = a.rank == b.rank && a.tp == b.tp && a.pp == b.pp && a.dp == b.dp &&
+                      std::memcmp(&a.forward_s, &b.forward_s, 3 * sizeof(double)) == 0 &&
+                      same_bits(c.per_rank_breakdown[r], f.per_rank_breakdown[r]);
+    differing += same ? 0 : 1;
+  }
+  CHECK(differing == 0);
+  CHECK(c.completed == f.completed);
+}
+
+SimOptions every_rank_options() {
+  SimOptions o;
+  o.mode = SimMode::Analytic;
+  o.every_rank = true;
+  return o;
+}
+
+} // namespace
+
+TEST_CASE("every rank with equal speeds runs one replica and reports every figure to the bit",
+          "[sim][every_rank][replica_classes]") {
+  const auto l = lower("tiny-megascale"); // tp 2, pp 2, dp 8: eight replicas
+  const SimOptions o = every_rank_options();
+  const auto c = simulate(l.schedule, *l.fabric, l.gpus, o);
+  const auto f = every_rank_executed(l, o);
+  CHECK_FALSE(c.aggregated);
+  CHECK(c.replica_classes == 1);
+  CHECK(c.executed_ranks == 4); // one replica: tp 2 × pp 2
+  CHECK(f.executed_ranks == l.schedule.world());
+  CHECK(c.ops_executed * 8 == f.ops_executed);
+  check_identical(c, f);
+}
+
+TEST_CASE("a few slow GPUs: one class per distinct replica, every figure to the bit",
+          "[sim][every_rank][replica_classes]") {
+  const auto l = lower("tiny-megascale");
+  SimOptions o = every_rank_options();
+  o.gpu_speed.assign(static_cast<size_t>(l.fabric->gpus()), 1.0);
+  // linear placement: rank r on GPU r; replica d holds ranks with (r / 2) % 8 == d
+  o.gpu_speed[5] = 0.9;  // replica 2
+  o.gpu_speed[21] = 0.9; // replica 2 of stage 1: the same replica again
+  o.gpu_speed[12] = 0.8; // replica 6
+  const auto c = simulate(l.schedule, *l.fabric, l.gpus, o);
+  const auto f = every_rank_executed(l, o);
+  CHECK(c.replica_classes == 3); // nominal, replica 2, replica 6
+  CHECK(c.executed_ranks == 12);
+  check_identical(c, f);
+  // the slow replicas are slower than the nominal ones, and everyone waits for them at DP
+  CHECK(c.per_rank[5].forward_s > c.per_rank[0].forward_s);
+  CHECK(c.per_rank[12].forward_s > c.per_rank[5].forward_s);
+}
+
+TEST_CASE("every replica different: every rank is executed", "[sim][every_rank][replica_classes]") {
+  const auto l = lower("tiny-megascale");
+  SimOptions o = every_rank_options();
+  o.gpu_speed = config::draw_gpu_speeds("normal:0.05", l.fabric->gpus(), 7);
+  const auto c = simulate(l.schedule, *l.fabric, l.gpus, o);
+  CHECK(c.replica_classes == 0);
+  CHECK(c.executed_ranks == l.schedule.world());
+}
+
+TEST_CASE("context and expert parallelism: replicas hold whole rings and expert blocks, figures to the bit",
+          "[sim][every_rank][replica_classes]") {
+  for (const char* preset : {"tiny-cp", "tiny-moe", "tiny-moe-hier", "tiny-zb", "tiny-interleaved", "tiny-fsdp"}) {
+    INFO(preset);
+    const auto l = lower(preset);
+    SimOptions o = every_rank_options();
+    o.gpu_speed.assign(static_cast<size_t>(l.fabric->gpus()), 1.0);
+    o.gpu_speed[0] = 0.9;
+    const auto c = simulate(l.schedule, *l.fabric, l.gpus, o);
+    const auto f = every_rank_executed(l, o);
+    CHECK(c.replica_classes == 2);
+    CHECK(c.executed_ranks < l.schedule.world());
+    check_identical(c, f);
+  }
+}
+
+TEST_CASE("runs the classes do not cover execute every rank", "[sim][every_rank][replica_classes]") {
+  const auto l = lower("tiny-megascale");
+  SimOptions flow = every_rank_options();
+  flow.mode = SimMode::Flow; // each executed group's flows load the fabric
+  SimOptions traced = every_rank_options();
+  traced.record_trace = true;
+  SimOptions hung = every_rank_options();
+  hung.hang_rank = 3;
+  hung.hang_at_s = 1e-3;
+  SimOptions full = every_rank_options();
+  full.aggregate = false; // full detail: no shortcut at all
+  for (const SimOptions* o : {&flow, &traced, &hung, &full}) {
+    const auto r = simulate(l.schedule, *l.fabric, l.gpus, *o);
+    CHECK(r.replica_classes == 0);
+    CHECK(r.executed_ranks == l.schedule.world());
+  }
+  const auto folded = lower("tiny-moe-folded");
+  const auto r = simulate(folded.schedule, *folded.fabric, folded.gpus, every_rank_options());
+  CHECK(r.replica_classes == 0);
+  CHECK(r.executed_ranks == folded.schedule.world());
+}
