@@ -11,8 +11,14 @@
 //
 //   bench_every_rank [--gpus N] [--mode analytic|flow|both] [--dist normal:0.02]
 //                    [--seed S] [--per-rank-csv PREFIX] [--no-reference] [--batch B]
-//                    [--trace PREFIX]
+//                    [--trace PREFIX] [--slow-gpus N] [--all-ranks]
 // --batch overrides the global batch (fewer ops: for instruction counts under valgrind).
+// --slow-gpus N replaces the drawn speeds by the first GPU of each of the first N servers
+// slowed, each by its own factor from 0.9 down (the rest at 1: N distinct slowed
+// replicas with the linear placement, for N up to dp): the analytic mode then executes
+// one replica of each class of identical replicas, N + 1 of them
+// (docs/simulator.md); --all-ranks executes every rank all the same
+// (SimOptions::replica_classes off).
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -50,7 +56,8 @@ Cpu cpu_now() {
 
 int usage() {
   std::fprintf(stderr, "usage: bench_every_rank [--gpus N] [--mode analytic|flow|both] [--dist SPEC] [--seed S] "
-                       "[--per-rank-csv PREFIX] [--no-reference] [--batch B] [--trace PREFIX]\n");
+                       "[--per-rank-csv PREFIX] [--no-reference] [--batch B] [--trace PREFIX] [--slow-gpus N] "
+                       "[--all-ranks]\n");
   return 2;
 }
 
@@ -60,8 +67,8 @@ int main(int argc, char** argv) {
   int64_t gpus = 12288;
   std::string modes = "analytic", dist = "normal:0.02", csv, trace;
   uint64_t seed = 1;
-  bool reference = true;
-  int64_t batch = 0;
+  bool reference = true, all_ranks = false;
+  int64_t batch = 0, slow = -1;
   for (int i = 1; i < argc; ++i) {
     const bool has = i + 1 < argc;
     if (!std::strcmp(argv[i], "--gpus") && has)
@@ -78,8 +85,12 @@ int main(int argc, char** argv) {
       trace = argv[++i];
     else if (!std::strcmp(argv[i], "--batch") && has)
       batch = std::stoll(argv[++i]);
+    else if (!std::strcmp(argv[i], "--slow-gpus") && has)
+      slow = std::stoll(argv[++i]);
     else if (!std::strcmp(argv[i], "--no-reference"))
       reference = false;
+    else if (!std::strcmp(argv[i], "--all-ranks"))
+      all_ranks = true;
     else
       return usage();
   }
@@ -94,7 +105,16 @@ int main(int argc, char** argv) {
   const topology::Fabric& fabric = scenario.fabric();
   const schedules::Schedule& schedule = scenario.schedule();
   const std::vector<int64_t>& place = scenario.gpu_of_rank();
-  const auto speeds = config::draw_gpu_speeds(dist, fabric.gpus(), seed);
+  std::vector<double> speeds;
+  if (slow < 0) {
+    speeds = config::draw_gpu_speeds(dist, fabric.gpus(), seed);
+  } else {
+    const int64_t per_server = fabric.spec().server.gpus;
+    if (slow * per_server > fabric.gpus()) return usage();
+    speeds.assign(static_cast<size_t>(fabric.gpus()), 1.0);
+    for (int64_t i = 0; i < slow; ++i)
+      speeds[static_cast<size_t>(i * per_server)] = 0.9 - 0.1 * static_cast<double>(i) / static_cast<double>(slow);
+  }
   const std::string tag = "every_rank." + std::to_string(gpus) + "gpus";
   bench::report((tag + ".setup_wall").c_str(), setup.seconds(), "s");
   bench::report((tag + ".speed_min").c_str(), *std::min_element(speeds.begin(), speeds.end()), "");
@@ -110,6 +130,7 @@ int main(int argc, char** argv) {
     }
     o.every_rank = true;
     o.gpu_speed = speeds;
+    o.replica_classes = !all_ranks;
     if (!trace.empty()) o.binary_trace = trace + "." + m + ".tstrace";
     const Cpu before = cpu_now();
     bench::Stopwatch sw;
@@ -120,6 +141,8 @@ int main(int argc, char** argv) {
     bench::report((p + ".wall").c_str(), wall, "s");
     bench::report((p + ".cpu").c_str(), cpu, "s");
     bench::report((p + ".ops").c_str(), static_cast<double>(r.ops_executed), "");
+    bench::report((p + ".executed_ranks").c_str(), static_cast<double>(r.executed_ranks), "");
+    bench::report((p + ".replica_classes").c_str(), static_cast<double>(r.replica_classes), "");
     bench::report((p + ".cpu_per_op").c_str(), 1e9 * cpu / std::max<double>(1, static_cast<double>(r.ops_executed)),
                   "ns");
     bench::report((p + ".flows").c_str(), static_cast<double>(r.flows), "");

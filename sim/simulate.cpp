@@ -278,6 +278,8 @@ SimReport run_in_process(const schedules::Schedule& schedule, const topology::Fa
   if (options.record_trace) {
     r.trace.source = "sim";
     std::set<int64_t> ranks(options.trace_ranks.begin(), options.trace_ranks.end());
+    if (ranks.empty() && ex.replica_classes() > 0) // every rank, each from its counterpart's timings
+      for (int64_t rank = 0; rank < L.world(); ++rank) ranks.insert(rank);
     if (ranks.empty()) ranks.insert(slots.begin(), slots.end());
     for (int64_t rank : ranks) {
       if (rank < 0 || rank >= L.world())

@@ -438,7 +438,7 @@ void SimExecutor::complete_op(int32_t slot, uint32_t op_index, bool failed) {
     t.end_s = now;
     t.failed = failed;
   }
-  if (trace_sink_ != nullptr) trace_sink_->record(sl.rank, op_index, sl.stream_start[st], now, failed);
+  if (trace_sink_ != nullptr) record_event(*trace_sink_, slot, op_index, sl.stream_start[st], now, failed);
   if (h.cls >= HotOp::Send) {
     sl.account.change(now, activity_of(h), -1);
   } else {
@@ -453,6 +453,17 @@ void SimExecutor::complete_op(int32_t slot, uint32_t op_index, bool failed) {
   ++sl.stream_pos[st];
   if (job_failed_) return;
   issue_ready(slot);
+}
+
+void SimExecutor::record_event(schedules::BinaryTraceWriter& sink, int32_t slot, uint32_t op, double start_s,
+                               double end_s, bool failed) const {
+  if (stands_for_begin_.empty()) {
+    sink.record(slots_[static_cast<size_t>(slot)].rank, op, start_s, end_s, failed);
+    return;
+  }
+  const auto s = static_cast<size_t>(slot);
+  for (uint32_t i = stands_for_begin_[s]; i < stands_for_begin_[s + 1]; ++i)
+    sink.record(stands_for_[i], op, start_s, end_s, failed);
 }
 
 void SimExecutor::finish(double horizon_s) {

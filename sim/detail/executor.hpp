@@ -247,6 +247,13 @@ private:
   std::vector<int64_t> slot_gpu_;
   std::vector<int32_t> slot_of_rank_;
   std::vector<int64_t> stand_in_rank_; // compacted every-rank runs: the executed rank standing for each rank
+  // ... and, by slot, the ranks it stands for (itself included), in rank order: CSR
+  std::vector<uint32_t> stands_for_begin_;
+  std::vector<int64_t> stands_for_;
+  /// Records a completed (or, at the end of a failed run, a running) op of `slot` in `sink`
+  /// for the slot's rank, or for every rank the slot stands for.
+  void record_event(schedules::BinaryTraceWriter& sink, int32_t slot, uint32_t op, double start_s, double end_s,
+                    bool failed) const;
   int64_t replica_classes_ = 0;
   std::array<std::vector<GroupState>, kGroupKinds> groups_; // by kind, then Slot::group_id
   std::vector<PendingCollective> pending_;

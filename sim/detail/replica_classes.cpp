@@ -25,7 +25,9 @@
 // Only where nothing else tells replicas apart: the analytic mode (in the flow mode each
 // executed group's flows load the fabric, so leaving replicas out would change the
 // contention), with the shortcuts on (`--no-aggregate` stays the full-detail reference),
-// no fault plan, no hung rank, no trace of op events, no folded expert layout.
+// no fault plan, no hung rank, no folded expert layout. Traces hold every rank's events:
+// each executed op's event is recorded for every rank its rank stands for, in the order
+// the full run records that rank's events.
 // SimOptions::replica_classes off, or TWINSCALE_PER_OP=1, executes every rank;
 // tests/sim/replica_classes_test.cpp compares the two, every figure to the bit.
 #include <algorithm>
@@ -54,8 +56,7 @@ std::vector<int64_t> SimExecutor::every_rank_slots() {
   std::vector<int64_t> all(static_cast<size_t>(world));
   std::iota(all.begin(), all.end(), int64_t{0});
   if (options_.mode != SimMode::Analytic || !options_.aggregate || options_.faults != nullptr ||
-      options_.hang_rank >= 0 || options_.record_trace || !options_.binary_trace.empty() || L.folded_experts() ||
-      !options_.replica_classes || per_op_forced())
+      options_.hang_rank >= 0 || L.folded_experts() || !options_.replica_classes || per_op_forced())
     return all;
   const int64_t block = std::lcm(L.cp, L.ep);
   if (block <= 0 || L.dp % block != 0 || L.dp / block < 2) return all;

@@ -1,15 +1,19 @@
 // Every-rank runs executed by classes of identical replicas (sim/detail/replica_classes.cpp):
 // every figure of the report, to the bit, equals the run that executes every rank
 // (SimOptions::replica_classes off), for equal speeds, a few slow GPUs, context parallelism, expert
-// parallelism (flat and hierarchical) and mixed GPU models; runs where replicas differ
-// everywhere, and runs the classes do not cover (flow mode, traces, a hung rank, the
-// folded expert layout, full detail), execute every rank.
+// parallelism (flat and hierarchical), ZB-H1, interleaving and FSDP, and so do both traces
+// (every rank's events); runs where replicas differ everywhere, and runs the classes do
+// not cover (flow mode, a hung rank, the folded expert layout, full detail), execute
+// every rank.
 #include <catch2/catch.hpp>
 
 #include <cstring>
 
+#include <filesystem>
+
 #include "config/gpu_speeds.hpp"
 #include "config/job_file.hpp"
+#include "schedules/binary_trace.hpp"
 #include "sim_test_util.hpp"
 #include "topology/placement.hpp"
 
@@ -138,18 +142,61 @@ TEST_CASE("context and expert parallelism: replicas hold whole rings and expert 
   }
 }
 
+TEST_CASE("traces of a run by classes hold every rank's events, the same as the full run's",
+          "[sim][every_rank][replica_classes]") {
+  const auto l = lower("tiny-megascale");
+  const auto dir = std::filesystem::temp_directory_path() / "twinscale-replica-classes";
+  std::filesystem::create_directories(dir);
+  SimOptions o = every_rank_options();
+  o.gpu_speed.assign(static_cast<size_t>(l.fabric->gpus()), 1.0);
+  o.gpu_speed[9] = 0.85;
+  o.record_trace = true; // the in-memory trace of every rank (Chrome JSON's)
+  o.binary_trace = (dir / "classes.tstrace").string();
+  const auto c = simulate(l.schedule, *l.fabric, l.gpus, o);
+  o.binary_trace = (dir / "full.tstrace").string();
+  const auto f = every_rank_executed(l, o);
+  CHECK(c.replica_classes == 2);
+  check_identical(c, f);
+  REQUIRE(c.trace.events.size() == f.trace.events.size());
+  size_t differing = 0;
+  for (size_t i = 0; i < c.trace.events.size(); ++i) {
+    const auto &a = c.trace.events[i], &b = f.trace.events[i];
+    differing += a.rank == b.rank && a.op_index == b.op_index && a.start_s == b.start_s && a.end_s == b.end_s &&
+                         a.failed == b.failed
+                     ? 0
+                     : 1;
+  }
+  CHECK(differing == 0);
+  const schedules::BinaryTraceReader tc((dir / "classes.tstrace").string()), tf((dir / "full.tstrace").string());
+  REQUIRE(tc.world() == l.schedule.world());
+  CHECK(tc.events() == tf.events());
+  std::vector<schedules::BinaryTraceEvent> ec, ef;
+  differing = 0;
+  for (int64_t r = 0; r < tc.world(); ++r) {
+    tc.read_rank(r, ec);
+    tf.read_rank(r, ef);
+    REQUIRE(ec.size() == ef.size());
+    CHECK(ec.size() == l.schedule.programs[l.schedule.program_of_rank[static_cast<size_t>(r)]].ops.size());
+    for (size_t i = 0; i < ec.size(); ++i)
+      differing += ec[i].op_index == ef[i].op_index && ec[i].start_ns == ef[i].start_ns &&
+                           ec[i].duration_ns == ef[i].duration_ns && ec[i].failed == ef[i].failed
+                       ? 0
+                       : 1;
+  }
+  CHECK(differing == 0);
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("runs the classes do not cover execute every rank", "[sim][every_rank][replica_classes]") {
   const auto l = lower("tiny-megascale");
   SimOptions flow = every_rank_options();
   flow.mode = SimMode::Flow; // each executed group's flows load the fabric
-  SimOptions traced = every_rank_options();
-  traced.record_trace = true;
   SimOptions hung = every_rank_options();
   hung.hang_rank = 3;
   hung.hang_at_s = 1e-3;
   SimOptions full = every_rank_options();
   full.aggregate = false; // full detail: no shortcut at all
-  for (const SimOptions* o : {&flow, &traced, &hung, &full}) {
+  for (const SimOptions* o : {&flow, &hung, &full}) {
     const auto r = simulate(l.schedule, *l.fabric, l.gpus, *o);
     CHECK(r.replica_classes == 0);
     CHECK(r.executed_ranks == l.schedule.world());
