@@ -438,7 +438,12 @@ void SimExecutor::complete_op(int32_t slot, uint32_t op_index, bool failed) {
     t.end_s = now;
     t.failed = failed;
   }
-  if (trace_sink_ != nullptr) record_event(*trace_sink_, slot, op_index, sl.stream_start[st], now, failed);
+  if (trace_sink_ != nullptr) [[unlikely]] {
+    if (stands_for_begin_.empty())
+      trace_sink_->record(sl.rank, op_index, sl.stream_start[st], now, failed);
+    else
+      record_event(*trace_sink_, slot, op_index, sl.stream_start[st], now, failed);
+  }
   if (h.cls >= HotOp::Send) {
     sl.account.change(now, activity_of(h), -1);
   } else {

@@ -11,8 +11,8 @@
 // a rank's timing depends on its compute, the costs of its own groups and when the
 // shared groups' instances start, which is the last arrival of all their members and
 // so the same for both. The costs compared are what the run computes: each distinct
-// transfer's closed form, each distinct TP collective's closed form, and the CTAs of
-// every collective; a closed form that counts the group's symmetric images (the other
+// transfer's closed form (at its send), each distinct TP collective's closed form (at
+// the group's first member), and the CTAs of every collective; a closed form that counts the group's symmetric images (the other
 // kinds) is a max over the flows of the whole image set, which the corresponding groups
 // of all replicas share (replicas are whole multiples of the images' dp step), so there
 // the collective's plan is compared (phases, transfers, protocol: CollectivePlan's ==).
@@ -137,13 +137,18 @@ std::vector<int64_t> SimExecutor::every_rank_slots() {
       if (!tp_sms_.empty()) probe.tp_sms = tp_sms_[pid].data();
       for (uint32_t i : distinct[pid * models_.size() + model]) {
         const HotOp& h = probe.hot[i];
-        if (h.cls == HotOp::Send || h.cls == HotOp::Recv) {
+        // a transfer is costed at its send (its receive, in the same replica, matches it:
+        // execution rule 3), a collective at its group's first member (every member runs
+        // each instance with the same kind and bytes: rule 2)
+        if (h.cls == HotOp::Recv) continue;
+        if (h.cls == HotOp::Send) {
           const int64_t peer = schedules::group_member(L, h.group, r, schedule_.programs[pid].ops[i].peer);
-          const bool send = h.cls == HotOp::Send;
-          s.push_back(std::bit_cast<uint64_t>(p2p_task(send ? r : peer, send ? peer : r, h.value).closed_form_s));
+          s.push_back(std::bit_cast<uint64_t>(p2p_task(r, peer, h.value).closed_form_s));
           continue;
         }
         GroupState group; // fresh: a scratch group caches nothing across groups
+        s.push_back(static_cast<uint64_t>(collective_ctas(probe, i, group)));
+        if (L.group_rank(h.group, r) != 0) continue;
         if (h.group == GroupKind::Tp || options_.calibration != nullptr) {
           s.push_back(std::bit_cast<uint64_t>(collective_task(h, r, group).closed_form_s));
         } else {
@@ -158,7 +163,6 @@ std::vector<int64_t> SimExecutor::every_rank_slots() {
           s.push_back(static_cast<uint64_t>(it - plans.begin()));
           if (it == plans.end()) plans.push_back(std::move(plan));
         }
-        s.push_back(static_cast<uint64_t>(collective_ctas(probe, i, group)));
       }
     }
     return s;
