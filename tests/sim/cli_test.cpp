@@ -5,6 +5,7 @@
 #include "tests/cli_runner.hpp"
 
 #include <cstdio>
+#include <sstream>
 #include <string>
 
 namespace {
@@ -93,4 +94,33 @@ TEST_CASE("twinscale simulate: slow hosts are validated and slow the job down", 
   REQUIRE(plain.rc == 0);
   REQUIRE(slow.rc == 0);
   CHECK(time_of(slow.out) > 1.2 * time_of(plain.out));
+}
+
+TEST_CASE("twinscale simulate --every-rank by classes says so, and TWINSCALE_PER_OP=1 prints the same figures",
+          "[sim][cli][every_rank]") {
+  const auto dir = twinscale::test::scratch_dir("replica-classes");
+  const std::string speeds = (dir / "speeds.csv").string();
+  twinscale::test::write_text(dir / "speeds.csv", "scope,index,factor\nrank,5,0.9\n");
+  const std::string args = "simulate --preset tiny-megascale --gpus 32 --global-batch 64 --mode analytic --every-rank "
+                           "--json --gpu-speed-file " +
+                           speeds;
+  const auto c = twinscale::test::run_cli_split(args, dir);
+  REQUIRE(c.code == 0);
+  CHECK(c.says("ranks executed (one replica of each of 2 classes of identical replicas, standing for all 32"));
+  CHECK(c.out.find("\"replica_classes\": 2") != std::string::npos);
+  const auto f = twinscale::test::run_cli_split(args, dir, "TWINSCALE_PER_OP=1 ");
+  REQUIRE(f.code == 0);
+  CHECK(f.says("32 ranks executed, "));
+  CHECK(f.out.find("\"replica_classes\": 0") != std::string::npos);
+  // every line but the run's statistics is the same
+  auto figures = [](const std::string& json) {
+    std::string kept, line;
+    std::istringstream in(json);
+    while (std::getline(in, line))
+      if (line.find("executed") == std::string::npos && line.find("replica_classes") == std::string::npos)
+        kept += line + "\n";
+    return kept;
+  };
+  CHECK(figures(c.out) == figures(f.out));
+  CHECK(figures(c.out).size() > 1000);
 }

@@ -37,12 +37,6 @@ using namespace twinscale::sim::test;
 
 namespace {
 
-struct Lowered {
-  std::unique_ptr<topology::Fabric> fabric;
-  schedules::Schedule schedule;
-  std::vector<int64_t> gpus;
-};
-
 /// tiny-megascale with enough hidden size that communication matters, on `gpus` GPUs of
 /// tiny-2tier (32 GPUs: DP rings cross servers, ToRs and spines).
 Lowered lower_medium(int64_t gpus, int64_t global_batch) {
@@ -56,14 +50,7 @@ Lowered lower_medium(int64_t gpus, int64_t global_batch) {
   config::apply_overrides(job, gpus, global_batch);
   auto spec = tiny_cluster();
   spec.gpus = gpus;
-  Lowered l;
-  l.fabric = std::make_unique<topology::Fabric>(spec);
-  schedules::LoweringTarget target;
-  target.gpu_memory_bytes = spec.gpu.memory_bytes;
-  l.schedule = schedules::lower(job, target);
-  l.gpus = topology::place(*l.fabric, {job.parallel.tp, job.parallel.dp, job.parallel.pp},
-                           topology::PlacementPolicy::Linear, 1);
-  return l;
+  return lower_on(job, spec);
 }
 
 double rel(double a, double b) { return std::abs(a - b) / std::max(std::abs(b), 1e-30); }

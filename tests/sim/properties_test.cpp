@@ -14,24 +14,9 @@ using namespace twinscale::sim::test;
 
 namespace {
 
-struct Lowered {
-  topology::ClusterSpec spec;
-  std::unique_ptr<topology::Fabric> fabric;
-  schedules::Schedule schedule;
-  std::vector<int64_t> gpus;
-};
-
-Lowered lower_job(schedules::JobSpec job, topology::ClusterSpec spec) {
-  Lowered l;
+Lowered lower_job(const schedules::JobSpec& job, topology::ClusterSpec spec) {
   spec.gpus = job.parallel.gpus();
-  l.spec = spec;
-  l.fabric = std::make_unique<topology::Fabric>(spec);
-  schedules::LoweringTarget target;
-  target.gpu_memory_bytes = spec.gpu.memory_bytes;
-  l.schedule = schedules::lower(job, target);
-  l.gpus = topology::place(*l.fabric, {job.parallel.tp, job.parallel.dp, job.parallel.pp},
-                           topology::PlacementPolicy::Linear, 1);
-  return l;
+  return lower_on(job, spec);
 }
 
 /// tiny-megascale scaled up so that communication is not negligible.

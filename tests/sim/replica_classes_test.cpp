@@ -23,25 +23,13 @@ using namespace twinscale::sim::test;
 
 namespace {
 
-struct Lowered {
-  std::unique_ptr<topology::Fabric> fabric;
-  schedules::Schedule schedule;
-  std::vector<int64_t> gpus;
-};
-
-/// `preset` on the 32 GPUs of tiny-2tier (or `spec`), global batch 64.
-Lowered lower(const char* preset, topology::ClusterSpec spec = tiny_cluster()) {
+/// `preset` on the 32 GPUs of tiny-2tier, global batch 64.
+Lowered lower(const char* preset) {
   auto job = config::load_job_preset(preset);
   job.options.iterations = 1;
+  const auto spec = tiny_cluster();
   config::apply_overrides(job, spec.gpus, 64);
-  Lowered l;
-  l.fabric = std::make_unique<topology::Fabric>(spec);
-  schedules::LoweringTarget target;
-  target.gpu_memory_bytes = spec.gpu.memory_bytes;
-  l.schedule = schedules::lower(job, target);
-  const auto& L = l.schedule.layout; // dp counts dp · cp coordinates
-  l.gpus = topology::place(*l.fabric, {L.tp, L.dp, L.pp}, topology::PlacementPolicy::Linear, 1);
-  return l;
+  return lower_on(job, spec);
 }
 
 /// The same run with every rank executed (SimOptions::replica_classes off).

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <initializer_list>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "schedules/schedule.hpp"
 #include "sim/simulate.hpp"
 #include "topology/fabric.hpp"
+#include "topology/placement.hpp"
 
 namespace twinscale::sim::test {
 
@@ -102,6 +104,24 @@ inline schedules::Schedule make_schedule(schedules::Layout layout, std::vector<s
 }
 
 inline topology::ClusterSpec tiny_cluster() { return config::load_cluster("tiny-2tier"); }
+
+/// A job lowered for a fabric of `spec` (its GPUs' memory as the lowering's target), its
+/// ranks placed linearly.
+struct Lowered {
+  std::unique_ptr<topology::Fabric> fabric;
+  schedules::Schedule schedule;
+  std::vector<int64_t> gpus;
+};
+inline Lowered lower_on(const schedules::JobSpec& job, const topology::ClusterSpec& spec) {
+  Lowered l;
+  l.fabric = std::make_unique<topology::Fabric>(spec);
+  schedules::LoweringTarget target;
+  target.gpu_memory_bytes = spec.gpu.memory_bytes;
+  l.schedule = schedules::lower(job, target);
+  const auto& L = l.schedule.layout; // dp counts dp · cp coordinates
+  l.gpus = topology::place(*l.fabric, {L.tp, L.dp, L.pp}, topology::PlacementPolicy::Linear, 1);
+  return l;
+}
 
 /// `job` (a tiny preset) with layers large enough that its communication and compute
 /// overlap: hidden `hidden` (FFN 4×), `heads` heads, sequences of `seq_len` tokens.
