@@ -286,9 +286,12 @@ SimExecutor::SimExecutor(const schedules::Schedule& schedule, const std::vector<
       ++stands_for_begin_[static_cast<size_t>(slot_of_rank(stand_in_rank_[static_cast<size_t>(r)])) + 1];
     for (size_t s = 0; s < slot_rank_.size(); ++s) stands_for_begin_[s + 1] += stands_for_begin_[s];
     stands_for_.resize(static_cast<size_t>(world));
-    std::vector<uint32_t> next(stands_for_begin_.begin(), stands_for_begin_.end() - 1);
-    for (int64_t r = 0; r < world; ++r)
-      stands_for_[next[static_cast<size_t>(slot_of_rank(stand_in_rank_[static_cast<size_t>(r)]))]++] = r;
+    std::vector<uint32_t> cursor(stands_for_begin_.begin(), stands_for_begin_.end() - 1); // CSR fill position
+    for (int64_t r = 0; r < world; ++r) {
+      uint32_t& at = cursor[static_cast<size_t>(slot_of_rank(stand_in_rank_[static_cast<size_t>(r)]))];
+      stands_for_[at] = r;
+      ++at;
+    }
   }
   if (options_.hang_rank >= 0) {
     if (symmetric_ || options_.hang_rank >= world)
