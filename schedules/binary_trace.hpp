@@ -75,6 +75,13 @@ public:
   /// ScheduleError for a rank or op outside the schedule, or times that are not finite,
   /// negative or past 2^62 ns, and the writer's error (naming the path) once it had one.
   void record(int64_t rank, uint32_t op_index, double start_s, double end_s, bool failed);
+  /// `rank`'s events are `of`'s, event for event (a simulation that executed one rank for
+  /// both: sim/detail/replica_classes.cpp): `of`'s chunks are written once and indexed for
+  /// both, so a reader reads the same events for each. `rank` then records nothing. Throws
+  /// ScheduleError for ranks outside the schedule, a rank standing for itself or for a rank
+  /// that itself stands for another, ranks of different programs, or a rank already given
+  /// another's events or whose events another has; record() then refuses `rank`'s events.
+  void same_events_as(int64_t rank, int64_t of);
   /// Each rank's host (Trace::hosts: index = rank), kept in the file (version 2); empty:
   /// none (version 1). Throws ScheduleError when it names more ranks than the schedule.
   void set_hosts(std::vector<std::string> hosts);
@@ -119,6 +126,9 @@ private:
   uint64_t offset_ = 0, events_ = 0;
   std::vector<RankBuffer> ranks_;
   std::vector<uint32_t> ops_of_rank_; // record()'s check, one load
+  // by rank (empty until same_events_as): the rank whose events it has, −2 for a rank
+  // others have the events of, −1 otherwise
+  std::vector<int64_t> same_as_;
   size_t stage_events_;
   TraceWriting writing_;
   std::vector<Staged> staged_, sorted_;

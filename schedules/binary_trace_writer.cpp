@@ -76,11 +76,32 @@ void BinaryTraceWriter::write(const void* data, size_t bytes) {
   offset_ += bytes;
 }
 
+void BinaryTraceWriter::same_events_as(int64_t rank, int64_t of) {
+  const auto world = static_cast<int64_t>(ranks_.size());
+  auto refuse = [&](const std::string& why) {
+    throw ScheduleError(path_ + ": rank " + std::to_string(rank) + " given the events of rank " + std::to_string(of) +
+                        ": " + why);
+  };
+  if (finished_) refuse("the trace was finished");
+  if (rank < 0 || rank >= world || of < 0 || of >= world)
+    refuse("the schedule has ranks 0.." + std::to_string(world - 1));
+  if (same_as_.empty()) same_as_.assign(ranks_.size(), -1);
+  const auto r = static_cast<size_t>(rank), o = static_cast<size_t>(of);
+  if (rank == of || same_as_[o] >= 0) refuse("a rank stands for itself or for a rank that has another's events");
+  if (same_as_[r] != -1) refuse("it already has another's events, or another rank has its events");
+  if (schedule_.program_of_rank[r] != schedule_.program_of_rank[o]) refuse("they run different programs");
+  same_as_[r] = of;
+  same_as_[o] = -2; // a rank others have the events of
+}
+
 void BinaryTraceWriter::record(int64_t rank, uint32_t op_index, double start_s, double end_s, bool failed) {
   if (finished_) throw ScheduleError(path_ + ": event recorded after the trace was finished");
   if (rank < 0 || rank >= static_cast<int64_t>(ranks_.size()))
     throw ScheduleError(path_ + ": trace event for rank " + std::to_string(rank) + " but the schedule has " +
                         std::to_string(ranks_.size()) + " ranks");
+  if (!same_as_.empty() && same_as_[static_cast<size_t>(rank)] >= 0)
+    throw ScheduleError(path_ + ": trace event for rank " + std::to_string(rank) + ", which has the events of rank " +
+                        std::to_string(same_as_[static_cast<size_t>(rank)]));
   if (op_index >= ops_of_rank_[static_cast<size_t>(rank)])
     throw ScheduleError(path_ + ": trace event for rank " + std::to_string(rank) + " op " + std::to_string(op_index) +
                         " but its program has " + std::to_string(ops_of_rank_[static_cast<size_t>(rank)]) + " ops");
@@ -230,6 +251,13 @@ void BinaryTraceWriter::finish() {
     flush(r);
     r.buf.reset();
   }
+  for (size_t r = 0; r < same_as_.size(); ++r) // indexed with the chunks of the rank it has the events of
+    if (same_as_[r] >= 0) {
+      const RankBuffer& of = ranks_[static_cast<size_t>(same_as_[r])];
+      events_ += of.events - ranks_[r].events; // what it recorded before is no longer indexed
+      ranks_[r].chunks = of.chunks;
+      ranks_[r].events = of.events;
+    }
   std::vector<uint8_t> meta;
   auto put_string = [&](const std::string& s) {
     put_varint(meta, s.size());

@@ -438,12 +438,8 @@ void SimExecutor::complete_op(int32_t slot, uint32_t op_index, bool failed) {
     t.end_s = now;
     t.failed = failed;
   }
-  if (trace_sink_ != nullptr) [[unlikely]] {
-    if (stands_for_begin_.empty())
-      trace_sink_->record(sl.rank, op_index, sl.stream_start[st], now, failed);
-    else
-      record_event(*trace_sink_, slot, op_index, sl.stream_start[st], now, failed);
-  }
+  if (trace_sink_ != nullptr) [[unlikely]]
+    trace_sink_->record(sl.rank, op_index, sl.stream_start[st], now, failed);
   if (h.cls >= HotOp::Send) {
     sl.account.change(now, activity_of(h), -1);
   } else {
@@ -460,15 +456,12 @@ void SimExecutor::complete_op(int32_t slot, uint32_t op_index, bool failed) {
   issue_ready(slot);
 }
 
-void SimExecutor::record_event(schedules::BinaryTraceWriter& sink, int32_t slot, uint32_t op, double start_s,
-                               double end_s, bool failed) const {
-  if (stands_for_begin_.empty()) {
-    sink.record(slots_[static_cast<size_t>(slot)].rank, op, start_s, end_s, failed);
-    return;
-  }
-  const auto s = static_cast<size_t>(slot);
-  for (uint32_t i = stands_for_begin_[s]; i < stands_for_begin_[s + 1]; ++i)
-    sink.record(stands_for_[i], op, start_s, end_s, failed);
+void SimExecutor::set_trace_sink(schedules::BinaryTraceWriter* sink) {
+  trace_sink_ = sink;
+  if (sink == nullptr) return;
+  // a run by classes: every other rank has its counterpart's events (written once)
+  for (size_t r = 0; r < stand_in_rank_.size(); ++r)
+    if (stand_in_rank_[r] != static_cast<int64_t>(r)) sink->same_events_as(static_cast<int64_t>(r), stand_in_rank_[r]);
 }
 
 void SimExecutor::finish(double horizon_s) {

@@ -91,7 +91,9 @@ public:
 
   void attach(TimeEngine* backend) { backend_ = backend; }
   /// Streams every completed op of every slot into `sink` (SimOptions::binary_trace).
-  void set_trace_sink(schedules::BinaryTraceWriter* sink) { trace_sink_ = sink; }
+  /// In a run by classes of identical replicas every rank not executed has its
+  /// counterpart's events (BinaryTraceWriter::same_events_as).
+  void set_trace_sink(schedules::BinaryTraceWriter* sink);
   /// After a run that did not complete: records the ops still running at `end_s` as
   /// failed, ending at `end_s` (what the Chrome trace shows for them).
   void record_running_ops(schedules::BinaryTraceWriter& sink, double end_s) const;
@@ -247,13 +249,6 @@ private:
   std::vector<int64_t> slot_gpu_;
   std::vector<int32_t> slot_of_rank_;
   std::vector<int64_t> stand_in_rank_; // compacted every-rank runs: the executed rank standing for each rank
-  // ... and, by slot, the ranks it stands for (itself included), in rank order: CSR
-  std::vector<uint32_t> stands_for_begin_;
-  std::vector<int64_t> stands_for_;
-  /// Records a completed (or, at the end of a failed run, a running) op of `slot` in `sink`
-  /// for the slot's rank, or for every rank the slot stands for.
-  void record_event(schedules::BinaryTraceWriter& sink, int32_t slot, uint32_t op, double start_s, double end_s,
-                    bool failed) const;
   int64_t replica_classes_ = 0;
   std::array<std::vector<GroupState>, kGroupKinds> groups_; // by kind, then Slot::group_id
   std::vector<PendingCollective> pending_;

@@ -280,19 +280,6 @@ SimExecutor::SimExecutor(const schedules::Schedule& schedule, const std::vector<
   }
   for (size_t s = 0; s < slot_rank_.size(); ++s)
     slot_of_rank_[static_cast<size_t>(slot_rank_[s])] = static_cast<int32_t>(s);
-  if (!stand_in_rank_.empty()) { // the ranks each executed rank stands for, in rank order
-    stands_for_begin_.assign(slot_rank_.size() + 1, 0);
-    for (int64_t r = 0; r < world; ++r)
-      ++stands_for_begin_[static_cast<size_t>(slot_of_rank(stand_in_rank_[static_cast<size_t>(r)])) + 1];
-    for (size_t s = 0; s < slot_rank_.size(); ++s) stands_for_begin_[s + 1] += stands_for_begin_[s];
-    stands_for_.resize(static_cast<size_t>(world));
-    std::vector<uint32_t> cursor(stands_for_begin_.begin(), stands_for_begin_.end() - 1); // CSR fill position
-    for (int64_t r = 0; r < world; ++r) {
-      uint32_t& at = cursor[static_cast<size_t>(slot_of_rank(stand_in_rank_[static_cast<size_t>(r)]))];
-      stands_for_[at] = r;
-      ++at;
-    }
-  }
   if (options_.hang_rank >= 0) {
     if (symmetric_ || options_.hang_rank >= world)
       throw ScheduleError("hang rank " + std::to_string(options_.hang_rank) +

@@ -57,15 +57,12 @@ std::vector<records::RankState> SimExecutor::hang_states(double end_s) const {
 }
 
 void SimExecutor::record_running_ops(schedules::BinaryTraceWriter& sink, double end_s) const {
-  for (size_t s = 0; s < slots_.size(); ++s) {
-    const Slot& sl = slots_[s];
+  for (const Slot& sl : slots_)
     for (uint32_t i = 0; i < sl.program->ops.size(); ++i) {
       const HotOp& h = sl.hot[i];
       if (h.pos_in_stream == sl.stream_pos[h.stream] && (sl.busy & (1u << h.stream)) != 0)
-        record_event(sink, static_cast<int32_t>(s), i, sl.stream_start[h.stream],
-                     std::max(end_s, sl.stream_start[h.stream]), true);
+        sink.record(sl.rank, i, sl.stream_start[h.stream], std::max(end_s, sl.stream_start[h.stream]), true);
     }
-  }
 }
 
 } // namespace twinscale::sim::detail

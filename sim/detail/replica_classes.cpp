@@ -26,8 +26,8 @@
 // executed group's flows load the fabric, so leaving replicas out would change the
 // contention), with the shortcuts on (`--no-aggregate` stays the full-detail reference),
 // no fault plan, no hung rank, no folded expert layout. Traces hold every rank's events:
-// each executed op's event is recorded for every rank its rank stands for, in the order
-// the full run records that rank's events.
+// the in-memory trace takes each rank's from its counterpart's timings, the binary trace
+// indexes the counterpart's chunks for it (BinaryTraceWriter::same_events_as).
 // SimOptions::replica_classes off, or TWINSCALE_PER_OP=1, executes every rank;
 // tests/sim/replica_classes_test.cpp compares the two, every figure to the bit.
 #include <algorithm>

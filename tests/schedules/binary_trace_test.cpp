@@ -193,6 +193,61 @@ TEST_CASE("binary trace: the staging batch moves chunks in the file, never what 
   fs::remove_all(dir);
 }
 
+TEST_CASE("binary trace: a rank given another's events reads them back, written once", "[schedules][trace]") {
+  const Schedule s = lower(config::load_job_preset("tiny-1f1b")); // tp 2: ranks 0 and 1 run one program
+  REQUIRE(s.program_of_rank[0] == s.program_of_rank[1]);
+  const Trace t = fake_trace(s);
+  const fs::path dir = scratch("same");
+  BinaryTraceWriter w((dir / "same.tstrace").string(), s, "sim");
+  w.same_events_as(1, 0);
+  uint64_t recorded = 0;
+  for (const TraceEvent& e : t.events)
+    if (e.rank != 1) {
+      w.record(e.rank, e.op_index, e.start_s, e.end_s, e.failed);
+      ++recorded;
+    }
+  CHECK_THROWS_WITH(w.record(1, 0, 0, 1, false), Catch::Contains("rank 1") && Catch::Contains("events of rank 0"));
+  w.finish();
+  const BinaryTraceReader r((dir / "same.tstrace").string());
+  std::vector<BinaryTraceEvent> e0, e1;
+  r.read_rank(0, e0);
+  r.read_rank(1, e1);
+  REQUIRE(e0.size() == s.program(0).ops.size());
+  REQUIRE(e1.size() == e0.size());
+  for (size_t i = 0; i < e0.size(); ++i) {
+    CHECK(e1[i].op_index == e0[i].op_index);
+    CHECK(e1[i].start_ns == e0[i].start_ns);
+    CHECK(e1[i].duration_ns == e0[i].duration_ns);
+    CHECK(e1[i].failed == e0[i].failed);
+  }
+  CHECK(r.events() == recorded + e0.size()); // the header counts both ranks' events
+  CHECK(r.event_count(1) == e0.size());
+  // the file holds rank 0's events once: smaller than the trace with rank 1's own copy
+  write_binary_trace(t, s, (dir / "full.tstrace").string());
+  CHECK(fs::file_size(dir / "same.tstrace") < fs::file_size(dir / "full.tstrace"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("binary trace: a rank given another's events is refused where that cannot hold", "[schedules][trace]") {
+  const Schedule s = lower(config::load_job_preset("tiny-1f1b"));
+  const fs::path dir = scratch("same-bad");
+  {
+    BinaryTraceWriter w((dir / "w.tstrace").string(), s, "sim");
+    CHECK_THROWS_WITH(w.same_events_as(1, 1), Catch::Contains("rank 1 given the events of rank 1"));
+    CHECK_THROWS_WITH(w.same_events_as(s.world(), 0), Catch::Contains("the schedule has ranks 0.."));
+    int64_t other = -1; // a rank of another program
+    for (int64_t r = 1; r < s.world() && other < 0; ++r)
+      if (s.program_of_rank[static_cast<size_t>(r)] != s.program_of_rank[0]) other = r;
+    REQUIRE(other > 0);
+    CHECK_THROWS_WITH(w.same_events_as(other, 0), Catch::Contains("different programs"));
+    w.same_events_as(1, 0);
+    CHECK_THROWS_WITH(w.same_events_as(1, 0), Catch::Contains("already has another's events"));
+    CHECK_THROWS_WITH(w.same_events_as(0, 1), Catch::Contains("a rank that has another's events"));
+  } // never finished: nothing left behind
+  CHECK(fs::is_empty(dir));
+  fs::remove_all(dir);
+}
+
 TEST_CASE("binary trace: bad events are refused when written", "[schedules][trace]") {
   const Schedule s = lower(config::load_job_preset("tiny-1f1b"));
   const fs::path dir = scratch("badw");
