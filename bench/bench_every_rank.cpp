@@ -85,9 +85,10 @@ int main(int argc, char** argv) {
       trace = argv[++i];
     else if (!std::strcmp(argv[i], "--batch") && has)
       batch = std::stoll(argv[++i]);
-    else if (!std::strcmp(argv[i], "--slow-gpus") && has)
+    else if (!std::strcmp(argv[i], "--slow-gpus") && has) {
       slow = std::stoll(argv[++i]);
-    else if (!std::strcmp(argv[i], "--no-reference"))
+      if (slow < 0) return usage();
+    } else if (!std::strcmp(argv[i], "--no-reference"))
       reference = false;
     else if (!std::strcmp(argv[i], "--all-ranks"))
       all_ranks = true;

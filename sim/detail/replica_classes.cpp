@@ -32,8 +32,8 @@
 // tests/sim/replica_classes_test.cpp compares the two, every figure to the bit.
 #include <algorithm>
 #include <bit>
+#include <map>
 #include <numeric>
-#include <unordered_map>
 
 #include "schedules/execution_rules.hpp"
 #include "sim/detail/executor.hpp"
@@ -41,7 +41,6 @@
 namespace twinscale::sim::detail {
 
 using schedules::GroupKind;
-using schedules::OpKind;
 
 namespace {
 
@@ -75,10 +74,10 @@ std::vector<int64_t> SimExecutor::every_rank_slots() {
     const auto kind = static_cast<GroupKind>(k);
     if (used[static_cast<size_t>(k)] == 0) continue;
     if (shared_kind(kind)) { // every counterpart of a rank of replica 0 is in its group
-      for (int64_t k = 0; k < per_replica; ++k) {
-        const std::vector<int64_t> members = L.group_members(kind, rank_of(0, k));
+      for (int64_t i = 0; i < per_replica; ++i) {
+        const std::vector<int64_t> members = L.group_members(kind, rank_of(0, i));
         for (int64_t u = 1; u < replicas; ++u)
-          if (std::find(members.begin(), members.end(), rank_of(u, k)) == members.end()) return all;
+          if (std::find(members.begin(), members.end(), rank_of(u, i)) == members.end()) return all;
       }
       continue;
     }
@@ -102,8 +101,8 @@ std::vector<int64_t> SimExecutor::every_rank_slots() {
     return s;
   };
   // The distinct communication ops of each program on the groups inside a replica
-  // (kind, group, bytes, peer, stream, userbuffers SMs), by program × GPU model.
-  std::vector<std::vector<uint32_t>> distinct(hot_.size());
+  // (kind, group, bytes, peer, stream, userbuffers SMs), by program.
+  std::vector<std::vector<uint32_t>> distinct(schedule_.programs.size());
   for (size_t p = 0; p < schedule_.programs.size(); ++p) {
     const schedules::Program& prog = schedule_.programs[p];
     std::vector<uint32_t> ops;
@@ -120,7 +119,7 @@ std::vector<int64_t> SimExecutor::every_rank_slots() {
       seen.push_back(key);
       ops.push_back(i);
     }
-    for (size_t m = 0; m < models_.size(); ++m) distinct[p * models_.size() + m] = ops;
+    distinct[p] = std::move(ops);
   }
   // What the run would compute for each of them, rank by rank.
   std::vector<CollectivePlan> plans; // distinct plans, by index
@@ -135,7 +134,7 @@ std::vector<int64_t> SimExecutor::every_rank_slots() {
       probe.rank = r;
       probe.hot = hot_[pid * models_.size() + model].data();
       if (!tp_sms_.empty()) probe.tp_sms = tp_sms_[pid].data();
-      for (uint32_t i : distinct[pid * models_.size() + model]) {
+      for (uint32_t i : distinct[pid]) {
         const HotOp& h = probe.hot[i];
         // a transfer is costed at its send (its receive, in the same replica, matches it:
         // execution rule 3), a collective at its group's first member (every member runs
@@ -172,17 +171,13 @@ std::vector<int64_t> SimExecutor::every_rank_slots() {
     int64_t replica;
     std::vector<uint64_t> costs; // computed when first compared
   };
-  std::unordered_map<uint64_t, std::vector<std::pair<std::vector<uint64_t>, std::vector<Class>>>> by_cheap;
+  std::map<std::vector<uint64_t>, std::vector<Class>> by_cheap; // the classes of each cheap signature
   std::vector<int64_t> class_of(static_cast<size_t>(replicas));
   std::vector<int64_t> reps;
   for (int64_t u = 0; u < replicas; ++u) {
-    std::vector<uint64_t> c = cheap(u);
-    uint64_t h = 0;
-    for (uint64_t w : c) h = (h ^ w) * 0x9e3779b97f4a7c15ULL;
-    auto& bucket = by_cheap[h];
-    auto same = std::find_if(bucket.begin(), bucket.end(), [&](const auto& b) { return b.first == c; });
-    if (same == bucket.end()) {
-      bucket.emplace_back(std::move(c), std::vector<Class>{{u, {}}});
+    auto [same, fresh] = by_cheap.try_emplace(cheap(u));
+    if (fresh) {
+      same->second.push_back({u, {}});
       class_of[static_cast<size_t>(u)] = u;
       reps.push_back(u);
       continue;
