@@ -50,16 +50,23 @@ enum class TraceWriting { Background, Inline };
 /// file. With TraceWriting::Background a full stage is handed to the writer's thread
 /// through a queue of at most kQueuedBatches batches (record() waits only when the queue
 /// is full), so the recording thread only checks and stages; the batches are encoded in
-/// the order they were staged, so the bytes are those of TraceWriting::Inline. Memory is
-/// bounded whatever the run's length: world × chunk, plus (kQueuedBatches + 3) stages
-/// (the one filling, the queued ones, the one encoded and its sorted copy; 120 MiB at
-/// the defaults), or 2 stages inline. The writer's thread blocks SIGINT, SIGTERM and
+/// the order they were staged, so the bytes are those of TraceWriting::Inline. A stage
+/// holds kStageEventsPerRank events for each rank that records (ranks given another's
+/// events by same_events_as record none), at least kMinStageEvents and at most
+/// `stage_events`: large enough that a batch touches each rank's buffer for ~85 events,
+/// small enough that a run recording a few hundred ranks does not fault in and zero
+/// 120 MiB of stages it never fills. Memory is bounded whatever the run's length: world ×
+/// chunk, plus (kQueuedBatches + 3) stages (the one filling, the queued ones, the one
+/// encoded and its sorted copy; 120 MiB at the defaults with 12,288 ranks recording), or
+/// 2 stages inline. The writer's thread blocks SIGINT, SIGTERM and
 /// SIGHUP (they reach the recording thread); a write error on it is thrown by the next
 /// record() that hands over a batch, or by finish(). Not thread-safe: one thread records.
 class BinaryTraceWriter {
 public:
   static constexpr size_t kChunkBytes = 8192;
   static constexpr size_t kStageEvents = size_t{1} << 20; // 24 MiB a stage
+  static constexpr size_t kStageEventsPerRank = 85;       // 12,288 ranks: ~kStageEvents
+  static constexpr size_t kMinStageEvents = size_t{1} << 16;
   static constexpr size_t kQueuedBatches = 2;
 
   /// Opens `path`.tmp.<pid>; throws ScheduleError naming `path` when it cannot.
@@ -108,6 +115,8 @@ private:
   };
   /// The recording thread's side: `staged_` goes to the writer (inline: drained here).
   void hand_over();
+  /// Sets stage_ from the ranks that record (at the first event).
+  void size_stage();
   /// The writer's thread: drains the queued batches in order until closed.
   void write_batches();
   /// Joins the writer's thread, after it wrote what is queued (abandon: at once).
@@ -116,6 +125,10 @@ private:
   /// Sorts `batch` by rank (counting sort, stable) and encodes it; empties `batch`.
   void drain(std::vector<Staged>& batch);
   void flush(RankBuffer& r);
+  /// The metadata before the rank index (docs/trace-format.md): source, layout, names and
+  /// every program's ops; the writer's thread encodes it while it waits for its first
+  /// batch (into program_meta_), finish() otherwise.
+  std::vector<uint8_t> program_meta() const;
   void write(const void* data, size_t bytes);
   [[noreturn]] void fail(const std::string& why);
 
@@ -130,13 +143,15 @@ private:
   // others have the events of, −1 otherwise
   std::vector<int64_t> same_as_;
   size_t stage_events_;
+  size_t stage_ = 0; // this run's stage (0 until the first event: same_events_as may come before it)
   TraceWriting writing_;
   std::vector<Staged> staged_, sorted_;
-  std::vector<uint32_t> rank_next_; // drain's counting sort: each rank's next place in sorted_
+  std::vector<uint32_t> rank_next_;   // drain's counting sort: each rank's next place in sorted_
+  std::vector<uint8_t> program_meta_; // program_meta(), from the writer's thread (empty: not encoded)
   bool finished_ = false;
   std::unique_ptr<TempFileRegistration> temp_registration_; // removed if a signal ends the process
   // The writer's thread; from its start to its join it alone touches file_, offset_,
-  // ranks_, sorted_ and rank_next_. The queue, the spare stages, the flags and the error
+  // ranks_, sorted_, rank_next_ and program_meta_. The queue, the spare stages, the flags and the error
   // are under mutex_.
   std::thread thread_;
   std::mutex mutex_;

@@ -111,10 +111,19 @@ void BinaryTraceWriter::record(int64_t rank, uint32_t op_index, double start_s, 
                         " s (valid: finite, 0 ≤ start ≤ end < 2^62 ns)");
   const int64_t start = to_ns(start_s);
   const int64_t dur = std::max<int64_t>(0, to_ns(end_s - start_s));
+  if (stage_ == 0) [[unlikely]]
+    size_stage();
   staged_.push_back(
       {static_cast<uint32_t>(rank), op_index, start, static_cast<uint64_t>(dur) << 1 | (failed ? 1u : 0u)});
   ++events_;
-  if (staged_.size() >= stage_events_) hand_over();
+  if (staged_.size() >= stage_) hand_over();
+}
+
+void BinaryTraceWriter::size_stage() {
+  size_t recording = ranks_.size();
+  for (int64_t of : same_as_) recording -= of >= 0 ? 1 : 0;
+  stage_ = std::min(stage_events_, std::max(kMinStageEvents, recording * kStageEventsPerRank));
+  staged_.reserve(stage_); // filled in place: no doubling, no copies
 }
 
 void BinaryTraceWriter::hand_over() {
@@ -145,9 +154,17 @@ void BinaryTraceWriter::hand_over() {
   }
   lock.unlock();
   changed_.notify_all();
+  staged_.reserve(stage_); // a stage not drained before: the room for a whole one
 }
 
 void BinaryTraceWriter::write_batches() {
+  // the metadata of the programs first: the thread is idle until the queue holds a
+  // second batch, and finish() then only adds the index
+  try {
+    program_meta_ = program_meta();
+  } catch (...) { // allocation failure: finish() encodes it again, and reports any error
+    program_meta_.clear();
+  }
   std::vector<Staged> batch;
   for (;;) {
     std::unique_lock lock(mutex_);
@@ -237,28 +254,13 @@ void BinaryTraceWriter::set_hosts(std::vector<std::string> hosts) {
   hosts_ = std::move(hosts);
 }
 
-void BinaryTraceWriter::finish() {
-  if (finished_) return;
-  rethrow_writer_error();
-  if (thread_.joinable()) {
-    if (!staged_.empty()) hand_over();
-    stop_writer(false); // after it wrote every queued batch
-    rethrow_writer_error();
-  } else {
-    drain(staged_);
-  }
-  for (RankBuffer& r : ranks_) {
-    flush(r);
-    r.buf.reset();
-  }
-  for (size_t r = 0; r < same_as_.size(); ++r) // indexed with the chunks of the rank it has the events of
-    if (same_as_[r] >= 0) {
-      const RankBuffer& of = ranks_[static_cast<size_t>(same_as_[r])];
-      events_ += of.events - ranks_[r].events; // what it recorded before is no longer indexed
-      ranks_[r].chunks = of.chunks;
-      ranks_[r].events = of.events;
-    }
+/// The metadata up to the rank index: the source, the layout, the names and every
+/// program's ops (docs/trace-format.md); a function of the schedule alone.
+std::vector<uint8_t> BinaryTraceWriter::program_meta() const {
   std::vector<uint8_t> meta;
+  size_t ops = 0;
+  for (const Program& prog : schedule_.programs) ops += prog.ops.size();
+  meta.reserve(64 + 32 * schedule_.names.size() + 40 * ops);
   auto put_string = [&](const std::string& s) {
     put_varint(meta, s.size());
     meta.insert(meta.end(), s.begin(), s.end());
@@ -286,20 +288,65 @@ void BinaryTraceWriter::finish() {
       put_f64(meta, op.flops);
     }
   }
-  for (int64_t rank = 0; rank < static_cast<int64_t>(ranks_.size()); ++rank) {
-    const RankBuffer& r = ranks_[static_cast<size_t>(rank)];
-    put_varint(meta, schedule_.program_of_rank[static_cast<size_t>(rank)]);
-    put_varint(meta, r.chunks.size());
+  return meta;
+}
+
+void BinaryTraceWriter::finish() {
+  if (finished_) return;
+  rethrow_writer_error();
+  if (thread_.joinable()) {
+    if (!staged_.empty()) hand_over();
+    stop_writer(false); // after it wrote every queued batch
+    rethrow_writer_error();
+  } else {
+    drain(staged_);
+  }
+  for (RankBuffer& r : ranks_) {
+    flush(r);
+    r.buf.reset();
+  }
+  // each rank's chunk list, encoded once: a rank given another's events is indexed with
+  // the same bytes (the chunks of the rank it has the events of)
+  std::vector<uint8_t> lists;
+  std::vector<std::pair<size_t, size_t>> list_at(ranks_.size()); // (begin, end) in lists
+  for (size_t rank = 0; rank < ranks_.size(); ++rank) {
+    if (!same_as_.empty() && same_as_[rank] >= 0) continue;
+    const RankBuffer& r = ranks_[rank];
+    list_at[rank].first = lists.size();
+    put_varint(lists, r.chunks.size());
     for (const Chunk& c : r.chunks) {
-      put_varint(meta, c.offset);
-      put_varint(meta, c.bytes);
-      put_varint(meta, c.events);
-      for (int b = 0; b < 8; ++b) meta.push_back(static_cast<uint8_t>(c.hash >> (8 * b)));
+      put_varint(lists, c.offset);
+      put_varint(lists, c.bytes);
+      put_varint(lists, c.events);
+      for (int b = 0; b < 8; ++b) lists.push_back(static_cast<uint8_t>(c.hash >> (8 * b)));
     }
+    list_at[rank].second = lists.size();
+  }
+  std::vector<uint8_t> meta = program_meta_.empty() ? program_meta() : std::move(program_meta_);
+  program_meta_.clear();
+  size_t index_bytes = 0;
+  for (size_t rank = 0; rank < ranks_.size(); ++rank) {
+    const size_t of = same_as_.empty() || same_as_[rank] < 0 ? rank : static_cast<size_t>(same_as_[rank]);
+    index_bytes += 5 + list_at[of].second - list_at[of].first;
+  }
+  meta.reserve(meta.size() + index_bytes + 16 * hosts_.size());
+  for (size_t rank = 0; rank < ranks_.size(); ++rank) {
+    size_t of = rank;
+    if (!same_as_.empty() && same_as_[rank] >= 0) { // indexed with the chunks of the rank it has the events of
+      of = static_cast<size_t>(same_as_[rank]);
+      events_ += ranks_[of].events - ranks_[rank].events; // what it recorded before is no longer indexed
+    }
+    put_varint(meta, schedule_.program_of_rank[rank]);
+    meta.insert(meta.end(), lists.begin() + static_cast<std::ptrdiff_t>(list_at[of].first),
+                lists.begin() + static_cast<std::ptrdiff_t>(list_at[of].second));
   }
   const bool hosts = std::any_of(hosts_.begin(), hosts_.end(), [](const std::string& x) { return !x.empty(); });
   if (hosts) { // version 2: one host string per rank ("" where unknown)
-    for (size_t rank = 0; rank < ranks_.size(); ++rank) put_string(rank < hosts_.size() ? hosts_[rank] : "");
+    for (size_t rank = 0; rank < ranks_.size(); ++rank) {
+      const std::string& host = rank < hosts_.size() ? hosts_[rank] : std::string();
+      put_varint(meta, host.size());
+      meta.insert(meta.end(), host.begin(), host.end());
+    }
   }
   Header h{};
   std::memcpy(h.magic, kMagic, sizeof kMagic);

@@ -6,6 +6,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -91,6 +92,67 @@ TEST_CASE("binary trace writer: the writer's thread writes the inline writer's b
     CHECK(bytes_of(dir / "thread.tstrace") == inline_bytes);
   }
   for (const auto& e : fs::directory_iterator(dir)) CHECK(e.path().string().find(".tmp.") == std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("binary trace writer: ranks given another's events: the thread's bytes, the same events at every stage",
+          "[schedules][trace]") {
+  // The stage is sized to the ranks that record and the metadata of the programs is
+  // encoded on the writer's thread while it waits: neither may change a byte against the
+  // inline writer, nor an event a reader reads.
+  const Schedule s = lower(config::load_job_preset("tiny-1f1b")); // tp 2: ranks 0 and 1 run one program
+  REQUIRE(s.program_of_rank[0] == s.program_of_rank[1]);
+  const fs::path dir = scratch("stand-in");
+  std::vector<std::vector<BinaryTraceEvent>> first; // by rank, at the first stage
+  for (size_t stage : {size_t{1}, size_t{5}, size_t{300}, BinaryTraceWriter::kStageEvents}) {
+    INFO("stage " << stage);
+    for (TraceWriting writing : {TraceWriting::Inline, TraceWriting::Background}) {
+      BinaryTraceWriter w((dir / (writing == TraceWriting::Inline ? "inline.tstrace" : "thread.tstrace")).string(), s,
+                          "sim", stage, writing);
+      w.same_events_as(1, 0);
+      for (uint32_t i = 0;; ++i) { // ranks interleaved op by op, as the simulator records
+        bool any = false;
+        for (int64_t r = 0; r < s.world(); ++r) {
+          const auto ops = static_cast<uint32_t>(s.program(r).ops.size());
+          if (r == 1 || i >= ops) continue;
+          any = true;
+          const uint32_t op = (i * 7919u) % ops;
+          const double start = static_cast<double>(int64_t{i} * 1000 + r) * 1e-9;
+          w.record(r, op, start, start + static_cast<double>(op % 13) * 1e-6, op % 11 == 0);
+        }
+        if (!any) break;
+      }
+      w.finish();
+    }
+    const std::string inline_bytes = bytes_of(dir / "inline.tstrace");
+    CHECK(bytes_of(dir / "thread.tstrace") == inline_bytes);
+    const BinaryTraceReader rd((dir / "thread.tstrace").string());
+    std::vector<BinaryTraceEvent> ev;
+    for (int64_t r = 0; r < s.world(); ++r) {
+      INFO("rank " << r);
+      rd.read_rank(r, ev);
+      CHECK(ev.size() == s.program(r == 1 ? 0 : r).ops.size());
+      if (first.size() < static_cast<size_t>(s.world())) {
+        first.push_back(ev);
+        continue;
+      }
+      const auto& want = first[static_cast<size_t>(r)];
+      REQUIRE(ev.size() == want.size());
+      bool same = true;
+      for (size_t k = 0; k < ev.size(); ++k)
+        same = same && ev[k].op_index == want[k].op_index && ev[k].failed == want[k].failed &&
+               ev[k].start_ns == want[k].start_ns && ev[k].duration_ns == want[k].duration_ns;
+      CHECK(same);
+    }
+    rd.read_rank(0, ev);
+    std::vector<BinaryTraceEvent> ev1;
+    rd.read_rank(1, ev1);
+    REQUIRE(ev1.size() == ev.size());
+    CHECK(std::equal(ev.begin(), ev.end(), ev1.begin(), [](const BinaryTraceEvent& a, const BinaryTraceEvent& b) {
+      return a.op_index == b.op_index && a.start_ns == b.start_ns && a.duration_ns == b.duration_ns &&
+             a.failed == b.failed;
+    }));
+  }
   fs::remove_all(dir);
 }
 
