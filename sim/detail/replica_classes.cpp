@@ -25,7 +25,10 @@
 // Only where nothing else tells replicas apart: the analytic mode (in the flow mode each
 // executed group's flows load the fabric, so leaving replicas out would change the
 // contention), with the shortcuts on (`--no-aggregate` stays the full-detail reference),
-// no fault plan, no hung rank, no folded expert layout. Traces hold every rank's events:
+// no fault plan, no folded expert layout. A hung rank (SimOptions::hang_rank) makes its
+// replica a class of its own: the other replicas stop at the same instance of a shared
+// group, waiting for it, as each does in the full run; hang_states() gives every rank its
+// counterpart's positions under its own channels and peers. Traces hold every rank's events:
 // the in-memory trace takes each rank's from its counterpart's timings, the binary trace
 // indexes the counterpart's chunks for it (BinaryTraceWriter::same_events_as).
 // SimOptions::replica_classes off, or TWINSCALE_PER_OP=1, executes every rank;
@@ -54,8 +57,8 @@ std::vector<int64_t> SimExecutor::every_rank_slots() {
   const int64_t world = L.world();
   std::vector<int64_t> all(static_cast<size_t>(world));
   std::iota(all.begin(), all.end(), int64_t{0});
-  if (options_.mode != SimMode::Analytic || !options_.aggregate || options_.faults != nullptr ||
-      options_.hang_rank >= 0 || L.folded_experts() || !options_.replica_classes || per_op_forced())
+  if (options_.mode != SimMode::Analytic || !options_.aggregate || options_.faults != nullptr || L.folded_experts() ||
+      !options_.replica_classes || per_op_forced())
     return all;
   const int64_t block = std::lcm(L.cp, L.ep);
   if (block <= 0 || L.dp % block != 0 || L.dp / block < 2) return all;
@@ -86,12 +89,14 @@ std::vector<int64_t> SimExecutor::every_rank_slots() {
         if (L.coord(m).dp / block != L.coord(r).dp / block) return all;
   }
 
-  // What costs nothing to compare first: program, GPU model and speed of each rank.
+  // What costs nothing to compare first: program, GPU model and speed of each rank, and
+  // whether it is the hung rank (SimOptions::hang_rank: its replica is a class of its own).
   auto cheap = [&](int64_t u) {
     std::vector<uint64_t> s;
-    s.reserve(static_cast<size_t>(per_replica) * 2);
+    s.reserve(static_cast<size_t>(per_replica) * 2 + 1);
     for (int64_t k = 0; k < per_replica; ++k) {
       const int64_t r = rank_of(u, k);
+      if (r == options_.hang_rank) s.push_back(~uint64_t{0} - static_cast<uint64_t>(k));
       const int64_t gpu = gpu_of_rank_[static_cast<size_t>(r)];
       const uint64_t model = model_of_gpu_.empty() ? 0 : model_of_gpu_[static_cast<size_t>(gpu)];
       s.push_back(static_cast<uint64_t>(schedule_.program_of_rank[static_cast<size_t>(r)]) << 8 | model);

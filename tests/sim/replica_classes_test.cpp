@@ -2,9 +2,9 @@
 // every figure of the report, to the bit, equals the run that executes every rank
 // (SimOptions::replica_classes off), for equal speeds, a few slow GPUs, context parallelism, expert
 // parallelism (flat and hierarchical), ZB-H1, interleaving and FSDP, and so do both traces
-// (every rank's events); runs where replicas differ everywhere, and runs the classes do
-// not cover (flow mode, a hung rank, the folded expert layout, full detail), execute
-// every rank.
+// (every rank's events) and the end state of a run with a hung rank (every rank's);
+// runs where replicas differ everywhere, and runs the classes do not cover (flow mode,
+// the folded expert layout, full detail), execute every rank.
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -214,12 +214,9 @@ TEST_CASE("runs the classes do not cover execute every rank", "[sim][every_rank]
   const auto l = lower("tiny-megascale");
   SimOptions flow = every_rank_options();
   flow.mode = SimMode::Flow; // each executed group's flows load the fabric
-  SimOptions hung = every_rank_options();
-  hung.hang_rank = 3;
-  hung.hang_at_s = 1e-3;
   SimOptions full = every_rank_options();
   full.aggregate = false; // full detail: no shortcut at all
-  for (const SimOptions* o : {&flow, &hung, &full}) {
+  for (const SimOptions* o : {&flow, &full}) {
     const auto r = simulate(l.schedule, *l.fabric, l.gpus, *o);
     CHECK(r.replica_classes == 0);
     CHECK(r.executed_ranks == l.schedule.world());
@@ -228,4 +225,45 @@ TEST_CASE("runs the classes do not cover execute every rank", "[sim][every_rank]
   const auto r = simulate(folded.schedule, *folded.fabric, folded.gpus, every_rank_options());
   CHECK(r.replica_classes == 0);
   CHECK(r.executed_ranks == folded.schedule.world());
+}
+
+TEST_CASE("a hung rank: its replica is a class of its own, every rank's end state as in the full run",
+          "[sim][every_rank][replica_classes]") {
+  for (const char* preset : {"tiny-megascale", "tiny-1f1b", "tiny-interleaved"}) {
+    const auto l = lower(preset);
+    const int64_t world = l.schedule.world();
+    for (const int64_t hung_rank : {int64_t{3}, world - 1}) {
+      for (const double at : {1e-3, 0.0}) {
+        INFO(preset << " rank " << hung_rank << " hung at " << at);
+        SimOptions o = every_rank_options();
+        o.hang_rank = hung_rank;
+        o.hang_at_s = at;
+        const auto c = simulate(l.schedule, *l.fabric, l.gpus, o);
+        const auto f = every_rank_executed(l, o);
+        CHECK(c.replica_classes == 2); // the hung rank's replica and all the others
+        CHECK_FALSE(c.completed);
+        CHECK(c.failure == f.failure);
+        check_identical(c, f);
+        REQUIRE(c.hang_states.size() == static_cast<size_t>(world));
+        REQUIRE(f.hang_states.size() == c.hang_states.size());
+        size_t differing = 0;
+        for (size_t r = 0; r < c.hang_states.size(); ++r) {
+          const records::RankState &a = c.hang_states[r], &b = f.hang_states[r];
+          bool same = a.rank == b.rank && a.rank == static_cast<int64_t>(r) && a.status == b.status &&
+                      a.ops_completed == b.ops_completed && a.ops_total == b.ops_total &&
+                      std::memcmp(&a.elapsed_s, &b.elapsed_s, sizeof(double)) == 0 && a.issued == b.issued &&
+                      a.waiting.size() == b.waiting.size();
+          for (size_t w = 0; same && w < a.waiting.size(); ++w) {
+            const records::WaitingOp &x = a.waiting[w], &y = b.waiting[w];
+            same = x.op_index == y.op_index && x.name == y.name && x.kind == y.kind && x.group == y.group &&
+                   x.stream == y.stream && x.channel == y.channel && x.sequence == y.sequence && x.peers == y.peers &&
+                   std::memcmp(&x.waiting_s, &y.waiting_s, sizeof(double)) == 0;
+          }
+          differing += same ? 0 : 1;
+        }
+        CHECK(differing == 0);
+        CHECK(c.hang_states[static_cast<size_t>(hung_rank)].status == records::RunStatus::Aborted);
+      }
+    }
+  }
 }
