@@ -11,14 +11,17 @@
 //
 //   bench_every_rank [--gpus N] [--mode analytic|flow|both] [--dist normal:0.02]
 //                    [--seed S] [--per-rank-csv PREFIX] [--no-reference] [--batch B]
-//                    [--trace PREFIX] [--slow-gpus N] [--all-ranks]
+//                    [--trace PREFIX] [--slow-gpus N] [--all-ranks] [--hang-rank R [--hang-at-s T]]
 // --batch overrides the global batch (fewer ops: for instruction counts under valgrind).
 // --slow-gpus N replaces the drawn speeds by the first GPU of each of the first N servers
 // slowed, each by its own factor from 0.9 down (the rest at 1: N distinct slowed
 // replicas with the linear placement, for N up to dp): the analytic mode then executes
 // one replica of each class of identical replicas, N + 1 of them
 // (docs/simulator.md); --all-ranks executes every rank all the same
-// (SimOptions::replica_classes off).
+// (SimOptions::replica_classes off). --hang-rank R stops rank R at T simulated seconds
+// (default 2; analytic mode, as `simulate --every-rank --hang-rank`) and times the end
+// state of every rank (SimReport::hang_states) with the run; the rank files that
+// `--run-dir` writes from it are not written here.
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -57,7 +60,7 @@ Cpu cpu_now() {
 int usage() {
   std::fprintf(stderr, "usage: bench_every_rank [--gpus N] [--mode analytic|flow|both] [--dist SPEC] [--seed S] "
                        "[--per-rank-csv PREFIX] [--no-reference] [--batch B] [--trace PREFIX] [--slow-gpus N] "
-                       "[--all-ranks]\n");
+                       "[--all-ranks] [--hang-rank R [--hang-at-s T]]\n");
   return 2;
 }
 
@@ -68,7 +71,8 @@ int main(int argc, char** argv) {
   std::string modes = "analytic", dist = "normal:0.02", csv, trace;
   uint64_t seed = 1;
   bool reference = true, all_ranks = false;
-  int64_t batch = 0, slow = -1;
+  int64_t batch = 0, slow = -1, hang_rank = -1;
+  double hang_at_s = 2;
   for (int i = 1; i < argc; ++i) {
     const bool has = i + 1 < argc;
     if (!std::strcmp(argv[i], "--gpus") && has)
@@ -88,6 +92,12 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--slow-gpus") && has) {
       slow = std::stoll(argv[++i]);
       if (slow < 0) return usage();
+    } else if (!std::strcmp(argv[i], "--hang-rank") && has) {
+      hang_rank = std::stoll(argv[++i]);
+      if (hang_rank < 0) return usage();
+    } else if (!std::strcmp(argv[i], "--hang-at-s") && has) {
+      hang_at_s = std::stod(argv[++i]);
+      if (!(hang_at_s >= 0)) return usage();
     } else if (!std::strcmp(argv[i], "--no-reference"))
       reference = false;
     else if (!std::strcmp(argv[i], "--all-ranks"))
@@ -96,6 +106,7 @@ int main(int argc, char** argv) {
       return usage();
   }
   if (modes != "analytic" && modes != "flow" && modes != "both") return usage();
+  if (hang_rank >= 0 && modes != "analytic") return usage(); // a hung rank: the analytic mode only
   bench::Stopwatch setup;
   auto job = config::load_job_preset("gpt-175b-megascale");
   config::apply_overrides(job, gpus, batch > 0 ? batch : gpus < 3072 ? 768 : 6144);
@@ -106,6 +117,7 @@ int main(int argc, char** argv) {
   const topology::Fabric& fabric = scenario.fabric();
   const schedules::Schedule& schedule = scenario.schedule();
   const std::vector<int64_t>& place = scenario.gpu_of_rank();
+  if (hang_rank >= schedule.world()) return usage();
   std::vector<double> speeds;
   if (slow < 0) {
     speeds = config::draw_gpu_speeds(dist, fabric.gpus(), seed);
@@ -132,6 +144,8 @@ int main(int argc, char** argv) {
     o.every_rank = true;
     o.gpu_speed = speeds;
     o.replica_classes = !all_ranks;
+    o.hang_rank = hang_rank;
+    o.hang_at_s = hang_at_s;
     if (!trace.empty()) o.binary_trace = trace + "." + m + ".tstrace";
     const Cpu before = cpu_now();
     bench::Stopwatch sw;
@@ -149,6 +163,12 @@ int main(int argc, char** argv) {
     bench::report((p + ".flows").c_str(), static_cast<double>(r.flows), "");
     bench::report((p + ".iteration_time").c_str(), r.iteration_time_s, "s");
     bench::report((p + ".mfu").c_str(), r.mfu, "");
+    if (hang_rank >= 0) {
+      int64_t waiting = 0;
+      for (const auto& h : r.hang_states) waiting += h.waiting.empty() ? 0 : 1;
+      bench::report((p + ".hang_states").c_str(), static_cast<double>(r.hang_states.size()), "");
+      bench::report((p + ".ranks_waiting").c_str(), static_cast<double>(waiting), "");
+    }
     double lo = 1e300, hi = 0;
     for (const auto& t : r.per_rank) {
       lo = std::min(lo, t.forward_s + t.backward_s);
