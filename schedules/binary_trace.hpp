@@ -171,6 +171,7 @@ struct BinaryTraceEvent {
   bool failed = false;
   int64_t start_ns = 0;
   int64_t duration_ns = 0;
+  bool operator==(const BinaryTraceEvent&) const = default;
 };
 
 /// Reads a `.tstrace`: the header, metadata and index on construction (validated: magic,

@@ -181,13 +181,7 @@ TEST_CASE("binary trace: the staging batch moves chunks in the file, never what 
     for (int64_t r = 0; r < s.world(); ++r) {
       INFO(name << " rank " << r);
       rd.read_rank(r, ev);
-      const auto& want = expected[static_cast<size_t>(r)];
-      REQUIRE(ev.size() == want.size());
-      bool same = true;
-      for (size_t k = 0; k < ev.size(); ++k)
-        same = same && ev[k].op_index == want[k].op_index && ev[k].failed == want[k].failed &&
-               ev[k].start_ns == want[k].start_ns && ev[k].duration_ns == want[k].duration_ns;
-      CHECK(same);
+      CHECK(ev == expected[static_cast<size_t>(r)]);
     }
   }
   fs::remove_all(dir);
@@ -213,13 +207,7 @@ TEST_CASE("binary trace: a rank given another's events reads them back, written 
   r.read_rank(0, e0);
   r.read_rank(1, e1);
   REQUIRE(e0.size() == s.program(0).ops.size());
-  REQUIRE(e1.size() == e0.size());
-  for (size_t i = 0; i < e0.size(); ++i) {
-    CHECK(e1[i].op_index == e0[i].op_index);
-    CHECK(e1[i].start_ns == e0[i].start_ns);
-    CHECK(e1[i].duration_ns == e0[i].duration_ns);
-    CHECK(e1[i].failed == e0[i].failed);
-  }
+  CHECK(e1 == e0);
   CHECK(r.events() == recorded + e0.size()); // the header counts both ranks' events
   CHECK(r.event_count(1) == e0.size());
   // the file holds rank 0's events once: smaller than the trace with rank 1's own copy

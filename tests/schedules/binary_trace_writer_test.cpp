@@ -6,7 +6,6 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -136,22 +135,12 @@ TEST_CASE("binary trace writer: ranks given another's events: the thread's bytes
         first.push_back(ev);
         continue;
       }
-      const auto& want = first[static_cast<size_t>(r)];
-      REQUIRE(ev.size() == want.size());
-      bool same = true;
-      for (size_t k = 0; k < ev.size(); ++k)
-        same = same && ev[k].op_index == want[k].op_index && ev[k].failed == want[k].failed &&
-               ev[k].start_ns == want[k].start_ns && ev[k].duration_ns == want[k].duration_ns;
-      CHECK(same);
+      CHECK(ev == first[static_cast<size_t>(r)]);
     }
     rd.read_rank(0, ev);
     std::vector<BinaryTraceEvent> ev1;
     rd.read_rank(1, ev1);
-    REQUIRE(ev1.size() == ev.size());
-    CHECK(std::equal(ev.begin(), ev.end(), ev1.begin(), [](const BinaryTraceEvent& a, const BinaryTraceEvent& b) {
-      return a.op_index == b.op_index && a.start_ns == b.start_ns && a.duration_ns == b.duration_ns &&
-             a.failed == b.failed;
-    }));
+    CHECK(ev1 == ev);
   }
   fs::remove_all(dir);
 }
