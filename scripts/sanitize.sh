@@ -16,7 +16,8 @@
 # minutes instead of an hour on a loaded 2-core machine.
 #   scripts/sanitize.sh --threads        ThreadSanitizer over the code that runs on several
 #                                         threads of one process (`sweep --threads`: whole
-#                                         analytic evaluations side by side), in build-tsan/
+#                                         analytic evaluations side by side; the binary
+#                                         trace's writer thread), in build-tsan/
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=${TWINSCALE_JOBS:-$(nproc)}
@@ -48,12 +49,15 @@ fi
 
 if [ "${1:-}" = "--threads" ]; then
   # the study library's threaded evaluation (every layer it calls compiled with TSan) and
-  # its unit test; a reported race fails the run (halt_on_error)
+  # the binary trace writer's thread (staging, the queue, the programs' metadata encoded
+  # while it waits), with their unit tests; a reported race fails the run (halt_on_error)
   cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTWINSCALE_WITH_CUDA=OFF \
     -DCMAKE_CXX_FLAGS="-fsanitize=thread -fno-omit-frame-pointer" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread" \
     -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=thread" "${launcher[@]}" >/dev/null
-  cmake --build build-tsan -j "$jobs" --target test_study
-  TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1" build-tsan/tests/test_study "evaluate in threads*"
+  cmake --build build-tsan -j "$jobs" --target test_study test_schedules
+  export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1"
+  build-tsan/tests/test_study "evaluate in threads*"
+  build-tsan/tests/test_schedules "binary trace writer*"
   exit
 fi
 
