@@ -229,7 +229,7 @@ TEST_CASE("runs the classes do not cover execute every rank", "[sim][every_rank]
 
 TEST_CASE("a hung rank: its replica is a class of its own, every rank's end state as in the full run",
           "[sim][every_rank][replica_classes]") {
-  for (const char* preset : {"tiny-megascale", "tiny-1f1b", "tiny-interleaved"}) {
+  for (const char* preset : {"tiny-megascale", "tiny-1f1b", "tiny-interleaved", "tiny-moe-hier", "tiny-cp"}) {
     const auto l = lower(preset);
     const int64_t world = l.schedule.world();
     for (const int64_t hung_rank : {int64_t{3}, world - 1}) {
