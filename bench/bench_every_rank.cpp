@@ -25,8 +25,12 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -57,6 +61,23 @@ Cpu cpu_now() {
           static_cast<double>(c.ru_maxrss) / 1024.0};
 }
 
+/// A whole number or a finite one (the whole text, nothing after it); false otherwise.
+bool parse(const char* text, int64_t& out) {
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(text, &end, 10);
+  if (end == text || *end != '\0' || errno != 0) return false;
+  out = v;
+  return true;
+}
+bool parse(const char* text, double& out) {
+  char* end = nullptr;
+  const double v = std::strtod(text, &end);
+  if (end == text || *end != '\0' || !std::isfinite(v)) return false;
+  out = v;
+  return true;
+}
+
 int usage() {
   std::fprintf(stderr, "usage: bench_every_rank [--gpus N] [--mode analytic|flow|both] [--dist SPEC] [--seed S] "
                        "[--per-rank-csv PREFIX] [--no-reference] [--batch B] [--trace PREFIX] [--slow-gpus N] "
@@ -64,49 +85,65 @@ int usage() {
   return 2;
 }
 
-} // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   int64_t gpus = 12288;
   std::string modes = "analytic", dist = "normal:0.02", csv, trace;
   uint64_t seed = 1;
   bool reference = true, all_ranks = false;
   int64_t batch = 0, slow = -1, hang_rank = -1;
   double hang_at_s = 2;
+  // a number option's value, or a clear error naming the option and what would be valid
+  auto number = [&](int& i, auto& out, const char* valid, auto ok) {
+    const char* option = argv[i];
+    const char* text = argv[++i];
+    if (parse(text, out) && ok(out)) return true;
+    std::fprintf(stderr, "bench_every_rank: %s '%s': %s\n", option, text, valid);
+    return false;
+  };
+  auto positive = [](int64_t v) { return v > 0; };
+  auto at_least_zero = [](auto v) { return v >= 0; };
+  int64_t seed_value = 1;
   for (int i = 1; i < argc; ++i) {
     const bool has = i + 1 < argc;
+    bool good = true;
     if (!std::strcmp(argv[i], "--gpus") && has)
-      gpus = std::stoll(argv[++i]);
+      good = number(i, gpus, "a whole number of GPUs > 0", positive);
     else if (!std::strcmp(argv[i], "--mode") && has)
       modes = argv[++i];
     else if (!std::strcmp(argv[i], "--dist") && has)
       dist = argv[++i];
     else if (!std::strcmp(argv[i], "--seed") && has)
-      seed = std::stoull(argv[++i]);
+      good = number(i, seed_value, "a whole number >= 0", at_least_zero);
     else if (!std::strcmp(argv[i], "--per-rank-csv") && has)
       csv = argv[++i];
     else if (!std::strcmp(argv[i], "--trace") && has)
       trace = argv[++i];
     else if (!std::strcmp(argv[i], "--batch") && has)
-      batch = std::stoll(argv[++i]);
-    else if (!std::strcmp(argv[i], "--slow-gpus") && has) {
-      slow = std::stoll(argv[++i]);
-      if (slow < 0) return usage();
-    } else if (!std::strcmp(argv[i], "--hang-rank") && has) {
-      hang_rank = std::stoll(argv[++i]);
-      if (hang_rank < 0) return usage();
-    } else if (!std::strcmp(argv[i], "--hang-at-s") && has) {
-      hang_at_s = std::stod(argv[++i]);
-      if (!(hang_at_s >= 0)) return usage();
-    } else if (!std::strcmp(argv[i], "--no-reference"))
+      good = number(i, batch, "a whole global batch > 0", positive);
+    else if (!std::strcmp(argv[i], "--slow-gpus") && has)
+      good = number(i, slow, "a whole number of servers >= 0", at_least_zero);
+    else if (!std::strcmp(argv[i], "--hang-rank") && has)
+      good = number(i, hang_rank, "a rank >= 0 (below the GPUs)", at_least_zero);
+    else if (!std::strcmp(argv[i], "--hang-at-s") && has)
+      good = number(i, hang_at_s, "a finite number of simulated seconds in [0, 1e12)",
+                    [](double v) { return v >= 0 && v < 1e12; });
+    else if (!std::strcmp(argv[i], "--no-reference"))
       reference = false;
     else if (!std::strcmp(argv[i], "--all-ranks"))
       all_ranks = true;
     else
-      return usage();
+      good = false;
+    if (!good) return usage();
   }
-  if (modes != "analytic" && modes != "flow" && modes != "both") return usage();
-  if (hang_rank >= 0 && modes != "analytic") return usage(); // a hung rank: the analytic mode only
+  seed = static_cast<uint64_t>(seed_value);
+  if (modes != "analytic" && modes != "flow" && modes != "both") {
+    std::fprintf(stderr, "bench_every_rank: --mode '%s': analytic, flow or both\n", modes.c_str());
+    return usage();
+  }
+  if (hang_rank >= 0 && modes != "analytic") {
+    std::fprintf(stderr, "bench_every_rank: --hang-rank needs --mode analytic (a hung rank is simulated there only)\n");
+    return usage();
+  }
   bench::Stopwatch setup;
   auto job = config::load_job_preset("gpt-175b-megascale");
   config::apply_overrides(job, gpus, batch > 0 ? batch : gpus < 3072 ? 768 : 6144);
@@ -117,13 +154,21 @@ int main(int argc, char** argv) {
   const topology::Fabric& fabric = scenario.fabric();
   const schedules::Schedule& schedule = scenario.schedule();
   const std::vector<int64_t>& place = scenario.gpu_of_rank();
-  if (hang_rank >= schedule.world()) return usage();
+  if (hang_rank >= schedule.world()) {
+    std::fprintf(stderr, "bench_every_rank: --hang-rank %lld: the job has ranks 0..%lld\n",
+                 static_cast<long long>(hang_rank), static_cast<long long>(schedule.world() - 1));
+    return usage();
+  }
   std::vector<double> speeds;
   if (slow < 0) {
     speeds = config::draw_gpu_speeds(dist, fabric.gpus(), seed);
   } else {
     const int64_t per_server = fabric.spec().server.gpus;
-    if (slow * per_server > fabric.gpus()) return usage();
+    if (slow * per_server > fabric.gpus()) {
+      std::fprintf(stderr, "bench_every_rank: --slow-gpus %lld: the fabric has %lld servers\n",
+                   static_cast<long long>(slow), static_cast<long long>(fabric.gpus() / per_server));
+      return usage();
+    }
     speeds.assign(static_cast<size_t>(fabric.gpus()), 1.0);
     for (int64_t i = 0; i < slow; ++i)
       speeds[static_cast<size_t>(i * per_server)] = 0.9 - 0.1 * static_cast<double>(i) / static_cast<double>(slow);
@@ -191,4 +236,15 @@ int main(int argc, char** argv) {
   }
   bench::report((tag + ".peak_rss").c_str(), bench::peak_rss_mib(), "MiB");
   return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) { // a bad --dist, a job the cluster cannot hold…: named, not a crash
+    std::fprintf(stderr, "bench_every_rank: %s\n", e.what());
+    return 1;
+  }
 }

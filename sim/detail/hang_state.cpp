@@ -36,18 +36,17 @@ std::vector<records::RankState> SimExecutor::hang_states(double end_s) const {
       if (running) t.running.push_back(i);
     }
   }
-  // Every rank in rank order: an executed rank from its own slot, any other (a run by
-  // classes of identical replicas) from its counterpart's, under its own channels' names
-  // (an op's communicator is a function of its channel and rank: communicator_of) and peers.
-  const int64_t ranks = replica_classes_ > 0 ? L.world() : static_cast<int64_t>(slots_.size());
+  // Every rank in rank order (a hung run executes every rank, or one replica of each
+  // class): from its own slot or its counterpart's (representative_slot), under its own
+  // channels' names (an op's communicator is a function of its channel and rank:
+  // communicator_of) and peers.
   std::vector<records::RankState> out;
-  out.reserve(static_cast<size_t>(ranks));
+  out.reserve(static_cast<size_t>(L.world()));
   std::vector<std::string> name;
-  for (int64_t k = 0; k < ranks; ++k) {
-    const int32_t s = replica_classes_ > 0 ? representative_slot(k) : static_cast<int32_t>(k);
+  for (int64_t rank = 0; rank < L.world(); ++rank) {
+    const int32_t s = representative_slot(rank);
     const Slot& sl = slots_[static_cast<size_t>(s)];
     const SlotState& t = taken[static_cast<size_t>(s)];
-    const int64_t rank = replica_classes_ > 0 ? k : sl.rank;
     const schedules::ProgramIndex& ix = *sl.index;
     name.assign(ix.channels().size(), std::string());
     auto channel_name = [&](uint16_t ch) -> const std::string& {
