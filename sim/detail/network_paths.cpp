@@ -222,8 +222,8 @@ NetworkPaths::phase_flows(const std::vector<PhaseTransfer>& transfers,
 
 double NetworkPaths::closed_form_s(const CollectivePlan& plan, const std::vector<std::vector<int64_t>>& gpu_groups,
                                    bool with_latency, bool reuse_routes) const {
-  // routed flows are kept (and symmetric images share them) unless a link is degraded
-  const bool cached = reuse_routes || !degraded_ || routes_ != &own_routes_;
+  // symmetric images (several groups) share their routed flows unless a link is degraded
+  const bool cached = reuse_routes || (gpu_groups.size() > 1 && !degraded_) || routes_ != &own_routes_;
   double total = 0;
   for (const auto& phase : plan.phases) {
     const double bytes = phase.bytes_per_step;

@@ -117,15 +117,15 @@ public:
   /// phase: max over flows of max(nccl latency, latency_steps · path latency) + steps ·
   /// bytes / rate, rate = min over the path of achieved bandwidth / flows of this call on
   /// that link direction (degraded links: see degrade_link()). `with_latency` false: the
-  /// bandwidth term alone. The routed flows of each phase are kept for the next call
-  /// with the same transfers and groups (routes and loads do not depend on bytes: a DP
-  /// group's buckets of other sizes under the same plan reuse them), keyed by the groups
-  /// as a set, so each symmetric image of a group (the same set in another order: a DP
-  /// group's tp shifts) reuses them too; with a degraded link only where `reuse_routes`
-  /// (MoE all-to-alls, many byte counts on one group). Exact: without degradations a
-  /// flow's rate and latency do not depend on which group is first, the max over flows
-  /// does not depend on their order, and only the flows no other dominates are kept,
-  /// which never decide the max (share_routes).
+  /// bandwidth term alone. `reuse_routes`: keep the routed flows of each phase for the
+  /// next call with the same transfers and groups (worth it where one group runs a
+  /// collective with many different byte counts: MoE all-to-alls; elsewhere the caller's
+  /// per-bytes cache already hits, and the key would only cost time and memory).
+  /// Several groups and no degraded link: the routed flows are kept too, keyed by the
+  /// groups as a set, so each symmetric image of a group (the same set in another
+  /// order: a DP group's tp shifts) reuses them. Exact: without degradations a flow's
+  /// rate and latency do not depend on which group is first, and the max over flows
+  /// does not depend on their order.
   double closed_form_s(const CollectivePlan& plan, const std::vector<std::vector<int64_t>>& gpu_groups,
                        bool with_latency = true, bool reuse_routes = false) const;
   /// One point-to-point transfer on an otherwise idle fabric.
