@@ -73,10 +73,9 @@ struct SimulateArgs {
 /// is its server, named as the run's trace names it (sim::host_names).
 void write_sim_run_dir(const std::string& dir, const sim::SimReport& r, const config::Scenario& scenario) {
   const std::vector<std::string> hosts = sim::host_names(scenario.fabric(), scenario.gpu_of_rank());
-  for (records::RankState st : r.hang_states) {
-    st.host = hosts[static_cast<size_t>(st.rank)];
-    records::write_rank_state(dir, st);
-  }
+  std::vector<records::RankState> states = r.hang_states;
+  for (records::RankState& st : states) st.host = hosts[static_cast<size_t>(st.rank)];
+  records::write_rank_states(dir, states);
 }
 
 std::string fixed(double v, int digits) {

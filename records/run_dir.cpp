@@ -123,7 +123,9 @@ std::string rank_state_path(const std::string& dir, int64_t rank) {
   return (fs::path(dir) / ("rank-" + std::to_string(rank) + ".json")).string();
 }
 
-void write_rank_state(const std::string& dir, const RankState& st) {
+namespace {
+/// A state file's text: one JSON object and a newline.
+std::string rank_state_text(const RankState& st) {
   json j;
   j["rank"] = st.rank;
   j["pid"] = st.pid;
@@ -139,10 +141,26 @@ void write_rank_state(const std::string& dir, const RankState& st) {
   for (const InitPhase& p : st.init_phases) j["init_phases"].push_back({p.name, p.seconds});
   j["events"] = json::array();
   for (const schedules::TraceEvent& e : st.events) j["events"].push_back({e.op_index, e.start_s, e.end_s, e.failed});
+  return j.dump() + "\n";
+}
+} // namespace
+
+void write_rank_state(const std::string& dir, const RankState& st) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   try {
-    schedules::write_output_file(rank_state_path(dir, st.rank), j.dump() + "\n");
+    schedules::write_output_file(rank_state_path(dir, st.rank), rank_state_text(st));
+  } catch (const schedules::OutputFileError& e) {
+    throw RecordError(e.what());
+  }
+}
+
+void write_rank_states(const std::string& dir, const std::vector<RankState>& states) {
+  try {
+    schedules::OutputFileBatch batch(dir, "output");
+    for (const RankState& st : states)
+      batch.add(fs::path(rank_state_path(dir, st.rank)).filename().string(), rank_state_text(st));
+    batch.commit();
   } catch (const schedules::OutputFileError& e) {
     throw RecordError(e.what());
   }

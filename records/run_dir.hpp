@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "records/rank_state.hpp"
 
@@ -17,6 +18,11 @@ std::string rank_state_path(const std::string& dir, int64_t rank);
 /// Writes <dir>/rank-<r>.json atomically (temp file, fsync, rename), creating `dir` if
 /// needed. Throws RecordError naming the file when it cannot be written.
 void write_rank_state(const std::string& dir, const RankState& state);
+
+/// Writes every state's <dir>/rank-<r>.json, each atomically, all made durable by one sync
+/// (schedules::OutputFileBatch): a simulated hang's thousands of files. Throws RecordError
+/// naming the file when one cannot be written; files not yet in place are then removed.
+void write_rank_states(const std::string& dir, const std::vector<RankState>& states);
 
 /// Reads one state file. Throws RecordError naming the file when it cannot be opened or
 /// its content is malformed (a missing key, an unknown status, op kind, group or stream).

@@ -1,5 +1,7 @@
 #include "schedules/interrupt.hpp"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -19,12 +21,37 @@ constexpr size_t kPathBytes = 4096;
 volatile sig_atomic_t g_signal = 0;
 volatile sig_atomic_t g_quiet = 0;
 std::atomic<pid_t> g_children[kChildSlots];
-std::atomic<int> g_temp_state[kTempSlots]; // 0 free, 1 being filled, 2 armed
+std::atomic<int> g_temp_state[kTempSlots]; // 0 free, 1 being filled, 2 armed (a file), 3 armed (a directory)
 char g_temp_paths[kTempSlots][kPathBytes];
 
 void say(const char* text) {
   const ssize_t n = ::write(STDERR_FILENO, text, std::strlen(text));
   (void)n;
+}
+
+/// Removes every entry of directory `path` (a staging directory: plain files only), then
+/// the directory. Async-signal-safe: system calls on a buffer of the stack. Reads the
+/// directory again from its start until a pass removes nothing, as removing entries while
+/// reading may move others past the position read.
+void remove_staging_dir(const char* path) {
+  const int fd = ::open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    alignas(struct dirent64) char buf[4096];
+    for (bool removed = true; removed;) {
+      removed = false;
+      ::lseek(fd, 0, SEEK_SET);
+      for (ssize_t n; (n = ::getdents64(fd, buf, sizeof buf)) > 0;)
+        for (ssize_t off = 0; off < n;) {
+          const auto* d = reinterpret_cast<const struct dirent64*>(buf + off);
+          off += d->d_reclen;
+          const char* name = d->d_name;
+          if (name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'))) continue;
+          if (::unlinkat(fd, name, 0) == 0) removed = true;
+        }
+    }
+    ::close(fd);
+  }
+  ::rmdir(path);
 }
 
 void on_signal(int sig) {
@@ -38,8 +65,11 @@ void on_signal(int sig) {
     }
   }
   if (forwarded) return; // the code waiting for them unwinds and reports
-  for (int i = 0; i < kTempSlots; ++i)
-    if (g_temp_state[i].load() == 2) ::unlink(g_temp_paths[i]);
+  for (int i = 0; i < kTempSlots; ++i) {
+    const int state = g_temp_state[i].load();
+    if (state == 2) ::unlink(g_temp_paths[i]);
+    if (state == 3) remove_staging_dir(g_temp_paths[i]);
+  }
   if (!g_quiet) {
     say("twinscale: interrupted by ");
     say(sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP" : "a signal");
@@ -106,14 +136,14 @@ ChildRegistration::ChildRegistration(pid_t pid) : slot_(-1) {
 
 ChildRegistration::~ChildRegistration() { g_children[slot_].store(0); }
 
-TempFileRegistration::TempFileRegistration(const std::string& path) : slot_(-1) {
+TempFileRegistration::TempFileRegistration(const std::string& path, bool directory) : slot_(-1) {
   if (path.size() >= kPathBytes) return;
   for (int i = 0; i < kTempSlots; ++i) {
     int free = 0;
     if (g_temp_state[i].compare_exchange_strong(free, 1)) {
       // the path is written before the slot is visible to the handler
       std::memcpy(g_temp_paths[i], path.c_str(), path.size() + 1);
-      g_temp_state[i].store(2);
+      g_temp_state[i].store(directory ? 3 : 2);
       slot_ = i;
       return;
     }

@@ -6,7 +6,8 @@
 //    exits 128 + signal saying it was interrupted;
 //  - otherwise removes every registered temporary file, says so on stderr and ends the
 //    process with status 128 + signal (130 for SIGINT, 143 for SIGTERM).
-// Everything the handler touches is async-signal-safe (fixed slots, kill, unlink, write).
+// Everything the handler touches is async-signal-safe (fixed slots, kill, unlink, write,
+// and for a staging directory open, getdents64, unlinkat, rmdir).
 #pragma once
 
 #include <sys/types.h>
@@ -64,10 +65,11 @@ private:
 };
 
 /// While alive, `path` is removed if a signal ends the process (the temporary file of an
-/// output being written). A path longer than the slot is not registered.
+/// output being written; with `directory`, a staging directory of this process, removed
+/// with every file in it). A path longer than the slot is not registered.
 class TempFileRegistration {
 public:
-  explicit TempFileRegistration(const std::string& path);
+  explicit TempFileRegistration(const std::string& path, bool directory = false);
   ~TempFileRegistration();
   TempFileRegistration(const TempFileRegistration&) = delete;
   TempFileRegistration& operator=(const TempFileRegistration&) = delete;

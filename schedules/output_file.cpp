@@ -129,6 +129,95 @@ void write_output_file(const std::string& path, std::string_view content, const 
   out.commit();
 }
 
+OutputFileBatch::OutputFileBatch(std::string dir, std::string what) : dir_(std::move(dir)), what_(std::move(what)) {
+  if (dir_.empty()) dir_ = ".";
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  dir_fd_ = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd_ < 0) {
+    const int err = errno;
+    throw OutputFileError(dir_ + ": cannot write " + what_ + " files in it: " + (ec ? ec.message() : cause(err)));
+  }
+}
+
+OutputFileBatch::~OutputFileBatch() {
+  discard();
+  if (dir_fd_ >= 0) ::close(dir_fd_);
+}
+
+std::string OutputFileBatch::path_of(const std::string& name) const { return (fs::path(dir_) / name).string(); }
+
+void OutputFileBatch::discard() {
+  if (staging_fd_ >= 0) {
+    for (size_t i = placed_; i < staged_.size(); ++i) ::unlinkat(staging_fd_, staged_[i].c_str(), 0);
+    ::close(staging_fd_);
+    staging_fd_ = -1;
+  }
+  if (!staging_.empty()) ::rmdir(staging_.c_str());
+  staging_.clear();
+  staged_.clear();
+  placed_ = 0;
+  registration_.reset();
+}
+
+void OutputFileBatch::fail(const std::string& name, const std::string& step, int err) {
+  discard();
+  throw OutputFileError(path_of(name) + ": cannot write " + what_ + " (" + step + "): " + cause(err));
+}
+
+void OutputFileBatch::add(const std::string& name, std::string_view content) {
+  if (committed_) throw OutputFileError(path_of(name) + ": " + what_ + " added after its batch was committed");
+  if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..")
+    throw OutputFileError(path_of(name) + ": cannot write " + what_ + ": not a plain file name");
+  struct stat st {};
+  if (::fstatat(dir_fd_, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode)) {
+    write_output_file(path_of(name), content, what_); // a link, a device, a FIFO: the single file's policy
+    return;
+  }
+  if (staging_.empty()) {
+    std::string tmpl = path_of(".batch.tmp." + std::to_string(::getpid()) + ".XXXXXX");
+    if (::mkdtemp(tmpl.data()) == nullptr) fail(name, "create a staging directory", errno);
+    staging_ = tmpl;
+    registration_ = std::make_unique<TempFileRegistration>(staging_, true);
+    staging_fd_ = ::open(staging_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (staging_fd_ < 0) fail(name, "open the staging directory", errno);
+  }
+  const int fd = ::openat(staging_fd_, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) fail(name, "create", errno);
+  staged_.push_back(name);
+  size_t done = 0;
+  while (done < content.size()) {
+    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = n < 0 ? errno : ENOSPC;
+      ::close(fd);
+      fail(name, "write", err);
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::close(fd) != 0) fail(name, "close", errno);
+}
+
+void OutputFileBatch::commit() {
+  if (committed_) throw OutputFileError(dir_ + ": " + what_ + " files committed twice");
+  committed_ = true;
+  if (staged_.empty()) return;
+  // one sync of the staged files' data (and of everything else on that file system), in
+  // place of one fsync per file; then each rename, then one sync of the directory
+  if (::syncfs(staging_fd_) != 0) {
+    const int err = errno;
+    discard();
+    throw OutputFileError(dir_ + ": cannot write " + what_ + " files (sync): " + cause(err));
+  }
+  for (; placed_ < staged_.size(); ++placed_) {
+    const std::string& name = staged_[placed_];
+    if (::renameat(staging_fd_, name.c_str(), dir_fd_, name.c_str()) != 0) fail(name, "rename into place", errno);
+  }
+  ::fsync(dir_fd_);
+  discard();
+}
+
 namespace {
 
 struct Identity {

@@ -3,10 +3,8 @@
 // thread naming the file, leaves no file behind, and the thread is always joined.
 #include <catch2/catch.hpp>
 
-#include <sys/resource.h>
 #include <unistd.h>
 
-#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -15,6 +13,7 @@
 #include "schedules/binary_trace.hpp"
 #include "schedules/error.hpp"
 #include "schedules/schedule.hpp"
+#include "tests/file_size_limit.hpp"
 #include "tests/scratch.hpp"
 
 using namespace twinscale;
@@ -47,28 +46,6 @@ void record_all(BinaryTraceWriter& w, const Schedule& s, int rounds) {
       if (!any) break;
     }
 }
-
-/// Lowers RLIMIT_FSIZE (writes past it fail with EFBIG, SIGXFSZ ignored) while alive.
-class FileSizeLimit {
-public:
-  explicit FileSizeLimit(rlim_t bytes) {
-    ::getrlimit(RLIMIT_FSIZE, &saved_);
-    old_handler_ = std::signal(SIGXFSZ, SIG_IGN);
-    rlimit lowered = saved_;
-    lowered.rlim_cur = bytes;
-    ::setrlimit(RLIMIT_FSIZE, &lowered);
-  }
-  ~FileSizeLimit() {
-    ::setrlimit(RLIMIT_FSIZE, &saved_);
-    std::signal(SIGXFSZ, old_handler_);
-  }
-  FileSizeLimit(const FileSizeLimit&) = delete;
-  FileSizeLimit& operator=(const FileSizeLimit&) = delete;
-
-private:
-  rlimit saved_{};
-  void (*old_handler_)(int) = SIG_DFL;
-};
 
 } // namespace
 
@@ -153,7 +130,7 @@ TEST_CASE("binary trace writer: a write error on the writer's thread names the f
   for (TraceWriting writing : {TraceWriting::Background, TraceWriting::Inline}) {
     INFO((writing == TraceWriting::Inline ? "inline" : "background"));
     {
-      const FileSizeLimit limit(64 * 1024); // the trace is a few MB: a disk full early on
+      const twinscale::test::FileSizeLimit limit(64 * 1024); // the trace is a few MB: a disk full early on
       BinaryTraceWriter w(path, s, "sim", 100, writing);
       auto write_it = [&] {
         record_all(w, s, 20);
