@@ -78,38 +78,38 @@ std::string where(size_t program_id, uint32_t op) {
 } // namespace
 
 ProgramIndex::ProgramIndex(const Program& p, size_t program_id) : program_(&p) {
+  // One pass over the ops (each several cache lines); the rest reads compact arrays.
   const auto n = static_cast<uint32_t>(p.ops.size());
   position_.resize(n);
   channel_.assign(n, kNoChannel);
   sequence_.assign(n, 0);
-  std::vector<Channel> of_op;
-  { // each stream's list sized once (no regrowth: each doubling copies it and leaves a
-    // hole the size of the old one)
-    std::array<uint32_t, kStreamCount> count{};
-    size_t communication = 0;
-    for (const Op& op : p.ops) {
-      if (static_cast<size_t>(op.stream) < count.size()) ++count[static_cast<size_t>(op.stream)];
-      communication += op.is_communication() ? 1 : 0;
-    }
-    for (size_t s = 0; s < count.size(); ++s) stream_ops_[s].reserve(count[s]);
-    of_op.reserve(communication);
-  }
+  std::vector<uint8_t> stream_of(n);
+  std::vector<Channel> of_op;          // the channel of each communication op, in program order
+  std::vector<uint32_t> communication; // those ops
+  std::array<uint32_t, kStreamCount> count{};
   for (uint32_t i = 0; i < n; ++i) {
     const Op& op = p.ops[i];
     const auto s = static_cast<size_t>(op.stream);
     if (s >= static_cast<size_t>(kStreamCount))
       throw ScheduleError(where(program_id, i) + ": stream " + std::to_string(s) + " out of range (valid: 0.." +
                           std::to_string(kStreamCount - 1) + ")");
-    position_[i] = static_cast<uint32_t>(stream_ops_[s].size());
-    stream_ops_[s].push_back(i);
+    position_[i] = count[s]++;
+    stream_of[i] = static_cast<uint8_t>(s);
     if (static_cast<size_t>(op.dep_begin) + op.dep_count > p.deps.size())
       throw ScheduleError(where(program_id, i) + ": dependency range past the end of deps");
     for (uint32_t d : p.deps_of(op))
       if (d >= i)
         throw ScheduleError(where(program_id, i) + ": depends on op " + std::to_string(d) +
                             " which is not earlier in the program");
-    if (op.is_communication()) of_op.push_back(channel_of(op));
+    if (op.is_communication()) {
+      of_op.push_back(channel_of(op));
+      communication.push_back(i);
+    }
   }
+  // each stream's list sized once (no regrowth: each doubling copies it and leaves a hole
+  // the size of the old one)
+  for (size_t s = 0; s < count.size(); ++s) stream_ops_[s].resize(count[s]);
+  for (uint32_t i = 0; i < n; ++i) stream_ops_[stream_of[i]][position_[i]] = i;
   // the distinct channels, sorted: a program has a few, so each new one is inserted in
   // place (no sort of every communication op's); past 64 the plain sort of all of them
   for (size_t j = 0; j < of_op.size(); ++j) {
@@ -129,20 +129,16 @@ ProgramIndex::ProgramIndex(const Program& p, size_t program_id) : program_(&p) {
     throw ScheduleError("program " + std::to_string(program_id) + ": " + std::to_string(channels_.size()) +
                         " communication channels (at most " + std::to_string(kNoChannel - 1) + ")");
   channel_begin_.assign(channels_.size() + 1, 0);
-  size_t k = 0;
   uint16_t ch = 0; // the channel of of_op[k - 1], reused while the channel repeats
-  for (uint32_t i = 0; i < n; ++i) {
-    if (!p.ops[i].is_communication()) continue;
+  for (size_t k = 0; k < communication.size(); ++k) {
     if (k == 0 || of_op[k] != of_op[k - 1])
       ch = static_cast<uint16_t>(std::lower_bound(channels_.begin(), channels_.end(), of_op[k]) - channels_.begin());
-    ++k;
-    channel_[i] = ch;
-    sequence_[i] = channel_begin_[ch + 1u]++; // counts per channel for now
+    channel_[communication[k]] = ch;
+    sequence_[communication[k]] = channel_begin_[ch + 1u]++; // counts per channel for now
   }
   for (size_t c = 0; c < channels_.size(); ++c) channel_begin_[c + 1] += channel_begin_[c];
   channel_ops_.resize(channel_begin_.back());
-  for (uint32_t i = 0; i < n; ++i)
-    if (channel_[i] != kNoChannel) channel_ops_[channel_begin_[channel_[i]] + sequence_[i]] = i;
+  for (const uint32_t i : communication) channel_ops_[channel_begin_[channel_[i]] + sequence_[i]] = i;
 }
 
 int64_t ProgramIndex::stream_prev(uint32_t op) const {

@@ -23,42 +23,29 @@ using schedules::ScheduleError;
 
 namespace {
 
-/// Op::priority of each op as its rank among the program's distinct priorities (only
-/// their order matters).
-std::vector<uint16_t> priority_ranks(const schedules::Program& p, size_t program_id) {
-  // the distinct priorities, sorted: programs use a few, so each new one is inserted in
-  // place (no sort of every op's); past 64 the plain sort of all of them
+/// The distinct values of `priorities` (each op's Op::priority), sorted: programs use a
+/// few, in runs, so each new one is inserted in place (no sort of every op's); past 64 the
+/// plain sort of all of them. Only their order matters: an op's rank among them is its
+/// HotOp::priority.
+std::vector<int32_t> distinct_priorities(const std::vector<int32_t>& priorities, size_t program_id) {
   std::vector<int32_t> distinct;
-  for (const Op& op : p.ops) {
-    auto it = std::lower_bound(distinct.begin(), distinct.end(), op.priority);
-    if (it != distinct.end() && *it == op.priority) continue;
+  for (size_t i = 0; i < priorities.size(); ++i) {
+    const int32_t v = priorities[i];
+    if (i > 0 && v == priorities[i - 1]) continue; // a run of one priority: already seen
+    auto it = std::lower_bound(distinct.begin(), distinct.end(), v);
+    if (it != distinct.end() && *it == v) continue;
     if (distinct.size() == 64) {
-      distinct.clear();
-      distinct.reserve(p.ops.size());
-      for (const Op& o : p.ops) distinct.push_back(o.priority);
+      distinct = priorities;
       std::sort(distinct.begin(), distinct.end());
       distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
       break;
     }
-    distinct.insert(it, op.priority);
+    distinct.insert(it, v);
   }
   if (distinct.size() > UINT16_MAX + size_t{1})
     throw ScheduleError("program " + std::to_string(program_id) + ": " + std::to_string(distinct.size()) +
                         " distinct op priorities (at most 65536)");
-  std::vector<uint16_t> out;
-  out.reserve(p.ops.size());
-  // runs of ops share a priority: the last one's rank is reused without a search
-  int32_t last_priority = distinct.empty() ? 0 : distinct.front();
-  uint16_t last_rank = 0;
-  for (const Op& op : p.ops) {
-    if (op.priority != last_priority) {
-      last_priority = op.priority;
-      last_rank =
-          static_cast<uint16_t>(std::lower_bound(distinct.begin(), distinct.end(), op.priority) - distinct.begin());
-    }
-    out.push_back(last_rank);
-  }
-  return out;
+  return distinct;
 }
 
 /// The SMs Transformer Engine's userbuffers take, by op name: the OverlapSpec::tp_sms_*
@@ -146,22 +133,24 @@ private:
 
 /// The hot records of a program: what its rules index says of each op (position on its
 /// stream, channel number), its dependencies and its device time.
+/// One pass over the program's ops (each several cache lines), then one over compact
+/// arrays for the priorities' ranks; errors in the order of the checks: the priorities,
+/// then the first op with too many dependencies.
 std::vector<HotOp> hot_ops(const schedules::ProgramIndex& ix, size_t program_id, const DeviceModel& device) {
   const schedules::Program& p = ix.program();
   std::vector<HotOp> hot(p.ops.size());
+  std::vector<int32_t> priority(p.ops.size());
   DeviceTimes times(device);
-  const std::vector<uint16_t> priority = priority_ranks(p, program_id);
+  int64_t too_many_deps = -1; // the first op with more than 65,535 dependencies
   for (uint32_t i = 0; i < p.ops.size(); ++i) {
     const Op& op = p.ops[i];
     HotOp& h = hot[i];
     h.pos_in_stream = ix.position(i);
-    if (op.dep_count > UINT16_MAX)
-      throw ScheduleError("program " + std::to_string(program_id) + " op " + std::to_string(i) + ": " +
-                          std::to_string(op.dep_count) + " dependencies (at most 65535)");
+    if (op.dep_count > UINT16_MAX && too_many_deps < 0) too_many_deps = i;
     h.dep_begin = op.dep_begin;
     h.dep_count = static_cast<uint16_t>(op.dep_count);
     h.stream = static_cast<uint8_t>(op.stream);
-    h.priority = priority[i];
+    priority[i] = op.priority;
     h.group = op.group;
     h.kind = op.kind;
     if (op.is_communication()) {
@@ -179,6 +168,18 @@ std::vector<HotOp> hot_ops(const schedules::ProgramIndex& ix, size_t program_id,
     else if (op.labels.phase == schedules::Phase::Backward || op.labels.phase == schedules::Phase::Recompute)
       h.cls = HotOp::ComputeBackward;
     h.value = op.is_communication() ? op.bytes : times.seconds(op);
+  }
+  const std::vector<int32_t> distinct = distinct_priorities(priority, program_id);
+  if (too_many_deps >= 0)
+    throw ScheduleError("program " + std::to_string(program_id) + " op " + std::to_string(too_many_deps) + ": " +
+                        std::to_string(p.ops[static_cast<size_t>(too_many_deps)].dep_count) +
+                        " dependencies (at most 65535)");
+  // runs of ops share a priority: the last one's rank is reused without a search
+  uint16_t rank = 0;
+  for (size_t i = 0; i < hot.size(); ++i) {
+    if (i == 0 || priority[i] != priority[i - 1])
+      rank = static_cast<uint16_t>(std::lower_bound(distinct.begin(), distinct.end(), priority[i]) - distinct.begin());
+    hot[i].priority = rank;
   }
   return hot;
 }
