@@ -25,7 +25,8 @@
 // Only where nothing else tells replicas apart: the analytic mode (in the flow mode each
 // executed group's flows load the fabric, so leaving replicas out would change the
 // contention), with the shortcuts on (`--no-aggregate` stays the full-detail reference),
-// no fault plan, no folded expert layout. A hung rank (SimOptions::hang_rank) makes its
+// no fault plan but one of jitter events (each jittered GPU's replica a class of its own),
+// no folded expert layout. A hung rank (SimOptions::hang_rank) makes its
 // replica a class of its own: the other replicas stop at the same instance of a shared
 // group, waiting for it, as each does in the full run; hang_states() gives every rank its
 // counterpart's positions under its own channels and peers. Traces hold every rank's events:
@@ -38,6 +39,7 @@
 #include <map>
 #include <numeric>
 
+#include "faults/fault_plan.hpp"
 #include "schedules/execution_rules.hpp"
 #include "sim/detail/executor.hpp"
 
@@ -57,8 +59,19 @@ std::vector<int64_t> SimExecutor::every_rank_slots() {
   const int64_t world = L.world();
   std::vector<int64_t> all(static_cast<size_t>(world));
   std::iota(all.begin(), all.end(), int64_t{0});
-  if (options_.mode != SimMode::Analytic || !options_.aggregate || options_.faults != nullptr || L.folded_experts() ||
-      !options_.replica_classes || per_op_forced())
+  // a fault plan of jitter events only: each jittered GPU's replica is a class of its own
+  // (the pauses are drawn from the seed, the GPU and the iteration: plan_jitter())
+  std::vector<uint8_t> jittered;
+  if (options_.faults != nullptr) {
+    for (const faults::PlanEvent& e : options_.faults->events) {
+      if (e.kind != faults::PlanEventKind::Jitter) return all; // a degraded link: every rank executed
+      if (jittered.empty()) jittered.assign(static_cast<size_t>(paths_.fabric().gpus()), 0);
+      if (e.target_index >= 0 && e.target_index < static_cast<int64_t>(jittered.size()))
+        jittered[static_cast<size_t>(e.target_index)] = 1;
+    }
+  }
+  if (options_.mode != SimMode::Analytic || !options_.aggregate || L.folded_experts() || !options_.replica_classes ||
+      per_op_forced())
     return all;
   const int64_t block = std::lcm(L.cp, L.ep);
   if (block <= 0 || L.dp % block != 0 || L.dp / block < 2) return all;
@@ -90,7 +103,8 @@ std::vector<int64_t> SimExecutor::every_rank_slots() {
   }
 
   // What costs nothing to compare first: program, GPU model and speed of each rank, and
-  // whether it is the hung rank (SimOptions::hang_rank: its replica is a class of its own).
+  // whether it is the hung rank (SimOptions::hang_rank) or on a jittered GPU (named: no
+  // other replica has that GPU): such a replica is a class of its own.
   auto cheap = [&](int64_t u) {
     std::vector<uint64_t> s;
     s.reserve(static_cast<size_t>(per_replica) * 2 + 1);
@@ -98,6 +112,10 @@ std::vector<int64_t> SimExecutor::every_rank_slots() {
       const int64_t r = rank_of(u, k);
       if (r == options_.hang_rank) s.push_back(~uint64_t{0} - static_cast<uint64_t>(k));
       const int64_t gpu = gpu_of_rank_[static_cast<size_t>(r)];
+      if (!jittered.empty() && jittered[static_cast<size_t>(gpu)] != 0) {
+        s.push_back(~uint64_t{0} >> 1);
+        s.push_back(static_cast<uint64_t>(gpu));
+      }
       const uint64_t model = model_of_gpu_.empty() ? 0 : model_of_gpu_[static_cast<size_t>(gpu)];
       s.push_back(static_cast<uint64_t>(schedule_.program_of_rank[static_cast<size_t>(r)]) << 8 | model);
       s.push_back(options_.gpu_speed.empty() ? 0

@@ -2,7 +2,8 @@
 // every figure of the report, to the bit, equals the run that executes every rank
 // (SimOptions::replica_classes off), for equal speeds, a few slow GPUs, context parallelism, expert
 // parallelism (flat and hierarchical), ZB-H1, interleaving and FSDP, and so do both traces
-// (every rank's events) and the end state of a run with a hung rank (every rank's);
+// (every rank's events), the end state of a run with a hung rank (every rank's) and runs
+// with a fault plan of jitter pauses;
 // runs where replicas differ everywhere, and runs the classes do not cover (flow mode,
 // the folded expert layout, full detail), execute every rank.
 #include <catch2/catch.hpp>
@@ -13,6 +14,7 @@
 
 #include "config/gpu_speeds.hpp"
 #include "config/job_file.hpp"
+#include "faults/fault_plan.hpp"
 #include "schedules/binary_trace.hpp"
 #include "sim_test_util.hpp"
 #include "topology/placement.hpp"
@@ -225,6 +227,57 @@ TEST_CASE("runs the classes do not cover execute every rank", "[sim][every_rank]
   const auto r = simulate(folded.schedule, *folded.fabric, folded.gpus, every_rank_options());
   CHECK(r.replica_classes == 0);
   CHECK(r.executed_ranks == folded.schedule.world());
+}
+
+TEST_CASE("a jitter plan: each jittered GPU's replica is a class of its own, every figure to the bit",
+          "[sim][every_rank][replica_classes][faults]") {
+  auto jitter = [](int64_t gpu, double probability, uint64_t seed) {
+    faults::PlanEvent e;
+    e.kind = faults::PlanEventKind::Jitter;
+    e.target = "gpu";
+    e.target_index = gpu;
+    e.probability = probability;
+    e.delay_s = 1e-3;
+    e.seed = seed;
+    return e;
+  };
+  faults::FaultPlan plan;                    // linear placement: GPU r holds rank r
+  plan.events.push_back(jitter(5, 1.0, 3));  // replica 2 of tiny-megascale (tp 2, dp 8, pp 2)
+  plan.events.push_back(jitter(12, 0.5, 4)); // replica 6
+  plan.events.push_back(jitter(21, 1.0, 5)); // replica 2 again, its second stage
+  for (const char* preset : {"tiny-megascale", "tiny-interleaved", "tiny-cp"}) {
+    INFO(preset);
+    const auto l = lower(preset);
+    for (bool every_rank : {true, false}) { // a rank-specific plan executes every rank either way
+      SimOptions o = every_rank_options();
+      o.every_rank = every_rank;
+      o.faults = &plan;
+      const auto c = simulate(l.schedule, *l.fabric, l.gpus, o);
+      const auto f = every_rank_executed(l, o);
+      CHECK(c.replica_classes >= 2);
+      CHECK(c.executed_ranks < l.schedule.world());
+      check_identical(c, f);
+    }
+  }
+  // the jittered replica is slower than the others, which wait for it at DP
+  const auto l = lower("tiny-megascale");
+  SimOptions o = every_rank_options();
+  o.faults = &plan;
+  const auto c = simulate(l.schedule, *l.fabric, l.gpus, o);
+  CHECK(c.replica_classes == 3); // nominal, replica 2, replica 6
+  CHECK(c.per_rank[5].forward_s + c.per_rank[5].backward_s > c.per_rank[0].forward_s + c.per_rank[0].backward_s);
+  // a degraded link slows whichever groups' flows cross it: every rank is executed
+  faults::PlanEvent degraded;
+  degraded.kind = faults::PlanEventKind::LinkDegraded;
+  degraded.target = "link";
+  degraded.target_index = 0;
+  degraded.bandwidth_factor = 0.5;
+  faults::FaultPlan mixed = plan;
+  mixed.events.push_back(degraded);
+  o.faults = &mixed;
+  const auto m = simulate(l.schedule, *l.fabric, l.gpus, o);
+  CHECK(m.replica_classes == 0);
+  CHECK(m.executed_ranks == l.schedule.world());
 }
 
 TEST_CASE("a hung rank: its replica is a class of its own, every rank's end state as in the full run",
