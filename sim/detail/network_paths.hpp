@@ -87,6 +87,8 @@ public:
   /// about (the first of gpu_groups) and count its symmetric images' flows at the
   /// nominal bandwidth: an image crossing the link is slowed when it runs itself.
   void degrade_link(uint32_t link, double factor);
+  /// Whether degrade_link() was called.
+  bool degraded() const { return degraded_; }
   /// Sets an NVLink link's achieved bandwidth to its raw bandwidth × `efficiency` (mixed
   /// GPU models: a group's NVLink generation has its own; call before degrade_link()).
   void set_nvlink_efficiency(uint32_t link, double efficiency) {

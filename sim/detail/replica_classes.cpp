@@ -25,8 +25,8 @@
 // Only where nothing else tells replicas apart: the analytic mode (in the flow mode each
 // executed group's flows load the fabric, so leaving replicas out would change the
 // contention), with the shortcuts on (`--no-aggregate` stays the full-detail reference),
-// no fault plan but one of jitter events (each jittered GPU's replica a class of its own),
-// no folded expert layout. A hung rank (SimOptions::hang_rank) makes its
+// no fault plan but one of jitter pauses (each jittered GPU's replica a class of its own)
+// and links degraded for the whole run (in the costs compared), no folded expert layout. A hung rank (SimOptions::hang_rank) makes its
 // replica a class of its own: the other replicas stop at the same instance of a shared
 // group, waiting for it, as each does in the full run; hang_states() gives every rank its
 // counterpart's positions under its own channels and peers. Traces hold every rank's events:
@@ -59,12 +59,16 @@ std::vector<int64_t> SimExecutor::every_rank_slots() {
   const int64_t world = L.world();
   std::vector<int64_t> all(static_cast<size_t>(world));
   std::iota(all.begin(), all.end(), int64_t{0});
-  // a fault plan of jitter events only: each jittered GPU's replica is a class of its own
-  // (the pauses are drawn from the seed, the GPU and the iteration: plan_jitter())
+  // A fault plan of the analytic mode's events: a jittered GPU's replica is a class of
+  // its own (the pauses are drawn from the seed, the GPU and the iteration: plan_jitter());
+  // a link degraded for the whole run is in every closed form the costs below compute;
+  // a degradation in a time window makes a cost depend on when the op starts: every rank.
   std::vector<uint8_t> jittered;
   if (options_.faults != nullptr) {
+    if (paths_.windows() != nullptr) return all;
     for (const faults::PlanEvent& e : options_.faults->events) {
-      if (e.kind != faults::PlanEventKind::Jitter) return all; // a degraded link: every rank executed
+      if (e.kind == faults::PlanEventKind::LinkDegraded) continue; // in paths_ (degrade_link)
+      if (e.kind != faults::PlanEventKind::Jitter) return all;
       if (jittered.empty()) jittered.assign(static_cast<size_t>(paths_.fabric().gpus()), 0);
       if (e.target_index >= 0 && e.target_index < static_cast<int64_t>(jittered.size()))
         jittered[static_cast<size_t>(e.target_index)] = 1;
@@ -171,7 +175,9 @@ std::vector<int64_t> SimExecutor::every_rank_slots() {
         GroupState group; // fresh: a scratch group caches nothing across groups
         s.push_back(static_cast<uint64_t>(collective_ctas(probe, i, group)));
         if (L.group_rank(h.group, r) != 0) continue;
-        if (h.group == GroupKind::Tp || options_.calibration != nullptr) {
+        // A degraded link slows the flows of the group a closed form is asked about, not
+        // its images' (NetworkPaths::degrade_link): then each group's own form is compared.
+        if (h.group == GroupKind::Tp || options_.calibration != nullptr || paths_.degraded()) {
           s.push_back(std::bit_cast<uint64_t>(collective_task(h, r, group).closed_form_s));
         } else {
           // A closed form that counts the group's symmetric images (every kind but TP's)

@@ -3,7 +3,7 @@
 // (SimOptions::replica_classes off), for equal speeds, a few slow GPUs, context parallelism, expert
 // parallelism (flat and hierarchical), ZB-H1, interleaving and FSDP, and so do both traces
 // (every rank's events), the end state of a run with a hung rank (every rank's) and runs
-// with a fault plan of jitter pauses;
+// with a fault plan of jitter pauses and links degraded for the whole run;
 // runs where replicas differ everywhere, and runs the classes do not cover (flow mode,
 // the folded expert layout, full detail), execute every rank.
 #include <catch2/catch.hpp>
@@ -266,18 +266,64 @@ TEST_CASE("a jitter plan: each jittered GPU's replica is a class of its own, eve
   const auto c = simulate(l.schedule, *l.fabric, l.gpus, o);
   CHECK(c.replica_classes == 3); // nominal, replica 2, replica 6
   CHECK(c.per_rank[5].forward_s + c.per_rank[5].backward_s > c.per_rank[0].forward_s + c.per_rank[0].backward_s);
-  // a degraded link slows whichever groups' flows cross it: every rank is executed
-  faults::PlanEvent degraded;
-  degraded.kind = faults::PlanEventKind::LinkDegraded;
-  degraded.target = "link";
-  degraded.target_index = 0;
-  degraded.bandwidth_factor = 0.5;
-  faults::FaultPlan mixed = plan;
-  mixed.events.push_back(degraded);
-  o.faults = &mixed;
-  const auto m = simulate(l.schedule, *l.fabric, l.gpus, o);
-  CHECK(m.replica_classes == 0);
-  CHECK(m.executed_ranks == l.schedule.world());
+}
+
+namespace {
+
+/// A link degraded to half its bandwidth, for the whole run or from `at_s` on.
+faults::PlanEvent degraded_link(int64_t link, double at_s = 0) {
+  faults::PlanEvent e;
+  e.kind = faults::PlanEventKind::LinkDegraded;
+  e.target = "link";
+  e.target_index = link;
+  e.bandwidth_factor = 0.5;
+  e.at_s = at_s;
+  return e;
+}
+
+/// Link `hop` of the route from GPU `from` to GPU `to`.
+int64_t link_on_route(const topology::Fabric& fabric, int64_t from, int64_t to, size_t hop) {
+  std::vector<topology::Hop> hops;
+  fabric.route(from, to, 0, 1, topology::EcmpPolicy::Hash, hops);
+  return hops.at(hop).link;
+}
+
+} // namespace
+
+TEST_CASE("links degraded for the whole run: the replicas whose own groups cross them are classes apart, "
+          "every figure to the bit",
+          "[sim][every_rank][replica_classes][faults]") {
+  for (const char* preset : {"tiny-megascale", "tiny-cp", "tiny-moe-hier", "tiny-interleaved"}) {
+    INFO(preset);
+    const auto l = lower(preset);
+    faults::FaultPlan plan;                                                   // linear placement: GPU r holds rank r
+    plan.events.push_back(degraded_link(link_on_route(*l.fabric, 2, 18, 1))); // GPU 2's NIC uplink
+    plan.events.push_back(degraded_link(link_on_route(*l.fabric, 2, 3, 0)));  // NVLink out of GPU 2
+    SimOptions o = every_rank_options();
+    o.faults = &plan;
+    const auto c = simulate(l.schedule, *l.fabric, l.gpus, o);
+    const auto f = every_rank_executed(l, o);
+    CHECK(c.replica_classes >= 1);
+    check_identical(c, f);
+    const auto nominal = simulate(l.schedule, *l.fabric, l.gpus, every_rank_options());
+    CHECK(c.iteration_time_s > nominal.iteration_time_s); // the degradations are felt
+  }
+  const auto l = lower("tiny-megascale"); // tp 2, pp 2, dp 8: replica d holds GPUs 2d, 2d + 1, 16 + 2d, 17 + 2d
+  faults::FaultPlan nvlink;
+  nvlink.events.push_back(degraded_link(link_on_route(*l.fabric, 2, 3, 0)));
+  SimOptions o = every_rank_options();
+  o.faults = &nvlink;
+  const auto c = simulate(l.schedule, *l.fabric, l.gpus, o);
+  CHECK(c.replica_classes == 2); // replica 1's TP group crosses it, no other replica's own group does
+  CHECK(c.executed_ranks == 8);
+  check_identical(c, every_rank_executed(l, o));
+  // a degradation in a time window makes an op's cost depend on when it starts: every rank
+  faults::FaultPlan window;
+  window.events.push_back(degraded_link(link_on_route(*l.fabric, 2, 3, 0), 1e-3));
+  o.faults = &window;
+  const auto w = simulate(l.schedule, *l.fabric, l.gpus, o);
+  CHECK(w.replica_classes == 0);
+  CHECK(w.executed_ranks == l.schedule.world());
 }
 
 TEST_CASE("a hung rank: its replica is a class of its own, every rank's end state as in the full run",
