@@ -240,6 +240,19 @@ double NetworkPaths::closed_form_s(const CollectivePlan& plan, const std::vector
   return total;
 }
 
+bool NetworkPaths::crosses_degraded(const CollectivePlan& plan, const std::vector<int64_t>& gpus) const {
+  if (!degraded_) return false;
+  for (const auto& phase : plan.phases)
+    for (const auto& t : phase.transfers) {
+      const int64_t s = gpus[static_cast<size_t>(t.src)], d = gpus[static_cast<size_t>(t.dst)];
+      if (s == d) continue;
+      route(s, d, t.channel, hops_);
+      for (const Hop& h : hops_)
+        if (link_bw_[h.link] != nominal_bw_[h.link]) return true;
+    }
+  return false;
+}
+
 double NetworkPaths::p2p_s(int64_t src, int64_t dst, double bytes, int channels) const {
   CollectivePlan plan;
   CollectivePhase p;

@@ -175,18 +175,23 @@ std::vector<int64_t> SimExecutor::every_rank_slots() {
         GroupState group; // fresh: a scratch group caches nothing across groups
         s.push_back(static_cast<uint64_t>(collective_ctas(probe, i, group)));
         if (L.group_rank(h.group, r) != 0) continue;
-        // A degraded link slows the flows of the group a closed form is asked about, not
-        // its images' (NetworkPaths::degrade_link): then each group's own form is compared.
-        if (h.group == GroupKind::Tp || options_.calibration != nullptr || paths_.degraded()) {
+        if (h.group == GroupKind::Tp || options_.calibration != nullptr) {
           s.push_back(std::bit_cast<uint64_t>(collective_task(h, r, group).closed_form_s));
         } else {
           // A closed form that counts the group's symmetric images (every kind but TP's)
           // is a max over the flows of the whole image set, and the corresponding groups
           // of all replicas have the same image set (replicas are whole multiples of the
-          // images' dp step): its cost is the same wherever the group's plan is.
+          // images' dp step): its cost is the same wherever the group's plan is, unless
+          // the group's own flows cross a degraded link (those are slowed, not the
+          // images': NetworkPaths::degrade_link); then its own form is compared.
           std::vector<int64_t> gpus;
           for (int64_t m : L.group_members(h.group, r)) gpus.push_back(gpu_of_rank_[static_cast<size_t>(m)]);
           CollectivePlan plan = collectives_.plan(h.kind, h.value, gpus);
+          if (paths_.crosses_degraded(plan, gpus)) {
+            s.push_back(~uint64_t{0} >> 2);
+            s.push_back(std::bit_cast<uint64_t>(collective_task(h, r, group).closed_form_s));
+            continue;
+          }
           auto it = std::find(plans.begin(), plans.end(), plan);
           s.push_back(static_cast<uint64_t>(it - plans.begin()));
           if (it == plans.end()) plans.push_back(std::move(plan));
