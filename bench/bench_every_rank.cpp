@@ -12,6 +12,7 @@
 //   bench_every_rank [--gpus N] [--mode analytic|flow|both] [--dist normal:0.02]
 //                    [--seed S] [--per-rank-csv PREFIX] [--no-reference] [--batch B]
 //                    [--trace PREFIX] [--slow-gpus N] [--all-ranks] [--hang-rank R [--hang-at-s T]]
+//                    [--faults PLAN.toml]
 // --batch overrides the global batch (fewer ops: for instruction counts under valgrind).
 // --slow-gpus N replaces the drawn speeds by the first GPU of each of the first N servers
 // slowed, each by its own factor from 0.9 down (the rest at 1: N distinct slowed
@@ -21,7 +22,8 @@
 // (SimOptions::replica_classes off). --hang-rank R stops rank R at T simulated seconds
 // (default 2; analytic mode, as `simulate --every-rank --hang-rank`) and times the end
 // state of every rank (SimReport::hang_states) with the run; the rank files that
-// `--run-dir` writes from it are not written here.
+// `--run-dir` writes from it are not written here. --faults PLAN injects a fault plan
+// (`simulate --faults`; the analytic mode runs its jitter pauses and degraded links).
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -81,13 +83,13 @@ bool parse(const char* text, double& out) {
 int usage() {
   std::fprintf(stderr, "usage: bench_every_rank [--gpus N] [--mode analytic|flow|both] [--dist SPEC] [--seed S] "
                        "[--per-rank-csv PREFIX] [--no-reference] [--batch B] [--trace PREFIX] [--slow-gpus N] "
-                       "[--all-ranks] [--hang-rank R [--hang-at-s T]]\n");
+                       "[--all-ranks] [--hang-rank R [--hang-at-s T]] [--faults PLAN.toml]\n");
   return 2;
 }
 
 int run(int argc, char** argv) {
   int64_t gpus = 12288;
-  std::string modes = "analytic", dist = "normal:0.02", csv, trace;
+  std::string modes = "analytic", dist = "normal:0.02", csv, trace, faults;
   uint64_t seed = 1;
   bool reference = true, all_ranks = false;
   int64_t batch = 0, slow = -1, hang_rank = -1;
@@ -118,6 +120,8 @@ int run(int argc, char** argv) {
       csv = argv[++i];
     else if (!std::strcmp(argv[i], "--trace") && has)
       trace = argv[++i];
+    else if (!std::strcmp(argv[i], "--faults") && has)
+      faults = argv[++i];
     else if (!std::strcmp(argv[i], "--batch") && has)
       good = number(i, batch, "a whole global batch > 0", positive);
     else if (!std::strcmp(argv[i], "--slow-gpus") && has)
@@ -150,6 +154,7 @@ int run(int argc, char** argv) {
   config::ScenarioSpec spec; // as `twinscale simulate --cluster megascale-ampere`
   spec.job = job;
   spec.cluster = "megascale-ampere";
+  spec.faults_file = faults; // read and checked against the fabric (names the file and the event)
   const config::Scenario scenario(spec);
   const topology::Fabric& fabric = scenario.fabric();
   const schedules::Schedule& schedule = scenario.schedule();

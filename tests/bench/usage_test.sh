@@ -29,5 +29,6 @@ check 2 "--hang-rank needs --mode analytic" --hang-rank 1 --mode flow
 check 2 "--hang-rank 99999: the job has ranks 0..63" --hang-rank 99999 --gpus 64 --no-reference
 check 2 "--slow-gpus 999: the fabric has 8 servers" --slow-gpus 999 --gpus 64 --no-reference
 check 1 "--gpu-speed-dist 'bogus:1' is not a distribution" --dist bogus:1 --gpus 64 --no-reference
+check 1 "no-such-plan.toml" --faults no-such-plan.toml --gpus 64 --no-reference
 check 2 "usage: bench_every_rank" --bogus
 exit $status
