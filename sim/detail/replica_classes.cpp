@@ -26,7 +26,8 @@
 // executed group's flows load the fabric, so leaving replicas out would change the
 // contention), with the shortcuts on (`--no-aggregate` stays the full-detail reference),
 // no fault plan but one of jitter pauses (each jittered GPU's replica a class of its own)
-// and links degraded for the whole run (in the costs compared), no folded expert layout. A hung rank (SimOptions::hang_rank) makes its
+// and links degraded for the whole run (in the costs compared), no folded expert layout.
+// A hung rank (SimOptions::hang_rank) makes its
 // replica a class of its own: the other replicas stop at the same instance of a shared
 // group, waiting for it, as each does in the full run; hang_states() gives every rank its
 // counterpart's positions under its own channels and peers. Traces hold every rank's events:
