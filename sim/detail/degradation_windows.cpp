@@ -163,13 +163,29 @@ double DegradationWindows::closed_form_s(const CollectivePlan& plan,
   return total;
 }
 
-double DegradationWindows::p2p_s(int64_t src, int64_t dst, double bytes, int channels, double start_s) const {
+CollectivePlan DegradationWindows::p2p_plan(double bytes, int channels) {
   CollectivePlan plan;
   CollectivePhase p;
   for (int c = 0; c < channels; ++c) p.transfers.push_back({0, 1, static_cast<uint32_t>(c)});
   p.bytes_per_step = bytes / channels;
   plan.phases.push_back(p);
-  return closed_form_s(plan, {{src, dst}}, start_s);
+  return plan;
+}
+
+double DegradationWindows::p2p_s(int64_t src, int64_t dst, double bytes, int channels, double start_s) const {
+  return closed_form_s(p2p_plan(bytes, channels), {{src, dst}}, start_s);
+}
+
+std::vector<double> DegradationWindows::flow_set(const CollectivePlan& plan,
+                                                 const std::vector<std::vector<int64_t>>& gpu_groups) const {
+  std::vector<double> out;
+  for (const auto& phase : plan.phases) {
+    const Flows& flows = phase_flows(phase.transfers, gpu_groups);
+    out.push_back(static_cast<double>(flows.latency.size()));
+    out.insert(out.end(), flows.latency.begin(), flows.latency.end());
+    out.insert(out.end(), flows.rate.begin(), flows.rate.end());
+  }
+  return out;
 }
 
 } // namespace twinscale::sim::detail

@@ -41,11 +41,19 @@ public:
   const std::vector<DegradationWindow>& list() const { return windows_; }
   /// Bandwidth factor of `link` at time `t` (1 outside its windows).
   double factor(uint32_t link, double t) const;
+  /// Whether `link` has a window.
+  bool windowed(uint32_t link) const { return link < link_slot_.size() && link_slot_[link] >= 0; }
   /// Seconds `plan` takes when started at `start_s` by every group of `gpu_groups`.
   double closed_form_s(const CollectivePlan& plan, const std::vector<std::vector<int64_t>>& gpu_groups, double start_s,
                        bool with_latency = true) const;
   /// One point-to-point transfer on an otherwise idle fabric, started at `start_s`.
   double p2p_s(int64_t src_gpu, int64_t dst_gpu, double bytes, int channels, double start_s) const;
+  /// Everything closed_form_s(plan, gpu_groups, ·) reads besides the plan and the start:
+  /// per phase, its distinct flows' latencies and rates in every epoch. Two calls whose
+  /// plans and flow sets are equal give the same seconds for the same start.
+  std::vector<double> flow_set(const CollectivePlan& plan, const std::vector<std::vector<int64_t>>& gpu_groups) const;
+  /// The plan closed_form_s and p2p_s give `channels` transfers from member 0 to 1.
+  static CollectivePlan p2p_plan(double bytes, int channels);
 
 private:
   /// A phase's flows: latency and rate in each epoch (rate[flow · epochs + epoch]).

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "schedules/error.hpp"
+#include "sim/detail/degradation_windows.hpp"
 
 namespace twinscale::sim::detail {
 
@@ -241,14 +242,14 @@ double NetworkPaths::closed_form_s(const CollectivePlan& plan, const std::vector
 }
 
 bool NetworkPaths::crosses_degraded(const CollectivePlan& plan, const std::vector<int64_t>& gpus) const {
-  if (!degraded_) return false;
+  if (!degraded_ && !windows_) return false;
   for (const auto& phase : plan.phases)
     for (const auto& t : phase.transfers) {
       const int64_t s = gpus[static_cast<size_t>(t.src)], d = gpus[static_cast<size_t>(t.dst)];
       if (s == d) continue;
       route(s, d, t.channel, hops_);
       for (const Hop& h : hops_)
-        if (link_bw_[h.link] != nominal_bw_[h.link]) return true;
+        if (link_bw_[h.link] != nominal_bw_[h.link] || (windows_ && windows_->windowed(h.link))) return true;
     }
   return false;
 }

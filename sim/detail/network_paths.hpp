@@ -89,9 +89,10 @@ public:
   void degrade_link(uint32_t link, double factor);
   /// Whether degrade_link() was called.
   bool degraded() const { return degraded_; }
-  /// Whether a flow of `plan` run by the group on `gpus` crosses a degraded link (PXN
-  /// relays included). When none does, the group's closed form over an image set equals
-  /// that of any other image whose flows cross none: every flow keeps its nominal rate.
+  /// Whether a flow of `plan` run by the group on `gpus` crosses a degraded link, for the
+  /// whole run or in a window (PXN relays included). When none does, the group's closed
+  /// form over an image set equals that of any other image whose flows cross none, at
+  /// any start: every flow keeps its nominal rate.
   bool crosses_degraded(const CollectivePlan& plan, const std::vector<int64_t>& gpus) const;
   /// Sets an NVLink link's achieved bandwidth to its raw bandwidth × `efficiency` (mixed
   /// GPU models: a group's NVLink generation has its own; call before degrade_link()).

@@ -26,7 +26,8 @@
 // executed group's flows load the fabric, so leaving replicas out would change the
 // contention), with the shortcuts on (`--no-aggregate` stays the full-detail reference),
 // no fault plan but one of jitter pauses (each jittered GPU's replica a class of its own)
-// and links degraded for the whole run (in the costs compared), no folded expert layout.
+// and degraded links (in the costs compared; with time windows, what each cost is computed
+// from), no folded expert layout.
 // A hung rank (SimOptions::hang_rank) makes its
 // replica a class of its own: the other replicas stop at the same instance of a shared
 // group, waiting for it, as each does in the full run; hang_states() gives every rank its
@@ -42,6 +43,7 @@
 
 #include "faults/fault_plan.hpp"
 #include "schedules/execution_rules.hpp"
+#include "sim/detail/degradation_windows.hpp"
 #include "sim/detail/executor.hpp"
 
 namespace twinscale::sim::detail {
@@ -63,10 +65,12 @@ std::vector<int64_t> SimExecutor::every_rank_slots() {
   // A fault plan of the analytic mode's events: a jittered GPU's replica is a class of
   // its own (the pauses are drawn from the seed, the GPU and the iteration: plan_jitter());
   // a link degraded for the whole run is in every closed form the costs below compute;
-  // a degradation in a time window makes a cost depend on when the op starts: every rank.
+  // with degradations in time windows a cost depends on when the op starts, so the costs
+  // compare what it is computed from instead (DegradationWindows::flow_set).
   std::vector<uint8_t> jittered;
+  const DegradationWindows* windows = paths_.windows();
   if (options_.faults != nullptr) {
-    if (paths_.windows() != nullptr) return all;
+    if (windows != nullptr && options_.calibration != nullptr) return all;
     for (const faults::PlanEvent& e : options_.faults->events) {
       if (e.kind == faults::PlanEventKind::LinkDegraded) continue; // in paths_ (degrade_link)
       if (e.kind != faults::PlanEventKind::Jitter) return all;
@@ -170,12 +174,42 @@ std::vector<int64_t> SimExecutor::every_rank_slots() {
         if (h.cls == HotOp::Recv) continue;
         if (h.cls == HotOp::Send) {
           const int64_t peer = schedules::group_member(L, h.group, r, schedule_.programs[pid].ops[i].peer);
-          s.push_back(std::bit_cast<uint64_t>(p2p_task(r, peer, h.value).closed_form_s));
+          if (windows == nullptr) {
+            s.push_back(std::bit_cast<uint64_t>(p2p_task(r, peer, h.value).closed_form_s));
+          } else { // the transfer's flows in every epoch (p2p_task: DegradationWindows::p2p_s)
+            const int64_t src = gpu_of_rank_[static_cast<size_t>(r)], dst = gpu_of_rank_[static_cast<size_t>(peer)];
+            s.push_back(src == dst ? 0 : 1);
+            if (src != dst)
+              for (double v : windows->flow_set(DegradationWindows::p2p_plan(h.value, options_.channels), {{src, dst}}))
+                s.push_back(std::bit_cast<uint64_t>(v));
+          }
           continue;
         }
         GroupState group; // fresh: a scratch group caches nothing across groups
         s.push_back(static_cast<uint64_t>(collective_ctas(probe, i, group)));
         if (L.group_rank(h.group, r) != 0) continue;
+        if (windows != nullptr) {
+          // the group's plan and the flows of its image set in every epoch: what
+          // collective_task's closed form reads besides the start (CollectiveTasks::closed_form_s)
+          const std::vector<int64_t> members = L.group_members(h.group, r);
+          std::vector<std::vector<int64_t>> gpu_groups;
+          for (const auto& g : image_groups(h.group, members, shortcuts_)) {
+            std::vector<int64_t> gpus;
+            for (int64_t m : g) gpus.push_back(gpu_of_rank_[static_cast<size_t>(m)]);
+            gpu_groups.push_back(std::move(gpus));
+          }
+          CollectivePlan plan =
+              members.size() <= 1 ? CollectivePlan{} : collectives_.plan(h.kind, h.value, gpu_groups.front());
+          auto it = std::find(plans.begin(), plans.end(), plan);
+          s.push_back(static_cast<uint64_t>(it - plans.begin()));
+          if (it == plans.end()) plans.push_back(plan);
+          // an image set's flows are those of every corresponding group, all at their
+          // nominal rates when the group's own cross no degraded link (below)
+          if (plan.phases.empty() || (h.group != GroupKind::Tp && !paths_.crosses_degraded(plan, gpu_groups.front())))
+            continue;
+          for (double v : windows->flow_set(plan, gpu_groups)) s.push_back(std::bit_cast<uint64_t>(v));
+          continue;
+        }
         if (h.group == GroupKind::Tp || options_.calibration != nullptr) {
           s.push_back(std::bit_cast<uint64_t>(collective_task(h, r, group).closed_form_s));
         } else {

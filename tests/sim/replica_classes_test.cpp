@@ -3,7 +3,7 @@
 // (SimOptions::replica_classes off), for equal speeds, a few slow GPUs, context parallelism, expert
 // parallelism (flat and hierarchical), ZB-H1, interleaving and FSDP, and so do both traces
 // (every rank's events), the end state of a run with a hung rank (every rank's) and runs
-// with a fault plan of jitter pauses and links degraded for the whole run;
+// with a fault plan of jitter pauses and degraded links (for the whole run or in windows);
 // runs where replicas differ everywhere, and runs the classes do not cover (flow mode,
 // the folded expert layout, full detail), execute every rank.
 #include <catch2/catch.hpp>
@@ -317,13 +317,37 @@ TEST_CASE("links degraded for the whole run: the replicas whose own groups cross
   CHECK(c.replica_classes == 2); // replica 1's TP group crosses it, no other replica's own group does
   CHECK(c.executed_ranks == 8);
   check_identical(c, every_rank_executed(l, o));
-  // a degradation in a time window makes an op's cost depend on when it starts: every rank
-  faults::FaultPlan window;
-  window.events.push_back(degraded_link(link_on_route(*l.fabric, 2, 3, 0), 1e-3));
-  o.faults = &window;
-  const auto w = simulate(l.schedule, *l.fabric, l.gpus, o);
-  CHECK(w.replica_classes == 0);
-  CHECK(w.executed_ranks == l.schedule.world());
+}
+
+TEST_CASE("links degraded in time windows: replicas compared by their flows in every epoch, every figure to the bit",
+          "[sim][every_rank][replica_classes][faults]") {
+  for (const char* preset : {"tiny-megascale", "tiny-cp", "tiny-moe-hier", "tiny-interleaved"}) {
+    INFO(preset);
+    const auto l = lower(preset);
+    const auto nominal = simulate(l.schedule, *l.fabric, l.gpus, every_rank_options());
+    const double T = nominal.makespan_s;
+    faults::FaultPlan plan; // windows inside the run: an op's cost depends on when it starts
+    faults::PlanEvent nic = degraded_link(link_on_route(*l.fabric, 2, 18, 1), 0.2 * T);
+    nic.until_s = 0.6 * T;
+    plan.events.push_back(nic);
+    plan.events.push_back(degraded_link(link_on_route(*l.fabric, 2, 3, 0), 0.5 * T)); // until the end
+    plan.events.push_back(degraded_link(link_on_route(*l.fabric, 4, 20, 1)));         // and one for the whole run
+    SimOptions o = every_rank_options();
+    o.faults = &plan;
+    const auto c = simulate(l.schedule, *l.fabric, l.gpus, o);
+    const auto f = every_rank_executed(l, o);
+    CHECK(c.replica_classes >= 1);
+    check_identical(c, f);
+    CHECK(c.iteration_time_s > nominal.iteration_time_s); // the degradations are felt
+  }
+  const auto l = lower("tiny-megascale"); // replica d holds GPUs 2d, 2d + 1, 16 + 2d, 17 + 2d
+  faults::FaultPlan nvlink;
+  nvlink.events.push_back(degraded_link(link_on_route(*l.fabric, 2, 3, 0), 1e-4));
+  SimOptions o = every_rank_options();
+  o.faults = &nvlink;
+  const auto c = simulate(l.schedule, *l.fabric, l.gpus, o);
+  CHECK(c.replica_classes == 2); // replica 1's TP group crosses it, no other replica's own group does
+  check_identical(c, every_rank_executed(l, o));
 }
 
 TEST_CASE("a hung rank: its replica is a class of its own, every rank's end state as in the full run",
