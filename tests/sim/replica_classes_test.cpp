@@ -281,6 +281,16 @@ faults::PlanEvent degraded_link(int64_t link, double at_s = 0) {
   return e;
 }
 
+/// `plan` run on `l` by classes, checked figure by figure against the run that executes
+/// every rank; the classes' report.
+SimReport run_plan_by_classes(const Lowered& l, const faults::FaultPlan& plan) {
+  SimOptions o = every_rank_options();
+  o.faults = &plan;
+  const auto c = simulate(l.schedule, *l.fabric, l.gpus, o);
+  check_identical(c, every_rank_executed(l, o));
+  return c;
+}
+
 /// Link `hop` of the route from GPU `from` to GPU `to`.
 int64_t link_on_route(const topology::Fabric& fabric, int64_t from, int64_t to, size_t hop) {
   std::vector<topology::Hop> hops;
@@ -299,24 +309,17 @@ TEST_CASE("links degraded for the whole run: the replicas whose own groups cross
     faults::FaultPlan plan;                                                   // linear placement: GPU r holds rank r
     plan.events.push_back(degraded_link(link_on_route(*l.fabric, 2, 18, 1))); // GPU 2's NIC uplink
     plan.events.push_back(degraded_link(link_on_route(*l.fabric, 2, 3, 0)));  // NVLink out of GPU 2
-    SimOptions o = every_rank_options();
-    o.faults = &plan;
-    const auto c = simulate(l.schedule, *l.fabric, l.gpus, o);
-    const auto f = every_rank_executed(l, o);
+    const auto c = run_plan_by_classes(l, plan);
     CHECK(c.replica_classes >= 1);
-    check_identical(c, f);
     const auto nominal = simulate(l.schedule, *l.fabric, l.gpus, every_rank_options());
     CHECK(c.iteration_time_s > nominal.iteration_time_s); // the degradations are felt
   }
   const auto l = lower("tiny-megascale"); // tp 2, pp 2, dp 8: replica d holds GPUs 2d, 2d + 1, 16 + 2d, 17 + 2d
   faults::FaultPlan nvlink;
   nvlink.events.push_back(degraded_link(link_on_route(*l.fabric, 2, 3, 0)));
-  SimOptions o = every_rank_options();
-  o.faults = &nvlink;
-  const auto c = simulate(l.schedule, *l.fabric, l.gpus, o);
+  const auto c = run_plan_by_classes(l, nvlink);
   CHECK(c.replica_classes == 2); // replica 1's TP group crosses it, no other replica's own group does
   CHECK(c.executed_ranks == 8);
-  check_identical(c, every_rank_executed(l, o));
 }
 
 TEST_CASE("links degraded in time windows: replicas compared by their flows in every epoch, every figure to the bit",
@@ -332,22 +335,15 @@ TEST_CASE("links degraded in time windows: replicas compared by their flows in e
     plan.events.push_back(nic);
     plan.events.push_back(degraded_link(link_on_route(*l.fabric, 2, 3, 0), 0.5 * T)); // until the end
     plan.events.push_back(degraded_link(link_on_route(*l.fabric, 4, 20, 1)));         // and one for the whole run
-    SimOptions o = every_rank_options();
-    o.faults = &plan;
-    const auto c = simulate(l.schedule, *l.fabric, l.gpus, o);
-    const auto f = every_rank_executed(l, o);
+    const auto c = run_plan_by_classes(l, plan);
     CHECK(c.replica_classes >= 1);
-    check_identical(c, f);
     CHECK(c.iteration_time_s > nominal.iteration_time_s); // the degradations are felt
   }
   const auto l = lower("tiny-megascale"); // replica d holds GPUs 2d, 2d + 1, 16 + 2d, 17 + 2d
   faults::FaultPlan nvlink;
   nvlink.events.push_back(degraded_link(link_on_route(*l.fabric, 2, 3, 0), 1e-4));
-  SimOptions o = every_rank_options();
-  o.faults = &nvlink;
-  const auto c = simulate(l.schedule, *l.fabric, l.gpus, o);
+  const auto c = run_plan_by_classes(l, nvlink);
   CHECK(c.replica_classes == 2); // replica 1's TP group crosses it, no other replica's own group does
-  check_identical(c, every_rank_executed(l, o));
 }
 
 TEST_CASE("a hung rank: its replica is a class of its own, every rank's end state as in the full run",
