@@ -243,4 +243,13 @@ double ring_all_gather_seconds(int64_t n, double bytes, double bw, double lat) {
   return steps * (lat + bytes / static_cast<double>(n) / bw);
 }
 
+CollectivePlan p2p_plan(double bytes, int channels) {
+  CollectivePlan plan;
+  CollectivePhase p;
+  for (int c = 0; c < channels; ++c) p.transfers.push_back({0, 1, static_cast<uint32_t>(c)});
+  p.bytes_per_step = bytes / channels;
+  plan.phases.push_back(p);
+  return plan;
+}
+
 } // namespace twinscale::sim

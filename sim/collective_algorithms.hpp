@@ -118,6 +118,11 @@ int64_t max_plan_channels(int min_channels, int64_t nics_per_server);
 /// The plan over `group_size` members, each on its own server, one channel.
 CollectivePlan plan_collective(schedules::OpKind kind, int64_t group_size, double bytes, CollectiveAlgorithm algorithm);
 
+/// A point-to-point transfer of `bytes` from member 0 to member 1, split over `channels`
+/// queue pairs: one phase of one step (the closed forms of NetworkPaths::p2p_s and
+/// DegradationWindows::p2p_s).
+CollectivePlan p2p_plan(double bytes, int channels);
+
 /// Puts a protocol's cost on `plan`: bytes per step / cost.bw_fraction, and
 /// `latency_s` (NCCL's latency of the whole collective) spread over the phases in
 /// proportion to their latency steps.

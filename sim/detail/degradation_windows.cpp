@@ -163,15 +163,6 @@ double DegradationWindows::closed_form_s(const CollectivePlan& plan,
   return total;
 }
 
-CollectivePlan DegradationWindows::p2p_plan(double bytes, int channels) {
-  CollectivePlan plan;
-  CollectivePhase p;
-  for (int c = 0; c < channels; ++c) p.transfers.push_back({0, 1, static_cast<uint32_t>(c)});
-  p.bytes_per_step = bytes / channels;
-  plan.phases.push_back(p);
-  return plan;
-}
-
 double DegradationWindows::p2p_s(int64_t src, int64_t dst, double bytes, int channels, double start_s) const {
   return closed_form_s(p2p_plan(bytes, channels), {{src, dst}}, start_s);
 }

@@ -52,8 +52,6 @@ public:
   /// per phase, its distinct flows' latencies and rates in every epoch. Two calls whose
   /// plans and flow sets are equal give the same seconds for the same start.
   std::vector<double> flow_set(const CollectivePlan& plan, const std::vector<std::vector<int64_t>>& gpu_groups) const;
-  /// The plan closed_form_s and p2p_s give `channels` transfers from member 0 to 1.
-  static CollectivePlan p2p_plan(double bytes, int channels);
 
 private:
   /// A phase's flows: latency and rate in each epoch (rate[flow · epochs + epoch]).

@@ -255,12 +255,7 @@ bool NetworkPaths::crosses_degraded(const CollectivePlan& plan, const std::vecto
 }
 
 double NetworkPaths::p2p_s(int64_t src, int64_t dst, double bytes, int channels) const {
-  CollectivePlan plan;
-  CollectivePhase p;
-  for (int c = 0; c < channels; ++c) p.transfers.push_back({0, 1, static_cast<uint32_t>(c)});
-  p.bytes_per_step = bytes / channels;
-  plan.phases.push_back(p);
-  return closed_form_s(plan, {{src, dst}});
+  return closed_form_s(p2p_plan(bytes, channels), {{src, dst}});
 }
 
 } // namespace twinscale::sim::detail

@@ -27,10 +27,9 @@
 // contention), with the shortcuts on (`--no-aggregate` stays the full-detail reference),
 // no fault plan but one of jitter pauses (each jittered GPU's replica a class of its own)
 // and degraded links (in the costs compared; with time windows, what each cost is computed
-// from), no folded expert layout.
-// A hung rank (SimOptions::hang_rank) makes its
-// replica a class of its own: the other replicas stop at the same instance of a shared
-// group, waiting for it, as each does in the full run; hang_states() gives every rank its
+// from), no folded expert layout. A hung rank (SimOptions::hang_rank) makes its replica a
+// class of its own: the other replicas stop at the same instance of a shared group,
+// waiting for it, as each does in the full run; hang_states() gives every rank its
 // counterpart's positions under its own channels and peers. Traces hold every rank's events:
 // the in-memory trace takes each rank's from its counterpart's timings, the binary trace
 // indexes the counterpart's chunks for it (BinaryTraceWriter::same_events_as).
@@ -51,6 +50,11 @@ namespace twinscale::sim::detail {
 using schedules::GroupKind;
 
 namespace {
+
+// Marks in a replica's cheap signature, apart from any program, model or speed word:
+// the hung rank's position (counting down from kHungMark), a jittered GPU (then its index).
+constexpr uint64_t kHungMark = ~uint64_t{0};
+constexpr uint64_t kJitteredMark = ~uint64_t{0} >> 1;
 
 /// The group kinds whose group is the same for the corresponding ranks of every replica.
 bool shared_kind(GroupKind k) { return k == GroupKind::Dp || k == GroupKind::ExpertDp || k == GroupKind::World; }
@@ -119,10 +123,10 @@ std::vector<int64_t> SimExecutor::every_rank_slots() {
     s.reserve(static_cast<size_t>(per_replica) * 2 + 1);
     for (int64_t k = 0; k < per_replica; ++k) {
       const int64_t r = rank_of(u, k);
-      if (r == options_.hang_rank) s.push_back(~uint64_t{0} - static_cast<uint64_t>(k));
+      if (r == options_.hang_rank) s.push_back(kHungMark - static_cast<uint64_t>(k));
       const int64_t gpu = gpu_of_rank_[static_cast<size_t>(r)];
       if (!jittered.empty() && jittered[static_cast<size_t>(gpu)] != 0) {
-        s.push_back(~uint64_t{0} >> 1);
+        s.push_back(kJitteredMark);
         s.push_back(static_cast<uint64_t>(gpu));
       }
       const uint64_t model = model_of_gpu_.empty() ? 0 : model_of_gpu_[static_cast<size_t>(gpu)];
@@ -180,7 +184,7 @@ std::vector<int64_t> SimExecutor::every_rank_slots() {
             const int64_t src = gpu_of_rank_[static_cast<size_t>(r)], dst = gpu_of_rank_[static_cast<size_t>(peer)];
             s.push_back(src == dst ? 0 : 1);
             if (src != dst)
-              for (double v : windows->flow_set(DegradationWindows::p2p_plan(h.value, options_.channels), {{src, dst}}))
+              for (double v : windows->flow_set(p2p_plan(h.value, options_.channels), {{src, dst}}))
                 s.push_back(std::bit_cast<uint64_t>(v));
           }
           continue;
@@ -188,49 +192,37 @@ std::vector<int64_t> SimExecutor::every_rank_slots() {
         GroupState group; // fresh: a scratch group caches nothing across groups
         s.push_back(static_cast<uint64_t>(collective_ctas(probe, i, group)));
         if (L.group_rank(h.group, r) != 0) continue;
-        if (windows != nullptr) {
-          // the group's plan and the flows of its image set in every epoch: what
-          // collective_task's closed form reads besides the start (CollectiveTasks::closed_form_s)
-          const std::vector<int64_t> members = L.group_members(h.group, r);
-          std::vector<std::vector<int64_t>> gpu_groups;
-          for (const auto& g : image_groups(h.group, members, shortcuts_)) {
-            std::vector<int64_t> gpus;
-            for (int64_t m : g) gpus.push_back(gpu_of_rank_[static_cast<size_t>(m)]);
-            gpu_groups.push_back(std::move(gpus));
-          }
-          CollectivePlan plan =
-              members.size() <= 1 ? CollectivePlan{} : collectives_.plan(h.kind, h.value, gpu_groups.front());
-          auto it = std::find(plans.begin(), plans.end(), plan);
-          s.push_back(static_cast<uint64_t>(it - plans.begin()));
-          if (it == plans.end()) plans.push_back(plan);
-          // an image set's flows are those of every corresponding group, all at their
-          // nominal rates when the group's own cross no degraded link (below)
-          if (plan.phases.empty() || (h.group != GroupKind::Tp && !paths_.crosses_degraded(plan, gpu_groups.front())))
-            continue;
-          for (double v : windows->flow_set(plan, gpu_groups)) s.push_back(std::bit_cast<uint64_t>(v));
+        if (windows == nullptr && (h.group == GroupKind::Tp || options_.calibration != nullptr)) {
+          s.push_back(std::bit_cast<uint64_t>(collective_task(h, r, group).closed_form_s));
           continue;
         }
-        if (h.group == GroupKind::Tp || options_.calibration != nullptr) {
+        // A closed form that counts the group's symmetric images (every kind but TP's) is
+        // a max over the flows of the whole image set, and the corresponding groups of all
+        // replicas have the same image set (replicas are whole multiples of the images'
+        // dp step): its cost is the same wherever the group's plan is, unless the group's
+        // own flows cross a degraded link (those are slowed, not the images':
+        // NetworkPaths::degrade_link). Such a group, and with windows a TP group, is
+        // compared by what its own form reads as well.
+        std::vector<int64_t> gpus;
+        for (int64_t m : L.group_members(h.group, r)) gpus.push_back(gpu_of_rank_[static_cast<size_t>(m)]);
+        CollectivePlan plan = gpus.size() <= 1 ? CollectivePlan{} : collectives_.plan(h.kind, h.value, gpus);
+        const bool own_form = h.group == GroupKind::Tp || paths_.crosses_degraded(plan, gpus);
+        auto it = std::find(plans.begin(), plans.end(), plan);
+        s.push_back(static_cast<uint64_t>(it - plans.begin()));
+        if (it == plans.end()) plans.push_back(plan);
+        if (!own_form || plan.phases.empty()) continue;
+        if (windows == nullptr) {
           s.push_back(std::bit_cast<uint64_t>(collective_task(h, r, group).closed_form_s));
-        } else {
-          // A closed form that counts the group's symmetric images (every kind but TP's)
-          // is a max over the flows of the whole image set, and the corresponding groups
-          // of all replicas have the same image set (replicas are whole multiples of the
-          // images' dp step): its cost is the same wherever the group's plan is, unless
-          // the group's own flows cross a degraded link (those are slowed, not the
-          // images': NetworkPaths::degrade_link); then its own form is compared.
-          std::vector<int64_t> gpus;
-          for (int64_t m : L.group_members(h.group, r)) gpus.push_back(gpu_of_rank_[static_cast<size_t>(m)]);
-          CollectivePlan plan = collectives_.plan(h.kind, h.value, gpus);
-          if (paths_.crosses_degraded(plan, gpus)) {
-            s.push_back(~uint64_t{0} >> 2);
-            s.push_back(std::bit_cast<uint64_t>(collective_task(h, r, group).closed_form_s));
-            continue;
-          }
-          auto it = std::find(plans.begin(), plans.end(), plan);
-          s.push_back(static_cast<uint64_t>(it - plans.begin()));
-          if (it == plans.end()) plans.push_back(std::move(plan));
+          continue;
         }
+        // with windows the seconds depend on the start: compare what collective_task's
+        // closed form reads besides it, the flows of the image set in every epoch
+        std::vector<std::vector<int64_t>> gpu_groups;
+        for (const auto& g : image_groups(h.group, L.group_members(h.group, r), shortcuts_)) {
+          std::vector<int64_t>& gg = gpu_groups.emplace_back();
+          for (int64_t m : g) gg.push_back(gpu_of_rank_[static_cast<size_t>(m)]);
+        }
+        for (double v : windows->flow_set(plan, gpu_groups)) s.push_back(std::bit_cast<uint64_t>(v));
       }
     }
     return s;
