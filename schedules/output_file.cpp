@@ -23,6 +23,20 @@ std::string cause(int err) {
   return std::strerror(err);
 }
 
+/// Writes all of `data` to `fd`; 0, or the errno of the write that failed (ENOSPC for a
+/// write that wrote nothing).
+int write_all(int fd, std::string_view data) {
+  size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return errno;
+    if (n == 0) return ENOSPC;
+    done += static_cast<size_t>(n);
+  }
+  return 0;
+}
+
 std::string mib(double bytes) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.1f MiB", bytes / 1048576.0);
@@ -90,14 +104,7 @@ void OutputFile::fail(const std::string& step, int err) {
 
 void OutputFile::write(std::string_view data) {
   if (fd_ < 0) throw OutputFileError(path_ + ": " + what_ + " written after it was closed");
-  size_t done = 0;
-  while (done < data.size()) {
-    const ssize_t n = ::write(fd_, data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) fail("write", errno);
-    if (n == 0) fail("write", ENOSPC);
-    done += static_cast<size_t>(n);
-  }
+  if (const int err = write_all(fd_, data); err != 0) fail("write", err);
 }
 
 void OutputFile::commit() {
@@ -185,16 +192,9 @@ void OutputFileBatch::add(const std::string& name, std::string_view content) {
   const int fd = ::openat(staging_fd_, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) fail(name, "create", errno);
   staged_.push_back(name);
-  size_t done = 0;
-  while (done < content.size()) {
-    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int err = n < 0 ? errno : ENOSPC;
-      ::close(fd);
-      fail(name, "write", err);
-    }
-    done += static_cast<size_t>(n);
+  if (const int err = write_all(fd, content); err != 0) {
+    ::close(fd);
+    fail(name, "write", err);
   }
   if (::close(fd) != 0) fail(name, "close", errno);
 }

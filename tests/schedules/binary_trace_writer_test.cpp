@@ -6,13 +6,12 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 
 #include "config/job_file.hpp"
 #include "schedules/binary_trace.hpp"
 #include "schedules/error.hpp"
 #include "schedules/schedule.hpp"
+#include "tests/cli_runner.hpp"
 #include "tests/file_size_limit.hpp"
 #include "tests/scratch.hpp"
 
@@ -21,11 +20,6 @@ using namespace twinscale::schedules;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string bytes_of(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
 
 fs::path scratch(const std::string& name) { return twinscale::test::empty_scratch_dir("btw-" + name); }
 
@@ -63,9 +57,9 @@ TEST_CASE("binary trace writer: the writer's thread writes the inline writer's b
       record_all(w, s, 3);
       w.finish();
     }
-    const std::string inline_bytes = bytes_of(dir / "inline.tstrace");
+    const std::string inline_bytes = twinscale::test::slurp(dir / "inline.tstrace");
     CHECK(inline_bytes.size() > static_cast<size_t>(s.world()) * BinaryTraceWriter::kChunkBytes);
-    CHECK(bytes_of(dir / "thread.tstrace") == inline_bytes);
+    CHECK(twinscale::test::slurp(dir / "thread.tstrace") == inline_bytes);
   }
   for (const auto& e : fs::directory_iterator(dir)) CHECK(e.path().string().find(".tmp.") == std::string::npos);
   fs::remove_all(dir);
@@ -100,8 +94,8 @@ TEST_CASE("binary trace writer: ranks given another's events: the thread's bytes
       }
       w.finish();
     }
-    const std::string inline_bytes = bytes_of(dir / "inline.tstrace");
-    CHECK(bytes_of(dir / "thread.tstrace") == inline_bytes);
+    const std::string inline_bytes = twinscale::test::slurp(dir / "inline.tstrace");
+    CHECK(twinscale::test::slurp(dir / "thread.tstrace") == inline_bytes);
     const BinaryTraceReader rd((dir / "thread.tstrace").string());
     std::vector<BinaryTraceEvent> ev;
     for (int64_t r = 0; r < s.world(); ++r) {

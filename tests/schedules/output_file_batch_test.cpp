@@ -7,28 +7,24 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <string>
+#include <vector>
 
 #include "schedules/interrupt.hpp"
 #include "schedules/output_file.hpp"
+#include "tests/cli_runner.hpp"
 #include "tests/file_size_limit.hpp"
 #include "tests/scratch.hpp"
 
 using namespace twinscale::schedules;
+using twinscale::test::slurp;
+using twinscale::test::write_text;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string text_of(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
-
-void write_text(const fs::path& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; }
 
 /// The names in `dir`, sorted.
 std::vector<std::string> names_in(const fs::path& dir) {
@@ -58,14 +54,14 @@ TEST_CASE("output file batch: every file placed whole, an old one replaced, a li
   batch.add("link.json", "through the link\n");
   batch.add("empty.json", "");
   CHECK_FALSE(fs::exists(dir / "f0.json")); // staged, not yet placed
-  CHECK(text_of(dir / "f1.json") == "old content that is longer than the new one\n");
+  CHECK(slurp(dir / "f1.json") == "old content that is longer than the new one\n");
   batch.commit();
   for (int i = 0; i < 300; ++i) {
     INFO("file " << i);
-    CHECK(text_of(dir / ("f" + std::to_string(i) + ".json")) == "content " + std::to_string(i) + "\n");
+    CHECK(slurp(dir / ("f" + std::to_string(i) + ".json")) == "content " + std::to_string(i) + "\n");
   }
   CHECK(fs::is_symlink(dir / "link.json"));
-  CHECK(text_of(dir / "target.json") == "through the link\n");
+  CHECK(slurp(dir / "target.json") == "through the link\n");
   CHECK(fs::is_regular_file(dir / "empty.json"));
   CHECK(fs::file_size(dir / "empty.json") == 0);
   CHECK(names_in(dir).size() == 303); // 300 files, the link, its target, the empty one: no staging left
@@ -100,7 +96,7 @@ TEST_CASE("output file batch: a full disk names the file and the cause, and leav
     CHECK(names_in(dir) == std::vector<std::string>{"kept.json"}); // the staging directory went with the failure
   }
   CHECK(names_in(dir) == std::vector<std::string>{"kept.json"});
-  CHECK(text_of(dir / "kept.json") == "kept\n");
+  CHECK(slurp(dir / "kept.json") == "kept\n");
 }
 
 TEST_CASE("output file batch: a signal before the commit removes the staged files and their directory",
