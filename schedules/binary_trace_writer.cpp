@@ -29,6 +29,12 @@ using detail::to_ns;
 using detail::zigzag;
 
 namespace {
+/// A string as the format writes it: its length, then its bytes.
+void put_string(std::vector<uint8_t>& out, const std::string& s) {
+  put_varint(out, s.size());
+  out.insert(out.end(), s.begin(), s.end());
+}
+
 std::string write_cause(int err) {
   return err == ENOSPC || err == EDQUOT || err == EFBIG ? std::string("disk full (") + std::strerror(err) + ")"
                                                         : std::strerror(err);
@@ -261,15 +267,11 @@ std::vector<uint8_t> BinaryTraceWriter::program_meta() const {
   size_t ops = 0;
   for (const Program& prog : schedule_.programs) ops += prog.ops.size();
   meta.reserve(64 + 32 * schedule_.names.size() + 40 * ops);
-  auto put_string = [&](const std::string& s) {
-    put_varint(meta, s.size());
-    meta.insert(meta.end(), s.begin(), s.end());
-  };
-  put_string(source_);
+  put_string(meta, source_);
   const Layout& L = schedule_.layout;
   for (int64_t v : {L.tp, L.dp, L.pp, L.ep, L.cp}) put_varint(meta, static_cast<uint64_t>(v));
   put_varint(meta, schedule_.names.size());
-  for (const std::string& n : schedule_.names) put_string(n);
+  for (const std::string& n : schedule_.names) put_string(meta, n);
   put_varint(meta, schedule_.programs.size());
   for (size_t p = 0; p < schedule_.programs.size(); ++p) {
     const Program& prog = schedule_.programs[p];
@@ -342,11 +344,7 @@ void BinaryTraceWriter::finish() {
   }
   const bool hosts = std::any_of(hosts_.begin(), hosts_.end(), [](const std::string& x) { return !x.empty(); });
   if (hosts) { // version 2: one host string per rank ("" where unknown)
-    for (size_t rank = 0; rank < ranks_.size(); ++rank) {
-      const std::string& host = rank < hosts_.size() ? hosts_[rank] : std::string();
-      put_varint(meta, host.size());
-      meta.insert(meta.end(), host.begin(), host.end());
-    }
+    for (size_t rank = 0; rank < ranks_.size(); ++rank) put_string(meta, rank < hosts_.size() ? hosts_[rank] : "");
   }
   Header h{};
   std::memcpy(h.magic, kMagic, sizeof kMagic);
