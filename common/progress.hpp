@@ -11,6 +11,7 @@
 // update (setup, which would inflate the rate's denominator and the ETA with it).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdint>
@@ -160,8 +161,11 @@ private:
     if (bar) {
       constexpr int kWidth = 24;
       const int full = static_cast<int>(frac * kWidth + 1e-9);
-      out += "[" + std::string(static_cast<size_t>(full), '#') + std::string(static_cast<size_t>(kWidth - full), '.') +
-             "] ";
+      const auto hashes = static_cast<size_t>(std::clamp(full, 0, kWidth));
+      out += '[';
+      out.append(hashes, '#');
+      out.append(static_cast<size_t>(kWidth) - hashes, '.');
+      out += "] ";
     }
     char buf[256];
     std::snprintf(buf, sizeof buf, "%lld/%lld (%.0f %%), ", static_cast<long long>(done_),

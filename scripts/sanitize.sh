@@ -17,7 +17,8 @@
 #   scripts/sanitize.sh --threads        ThreadSanitizer over the code that runs on several
 #                                         threads of one process (`sweep --threads`: whole
 #                                         analytic evaluations side by side; the binary
-#                                         trace's writer thread), in build-tsan/
+#                                         trace's writer thread; closed forms computed
+#                                         ahead), in build-tsan/
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=${TWINSCALE_JOBS:-$(nproc)}
@@ -50,14 +51,16 @@ fi
 if [ "${1:-}" = "--threads" ]; then
   # the study library's threaded evaluation (every layer it calls compiled with TSan) and
   # the binary trace writer's thread (staging, the queue, the programs' metadata encoded
-  # while it waits), with their unit tests; a reported race fails the run (halt_on_error)
+  # while it waits) and the closed forms an analytic run computes ahead on another
+  # thread, with their unit tests; a reported race fails the run (halt_on_error)
   cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTWINSCALE_WITH_CUDA=OFF \
     -DCMAKE_CXX_FLAGS="-fsanitize=thread -fno-omit-frame-pointer" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread" \
     -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=thread" "${launcher[@]}" >/dev/null
-  cmake --build build-tsan -j "$jobs" --target test_study test_schedules
+  cmake --build build-tsan -j "$jobs" --target test_study test_schedules test_sim
   export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1"
   build-tsan/tests/test_study "evaluate in threads*"
   build-tsan/tests/test_schedules "binary trace writer*"
+  build-tsan/tests/test_sim "[closed_form_prefetch]"
   exit
 fi
 

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <system_error>
 
 #include "schedules/error.hpp"
 #include "sim/detail/analytic_engine.hpp"
@@ -167,7 +168,19 @@ SimReport run_in_process(const schedules::Schedule& schedule, const topology::Fa
     if (rank < 0 || rank >= schedule.layout.world())
       throw SimError("trace ranks: rank " + std::to_string(rank) + " outside 0.." +
                      std::to_string(schedule.layout.world() - 1));
+  // The closed forms of the pipeline a symmetric run executes, computed on the other
+  // core while the executor is set up and runs (closed_form_prefetch.hpp: the same doubles).
+  std::optional<detail::ClosedFormPrefetch> prefetch;
+  if (models.empty() && detail::ClosedFormPrefetch::worth_it(options, paths)) { // one GPU model: symmetric
+    try {
+      prefetch.emplace(schedule, gpu_of_rank, paths, options,
+                       detail::SimExecutor::symmetric_ranks(schedule.layout, representative), options.aggregate);
+    } catch (const std::system_error&) { // no thread to be had: each is computed when first asked for
+      prefetch.reset();
+    }
+  }
   detail::SimExecutor ex(schedule, gpu_of_rank, options, device, paths, representative, models);
+  if (prefetch) ex.use_prefetch(&*prefetch);
   std::unique_ptr<detail::TimeEngine> backend;
   if (options.mode == SimMode::Analytic)
     backend = std::make_unique<detail::AnalyticEngine>(ex, ex.slot_ranks().size(), options.comm_rate_factors);

@@ -223,53 +223,6 @@ void SimExecutor::issue_p2p(int32_t slot, uint32_t op_index) {
   start_comm(std::array<Participant, 2>{s, r}, std::move(task), options_.channels);
 }
 
-/// The group and, with `images`, the groups its symmetric images form (every tp shift,
-/// and every dp shift for pipeline groups): the traffic that runs at once when all ranks
-/// of a stage run in step.
-std::vector<std::vector<int64_t>> SimExecutor::image_groups(GroupKind kind, const std::vector<int64_t>& members,
-                                                            bool images) const {
-  std::vector<std::vector<int64_t>> out;
-  if (!images || kind == GroupKind::World || kind == GroupKind::Tp) {
-    out.push_back(members);
-    return out;
-  }
-  const auto& L = schedule_.layout;
-  const bool folded = L.folded_experts() && (kind == GroupKind::Ep || kind == GroupKind::ExpertDp);
-  if (kind == GroupKind::EpNode || kind == GroupKind::EpRail || folded) {
-    out.push_back(members); // the executed group first, then every other of its kind at this pp
-    const auto c0 = L.coord(members[0]);
-    for (int64_t d = 0; d < L.dp; ++d)
-      for (int64_t ts = 0; ts < L.tp; ++ts) {
-        const int64_t leader = L.rank({(c0.tp + ts) % L.tp, d, c0.pp});
-        if (leader != members[0] && L.group_rank(kind, leader) == 0) out.push_back(L.group_members(kind, leader));
-      }
-    return out;
-  }
-  const int64_t tp_shifts = kind == GroupKind::ExpertDp ? 1 : L.tp; // expert dp spans all tp
-  // dp shifts that move the group onto another group of its kind: none for dp, one per
-  // block for ep (steps of ep), one per residue for expert dp, all for the others
-  // (with context parallelism a shift keeps the cp rank: the other cp ranks are executed)
-  int64_t dp_shifts = L.dp / L.cp;
-  int64_t dp_step = L.cp;
-  if (kind == GroupKind::Dp) dp_shifts = 1;
-  if (kind == GroupKind::Ep) dp_shifts = L.dp / L.ep, dp_step = L.ep;
-  if (kind == GroupKind::ExpertDp) dp_shifts = L.ep;
-  std::vector<schedules::RankCoord> coords; // the members' coordinates, shifted below
-  coords.reserve(members.size());
-  for (int64_t m : members) coords.push_back(L.coord(m));
-  out.reserve(static_cast<size_t>(dp_shifts * tp_shifts));
-  for (int64_t di = 0; di < dp_shifts; ++di) {
-    const int64_t ds = di * dp_step;
-    for (int64_t ts = 0; ts < tp_shifts; ++ts) {
-      std::vector<int64_t> g;
-      g.reserve(members.size());
-      for (const auto& c : coords) g.push_back(L.rank({(c.tp + ts) % L.tp, (c.dp + ds) % L.dp, c.pp}));
-      out.push_back(std::move(g));
-    }
-  }
-  return out;
-}
-
 /// Closed forms (analytic mode; collectives inside one server with the shortcuts on)
 /// count the load of the group's symmetric images whenever the shortcuts are on: in a
 /// symmetric run the images are not executed, in an every-rank run each image is
@@ -310,9 +263,7 @@ CommTask SimExecutor::collective_task(const HotOp& op, int64_t rank, GroupState&
       return task;
     }
   }
-  const ClosedFormKey key{(static_cast<uint64_t>(op.kind) << 40) | (static_cast<uint64_t>(op.group) << 32) |
-                              static_cast<uint64_t>(members[0]),
-                          op.value};
+  const ClosedFormKey key = closed_form_key(op.kind, op.group, members[0], op.value);
   const DegradationWindows* windows = paths_.windows(); // closed forms depend on the start time
   if (closed && windows == nullptr) {
     if (auto it = closed_form_cache_.find(key); it != closed_form_cache_.end()) {
@@ -320,13 +271,16 @@ CommTask SimExecutor::collective_task(const HotOp& op, int64_t rank, GroupState&
       remember(task.closed_form_s);
       return task;
     }
+    if (prefetch_ != nullptr)
+      if (const auto s = prefetch_->take(key)) { // computed on the other core, the same double
+        task.closed_form_s = *s;
+        closed_form_cache_.emplace(key, *s);
+        remember(*s);
+        return task;
+      }
   }
-  std::vector<std::vector<int64_t>> gpu_groups;
-  for (const auto& g : image_groups(op.group, members, closed ? shortcuts_ : symmetric_)) {
-    std::vector<int64_t> gpus;
-    for (int64_t m : g) gpus.push_back(gpu_of_rank_[static_cast<size_t>(m)]);
-    gpu_groups.push_back(std::move(gpus));
-  }
+  const auto gpu_groups =
+      image_gpu_groups(schedule_.layout, gpu_of_rank_, op.group, members, closed ? shortcuts_ : symmetric_);
   if (!closed) return collectives_.flow_task(op.kind, op.value, gpu_groups, /*merged=*/shortcuts_);
   if (windows != nullptr) {
     task.closed_form_s = collectives_.closed_form_s(op.kind, op.value, gpu_groups, backend_->now());

@@ -39,6 +39,7 @@
 #include "schedules/binary_trace.hpp"
 #include "schedules/execution_rules.hpp"
 #include "schedules/schedule.hpp"
+#include "sim/detail/closed_form_prefetch.hpp"
 #include "sim/detail/collective_task.hpp"
 #include "sim/detail/network_paths.hpp"
 #include "sim/detail/rank_account.hpp"
@@ -90,6 +91,13 @@ public:
               std::vector<const DeviceModel*> models = {});
 
   void attach(TimeEngine* backend) { backend_ = backend; }
+  /// Closed forms computed ahead on another thread (closed_form_prefetch.hpp), with the
+  /// images this executor's closed forms take (SimOptions::aggregate); it must outlive
+  /// the run. Null: each is computed when first asked for.
+  void use_prefetch(ClosedFormPrefetch* prefetch) { prefetch_ = prefetch; }
+  /// The ranks a symmetric run executes: the pipeline through `representative`, with
+  /// context parallelism its whole cp ring (the ring peers), by stage.
+  static std::vector<int64_t> symmetric_ranks(const schedules::Layout& layout, schedules::RankCoord representative);
   /// Streams every completed op of every slot into `sink` (SimOptions::binary_trace).
   /// In a run by classes of identical replicas every rank not executed has its
   /// counterpart's events (BinaryTraceWriter::same_events_as).
@@ -216,8 +224,6 @@ private:
   int64_t peer_rank(int32_t slot, uint32_t op_index) const;
   PairQueue& pair_queue(int32_t src_slot, int32_t dst_slot);
   CommTask p2p_task(int64_t src_rank, int64_t dst_rank, double bytes) const;
-  std::vector<std::vector<int64_t>> image_groups(schedules::GroupKind kind, const std::vector<int64_t>& members,
-                                                 bool images) const;
   std::string op_name(int32_t slot, uint32_t op) const;
   void fail_job(const std::string& why);
   void decide_symmetry();
@@ -257,20 +263,8 @@ private:
   std::vector<std::vector<Participant>> comms_; // by comm id (ids are reused)
   std::vector<int32_t> comm_ctas_;              // by comm id: the CTAs on each participant
   std::vector<uint32_t> free_comms_;
-  struct ClosedFormKey {
-    uint64_t group; // kind, group kind and first member packed
-    double bytes;
-    bool operator==(const ClosedFormKey&) const = default;
-  };
-  struct ClosedFormHash {
-    size_t operator()(const ClosedFormKey& k) const {
-      uint64_t b = 0;
-      static_assert(sizeof b == sizeof k.bytes);
-      __builtin_memcpy(&b, &k.bytes, sizeof b);
-      return std::hash<uint64_t>{}(k.group * 0x9e3779b97f4a7c15ULL ^ b);
-    }
-  };
   mutable std::unordered_map<ClosedFormKey, double, ClosedFormHash> closed_form_cache_;
+  ClosedFormPrefetch* prefetch_ = nullptr;
   std::vector<OpIncident> incidents_;
   int64_t ops_done_ = 0;
   int64_t ops_total_ = 0;

@@ -273,12 +273,7 @@ SimExecutor::SimExecutor(const schedules::Schedule& schedule, const std::vector<
   decide_symmetry();
 
   slot_of_rank_.assign(static_cast<size_t>(world), -1);
-  if (symmetric_) { // one pipeline; with context parallelism its whole cp ring (the ring peers)
-    for (int64_t pp = 0; pp < L.pp; ++pp)
-      for (int64_t k = 0; k < L.cp; ++k) slot_rank_.push_back(L.rank({rep_.tp, rep_.dp / L.cp * L.cp + k, pp}));
-  } else {
-    slot_rank_ = every_rank_slots();
-  }
+  slot_rank_ = symmetric_ ? symmetric_ranks(L, rep_) : every_rank_slots();
   for (size_t s = 0; s < slot_rank_.size(); ++s)
     slot_of_rank_[static_cast<size_t>(slot_rank_[s])] = static_cast<int32_t>(s);
   if (options_.hang_rank >= 0) {
@@ -340,6 +335,13 @@ SimExecutor::SimExecutor(const schedules::Schedule& schedule, const std::vector<
       if (fresh) groups_[ki].emplace_back();
     }
   }
+}
+
+std::vector<int64_t> SimExecutor::symmetric_ranks(const schedules::Layout& L, schedules::RankCoord rep) {
+  std::vector<int64_t> ranks;
+  for (int64_t pp = 0; pp < L.pp; ++pp)
+    for (int64_t k = 0; k < L.cp; ++k) ranks.push_back(L.rank({rep.tp, rep.dp / L.cp * L.cp + k, pp}));
+  return ranks;
 }
 
 /// Symmetry holds when every rank of a stage runs its stage's program at one speed and

@@ -61,6 +61,12 @@ NetworkPaths::NetworkPaths(const topology::Fabric& fabric, uint64_t seed, topolo
   }
 }
 
+NetworkPaths::NetworkPaths(const NetworkPaths& other, OwnScratch)
+    : fabric_(other.fabric_), shape_(other.shape_), seed_(other.seed_), policy_(other.policy_), pxn_(other.pxn_),
+      proxy_local_(other.proxy_local_), link_bw_(other.link_bw_), nominal_bw_(other.nominal_bw_),
+      degraded_(other.degraded_), windows_(other.windows_), lat_up_(other.lat_up_), lat_down_(other.lat_down_),
+      load_(other.load_.size(), 0) {}
+
 void NetworkPaths::degrade_link(uint32_t link, double factor) {
   TWINSCALE_ASSERT(link < link_bw_.size() && factor > 0 && factor <= 1, "degrade_link: bad link or factor");
   link_bw_[link] = nominal_bw_[link] * factor;

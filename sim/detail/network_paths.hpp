@@ -78,6 +78,13 @@ class NetworkPaths {
 public:
   NetworkPaths(const topology::Fabric& fabric, uint64_t seed, topology::EcmpPolicy policy, double nvlink_efficiency,
                double network_efficiency, bool pxn = true);
+  /// A copy for another thread (closed_form_prefetch.hpp): the same fabric, routing, link
+  /// bandwidths, degradations and windows, with scratch and a route cache of its own
+  /// (empty). Reads only what `other` keeps unchanged while it computes closed forms.
+  struct OwnScratch {};
+  NetworkPaths(const NetworkPaths& other, OwnScratch);
+  NetworkPaths(const NetworkPaths&) = delete; // a plain copy would share the route cache
+  NetworkPaths& operator=(const NetworkPaths&) = delete;
 
   const topology::Fabric& fabric() const { return fabric_; }
   /// Achieved bandwidth of link `link` (per direction), degraded when degrade_link() was called.

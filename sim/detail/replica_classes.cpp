@@ -217,11 +217,7 @@ std::vector<int64_t> SimExecutor::every_rank_slots() {
         }
         // with windows the seconds depend on the start: compare what collective_task's
         // closed form reads besides it, the flows of the image set in every epoch
-        std::vector<std::vector<int64_t>> gpu_groups;
-        for (const auto& g : image_groups(h.group, L.group_members(h.group, r), shortcuts_)) {
-          std::vector<int64_t>& gg = gpu_groups.emplace_back();
-          for (int64_t m : g) gg.push_back(gpu_of_rank_[static_cast<size_t>(m)]);
-        }
+        const auto gpu_groups = image_gpu_groups(L, gpu_of_rank_, h.group, L.group_members(h.group, r), shortcuts_);
         for (double v : windows->flow_set(plan, gpu_groups)) s.push_back(std::bit_cast<uint64_t>(v));
       }
     }
