@@ -59,7 +59,8 @@ TEST_CASE(
     "nccl order replay: tiny-1f1b and tiny-interleaved deadlock on one shared pp communicator, not on directed ones") {
   for (const char* name : {"tiny-1f1b", "tiny-interleaved"}) {
     INFO(name);
-    check_replay(schedules::lower(config::load_job_preset(name), schedules::LoweringTarget{80e9, false}));
+    check_replay(schedules::lower(config::load_job_preset(name),
+                                  schedules::LoweringTarget{80e9, /*check_memory=*/false, {}, true}));
   }
 }
 

@@ -203,6 +203,7 @@ TEST_CASE("cuda device: the tiny presets on 8 GPUs (all-gather and reduce-scatte
   for (const char* preset : {"tiny-1f1b", "tiny-interleaved", "tiny-megascale"}) {
     INFO(preset);
     run_cli(8, std::string("--preset ") + preset,
-            schedules::lower(config::load_job_preset(preset), schedules::LoweringTarget{80e9, false}));
+            schedules::lower(config::load_job_preset(preset),
+                             schedules::LoweringTarget{80e9, /*check_memory=*/false, {}, true}));
   }
 }

@@ -59,8 +59,8 @@ void probe_on(int dp, bool fp8) {
   const schedules::CalibrationTable t = schedules::read_calibration_file(dir + "/cal.json");
   CHECK(t.source == "cuda");
   CHECK(t.device.rfind("cuda:", 0) == 0);
-  const schedules::Schedule s =
-      schedules::lower(config::load_job(dir + "/job.toml"), schedules::LoweringTarget{80e9, false});
+  const schedules::Schedule s = schedules::lower(config::load_job(dir + "/job.toml"),
+                                                 schedules::LoweringTarget{80e9, /*check_memory=*/false, {}, true});
   for (const Op& op : s.program(0).ops) {
     if (op.is_communication()) continue;
     INFO(s.names[op.name]);
@@ -104,8 +104,8 @@ TEST_CASE("cuda probe: an FP8 job measures its FP8 GEMMs and casts (compute capa
 TEST_CASE("cuda device: FP8 GEMMs, casts and scale updates run on cuBLASLt, or are refused below 8.9") {
   const std::string dir = backend::test::fresh_dir("gpu-fp8");
   std::ofstream(dir + "/job.toml") << tiny_job(1, true);
-  const schedules::Schedule s =
-      schedules::lower(config::load_job(dir + "/job.toml"), schedules::LoweringTarget{80e9, false});
+  const schedules::Schedule s = schedules::lower(config::load_job(dir + "/job.toml"),
+                                                 schedules::LoweringTarget{80e9, /*check_memory=*/false, {}, true});
   std::filesystem::remove_all(dir);
   size_t fp8_gemms = 0, casts = 0;
   for (const Op& op : s.program(0).ops) {

@@ -110,7 +110,8 @@ TEST_CASE("nccl order: members issuing one communicator's collectives in differe
 TEST_CASE("nccl order: the tiny presets run under NCCL's rules with the devices' communicators") {
   for (const char* name : {"tiny-1f1b", "tiny-interleaved", "tiny-megascale"}) {
     INFO(name);
-    const Schedule s = lower(twinscale::config::load_job_preset(name), LoweringTarget{80e9, false});
+    const Schedule s =
+        lower(twinscale::config::load_job_preset(name), LoweringTarget{80e9, /*check_memory=*/false, {}, true});
     const auto v = check_nccl_order(s);
     for (const auto& x : v) UNSCOPED_INFO(describe(x));
     CHECK(v.empty());
