@@ -2,6 +2,7 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <array>
 
 #include "sim/detail/collective_task.hpp"
@@ -111,6 +112,13 @@ size_t ClosedFormPrefetch::computed() {
   return ready_.size();
 }
 
+/// The most flows one phase of a closed form may route on the helper's thread. Its
+/// scratch (about 180 bytes a routed flow) grows in its own malloc arena, in 4 KiB pages,
+/// and stays there: 2^16 flows keep it near 12 MB. Larger ones (the pipeline's 4-byte
+/// all-reduce over the whole world at 131,072 GPUs routes 262,144) are computed by the
+/// executor's thread in the main heap, as without a prefetch.
+constexpr size_t kMaxFlows = size_t{1} << 16;
+
 void ClosedFormPrefetch::run(std::vector<int64_t> ranks, bool images) {
   struct Wanted {
     ClosedFormKey key;
@@ -151,6 +159,10 @@ void ClosedFormPrefetch::run(std::vector<int64_t> ranks, bool images) {
           if (taken_.contains(w.key)) continue;
         }
         const auto gpu_groups = image_gpu_groups(L, gpu_of_rank_, w.group, L.group_members(w.group, w.rank), images);
+        size_t flows = 0; // routed at once by one phase; the largest are left to the executor's thread
+        for (const auto& phase : tasks.plan(w.kind, w.key.bytes, gpu_groups.front()).phases)
+          flows = std::max(flows, phase.transfers.size() * gpu_groups.size());
+        if (flows > kMaxFlows) continue;
         const double seconds = tasks.closed_form_s(w.kind, w.key.bytes, gpu_groups);
         const std::lock_guard lock(mutex_);
         ready_.emplace(w.key, seconds);

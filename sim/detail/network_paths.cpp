@@ -27,7 +27,8 @@ using topology::LinkKind;
 
 NetworkPaths::NetworkPaths(const topology::Fabric& fabric, uint64_t seed, topology::EcmpPolicy policy,
                            double nvlink_efficiency, double network_efficiency, bool pxn)
-    : fabric_(fabric), shape_(fabric.shape()), seed_(seed), policy_(policy), pxn_(pxn) {
+    : fabric_(fabric), shape_(fabric.shape()), seed_(seed), policy_(policy), pxn_(pxn),
+      tables_(std::make_shared<LinkTables>()) {
   const auto& links = fabric_.links();
   link_bw_.resize(links.size());
   for (size_t i = 0; i < links.size(); ++i) {
@@ -63,12 +64,11 @@ NetworkPaths::NetworkPaths(const topology::Fabric& fabric, uint64_t seed, topolo
 
 NetworkPaths::NetworkPaths(const NetworkPaths& other, OwnScratch)
     : fabric_(other.fabric_), shape_(other.shape_), seed_(other.seed_), policy_(other.policy_), pxn_(other.pxn_),
-      proxy_local_(other.proxy_local_), link_bw_(other.link_bw_), nominal_bw_(other.nominal_bw_),
-      degraded_(other.degraded_), windows_(other.windows_), lat_up_(other.lat_up_), lat_down_(other.lat_down_),
-      load_(other.load_.size(), 0) {}
+      tables_(other.tables_), degraded_(other.degraded_), windows_(other.windows_), load_(other.load_.size(), 0) {}
 
 void NetworkPaths::degrade_link(uint32_t link, double factor) {
   TWINSCALE_ASSERT(link < link_bw_.size() && factor > 0 && factor <= 1, "degrade_link: bad link or factor");
+  TWINSCALE_ASSERT(tables_.use_count() == 1, "NetworkPaths: link figures changed after a copy was made");
   link_bw_[link] = nominal_bw_[link] * factor;
   degraded_ = true;
   routes_ = &own_routes_; // a shared memo holds nominal rates

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "schedules/error.hpp"
 #include "sim/collective_algorithms.hpp"
 #include "topology/fabric.hpp"
 
@@ -79,8 +80,9 @@ public:
   NetworkPaths(const topology::Fabric& fabric, uint64_t seed, topology::EcmpPolicy policy, double nvlink_efficiency,
                double network_efficiency, bool pxn = true);
   /// A copy for another thread (closed_form_prefetch.hpp): the same fabric, routing, link
-  /// bandwidths, degradations and windows, with scratch and a route cache of its own
-  /// (empty). Reads only what `other` keeps unchanged while it computes closed forms.
+  /// bandwidths, degradations and windows (the link figures shared, read-only), with
+  /// scratch and a route cache of its own (empty). `other`'s link figures may not change
+  /// once a copy exists (degrade_link, set_nvlink_efficiency).
   struct OwnScratch {};
   NetworkPaths(const NetworkPaths& other, OwnScratch);
   NetworkPaths(const NetworkPaths&) = delete; // a plain copy would share the route cache
@@ -104,6 +106,7 @@ public:
   /// Sets an NVLink link's achieved bandwidth to its raw bandwidth × `efficiency` (mixed
   /// GPU models: a group's NVLink generation has its own; call before degrade_link()).
   void set_nvlink_efficiency(uint32_t link, double efficiency) {
+    TWINSCALE_ASSERT(tables_.use_count() == 1, "NetworkPaths: link figures changed after a copy was made");
     link_bw_[link] = nominal_bw_[link] = fabric_.links()[link].bw_bytes_per_s * efficiency;
   }
   /// Bandwidth of `link` before degrade_link().
@@ -180,12 +183,22 @@ private:
   uint64_t seed_;
   topology::EcmpPolicy policy_;
   bool pxn_;
-  std::vector<int64_t> proxy_local_; // by rail: local index of a GPU on that rail
-  std::vector<double> link_bw_;
-  std::vector<double> nominal_bw_; // link_bw_ before degrade_link()
-  bool degraded_ = false;          // degrade_link() was called: the first group's flows differ
+  /// The per-link and per-rail figures, shared with the copies made for other threads
+  /// (OwnScratch), which only read them: changed only before any copy is made.
+  struct LinkTables {
+    std::vector<int64_t> proxy_local; // by rail: local index of a GPU on that rail
+    std::vector<double> link_bw;
+    std::vector<double> nominal_bw; // link_bw before degrade_link()
+    std::vector<double> lat_up, lat_down;
+  };
+  std::shared_ptr<LinkTables> tables_;
+  std::vector<int64_t>& proxy_local_ = tables_->proxy_local;
+  std::vector<double>& link_bw_ = tables_->link_bw;
+  std::vector<double>& nominal_bw_ = tables_->nominal_bw;
+  bool degraded_ = false; // degrade_link() was called: the first group's flows differ
   std::shared_ptr<const DegradationWindows> windows_;
-  std::vector<double> lat_up_, lat_down_;
+  std::vector<double>& lat_up_ = tables_->lat_up;
+  std::vector<double>& lat_down_ = tables_->lat_down;
   mutable std::vector<int32_t> load_; // per link direction (2·link + down)
   mutable std::vector<uint32_t> touched_;
   mutable std::vector<topology::Hop> hops_;
