@@ -20,15 +20,6 @@ using namespace twinscale::sim::test;
 
 namespace {
 
-/// `preset` on the 32 GPUs of tiny-2tier, global batch 64.
-Lowered lower(const char* preset) {
-  auto job = config::load_job_preset(preset);
-  job.options.iterations = 1;
-  const auto spec = tiny_cluster();
-  config::apply_overrides(job, spec.gpus, 64);
-  return lower_on(job, spec);
-}
-
 /// Analytic options with the NCCL figures of tiny-2tier's GPUs, as simulate() resolves them.
 SimOptions resolved_options() {
   SimOptions o;
@@ -45,7 +36,7 @@ TEST_CASE("closed forms computed ahead equal those computed when asked for, bit 
           "[sim][closed_form_prefetch]") {
   for (const char* preset : {"tiny-megascale", "tiny-interleaved", "tiny-cp", "tiny-moe-hier"}) {
     INFO(preset);
-    const auto l = lower(preset);
+    const auto l = lower_tiny_preset(preset);
     const SimOptions o = resolved_options();
     const detail::NetworkPaths paths(*l.fabric, o.seed, o.ecmp, 0.8, 0.9, o.nccl.pxn);
     const auto ranks = detail::SimExecutor::symmetric_ranks(l.schedule.layout, {});
@@ -79,7 +70,7 @@ TEST_CASE("closed forms computed ahead equal those computed when asked for, bit 
 }
 
 TEST_CASE("a closed form taken before the helper reaches it is left to the caller", "[sim][closed_form_prefetch]") {
-  const auto l = lower("tiny-megascale");
+  const auto l = lower_tiny_preset("tiny-megascale");
   const SimOptions o = resolved_options();
   const detail::NetworkPaths paths(*l.fabric, o.seed, o.ecmp, 0.8, 0.9, o.nccl.pxn);
   // an empty rank list: nothing to compute, every key is the caller's
@@ -98,7 +89,7 @@ TEST_CASE("a symmetric analytic run gives every figure to the bit with and witho
           "[sim][closed_form_prefetch]") {
   for (const char* preset : {"tiny-megascale", "tiny-interleaved", "tiny-cp", "tiny-moe-hier", "tiny-zb"}) {
     INFO(preset);
-    const auto l = lower(preset);
+    const auto l = lower_tiny_preset(preset);
     SimOptions o;
     o.mode = SimMode::Analytic;
     const auto with = simulate(l.schedule, *l.fabric, l.gpus, o);

@@ -25,15 +25,6 @@ using namespace twinscale::sim::test;
 
 namespace {
 
-/// `preset` on the 32 GPUs of tiny-2tier, global batch 64.
-Lowered lower(const char* preset) {
-  auto job = config::load_job_preset(preset);
-  job.options.iterations = 1;
-  const auto spec = tiny_cluster();
-  config::apply_overrides(job, spec.gpus, 64);
-  return lower_on(job, spec);
-}
-
 /// The same run with every rank executed (SimOptions::replica_classes off).
 SimReport every_rank_executed(const Lowered& l, SimOptions o) {
   o.replica_classes = false;
@@ -76,7 +67,7 @@ SimOptions every_rank_options() {
 
 TEST_CASE("every rank with equal speeds runs one replica and reports every figure to the bit",
           "[sim][every_rank][replica_classes]") {
-  const auto l = lower("tiny-megascale"); // tp 2, pp 2, dp 8: eight replicas
+  const auto l = lower_tiny_preset("tiny-megascale"); // tp 2, pp 2, dp 8: eight replicas
   const SimOptions o = every_rank_options();
   const auto c = simulate(l.schedule, *l.fabric, l.gpus, o);
   const auto f = every_rank_executed(l, o);
@@ -90,7 +81,7 @@ TEST_CASE("every rank with equal speeds runs one replica and reports every figur
 
 TEST_CASE("a few slow GPUs: one class per distinct replica, every figure to the bit",
           "[sim][every_rank][replica_classes]") {
-  const auto l = lower("tiny-megascale");
+  const auto l = lower_tiny_preset("tiny-megascale");
   SimOptions o = every_rank_options();
   o.gpu_speed.assign(static_cast<size_t>(l.fabric->gpus()), 1.0);
   // linear placement: rank r on GPU r; replica d holds ranks with (r / 2) % 8 == d
@@ -122,7 +113,7 @@ TEST_CASE("random slow GPUs from a few factors: classes and the full run agree t
   const double factors[] = {0.7, 0.85, 0.95, 1.1};
   int by_classes = 0;
   for (const char* preset : {"tiny-megascale", "tiny-1f1b", "tiny-cp", "tiny-moe", "tiny-zb"}) {
-    const auto l = lower(preset);
+    const auto l = lower_tiny_preset(preset);
     for (int trial = 0; trial < 4; ++trial) {
       SimOptions o = every_rank_options();
       o.gpu_speed.assign(static_cast<size_t>(l.fabric->gpus()), 1.0);
@@ -143,7 +134,7 @@ TEST_CASE("random slow GPUs from a few factors: classes and the full run agree t
 }
 
 TEST_CASE("every replica different: every rank is executed", "[sim][every_rank][replica_classes]") {
-  const auto l = lower("tiny-megascale");
+  const auto l = lower_tiny_preset("tiny-megascale");
   SimOptions o = every_rank_options();
   o.gpu_speed = config::draw_gpu_speeds("normal:0.05", l.fabric->gpus(), 7);
   const auto c = simulate(l.schedule, *l.fabric, l.gpus, o);
@@ -155,7 +146,7 @@ TEST_CASE("context and expert parallelism: replicas hold whole rings and expert 
           "[sim][every_rank][replica_classes]") {
   for (const char* preset : {"tiny-cp", "tiny-moe", "tiny-moe-hier", "tiny-zb", "tiny-interleaved", "tiny-fsdp"}) {
     INFO(preset);
-    const auto l = lower(preset);
+    const auto l = lower_tiny_preset(preset);
     SimOptions o = every_rank_options();
     o.gpu_speed.assign(static_cast<size_t>(l.fabric->gpus()), 1.0);
     o.gpu_speed[0] = 0.9;
@@ -169,7 +160,7 @@ TEST_CASE("context and expert parallelism: replicas hold whole rings and expert 
 
 TEST_CASE("traces of a run by classes hold every rank's events, the same as the full run's",
           "[sim][every_rank][replica_classes]") {
-  const auto l = lower("tiny-megascale");
+  const auto l = lower_tiny_preset("tiny-megascale");
   const auto dir = std::filesystem::temp_directory_path() / "twinscale-replica-classes";
   std::filesystem::create_directories(dir);
   SimOptions o = every_rank_options();
@@ -213,7 +204,7 @@ TEST_CASE("traces of a run by classes hold every rank's events, the same as the 
 }
 
 TEST_CASE("runs the classes do not cover execute every rank", "[sim][every_rank][replica_classes]") {
-  const auto l = lower("tiny-megascale");
+  const auto l = lower_tiny_preset("tiny-megascale");
   SimOptions flow = every_rank_options();
   flow.mode = SimMode::Flow; // each executed group's flows load the fabric
   SimOptions full = every_rank_options();
@@ -223,7 +214,7 @@ TEST_CASE("runs the classes do not cover execute every rank", "[sim][every_rank]
     CHECK(r.replica_classes == 0);
     CHECK(r.executed_ranks == l.schedule.world());
   }
-  const auto folded = lower("tiny-moe-folded");
+  const auto folded = lower_tiny_preset("tiny-moe-folded");
   const auto r = simulate(folded.schedule, *folded.fabric, folded.gpus, every_rank_options());
   CHECK(r.replica_classes == 0);
   CHECK(r.executed_ranks == folded.schedule.world());
@@ -247,7 +238,7 @@ TEST_CASE("a jitter plan: each jittered GPU's replica is a class of its own, eve
   plan.events.push_back(jitter(21, 1.0, 5)); // replica 2 again, its second stage
   for (const char* preset : {"tiny-megascale", "tiny-interleaved", "tiny-cp"}) {
     INFO(preset);
-    const auto l = lower(preset);
+    const auto l = lower_tiny_preset(preset);
     for (bool every_rank : {true, false}) { // a rank-specific plan executes every rank either way
       SimOptions o = every_rank_options();
       o.every_rank = every_rank;
@@ -260,7 +251,7 @@ TEST_CASE("a jitter plan: each jittered GPU's replica is a class of its own, eve
     }
   }
   // the jittered replica is slower than the others, which wait for it at DP
-  const auto l = lower("tiny-megascale");
+  const auto l = lower_tiny_preset("tiny-megascale");
   SimOptions o = every_rank_options();
   o.faults = &plan;
   const auto c = simulate(l.schedule, *l.fabric, l.gpus, o);
@@ -305,7 +296,7 @@ TEST_CASE("links degraded for the whole run: the replicas whose own groups cross
           "[sim][every_rank][replica_classes][faults]") {
   for (const char* preset : {"tiny-megascale", "tiny-cp", "tiny-moe-hier", "tiny-interleaved"}) {
     INFO(preset);
-    const auto l = lower(preset);
+    const auto l = lower_tiny_preset(preset);
     faults::FaultPlan plan;                                                   // linear placement: GPU r holds rank r
     plan.events.push_back(degraded_link(link_on_route(*l.fabric, 2, 18, 1))); // GPU 2's NIC uplink
     plan.events.push_back(degraded_link(link_on_route(*l.fabric, 2, 3, 0)));  // NVLink out of GPU 2
@@ -314,7 +305,8 @@ TEST_CASE("links degraded for the whole run: the replicas whose own groups cross
     const auto nominal = simulate(l.schedule, *l.fabric, l.gpus, every_rank_options());
     CHECK(c.iteration_time_s > nominal.iteration_time_s); // the degradations are felt
   }
-  const auto l = lower("tiny-megascale"); // tp 2, pp 2, dp 8: replica d holds GPUs 2d, 2d + 1, 16 + 2d, 17 + 2d
+  const auto l =
+      lower_tiny_preset("tiny-megascale"); // tp 2, pp 2, dp 8: replica d holds GPUs 2d, 2d + 1, 16 + 2d, 17 + 2d
   faults::FaultPlan nvlink;
   nvlink.events.push_back(degraded_link(link_on_route(*l.fabric, 2, 3, 0)));
   const auto c = run_plan_by_classes(l, nvlink);
@@ -326,7 +318,7 @@ TEST_CASE("links degraded in time windows: replicas compared by their flows in e
           "[sim][every_rank][replica_classes][faults]") {
   for (const char* preset : {"tiny-megascale", "tiny-cp", "tiny-moe-hier", "tiny-interleaved"}) {
     INFO(preset);
-    const auto l = lower(preset);
+    const auto l = lower_tiny_preset(preset);
     const auto nominal = simulate(l.schedule, *l.fabric, l.gpus, every_rank_options());
     const double T = nominal.makespan_s;
     faults::FaultPlan plan; // windows inside the run: an op's cost depends on when it starts
@@ -339,7 +331,7 @@ TEST_CASE("links degraded in time windows: replicas compared by their flows in e
     CHECK(c.replica_classes >= 1);
     CHECK(c.iteration_time_s > nominal.iteration_time_s); // the degradations are felt
   }
-  const auto l = lower("tiny-megascale"); // replica d holds GPUs 2d, 2d + 1, 16 + 2d, 17 + 2d
+  const auto l = lower_tiny_preset("tiny-megascale"); // replica d holds GPUs 2d, 2d + 1, 16 + 2d, 17 + 2d
   faults::FaultPlan nvlink;
   nvlink.events.push_back(degraded_link(link_on_route(*l.fabric, 2, 3, 0), 1e-4));
   const auto c = run_plan_by_classes(l, nvlink);
@@ -349,7 +341,7 @@ TEST_CASE("links degraded in time windows: replicas compared by their flows in e
 TEST_CASE("a hung rank: its replica is a class of its own, every rank's end state as in the full run",
           "[sim][every_rank][replica_classes]") {
   for (const char* preset : {"tiny-megascale", "tiny-1f1b", "tiny-interleaved", "tiny-moe-hier", "tiny-cp"}) {
-    const auto l = lower(preset);
+    const auto l = lower_tiny_preset(preset);
     const int64_t world = l.schedule.world();
     for (const int64_t hung_rank : {int64_t{3}, world - 1}) {
       for (const double at : {1e-3, 0.0}) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "config/cluster_file.hpp"
+#include "config/job_file.hpp"
 #include "schedules/schedule.hpp"
 #include "sim/simulate.hpp"
 #include "topology/fabric.hpp"
@@ -121,6 +122,15 @@ inline Lowered lower_on(const schedules::JobSpec& job, const topology::ClusterSp
   const auto& L = l.schedule.layout; // dp counts dp · cp coordinates
   l.gpus = topology::place(*l.fabric, {L.tp, L.dp, L.pp}, topology::PlacementPolicy::Linear, 1);
   return l;
+}
+
+/// Job preset `preset` (one iteration) on the 32 GPUs of tiny-2tier, global batch 64.
+inline Lowered lower_tiny_preset(const char* preset) {
+  auto job = config::load_job_preset(preset);
+  job.options.iterations = 1;
+  const auto spec = tiny_cluster();
+  config::apply_overrides(job, spec.gpus, 64);
+  return lower_on(job, spec);
 }
 
 /// `job` (a tiny preset) with layers large enough that its communication and compute
