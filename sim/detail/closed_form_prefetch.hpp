@@ -61,7 +61,8 @@ public:
   /// one pipeline (aggregate on; neither every_rank, a hung rank nor per-GPU speeds) with
   /// neither a fault plan, nor a calibration table, nor degradation windows, nor routes
   /// shared with other runs (a sweep: its memo is not for two threads), on a process
-  /// allowed at least two CPUs.
+  /// allowed at least two CPUs of which one is idle now (fewer runnable tasks than CPUs).
+  /// The figures do not depend on the answer, only the time they take.
   static bool worth_it(const SimOptions& options, const NetworkPaths& paths);
 
   /// Starts computing, on a thread of its own, the closed form of every collective of
