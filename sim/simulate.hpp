@@ -132,10 +132,10 @@ struct SimOptions {
   /// environment: every rank is executed.
   bool replica_classes = true;
   /// An analytic run that executes one pipeline computes its collectives' closed forms on
-  /// another core while the executor is set up and runs (detail::ClosedFormPrefetch: only
-  /// when the process may use two CPUs, and not with a fault plan, a calibration table or
-  /// shared routes). The same doubles either way; false: each is computed when first
-  /// asked for.
+  /// another core while the executor is set up and runs (detail::ClosedFormPrefetch: at
+  /// idle priority and only on a core free when it starts; not with a fault plan, a
+  /// calibration table or shared routes). The same doubles either way; false: each is
+  /// computed when first asked for.
   bool prefetch_closed_forms = true;
   /// Fill SimReport::per_rank and per_rank_breakdown (one entry per rank); a sweep, which
   /// stores neither, turns it off. No other figure depends on it.
