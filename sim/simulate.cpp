@@ -176,7 +176,6 @@ SimReport run_in_process(const schedules::Schedule& schedule, const topology::Fa
       prefetch.emplace(schedule, gpu_of_rank, paths, options,
                        detail::SimExecutor::symmetric_ranks(schedule.layout, representative), options.aggregate);
     } catch (const std::system_error&) { // no thread to be had: each is computed when first asked for
-      prefetch.reset();
     }
   }
   detail::SimExecutor ex(schedule, gpu_of_rank, options, device, paths, representative, models);

@@ -80,6 +80,13 @@ std::vector<std::vector<int64_t>> image_gpu_groups(const schedules::Layout& layo
 
 namespace {
 
+/// The most flows one phase of a closed form may route on the helper's thread. Its
+/// scratch (about 180 bytes a routed flow) grows in its own malloc arena, in 4 KiB pages,
+/// and stays there: 2^16 flows keep it near 12 MB. Larger ones (the pipeline's 4-byte
+/// all-reduce over the whole world at 131,072 GPUs routes 262,144) are computed by the
+/// executor's thread in the main heap, as without a prefetch.
+constexpr size_t kMaxFlows = size_t{1} << 16;
+
 /// The machine's runnable tasks at this instant, the calling thread included
 /// (/proc/loadavg's fourth field, "running/total"); 0 when it cannot be read.
 int runnable_tasks() {
@@ -144,13 +151,6 @@ size_t ClosedFormPrefetch::computed() {
   return ready_.size();
 }
 
-/// The most flows one phase of a closed form may route on the helper's thread. Its
-/// scratch (about 180 bytes a routed flow) grows in its own malloc arena, in 4 KiB pages,
-/// and stays there: 2^16 flows keep it near 12 MB. Larger ones (the pipeline's 4-byte
-/// all-reduce over the whole world at 131,072 GPUs routes 262,144) are computed by the
-/// executor's thread in the main heap, as without a prefetch.
-constexpr size_t kMaxFlows = size_t{1} << 16;
-
 void ClosedFormPrefetch::run(std::vector<int64_t> ranks, bool images, bool only_on_free_core) {
   struct Wanted {
     ClosedFormKey key;
@@ -200,11 +200,11 @@ void ClosedFormPrefetch::run(std::vector<int64_t> ranks, bool images, bool only_
           if (taken_.contains(w.key)) continue;
         }
         const auto gpu_groups = image_gpu_groups(L, gpu_of_rank_, w.group, L.group_members(w.group, w.rank), images);
+        const CollectivePlan plan = tasks.plan(w.kind, w.key.bytes, gpu_groups.front());
         size_t flows = 0; // routed at once by one phase; the largest are left to the executor's thread
-        for (const auto& phase : tasks.plan(w.kind, w.key.bytes, gpu_groups.front()).phases)
-          flows = std::max(flows, phase.transfers.size() * gpu_groups.size());
+        for (const auto& phase : plan.phases) flows = std::max(flows, phase.transfers.size() * gpu_groups.size());
         if (flows > kMaxFlows) continue;
-        const double seconds = tasks.closed_form_s(w.kind, w.key.bytes, gpu_groups);
+        const double seconds = tasks.closed_form_s(plan, w.kind, gpu_groups);
         const std::lock_guard lock(mutex_);
         ready_.emplace(w.key, seconds);
       }

@@ -47,7 +47,11 @@ CollectivePlan CollectiveTasks::plan(OpKind kind, double bytes, const std::vecto
 double CollectiveTasks::closed_form_s(OpKind kind, double bytes, const std::vector<std::vector<int64_t>>& gpu_groups,
                                       double start_s) const {
   TWINSCALE_ASSERT(!gpu_groups.empty(), "a collective needs a group");
-  const CollectivePlan p = plan(kind, bytes, gpu_groups.front());
+  return closed_form_s(plan(kind, bytes, gpu_groups.front()), kind, gpu_groups, start_s);
+}
+
+double CollectiveTasks::closed_form_s(const CollectivePlan& p, OpKind kind,
+                                      const std::vector<std::vector<int64_t>>& gpu_groups, double start_s) const {
   if (p.phases.empty()) return 0;
   if (const DegradationWindows* w = paths_.windows()) return w->closed_form_s(p, gpu_groups, start_s);
   return paths_.closed_form_s(p, gpu_groups, /*with_latency=*/true, /*reuse_routes=*/kind == OpKind::AllToAll);

@@ -32,6 +32,9 @@ public:
   /// started at `start_s` (it matters only with degradation windows: NetworkPaths::windows()).
   double closed_form_s(schedules::OpKind kind, double bytes, const std::vector<std::vector<int64_t>>& gpu_groups,
                        double start_s = 0) const;
+  /// The same with its plan already made (plan(kind, bytes, gpu_groups.front())).
+  double closed_form_s(const CollectivePlan& plan, schedules::OpKind kind,
+                       const std::vector<std::vector<int64_t>>& gpu_groups, double start_s = 0) const;
 
   /// Flows of the collective for every group of `gpu_groups`: one merged flow per
   /// transfer carrying all its steps with the extra latencies as a delay (`merged`), or

@@ -30,7 +30,7 @@ NetworkPaths::NetworkPaths(const topology::Fabric& fabric, uint64_t seed, topolo
     : fabric_(fabric), shape_(fabric.shape()), seed_(seed), policy_(policy), pxn_(pxn),
       tables_(std::make_shared<LinkTables>()) {
   const auto& links = fabric_.links();
-  link_bw_.resize(links.size());
+  tables_->link_bw.resize(links.size());
   for (size_t i = 0; i < links.size(); ++i) {
     const auto& l = links[i];
     double eff = 1.0;
@@ -38,26 +38,26 @@ NetworkPaths::NetworkPaths(const topology::Fabric& fabric, uint64_t seed, topolo
       eff = nvlink_efficiency;
     else if (l.kind != LinkKind::Pcie)
       eff = network_efficiency;
-    link_bw_[i] = l.bw_bytes_per_s * eff;
+    tables_->link_bw[i] = l.bw_bytes_per_s * eff;
   }
-  nominal_bw_ = link_bw_;
+  tables_->nominal_bw = tables_->link_bw;
   const auto& vertices = fabric_.vertices();
   const double sw = fabric_.spec().switch_spec.latency_s;
   auto is_switch = [&](uint32_t v) {
     const auto k = vertices[v].kind;
     return k == topology::VertexKind::Tor || k == topology::VertexKind::Aggregation || k == topology::VertexKind::Spine;
   };
-  lat_up_.resize(links.size());
-  lat_down_.resize(links.size());
+  tables_->lat_up.resize(links.size());
+  tables_->lat_down.resize(links.size());
   for (size_t i = 0; i < links.size(); ++i) {
-    lat_up_[i] = links[i].latency_s + (is_switch(links[i].b) ? sw : 0.0);
-    lat_down_[i] = links[i].latency_s + (is_switch(links[i].a) ? sw : 0.0);
+    tables_->lat_up[i] = links[i].latency_s + (is_switch(links[i].b) ? sw : 0.0);
+    tables_->lat_down[i] = links[i].latency_s + (is_switch(links[i].a) ? sw : 0.0);
   }
   load_.assign(2 * links.size(), 0);
   const auto& shape = fabric_.shape();
-  proxy_local_.assign(static_cast<size_t>(std::max<int64_t>(1, shape.rails)), -1);
+  tables_->proxy_local.assign(static_cast<size_t>(std::max<int64_t>(1, shape.rails)), -1);
   for (int64_t l = 0; l < shape.gpus_per_server && l < fabric_.gpus(); ++l) {
-    auto& slot = proxy_local_[static_cast<size_t>(fabric_.rail_of_gpu(l))];
+    auto& slot = tables_->proxy_local[static_cast<size_t>(fabric_.rail_of_gpu(l))];
     if (slot < 0) slot = l;
   }
 }
@@ -67,9 +67,9 @@ NetworkPaths::NetworkPaths(const NetworkPaths& other, OwnScratch)
       tables_(other.tables_), degraded_(other.degraded_), windows_(other.windows_), load_(other.load_.size(), 0) {}
 
 void NetworkPaths::degrade_link(uint32_t link, double factor) {
-  TWINSCALE_ASSERT(link < link_bw_.size() && factor > 0 && factor <= 1, "degrade_link: bad link or factor");
+  TWINSCALE_ASSERT(link < tables_->link_bw.size() && factor > 0 && factor <= 1, "degrade_link: bad link or factor");
   TWINSCALE_ASSERT(tables_.use_count() == 1, "NetworkPaths: link figures changed after a copy was made");
-  link_bw_[link] = nominal_bw_[link] * factor;
+  tables_->link_bw[link] = tables_->nominal_bw[link] * factor;
   degraded_ = true;
   routes_ = &own_routes_; // a shared memo holds nominal rates
   own_routes_.clear();    // rates change
@@ -78,7 +78,8 @@ void NetworkPaths::degrade_link(uint32_t link, double factor) {
 void NetworkPaths::share_routes(RouteMemo& memo) {
   if (degraded_ || windows_) return;
   const bool same = memo.fabric == &fabric_ && memo.links == fabric_.links().size() && memo.gpus == fabric_.gpus() &&
-                    memo.seed == seed_ && memo.policy == policy_ && memo.pxn == pxn_ && memo.link_bw == link_bw_;
+                    memo.seed == seed_ && memo.policy == policy_ && memo.pxn == pxn_ &&
+                    memo.link_bw == tables_->link_bw;
   if (!same) {
     memo.clear();
     memo.fabric = &fabric_;
@@ -87,7 +88,7 @@ void NetworkPaths::share_routes(RouteMemo& memo) {
     memo.seed = seed_;
     memo.policy = policy_;
     memo.pxn = pxn_;
-    memo.link_bw = link_bw_;
+    memo.link_bw = tables_->link_bw;
   }
   routes_ = &memo;
 }
@@ -103,7 +104,7 @@ int64_t NetworkPaths::pxn_proxy(int64_t src, int64_t dst) const {
   if (server == shape.server_of(dst)) return src;
   const int64_t rail = shape.rail_of(dst);
   if (rail == shape.rail_of(src)) return src;
-  const int64_t local = proxy_local_[static_cast<size_t>(rail)];
+  const int64_t local = tables_->proxy_local[static_cast<size_t>(rail)];
   return local < 0 ? src : server * shape.gpus_per_server + local;
 }
 
@@ -159,7 +160,7 @@ void NetworkPaths::route_flows(const std::vector<PhaseTransfer>& transfers,
   out.reserve(paths.size());
   for (const auto& f : paths) {
     double rate = std::numeric_limits<double>::infinity();
-    const std::vector<double>& bw = f.own ? link_bw_ : nominal_bw_;
+    const std::vector<double>& bw = f.own ? tables_->link_bw : tables_->nominal_bw;
     for (size_t i = f.hop_begin; i < f.hop_end; ++i) {
       const Hop& h = all_hops[i];
       rate = std::min(rate, bw[h.link] / load_[2 * h.link + (h.up ? 0 : 1)]);
@@ -255,7 +256,8 @@ bool NetworkPaths::crosses_degraded(const CollectivePlan& plan, const std::vecto
       if (s == d) continue;
       route(s, d, t.channel, hops_);
       for (const Hop& h : hops_)
-        if (link_bw_[h.link] != nominal_bw_[h.link] || (windows_ && windows_->windowed(h.link))) return true;
+        if (tables_->link_bw[h.link] != tables_->nominal_bw[h.link] || (windows_ && windows_->windowed(h.link)))
+          return true;
     }
   return false;
 }

@@ -90,7 +90,7 @@ public:
 
   const topology::Fabric& fabric() const { return fabric_; }
   /// Achieved bandwidth of link `link` (per direction), degraded when degrade_link() was called.
-  double link_bw(uint32_t link) const { return link_bw_[link]; }
+  double link_bw(uint32_t link) const { return tables_->link_bw[link]; }
   /// A link carrying `factor` (0, 1) of its bandwidth for the whole run (fault plan
   /// LinkDegraded). Closed forms apply it to the flows of the group they are asked
   /// about (the first of gpu_groups) and count its symmetric images' flows at the
@@ -107,10 +107,10 @@ public:
   /// GPU models: a group's NVLink generation has its own; call before degrade_link()).
   void set_nvlink_efficiency(uint32_t link, double efficiency) {
     TWINSCALE_ASSERT(tables_.use_count() == 1, "NetworkPaths: link figures changed after a copy was made");
-    link_bw_[link] = nominal_bw_[link] = fabric_.links()[link].bw_bytes_per_s * efficiency;
+    tables_->link_bw[link] = tables_->nominal_bw[link] = fabric_.links()[link].bw_bytes_per_s * efficiency;
   }
   /// Bandwidth of `link` before degrade_link().
-  double nominal_link_bw(uint32_t link) const { return nominal_bw_[link]; }
+  double nominal_link_bw(uint32_t link) const { return tables_->nominal_bw[link]; }
   /// Degradations in time windows (degradation_windows.hpp); null when there are none.
   /// Closed forms of ops that may cross a window's edge come from it, not from
   /// closed_form_s/p2p_s.
@@ -121,7 +121,7 @@ public:
   }
   /// Latency of crossing `link` in one direction: its cable latency plus the switch
   /// latency (SwitchSpec::latency_s, cut-through) when the far end is a switch.
-  double hop_latency_s(uint32_t link, bool up) const { return (up ? lat_up_ : lat_down_)[link]; }
+  double hop_latency_s(uint32_t link, bool up) const { return (up ? tables_->lat_up : tables_->lat_down)[link]; }
   /// The links from `src_gpu` to `dst_gpu` for queue pair `channel` (replaces `out`).
   void route(int64_t src_gpu, int64_t dst_gpu, uint32_t channel, std::vector<topology::Hop>& out) const;
   /// The GPU whose NIC a transfer from `src_gpu` to `dst_gpu` leaves through (PXN
@@ -192,13 +192,8 @@ private:
     std::vector<double> lat_up, lat_down;
   };
   std::shared_ptr<LinkTables> tables_;
-  std::vector<int64_t>& proxy_local_ = tables_->proxy_local;
-  std::vector<double>& link_bw_ = tables_->link_bw;
-  std::vector<double>& nominal_bw_ = tables_->nominal_bw;
   bool degraded_ = false; // degrade_link() was called: the first group's flows differ
   std::shared_ptr<const DegradationWindows> windows_;
-  std::vector<double>& lat_up_ = tables_->lat_up;
-  std::vector<double>& lat_down_ = tables_->lat_down;
   mutable std::vector<int32_t> load_; // per link direction (2·link + down)
   mutable std::vector<uint32_t> touched_;
   mutable std::vector<topology::Hop> hops_;
