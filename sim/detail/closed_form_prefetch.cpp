@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "common/helper_thread.hpp"
 #include "sim/detail/collective_task.hpp"
 
 namespace twinscale::sim::detail {
@@ -81,8 +82,8 @@ std::vector<std::vector<int64_t>> image_gpu_groups(const schedules::Layout& layo
 namespace {
 
 /// The most flows one phase of a closed form may route on the helper's thread. Its
-/// scratch (about 180 bytes a routed flow) grows in its own malloc arena, in 4 KiB pages,
-/// and stays there: 2^16 flows keep it near 12 MB. Larger ones (the pipeline's 4-byte
+/// scratch (about 180 bytes a routed flow) grows in its own malloc arena and stays there:
+/// 2^16 flows keep it near 12 MB. Larger ones (the pipeline's 4-byte
 /// all-reduce over the whole world at 131,072 GPUs routes 262,144) are computed by the
 /// executor's thread in the main heap, as without a prefetch.
 constexpr size_t kMaxFlows = size_t{1} << 16;
@@ -126,9 +127,9 @@ ClosedFormPrefetch::ClosedFormPrefetch(const schedules::Schedule& schedule, cons
                                        const NetworkPaths& paths, const SimOptions& options, std::vector<int64_t> ranks,
                                        bool images, bool only_on_free_core)
     : schedule_(schedule), gpu_of_rank_(gpu_of_rank), paths_(paths), options_(options),
-      thread_([this, r = std::move(ranks), images, only_on_free_core]() mutable {
+      thread_(thread_beside([this, r = std::move(ranks), images, only_on_free_core]() mutable {
         run(std::move(r), images, only_on_free_core);
-      }) {}
+      })) {}
 
 ClosedFormPrefetch::~ClosedFormPrefetch() {
   stop_.store(true, std::memory_order_relaxed);
@@ -167,6 +168,7 @@ void ClosedFormPrefetch::run(std::vector<int64_t> ranks, bool images, bool only_
   cpu_set_t cpus;
   CPU_ZERO(&cpus);
   if (only_on_free_core && (sched_getaffinity(0, sizeof cpus, &cpus) != 0 || !core_free(CPU_COUNT(&cpus)))) return;
+  advise_huge_pages_in_thread_heap(); // its scratch in 2 MiB pages, as the executor's
   try {
     const NetworkPaths paths(paths_, NetworkPaths::OwnScratch{});
     const CollectiveTasks tasks(paths, options_);
