@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "common/helper_thread.hpp"
 #include "study/evaluate.hpp"
 
 namespace twinscale::study {
@@ -39,6 +40,7 @@ struct Slots {
 
 void worker(const StudySpec& spec, const std::vector<Point>& points, const std::vector<int64_t>& todo, Slots& s) {
   try {
+    advise_huge_pages_in_thread_heap(); // its points' memory in 2 MiB pages, as the main heap's
     Evaluator evaluator(spec);
     for (size_t k = s.next++; k < todo.size() && !s.stop; k = s.next++) {
       PointResult r = evaluator.evaluate(points[static_cast<size_t>(todo[k])]);
