@@ -255,6 +255,7 @@ int run_mpi(const SweepArgs& a, const study::StudySpec& spec, const std::vector<
         "--shard is for runs without MPI (Slurm job arrays); under mpirun/srun the ranks share the points dynamically");
   study::Evaluator evaluator(spec); // checks every job and cluster the study names (on every rank)
   backend::MpiSession mpi;
+  evaluator.set_helper_thread(mpi.size() <= 1); // ranks side by side take the cores already
   const std::string db = a.db.empty() ? default_db(a.study) : a.db;
   std::unique_ptr<study::Store> store;
   std::string error;

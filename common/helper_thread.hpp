@@ -19,7 +19,10 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
+#include <exception>
 #include <memory>
+#include <mutex>
+#include <system_error>
 #include <thread>
 #include <utility>
 
@@ -64,6 +67,84 @@ inline void advise_huge_pages_in_thread_heap() {
   const uintptr_t base = reinterpret_cast<uintptr_t>(probe) & ~(kHeap - 1);
   std::free(probe);
   madvise(reinterpret_cast<void*>(base), kHeap, MADV_HUGEPAGE); // advice only
+}
+
+} // namespace twinscale
+
+namespace twinscale {
+
+/// Calls fn(i) for every i in [0, n), the calls for different i possibly at once: the
+/// caller takes them from 0 upwards and, where `helper` is set, a thread started with
+/// thread_beside() (its arena advised for huge pages) takes them from n − 1 downwards,
+/// until the two meet. Whatever the split, a call that throws stops only its own side: the
+/// caller then stops too, while a failed helper leaves the rest to the caller, so the
+/// exception rethrown is the one a plain loop in order would have thrown first (the lowest
+/// index that threw). Without a helper (`helper` false, n < 2, no thread to be had) it is
+/// that plain loop. The split never shows in the results where fn(i) writes only what
+/// belongs to i.
+template <class Fn>
+void for_each_index_with_helper(size_t n, bool helper, Fn&& fn) {
+  if (!helper || n < 2) {
+    for (size_t i = 0; i < n; ++i) fn(i);
+    return;
+  }
+  struct Shared {
+    std::mutex m;
+    size_t lo = 0, hi = 0;       // [lo, hi) not yet claimed
+    bool helper_stopped = false; // the helper claims no more (done, or its call threw)
+    std::exception_ptr helper_error;
+  };
+  auto s = std::make_shared<Shared>();
+  s->hi = n;
+  auto helper_body = [s, &fn]() {
+    advise_huge_pages_in_thread_heap();
+    for (;;) {
+      size_t i = 0;
+      {
+        const std::lock_guard lock(s->m);
+        if (s->helper_stopped || s->lo >= s->hi) break;
+        i = --s->hi;
+      }
+      try {
+        fn(i);
+      } catch (...) {
+        const std::lock_guard lock(s->m);
+        s->helper_error = std::current_exception();
+        s->helper_stopped = true;
+        // the indexes it gave up are below i and still unclaimed: the caller takes them
+        return;
+      }
+    }
+    const std::lock_guard lock(s->m);
+    s->helper_stopped = true;
+  };
+  std::thread t;
+  try {
+    t = thread_beside(helper_body);
+  } catch (const std::system_error&) { // no thread to be had
+    for (size_t i = 0; i < n; ++i) fn(i);
+    return;
+  }
+  std::exception_ptr caller_error;
+  for (;;) {
+    size_t i = 0;
+    {
+      const std::lock_guard lock(s->m);
+      if (s->lo >= s->hi) break;
+      i = s->lo++;
+    }
+    try {
+      fn(i);
+    } catch (...) {
+      caller_error = std::current_exception();
+      const std::lock_guard lock(s->m);
+      s->helper_stopped = true; // every index it would take lies above this one
+      break;
+    }
+  }
+  t.join();
+  if (caller_error) std::rethrow_exception(caller_error);
+  if (s->helper_error) std::rethrow_exception(s->helper_error);
 }
 
 } // namespace twinscale

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <unordered_set>
 
+#include "common/helper_thread.hpp"
 #include "schedules/error.hpp"
 
 namespace twinscale::schedules {
@@ -174,7 +175,7 @@ std::vector<uint32_t> number_in_issue_order(const ProgramIndex& ix, std::span<co
   return out;
 }
 
-ExecutionRules::ExecutionRules(const Schedule& s) : schedule_(&s) {
+ExecutionRules::ExecutionRules(const Schedule& s, bool helper_thread) : schedule_(&s) {
   if (static_cast<int64_t>(s.program_of_rank.size()) != s.world())
     throw ScheduleError("schedule: program_of_rank has " + std::to_string(s.program_of_rank.size()) +
                         " entries, the layout has " + std::to_string(s.world()) + " ranks");
@@ -182,8 +183,9 @@ ExecutionRules::ExecutionRules(const Schedule& s) : schedule_(&s) {
     if (s.program_of_rank[r] >= s.programs.size())
       throw ScheduleError("schedule: rank " + std::to_string(r) + " names program " +
                           std::to_string(s.program_of_rank[r]) + " of " + std::to_string(s.programs.size()));
-  programs_.reserve(s.programs.size());
-  for (size_t p = 0; p < s.programs.size(); ++p) programs_.emplace_back(s.programs[p], p);
+  programs_.resize(s.programs.size());
+  for_each_index_with_helper(s.programs.size(), helper_thread,
+                             [&](size_t p) { programs_[p] = ProgramIndex(s.programs[p], p); });
 }
 
 ExecutionRules::Partner ExecutionRules::partner(int64_t rank, uint32_t op) const {

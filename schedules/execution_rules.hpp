@@ -153,8 +153,10 @@ struct RuleMismatch {
 
 class ExecutionRules {
 public:
-  /// Indexes every program of `schedule` once (see ProgramIndex for what is refused).
-  explicit ExecutionRules(const Schedule& schedule);
+  /// Indexes every program of `schedule` once (see ProgramIndex for what is refused);
+  /// with `helper_thread`, a helper thread indexes some of them at the same time
+  /// (for_each_index_with_helper: the same indexes, the same first error).
+  explicit ExecutionRules(const Schedule& schedule, bool helper_thread = false);
 
   const Schedule& schedule() const { return *schedule_; }
   const ProgramIndex& program(size_t program_id) const { return programs_[program_id]; }

@@ -78,6 +78,10 @@ public:
   PointResult evaluate(const Point& point);
   /// The flow-mode re-simulation of a point (flow_best).
   PointResult evaluate_flow(const Point& point);
+  /// Whether a point's lowering and executor set-up may share their work with a helper
+  /// thread (SimOptions::helper_thread; on by default): off where points already run side
+  /// by side (sweep --threads, several MPI ranks).
+  void set_helper_thread(bool on) { helper_thread_ = on; }
 
 private:
   PointResult run(const Point& point, bool flow);
@@ -109,6 +113,7 @@ private:
   /// Routed flows of each fabric in fabrics_, kept from point to point (sim::SimOptions::
   /// shared_routes) and dropped with their fabric.
   std::map<const topology::Fabric*, std::shared_ptr<sim::detail::RouteMemo>> routes_;
+  bool helper_thread_ = true; // set_helper_thread
   /// Recent schedules by lowering key (lowered()), the newest last; used only when the
   /// study varies an axis lowering does not read (otherwise no two points share one).
   bool share_schedules_ = false;

@@ -42,6 +42,7 @@ void worker(const StudySpec& spec, const std::vector<Point>& points, const std::
   try {
     advise_huge_pages_in_thread_heap(); // its points' memory in 2 MiB pages, as the main heap's
     Evaluator evaluator(spec);
+    evaluator.set_helper_thread(false); // the points themselves run side by side
     for (size_t k = s.next++; k < todo.size() && !s.stop; k = s.next++) {
       PointResult r = evaluator.evaluate(points[static_cast<size_t>(todo[k])]);
       std::lock_guard<std::mutex> lock(s.m);

@@ -9,6 +9,7 @@
 #include <bit>
 #include <cstdio>
 
+#include "common/helper_thread.hpp"
 #include "schedules/error.hpp"
 #include "schedules/execution_rules.hpp"
 #include "schedules/limits.hpp"
@@ -213,7 +214,8 @@ SimExecutor::SimExecutor(const schedules::Schedule& schedule, const std::vector<
                          const SimOptions& options, const DeviceModel& device, const NetworkPaths& paths,
                          schedules::RankCoord representative, std::vector<const DeviceModel*> models)
     : schedule_(schedule), gpu_of_rank_(gpu_of_rank), options_(options), device_(device), paths_(paths),
-      collectives_(paths, options), rules_(schedule), models_(std::move(models)), rep_(representative) {
+      collectives_(paths, options), rules_(schedule, options.helper_thread), models_(std::move(models)),
+      rep_(representative) {
   const auto& L = schedule_.layout;
   const int64_t world = L.world();
   if (world >= (int64_t{1} << 29)) throw ScheduleError("schedule: " + std::to_string(world) + " ranks (at most 2^29)");
@@ -258,9 +260,17 @@ SimExecutor::SimExecutor(const schedules::Schedule& schedule, const std::vector<
   } else {
     models_.assign(1, &device_);
   }
-  for (size_t p = 0; p < schedule_.programs.size(); ++p)
-    for (const DeviceModel* m : models_) hot_.push_back(hot_ops(rules_.program(p), p, *m));
-  for (size_t p = 0; p < schedule_.programs.size(); ++p) dep_at_.push_back(dependency_positions(rules_.program(p), p));
+  // each program's hot records (one set per GPU model), then its dependency positions,
+  // each in its place whichever thread makes it (the same first error as in order)
+  const size_t programs = schedule_.programs.size();
+  hot_.resize(programs * models_.size());
+  dep_at_.resize(programs);
+  for_each_index_with_helper(hot_.size(), options_.helper_thread, [&](size_t i) {
+    const size_t p = i / models_.size();
+    hot_[i] = hot_ops(rules_.program(p), p, *models_[i % models_.size()]);
+  });
+  for_each_index_with_helper(programs, options_.helper_thread,
+                             [&](size_t p) { dep_at_[p] = dependency_positions(rules_.program(p), p); });
   if (schedule_.job.options.host_seconds_per_call() > 0)
     for (const auto& program : schedule_.programs)
       host_issue_s_.push_back(
