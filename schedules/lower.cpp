@@ -4,9 +4,12 @@
 // detail/layer_ops.cpp (a layer's ops), detail/stage_lowering.cpp (p2p, DP/ZeRO,
 // optimizer, data), memory.cpp (memory per stage).
 #include <cmath>
+#include <cstdint>
 #include <iomanip>
 #include <sstream>
+#include <thread>
 
+#include "common/helper_thread.hpp"
 #include "schedules/check_job.hpp"
 #include "schedules/detail/stage_lowering.hpp"
 #include "schedules/error.hpp"
@@ -48,22 +51,48 @@ Schedule lower(const JobSpec& job, const LoweringTarget& target) {
     out.memory_by_stage.push_back(mem);
   }
 
-  // model FLOPs summed over each program right after it is lowered (its ops still in
-  // the caches), in op order and program order as ever
   double flops = 0;
   const double ranks_per_program = static_cast<double>(job.parallel.tp * job.parallel.dp);
-  detail::NameTable names;
-  out.programs.reserve(P * CP);
-  for (int64_t p = 0; p < P; ++p)
-    for (int64_t c = 0; c < CP; ++c) {
-      const Program* sibling = out.programs.empty() ? nullptr : &out.programs.back();
-      out.programs.push_back(detail::StageLowering(job, p, c, names, target.replay_layers).run(sibling));
-      double f = 0;
-      for (const Op& op : out.programs.back().ops)
-        if ((op.kind == OpKind::Gemm || op.kind == OpKind::Attention) && op.labels.phase != Phase::Recompute)
-          f += op.flops;
-      flops += f * ranks_per_program;
-    }
+  // Programs in order, each lowered after its predecessor on the same thread (whose
+  // sizes bound its vectors), and its model FLOPs summed right after (its ops still in the
+  // caches). With a helper thread, the caller lowers programs 0, 1, … with `names` as a
+  // plain loop would, and the helper the last ones, from the top down, with a table of its
+  // own; its programs' names are then interned in program and op order, which numbers
+  // every name as the plain loop does.
+  const auto count = static_cast<size_t>(P * CP);
+  out.programs.resize(count);
+  std::vector<double> program_flops(count, 0.0);
+  std::vector<char> helper_named(count, 0);
+  detail::NameTable names, helper_names;
+  const std::thread::id caller = std::this_thread::get_id();
+  const Program* caller_last = nullptr;
+  const Program* helper_last = nullptr;
+  for_each_index_with_helper(count, target.helper_thread, [&](size_t i) {
+    const bool mine = std::this_thread::get_id() == caller;
+    const Program*& last = mine ? caller_last : helper_last;
+    Program& program = out.programs[i];
+    program = detail::StageLowering(job, static_cast<int64_t>(i) / CP, static_cast<int64_t>(i) % CP,
+                                    mine ? names : helper_names, target.replay_layers)
+                  .run(last);
+    last = &program;
+    helper_named[i] = mine ? 0 : 1;
+    double f = 0;
+    for (const Op& op : program.ops)
+      if ((op.kind == OpKind::Gemm || op.kind == OpKind::Attention) && op.labels.phase != Phase::Recompute)
+        f += op.flops;
+    program_flops[i] = f;
+  });
+  const std::vector<std::string> helper_table = helper_names.take();
+  std::vector<uint32_t> renumbered(helper_table.size(), UINT32_MAX);
+  for (size_t i = 0; i < count; ++i) {
+    if (helper_named[i] != 0)
+      for (Op& op : out.programs[i].ops) {
+        uint32_t& id = renumbered[op.name];
+        if (id == UINT32_MAX) id = names.intern(helper_table[op.name]);
+        op.name = id;
+      }
+    flops += program_flops[i] * ranks_per_program;
+  }
   out.names = names.take();
 
   out.program_of_rank.resize(out.layout.world());

@@ -67,6 +67,10 @@ struct LoweringTarget {
   /// copied from it (LayerEmitter::set_replay): the same schedule, lowered in less time.
   /// false emits every op (tests compare the two).
   bool replay_layers = true;
+  /// A helper thread lowers some of the programs at the same time (from the last one
+  /// down, for_each_index_with_helper in common/helper_thread.hpp, its op names renumbered
+  /// after): the same schedule, the same first error.
+  bool helper_thread = false;
 };
 
 /// Lowers a job into a schedule. Throws JobError for impossible parallelism or a model
