@@ -18,7 +18,8 @@
 #                                         threads of one process (`sweep --threads`: whole
 #                                         analytic evaluations side by side; the binary
 #                                         trace's writer thread; closed forms computed
-#                                         ahead), in build-tsan/
+#                                         ahead; lowering and set-up split with a helper
+#                                         thread), in build-tsan/
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=${TWINSCALE_JOBS:-$(nproc)}
@@ -51,8 +52,10 @@ fi
 if [ "${1:-}" = "--threads" ]; then
   # the study library's threaded evaluation (every layer it calls compiled with TSan) and
   # the binary trace writer's thread (staging, the queue, the programs' metadata encoded
-  # while it waits) and the closed forms an analytic run computes ahead on another
-  # thread, with their unit tests; a reported race fails the run (halt_on_error)
+  # while it waits), the closed forms an analytic run computes ahead on another thread,
+  # and the lowering and executor set-up split with a helper thread (common/
+  # helper_thread.hpp; the prefetch tests' runs set up so), with their unit tests; a
+  # reported race fails the run (halt_on_error)
   cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTWINSCALE_WITH_CUDA=OFF \
     -DCMAKE_CXX_FLAGS="-fsanitize=thread -fno-omit-frame-pointer" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread" \
     -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=thread" "${launcher[@]}" >/dev/null
@@ -60,6 +63,7 @@ if [ "${1:-}" = "--threads" ]; then
   export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1"
   build-tsan/tests/test_study "evaluate in threads*"
   build-tsan/tests/test_schedules "binary trace writer*"
+  build-tsan/tests/test_schedules "[helper_thread]"
   build-tsan/tests/test_sim "[closed_form_prefetch]"
   exit
 fi

@@ -1,5 +1,5 @@
 // common/helper_thread.hpp: work split with a helper thread gives what a loop in order
-// gives (each index once, the first error of the loop).
+// gives (each index once, the first error of the loop; the same schedules).
 #include <catch2/catch.hpp>
 
 #include <atomic>
@@ -9,6 +9,10 @@
 #include <vector>
 
 #include "common/helper_thread.hpp"
+#include "config/job_file.hpp"
+#include "config/presets.hpp"
+#include "schedules/schedule.hpp"
+#include "schedules/schedule_equal.hpp"
 
 using twinscale::for_each_index_with_helper;
 using twinscale::thread_beside;
@@ -55,4 +59,28 @@ TEST_CASE("helper thread: the error rethrown is the one a loop in order meets fi
       for (size_t i = 0; i < first; ++i) CHECK(calls[i].load() == 1);
       for (size_t i = 0; i < n; ++i) CHECK(calls[i].load() <= 1);
     }
+}
+
+TEST_CASE("helper thread: the tiny presets lowered with a helper thread are the schedules lowered alone",
+          "[helper_thread]") {
+  // (lowering_setup_test compares every field with the op-by-op lowering; this one is small
+  // enough for ThreadSanitizer: scripts/sanitize.sh --threads)
+  for (const std::string& name : twinscale::config::preset_names("jobs")) {
+    if (!name.starts_with("tiny")) continue;
+    INFO(name);
+    const twinscale::schedules::JobSpec job = twinscale::config::load_job_preset(name);
+    twinscale::schedules::LoweringTarget alone;
+    alone.check_memory = false;
+    twinscale::schedules::LoweringTarget beside = alone;
+    beside.helper_thread = true;
+    for (int round = 0; round < 5; ++round) {
+      std::string why;
+      const twinscale::schedules::Schedule a = twinscale::schedules::lower(job, beside);
+      const twinscale::schedules::Schedule b = twinscale::schedules::lower(job, alone);
+      CHECK(twinscale::schedules::schedules_equal(a, b, &why));
+      INFO(why);
+      CHECK(a.names == b.names);
+      CHECK(a.model_flops_per_iteration == b.model_flops_per_iteration);
+    }
+  }
 }
