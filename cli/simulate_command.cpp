@@ -48,6 +48,7 @@ struct SimulateArgs {
   uint64_t seed = 1;
   int channels = 2;
   bool no_aggregate = false;
+  bool one_thread = false;
   bool ideal_collectives = false;
   bool every_rank = false;
   std::string gpu_speed_dist;
@@ -338,6 +339,10 @@ int run_simulate(const SimulateArgs& a) {
   spec.sim.mode = config::parse_sim_mode(a.mode, "--mode");
   spec.sim.channels = a.channels;
   spec.sim.aggregate = !a.no_aggregate;
+  if (a.one_thread) { // no helper thread: lowering, set-up and closed forms on this one
+    spec.sim.helper_thread = false;
+    spec.sim.prefetch_closed_forms = false;
+  }
   spec.sim.every_rank = a.every_rank;
   spec.sim.speed_variation = a.speed_variation;
   spec.sim.slow_hosts.fraction = a.slow_host_fraction;
@@ -442,6 +447,9 @@ void add_simulate_command(CLI::App& app, Action& action) {
                   "NCCL channels asked for (rings; a group spanning several NICs per server uses a multiple of them)")
       ->check(CLI::Range(1, 64));
   cmd->add_flag("--no-aggregate", args->no_aggregate, "execute every rank and every ring step (small jobs)");
+  cmd->add_flag("--one-thread", args->one_thread,
+                "use no helper thread beside this one (lowering, set-up, closed forms ahead): the same figures, "
+                "for many simulations side by side");
   cmd->add_flag(
       "--ideal-collectives", args->ideal_collectives,
       "collectives without NCCL's protocol costs (Simple bandwidth, fabric latencies only): what-ifs, error budgets");

@@ -1,7 +1,7 @@
 // One layout notation: every header names the parallel dimensions the job uses in
 // Megatron-Core's names and order (tp × cp × dp × pp, ep after it), cp and ep in the
 // JSON too; the MoE all-to-alls are EP communication, not TP's; flags read TPxDPxPP or
-// named parts; a cluster is named by its own name.
+// named parts; a cluster is named by its own name; --one-thread changes no figure.
 #include <filesystem>
 #include <string>
 
@@ -76,4 +76,16 @@ TEST_CASE("simulate header: a cluster file is named by its own name, the file be
   REQUIRE(r.code == 0);
   CHECK_THAT(r.out, Contains("on lab-cluster (" + (dir / "c.toml").string() + ")"));
   fs::remove_all(dir);
+}
+
+TEST_CASE("simulate --one-thread: the same report as with the helper thread", "[cli]") {
+  for (const char* preset : {"tiny-interleaved", "tiny-megascale", "gpt-175b-megascale"}) {
+    INFO(preset);
+    const std::string run = std::string("simulate --preset ") + preset + " --mode analytic --json";
+    const auto with_helper = run_cli(run, Capture::StdoutOnly);
+    const auto alone = run_cli(run + " --one-thread", Capture::StdoutOnly);
+    REQUIRE(with_helper.rc == 0);
+    REQUIRE(alone.rc == 0);
+    CHECK(with_helper.out == alone.out);
+  }
 }
