@@ -175,7 +175,7 @@ std::vector<uint32_t> number_in_issue_order(const ProgramIndex& ix, std::span<co
   return out;
 }
 
-ExecutionRules::ExecutionRules(const Schedule& s, bool helper_thread) : schedule_(&s) {
+ExecutionRules::ExecutionRules(const Schedule& s, HelperThread helper_thread) : schedule_(&s) {
   if (static_cast<int64_t>(s.program_of_rank.size()) != s.world())
     throw ScheduleError("schedule: program_of_rank has " + std::to_string(s.program_of_rank.size()) +
                         " entries, the layout has " + std::to_string(s.world()) + " ranks");

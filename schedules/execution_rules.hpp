@@ -154,9 +154,9 @@ struct RuleMismatch {
 class ExecutionRules {
 public:
   /// Indexes every program of `schedule` once (see ProgramIndex for what is refused);
-  /// with `helper_thread`, a helper thread indexes some of them at the same time
+  /// a helper thread, as `helper_thread` allows, indexes some of them at the same time
   /// (for_each_index_with_helper: the same indexes, the same first error).
-  explicit ExecutionRules(const Schedule& schedule, bool helper_thread = false);
+  explicit ExecutionRules(const Schedule& schedule, HelperThread helper_thread = HelperThread::Off);
 
   const Schedule& schedule() const { return *schedule_; }
   const ProgramIndex& program(size_t program_id) const { return programs_[program_id]; }

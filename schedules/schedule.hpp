@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "common/helper_thread_mode.hpp"
 #include "schedules/job.hpp"
 #include "schedules/layout.hpp"
 #include "schedules/op.hpp"
@@ -67,10 +68,10 @@ struct LoweringTarget {
   /// copied from it (LayerEmitter::set_replay): the same schedule, lowered in less time.
   /// false emits every op (tests compare the two).
   bool replay_layers = true;
-  /// A helper thread lowers some of the programs at the same time (from the last one
-  /// down, for_each_index_with_helper in common/helper_thread.hpp, its op names renumbered
-  /// after): the same schedule, the same first error.
-  bool helper_thread = false;
+  /// Whether a helper thread lowers some of the programs at the same time (from the last
+  /// one down, for_each_index_with_helper in common/helper_thread.hpp, its op names
+  /// renumbered after): the same schedule, the same first error.
+  HelperThread helper_thread = HelperThread::Off;
 };
 
 /// Lowers a job into a schedule. Throws JobError for impossible parallelism or a model

@@ -137,10 +137,11 @@ struct SimOptions {
   /// calibration table or shared routes). The same doubles either way; false: each is
   /// computed when first asked for.
   bool prefetch_closed_forms = true;
-  /// The executor's set-up may share its per-program work (the programs' indexes, hot
-  /// records and dependency positions) with one helper thread started beside it
-  /// (common/helper_thread.hpp); the same tables either way. A sweep that evaluates
-  /// points on several threads turns it off.
+  /// The lowering (config::Scenario) and the executor's set-up may share their
+  /// per-program work (programs, their indexes, hot records and dependency positions) with
+  /// one helper thread started beside them, where another core is idle
+  /// (common/helper_thread.hpp); the same tables either way. A sweep whose points run
+  /// side by side turns it off.
   bool helper_thread = true;
   /// Fill SimReport::per_rank and per_rank_breakdown (one entry per rank); a sweep, which
   /// stores neither, turns it off. No other figure depends on it.

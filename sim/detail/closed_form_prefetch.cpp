@@ -88,29 +88,6 @@ namespace {
 /// executor's thread in the main heap, as without a prefetch.
 constexpr size_t kMaxFlows = size_t{1} << 16;
 
-/// The machine's runnable tasks at this instant, the calling thread included
-/// (/proc/loadavg's fourth field, "running/total"); 0 when it cannot be read.
-int runnable_tasks() {
-  std::FILE* f = std::fopen("/proc/loadavg", "r");
-  if (f == nullptr) return 0;
-  int running = 0;
-  if (std::fscanf(f, "%*f %*f %*f %d/", &running) != 1) running = 0;
-  std::fclose(f);
-  return running;
-}
-
-/// Whether a core is free for the helper, asked from the helper: at most `cpus` runnable
-/// tasks (the executor's thread and this one among them) at one of three looks 0.2 ms
-/// apart. A process exiting or a shell pipeline shows for an instant; a busy core stays.
-bool core_free(int cpus) {
-  for (int look = 0; look < 3; ++look) {
-    if (look > 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
-    const int running = runnable_tasks();
-    if (running <= 0 || running <= cpus) return true;
-  }
-  return false;
-}
-
 } // namespace
 
 bool ClosedFormPrefetch::worth_it(const SimOptions& options, const NetworkPaths& paths) {
@@ -167,7 +144,9 @@ void ClosedFormPrefetch::run(std::vector<int64_t> ranks, bool images, bool only_
   pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle); // lowering one's priority needs no privilege
   cpu_set_t cpus;
   CPU_ZERO(&cpus);
-  if (only_on_free_core && (sched_getaffinity(0, sizeof cpus, &cpus) != 0 || !core_free(CPU_COUNT(&cpus)))) return;
+  // at most CPUs runnable tasks, the executor's thread and this one among them
+  if (only_on_free_core && (sched_getaffinity(0, sizeof cpus, &cpus) != 0 || !runnable_at_most(CPU_COUNT(&cpus))))
+    return;
   advise_huge_pages_in_thread_heap(); // its scratch in 2 MiB pages, as the executor's
   try {
     const NetworkPaths paths(paths_, NetworkPaths::OwnScratch{});

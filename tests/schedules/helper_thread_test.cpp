@@ -15,6 +15,7 @@
 #include "schedules/schedule_equal.hpp"
 
 using twinscale::for_each_index_with_helper;
+using twinscale::HelperThread;
 using twinscale::thread_beside;
 
 TEST_CASE("helper thread: a thread started beside its creator runs its body", "[helper_thread]") {
@@ -29,7 +30,8 @@ TEST_CASE("helper thread: every index is called once, whatever the split", "[hel
     for (size_t n : {0, 1, 2, 3, 8, 41}) {
       INFO("helper " << helper << ", n " << n);
       std::vector<std::atomic<int>> calls(n);
-      for_each_index_with_helper(n, helper, [&](size_t i) { calls[i].fetch_add(1); });
+      for_each_index_with_helper(n, helper ? HelperThread::Always : HelperThread::Off,
+                                 [&](size_t i) { calls[i].fetch_add(1); });
       for (size_t i = 0; i < n; ++i) CHECK(calls[i].load() == 1);
     }
 }
@@ -44,7 +46,7 @@ TEST_CASE("helper thread: the error rethrown is the one a loop in order meets fi
       std::vector<std::atomic<int>> calls(n);
       std::string what;
       try {
-        for_each_index_with_helper(n, true, [&](size_t i) {
+        for_each_index_with_helper(n, HelperThread::Always, [&](size_t i) {
           calls[i].fetch_add(1);
           volatile double x = 0; // a little work, so that the two sides interleave
           for (int k = 0; k < 2000 * static_cast<int>(i % 3); ++k) x = x + 1;
@@ -72,7 +74,7 @@ TEST_CASE("helper thread: the tiny presets lowered with a helper thread are the 
     twinscale::schedules::LoweringTarget alone;
     alone.check_memory = false;
     twinscale::schedules::LoweringTarget beside = alone;
-    beside.helper_thread = true;
+    beside.helper_thread = twinscale::HelperThread::Always;
     for (int round = 0; round < 5; ++round) {
       std::string why;
       const twinscale::schedules::Schedule a = twinscale::schedules::lower(job, beside);

@@ -230,7 +230,7 @@ TEST_CASE("lowering set-up: layer passes copied from an earlier one, and program
     require_same_programs(lower(job, replay), lower(job, each_op));
     if (name.starts_with("tiny") || name == "gpt-175b-megascale") { // the split does not depend on scale
       LoweringTarget beside = replay; // some programs lowered by a helper thread, names renumbered
-      beside.helper_thread = true;
+      beside.helper_thread = HelperThread::Always;
       require_same_programs(lower(job, beside), lower(job, each_op));
     }
     detail::NameTable names;
