@@ -339,10 +339,7 @@ int run_simulate(const SimulateArgs& a) {
   spec.sim.mode = config::parse_sim_mode(a.mode, "--mode");
   spec.sim.channels = a.channels;
   spec.sim.aggregate = !a.no_aggregate;
-  if (a.one_thread) { // no helper thread: lowering, set-up and closed forms on this one
-    spec.sim.helper_thread = false;
-    spec.sim.prefetch_closed_forms = false;
-  }
+  if (a.one_thread) spec.sim.helper_thread = HelperThread::Off; // lowering, set-up and closed forms on this one
   spec.sim.every_rank = a.every_rank;
   spec.sim.speed_variation = a.speed_variation;
   spec.sim.slow_hosts.fraction = a.slow_host_fraction;

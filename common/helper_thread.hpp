@@ -73,10 +73,6 @@ inline void advise_huge_pages_in_thread_heap() {
   madvise(reinterpret_cast<void*>(base), kHeap, MADV_HUGEPAGE); // advice only
 }
 
-} // namespace twinscale
-
-namespace twinscale {
-
 /// The machine's runnable tasks at this instant, the calling thread included
 /// (/proc/loadavg's fourth field, "running/total"); 0 when it cannot be read.
 inline int runnable_tasks() {
@@ -88,24 +84,12 @@ inline int runnable_tasks() {
   return running;
 }
 
-/// Whether at most `at_most` tasks are runnable at one of three looks 0.2 ms apart (or
-/// /proc/loadavg cannot be read). A process exiting or a shell pipeline shows for an
-/// instant; a busy core stays.
-inline bool runnable_at_most(int at_most) {
-  for (int look = 0; look < 3; ++look) {
-    if (look > 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
-    const int running = runnable_tasks();
-    if (running <= 0 || running <= at_most) return true;
-  }
-  return false;
-}
-
 /// Whether a CPU this process may use besides the caller's has nothing to run: at most
 /// CPUs − 1 runnable tasks, the caller among them, at one look. The caller does not sleep
-/// between looks as runnable_at_most does (beside a busy core each sleep of 0.2 ms cost
-/// about a millisecond); a look that catches a passing process only keeps the work on
-/// the caller's thread. The answer is kept for a second, so a sweep looks about once a
-/// second, not at every point.
+/// between looks (beside a busy core three looks 0.2 ms apart cost it ~2.5 ms); a look
+/// that catches a passing process only keeps the work on the caller's thread. The answer
+/// is kept for a second: a run's lowering, set-up and closed forms ahead share one look,
+/// and a sweep looks about once a second, not at every point.
 inline bool other_core_idle() {
   using Clock = std::chrono::steady_clock;
   static std::atomic<int64_t> decided_at{INT64_MIN}; // Clock ticks of the last look
@@ -124,17 +108,24 @@ inline bool other_core_idle() {
   return answer;
 }
 
+/// Whether `when` gives the caller a helper thread now (Always; WhenCoreIdle where
+/// other_core_idle()).
+inline bool helper_wanted(HelperThread when) {
+  return when == HelperThread::Always || (when == HelperThread::WhenCoreIdle && other_core_idle());
+}
+
 /// Calls fn(i) for every i in [0, n), the calls for different i possibly at once: the
-/// caller takes them from 0 upwards and, as `when` allows (HelperThread), a thread started with thread_beside() (its arena advised for huge
-/// pages) takes them from n − 1 downwards, until the two meet. Whatever the split, a call
-/// that throws stops only its own side: the caller then stops too, while a failed helper
-/// leaves the rest to the caller, so the exception rethrown is the one a plain loop in
-/// order would have thrown first (the lowest index that threw). Without a helper (Off,
-/// n < 2, WhenCoreIdle and no idle core, no thread to be had) it is that plain loop. The split never
-/// shows in the results where fn(i) writes only what belongs to i.
+/// caller takes them from 0 upwards and, where helper_wanted(when), a thread started with
+/// thread_beside() (its arena advised for huge pages) takes them from n − 1 downwards,
+/// until the two meet. Whatever the split, a call that throws stops only its own side:
+/// the caller then stops too, while a failed helper leaves the rest to the caller, so the
+/// exception rethrown is the one a plain loop in order would have thrown first (the
+/// lowest index that threw). Without a helper (n < 2, none wanted, no thread to be had) it
+/// is that plain loop. The split never shows in the results where fn(i) writes only what
+/// belongs to i.
 template <class Fn>
 void for_each_index_with_helper(size_t n, HelperThread when, Fn&& fn) {
-  if (when == HelperThread::Off || n < 2 || (when == HelperThread::WhenCoreIdle && !other_core_idle())) {
+  if (n < 2 || !helper_wanted(when)) {
     for (size_t i = 0; i < n; ++i) fn(i);
     return;
   }

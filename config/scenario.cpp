@@ -127,7 +127,7 @@ const std::vector<std::string>& all_reduce_algorithm_names() {
 namespace {
 /// The scenario's schedule: ScenarioSpec::lowered's when given, else lowered here.
 std::shared_ptr<const schedules::Schedule> lower_for(const ScenarioSpec& spec, schedules::LoweringTarget target) {
-  target.helper_thread = spec.sim.helper_thread ? HelperThread::WhenCoreIdle : HelperThread::Off; // as the set-up
+  target.helper_thread = spec.sim.helper_thread; // as the executor's set-up
   if (spec.lowered) return spec.lowered(target);
   return std::make_shared<const schedules::Schedule>(schedules::lower(spec.job, target));
 }

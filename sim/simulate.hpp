@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "common/enum_names.hpp"
+#include "common/helper_thread_mode.hpp"
 #include "records/rank_state.hpp"
 #include "schedules/schedule.hpp"
 #include "schedules/trace.hpp"
@@ -133,16 +134,16 @@ struct SimOptions {
   bool replica_classes = true;
   /// An analytic run that executes one pipeline computes its collectives' closed forms on
   /// another core while the executor is set up and runs (detail::ClosedFormPrefetch: at
-  /// idle priority and only on a core free when it starts; not with a fault plan, a
+  /// idle priority, on the helper thread helper_thread allows; not with a fault plan, a
   /// calibration table or shared routes). The same doubles either way; false: each is
   /// computed when first asked for.
   bool prefetch_closed_forms = true;
-  /// The lowering (config::Scenario) and the executor's set-up may share their
-  /// per-program work (programs, their indexes, hot records and dependency positions) with
-  /// one helper thread started beside them, where another core is idle
-  /// (common/helper_thread.hpp); the same tables either way. A sweep whose points run
-  /// side by side turns it off.
-  bool helper_thread = true;
+  /// Whether the run may use one helper thread beside its own (common/helper_thread.hpp):
+  /// the lowering (config::Scenario) and the executor's set-up share their per-program
+  /// work (programs, their indexes, hot records and dependency positions) with it, and
+  /// the closed forms ahead run on it (prefetch_closed_forms). The same figures either
+  /// way. Off: `simulate --one-thread`, and a sweep whose points run side by side.
+  HelperThread helper_thread = HelperThread::WhenCoreIdle;
   /// Fill SimReport::per_rank and per_rank_breakdown (one entry per rank); a sweep, which
   /// stores neither, turns it off. No other figure depends on it.
   bool per_rank = true;

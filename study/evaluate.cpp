@@ -423,7 +423,7 @@ PointResult Evaluator::run(const Point& point, bool flow) {
   setup.sim.mode = flow ? sim::SimMode::Flow : sim::SimMode::Analytic;
   if (!sim::per_op_forced()) setup.sim.shared_routes = routes_.at(fabric.get());
   setup.sim.per_rank = false; // a point stores no per-rank figure
-  setup.sim.helper_thread = helper_thread_;
+  setup.sim.helper_thread = helper_thread_ ? HelperThread::WhenCoreIdle : HelperThread::Off;
   if (share_schedules_)
     setup.lowered = [this, &point, &job](const schedules::LoweringTarget& t) { return lowered(point, job, t); };
   std::unique_ptr<const config::Scenario> scenario;

@@ -102,11 +102,11 @@ bool ClosedFormPrefetch::worth_it(const SimOptions& options, const NetworkPaths&
 
 ClosedFormPrefetch::ClosedFormPrefetch(const schedules::Schedule& schedule, const std::vector<int64_t>& gpu_of_rank,
                                        const NetworkPaths& paths, const SimOptions& options, std::vector<int64_t> ranks,
-                                       bool images, bool only_on_free_core)
-    : schedule_(schedule), gpu_of_rank_(gpu_of_rank), paths_(paths), options_(options),
-      thread_(thread_beside([this, r = std::move(ranks), images, only_on_free_core]() mutable {
-        run(std::move(r), images, only_on_free_core);
-      })) {}
+                                       bool images)
+    : schedule_(schedule), gpu_of_rank_(gpu_of_rank), paths_(paths), options_(options) {
+  if (helper_wanted(options.helper_thread))
+    thread_ = thread_beside([this, r = std::move(ranks), images]() mutable { run(std::move(r), images); });
+}
 
 ClosedFormPrefetch::~ClosedFormPrefetch() {
   stop_.store(true, std::memory_order_relaxed);
@@ -129,25 +129,20 @@ size_t ClosedFormPrefetch::computed() {
   return ready_.size();
 }
 
-void ClosedFormPrefetch::run(std::vector<int64_t> ranks, bool images, bool only_on_free_core) {
+void ClosedFormPrefetch::run(std::vector<int64_t> ranks, bool images) {
   struct Wanted {
     ClosedFormKey key;
     OpKind kind;
     GroupKind group;
     int64_t rank;
   };
-  // Only on a core nothing else wants: with every core busy, a helper at normal priority
-  // took CPU from the executor (0.0564 s against 0.0523 s without it), and one at idle
-  // priority still took its slices (0.058 against 0.055 s). So it runs at idle priority,
-  // and not at all where no core is free when it starts.
+  // Only on a core nothing else wants (the constructor's look): with every core busy, a
+  // helper at normal priority took CPU from the executor (0.0564 s against 0.0523 s
+  // without it), and one at idle priority still took its slices (0.058 against 0.055 s).
+  // It also runs at idle priority.
   const sched_param idle{};
   pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle); // lowering one's priority needs no privilege
-  cpu_set_t cpus;
-  CPU_ZERO(&cpus);
-  // at most CPUs runnable tasks, the executor's thread and this one among them
-  if (only_on_free_core && (sched_getaffinity(0, sizeof cpus, &cpus) != 0 || !runnable_at_most(CPU_COUNT(&cpus))))
-    return;
-  advise_huge_pages_in_thread_heap(); // its scratch in 2 MiB pages, as the executor's
+  advise_huge_pages_in_thread_heap();                       // its scratch in 2 MiB pages, as the executor's
   try {
     const NetworkPaths paths(paths_, NetworkPaths::OwnScratch{});
     const CollectiveTasks tasks(paths, options_);

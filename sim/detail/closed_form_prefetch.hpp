@@ -61,20 +61,19 @@ public:
   /// one pipeline (aggregate on; neither every_rank, a hung rank nor per-GPU speeds) with
   /// neither a fault plan, nor a calibration table, nor degradation windows, nor routes
   /// shared with other runs (a sweep: its memo is not for two threads), on a process
-  /// allowed at least two CPUs. The helper runs at idle priority (SCHED_IDLE), and only if
-  /// a core is free when it starts (/proc/loadavg's runnable tasks); otherwise the
-  /// executor computes every form itself. No figure depends on which.
+  /// allowed at least two CPUs. The helper runs at idle priority (SCHED_IDLE); no figure
+  /// depends on which thread computes a form.
   static bool worth_it(const SimOptions& options, const NetworkPaths& paths);
 
   /// Starts computing, on a thread of its own, the closed form of every collective of
   /// the programs of `ranks` (their k-th collectives in turn, roughly the order the run
   /// reaches them), with images as collective_task takes them (`images`). `schedule`,
   /// `gpu_of_rank`, `paths` (its fabric and bandwidths, which must not change meanwhile)
-  /// and `options` must outlive this object. `only_on_free_core` false: computes them
-  /// whatever the machine's load (tests).
+  /// and `options` must outlive this object. The thread starts where
+  /// helper_wanted(options.helper_thread) (by default only where another core is idle);
+  /// otherwise nothing is computed ahead and every key is the caller's.
   ClosedFormPrefetch(const schedules::Schedule& schedule, const std::vector<int64_t>& gpu_of_rank,
-                     const NetworkPaths& paths, const SimOptions& options, std::vector<int64_t> ranks, bool images,
-                     bool only_on_free_core = true);
+                     const NetworkPaths& paths, const SimOptions& options, std::vector<int64_t> ranks, bool images);
   /// Stops after the closed form under way and joins the thread.
   ~ClosedFormPrefetch();
   ClosedFormPrefetch(const ClosedFormPrefetch&) = delete;
@@ -90,7 +89,7 @@ public:
   void finish();
 
 private:
-  void run(std::vector<int64_t> ranks, bool images, bool only_on_free_core);
+  void run(std::vector<int64_t> ranks, bool images);
 
   const schedules::Schedule& schedule_;
   const std::vector<int64_t>& gpu_of_rank_;

@@ -201,12 +201,6 @@ std::vector<uint32_t> dependency_positions(const schedules::ProgramIndex& ix, si
   return out;
 }
 
-/// The executor's set-up shares its per-program work where SimOptions::helper_thread
-/// allows and another core is idle.
-HelperThread helper_when(const SimOptions& options) {
-  return options.helper_thread ? HelperThread::WhenCoreIdle : HelperThread::Off;
-}
-
 /// Refuses a schedule whose members disagree on a collective or a message (rules 2, 3).
 void check_matching(const schedules::ExecutionRules& rules) {
   auto v = rules.check_collectives(1);
@@ -220,7 +214,7 @@ SimExecutor::SimExecutor(const schedules::Schedule& schedule, const std::vector<
                          const SimOptions& options, const DeviceModel& device, const NetworkPaths& paths,
                          schedules::RankCoord representative, std::vector<const DeviceModel*> models)
     : schedule_(schedule), gpu_of_rank_(gpu_of_rank), options_(options), device_(device), paths_(paths),
-      collectives_(paths, options), rules_(schedule, helper_when(options)), models_(std::move(models)),
+      collectives_(paths, options), rules_(schedule, options.helper_thread), models_(std::move(models)),
       rep_(representative) {
   const auto& L = schedule_.layout;
   const int64_t world = L.world();
@@ -271,11 +265,11 @@ SimExecutor::SimExecutor(const schedules::Schedule& schedule, const std::vector<
   const size_t programs = schedule_.programs.size();
   hot_.resize(programs * models_.size());
   dep_at_.resize(programs);
-  for_each_index_with_helper(hot_.size(), helper_when(options_), [&](size_t i) {
+  for_each_index_with_helper(hot_.size(), options_.helper_thread, [&](size_t i) {
     const size_t p = i / models_.size();
     hot_[i] = hot_ops(rules_.program(p), p, *models_[i % models_.size()]);
   });
-  for_each_index_with_helper(programs, helper_when(options_),
+  for_each_index_with_helper(programs, options_.helper_thread,
                              [&](size_t p) { dep_at_[p] = dependency_positions(rules_.program(p), p); });
   if (schedule_.job.options.host_seconds_per_call() > 0)
     for (const auto& program : schedule_.programs)

@@ -25,6 +25,7 @@ SimOptions resolved_options() {
   SimOptions o;
   o.mode = SimMode::Analytic;
   o.nccl = resolve_nccl(o.nccl, tiny_cluster());
+  o.helper_thread = HelperThread::Always; // whatever the machine's load
   return o;
 }
 
@@ -40,8 +41,7 @@ TEST_CASE("closed forms computed ahead equal those computed when asked for, bit 
     const SimOptions o = resolved_options();
     const detail::NetworkPaths paths(*l.fabric, o.seed, o.ecmp, 0.8, 0.9, o.nccl.pxn);
     const auto ranks = detail::SimExecutor::symmetric_ranks(l.schedule.layout, {});
-    detail::ClosedFormPrefetch prefetch(l.schedule, l.gpus, paths, o, ranks, /*images=*/true,
-                                        /*only_on_free_core=*/false);
+    detail::ClosedFormPrefetch prefetch(l.schedule, l.gpus, paths, o, ranks, /*images=*/true);
     prefetch.finish();
     // every distinct collective of the pipeline's programs, computed here on this thread
     const detail::NetworkPaths own(*l.fabric, o.seed, o.ecmp, 0.8, 0.9, o.nccl.pxn);
@@ -75,14 +75,14 @@ TEST_CASE("a closed form taken before the helper reaches it is left to the calle
   const SimOptions o = resolved_options();
   const detail::NetworkPaths paths(*l.fabric, o.seed, o.ecmp, 0.8, 0.9, o.nccl.pxn);
   // an empty rank list: nothing to compute, every key is the caller's
-  detail::ClosedFormPrefetch idle(l.schedule, l.gpus, paths, o, {}, true, false);
+  detail::ClosedFormPrefetch idle(l.schedule, l.gpus, paths, o, {}, true);
   idle.finish();
   CHECK(idle.computed() == 0);
   CHECK_FALSE(idle.take(detail::closed_form_key(schedules::OpKind::AllReduce, schedules::GroupKind::Dp, 0, 1e6)));
   // destroyed while it works: stops after the closed form under way and joins
   for (int i = 0; i < 20; ++i) {
     detail::ClosedFormPrefetch p(l.schedule, l.gpus, paths, o,
-                                 detail::SimExecutor::symmetric_ranks(l.schedule.layout, {}), true, false);
+                                 detail::SimExecutor::symmetric_ranks(l.schedule.layout, {}), true);
   }
 }
 
